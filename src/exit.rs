@@ -1,0 +1,18 @@
+//! The documented exit codes (see `docs/SANDBOX.md` and `--help`).
+
+/// Success.
+pub const OK: i32 = 0;
+/// A generic failure (doctor found a failing check, bad input).
+pub const FAILURE: i32 = 1;
+/// Bad command-line usage (clap's own code).
+pub const USAGE: i32 = 2;
+/// A transient network or timeout failure talking to a provider/remote (EX_TEMPFAIL).
+pub const TEMPFAIL: i32 = 75;
+/// The command timed out.
+pub const TIMEOUT: i32 = 124;
+/// The sandbox could not be set up; the command did not run.
+pub const SANDBOX_SETUP: i32 = 125;
+/// The command was found but could not be executed.
+pub const NOT_EXECUTABLE: i32 = 126;
+/// The command was not found.
+pub const NOT_FOUND: i32 = 127;

@@ -1,0 +1,650 @@
+//! Turning a [`SandboxPolicy`] into concrete paths, once, before planning.
+//!
+//! Resolution reads the filesystem (existence, symlinks, `.git` pointer
+//! files, a bounded scan for `.env` files) but never changes it. Every
+//! backend plans from the same [`ResolvedPolicy`], so the bwrap argv, the
+//! Landlock ruleset and the Seatbelt parameters agree by construction.
+
+use super::tables::{self, Anchor, Entry};
+use super::{EnvPolicy, SandboxMode, SandboxPolicy};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+
+/// Directories never descended into when looking for workspace `.env` files:
+/// large, generated, and not where secrets are kept.
+const ENV_SCAN_SKIP: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    "dist",
+    "build",
+    ".cache",
+];
+/// Bounds of the `.env` scan: the scan must stay cheap on huge workspaces.
+const ENV_SCAN_MAX_DEPTH: usize = 8;
+const ENV_SCAN_MAX_ENTRIES: usize = 50_000;
+
+/// Facts about the host that resolution depends on (injectable for tests).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// Home directory candidates: `$HOME` first, then the passwd entry if it differs.
+    pub homes: Vec<PathBuf>,
+    /// `$CARGO_HOME`, when set.
+    pub cargo_home: Option<PathBuf>,
+    /// `$XDG_CACHE_HOME`, when set.
+    pub xdg_cache_home: Option<PathBuf>,
+}
+
+impl HostFacts {
+    /// Read the facts from this process's environment and the password database.
+    pub fn detect() -> Self {
+        let mut homes = Vec::new();
+        if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            homes.push(PathBuf::from(h));
+        }
+        if let Some(h) = passwd_home() {
+            if !homes.contains(&h) {
+                homes.push(h);
+            }
+        }
+        HostFacts {
+            homes,
+            cargo_home: std::env::var_os("CARGO_HOME").map(PathBuf::from),
+            xdg_cache_home: std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from),
+        }
+    }
+
+    fn primary_home(&self) -> Option<&Path> {
+        self.homes.first().map(PathBuf::as_path)
+    }
+}
+
+#[cfg(unix)]
+fn passwd_home() -> Option<PathBuf> {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.dir)
+}
+
+#[cfg(not(unix))]
+fn passwd_home() -> Option<PathBuf> {
+    None
+}
+
+/// What a path is on disk at resolution time (`symlink_metadata`, not followed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PathKind {
+    Dir,
+    File,
+    Symlink,
+    /// Does not exist yet. `dir_hint` on the entry says what it would be.
+    Missing,
+    /// A socket, fifo or device.
+    Other,
+}
+
+/// One concrete path with why it is in the plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathEntry {
+    /// The path as spelled (absolute, lexically normalised).
+    pub path: PathBuf,
+    pub kind: PathKind,
+    /// For a symlink: its fully resolved target (if that resolves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<PathBuf>,
+    /// Whether the entry is (or would be created as) a directory.
+    pub dir_hint: bool,
+    pub reason: String,
+}
+
+/// The policy with every table expanded to concrete paths.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvedPolicy {
+    pub mode: SandboxMode,
+    pub network: bool,
+    pub private_tmp: bool,
+    /// Canonical workspace path.
+    pub workspace: PathBuf,
+    /// Canonical, existing writable directories (empty unless `workspace-write`).
+    pub writable_roots: Vec<PathEntry>,
+    /// Paths that stay read-only inside the writable roots.
+    pub protected: Vec<PathEntry>,
+    /// Paths that must be unreadable (existing ones, plus missing table
+    /// entries for backends that can express rules on absent paths).
+    pub deny_read: Vec<PathEntry>,
+    pub homes: Vec<PathBuf>,
+    pub env: EnvPolicy,
+    /// Things resolution could not do (for the `Enforcement` report).
+    pub notes: Vec<String>,
+}
+
+impl ResolvedPolicy {
+    /// Deny-read entries that exist on disk.
+    pub fn existing_deny_read(&self) -> impl Iterator<Item = &PathEntry> {
+        self.deny_read
+            .iter()
+            .filter(|e| e.kind != PathKind::Missing)
+    }
+
+    /// Whether `p` lies inside one of the writable roots (lexically).
+    pub fn is_under_writable_root(&self, p: &Path) -> bool {
+        self.writable_roots.iter().any(|r| p.starts_with(&r.path))
+    }
+}
+
+/// Errors that make a policy unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error("workspace {path}: {source}")]
+    Workspace {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("workspace {0} is not a directory")]
+    NotADirectory(PathBuf),
+    #[error("writable root {path}: {source}")]
+    WritableRoot {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Lexically normalise an absolute path: drop `.`, fold `..` and `//`.
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+fn kind_of(p: &Path) -> PathKind {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.file_type().is_symlink() => PathKind::Symlink,
+        Ok(m) if m.is_dir() => PathKind::Dir,
+        Ok(m) if m.is_file() => PathKind::File,
+        Ok(_) => PathKind::Other,
+        Err(_) => PathKind::Missing,
+    }
+}
+
+fn entry(path: PathBuf, dir_hint: bool, reason: &str) -> PathEntry {
+    let kind = kind_of(&path);
+    let target = if kind == PathKind::Symlink {
+        std::fs::canonicalize(&path).ok()
+    } else {
+        None
+    };
+    let dir_hint = match kind {
+        PathKind::Dir => true,
+        PathKind::File | PathKind::Other => false,
+        PathKind::Symlink => target.as_deref().map(Path::is_dir).unwrap_or(dir_hint),
+        PathKind::Missing => dir_hint,
+    };
+    PathEntry {
+        path,
+        kind,
+        target,
+        dir_hint,
+        reason: reason.to_string(),
+    }
+}
+
+/// Expand a table path with `*` components under `base`.
+fn expand(base: &Path, rel: &str) -> Vec<PathBuf> {
+    let mut acc = vec![base.to_path_buf()];
+    for part in rel.split('/') {
+        if part == "*" {
+            let mut next = Vec::new();
+            for dir in &acc {
+                if let Ok(rd) = std::fs::read_dir(dir) {
+                    let mut names: Vec<PathBuf> = rd
+                        .flatten()
+                        .map(|d| d.path())
+                        .filter(|p| p.is_dir())
+                        .collect();
+                    names.sort();
+                    next.extend(names);
+                }
+            }
+            acc = next;
+        } else {
+            for p in &mut acc {
+                p.push(part);
+            }
+        }
+    }
+    acc
+}
+
+/// Expand a user-config entry (`~/x`, `/abs`, or workspace-relative).
+fn expand_user_entry(raw: &str, facts: &HostFacts, workspace: &Path) -> Vec<PathBuf> {
+    if let Some(rest) = raw.strip_prefix("~/") {
+        facts
+            .homes
+            .iter()
+            .map(|h| normalize(&h.join(rest)))
+            .collect()
+    } else if raw.starts_with('/') {
+        vec![normalize(Path::new(raw))]
+    } else {
+        vec![normalize(&workspace.join(raw))]
+    }
+}
+
+/// Resolve the git pointer file at `root/.git` (worktrees, submodules):
+/// returns the pointed-to git dir and its common dir.
+fn git_pointer_targets(root: &Path) -> Vec<PathBuf> {
+    let dotgit = root.join(".git");
+    let Ok(text) = std::fs::read_to_string(&dotgit) else {
+        return Vec::new();
+    };
+    let Some(rel) = text.lines().next().and_then(|l| l.strip_prefix("gitdir:")) else {
+        return Vec::new();
+    };
+    let gitdir = normalize(&root.join(rel.trim()));
+    let mut out = vec![gitdir.clone()];
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        out.push(normalize(&gitdir.join(common.trim())));
+    }
+    out
+}
+
+/// Push `e` unless its path is already present.
+fn push_unique(list: &mut Vec<PathEntry>, seen: &mut BTreeSet<PathBuf>, e: PathEntry) {
+    if seen.insert(e.path.clone()) {
+        list.push(e);
+    }
+}
+
+/// Add `path` and, when symlinks make it differ, its canonical form.
+fn push_with_canonical(
+    list: &mut Vec<PathEntry>,
+    seen: &mut BTreeSet<PathBuf>,
+    path: PathBuf,
+    dir: bool,
+    reason: &str,
+) {
+    let canonical = std::fs::canonicalize(&path).ok();
+    push_unique(list, seen, entry(path.clone(), dir, reason));
+    if let Some(c) = canonical {
+        if c != path {
+            push_unique(list, seen, entry(c, dir, reason));
+        }
+    }
+}
+
+fn scan_env_files(
+    workspace: &Path,
+    out: &mut Vec<PathEntry>,
+    seen: &mut BTreeSet<PathBuf>,
+    notes: &mut Vec<String>,
+) {
+    let mut count = 0usize;
+    let walker = walkdir::WalkDir::new(workspace)
+        .max_depth(ENV_SCAN_MAX_DEPTH)
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|d| {
+            d.depth() == 0
+                || !(d.file_type().is_dir() && ENV_SCAN_SKIP.iter().any(|s| d.file_name() == *s))
+        });
+    for d in walker.flatten() {
+        count += 1;
+        if count > ENV_SCAN_MAX_ENTRIES {
+            notes.push(format!(
+                "the .env scan stopped after {ENV_SCAN_MAX_ENTRIES} entries; deeper .env files are not masked"
+            ));
+            break;
+        }
+        if d.file_type().is_dir() {
+            continue;
+        }
+        if d.file_name().to_str().is_some_and(tables::is_env_file_name) {
+            push_with_canonical(
+                out,
+                seen,
+                d.path().to_path_buf(),
+                false,
+                tables::ENV_FILE_REASON,
+            );
+        }
+    }
+}
+
+fn cache_roots(policy: &SandboxPolicy, facts: &HostFacts) -> Vec<(PathBuf, &'static str)> {
+    let mut out = Vec::new();
+    let Some(home) = facts.primary_home() else {
+        return out;
+    };
+    let c = &policy.caches;
+    if c.cargo {
+        let cargo = facts
+            .cargo_home
+            .clone()
+            .unwrap_or_else(|| home.join(".cargo"));
+        out.push((cargo.join("registry"), "cargo registry cache"));
+        out.push((cargo.join("git"), "cargo git cache"));
+    }
+    if c.npm {
+        out.push((home.join(".npm"), "npm cache"));
+    }
+    let xdg = facts
+        .xdg_cache_home
+        .clone()
+        .unwrap_or_else(|| home.join(".cache"));
+    if c.xdg_cache {
+        out.push((xdg.clone(), "XDG cache (pip, go-build, …)"));
+    }
+    if c.go {
+        out.push((home.join("go/pkg/mod"), "Go module cache"));
+        out.push((xdg.join("go-build"), "Go build cache"));
+    }
+    if c.pip {
+        out.push((xdg.join("pip"), "pip cache"));
+    }
+    out
+}
+
+/// Resolve `policy` against the filesystem and `facts`.
+pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPolicy, ResolveError> {
+    let workspace =
+        std::fs::canonicalize(&policy.workspace).map_err(|source| ResolveError::Workspace {
+            path: policy.workspace.clone(),
+            source,
+        })?;
+    if !workspace.is_dir() {
+        return Err(ResolveError::NotADirectory(workspace));
+    }
+    let mut notes = Vec::new();
+    let mut writable_roots = Vec::new();
+    let mut seen_roots = BTreeSet::new();
+    if policy.mode == SandboxMode::WorkspaceWrite {
+        push_unique(
+            &mut writable_roots,
+            &mut seen_roots,
+            entry(workspace.clone(), true, "the workspace"),
+        );
+        for r in &policy.writable_roots {
+            let c = std::fs::canonicalize(r).map_err(|source| ResolveError::WritableRoot {
+                path: r.clone(),
+                source,
+            })?;
+            push_unique(
+                &mut writable_roots,
+                &mut seen_roots,
+                entry(c, true, "extra writable root"),
+            );
+        }
+        for (p, why) in cache_roots(policy, facts) {
+            match std::fs::canonicalize(&p) {
+                Ok(c) if c.is_dir() => {
+                    push_unique(&mut writable_roots, &mut seen_roots, entry(c, true, why))
+                }
+                _ => notes.push(format!(
+                    "{} ({why}) does not exist; not made writable",
+                    p.display()
+                )),
+            }
+        }
+    }
+
+    // Write-protected paths: only meaningful inside writable roots.
+    let mut protected = Vec::new();
+    let mut seen_prot = BTreeSet::new();
+    let roots: Vec<PathBuf> = writable_roots.iter().map(|r| r.path.clone()).collect();
+    for root in &roots {
+        for t in tables::PROTECT_WRITE
+            .iter()
+            .filter(|t| t.anchor == Anchor::WritableRoot)
+        {
+            for p in expand(root, t.path) {
+                push_unique(&mut protected, &mut seen_prot, entry(p, t.dir, t.reason));
+            }
+        }
+        if kind_of(&root.join(".git")) == PathKind::File {
+            push_unique(
+                &mut protected,
+                &mut seen_prot,
+                entry(
+                    root.join(".git"),
+                    false,
+                    "git pointer file: redirecting it redirects hooks and config",
+                ),
+            );
+            for gitdir in git_pointer_targets(root) {
+                push_unique(
+                    &mut protected,
+                    &mut seen_prot,
+                    entry(
+                        gitdir.join("hooks"),
+                        true,
+                        "hooks of the repository a .git pointer names",
+                    ),
+                );
+                push_unique(
+                    &mut protected,
+                    &mut seen_prot,
+                    entry(
+                        gitdir.join("config"),
+                        false,
+                        "config of the repository a .git pointer names",
+                    ),
+                );
+            }
+        }
+    }
+    for raw in &policy.extra_protect_write {
+        for p in expand_user_entry(raw, facts, &workspace) {
+            push_unique(
+                &mut protected,
+                &mut seen_prot,
+                entry(p, false, "user config: [sandbox] protect_write"),
+            );
+        }
+    }
+    // Symlinked protected paths: protect what they point at as well.
+    let targets: Vec<PathEntry> = protected
+        .iter()
+        .filter_map(|e| {
+            e.target
+                .clone()
+                .map(|t| entry(t, e.dir_hint, "target of a symlinked protected path"))
+        })
+        .collect();
+    for t in targets {
+        push_unique(&mut protected, &mut seen_prot, t);
+    }
+
+    // Deny-read paths.
+    let mut deny_read = Vec::new();
+    let mut seen_deny = BTreeSet::new();
+    if policy.mode != SandboxMode::DangerFullAccess {
+        for t in tables::DENY_READ {
+            push_table_entry(t, facts, &mut deny_read, &mut seen_deny);
+        }
+        for raw in &policy.extra_deny_read {
+            for p in expand_user_entry(raw, facts, &workspace) {
+                push_with_canonical(
+                    &mut deny_read,
+                    &mut seen_deny,
+                    p,
+                    false,
+                    "user config: [sandbox] deny_read",
+                );
+            }
+        }
+        scan_env_files(&workspace, &mut deny_read, &mut seen_deny, &mut notes);
+    }
+
+    Ok(ResolvedPolicy {
+        mode: policy.mode,
+        network: policy.network,
+        private_tmp: policy.private_tmp,
+        workspace,
+        writable_roots,
+        protected,
+        deny_read,
+        homes: facts.homes.clone(),
+        env: policy.env.clone(),
+        notes,
+    })
+}
+
+fn push_table_entry(
+    t: &Entry,
+    facts: &HostFacts,
+    out: &mut Vec<PathEntry>,
+    seen: &mut BTreeSet<PathBuf>,
+) {
+    match t.anchor {
+        Anchor::Home => {
+            for h in &facts.homes {
+                push_with_canonical(out, seen, normalize(&h.join(t.path)), t.dir, t.reason);
+            }
+        }
+        Anchor::Absolute => push_with_canonical(out, seen, PathBuf::from(t.path), t.dir, t.reason),
+        Anchor::WritableRoot => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn facts(home: &Path) -> HostFacts {
+        HostFacts {
+            homes: vec![home.to_path_buf()],
+            cargo_home: None,
+            xdg_cache_home: None,
+        }
+    }
+
+    #[test]
+    fn normalize_folds_tricks() {
+        assert_eq!(
+            normalize(Path::new("/a//b/./c/../d/.")),
+            PathBuf::from("/a/b/d")
+        );
+    }
+
+    #[test]
+    fn workspace_write_protects_and_denies() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let ws = t.path().join("ws");
+        fs::create_dir_all(home.join(".ssh")).unwrap();
+        fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        fs::create_dir_all(ws.join(".git/modules/sub/hooks")).unwrap();
+        fs::write(ws.join(".env"), "X=1").unwrap();
+        fs::write(ws.join(".env.example"), "X=").unwrap();
+        fs::create_dir_all(ws.join("app")).unwrap();
+        fs::write(ws.join("app/.env.local"), "X=1").unwrap();
+        let p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
+        let r = resolve(&p, &facts(&home)).unwrap();
+        let ws = fs::canonicalize(&ws).unwrap();
+        assert_eq!(r.writable_roots[0].path, ws);
+        let prot: Vec<_> = r.protected.iter().map(|e| e.path.clone()).collect();
+        assert!(prot.contains(&ws.join(".git/hooks")));
+        assert!(prot.contains(&ws.join(".git/config")));
+        assert!(prot.contains(&ws.join(".git/modules/sub/hooks")));
+        assert!(prot.contains(&ws.join(".envrc")));
+        let envrc = r
+            .protected
+            .iter()
+            .find(|e| e.path == ws.join(".envrc"))
+            .unwrap();
+        assert_eq!(envrc.kind, PathKind::Missing);
+        let deny: Vec<_> = r.deny_read.iter().map(|e| e.path.clone()).collect();
+        assert!(deny.contains(&home.join(".ssh")));
+        assert!(deny.contains(&ws.join(".env")));
+        assert!(deny.contains(&ws.join("app/.env.local")));
+        assert!(!deny.contains(&ws.join(".env.example")));
+    }
+
+    #[test]
+    fn read_only_has_no_writable_roots() {
+        let t = tempfile::tempdir().unwrap();
+        let p = SandboxPolicy::new(SandboxMode::ReadOnly, t.path());
+        let r = resolve(&p, &facts(t.path())).unwrap();
+        assert!(r.writable_roots.is_empty());
+        assert!(r.protected.is_empty());
+        assert!(!r.deny_read.is_empty());
+    }
+
+    #[test]
+    fn full_access_denies_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let p = SandboxPolicy::new(SandboxMode::DangerFullAccess, t.path());
+        assert!(resolve(&p, &facts(t.path())).unwrap().deny_read.is_empty());
+    }
+
+    #[test]
+    fn symlinked_deny_read_is_matched_canonically() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let real = t.path().join("real-ssh");
+        fs::create_dir_all(&home).unwrap();
+        fs::create_dir_all(&real).unwrap();
+        std::os::unix::fs::symlink(&real, home.join(".ssh")).unwrap();
+        let p = SandboxPolicy::new(SandboxMode::ReadOnly, t.path());
+        let r = resolve(&p, &facts(&home)).unwrap();
+        let deny: Vec<_> = r.deny_read.iter().map(|e| e.path.clone()).collect();
+        assert!(deny.contains(&home.join(".ssh")));
+        assert!(deny.contains(&fs::canonicalize(&real).unwrap()));
+    }
+
+    #[test]
+    fn git_pointer_targets_are_protected() {
+        let t = tempfile::tempdir().unwrap();
+        let main = t.path().join("main");
+        let wt = t.path().join("wt");
+        fs::create_dir_all(main.join(".git/worktrees/wt")).unwrap();
+        fs::write(main.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+        fs::create_dir_all(&wt).unwrap();
+        fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", main.join(".git/worktrees/wt").display()),
+        )
+        .unwrap();
+        let p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &wt);
+        let r = resolve(&p, &facts(t.path())).unwrap();
+        let prot: Vec<_> = r.protected.iter().map(|e| e.path.clone()).collect();
+        let wt = fs::canonicalize(&wt).unwrap();
+        assert!(prot.contains(&wt.join(".git")));
+        assert!(
+            prot.iter().any(|p| p.ends_with("main/.git/hooks")),
+            "{prot:?}"
+        );
+        assert!(
+            prot.iter().any(|p| p.ends_with("main/.git/config")),
+            "{prot:?}"
+        );
+    }
+
+    #[test]
+    fn user_entries_extend() {
+        let t = tempfile::tempdir().unwrap();
+        fs::write(t.path().join("secret.txt"), "x").unwrap();
+        let mut p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, t.path());
+        p.extra_deny_read.push("secret.txt".into());
+        p.extra_protect_write.push("Makefile".into());
+        let r = resolve(&p, &facts(t.path())).unwrap();
+        let ws = fs::canonicalize(t.path()).unwrap();
+        assert!(r.deny_read.iter().any(|e| e.path == ws.join("secret.txt")));
+        assert!(r.protected.iter().any(|e| e.path == ws.join("Makefile")));
+    }
+}
