@@ -1,5 +1,5 @@
 # Fake package set (codewhale's extended copy of ../shared/tools/nix-offline-stub:
-# adds nixfmt/nixfmt-tree and buildRustPackage's cargo*Features and *Inputs
+# adds nixfmt/nixfmt-tree, bubblewrap's bin/bwrap, and buildRustPackage's cargo*Features and *Inputs
 # derivation attributes). Every "package" is a real but trivial derivation built
 # with the host's /bin/sh, so `nix build`/`nix run` work offline with
 # sandbox = false. Add attributes here when a flake needs more.
@@ -15,11 +15,13 @@ let
     PATH = "/usr/bin:/bin";
   } // extra);
   # A fake package: $out/bin/<name> that only echoes.
-  fake = name: sh name ''
+  # Executables whose name differs from the package's (as in nixpkgs).
+  exeNames = { bubblewrap = "bwrap"; };
+  fake = name: let exe = exeNames.${name} or name; in sh name ''
     mkdir -p $out/bin
-    printf '#!/bin/sh\necho "fake ${name} $*"\n' > $out/bin/${name}
-    chmod +x $out/bin/${name}
-  '' { } // { pname = name; meta.mainProgram = name; };
+    printf '#!/bin/sh\necho "fake ${exe} $*"\n' > $out/bin/${exe}
+    chmod +x $out/bin/${exe}
+  '' { } // { pname = name; meta.mainProgram = exe; };
   # nixpkgs marks these Linux-only; referencing them on darwin is an error.
   linuxOnly = name: if isLinux then fake name
     else throw "${name} is Linux-only in nixpkgs (meta.platforms); guard it with stdenv.isLinux";
