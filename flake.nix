@@ -67,11 +67,16 @@
           # the commands the agent runs; codewhale's snapshots use
           # CODEWHALE_GIT by absolute path instead.
           runtimePath = [ pkgs.git ] ++ lib.optionals isLinux [ pkgs.bubblewrap ];
-          # Let `codewhale doctor` explain which bwrap it used and why.
-          bwrapEnv = lib.optionalString isLinux ''
-            --set CODEWHALE_NIX_BWRAP ${bwrap} \
-            --set CODEWHALE_BWRAP_ORDER system-first \
-          '';
+          wrapArgs = [
+            "--suffix PATH : ${lib.makeBinPath runtimePath}"
+            "--set CODEWHALE_GIT ${git}"
+          ]
+          # Let `codewhale doctor` say which bwrap it used and why: the
+          # bundled one's path and the precedence rule this package applies.
+          ++ lib.optionals isLinux [
+            "--set CODEWHALE_NIX_BWRAP ${bwrap}"
+            "--set CODEWHALE_BWRAP_ORDER system-first"
+          ];
         in
         pkgs.rustPlatform.buildRustPackage (
           commonArgs pkgs
@@ -91,9 +96,7 @@
             __darwinAllowLocalNetworking = true;
 
             postInstall = ''
-              wrapProgram $out/bin/codewhale \
-                --suffix PATH : ${lib.makeBinPath runtimePath} \
-                ${bwrapEnv}--set CODEWHALE_GIT ${git}
+              wrapProgram $out/bin/codewhale ${builtins.concatStringsSep " " wrapArgs}
             '';
 
             meta = {
@@ -127,8 +130,9 @@
       devShells = forAllSystems (
         system: pkgs: {
           default = pkgs.mkShell {
-            # pkg-config + OpenSSL wired exactly as in the package build.
-            inputsFrom = [ self.packages.${system}.default ];
+            # pkg-config + OpenSSL exactly as in the package build (not
+            # inputsFrom, which would also pull the cargo build hooks in).
+            inherit (commonArgs pkgs) nativeBuildInputs buildInputs;
             packages = [
               pkgs.cargo
               pkgs.rustc
@@ -159,14 +163,17 @@
                 cargo clippy --offline --all-targets --features nix-build-sandbox -- -D warnings
                 runHook postBuild
               '';
-              installPhase = "touch $out";
+              installPhase = "mkdir -p $out";
               doCheck = false;
+              # cargo-auditable only wraps `cargo build`; clippy needs none.
+              auditable = false;
             }
           );
 
           fmt = pkgs.runCommand "codewhale-fmt" {
             nativeBuildInputs = [
               pkgs.cargo
+              pkgs.rustc
               pkgs.rustfmt
             ];
           } "cd ${src} && HOME=$TMPDIR cargo fmt --all --check && touch $out";
