@@ -8,6 +8,7 @@ pub mod backend;
 pub mod enforcement;
 pub mod error;
 pub mod request;
+pub mod seatbelt;
 
 pub use backend::{BackendChoice, BackendKind};
 pub use enforcement::{Enforcement, EnforcementLevel};
