@@ -71,22 +71,25 @@ pub fn parse_deny_line(line: &str) -> Option<DenyRecord> {
 /// Classify a run from its stderr and, when collected, the sandbox log text
 /// for the run's time window. `None` means Seatbelt said nothing: any EPERM
 /// in the output is treated as an ordinary error.
+///
+/// `sandbox-exec` speaks before the command runs, so only the *first*
+/// stderr line can be its voice; a command printing `sandbox-exec: …`
+/// later cannot pass itself off as a setup failure.
 pub fn classify(stderr: &str, sandbox_log: Option<&str>) -> Option<SeatbeltSignal> {
-    for line in stderr.lines() {
-        let Some(msg) = line.trim_start().strip_prefix("sandbox-exec: ") else {
-            continue;
-        };
-        if let Some(rest) = msg.strip_prefix("execvp() of '") {
-            if let Some((program, reason)) = rest.split_once("' failed: ") {
-                return Some(SeatbeltSignal::ExecFailed {
-                    program: program.to_string(),
-                    reason: reason.trim().to_string(),
-                });
+    if let Some(line) = stderr.lines().next() {
+        if let Some(msg) = line.strip_prefix("sandbox-exec: ") {
+            if let Some(rest) = msg.strip_prefix("execvp() of '") {
+                if let Some((program, reason)) = rest.split_once("' failed: ") {
+                    return Some(SeatbeltSignal::ExecFailed {
+                        program: program.to_string(),
+                        reason: reason.trim().to_string(),
+                    });
+                }
             }
+            return Some(SeatbeltSignal::SetupFailed {
+                message: msg.trim().to_string(),
+            });
         }
-        return Some(SeatbeltSignal::SetupFailed {
-            message: msg.trim().to_string(),
-        });
     }
     let records: Vec<DenyRecord> = sandbox_log
         .unwrap_or_default()
@@ -169,6 +172,17 @@ mod tests {
                 program: "nosuch".into(),
                 reason: "No such file or directory".into()
             })
+        );
+    }
+
+    #[test]
+    fn only_the_first_line_speaks_for_sandbox_exec() {
+        assert_eq!(
+            classify(
+                "hello\nsandbox-exec: sandbox_apply: Operation not permitted\n",
+                None
+            ),
+            None
         );
     }
 

@@ -265,18 +265,17 @@ fn write_root(
     let root_name = b.param(format!("WR_{i}"), &root.path, "writable root", &root.reason)?;
     let mut excl: Vec<String> = Vec::new();
     let mut ancestors: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut p_count = 0;
-    for e in protected
+    for (j, e) in protected
         .iter()
         .filter(|e| e.path != root.path && e.path.starts_with(&root.path))
+        .enumerate()
     {
         let n = b.param(
-            format!("WR_{i}_P_{p_count}"),
+            format!("WR_{i}_P_{j}"),
             &e.path,
             "protected path",
             &e.reason,
         )?;
-        p_count += 1;
         excl.push(format!(
             "    (require-not ({} (param \"{n}\")))",
             filter_kind(e)
