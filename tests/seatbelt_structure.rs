@@ -355,3 +355,32 @@ fn plan_from_real_resolution() {
     let used = sexp::params_used(&forms);
     assert_eq!(used.len(), p.params.len());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Whatever bytes a path holds (quotes, parentheses, `#"`, `;`, newlines,
+    /// non-ASCII), the profile stays balanced, every param is matched both
+    /// ways, and the path appears only as a parameter value.
+    #[test]
+    fn arbitrary_paths_never_reach_the_text(
+        ws in "[a-z\"()#;\n é\\\\]{1,12}",
+        child in "[a-z\"()#;\n é]{1,8}",
+        secret in "[a-z\"()#;\n é]{1,8}",
+    ) {
+        let mut r = resolved(matrix()[8]);
+        let root = format!("/Users/{ws}");
+        r.writable_roots[0].path = root.clone().into();
+        r.protected[0].path = format!("{root}/{child}").into();
+        r.deny_read[0].path = format!("/Users/dev/{secret}").into();
+        let p = profile_with(&r, &host()).expect("plan");
+        let forms = sexp::parse(&p.text).expect("balanced");
+        let used = sexp::params_used(&forms);
+        let supplied: BTreeSet<String> = p.params.iter().map(|x| x.name.clone()).collect();
+        proptest::prop_assert_eq!(used, supplied);
+        for param in &p.params {
+            proptest::prop_assert!(!p.text.contains(&param.value), "{} leaked", param.value);
+        }
+        proptest::prop_assert_eq!(p.param("WR_0"), Some(root.as_str()));
+    }
+}
