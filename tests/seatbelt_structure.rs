@@ -134,7 +134,7 @@ fn deny_read_is_last_and_after_every_allow() {
         let deny_read: Vec<usize> = forms
             .iter()
             .enumerate()
-            .filter(|(_, f)| atoms(f) == ["deny", "file-read*"])
+            .filter(|(_, f)| atoms(f) == ["deny", "file-read*", "file-write*"])
             .map(|(i, _)| i)
             .collect();
         assert_eq!(deny_read.len(), 1, "{}", c.name());

@@ -216,12 +216,17 @@ pub(super) fn build(
     for (i, root) in roots.iter().enumerate() {
         write_root(&mut b, i, root, &resolved.protected)?;
     }
+    if resolved.mode == SandboxMode::WorkspaceWrite && host.user_cache_dir.is_none() {
+        b.notes.push(
+            "Darwin user cache dir: detected on macOS only (confstr); writable there as one more WR_ parameter".into(),
+        );
+    }
     if roots.is_empty() {
         b.line("; No writable roots in this mode.");
     }
 
     b.line("");
-    b.line(";;;; ---- generated: deny-read, last so it wins over read-all ----");
+    b.line(";;;; ---- generated: deny-read, last so it wins over every allow ----");
     let mut seen = BTreeSet::new();
     let mut rules = Vec::new();
     for e in &resolved.deny_read {
@@ -237,8 +242,9 @@ pub(super) fn build(
     if rules.is_empty() {
         b.line("; No deny-read paths.");
     } else {
-        b.line("; Credential stores and secret files: unreadable even though reads are open.");
-        b.line("(deny file-read*");
+        b.line("; Credential stores and secret files: unreadable even though reads are open,");
+        b.line("; and unwritable, so a command cannot rename a secret to a readable name.");
+        b.line("(deny file-read* file-write*");
         for r in &rules {
             b.line(r);
         }
