@@ -354,6 +354,15 @@ fn plan_from_real_resolution() {
     let forms = sexp::parse(&p.text).expect("parse");
     let used = sexp::params_used(&forms);
     assert_eq!(used.len(), p.params.len());
+    // What `sandbox explain --backend seatbelt --sandbox workspace-write`
+    // prints: deny-default, paths only among the parameters.
+    let e = seatbelt::explain_with(&r, &DarwinHost::default());
+    let text = e.render_text();
+    let profile = e.profile.expect("profile");
+    assert!(profile.contains("(deny default)"));
+    let ws_s = ws.to_str().expect("utf8");
+    assert!(!profile.contains(ws_s));
+    assert!(text.contains(&format!("-DWR_0={ws_s}")));
 }
 
 proptest::proptest! {

@@ -2,7 +2,8 @@
 //! on any OS, so users and tests can read what would be enforced.
 
 use super::{profile_with, DarwinHost, Param, SeatbeltError, SANDBOX_EXEC};
-use crate::policy::{ResolvedPolicy, SandboxMode};
+use crate::host::HostError;
+use crate::policy::{HostFacts, ResolvedPolicy, SandboxMode, SandboxPolicy};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -20,6 +21,14 @@ pub struct SeatbeltExplain {
     pub profile: Option<String>,
     pub params: Vec<Param>,
     pub notes: Vec<String>,
+}
+
+/// Resolve `policy` on this host and explain it: the one call
+/// `sandbox explain --backend seatbelt` needs (print [`SeatbeltExplain::render_text`]
+/// or serialise it for `--json`).
+pub fn explain_policy(policy: &SandboxPolicy) -> Result<SeatbeltExplain, HostError> {
+    let resolved = crate::policy::resolve(policy, &HostFacts::detect())?;
+    Ok(explain(&resolved))
 }
 
 /// Explain the plan for `resolved` with this host's Darwin directories.

@@ -26,7 +26,7 @@ mod plan;
 pub mod sexp;
 
 pub use denial::{classify, DenyRecord, SeatbeltSignal};
-pub use explain::{explain, explain_with, SeatbeltExplain};
+pub use explain::{explain, explain_policy, explain_with, SeatbeltExplain};
 
 use crate::host::HostError;
 use crate::policy::{ResolvedPolicy, SandboxMode};
