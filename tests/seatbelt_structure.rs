@@ -257,6 +257,24 @@ fn workspace_write_protects_children_and_aliases_deny_read() {
 }
 
 #[test]
+fn a_protected_root_is_not_writable() {
+    let mut r = resolved(Cell {
+        mode: SandboxMode::WorkspaceWrite,
+        network: false,
+        extra_roots: true,
+        deny_read_present: true,
+    });
+    assert_eq!(r.writable_roots[1].path.to_str(), Some("/Volumes/data/out"));
+    r.protected.push(r.writable_roots[1].clone());
+    let p = profile_with(&r, &host()).expect("plan");
+    assert!(p.params.iter().all(|x| x.value != "/Volumes/data/out"));
+    assert!(p.notes.iter().any(|n| n.contains("/Volumes/data/out")));
+    // The other roots keep their rules (and numbering stays dense).
+    assert_eq!(p.param("WR_0"), Some("/Users/dev/proj"));
+    assert_eq!(p.param("WR_1"), Some("/Users/dev/.cargo/registry"));
+}
+
+#[test]
 fn full_access_modes_have_no_profile() {
     for mode in [SandboxMode::DangerFullAccess, SandboxMode::ExternalSandbox] {
         let mut r = resolved(matrix()[0]);

@@ -213,6 +213,21 @@ pub(super) fn build(
             }
         }
     }
+    // A root that is itself write-protected (or lies inside a protected
+    // path) is not writable at all: protection wins over the root.
+    let (roots, shadowed): (Vec<Root>, Vec<Root>) = roots.into_iter().partition(|r| {
+        !resolved
+            .protected
+            .iter()
+            .any(|p| r.path.starts_with(&p.path))
+    });
+    for r in &shadowed {
+        b.notes.push(format!(
+            "{} ({}) is write-protected, so it is not a writable root",
+            r.path.display(),
+            r.reason
+        ));
+    }
     for (i, root) in roots.iter().enumerate() {
         write_root(&mut b, i, root, &resolved.protected)?;
     }
