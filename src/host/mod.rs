@@ -7,7 +7,12 @@
 pub mod backend;
 pub mod enforcement;
 pub mod error;
+#[cfg(target_os = "macos")]
+pub mod macos;
+pub mod plain_spawn;
 pub mod request;
+pub mod seatbelt;
+pub mod windows;
 
 pub use backend::{BackendChoice, BackendKind};
 pub use enforcement::{Enforcement, EnforcementLevel};

@@ -1,0 +1,125 @@
+//! macOS spawn step: `/usr/bin/sandbox-exec -p PROFILE -DK=V … -- CMD`.
+//!
+//! Thin on purpose: the profile and parameters come from the pure planner
+//! ([`crate::host::seatbelt`]), supervision from the stop-gap
+//! [`plain_spawn`] (new session, group kill at exit and timeout, capped
+//! output) until the host's own supervision lands. This file is compiled
+//! only on macOS (`cfg` on its `mod` line) and cannot be exercised on the
+//! Linux CI; `ci/macos-escape` is the test a maintainer with a Mac runs.
+//!
+//! What this step adds to the plan:
+//! - a fresh private temp dir per run (`TMP` parameter, `TMPDIR` for the
+//!   command), removed afterwards; `/tmp` itself stays read-only;
+//! - the scrubbed environment (`EnvPolicy::apply`), never this process's
+//!   secrets;
+//! - Seatbelt's own failures (`sandbox-exec: …` first stderr line) become
+//!   typed errors instead of a command exit code.
+
+use crate::host::seatbelt::{self, DarwinHost, SeatbeltProfile, SeatbeltSignal, SANDBOX_EXEC};
+use crate::host::{
+    plain_spawn, BackendKind, Enforcement, EnforcementLevel, ExecOutcome, ExecRequest, HostError,
+};
+use crate::policy::{self, HostFacts, ResolvedPolicy, SandboxPolicy};
+use std::path::Path;
+
+/// Run `req` under a Seatbelt profile planned from `policy`.
+pub async fn run(policy: &SandboxPolicy, req: ExecRequest) -> Result<ExecOutcome, HostError> {
+    if !Path::new(SANDBOX_EXEC).is_file() {
+        return Err(HostError::Unavailable {
+            backend: "seatbelt".into(),
+            reason: format!("{SANDBOX_EXEC} is missing"),
+            remedy: Some("sandbox-exec ships with macOS; check the system installation".into()),
+        });
+    }
+    if req.argv.is_empty() {
+        return Err(HostError::NotFound("(empty command line)".into()));
+    }
+    let resolved = policy::resolve(policy, &HostFacts::detect())?;
+    let tmp = tempfile::Builder::new()
+        .prefix("codewhale-run-")
+        .tempdir()
+        .map_err(|e| HostError::io("creating the private temp dir", e))?;
+    let tmp_path = std::fs::canonicalize(tmp.path())
+        .map_err(|e| HostError::io("resolving the private temp dir", e))?;
+    let mut host = DarwinHost::detect();
+    host.private_tmp = resolved.private_tmp.then(|| tmp_path.clone());
+    let plan = seatbelt::profile_with(&resolved, &host)?;
+
+    let base: Vec<(String, String)> = match &req.env {
+        Some(e) => e.clone().into_iter().collect(),
+        None => std::env::vars().collect(),
+    };
+    let mut env = resolved.env.apply(base);
+    if resolved.private_tmp {
+        env.vars
+            .insert("TMPDIR".into(), tmp_path.to_string_lossy().into_owned());
+    }
+    let mut cmd = tokio::process::Command::new(SANDBOX_EXEC);
+    cmd.args(plan.sandbox_exec_args(&req.argv));
+    cmd.env_clear().envs(&env.vars);
+    cmd.current_dir(
+        req.cwd
+            .clone()
+            .unwrap_or_else(|| resolved.workspace.clone()),
+    );
+    plain_spawn::new_session(&mut cmd);
+
+    let enforcement = enforcement(&resolved, &plan, env.removed.clone());
+    let outcome = plain_spawn::run(cmd, &req.argv[0], &req, enforcement).await?;
+    match seatbelt::classify(&outcome.stderr.text(), None) {
+        Some(SeatbeltSignal::SetupFailed { message }) => Err(HostError::Unavailable {
+            backend: "seatbelt".into(),
+            reason: format!("sandbox-exec could not apply the profile: {message}"),
+            remedy: Some(
+                "run `codewhale sandbox explain --backend seatbelt` and report the profile; nested sandboxes are not supported".into(),
+            ),
+        }),
+        Some(SeatbeltSignal::ExecFailed { program, reason }) => {
+            if reason.contains("No such file") {
+                Err(HostError::NotFound(program))
+            } else {
+                Err(HostError::NotExecutable {
+                    path: program.into(),
+                    reason,
+                })
+            }
+        }
+        _ => Ok(outcome),
+    }
+}
+
+/// The report for a Seatbelt run: what the profile enforces and what it
+/// does not.
+fn enforcement(
+    resolved: &ResolvedPolicy,
+    plan: &SeatbeltProfile,
+    env_removed: Vec<String>,
+) -> Enforcement {
+    let mut partial: Vec<String> = plan.notes.clone();
+    partial.extend(resolved.notes.iter().cloned());
+    partial.push(
+        "supervision is the stop-gap plain spawn: a descendant that calls setsid itself can outlive the run".into(),
+    );
+    Enforcement {
+        backend: BackendKind::Seatbelt,
+        mode: resolved.mode,
+        level: EnforcementLevel::Partial,
+        label: "sandboxed: seatbelt".into(),
+        namespaces: Vec::new(),
+        network_allowed: resolved.network,
+        network_enforced_by: if resolved.network {
+            Vec::new()
+        } else {
+            vec!["seatbelt".into()]
+        },
+        no_new_privs: false,
+        capabilities_dropped: false,
+        seccomp: None,
+        landlock: None,
+        masked_paths: resolved.deny_read.iter().map(|e| e.path.clone()).collect(),
+        protected_paths: resolved.protected.iter().map(|e| e.path.clone()).collect(),
+        env_removed,
+        partial,
+        external: None,
+    }
+}
