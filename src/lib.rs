@@ -5,3 +5,5 @@ pub mod cli;
 pub mod exit;
 pub mod host;
 pub mod policy;
+pub mod provider;
+pub mod session;
