@@ -186,10 +186,15 @@ async fn handle(
         }),
         Step::Cut { text } => {
             let head = partial(s.wire, &text);
-            let stream = futures_util::stream::iter(vec![
-                Ok::<Bytes, std::io::Error>(Bytes::from(head)),
-                Err(std::io::Error::other("scripted cut")),
-            ]);
+            // The pause makes sure headers and the first bytes are on the
+            // wire before the connection breaks (a real mid-stream cut).
+            let stream = futures_util::stream::once(async move {
+                Ok::<Bytes, std::io::Error>(Bytes::from(head))
+            })
+            .chain(futures_util::stream::once(async {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                Err(std::io::Error::other("scripted cut"))
+            }));
             Response::builder()
                 .header("content-type", "text/event-stream")
                 .body(Body::from_stream(stream))
