@@ -53,7 +53,10 @@ fn rate_limit_honours_retry_after_then_succeeds() {
 
 #[test]
 fn server_error_then_success() {
-    let model = ScriptedModel::start(Wire::Anthropic, vec![status(500, None), status(503, None), reply("fine")]);
+    let model = ScriptedModel::start(
+        Wire::Anthropic,
+        vec![status(500, None), status(503, None), reply("fine")],
+    );
     let f = Fixture::new(&model, "");
     let o = f.run(&["exec", "--provider", "custom", "hi"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -64,9 +67,21 @@ fn server_error_then_success() {
 #[test]
 fn stream_cut_midway_is_transient_exit_75() {
     for wire in [Wire::OpenAi, Wire::Anthropic] {
-        let model = ScriptedModel::start(wire, vec![Step::Cut { text: "partial ans".into() }]);
+        let model = ScriptedModel::start(
+            wire,
+            vec![Step::Cut {
+                text: "partial ans".into(),
+            }],
+        );
         let f = Fixture::new(&model, "");
-        let o = f.run(&["exec", "--provider", "custom", "--output-format", "stream-json", "hi"]);
+        let o = f.run(&[
+            "exec",
+            "--provider",
+            "custom",
+            "--output-format",
+            "stream-json",
+            "hi",
+        ]);
         assert_eq!(o.status.code(), Some(75), "{wire:?}: {}", stderr(&o));
         let ev = stdout_lines(&o);
         let e = of_type(&ev, "error");
@@ -112,7 +127,10 @@ fn missing_key_says_how_to_set_one() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("DEEPSEEK_API_KEY"), "{err}");
-    assert!(err.contains("codewhale auth set --provider deepseek"), "{err}");
+    assert!(
+        err.contains("codewhale auth set --provider deepseek"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -120,23 +138,44 @@ fn auth_set_then_list_shows_presence_never_the_key() {
     let f = Fixture::with_config("");
     let mut c = f.cmd(&["auth", "set", "--provider", "openai"]);
     c.stdin(std::process::Stdio::piped());
-    c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     let mut child = c.spawn().unwrap();
     use std::io::Write;
-    child.stdin.take().unwrap().write_all(b"sk-very-secret\n").unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"sk-very-secret\n")
+        .unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("sk-very-secret"));
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let m = std::fs::metadata(f.cw_home.join("auth.json")).unwrap().permissions().mode();
+        let m = std::fs::metadata(f.cw_home.join("auth.json"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(m & 0o777, 0o600);
     }
-    let o = f.cmd(&["auth", "list"]).env("MISTRAL_API_KEY", "m-secret").output().unwrap();
+    let o = f
+        .cmd(&["auth", "list"])
+        .env("MISTRAL_API_KEY", "m-secret")
+        .output()
+        .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(!out.contains("sk-very-secret") && !out.contains("m-secret"), "{out}");
-    let line = |id: &str| out.lines().find(|l| l.starts_with(id)).unwrap_or_default().to_string();
+    assert!(
+        !out.contains("sk-very-secret") && !out.contains("m-secret"),
+        "{out}"
+    );
+    let line = |id: &str| {
+        out.lines()
+            .find(|l| l.starts_with(id))
+            .unwrap_or_default()
+            .to_string()
+    };
     assert!(line("openai").contains("auth store"), "{out}");
     assert!(line("mistral").contains("env MISTRAL_API_KEY"), "{out}");
     assert!(line("anthropic").contains("missing"), "{out}");

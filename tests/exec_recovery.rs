@@ -30,10 +30,22 @@ fn wait_mid_turn(f: &Fixture, model: &ScriptedModel) -> PathBuf {
 
 #[test]
 fn killed_mid_turn_is_recovered_on_next_start() {
-    let model = ScriptedModel::start(Wire::OpenAi, vec![Step::Hang { text: "thinking".into() }]);
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![Step::Hang {
+            text: "thinking".into(),
+        }],
+    );
     let f = Fixture::new(&model, "");
     let mut child = f
-        .cmd(&["exec", "--provider", "custom", "--output-format", "stream-json", "hi"])
+        .cmd(&[
+            "exec",
+            "--provider",
+            "custom",
+            "--output-format",
+            "stream-json",
+            "hi",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -68,7 +80,10 @@ fn killed_mid_turn_is_recovered_on_next_start() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("recovered session"), "{err}");
-    assert!(err.contains(&format!("removed {} uncommitted byte(s)", fragment.len())), "{err}");
+    assert!(
+        err.contains(&format!("removed {} uncommitted byte(s)", fragment.len())),
+        "{err}"
+    );
     assert!(err.contains("turn 1 marked interrupted"), "{err}");
 
     let text = std::fs::read_to_string(&path).unwrap();
@@ -76,12 +91,19 @@ fn killed_mid_turn_is_recovered_on_next_start() {
     assert!(!text.contains("\"seq\":42"), "fragment was reused");
     let recs = records(&path);
     assert_seq_contiguous(&recs);
-    assert_eq!(&recs[..before.len()], &before[..], "committed records unchanged");
+    assert_eq!(
+        &recs[..before.len()],
+        &before[..],
+        "committed records unchanged"
+    );
     let tail: Vec<&str> = recs[before.len()..]
         .iter()
         .map(|r| r["type"].as_str().unwrap())
         .collect();
-    assert_eq!(tail, vec!["recovered", "turn_interrupted", "thread_completed"]);
+    assert_eq!(
+        tail,
+        vec!["recovered", "turn_interrupted", "thread_completed"]
+    );
     assert_eq!(recs[before.len()]["truncated_bytes"], fragment.len() as u64);
     assert_eq!(recs[before.len() + 1]["turn"], 1);
     assert_eq!(recs.last().unwrap()["status"], "interrupted");
@@ -91,10 +113,22 @@ fn killed_mid_turn_is_recovered_on_next_start() {
 
 #[test]
 fn ctrl_c_interrupts_cleanly_with_exit_130() {
-    let model = ScriptedModel::start(Wire::Anthropic, vec![Step::Hang { text: "thinking".into() }]);
+    let model = ScriptedModel::start(
+        Wire::Anthropic,
+        vec![Step::Hang {
+            text: "thinking".into(),
+        }],
+    );
     let f = Fixture::new(&model, "");
     let child = f
-        .cmd(&["exec", "--provider", "custom", "--output-format", "stream-json", "hi"])
+        .cmd(&[
+            "exec",
+            "--provider",
+            "custom",
+            "--output-format",
+            "stream-json",
+            "hi",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -223,32 +223,27 @@ impl Provider {
     ) -> Result<Completion, ProviderError> {
         let mut attempt = 0u32;
         loop {
-            let detail = match self.try_once(req, on_text).await {
+            let (detail, after) = match self.try_once(req, on_text).await {
                 Ok(c) => return Ok(c),
                 Err(Attempt::Fail(e)) => return Err(e),
-                Err(Attempt::Retry { detail, after }) => {
-                    if attempt >= self.retry.max_retries {
-                        return Err(self.transient(format!(
-                            "{detail}; gave up after {} attempts",
-                            attempt + 1
-                        )));
-                    }
-                    let backoff = self.retry.base_backoff * 2u32.saturating_pow(attempt);
-                    let wait = match after {
-                        Some(a) if a > self.retry.max_retry_after => {
-                            return Err(self.transient(format!(
-                                "{detail}; server asked to retry after {}s",
-                                a.as_secs()
-                            )))
-                        }
-                        Some(a) => a,
-                        None => backoff,
-                    };
-                    tokio::time::sleep(wait).await;
-                    detail
-                }
+                Err(Attempt::Retry { detail, after }) => (detail, after),
             };
-            let _ = detail;
+            if attempt >= self.retry.max_retries {
+                return Err(
+                    self.transient(format!("{detail}; gave up after {} attempts", attempt + 1))
+                );
+            }
+            let wait = match after {
+                Some(a) if a > self.retry.max_retry_after => {
+                    return Err(self.transient(format!(
+                        "{detail}; server asked to retry after {}s",
+                        a.as_secs()
+                    )))
+                }
+                Some(a) => a,
+                None => self.retry.base_backoff * 2u32.saturating_pow(attempt),
+            };
+            tokio::time::sleep(wait).await;
             attempt += 1;
         }
     }

@@ -67,7 +67,8 @@ pub struct ToolOutput {
     pub exit_code: Option<i32>,
     pub files_touched: Vec<PathBuf>,
     pub enforcement: Option<String>,
-    pub sandbox_denied: Option<SandboxDenial>,
+    /// Boxed: keeps `ToolOutput` small as the error type of the tools.
+    pub sandbox_denied: Option<Box<SandboxDenial>>,
 }
 
 impl ToolOutput {
@@ -110,11 +111,11 @@ impl From<GuardError> for ToolOutput {
         ToolOutput {
             status: ToolStatus::Denied,
             error_category: Some("sandbox_denied"),
-            sandbox_denied: Some(SandboxDenial {
+            sandbox_denied: Some(Box::new(SandboxDenial {
                 path: Some(path),
                 reason: e.to_string(),
                 inferred: false,
-            }),
+            })),
             ..ToolOutput::ok(format!("denied by the sandbox: {e}"))
         }
     }

@@ -5,7 +5,7 @@
 //! A host that cannot set up the sandbox means the command did not run —
 //! it is reported to the model, never retried unsandboxed.
 
-use super::{SandboxDenial, ToolContext, ToolOutput, ToolStatus};
+use super::{SandboxDenial, ToolContext, ToolOutput};
 use crate::host::{ExecRequest, HostError};
 use serde_json::Value;
 use std::time::Duration;
@@ -107,11 +107,11 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
             out.enforcement = Some(o.enforcement.label.clone());
             if code != 0 && o.enforcement.is_sandboxed() {
                 if let Some(m) = DENIAL_MARKERS.iter().find(|m| stderr.contains(*m)) {
-                    out.sandbox_denied = Some(SandboxDenial {
+                    out.sandbox_denied = Some(Box::new(SandboxDenial {
                         path: None,
                         reason: format!("the command failed with \"{m}\" under the sandbox"),
                         inferred: true,
-                    });
+                    }));
                 }
             }
             out
@@ -125,9 +125,6 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
             };
             let mut out = ToolOutput::error(cat, format!("the command did not run: {e}"));
             out.exit_code = Some(e.exit_code());
-            if cat == "sandbox_unavailable" {
-                out.status = ToolStatus::Error;
-            }
             out
         }
     }
