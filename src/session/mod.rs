@@ -8,9 +8,9 @@
 //!   away (and the file fsynced), never reused; a thread whose last turn
 //!   neither completed nor was interrupted is marked interrupted.
 //! - A live run holds an exclusive `flock` on its file, so recovery never
-//!   touches a session that is still being written (Unix; elsewhere recovery
-//!   only repairs files whose thread is not completed and is older than the
-//!   current process, see `docs/EXEC.md`).
+//!   touches a session that is still being written. Unix only: elsewhere
+//!   there is no lock yet, so two concurrent runs on Windows can mark each
+//!   other's open session interrupted (documented in `docs/EXEC.md`).
 
 pub mod record;
 mod store;
