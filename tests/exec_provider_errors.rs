@@ -181,3 +181,44 @@ fn auth_set_then_list_shows_presence_never_the_key() {
     assert!(line("anthropic").contains("missing"), "{out}");
     assert!(line("ollama").contains("n/a"), "{out}");
 }
+
+#[test]
+fn ollama_fallback_when_nothing_is_configured() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply("hi from ollama")]);
+    let f = Fixture::with_config("");
+    let o = f
+        .cmd(&["exec", "hi"])
+        .env("OLLAMA_HOST", format!("http://127.0.0.1:{}", model.port))
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("using the local Ollama"), "{err}");
+    assert!(err.contains("scripted-llama"), "{err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "hi from ollama\n");
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(
+        reqs[0].body["model"], "scripted-llama",
+        "embedding model skipped"
+    );
+    assert_eq!(
+        reqs[0].authorization, None,
+        "no key sent to a local runtime"
+    );
+}
+
+#[test]
+fn bad_tool_name_and_empty_prompt_are_usage_errors() {
+    let f = Fixture::with_config("");
+    let o = f.run(&["exec", "--allowed-tools", "rm_rf", "hi"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown tool `rm_rf`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = f.run(&["exec"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("empty prompt"), "{}", stderr(&o));
+}

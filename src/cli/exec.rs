@@ -105,18 +105,26 @@ fn check_tools(flag: &str, list: &[String]) -> anyhow::Result<()> {
 }
 
 fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
-    check_tools(
+    // Bad flags and an empty prompt are usage errors (exit 2), like clap's.
+    let usage = check_tools(
         "--allowed-tools",
         args.allowed_tools.as_deref().unwrap_or(&[]),
-    )?;
-    check_tools("--disallowed-tools", &args.disallowed_tools)?;
+    )
+    .and_then(|_| check_tools("--disallowed-tools", &args.disallowed_tools))
+    .and_then(|_| read_prompt(args.prompt.clone()));
+    let prompt = match usage {
+        Ok(p) => p,
+        Err(e) => {
+            super::report_error(&e);
+            return Ok(crate::exit::USAGE);
+        }
+    };
     let format = if args.json {
         OutputFormat::Json
     } else {
         args.output_format
     };
     let mut out = Emitter::stdio(format);
-    let prompt = read_prompt(args.prompt.clone())?;
     let home =
         codewhale_home().context("no CODEWHALE_HOME and no HOME: cannot find ~/.codewhale")?;
     for r in recover_all(&sessions_dir(&home))? {

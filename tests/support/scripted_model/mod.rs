@@ -105,6 +105,7 @@ impl ScriptedModel {
                 let app = Router::new()
                     .route("/v1/chat/completions", post(handle))
                     .route("/v1/messages", post(handle))
+                    .route("/api/tags", axum::routing::get(tags))
                     .with_state(s2);
                 let _ = axum::serve(l, app).await;
             });
@@ -134,6 +135,11 @@ impl ScriptedModel {
     pub fn steps_left(&self) -> usize {
         self.shared.steps.lock().unwrap().len()
     }
+}
+
+/// Ollama's model list, for the no-configuration fallback.
+async fn tags() -> axum::Json<Value> {
+    axum::Json(json!({"models": [{"name": "nomic-embed-text"}, {"name": "scripted-llama"}]}))
 }
 
 async fn handle(
