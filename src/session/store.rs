@@ -22,6 +22,16 @@ fn try_lock(f: File) -> Option<Locked> {
     Some(f)
 }
 
+/// Session files hold prompts and tool output: keep the directory private
+/// to the user (0700 on Unix when codewhale creates it).
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)
+}
+
 fn now() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
@@ -39,7 +49,7 @@ pub struct SessionLog {
 impl SessionLog {
     /// Create a new thread file under `dir`.
     pub fn create(dir: &Path) -> Result<Self, SessionError> {
-        std::fs::create_dir_all(dir).map_err(|e| SessionError::io(dir, e))?;
+        create_private_dir(dir).map_err(|e| SessionError::io(dir, e))?;
         let stamp = time::OffsetDateTime::now_utc()
             .format(time::macros::format_description!(
                 "[year][month][day]T[hour][minute][second]"

@@ -99,3 +99,14 @@ fn completed_thread_is_left_alone() {
     assert!(recover_all(t.path()).unwrap().is_empty());
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
+
+#[cfg(unix)]
+#[test]
+fn sessions_dir_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("cw/sessions");
+    let _log = SessionLog::create(&dir).unwrap();
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+}
