@@ -362,3 +362,36 @@ fn json_prints_one_summary() {
     assert_eq!(s["tool_calls"][0]["status"], "ok");
     assert!(std::path::Path::new(s["session_file"].as_str().unwrap()).exists());
 }
+
+#[test]
+fn max_turns_stops_the_loop_and_text_progress_goes_to_stderr() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call("t1", "list_dir", json!({})),
+            call("t2", "list_dir", json!({})),
+            reply("never reached"),
+        ],
+    );
+    let f = Fixture::new(&model, "");
+    let o = f.run(&[
+        "exec",
+        "--auto",
+        "--provider",
+        "custom",
+        "--max-turns",
+        "2",
+        "look",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("→ list_dir"), "{err}");
+    assert!(err.contains("← ok"), "{err}");
+    assert!(err.contains("stopped after --max-turns 2"), "{err}");
+    assert!(err.contains("cost unknown"), "{err}");
+    assert_eq!(model.requests().len(), 2);
+    let recs = records(&f.session_files()[0]);
+    assert_eq!(recs.last().unwrap()["status"], "max_turns");
+    assert_eq!(of_type(&recs, "turn_started").len(), 2);
+    assert_eq!(of_type(&recs, "turn_completed").len(), 2);
+}
