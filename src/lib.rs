@@ -1,7 +1,10 @@
 //! codewhale: a terminal coding agent whose heart is a sandbox-first
 //! execution host. See `docs/ARCHITECTURE.md` for the module map.
 
+pub mod agent;
 pub mod cli;
 pub mod exit;
 pub mod host;
 pub mod policy;
+pub mod provider;
+pub mod session;

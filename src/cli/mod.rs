@@ -1,5 +1,7 @@
 //! Command-line interface (clap derive; doc comments are the help text).
 
+pub mod auth;
+pub mod exec;
 pub mod sandbox;
 
 use clap::{Parser, Subcommand};
@@ -17,6 +19,11 @@ pub enum Command {
     /// Run or explain commands under a sandbox policy.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
+    /// Run the agent headless on one task (see docs/EXEC.md).
+    Exec(exec::ExecArgs),
+    /// Manage provider keys (stored locally, mode 0600, never printed).
+    #[command(subcommand)]
+    Auth(auth::AuthCommand),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -24,6 +31,8 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     match cli.command {
         Command::Sandbox(cmd) => sandbox::run(cmd),
+        Command::Exec(args) => exec::run(args),
+        Command::Auth(cmd) => auth::run(cmd),
     }
 }
 

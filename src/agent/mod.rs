@@ -1,0 +1,20 @@
+//! The headless agent behind `codewhale exec`: prompt → model → tool calls →
+//! authorization → host → results back, until the model stops, the turn
+//! limit, or Ctrl-C.
+//!
+//! Invariants: the loop never spawns a process (shell goes through
+//! [`crate::host::run`]); every tool call passes admission (offered tools,
+//! `--allowed-tools`/`--disallowed-tools`, deny wins) and an [`Authorizer`]
+//! before it runs; an `ask` in a headless run is "no response" unless
+//! `--auto`, and `--auto` never removes the sandbox; every step is a
+//! durable session event before the next one starts.
+
+pub mod authorizer;
+pub mod output;
+pub mod prompt;
+pub mod run;
+pub mod tools;
+
+pub use authorizer::{AuthDecision, Authorizer, BaselineAuthorizer, DecidedBy, Decision};
+pub use output::{Emitter, OutputFormat};
+pub use run::{run_exec, ExecOptions, ExecReport};

@@ -1,0 +1,513 @@
+//! The turn loop of `codewhale exec`.
+
+use super::authorizer::{resolve_headless, Authorizer, DecidedBy, ToolCallRequest, TurnContext};
+use super::output::Emitter;
+use super::tools::{self, ToolContext, ToolOutput, ToolStatus, ALL_TOOLS};
+use crate::policy::SandboxMode;
+use crate::provider::{ChatRequest, Message, Provider, ToolCall, Usage};
+use crate::session::{Event, SessionError, SessionLog, Verdict};
+use serde_json::{json, Value};
+use std::time::Instant;
+use tokio::sync::watch;
+
+/// What the CLI resolved for one run.
+#[derive(Clone, Debug)]
+pub struct ExecOptions {
+    pub prompt: String,
+    pub sandbox: SandboxMode,
+    /// `--auto`: approve what the gates ask about; the sandbox stays.
+    pub auto: bool,
+    /// `--allowed-tools` (None = not given).
+    pub allowed_tools: Option<Vec<String>>,
+    /// `--disallowed-tools` (wins over allowed).
+    pub disallowed_tools: Vec<String>,
+    pub max_turns: u32,
+}
+
+/// How the run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExecReport {
+    /// `completed`, `max_turns`, `interrupted`, `error`.
+    pub status: String,
+    pub exit_code: i32,
+    pub summary: Value,
+}
+
+/// Exit code for Ctrl-C (128 + SIGINT).
+pub const INTERRUPTED: i32 = 130;
+
+/// The tools offered to the model: none in plain `exec` (it answers without
+/// tools), all with `--auto`, or exactly `--allowed-tools`; minus
+/// `--disallowed-tools` (deny wins).
+pub fn offered_tools(
+    auto: bool,
+    allowed: Option<&[String]>,
+    disallowed: &[String],
+) -> Vec<&'static str> {
+    ALL_TOOLS
+        .iter()
+        .copied()
+        .filter(|t| match allowed {
+            Some(list) => list.iter().any(|a| a == t),
+            None => auto,
+        })
+        .filter(|t| !disallowed.iter().any(|d| d == t))
+        .collect()
+}
+
+fn approval_label(auto: bool) -> &'static str {
+    if auto {
+        "auto"
+    } else {
+        "headless"
+    }
+}
+
+struct Loop<'a> {
+    opts: &'a ExecOptions,
+    ctx: &'a ToolContext,
+    provider: &'a Provider,
+    authz: &'a dyn Authorizer,
+    out: &'a mut Emitter,
+    log: &'a mut SessionLog,
+    interrupt: watch::Receiver<bool>,
+    offered: Vec<&'static str>,
+    calls: Vec<Value>,
+    total: Usage,
+    total_cost: Option<f64>,
+    answer: String,
+    turns: u32,
+}
+
+enum Stop {
+    Session(SessionError),
+    Provider(crate::provider::ProviderError),
+    Interrupted,
+}
+
+impl From<SessionError> for Stop {
+    fn from(e: SessionError) -> Self {
+        Stop::Session(e)
+    }
+}
+
+/// Run the loop to the end. Every outcome is reported on `out` and closed
+/// in the session file (if the session file itself fails, that is the error).
+pub async fn run_exec(
+    opts: &ExecOptions,
+    ctx: &ToolContext,
+    provider: &Provider,
+    authz: &dyn Authorizer,
+    out: &mut Emitter,
+    log: &mut SessionLog,
+    interrupt: watch::Receiver<bool>,
+) -> ExecReport {
+    let offered = offered_tools(
+        opts.auto,
+        opts.allowed_tools.as_deref(),
+        &opts.disallowed_tools,
+    );
+    let mut l = Loop {
+        opts,
+        ctx,
+        provider,
+        authz,
+        out,
+        log,
+        interrupt,
+        offered,
+        calls: Vec::new(),
+        total: Usage::default(),
+        total_cost: Some(0.0),
+        answer: String::new(),
+        turns: 0,
+    };
+    let result = l.drive().await;
+    l.finish(result)
+}
+
+impl Loop<'_> {
+    fn turn_ctx(&self) -> TurnContext {
+        TurnContext {
+            workspace: self.ctx.guard.workspace().to_path_buf(),
+            sandbox: self.opts.sandbox,
+            auto: self.opts.auto,
+            headless: true,
+        }
+    }
+
+    async fn drive(&mut self) -> Result<&'static str, Stop> {
+        let (system, agents_md) = super::prompt::system_prompt(&self.ctx.guard, &self.offered);
+        let s = &self.provider.settings;
+        self.log.append(
+            0,
+            Event::ThreadStarted {
+                cwd: self.ctx.guard.workspace().to_path_buf(),
+                provider: s.id.clone(),
+                model: s.model.clone(),
+                approval: approval_label(self.opts.auto).into(),
+                sandbox: self.opts.sandbox.as_str().into(),
+                codewhale_version: env!("CARGO_PKG_VERSION").into(),
+            },
+        )?;
+        let enforcement = match self.opts.sandbox {
+            m if m.is_sandboxed() => {
+                format!("os-sandbox ({m}); each tool_result names the backend")
+            }
+            SandboxMode::ExternalSandbox => "external-sandbox (no local OS sandbox)".into(),
+            _ => "unsandboxed (danger-full-access)".into(),
+        };
+        self.out.event(
+            "metadata",
+            json!({
+                "provider": s.id, "model": s.model, "wire": s.wire,
+                "approval": approval_label(self.opts.auto),
+                "sandbox": self.opts.sandbox.as_str(),
+                "enforcement": enforcement,
+                "tools": self.offered,
+                "agents_md": agents_md,
+                "thread": self.log.thread(),
+                "session_file": self.log.path(),
+            }),
+        );
+        self.log.append(
+            0,
+            Event::UserMessage {
+                text: self.opts.prompt.clone(),
+            },
+        )?;
+        let specs: Vec<_> = self.offered.iter().filter_map(|t| tools::spec(t)).collect();
+        let mut messages = vec![Message::User {
+            text: self.opts.prompt.clone(),
+        }];
+        for turn in 1..=self.opts.max_turns {
+            self.turns = turn;
+            self.log.append(turn, Event::TurnStarted)?;
+            let req = ChatRequest {
+                system: &system,
+                messages: &messages,
+                tools: &specs,
+            };
+            let completion = {
+                let out = &mut *self.out;
+                let mut on_text = |t: &str| out.content(t);
+                let mut intr = self.interrupt.clone();
+                tokio::select! {
+                    r = self.provider.complete(req, &mut on_text) => r.map_err(Stop::Provider)?,
+                    _ = intr.wait_for(|v| *v) => return Err(Stop::Interrupted),
+                }
+            };
+            self.usage(turn, completion.usage)?;
+            if !completion.text.is_empty() {
+                self.answer = completion.text.clone();
+                self.log.append(
+                    turn,
+                    Event::AssistantMessage {
+                        text: completion.text.clone(),
+                    },
+                )?;
+            }
+            if completion.tool_calls.is_empty() {
+                self.log.append(turn, Event::TurnCompleted)?;
+                return Ok("completed");
+            }
+            messages.push(Message::Assistant {
+                text: completion.text.clone(),
+                tool_calls: completion.tool_calls.clone(),
+            });
+            for call in &completion.tool_calls {
+                let (content, is_error) = self.tool_call(turn, call).await?;
+                messages.push(Message::ToolResult {
+                    call_id: call.id.clone(),
+                    content,
+                    is_error,
+                });
+            }
+            self.log.append(turn, Event::TurnCompleted)?;
+        }
+        Ok("max_turns")
+    }
+
+    fn usage(&mut self, turn: u32, usage: Option<Usage>) -> Result<(), Stop> {
+        let u = usage.unwrap_or_default();
+        self.total.input_tokens += u.input_tokens;
+        self.total.output_tokens += u.output_tokens;
+        let cost = match (usage, self.provider.settings.price) {
+            (Some(u), Some(p)) => Some(p.cost(u.input_tokens, u.output_tokens)),
+            _ => None,
+        };
+        self.total_cost = match (self.total_cost, cost) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.out.event(
+            "turn_usage",
+            json!({"turn": turn, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+                   "usage_reported": usage.is_some(),
+                   "cost_usd": cost, "cost": cost_label(cost)}),
+        );
+        self.log.append(
+            turn,
+            Event::TurnUsage {
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+                cost_usd: cost,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// One call: parse, admit, authorize, run, record. Returns what goes
+    /// back to the model.
+    async fn tool_call(&mut self, turn: u32, call: &ToolCall) -> Result<(String, bool), Stop> {
+        let parsed: Result<Value, _> = serde_json::from_str(&call.arguments);
+        let args = match &parsed {
+            Ok(v @ Value::Object(_)) => v.clone(),
+            _ => json!({"_raw": call.arguments}),
+        };
+        self.out.event(
+            "tool_use",
+            json!({"call_id": call.id, "tool": call.name, "args": args}),
+        );
+        self.log.append(
+            turn,
+            Event::ToolCall {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                args: args.clone(),
+            },
+        )?;
+        if !matches!(parsed, Ok(Value::Object(_))) {
+            let why = match parsed {
+                Err(e) => format!("invalid JSON: {e}"),
+                Ok(_) => "not a JSON object".into(),
+            };
+            let o = ToolOutput::error(
+                "bad_arguments",
+                format!("the arguments of {} could not be used ({why}); nothing ran. Send a JSON object matching the tool's schema.", call.name),
+            );
+            return self.record_result(turn, call, "not_run", o, 0);
+        }
+        let command = (call.name == "shell")
+            .then(|| tools::shell::command_text(&args))
+            .flatten();
+        let tctx = self.turn_ctx();
+        let decision = if self.offered.contains(&call.name.as_str()) {
+            self.authz.authorize(
+                &ToolCallRequest {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    args: args.clone(),
+                    command,
+                },
+                &tctx,
+            )
+        } else {
+            super::AuthDecision {
+                decision: super::Decision::Deny,
+                decided_by: DecidedBy::Posture,
+                gate: 2,
+                reason: format!("tool `{}` is not available in this run", call.name),
+            }
+        };
+        let r = resolve_headless(&decision, &tctx);
+        self.out.event(
+            "approval",
+            json!({"call_id": call.id, "tool": call.name, "decision": decision.decision.as_str(),
+                   "outcome": r.outcome, "decided_by": r.decided_by.as_str(),
+                   "gate": decision.gate, "reason": r.reason}),
+        );
+        self.log.append(
+            turn,
+            Event::Approval {
+                call_id: call.id.clone(),
+                verdict: Verdict {
+                    decision: decision.decision.as_str().into(),
+                    outcome: r.outcome.into(),
+                    decided_by: r.decided_by.as_str().into(),
+                    gate: Some(decision.gate),
+                    reason: r.reason.clone(),
+                },
+            },
+        )?;
+        if !r.run {
+            let msg = match r.outcome {
+                "no_response" => format!(
+                    "not run: {} (asked for approval; no response in a headless run)",
+                    r.reason
+                ),
+                _ => format!(
+                    "not run: denied by {} (gate {}): {}",
+                    r.decided_by.as_str(),
+                    decision.gate,
+                    r.reason
+                ),
+            };
+            let o = ToolOutput {
+                status: ToolStatus::Denied,
+                ..ToolOutput::error("not_approved", msg)
+            };
+            return self.record_result(turn, call, "not_run", o, 0);
+        }
+        let started = Instant::now();
+        let output = {
+            let mut intr = self.interrupt.clone();
+            tokio::select! {
+                o = tools::execute(&call.name, &args, self.ctx) => o,
+                _ = intr.wait_for(|v| *v) => return Err(Stop::Interrupted),
+            }
+        };
+        let ms = started.elapsed().as_millis() as u64;
+        let status = output.status.as_str();
+        self.record_result(turn, call, status, output, ms)
+    }
+
+    fn record_result(
+        &mut self,
+        turn: u32,
+        call: &ToolCall,
+        status: &str,
+        o: ToolOutput,
+        ms: u64,
+    ) -> Result<(String, bool), Stop> {
+        if let Some(d) = &o.sandbox_denied {
+            self.out.event(
+                "sandbox_denied",
+                json!({"call_id": call.id, "tool": call.name, "path": d.path,
+                       "reason": d.reason, "inferred": d.inferred}),
+            );
+        }
+        self.out.event(
+            "tool_result",
+            json!({"call_id": call.id, "tool": call.name, "status": status,
+                   "duration_ms": ms, "truncated": o.truncated, "error_category": o.error_category,
+                   "exit_code": o.exit_code, "enforcement": o.enforcement,
+                   "files_touched": o.files_touched, "output": o.content}),
+        );
+        self.log.append(
+            turn,
+            Event::ToolResult {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                status: status.into(),
+                exit_code: o.exit_code,
+                duration_ms: ms,
+                files_touched: o.files_touched.clone(),
+                error_category: o.error_category.map(str::to_string),
+                enforcement: o.enforcement.clone(),
+                output: o.content.clone(),
+                truncated: o.truncated,
+            },
+        )?;
+        self.calls.push(
+            json!({"call_id": call.id, "tool": call.name, "status": status,
+                               "exit_code": o.exit_code, "files_touched": o.files_touched}),
+        );
+        Ok((o.content, o.status != ToolStatus::Ok))
+    }
+
+    /// Close the thread in the log and on the output.
+    fn finish(self, result: Result<&'static str, Stop>) -> ExecReport {
+        let (status, code, error) = match result {
+            Ok("completed") => ("completed", crate::exit::OK, None),
+            Ok(other) => (
+                other,
+                crate::exit::FAILURE,
+                Some((
+                    format!("stopped after --max-turns {}", self.opts.max_turns),
+                    "max_turns",
+                )),
+            ),
+            Err(Stop::Interrupted) => (
+                "interrupted",
+                INTERRUPTED,
+                Some(("interrupted (Ctrl-C)".into(), "interrupted")),
+            ),
+            Err(Stop::Provider(e)) => ("error", e.exit_code(), Some((e.to_string(), e.category()))),
+            Err(Stop::Session(e)) => (
+                "error",
+                crate::exit::FAILURE,
+                Some((e.to_string(), "session")),
+            ),
+        };
+        let session_ok = !matches!(error, Some((_, "session")));
+        if session_ok {
+            if status != "completed" && status != "max_turns" && self.turns > 0 {
+                let reason = error.as_ref().map(|e| e.0.clone()).unwrap_or_default();
+                let _ = self
+                    .log
+                    .append(self.turns, Event::TurnInterrupted { reason });
+            }
+            let _ = self.log.append(
+                0,
+                Event::ThreadCompleted {
+                    status: status.into(),
+                },
+            );
+        }
+        if let Some((msg, cat)) = &error {
+            self.out.event(
+                "error",
+                json!({"message": msg, "category": cat, "exit_code": code}),
+            );
+        }
+        let summary = json!({
+            "status": status, "exit_code": code, "answer": self.answer,
+            "provider": self.provider.settings.id, "model": self.provider.settings.model,
+            "approval": approval_label(self.opts.auto), "sandbox": self.opts.sandbox.as_str(),
+            "turns": self.turns,
+            "usage": {"input_tokens": self.total.input_tokens, "output_tokens": self.total.output_tokens},
+            "cost_usd": self.total_cost, "cost": cost_label(self.total_cost),
+            "tool_calls": self.calls,
+            "session_file": self.log.path(),
+            "error": error.as_ref().map(|(m, c)| json!({"message": m, "category": c})),
+        });
+        self.out.event(
+            "done",
+            json!({"status": status, "exit_code": code, "turns": self.turns,
+                   "session_file": self.log.path(), "cost": cost_label(self.total_cost)}),
+        );
+        self.out.summary(summary.clone());
+        ExecReport {
+            status: status.into(),
+            exit_code: code,
+            summary,
+        }
+    }
+}
+
+fn cost_label(c: Option<f64>) -> String {
+    match c {
+        Some(c) => format!("{c:.6} USD"),
+        None => "unknown".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn plain_exec_offers_no_tools() {
+        assert!(offered_tools(false, None, &[]).is_empty());
+    }
+
+    #[test]
+    fn auto_offers_all_minus_disallowed_and_deny_wins() {
+        assert_eq!(offered_tools(true, None, &[]).len(), ALL_TOOLS.len());
+        let t = offered_tools(true, Some(&v(&["shell", "read_file"])), &v(&["shell"]));
+        assert_eq!(t, vec!["read_file"]);
+        let t = offered_tools(false, Some(&v(&["read_file"])), &[]);
+        assert_eq!(t, vec!["read_file"]);
+    }
+
+    #[test]
+    fn unknown_cost_is_never_zero() {
+        assert_eq!(cost_label(None), "unknown");
+        assert_eq!(cost_label(Some(0.0)), "0.000000 USD");
+    }
+}

@@ -1,0 +1,236 @@
+//! The tools the model can call. File tools check every path with the
+//! in-process [`guard::FsGuard`]; `shell` runs only through
+//! [`crate::host::run`] — nothing here spawns a process.
+
+pub mod files;
+pub mod guard;
+pub mod patch;
+pub mod shell;
+
+use crate::host::HostSettings;
+use crate::policy::SandboxPolicy;
+use crate::provider::ToolSpec;
+use guard::{FsGuard, GuardError};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+/// Bytes of tool output sent back to the model.
+pub const MODEL_OUTPUT_CAP: usize = 64 * 1024;
+
+/// Every tool, in the order offered.
+pub const ALL_TOOLS: &[&str] = &[
+    "read_file",
+    "list_dir",
+    "search",
+    "write_file",
+    "edit_file",
+    "apply_patch",
+    "shell",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Ok,
+    Error,
+    /// The sandbox (in-process or OS) refused.
+    Denied,
+}
+
+impl ToolStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Ok => "ok",
+            ToolStatus::Error => "error",
+            ToolStatus::Denied => "denied",
+        }
+    }
+}
+
+/// A sandbox refusal, reported as its own `sandbox_denied` event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SandboxDenial {
+    pub path: Option<PathBuf>,
+    pub reason: String,
+    /// True when inferred from a command's error output rather than known.
+    pub inferred: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub status: ToolStatus,
+    /// What goes back to the model (capped to [`MODEL_OUTPUT_CAP`]).
+    pub content: String,
+    pub truncated: bool,
+    pub error_category: Option<&'static str>,
+    pub exit_code: Option<i32>,
+    pub files_touched: Vec<PathBuf>,
+    pub enforcement: Option<String>,
+    /// Boxed: keeps `ToolOutput` small as the error type of the tools.
+    pub sandbox_denied: Option<Box<SandboxDenial>>,
+}
+
+impl ToolOutput {
+    pub fn ok(content: String) -> Self {
+        let (content, truncated) = cap(content);
+        ToolOutput {
+            status: ToolStatus::Ok,
+            content,
+            truncated,
+            error_category: None,
+            exit_code: None,
+            files_touched: Vec::new(),
+            enforcement: None,
+            sandbox_denied: None,
+        }
+    }
+
+    pub fn error(category: &'static str, content: String) -> Self {
+        ToolOutput {
+            status: ToolStatus::Error,
+            error_category: Some(category),
+            ..ToolOutput::ok(content)
+        }
+    }
+
+    pub fn touched(mut self, p: PathBuf) -> Self {
+        self.files_touched.push(p);
+        self
+    }
+}
+
+impl From<GuardError> for ToolOutput {
+    fn from(e: GuardError) -> Self {
+        let path = match &e {
+            GuardError::DenyRead { path, .. }
+            | GuardError::WriteProtected { path, .. }
+            | GuardError::OutsideWritable { path }
+            | GuardError::ReadOnly { path } => path.clone(),
+        };
+        ToolOutput {
+            status: ToolStatus::Denied,
+            error_category: Some("sandbox_denied"),
+            sandbox_denied: Some(Box::new(SandboxDenial {
+                path: Some(path),
+                reason: e.to_string(),
+                inferred: false,
+            })),
+            ..ToolOutput::ok(format!("denied by the sandbox: {e}"))
+        }
+    }
+}
+
+/// Cut `s` to the model cap on a char boundary.
+fn cap(mut s: String) -> (String, bool) {
+    if s.len() <= MODEL_OUTPUT_CAP {
+        return (s, false);
+    }
+    let mut end = MODEL_OUTPUT_CAP;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let total = s.len();
+    s.truncate(end);
+    s.push_str(&format!("\n[… truncated: {end} of {total} bytes shown]"));
+    (s, true)
+}
+
+/// What a tool needs to run.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    pub guard: FsGuard,
+    pub policy: SandboxPolicy,
+    pub host: HostSettings,
+}
+
+/// The schemas offered to the model.
+pub fn spec(name: &str) -> Option<ToolSpec> {
+    let (desc, params) = match name {
+        "read_file" => (
+            "Read a text file (path relative to the workspace). Optional 1-based start line and line count.",
+            json!({"type":"object","properties":{"path":{"type":"string"},"offset":{"type":"integer"},"limit":{"type":"integer"}},"required":["path"]}),
+        ),
+        "list_dir" => (
+            "List a directory's entries (directories end with /).",
+            json!({"type":"object","properties":{"path":{"type":"string"}},"required":[]}),
+        ),
+        "search" => (
+            "Search file contents with a regular expression, respecting .gitignore. Returns path:line:text.",
+            json!({"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string"},"glob":{"type":"string"}},"required":["pattern"]}),
+        ),
+        "write_file" => (
+            "Create or overwrite a file with the given content.",
+            json!({"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}),
+        ),
+        "edit_file" => (
+            "Replace the single exact occurrence of old_string with new_string in a file.",
+            json!({"type":"object","properties":{"path":{"type":"string"},"old_string":{"type":"string"},"new_string":{"type":"string"}},"required":["path","old_string","new_string"]}),
+        ),
+        "apply_patch" => (
+            "Apply a unified diff (one or more files; /dev/null creates or deletes).",
+            json!({"type":"object","properties":{"patch":{"type":"string"}},"required":["patch"]}),
+        ),
+        "shell" => (
+            "Run a command in the sandbox. `command` is a shell string (run with sh -c) or an argv array.",
+            json!({"type":"object","properties":{"command":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}]},"timeout_ms":{"type":"integer"}},"required":["command"]}),
+        ),
+        _ => return None,
+    };
+    Some(ToolSpec {
+        name: name.to_string(),
+        description: desc.to_string(),
+        parameters: params,
+    })
+}
+
+/// A required string argument, or a tool error naming it.
+pub(crate) fn arg_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolOutput> {
+    args.get(key).and_then(Value::as_str).ok_or_else(|| {
+        ToolOutput::error(
+            "bad_arguments",
+            format!("missing or non-string argument `{key}`"),
+        )
+    })
+}
+
+/// Run one admitted, authorized tool call.
+pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let r = match name {
+        "read_file" => files::read_file(args, &ctx.guard),
+        "list_dir" => files::list_dir(args, &ctx.guard),
+        "search" => files::search(args, &ctx.guard),
+        "write_file" => files::write_file(args, &ctx.guard),
+        "edit_file" => files::edit_file(args, &ctx.guard),
+        "apply_patch" => patch::apply_patch(args, &ctx.guard),
+        "shell" => return shell::run(args, ctx).await,
+        other => Err(ToolOutput::error(
+            "unknown_tool",
+            format!("no tool named `{other}`"),
+        )),
+    };
+    r.unwrap_or_else(|e| e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_a_spec() {
+        for t in ALL_TOOLS {
+            assert!(spec(t).is_some(), "{t}");
+        }
+        assert!(spec("nope").is_none());
+    }
+
+    #[test]
+    fn cap_marks_truncation() {
+        let (s, t) = cap("é".repeat(MODEL_OUTPUT_CAP));
+        assert!(t);
+        assert!(s.contains("truncated"));
+        let (s, t) = cap("short".into());
+        assert!(!t);
+        assert_eq!(s, "short");
+    }
+}

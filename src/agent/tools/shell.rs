@@ -1,0 +1,160 @@
+//! `shell`: run a command through the execution host, never directly.
+//!
+//! The host applies the sandbox policy (and scrubs secret environment
+//! variables); this tool only builds the request and reports the outcome.
+//! A host that cannot set up the sandbox means the command did not run —
+//! it is reported to the model, never retried unsandboxed.
+
+use super::{SandboxDenial, ToolContext, ToolOutput};
+use crate::host::{ExecRequest, HostError};
+use serde_json::Value;
+use std::time::Duration;
+
+/// Default and maximum command timeouts.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// Output kept per stream by the host.
+const OUTPUT_CAP: usize = 256 * 1024;
+
+/// Messages in a failed command's stderr that mean the OS sandbox said no.
+const DENIAL_MARKERS: &[&str] = &[
+    "Read-only file system",
+    "Permission denied",
+    "Operation not permitted",
+];
+
+/// The argv for a `command` argument: a string runs under `sh -c`, an
+/// array is the argv itself.
+pub fn argv(args: &Value) -> Result<Vec<String>, String> {
+    match args.get("command") {
+        Some(Value::String(s)) if !s.trim().is_empty() => {
+            Ok(vec!["sh".into(), "-c".into(), s.clone()])
+        }
+        Some(Value::Array(a)) if !a.is_empty() => a
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| "`command` array must hold only strings".to_string())
+            })
+            .collect(),
+        _ => Err("missing `command` (a non-empty string or argv array)".into()),
+    }
+}
+
+/// The command as one line of text (for gates and logs).
+pub fn command_text(args: &Value) -> Option<String> {
+    match args.get("command")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) => Some(
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(|s| {
+                    if s.chars()
+                        .any(|c| c.is_whitespace() || "'\"\\$`".contains(c))
+                    {
+                        format!("'{}'", s.replace('\'', "'\\''"))
+                    } else {
+                        s.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => None,
+    }
+}
+
+pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let argv = match argv(args) {
+        Ok(a) => a,
+        Err(e) => return ToolOutput::error("bad_arguments", e),
+    };
+    let timeout = args
+        .get("timeout_ms")
+        .and_then(Value::as_u64)
+        .map(Duration::from_millis)
+        .unwrap_or(DEFAULT_TIMEOUT)
+        .min(MAX_TIMEOUT);
+    let mut req = ExecRequest::new(argv);
+    req.cwd = Some(ctx.guard.workspace().to_path_buf());
+    req.timeout = Some(timeout);
+    req.output_cap = OUTPUT_CAP;
+    match crate::host::run(&ctx.policy, &ctx.host, req).await {
+        Ok(o) => {
+            let code = o.shell_code();
+            let stdout = o.stdout.text();
+            let stderr = o.stderr.text();
+            let mut text = format!("exit code: {code}");
+            if o.timed_out {
+                text.push_str(&format!(" (timed out after {} ms)", timeout.as_millis()));
+            }
+            if !stdout.is_empty() {
+                text.push_str(&format!("\nstdout:\n{stdout}"));
+            }
+            if !stderr.is_empty() {
+                text.push_str(&format!("\nstderr:\n{stderr}"));
+            }
+            let mut out = if o.timed_out {
+                ToolOutput::error("timeout", text)
+            } else if code == 0 {
+                ToolOutput::ok(text)
+            } else {
+                ToolOutput::error("exit_nonzero", text)
+            };
+            out.truncated |= o.stdout.truncated || o.stderr.truncated;
+            out.exit_code = Some(code);
+            out.enforcement = Some(o.enforcement.label.clone());
+            if code != 0 && o.enforcement.is_sandboxed() {
+                if let Some(m) = DENIAL_MARKERS.iter().find(|m| stderr.contains(*m)) {
+                    out.sandbox_denied = Some(Box::new(SandboxDenial {
+                        path: None,
+                        reason: format!("the command failed with \"{m}\" under the sandbox"),
+                        inferred: true,
+                    }));
+                }
+            }
+            out
+        }
+        Err(e) => {
+            let cat = match &e {
+                HostError::Unavailable { .. } | HostError::Policy(_) => "sandbox_unavailable",
+                HostError::NotFound(_) => "command_not_found",
+                HostError::NotExecutable { .. } => "not_executable",
+                HostError::Io { .. } | HostError::Remote(_) => "host_error",
+            };
+            let mut out = ToolOutput::error(cat, format!("the command did not run: {e}"));
+            out.exit_code = Some(e.exit_code());
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn string_runs_under_sh_array_is_argv() {
+        assert_eq!(
+            argv(&json!({"command": "test -f x && echo ok"})).unwrap(),
+            vec!["sh", "-c", "test -f x && echo ok"]
+        );
+        assert_eq!(
+            argv(&json!({"command": ["ls", "-l"]})).unwrap(),
+            vec!["ls", "-l"]
+        );
+        assert!(argv(&json!({"command": ""})).is_err());
+        assert!(argv(&json!({"command": [1]})).is_err());
+        assert!(argv(&json!({})).is_err());
+    }
+
+    #[test]
+    fn command_text_quotes_array_parts() {
+        assert_eq!(
+            command_text(&json!({"command": ["sh", "-c", "test -f x && echo ok"]})).unwrap(),
+            "sh -c 'test -f x && echo ok'"
+        );
+    }
+}

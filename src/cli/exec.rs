@@ -1,0 +1,233 @@
+//! `codewhale exec`: resolve flags, config, provider and sandbox once, then
+//! hand over to the agent loop.
+
+use crate::agent::tools::{guard::FsGuard, ToolContext, ALL_TOOLS};
+use crate::agent::{run_exec, BaselineAuthorizer, Emitter, ExecOptions, OutputFormat};
+use crate::host::{BackendChoice, HostSettings};
+use crate::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
+use crate::provider::auth::AuthStore;
+use crate::provider::config::{codewhale_home, ExecConfig};
+use crate::provider::registry::{self, KeySource};
+use crate::provider::{ollama, Provider, RetryPolicy};
+use crate::session::{recover_all, sessions_dir, SessionLog};
+use anyhow::{bail, Context};
+use clap::Args;
+use std::io::Read;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The task. Absent or `-`: read it from stdin.
+    pub prompt: Option<String>,
+    /// Provider id (deepseek, openai, openrouter, xai, mistral, moonshot,
+    /// ollama, vllm, sglang, anthropic, or a [providers.NAME] from config).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model (default: the provider's; `deepseek-flash` is an alias).
+    #[arg(long, short = 'm')]
+    pub model: Option<String>,
+    /// Approve what the gates would ask about. Keeps the sandbox
+    /// (workspace-write unless --sandbox says otherwise).
+    #[arg(long)]
+    pub auto: bool,
+    /// Sandbox for commands and file tools (default: workspace-write). Only
+    /// an explicit danger-full-access removes it.
+    #[arg(long = "sandbox", value_enum)]
+    pub sandbox: Option<SandboxMode>,
+    /// Workspace directory (default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Tools to offer (comma-separated); without --auto their questions
+    /// get no response.
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Tools never offered or run (comma-separated; wins over --allowed-tools).
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub disallowed_tools: Vec<String>,
+    /// Stop after N model turns.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub max_turns: u32,
+    /// `text`: answer on stdout, progress on stderr; `stream-json`: one
+    /// codewhale.exec-stream event per line.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Print one JSON summary object at the end (overrides --output-format).
+    #[arg(long)]
+    pub json: bool,
+    /// Skip the project override `<repo>/.codewhale/config.toml`.
+    #[arg(long)]
+    pub no_project_config: bool,
+    /// Sandbox backend for commands.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+}
+
+pub fn run(args: ExecArgs) -> i32 {
+    match run_inner(args) {
+        Ok(code) => code,
+        Err(e) => {
+            super::report_error(&e);
+            match e.downcast_ref::<crate::provider::ProviderError>() {
+                Some(p) => p.exit_code(),
+                None => crate::exit::FAILURE,
+            }
+        }
+    }
+}
+
+fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
+    let p = match arg {
+        Some(p) if p != "-" => p,
+        _ => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("reading the prompt from stdin")?;
+            s
+        }
+    };
+    if p.trim().is_empty() {
+        bail!("empty prompt: pass it as an argument or on stdin");
+    }
+    Ok(p)
+}
+
+fn check_tools(flag: &str, list: &[String]) -> anyhow::Result<()> {
+    for t in list {
+        if !ALL_TOOLS.contains(&t.as_str()) {
+            bail!(
+                "{flag}: unknown tool `{t}` (tools: {})",
+                ALL_TOOLS.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
+fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
+    // Bad flags and an empty prompt are usage errors (exit 2), like clap's.
+    let usage = check_tools(
+        "--allowed-tools",
+        args.allowed_tools.as_deref().unwrap_or(&[]),
+    )
+    .and_then(|_| check_tools("--disallowed-tools", &args.disallowed_tools))
+    .and_then(|_| read_prompt(args.prompt.clone()));
+    let prompt = match usage {
+        Ok(p) => p,
+        Err(e) => {
+            super::report_error(&e);
+            return Ok(crate::exit::USAGE);
+        }
+    };
+    let format = if args.json {
+        OutputFormat::Json
+    } else {
+        args.output_format
+    };
+    let mut out = Emitter::stdio(format);
+    let home =
+        codewhale_home().context("no CODEWHALE_HOME and no HOME: cannot find ~/.codewhale")?;
+    for r in recover_all(&sessions_dir(&home))? {
+        out.note(&format!(
+            "recovered session {}: removed {} uncommitted byte(s){}",
+            r.path.display(),
+            r.truncated_bytes,
+            r.interrupted_turn
+                .map(|t| format!(", turn {t} marked interrupted"))
+                .unwrap_or_default()
+        ));
+    }
+    let (cfg, _) = ExecConfig::load_from(&home)?;
+    let store = AuthStore::new(&home);
+    let env = |n: &str| std::env::var(n).ok();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let mut settings = registry::select(
+        args.provider.as_deref(),
+        args.model.as_deref(),
+        &cfg,
+        &store,
+        &env,
+    )?;
+    if settings.key_source == KeySource::Missing
+        && args.provider.is_none()
+        && cfg.provider.is_none()
+    {
+        let root = std::env::var("OLLAMA_HOST")
+            .ok()
+            .filter(|h| h.starts_with("http://") || h.starts_with("https://"))
+            .unwrap_or_else(|| ollama::DEFAULT_ROOT.to_string());
+        if let Some(model) = runtime.block_on(ollama::first_chat_model(&root)) {
+            let mut s = registry::select(Some("ollama"), Some(&model), &cfg, &store, &env)?;
+            s.base_url = format!("{}/v1", root.trim_end_matches('/'));
+            registry::check_base_url("ollama", &s.base_url, false)?;
+            out.note(&format!(
+                "no provider is configured; using the local Ollama at {root} with model {model}"
+            ));
+            settings = s;
+        }
+    }
+    if settings.key_source == KeySource::Missing {
+        let var = registry::builtin(&settings.id)
+            .and_then(|b| b.key_env)
+            .unwrap_or("the provider's key variable");
+        bail!(crate::provider::ProviderError::Setup {
+            provider: settings.id.clone(),
+            message: format!(
+                "no API key for model {}: set {var}, run `codewhale auth set --provider {}`, or pick another --provider",
+                settings.model, settings.id
+            ),
+        });
+    }
+    let provider = Provider::new(settings, RetryPolicy::default())?;
+
+    let workspace = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().context("current directory")?,
+    };
+    let workspace = std::fs::canonicalize(&workspace)
+        .with_context(|| format!("workspace {}", workspace.display()))?;
+    let mode = args.sandbox.unwrap_or(SandboxMode::WorkspaceWrite);
+    let policy = SandboxPolicy::new(mode, &workspace);
+    let resolved = resolve(&policy, &HostFacts::detect())?;
+    let ctx = ToolContext {
+        guard: FsGuard::new(&resolved),
+        policy,
+        host: HostSettings {
+            backend: args.backend,
+            bwrap_path: None,
+            allow_unsandboxed: !mode.is_sandboxed(),
+        },
+    };
+    let mut log = SessionLog::create(&sessions_dir(&home))?;
+    let opts = ExecOptions {
+        prompt,
+        sandbox: mode,
+        auto: args.auto,
+        allowed_tools: args.allowed_tools,
+        disallowed_tools: args.disallowed_tools,
+        max_turns: args.max_turns.max(1),
+    };
+    let report = runtime.block_on(async {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let _ = tx.send(true);
+            }
+        });
+        run_exec(
+            &opts,
+            &ctx,
+            &provider,
+            &BaselineAuthorizer,
+            &mut out,
+            &mut log,
+            rx,
+        )
+        .await
+    });
+    Ok(report.exit_code)
+}

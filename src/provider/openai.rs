@@ -1,0 +1,221 @@
+//! OpenAI-compatible Chat Completions: request body and SSE accumulation.
+//!
+//! Stream shape: `data: {"choices":[{"delta":{"content":…,"tool_calls":[{"index":0,
+//! "id":…,"function":{"name":…,"arguments":"<fragment>"}}]},"finish_reason":…}]}`,
+//! an optional usage chunk (`stream_options.include_usage`), then `data: [DONE]`.
+
+use super::{ChatRequest, Completion, Message, ToolCall, Usage};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// The JSON body for one streamed request.
+pub fn body(model: &str, req: ChatRequest<'_>) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": req.system})];
+    for m in req.messages {
+        messages.push(match m {
+            Message::User { text } => json!({"role": "user", "content": text}),
+            Message::Assistant { text, tool_calls } => {
+                let mut v = json!({"role": "assistant", "content": text});
+                if !tool_calls.is_empty() {
+                    v["tool_calls"] = tool_calls
+                        .iter()
+                        .map(|c| {
+                            json!({"id": c.id, "type": "function",
+                                   "function": {"name": c.name, "arguments": c.arguments}})
+                        })
+                        .collect();
+                }
+                v
+            }
+            Message::ToolResult {
+                call_id, content, ..
+            } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+        });
+    }
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters}})
+            })
+            .collect();
+    }
+    body
+}
+
+#[derive(Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Folds stream chunks into a [`Completion`].
+#[derive(Default)]
+pub struct Accumulator {
+    text: String,
+    calls: BTreeMap<u64, PartialCall>,
+    usage: Option<Usage>,
+    finish: Option<String>,
+    done: bool,
+}
+
+impl Accumulator {
+    /// Feed one SSE `data` payload. `Ok(true)` at `[DONE]`.
+    pub fn feed(&mut self, data: &str, on_text: &mut dyn FnMut(&str)) -> Result<bool, String> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(true);
+        }
+        if data.is_empty() {
+            return Ok(false);
+        }
+        let v: Value =
+            serde_json::from_str(data).map_err(|e| format!("unparseable stream chunk: {e}"))?;
+        if let Some(err) = v.get("error") {
+            return Err(format!("error in stream: {err}"));
+        }
+        if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
+            self.usage = Some(Usage {
+                input_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
+                output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+            });
+        }
+        for choice in v["choices"].as_array().into_iter().flatten() {
+            let delta = &choice["delta"];
+            if let Some(t) = delta["content"].as_str() {
+                if !t.is_empty() {
+                    self.text.push_str(t);
+                    on_text(t);
+                }
+            }
+            for tc in delta["tool_calls"].as_array().into_iter().flatten() {
+                let idx = tc["index"].as_u64().unwrap_or(self.calls.len() as u64);
+                let p = self.calls.entry(idx).or_default();
+                if let Some(id) = tc["id"].as_str() {
+                    p.id = id.to_string();
+                }
+                if let Some(n) = tc["function"]["name"].as_str() {
+                    p.name.push_str(n);
+                }
+                if let Some(a) = tc["function"]["arguments"].as_str() {
+                    p.arguments.push_str(a);
+                }
+            }
+            if let Some(f) = choice["finish_reason"].as_str() {
+                self.finish = Some(f.to_string());
+            }
+        }
+        Ok(false)
+    }
+
+    /// The completion, or `None` if the stream never finished.
+    pub fn finish(self) -> Option<Completion> {
+        if !self.done && self.finish.is_none() {
+            return None;
+        }
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .map(|(i, p)| ToolCall {
+                id: if p.id.is_empty() {
+                    format!("call_{i}")
+                } else {
+                    p.id
+                },
+                name: p.name,
+                arguments: p.arguments,
+            })
+            .collect();
+        Some(Completion {
+            text: self.text,
+            tool_calls,
+            usage: self.usage,
+            stop_reason: self.finish,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ToolSpec;
+
+    #[test]
+    fn accumulates_text_and_fragmented_tool_calls() {
+        let mut a = Accumulator::default();
+        let mut seen = String::new();
+        let mut on = |t: &str| seen.push_str(t);
+        for d in [
+            r#"{"choices":[{"delta":{"content":"Hel"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"lo"}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"read_file","arguments":"{\"pa"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"th\":\"a\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3}}"#,
+        ] {
+            assert!(!a.feed(d, &mut on).unwrap());
+        }
+        assert!(a.feed("[DONE]", &mut on).unwrap());
+        let c = a.finish().unwrap();
+        assert_eq!(seen, "Hello");
+        assert_eq!(c.text, "Hello");
+        assert_eq!(c.tool_calls[0].name, "read_file");
+        assert_eq!(c.tool_calls[0].arguments, r#"{"path":"a"}"#);
+        assert_eq!(c.usage.unwrap().input_tokens, 10);
+    }
+
+    #[test]
+    fn unfinished_stream_is_none() {
+        let mut a = Accumulator::default();
+        a.feed(r#"{"choices":[{"delta":{"content":"x"}}]}"#, &mut |_| {})
+            .unwrap();
+        assert!(a.finish().is_none());
+    }
+
+    #[test]
+    fn body_carries_tools_and_tool_results() {
+        let msgs = vec![
+            Message::User { text: "hi".into() },
+            Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "c1".into(),
+                    name: "t".into(),
+                    arguments: "{}".into(),
+                }],
+            },
+            Message::ToolResult {
+                call_id: "c1".into(),
+                content: "out".into(),
+                is_error: false,
+            },
+        ];
+        let tools = vec![ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        let b = body(
+            "m",
+            ChatRequest {
+                system: "sys",
+                messages: &msgs,
+                tools: &tools,
+            },
+        );
+        assert_eq!(b["messages"][0]["role"], "system");
+        assert_eq!(b["messages"][2]["tool_calls"][0]["id"], "c1");
+        assert_eq!(b["messages"][3]["tool_call_id"], "c1");
+        assert_eq!(b["tools"][0]["function"]["name"], "t");
+    }
+}

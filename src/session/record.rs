@@ -1,0 +1,105 @@
+//! The session record format (`codewhale.session`, version 1): one JSON
+//! object per line. Receipts and undo read these; every field here is part
+//! of the documented format (`docs/EXEC.md`), so changes bump [`VERSION`].
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+pub const SCHEMA: &str = "codewhale.session";
+pub const VERSION: u32 = 1;
+
+/// One committed line: envelope + event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub schema: String,
+    pub v: u32,
+    /// Global, gap-free, strictly increasing within the file (starts at 1).
+    pub seq: u64,
+    /// RFC 3339 UTC.
+    pub ts: String,
+    pub thread: String,
+    /// The turn this event belongs to (0 = thread level).
+    pub turn: u32,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// Who answered an authorization question.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// `allow`, `ask`, `deny` (what the gates said).
+    pub decision: String,
+    /// `allow` (ran) or `deny` / `no_response` (did not run).
+    pub outcome: String,
+    pub decided_by: String,
+    pub gate: Option<u8>,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    ThreadStarted {
+        cwd: PathBuf,
+        provider: String,
+        model: String,
+        approval: String,
+        sandbox: String,
+        codewhale_version: String,
+    },
+    TurnStarted,
+    UserMessage {
+        text: String,
+    },
+    AssistantMessage {
+        text: String,
+    },
+    /// The model asked for a tool. `args` is the parsed object, or the raw
+    /// text under `{"_raw": …}` when it was not valid JSON.
+    ToolCall {
+        call_id: String,
+        tool: String,
+        args: serde_json::Value,
+    },
+    Approval {
+        call_id: String,
+        #[serde(flatten)]
+        verdict: Verdict,
+    },
+    ToolResult {
+        call_id: String,
+        tool: String,
+        /// `ok`, `error`, `denied`, `not_run`.
+        status: String,
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        /// Files a file tool wrote (absolute); undo reads these.
+        files_touched: Vec<PathBuf>,
+        error_category: Option<String>,
+        /// The enforcement label of a command run (`unsandboxed` when none).
+        enforcement: Option<String>,
+        /// What went back to the model (capped).
+        output: String,
+        truncated: bool,
+    },
+    TurnUsage {
+        input_tokens: u64,
+        output_tokens: u64,
+        /// `None` = the price is unknown (never reported as 0).
+        cost_usd: Option<f64>,
+    },
+    TurnCompleted,
+    /// The turn did not finish: Ctrl-C, an error, or (found on recovery) a
+    /// process that died mid-turn.
+    TurnInterrupted {
+        reason: String,
+    },
+    /// A later start repaired this file.
+    Recovered {
+        truncated_bytes: u64,
+    },
+    ThreadCompleted {
+        /// `completed`, `max_turns`, `interrupted`, `error`.
+        status: String,
+    },
+}

@@ -1,0 +1,112 @@
+use super::*;
+use std::io::Write;
+
+fn started(log: &mut SessionLog) {
+    log.append(
+        0,
+        Event::ThreadStarted {
+            cwd: "/w".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            approval: "auto".into(),
+            sandbox: "workspace-write".into(),
+            codewhale_version: "0".into(),
+        },
+    )
+    .unwrap();
+}
+
+#[test]
+fn sequence_is_global_and_every_line_terminated() {
+    let t = tempfile::tempdir().unwrap();
+    let mut log = SessionLog::create(t.path()).unwrap();
+    started(&mut log);
+    log.append(1, Event::TurnStarted).unwrap();
+    log.append(1, Event::TurnCompleted).unwrap();
+    log.append(2, Event::TurnStarted).unwrap();
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    assert!(text.ends_with('\n'));
+    let recs = read_records(log.path()).unwrap();
+    let seqs: Vec<u64> = recs.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4]);
+    assert!(recs.iter().all(|r| r.schema == SCHEMA && r.v == VERSION));
+}
+
+#[test]
+fn live_file_is_not_recovered() {
+    let t = tempfile::tempdir().unwrap();
+    let mut log = SessionLog::create(t.path()).unwrap();
+    started(&mut log);
+    log.append(1, Event::TurnStarted).unwrap();
+    #[cfg(unix)]
+    assert_eq!(recover_file(log.path()).unwrap(), None);
+}
+
+#[test]
+fn recovery_truncates_fragment_and_interrupts_turn() {
+    let t = tempfile::tempdir().unwrap();
+    let path = {
+        let mut log = SessionLog::create(t.path()).unwrap();
+        started(&mut log);
+        log.append(1, Event::TurnStarted).unwrap();
+        log.path().to_path_buf()
+    };
+    let fragment = br#"{"schema":"codewhale.session","v":1,"seq":3,"ts":"x","thr"#;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(fragment)
+        .unwrap();
+    let reports = recover_all(t.path()).unwrap();
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].truncated_bytes, fragment.len() as u64);
+    assert_eq!(reports[0].interrupted_turn, Some(1));
+    let recs = read_records(&path).unwrap();
+    let seqs: Vec<u64> = recs.iter().map(|r| r.seq).collect();
+    assert_eq!(
+        seqs,
+        vec![1, 2, 3, 4, 5],
+        "the fragment's seq 3 is reused by a committed record, never the fragment"
+    );
+    assert!(
+        matches!(recs[2].event, Event::Recovered { truncated_bytes } if truncated_bytes == fragment.len() as u64)
+    );
+    assert!(matches!(recs[3].event, Event::TurnInterrupted { .. }));
+    assert_eq!(recs[3].turn, 1);
+    assert!(matches!(&recs[4].event, Event::ThreadCompleted { status } if status == "interrupted"));
+    assert!(std::fs::read_to_string(&path).unwrap().ends_with('\n'));
+    // Idempotent: a second start finds nothing to do.
+    assert!(recover_all(t.path()).unwrap().is_empty());
+}
+
+#[test]
+fn completed_thread_is_left_alone() {
+    let t = tempfile::tempdir().unwrap();
+    let path = {
+        let mut log = SessionLog::create(t.path()).unwrap();
+        started(&mut log);
+        log.append(
+            0,
+            Event::ThreadCompleted {
+                status: "completed".into(),
+            },
+        )
+        .unwrap();
+        log.path().to_path_buf()
+    };
+    let before = std::fs::read(&path).unwrap();
+    assert!(recover_all(t.path()).unwrap().is_empty());
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[cfg(unix)]
+#[test]
+fn sessions_dir_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("cw/sessions");
+    let _log = SessionLog::create(&dir).unwrap();
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+}

@@ -1,0 +1,336 @@
+//! A scripted model server: real HTTP on 127.0.0.1 speaking the
+//! OpenAI-compatible Chat Completions SSE stream and the Anthropic Messages
+//! stream, playing back a fixed list of steps (one per request) and
+//! recording every request it received.
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// A complete streamed response: optional text, then tool calls
+    /// `(id, name, raw arguments text)`.
+    Reply {
+        text: String,
+        calls: Vec<(String, String, String)>,
+    },
+    /// An HTTP error status (with an optional `Retry-After` in seconds).
+    Status {
+        code: u16,
+        retry_after: Option<u64>,
+        body: String,
+    },
+    /// Stream `text` partially, then break the connection.
+    Cut { text: String },
+    /// Stream `text` partially, then stay silent forever.
+    Hang { text: String },
+}
+
+pub fn reply(text: &str) -> Step {
+    Step::Reply {
+        text: text.into(),
+        calls: Vec::new(),
+    }
+}
+
+pub fn call(id: &str, name: &str, args: Value) -> Step {
+    Step::Reply {
+        text: String::new(),
+        calls: vec![(id.into(), name.into(), args.to_string())],
+    }
+}
+
+pub fn raw_call(id: &str, name: &str, raw: &str) -> Step {
+    Step::Reply {
+        text: String::new(),
+        calls: vec![(id.into(), name.into(), raw.into())],
+    }
+}
+
+/// One request the server received.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub path: String,
+    pub body: Value,
+    pub authorization: Option<String>,
+    pub x_api_key: Option<String>,
+}
+
+struct Shared {
+    wire: Wire,
+    steps: Mutex<VecDeque<Step>>,
+    seen: Mutex<Vec<Seen>>,
+}
+
+pub struct ScriptedModel {
+    pub port: u16,
+    pub wire: Wire,
+    shared: Arc<Shared>,
+}
+
+impl ScriptedModel {
+    /// Start on an ephemeral loopback port, in a background thread.
+    pub fn start(wire: Wire, steps: Vec<Step>) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let port = listener.local_addr().expect("addr").port();
+        let shared = Arc::new(Shared {
+            wire,
+            steps: Mutex::new(steps.into()),
+            seen: Mutex::new(Vec::new()),
+        });
+        let s2 = shared.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let l = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+                let app = Router::new()
+                    .route("/v1/chat/completions", post(handle))
+                    .route("/v1/messages", post(handle))
+                    .route("/api/tags", axum::routing::get(tags))
+                    .with_state(s2);
+                let _ = axum::serve(l, app).await;
+            });
+        });
+        ScriptedModel { port, wire, shared }
+    }
+
+    /// The `base_url` to configure for this wire format.
+    pub fn base_url(&self) -> String {
+        match self.wire {
+            Wire::OpenAi => format!("http://127.0.0.1:{}/v1", self.port),
+            Wire::Anthropic => format!("http://127.0.0.1:{}", self.port),
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self.wire {
+            Wire::OpenAi => "openai-compatible",
+            Wire::Anthropic => "anthropic",
+        }
+    }
+
+    pub fn requests(&self) -> Vec<Seen> {
+        self.shared.seen.lock().unwrap().clone()
+    }
+
+    pub fn steps_left(&self) -> usize {
+        self.shared.steps.lock().unwrap().len()
+    }
+}
+
+/// Ollama's model list, for the no-configuration fallback.
+async fn tags() -> axum::Json<Value> {
+    axum::Json(json!({"models": [{"name": "nomic-embed-text"}, {"name": "scripted-llama"}]}))
+}
+
+async fn handle(
+    State(s): State<Arc<Shared>>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let h = |k: &str| {
+        headers
+            .get(k)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    s.seen.lock().unwrap().push(Seen {
+        path: uri.path().to_string(),
+        body,
+        authorization: h("authorization"),
+        x_api_key: h("x-api-key"),
+    });
+    let step = s.steps.lock().unwrap().pop_front();
+    let Some(step) = step else {
+        return Response::builder()
+            .status(500)
+            .body(Body::from("scripted model: script exhausted"))
+            .unwrap();
+    };
+    let sse = |text: String| {
+        Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(Body::from(text))
+            .unwrap()
+    };
+    match step {
+        Step::Status {
+            code,
+            retry_after,
+            body,
+        } => {
+            let mut r = Response::builder().status(StatusCode::from_u16(code).unwrap());
+            if let Some(a) = retry_after {
+                r = r.header("retry-after", a.to_string());
+            }
+            r.body(Body::from(body)).unwrap()
+        }
+        Step::Reply { text, calls } => sse(match s.wire {
+            Wire::OpenAi => openai_stream(&text, &calls),
+            Wire::Anthropic => anthropic_stream(&text, &calls),
+        }),
+        Step::Cut { text } => {
+            let head = partial(s.wire, &text);
+            // The pause makes sure headers and the first bytes are on the
+            // wire before the connection breaks (a real mid-stream cut).
+            let stream = futures_util::stream::once(async move {
+                Ok::<Bytes, std::io::Error>(Bytes::from(head))
+            })
+            .chain(futures_util::stream::once(async {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                Err(std::io::Error::other("scripted cut"))
+            }));
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(stream))
+                .unwrap()
+        }
+        Step::Hang { text } => {
+            let head = partial(s.wire, &text);
+            let stream =
+                futures_util::stream::iter(vec![Ok::<Bytes, std::io::Error>(Bytes::from(head))])
+                    .chain(futures_util::stream::pending());
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(stream))
+                .unwrap()
+        }
+    }
+}
+
+fn data(v: Value) -> String {
+    format!("data: {v}\n\n")
+}
+
+fn named(event: &str, v: Value) -> String {
+    format!("event: {event}\ndata: {v}\n\n")
+}
+
+fn halves(s: &str) -> (String, String) {
+    let mut mid = s.len() / 2;
+    while !s.is_char_boundary(mid) {
+        mid -= 1;
+    }
+    (s[..mid].to_string(), s[mid..].to_string())
+}
+
+/// The start of a stream with some text and no end.
+fn partial(wire: Wire, text: &str) -> String {
+    match wire {
+        Wire::OpenAi => data(json!({"choices":[{"index":0,"delta":{"content":text}}]})),
+        Wire::Anthropic => {
+            named(
+                "message_start",
+                json!({"type":"message_start","message":{"usage":{"input_tokens":100,"output_tokens":1}}}),
+            ) + &named(
+                "content_block_start",
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+            ) + &named(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":text}}),
+            )
+        }
+    }
+}
+
+fn openai_stream(text: &str, calls: &[(String, String, String)]) -> String {
+    let mut out = String::new();
+    if !text.is_empty() {
+        let (a, b) = halves(text);
+        for part in [a, b] {
+            out += &data(json!({"choices":[{"index":0,"delta":{"content":part}}]}));
+        }
+    }
+    for (i, (id, name, args)) in calls.iter().enumerate() {
+        let (a, b) = halves(args);
+        out += &data(json!({"choices":[{"index":0,"delta":{"tool_calls":[
+            {"index":i,"id":id,"type":"function","function":{"name":name,"arguments":a}}]}}]}));
+        out += &data(json!({"choices":[{"index":0,"delta":{"tool_calls":[
+            {"index":i,"function":{"arguments":b}}]}}]}));
+    }
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    out += &data(json!({"choices":[{"index":0,"delta":{},"finish_reason":finish}]}));
+    out += &data(json!({"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":20}}));
+    out += "data: [DONE]\n\n";
+    out
+}
+
+fn anthropic_stream(text: &str, calls: &[(String, String, String)]) -> String {
+    let mut out = named(
+        "message_start",
+        json!({"type":"message_start","message":{"usage":{"input_tokens":100,"output_tokens":1}}}),
+    );
+    let mut idx = 0;
+    if !text.is_empty() {
+        out += &named(
+            "content_block_start",
+            json!({"type":"content_block_start","index":idx,"content_block":{"type":"text","text":""}}),
+        );
+        let (a, b) = halves(text);
+        for part in [a, b] {
+            out += &named(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":idx,"delta":{"type":"text_delta","text":part}}),
+            );
+        }
+        out += &named(
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":idx}),
+        );
+        idx += 1;
+    }
+    for (id, name, args) in calls {
+        out += &named(
+            "content_block_start",
+            json!({"type":"content_block_start","index":idx,"content_block":{"type":"tool_use","id":id,"name":name,"input":{}}}),
+        );
+        let (a, b) = halves(args);
+        for part in [a, b] {
+            out += &named(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":idx,"delta":{"type":"input_json_delta","partial_json":part}}),
+            );
+        }
+        out += &named(
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":idx}),
+        );
+        idx += 1;
+    }
+    let stop = if calls.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    };
+    out += &named(
+        "message_delta",
+        json!({"type":"message_delta","delta":{"stop_reason":stop},"usage":{"output_tokens":20}}),
+    );
+    out += &named("message_stop", json!({"type":"message_stop"}));
+    out
+}
