@@ -1,6 +1,7 @@
 //! Command-line interface (clap derive; doc comments are the help text).
 
 pub mod sandbox;
+pub mod undo;
 
 use clap::{Parser, Subcommand};
 
@@ -17,6 +18,10 @@ pub enum Command {
     /// Run or explain commands under a sandbox policy.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
+    /// Revert the most recent request's file changes in one step.
+    Undo(undo::UndoArgs),
+    /// Restore the working folder to snapshot N, or list snapshots (`--list`).
+    Restore(undo::RestoreArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -24,6 +29,8 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     match cli.command {
         Command::Sandbox(cmd) => sandbox::run(cmd),
+        Command::Undo(args) => undo::run_undo(args),
+        Command::Restore(args) => undo::run_restore(args),
     }
 }
 
