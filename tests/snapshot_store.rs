@@ -75,7 +75,7 @@ fn undo_restores_bytes_modes_creations_and_deletions() {
     // The undo itself is undoable: back to the post-turn state.
     store.restore(out.restore.pre_restore).unwrap();
     assert_eq!(store.diff(post, out.restore.pre_restore).unwrap(), vec![]);
-    assert_eq!(f.ws.join("new/dir/created.txt").exists(), true);
+    assert!(f.ws.join("new/dir/created.txt").exists());
 }
 
 #[test]
