@@ -43,7 +43,14 @@ pub const BUILTIN_EXCLUDES: &[(&str, &str)] = &[
 /// negation, unlike `info/exclude`). Broader than the sandbox's `.env`
 /// rule on purpose: `.env.example`-style templates are left out too,
 /// because a glob cannot express "every `.env.*` except the templates".
-pub const SECRET_PATHSPECS: &[&str] = &[":(exclude,glob)**/.env", ":(exclude,glob)**/.env.*"];
+/// The `/**` forms cover a directory of that name (a virtualenv called
+/// `.env` is common): a glob pathspec does not match a directory's contents.
+pub const SECRET_PATHSPECS: &[&str] = &[
+    ":(exclude,glob)**/.env",
+    ":(exclude,glob)**/.env/**",
+    ":(exclude,glob)**/.env.*",
+    ":(exclude,glob)**/.env.*/**",
+];
 
 /// `info/attributes` of the side repo: it outranks every `.gitattributes`
 /// in the workspace, so no text/eol conversion, filter or encoding change
