@@ -289,3 +289,41 @@ fn size_cap_prunes_oldest_and_collects_garbage() {
     let oldest_kept = store.list().first().unwrap().id;
     store.restore(oldest_kept).unwrap();
 }
+
+#[test]
+fn two_writers_on_one_store_lose_no_record() {
+    let f = Fixture::new();
+    f.write("seed", "x");
+    let stores: Vec<_> = (0..2).map(|_| f.open()).collect();
+    let ws = f.ws.clone();
+    let handles: Vec<_> = stores
+        .into_iter()
+        .enumerate()
+        .map(|(w, mut store)| {
+            let ws = ws.clone();
+            std::thread::spawn(move || {
+                for i in 0..10u64 {
+                    std::fs::write(ws.join(format!("w{w}-{i}")), "x").unwrap();
+                    store
+                        .snapshot(Label::PreTurn(i), meta(&format!("s{w}"), i))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let mut store = f.open();
+    store.reload().unwrap();
+    let ids: Vec<u64> = store.list().iter().map(|r| r.id).collect();
+    assert_eq!(ids, (1..=20).collect::<Vec<_>>());
+    // The last snapshot has every file both writers made.
+    let last = store.list().last().unwrap().id;
+    store.restore(last).unwrap();
+    for w in 0..2 {
+        for i in 0..10 {
+            assert!(f.ws.join(format!("w{w}-{i}")).exists());
+        }
+    }
+}

@@ -23,6 +23,7 @@ pub mod error;
 pub mod git;
 pub mod guard;
 pub mod layout;
+pub mod lock;
 pub mod options;
 pub mod records;
 pub mod store;

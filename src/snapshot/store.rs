@@ -10,6 +10,7 @@ use super::error::{Disabled, SnapshotError};
 use super::git::{self, Git};
 use super::guard;
 use super::layout;
+use super::lock::StoreLock;
 use super::options::SnapshotOptions;
 use super::records::Records;
 use super::types::{ChangeKind, FileChange, Label, SnapshotId, SnapshotMeta, SnapshotRecord};
@@ -130,6 +131,7 @@ impl SnapshotStore {
             .collect();
         excludes.extend(layout::deny_read_pathspecs(&workspace, &opts.deny_read));
         let records_path = dir.join("snapshots.json");
+        let lock = StoreLock::acquire(&dir)?;
         let records = Records::load(&records_path)?;
         let mut store = SnapshotStore {
             git,
@@ -142,6 +144,7 @@ impl SnapshotStore {
             commits_since_size_check: 0,
         };
         store.enforce_size_cap()?;
+        drop(lock);
         Ok(Opened::Ready(Box::new(store)))
     }
 
@@ -175,7 +178,21 @@ impl SnapshotStore {
         label: Label,
         meta: SnapshotMeta,
     ) -> Result<SnapshotId, SnapshotError> {
+        let _lock = self.lock_and_reload()?;
         self.snapshot_inner(label, meta, true)
+    }
+
+    /// Take the store lock and re-read the records another process may
+    /// have changed since we last looked.
+    fn lock_and_reload(&mut self) -> Result<StoreLock, SnapshotError> {
+        let lock = StoreLock::acquire(&self.dir)?;
+        self.records = Records::load(&self.records_path)?;
+        Ok(lock)
+    }
+
+    /// Re-read the record file (to see snapshots other processes took).
+    pub fn reload(&mut self) -> Result<(), SnapshotError> {
+        self.lock_and_reload().map(drop)
     }
 
     fn snapshot_inner(
@@ -266,6 +283,7 @@ impl SnapshotStore {
     /// missing ones recreated, contents and modes reset. Ignored and
     /// excluded files (build output, `.env`) are left alone.
     pub fn restore(&mut self, id: SnapshotId) -> Result<RestoreOutcome, SnapshotError> {
+        let _lock = self.lock_and_reload()?;
         self.restore_with(id, SnapshotMeta::default())
     }
 
@@ -296,6 +314,7 @@ impl SnapshotStore {
 
     /// Revert the most recent not-yet-undone request in `scope`, in one step.
     pub fn undo(&mut self, scope: &UndoScope) -> Result<UndoOutcome, SnapshotError> {
+        let _lock = self.lock_and_reload()?;
         let plan = self.plan_undo(scope)?;
         let meta = SnapshotMeta {
             session_id: plan.request.session_id.clone(),
