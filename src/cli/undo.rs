@@ -6,6 +6,7 @@
 //! so it requires trust (`--trust`, or `trust = true` in
 //! `$CODEWHALE_HOME/config.toml`).
 
+use crate::policy::{HostFacts, SandboxMode, SandboxPolicy};
 use crate::snapshot::{
     ChangeKind, FileChange, Opened, RestoreOutcome, SnapshotOptions, SnapshotStore, UndoScope,
 };
@@ -79,7 +80,20 @@ fn open_store(workspace: Option<PathBuf>) -> anyhow::Result<(SnapshotStore, Path
     match SnapshotStore::open(&ws, opts)
         .with_context(|| format!("snapshot store for {}", ws.display()))?
     {
-        Opened::Ready(store) => Ok((*store, home)),
+        Opened::Ready(mut store) => {
+            // The pre-restore snapshot must leave out the same deny-read
+            // files the agent's snapshots do. Until the config module feeds
+            // `[sandbox] deny_read` into the policy, this is the default
+            // policy's list (resolved only for an accepted workspace: the
+            // resolution scans it for `.env` files).
+            let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, store.workspace());
+            let resolved =
+                crate::policy::resolve(&policy, &HostFacts::detect()).with_context(|| {
+                    format!("cannot resolve the sandbox policy for {}", ws.display())
+                })?;
+            store.exclude_resolved_policy(&resolved);
+            Ok((*store, home))
+        }
         Opened::Disabled(reason) => bail!("{reason}"),
     }
 }

@@ -148,6 +148,18 @@ impl SnapshotStore {
         Ok(Opened::Ready(Box::new(store)))
     }
 
+    /// Also leave out every deny-read path of `resolved` that lies in the
+    /// workspace, from the next snapshot on (same as
+    /// [`SnapshotOptions::with_resolved_policy`] at open).
+    pub fn exclude_resolved_policy(&mut self, resolved: &crate::policy::ResolvedPolicy) {
+        let paths = super::options::deny_read_paths(resolved);
+        for spec in layout::deny_read_pathspecs(&self.workspace, &paths) {
+            if !self.excludes.contains(&spec) {
+                self.excludes.push(spec);
+            }
+        }
+    }
+
     /// The canonical workspace.
     pub fn workspace(&self) -> &Path {
         &self.workspace
