@@ -59,13 +59,21 @@ impl SnapshotOptions {
 
     /// Exclude every deny-read path of a resolved sandbox policy.
     pub fn with_resolved_policy(mut self, resolved: &ResolvedPolicy) -> Self {
-        self.deny_read.extend(
-            resolved.existing_deny_read().map(|e| e.path.clone()).chain(
-                resolved
-                    .existing_deny_read()
-                    .filter_map(|e| e.target.clone()),
-            ),
-        );
+        self.deny_read.extend(deny_read_paths(resolved));
         self
     }
+}
+
+/// Every existing deny-read path of `resolved`, and the targets of the
+/// symlinked ones.
+pub fn deny_read_paths(resolved: &ResolvedPolicy) -> Vec<PathBuf> {
+    resolved
+        .existing_deny_read()
+        .map(|e| e.path.clone())
+        .chain(
+            resolved
+                .existing_deny_read()
+                .filter_map(|e| e.target.clone()),
+        )
+        .collect()
 }
