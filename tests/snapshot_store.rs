@@ -327,3 +327,27 @@ fn two_writers_on_one_store_lose_no_record() {
         }
     }
 }
+
+#[test]
+fn resolved_policy_deny_read_is_excluded_after_open() {
+    use codewhale::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
+    let f = Fixture::new();
+    f.write("secret.txt", "DENY-READ-FROM-POLICY-7");
+    f.write("plain.txt", "PLAIN-CONTROL-8");
+    let mut policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &f.ws);
+    policy.extra_deny_read.push("secret.txt".into());
+    let facts = HostFacts {
+        homes: vec![f.user_home.clone()],
+        ..Default::default()
+    };
+    let resolved = resolve(&policy, &facts).unwrap();
+    let mut store = f.open();
+    store.exclude_resolved_policy(&resolved);
+    store.snapshot(Label::PreTurn(1), meta("s", 1)).unwrap();
+    let objects = f.side_objects(&store);
+    assert!(snapshot_support::contains(&objects, "PLAIN-CONTROL-8"));
+    assert!(!snapshot_support::contains(
+        &objects,
+        "DENY-READ-FROM-POLICY-7"
+    ));
+}
