@@ -110,19 +110,8 @@ fn main() {
             .snapshot(Label::PreTurn(turn), SnapshotMeta::default())
             .expect("snapshot");
     };
-    let store_cold = time(|| snap(&mut store));
-    let store_nochange = median((0..RUNS).map(|_| time(|| snap(&mut store))).collect());
-    let touched = ws.join("pkg050/m050.rs");
-    let store_change = median(
-        (0..RUNS)
-            .map(|i| {
-                std::fs::write(&touched, format!("changed {i}\n")).expect("write");
-                time(|| snap(&mut store))
-            })
-            .collect(),
-    );
 
-    // --- the same plumbing by hand ---
+    // --- the same plumbing by hand, in a second side repo ---
     let side = tmp.path().join("hand");
     std::fs::create_dir_all(&side).expect("hand dir");
     let mut hand = Hand {
@@ -132,16 +121,33 @@ fn main() {
         n: 0,
     };
     hand.git(&["init", "-q", "--template="]);
+
+    // The machine is shared, so store and hand runs are interleaved (and
+    // their order alternated) to expose both to the same load.
+    let store_cold = time(|| snap(&mut store));
     let hand_cold = time(|| hand.snapshot());
-    let hand_nochange = median((0..RUNS).map(|_| time(|| hand.snapshot())).collect());
-    let hand_change = median(
-        (0..RUNS)
-            .map(|i| {
-                std::fs::write(&touched, format!("hand changed {i}\n")).expect("write");
-                time(|| hand.snapshot())
-            })
-            .collect(),
-    );
+    let touched = ws.join("pkg050/m050.rs");
+    let (mut s_nc, mut h_nc, mut s_ch, mut h_ch) = (vec![], vec![], vec![], vec![]);
+    for i in 0..RUNS {
+        if i % 2 == 0 {
+            s_nc.push(time(|| snap(&mut store)));
+            h_nc.push(time(|| hand.snapshot()));
+        } else {
+            h_nc.push(time(|| hand.snapshot()));
+            s_nc.push(time(|| snap(&mut store)));
+        }
+        // One-file change: each side sees exactly one changed file.
+        std::fs::write(&touched, format!("changed {i}\n")).expect("write");
+        if i % 2 == 0 {
+            s_ch.push(time(|| snap(&mut store)));
+            h_ch.push(time(|| hand.snapshot()));
+        } else {
+            h_ch.push(time(|| hand.snapshot()));
+            s_ch.push(time(|| snap(&mut store)));
+        }
+    }
+    let (store_nochange, hand_nochange) = (median(s_nc), median(h_nc));
+    let (store_change, hand_change) = (median(s_ch), median(h_ch));
     // Without the stat cache: a fresh index every time (what not keeping
     // the side index between snapshots would cost).
     let hand_fresh_index = median(
