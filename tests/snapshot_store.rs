@@ -351,3 +351,58 @@ fn resolved_policy_deny_read_is_excluded_after_open() {
         "DENY-READ-FROM-POLICY-7"
     ));
 }
+
+#[test]
+fn nested_repositories_do_not_break_snapshots() {
+    let f = Fixture::new();
+    f.write("top.txt", "top\n");
+    f.write("unborn/file.txt", "u\n");
+    f.write("committed/file.txt", "c\n");
+    for (dir, commit) in [("unborn", false), ("committed", true)] {
+        let run = |args: &[&str]| {
+            let st = Command::new("git")
+                .args(args)
+                .current_dir(f.ws.join(dir))
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@t.invalid")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@t.invalid")
+                .output()
+                .unwrap();
+            assert!(
+                st.status.success(),
+                "{}",
+                String::from_utf8_lossy(&st.stderr)
+            );
+        };
+        run(&["init", "-q"]);
+        if commit {
+            run(&["add", "-A"]);
+            run(&["commit", "-qm", "c"]);
+        }
+    }
+    let mut store = f.open();
+    let a = store.snapshot(Label::PreTurn(1), meta("s", 1)).unwrap();
+    let rec = store.get(a).unwrap();
+    assert!(
+        rec.warnings.iter().any(|w| w.contains("unborn")),
+        "{:?}",
+        rec.warnings
+    );
+    f.write("top.txt", "changed\n");
+    f.write("committed/file.txt", "inner change\n");
+    store.snapshot(Label::PostTurn(1), meta("s", 1)).unwrap();
+    store.undo(&UndoScope::Last).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("top.txt")).unwrap(),
+        "top\n"
+    );
+    // A nested repository is recorded as a pointer only: its files are its own.
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("committed/file.txt")).unwrap(),
+        "inner change\n"
+    );
+    assert!(f.ws.join("unborn/file.txt").exists());
+}
