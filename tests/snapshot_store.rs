@@ -406,3 +406,23 @@ fn nested_repositories_do_not_break_snapshots() {
     );
     assert!(f.ws.join("unborn/file.txt").exists());
 }
+
+#[test]
+fn file_and_directory_swaps_restore_both_ways() {
+    let f = Fixture::new();
+    f.write("x", "file x\n");
+    f.write("d/inner.txt", "inner\n");
+    let mut store = f.open();
+    let a = store.snapshot(Label::PreTurn(1), meta("s", 1)).unwrap();
+    let state_a = files(&f.ws, &[]);
+    std::fs::remove_file(f.ws.join("x")).unwrap();
+    f.write("x/y", "now a dir\n");
+    std::fs::remove_dir_all(f.ws.join("d")).unwrap();
+    f.write("d", "now a file\n");
+    let b = store.snapshot(Label::PostTurn(1), meta("s", 1)).unwrap();
+    let state_b = files(&f.ws, &[]);
+    store.restore(a).unwrap();
+    assert_eq!(files(&f.ws, &[]), state_a);
+    store.restore(b).unwrap();
+    assert_eq!(files(&f.ws, &[]), state_b);
+}
