@@ -465,3 +465,34 @@ pub fn parse_diff_tree(out: &[u8]) -> Result<Vec<FileChange>, SnapshotError> {
     }
     Ok(changes.into_values().collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_raw_and_numstat_records() {
+        let z = "0".repeat(40);
+        let h = "a".repeat(40);
+        let out = format!(
+            ":100644 100755 {h} {h} M\0run.sh\0:000000 100644 {z} {h} A\0dir/tab\there.txt\0\
+             :100644 000000 {h} {z} D\0img.png\0\
+             0\t0\trun.sh\0003\t0\tdir/tab\there.txt\0-\t-\timg.png\0"
+        );
+        let c = parse_diff_tree(out.as_bytes()).unwrap();
+        assert_eq!(c.len(), 3);
+        let tab = c.iter().find(|c| c.path == "dir/tab\there.txt").unwrap();
+        assert_eq!((tab.kind, tab.added_lines), (ChangeKind::Added, 3));
+        let img = c.iter().find(|c| c.path == "img.png").unwrap();
+        assert!(img.binary && img.kind == ChangeKind::Deleted);
+        let sh = c.iter().find(|c| c.path == "run.sh").unwrap();
+        assert!(sh.mode_changed && sh.kind == ChangeKind::Modified);
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(parse_diff_tree(b":100644 M\0x\0").is_err());
+        assert!(parse_diff_tree(b"1\t2\tunknown\0").is_err());
+        assert!(parse_diff_tree(b"").unwrap().is_empty());
+    }
+}
