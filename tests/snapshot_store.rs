@@ -426,3 +426,28 @@ fn file_and_directory_swaps_restore_both_ways() {
     store.restore(b).unwrap();
     assert_eq!(files(&f.ws, &[]), state_b);
 }
+
+#[test]
+fn unreadable_files_are_skipped_with_a_warning_not_a_failure() {
+    let f = Fixture::new();
+    f.write("ok.txt", "fine\n");
+    f.write("locked.txt", "private\n");
+    f.chmod("locked.txt", 0o000);
+    let readable = std::fs::read(f.ws.join("locked.txt")).is_ok(); // root can read it
+    let mut store = f.open();
+    let id = store.snapshot(Label::PreTurn(1), meta("s", 1)).unwrap();
+    let rec = store.get(id).unwrap().clone();
+    let objects = f.side_objects(&store);
+    assert!(snapshot_support::contains(&objects, "fine\n"));
+    if readable {
+        assert!(rec.warnings.is_empty(), "{:?}", rec.warnings);
+        assert!(snapshot_support::contains(&objects, "private\n"));
+    } else {
+        assert!(
+            rec.warnings.iter().any(|w| w.contains("locked.txt")),
+            "{:?}",
+            rec.warnings
+        );
+    }
+    f.chmod("locked.txt", 0o644);
+}
