@@ -8,3 +8,4 @@ pub mod host;
 pub mod policy;
 pub mod provider;
 pub mod session;
+pub mod snapshot;

@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod exec;
 pub mod sandbox;
+pub mod undo;
 
 use clap::{Parser, Subcommand};
 
@@ -24,6 +25,10 @@ pub enum Command {
     /// Manage provider keys (stored locally, mode 0600, never printed).
     #[command(subcommand)]
     Auth(auth::AuthCommand),
+    /// Revert the most recent request's file changes in one step.
+    Undo(undo::UndoArgs),
+    /// Restore the working folder to snapshot N, or list snapshots (`--list`).
+    Restore(undo::RestoreArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -33,6 +38,8 @@ pub fn main() -> i32 {
         Command::Sandbox(cmd) => sandbox::run(cmd),
         Command::Exec(args) => exec::run(args),
         Command::Auth(cmd) => auth::run(cmd),
+        Command::Undo(args) => undo::run_undo(args),
+        Command::Restore(args) => undo::run_restore(args),
     }
 }
 

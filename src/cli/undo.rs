@@ -1,0 +1,237 @@
+//! `codewhale undo` and `codewhale restore`: roll the working folder back
+//! from the snapshot store. Neither touches conversation history.
+//!
+//! `undo` needs no trust: it only ever goes back to the state before the
+//! latest request, and is itself undoable. `restore N` can jump anywhere,
+//! so it requires trust (`--trust`, or `trust = true` in
+//! `$CODEWHALE_HOME/config.toml`).
+
+use crate::policy::{HostFacts, SandboxMode, SandboxPolicy};
+use crate::snapshot::{
+    ChangeKind, FileChange, Opened, RestoreOutcome, SnapshotOptions, SnapshotStore, UndoScope,
+};
+use anyhow::{anyhow, bail, Context};
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// Workspace directory (default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Undo the latest request of this session.
+    #[arg(long, value_name = "ID", conflicts_with = "last")]
+    pub session: Option<String>,
+    /// Undo the latest request of the most recent session (the default).
+    #[arg(long)]
+    pub last: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The snapshot number to restore (see `--list`).
+    #[arg(
+        value_name = "N",
+        required_unless_present = "list",
+        conflicts_with = "list"
+    )]
+    pub id: Option<u64>,
+    /// List the kept snapshots instead of restoring.
+    #[arg(long)]
+    pub list: bool,
+    /// With `--list`: print JSON.
+    #[arg(long, requires = "list")]
+    pub json: bool,
+    /// Trust this restore (otherwise `trust = true` in config.toml is needed).
+    #[arg(long)]
+    pub trust: bool,
+    /// Workspace directory (default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+pub fn run_undo(args: UndoArgs) -> i32 {
+    finish(undo(args))
+}
+
+pub fn run_restore(args: RestoreArgs) -> i32 {
+    finish(restore(args))
+}
+
+fn finish(r: anyhow::Result<()>) -> i32 {
+    match r {
+        Ok(()) => crate::exit::OK,
+        Err(e) => {
+            super::report_error(&e);
+            crate::exit::FAILURE
+        }
+    }
+}
+
+fn open_store(workspace: Option<PathBuf>) -> anyhow::Result<(SnapshotStore, PathBuf)> {
+    let opts = SnapshotOptions::from_env().ok_or_else(|| {
+        anyhow!("neither CODEWHALE_HOME nor HOME is set; cannot find the snapshot store")
+    })?;
+    let home = opts.codewhale_home.clone();
+    let ws = match workspace {
+        Some(w) => w,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    match SnapshotStore::open(&ws, opts)
+        .with_context(|| format!("snapshot store for {}", ws.display()))?
+    {
+        Opened::Ready(mut store) => {
+            // The pre-restore snapshot must leave out the same deny-read
+            // files the agent's snapshots do. Until the config module feeds
+            // `[sandbox] deny_read` into the policy, this is the default
+            // policy's list (resolved only for an accepted workspace: the
+            // resolution scans it for `.env` files).
+            let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, store.workspace());
+            let resolved =
+                crate::policy::resolve(&policy, &HostFacts::detect()).with_context(|| {
+                    format!("cannot resolve the sandbox policy for {}", ws.display())
+                })?;
+            store.exclude_resolved_policy(&resolved);
+            Ok((*store, home))
+        }
+        Opened::Disabled(reason) => bail!("{reason}"),
+    }
+}
+
+fn undo(args: UndoArgs) -> anyhow::Result<()> {
+    let scope = match args.session {
+        Some(s) => UndoScope::Session(s),
+        None => UndoScope::Last,
+    };
+    let (mut store, _) = open_store(args.workspace)?;
+    let out = store.undo(&scope)?;
+    let who = match &out.plan.request.session_id {
+        Some(s) => format!("request {} of session {s}", out.plan.request.request),
+        None => format!("request {}", out.plan.request.request),
+    };
+    println!(
+        "Undid {who}: restored snapshot {} ({} file(s) changed).",
+        out.restore.restored,
+        out.restore.changes.len()
+    );
+    print_changes(&out.restore);
+    println!(
+        "To take this undo back: codewhale restore {} --trust",
+        out.restore.pre_restore
+    );
+    Ok(())
+}
+
+fn restore(args: RestoreArgs) -> anyhow::Result<()> {
+    let (mut store, home) = open_store(args.workspace)?;
+    if args.list {
+        return list(&store, args.json);
+    }
+    let id = args
+        .id
+        .ok_or_else(|| anyhow!("restore: give a snapshot number N or --list"))?;
+    if !args.trust && !configured_trust(&home)? {
+        bail!(
+            "restore rewrites the working folder and needs trust: pass --trust, or set \
+             `trust = true` in {}",
+            home.join("config.toml").display()
+        );
+    }
+    let out = store.restore(id)?;
+    println!(
+        "Restored snapshot {id} ({} file(s) changed).",
+        out.changes.len()
+    );
+    print_changes(&out);
+    println!(
+        "To take this restore back: codewhale restore {} --trust",
+        out.pre_restore
+    );
+    Ok(())
+}
+
+fn list(store: &SnapshotStore, json: bool) -> anyhow::Result<()> {
+    if json {
+        let v = serde_json::json!({
+            "workspace": store.workspace(),
+            "store": store.dir(),
+            "snapshots": store.list(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    if store.list().is_empty() {
+        println!("No snapshots yet for {}.", store.workspace().display());
+        return Ok(());
+    }
+    println!(
+        "{:>5}  {:<20}  {:<24}  session/request",
+        "N", "taken (UTC)", "label"
+    );
+    for r in store.list().iter().rev() {
+        let ctx = match (&r.meta.session_id, r.meta.request.or(r.meta.turn)) {
+            (Some(s), Some(n)) => format!("{s} #{n}"),
+            (Some(s), None) => s.clone(),
+            (None, Some(n)) => format!("#{n}"),
+            (None, None) => String::new(),
+        };
+        println!(
+            "{:>5}  {:<20}  {:<24}  {ctx}",
+            r.id,
+            r.created_at.get(..19).unwrap_or(&r.created_at),
+            r.label.to_string()
+        );
+    }
+    Ok(())
+}
+
+fn print_changes(out: &RestoreOutcome) {
+    for FileChange {
+        path,
+        kind,
+        added_lines,
+        removed_lines,
+        binary,
+        mode_changed,
+    } in &out.changes
+    {
+        let verb = match kind {
+            ChangeKind::Added => "recreated",
+            ChangeKind::Deleted => "removed",
+            ChangeKind::Modified => "reverted",
+        };
+        let stat = if *binary {
+            " (binary)".to_string()
+        } else if *added_lines + *removed_lines > 0 {
+            format!(" (+{added_lines} −{removed_lines})")
+        } else if *mode_changed {
+            " (mode)".to_string()
+        } else {
+            String::new()
+        };
+        println!("  {verb} {path}{stat}");
+    }
+}
+
+/// `trust` from `config.toml` under `home`. Minimal on purpose: the config
+/// module will own this; only the one key is read, other keys are ignored.
+fn configured_trust(home: &Path) -> anyhow::Result<bool> {
+    let path = home.join("config.toml");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let value: toml::Table = text
+        .parse()
+        .with_context(|| format!("{} is not valid TOML", path.display()))?;
+    match value.get("trust") {
+        None => Ok(false),
+        Some(toml::Value::Boolean(b)) => Ok(*b),
+        Some(other) => bail!(
+            "{}: key `trust` must be true or false, found {}",
+            path.display(),
+            other.type_str()
+        ),
+    }
+}

@@ -1,0 +1,197 @@
+//! The one place that runs `git` for the snapshot store.
+//!
+//! Invariant: every invocation names the side repository and the workspace
+//! explicitly (`--git-dir`, `--work-tree`) and uses the store's own index
+//! file, with every inherited `GIT_*` variable removed, system and global
+//! config switched off, and hooks, fsmonitor and auto-gc disabled on the
+//! command line. So nothing of the user's repository — its `.git`, index,
+//! hooks, config or attributes — is read for behaviour or written, and no
+//! user-controlled program runs.
+
+use super::error::SnapshotError;
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// `GIT_CONFIG_GLOBAL` value that means "no global config".
+#[cfg(windows)]
+const NULL_DEVICE: &str = "NUL";
+#[cfg(not(windows))]
+const NULL_DEVICE: &str = "/dev/null";
+
+/// Config forced on every call. Each line is a behaviour a user or
+/// repository setting could otherwise change.
+const FORCED_CONFIG: &[&str] = &[
+    // No hook ever runs (there are none in the side repo, but be explicit).
+    "core.hooksPath=/dev/null",
+    // No background or automatic gc: the store prunes on its own schedule.
+    "gc.auto=0",
+    "maintenance.auto=false",
+    // No fsmonitor daemon (it is a program named by config).
+    "core.fsmonitor=false",
+    // The side repo belongs to codewhale; ownership checks are about
+    // untrusted repositories' config, and ours has none that runs code.
+    "safe.directory=*",
+    // Byte-for-byte: no line-ending conversion on add or checkout.
+    "core.autocrlf=false",
+    "core.safecrlf=false",
+    "core.quotePath=false",
+    "core.logAllRefUpdates=false",
+    "commit.gpgSign=false",
+    "advice.addEmbeddedRepo=false",
+    "advice.addIgnoredFile=false",
+];
+
+/// A configured git runner for one store and one workspace.
+#[derive(Clone, Debug)]
+pub struct Git {
+    bin: PathBuf,
+    git_dir: PathBuf,
+    work_tree: PathBuf,
+    index: PathBuf,
+}
+
+/// What a successful call printed.
+#[derive(Debug)]
+pub struct GitOutput {
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl GitOutput {
+    /// The first line of stdout, trimmed (for `write-tree`, `commit-tree`).
+    pub fn line(&self) -> String {
+        String::from_utf8_lossy(&self.stdout)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    }
+}
+
+impl Git {
+    pub fn new(bin: PathBuf, git_dir: PathBuf, work_tree: PathBuf, index: PathBuf) -> Self {
+        Git {
+            bin,
+            git_dir,
+            work_tree,
+            index,
+        }
+    }
+
+    pub fn git_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
+    /// The base command: explicit dirs, forced config, scrubbed environment.
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.bin);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("GIT_") {
+                cmd.env_remove(&key);
+            }
+        }
+        cmd.env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", NULL_DEVICE)
+            .env("GIT_INDEX_FILE", &self.index)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_AUTHOR_NAME", "codewhale")
+            .env("GIT_AUTHOR_EMAIL", "snapshots@codewhale.invalid")
+            .env("GIT_COMMITTER_NAME", "codewhale")
+            .env("GIT_COMMITTER_EMAIL", "snapshots@codewhale.invalid")
+            .env("LC_ALL", "C");
+        let mut dir = OsString::from("--git-dir=");
+        dir.push(&self.git_dir);
+        let mut wt = OsString::from("--work-tree=");
+        wt.push(&self.work_tree);
+        cmd.arg(dir).arg(wt);
+        for c in FORCED_CONFIG {
+            cmd.arg("-c").arg(c);
+        }
+        // Relative pathspecs are relative to the work tree root.
+        cmd.current_dir(&self.work_tree);
+        cmd.stdin(Stdio::null());
+        cmd
+    }
+
+    /// Run `git ARGS`; a non-zero exit is an error carrying git's stderr.
+    pub fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<GitOutput, SnapshotError> {
+        self.run_with(args, None, false)
+    }
+
+    /// Run `git ARGS` with `input` on stdin.
+    pub fn run_stdin<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        input: &[u8],
+    ) -> Result<GitOutput, SnapshotError> {
+        self.run_with(args, Some(input), false)
+    }
+
+    /// Run `git ARGS`, accepting a non-zero exit as long as git reported no
+    /// `fatal:` error (used for `add --ignore-errors`, which exits 1 when a
+    /// single file was unreadable but indexed everything else).
+    pub fn run_tolerant<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<GitOutput, SnapshotError> {
+        self.run_with(args, None, true)
+    }
+
+    fn run_with<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        input: Option<&[u8]>,
+        tolerant: bool,
+    ) -> Result<GitOutput, SnapshotError> {
+        let shown = args
+            .iter()
+            .map(|a| a.as_ref().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut cmd = self.command();
+        cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        if input.is_some() {
+            cmd.stdin(Stdio::piped());
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| SnapshotError::io("cannot run git at", self.bin.clone(), e))?;
+        if let Some(bytes) = input {
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(bytes).map_err(|e| {
+                    SnapshotError::io("cannot write to git stdin for", &self.git_dir, e)
+                })?;
+            }
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| SnapshotError::io("cannot wait for git on", &self.git_dir, e))?;
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        let fatal = stderr.lines().any(|l| l.starts_with("fatal:"));
+        if out.status.success() || (tolerant && !fatal) {
+            return Ok(GitOutput {
+                stdout: out.stdout,
+                stderr,
+            });
+        }
+        Err(SnapshotError::Git {
+            args: shown,
+            status: out.status.to_string(),
+            stderr,
+        })
+    }
+}
+
+/// Run `git --version` to check that `bin` is a working git.
+pub fn probe(bin: &Path) -> Result<String, String> {
+    let out = Command::new(bin)
+        .arg("--version")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    if !out.status.success() {
+        return Err(format!("{} --version exited {}", bin.display(), out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}

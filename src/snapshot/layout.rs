@@ -1,0 +1,195 @@
+//! Where a workspace's store lives, and what is left out of snapshots.
+//!
+//! Store: `$CODEWHALE_HOME/snapshots/<project hash>/<worktree hash>/`, with
+//! the side repository in `.git`, the side index in `index` and the records
+//! in `snapshots.json`. The project hash names the user's repository (its
+//! common git dir, so all worktrees of one repository sit together); the
+//! worktree hash names the workspace directory itself.
+
+use crate::policy::resolve::normalize;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// Directory names never snapshotted: build output, caches, virtualenvs and
+/// dependency trees. Large, regenerable, and not what "undo" is for.
+/// Written to the side repo's `info/exclude` (so a `.gitignore` negation in
+/// the workspace can re-include one of them, as git's precedence says).
+pub const BUILTIN_EXCLUDES: &[(&str, &str)] = &[
+    ("node_modules/", "npm/yarn/pnpm dependencies"),
+    ("target/", "Rust (cargo) and Maven build output"),
+    ("build/", "generic build output"),
+    ("dist/", "generic distribution output"),
+    (".venv/", "Python virtualenv"),
+    ("venv/", "Python virtualenv"),
+    ("__pycache__/", "Python bytecode cache"),
+    ("*.pyc", "Python bytecode"),
+    (".pytest_cache/", "pytest cache"),
+    (".mypy_cache/", "mypy cache"),
+    (".ruff_cache/", "ruff cache"),
+    (".tox/", "tox environments"),
+    (".nox/", "nox environments"),
+    (".gradle/", "Gradle cache"),
+    (".next/", "Next.js build output"),
+    (".nuxt/", "Nuxt build output"),
+    (".turbo/", "Turborepo cache"),
+    (".parcel-cache/", "Parcel cache"),
+    (".cache/", "generic tool cache"),
+    (".terraform/", "Terraform providers and modules"),
+    (".DS_Store", "macOS Finder metadata"),
+];
+
+/// Secret files that are never snapshotted, as pathspec exclusions on
+/// `git add` (a pathspec exclusion cannot be overridden by a `.gitignore`
+/// negation, unlike `info/exclude`). Broader than the sandbox's `.env`
+/// rule on purpose: `.env.example`-style templates are left out too,
+/// because a glob cannot express "every `.env.*` except the templates".
+/// The `/**` forms cover a directory of that name (a virtualenv called
+/// `.env` is common): a glob pathspec does not match a directory's contents.
+pub const SECRET_PATHSPECS: &[&str] = &[
+    ":(exclude,glob)**/.env",
+    ":(exclude,glob)**/.env/**",
+    ":(exclude,glob)**/.env.*",
+    ":(exclude,glob)**/.env.*/**",
+];
+
+/// `info/attributes` of the side repo: it outranks every `.gitattributes`
+/// in the workspace, so no text/eol conversion, filter or encoding change
+/// applies and restore is byte-for-byte.
+pub const ATTRIBUTES: &str = "* -text -filter -ident !eol !working-tree-encoding\n";
+
+/// The text of the side repo's `info/exclude`.
+pub fn exclude_file_text() -> String {
+    let mut s = String::from("# Written by codewhale: never snapshotted (see docs/UNDO.md).\n");
+    for (pat, why) in BUILTIN_EXCLUDES {
+        s.push_str(&format!("# {why}\n{pat}\n"));
+    }
+    s
+}
+
+/// Short stable hash of a path (first 16 hex digits of its SHA-256).
+pub fn path_hash(p: &Path) -> String {
+    let digest = Sha256::digest(p.to_string_lossy().as_bytes());
+    hex::encode(&digest[..8])
+}
+
+/// The user's repository identity for `workspace`: its common git dir when
+/// `workspace/.git` is a directory or a `gitdir:` pointer (worktrees,
+/// submodules), else the workspace itself. Read-only; nothing is run.
+pub fn project_root(workspace: &Path) -> PathBuf {
+    let dotgit = workspace.join(".git");
+    if dotgit.is_dir() {
+        return dotgit;
+    }
+    let Ok(text) = std::fs::read_to_string(&dotgit) else {
+        return workspace.to_path_buf();
+    };
+    let Some(rel) = text.lines().next().and_then(|l| l.strip_prefix("gitdir:")) else {
+        return workspace.to_path_buf();
+    };
+    let gitdir = normalize(&workspace.join(rel.trim()));
+    match std::fs::read_to_string(gitdir.join("commondir")) {
+        Ok(common) => normalize(&gitdir.join(common.trim())),
+        Err(_) => gitdir,
+    }
+}
+
+/// The store directory for a canonical `workspace` under `home`.
+pub fn store_dir(home: &Path, workspace: &Path) -> PathBuf {
+    let project = project_root(workspace);
+    let project = std::fs::canonicalize(&project).unwrap_or(project);
+    home.join("snapshots")
+        .join(path_hash(&project))
+        .join(path_hash(workspace))
+}
+
+/// `$CODEWHALE_HOME`, else `~/.codewhale`. (The config module will own this
+/// once it lands; the rule is the same.)
+pub fn codewhale_home() -> Option<PathBuf> {
+    if let Some(h) = std::env::var_os("CODEWHALE_HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(h));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".codewhale"))
+}
+
+/// Turn deny-read paths into literal pathspec exclusions, keeping only
+/// those inside `workspace` (the others cannot be snapshotted anyway).
+pub fn deny_read_pathspecs(workspace: &Path, deny_read: &[PathBuf]) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in deny_read {
+        if let Ok(rel) = p.strip_prefix(workspace) {
+            if rel.as_os_str().is_empty() {
+                continue;
+            }
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            let spec = format!(":(exclude,literal){rel}");
+            if !out.contains(&spec) {
+                out.push(spec);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_are_stable_and_short() {
+        let a = path_hash(Path::new("/work/repo"));
+        assert_eq!(a.len(), 16);
+        assert_eq!(a, path_hash(Path::new("/work/repo")));
+        assert_ne!(a, path_hash(Path::new("/work/repo2")));
+    }
+
+    #[test]
+    fn worktrees_share_a_project_dir() {
+        let t = tempfile::tempdir().unwrap();
+        let main = t.path().join("main");
+        let wt = t.path().join("wt");
+        std::fs::create_dir_all(main.join(".git/worktrees/wt")).unwrap();
+        std::fs::write(main.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", main.join(".git/worktrees/wt").display()),
+        )
+        .unwrap();
+        let home = t.path().join("home");
+        let a = store_dir(&home, &main);
+        let b = store_dir(&home, &wt);
+        assert_eq!(a.parent(), b.parent());
+        assert_ne!(a, b);
+        assert_eq!(project_root(&wt), main.join(".git"));
+    }
+
+    #[test]
+    fn deny_read_outside_the_workspace_is_dropped() {
+        let specs = deny_read_pathspecs(
+            Path::new("/w"),
+            &[
+                PathBuf::from("/w/secret.txt"),
+                PathBuf::from("/home/u/.ssh"),
+                PathBuf::from("/w"),
+                PathBuf::from("/w/a/b.key"),
+            ],
+        );
+        assert_eq!(
+            specs,
+            vec![
+                ":(exclude,literal)secret.txt".to_string(),
+                ":(exclude,literal)a/b.key".to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn exclude_text_lists_every_builtin() {
+        let text = exclude_file_text();
+        for (pat, _) in BUILTIN_EXCLUDES {
+            assert!(text.lines().any(|l| l == *pat), "{pat}");
+        }
+    }
+}

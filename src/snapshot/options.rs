@@ -1,0 +1,79 @@
+//! Snapshot store settings and their defaults.
+
+use crate::policy::ResolvedPolicy;
+use std::path::PathBuf;
+
+/// Keep this many snapshots (newest first).
+pub const DEFAULT_KEEP: usize = 50;
+/// Prune the store when its files exceed this many bytes (500 MB).
+pub const DEFAULT_MAX_STORE_BYTES: u64 = 500 * 1024 * 1024;
+/// Refuse workspaces holding more than this many bytes (2 GB, after ignores).
+pub const DEFAULT_MAX_WORKSPACE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+/// Refuse workspaces with more than this many entries (after ignores).
+pub const DEFAULT_MAX_WORKSPACE_ENTRIES: u64 = 200_000;
+/// Re-measure the store size after this many new commits. Measuring walks
+/// the object directory, so it is amortised rather than done every time.
+pub const DEFAULT_SIZE_CHECK_EVERY: u32 = 16;
+
+/// Settings for [`super::SnapshotStore::open`].
+#[derive(Clone, Debug)]
+pub struct SnapshotOptions {
+    /// `$CODEWHALE_HOME` (stores live under `snapshots/` in it).
+    pub codewhale_home: PathBuf,
+    pub keep: usize,
+    pub max_store_bytes: u64,
+    pub max_workspace_bytes: u64,
+    pub max_workspace_entries: u64,
+    pub size_check_every: u32,
+    /// Absolute deny-read paths (from the resolved sandbox policy); those
+    /// inside the workspace are never snapshotted. `.env` files are always
+    /// left out, whether listed here or not.
+    pub deny_read: Vec<PathBuf>,
+    /// Home directory candidates (refused as workspaces, with ancestors).
+    pub homes: Vec<PathBuf>,
+    /// The git binary; `None` looks `git` up on `PATH`.
+    pub git: Option<PathBuf>,
+}
+
+impl SnapshotOptions {
+    /// Defaults rooted at `codewhale_home`, with this host's home directories.
+    pub fn new(codewhale_home: impl Into<PathBuf>) -> Self {
+        SnapshotOptions {
+            codewhale_home: codewhale_home.into(),
+            keep: DEFAULT_KEEP,
+            max_store_bytes: DEFAULT_MAX_STORE_BYTES,
+            max_workspace_bytes: DEFAULT_MAX_WORKSPACE_BYTES,
+            max_workspace_entries: DEFAULT_MAX_WORKSPACE_ENTRIES,
+            size_check_every: DEFAULT_SIZE_CHECK_EVERY,
+            deny_read: Vec::new(),
+            homes: crate::policy::HostFacts::detect().homes,
+            git: None,
+        }
+    }
+
+    /// Defaults under `$CODEWHALE_HOME` (else `~/.codewhale`); `None` when
+    /// neither that nor `$HOME` is set.
+    pub fn from_env() -> Option<Self> {
+        super::layout::codewhale_home().map(Self::new)
+    }
+
+    /// Exclude every deny-read path of a resolved sandbox policy.
+    pub fn with_resolved_policy(mut self, resolved: &ResolvedPolicy) -> Self {
+        self.deny_read.extend(deny_read_paths(resolved));
+        self
+    }
+}
+
+/// Every existing deny-read path of `resolved`, and the targets of the
+/// symlinked ones.
+pub fn deny_read_paths(resolved: &ResolvedPolicy) -> Vec<PathBuf> {
+    resolved
+        .existing_deny_read()
+        .map(|e| e.path.clone())
+        .chain(
+            resolved
+                .existing_deny_read()
+                .filter_map(|e| e.target.clone()),
+        )
+        .collect()
+}

@@ -1,0 +1,498 @@
+//! The side-repository store: take, list, diff and restore snapshots.
+//!
+//! Per snapshot: one `git add -A` into the store's own index (git's stat
+//! cache in that index makes an unchanged file cost one `lstat`), one
+//! `write-tree`, and — only when the tree differs from the previous
+//! snapshot's — one `commit-tree` + `update-ref`. Commits have no parents,
+//! so pruning a snapshot is deleting its ref.
+
+use super::error::{Disabled, SnapshotError};
+use super::git::{self, Git};
+use super::guard;
+use super::layout;
+use super::lock::StoreLock;
+use super::options::SnapshotOptions;
+use super::records::Records;
+use super::types::{ChangeKind, FileChange, Label, SnapshotId, SnapshotMeta, SnapshotRecord};
+use super::undo::{plan_undo, UndoPlan, UndoScope};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Ref namespace holding one ref per live commit.
+const REF_PREFIX: &str = "refs/codewhale/";
+
+/// The result of [`SnapshotStore::open`]: a store, or the reason snapshots
+/// are off for this workspace (show it; do not treat it as a failure).
+#[derive(Debug)]
+pub enum Opened {
+    Ready(Box<SnapshotStore>),
+    Disabled(Disabled),
+}
+
+impl Opened {
+    pub fn into_store(self) -> Option<SnapshotStore> {
+        match self {
+            Opened::Ready(s) => Some(*s),
+            Opened::Disabled(_) => None,
+        }
+    }
+}
+
+/// What a restore did.
+#[derive(Clone, Debug)]
+pub struct RestoreOutcome {
+    /// The snapshot now in the working folder.
+    pub restored: SnapshotId,
+    /// The snapshot taken just before (restore it to undo this restore).
+    pub pre_restore: SnapshotId,
+    /// How the working folder changed (from the pre-restore state).
+    pub changes: Vec<FileChange>,
+}
+
+/// What an undo did.
+#[derive(Clone, Debug)]
+pub struct UndoOutcome {
+    pub plan: UndoPlan,
+    pub restore: RestoreOutcome,
+}
+
+/// Snapshots of one workspace.
+#[derive(Debug)]
+pub struct SnapshotStore {
+    git: Git,
+    workspace: PathBuf,
+    dir: PathBuf,
+    records_path: PathBuf,
+    records: Records,
+    /// Pathspec exclusions for secrets and deny-read files.
+    excludes: Vec<String>,
+    opts: SnapshotOptions,
+    commits_since_size_check: u32,
+}
+
+impl SnapshotStore {
+    /// Open (creating if needed) the store for `workspace`.
+    ///
+    /// Returns [`Opened::Disabled`] with the reason when the workspace is
+    /// refused (a root, a home, a system directory, over a size limit) or
+    /// git is missing; errors only when something that should work failed.
+    pub fn open(workspace: &Path, opts: SnapshotOptions) -> Result<Opened, SnapshotError> {
+        let workspace = std::fs::canonicalize(workspace)
+            .map_err(|e| SnapshotError::io("cannot open workspace", workspace, e))?;
+        if !workspace.is_dir() {
+            return Err(SnapshotError::io(
+                "workspace is not a directory:",
+                &workspace,
+                std::io::Error::from(std::io::ErrorKind::NotADirectory),
+            ));
+        }
+        let bin = match opts
+            .git
+            .clone()
+            .map(Ok)
+            .unwrap_or_else(|| which::which("git"))
+        {
+            Ok(b) => b,
+            Err(e) => {
+                return Ok(Opened::Disabled(Disabled::GitMissing {
+                    detail: e.to_string(),
+                }))
+            }
+        };
+        if let Err(detail) = git::probe(&bin) {
+            return Ok(Opened::Disabled(Disabled::GitMissing { detail }));
+        }
+        if let Err(d) = guard::check_path(&workspace, &opts.homes, &opts.codewhale_home) {
+            return Ok(Opened::Disabled(d));
+        }
+        if let Err(d) = guard::check_size(
+            &workspace,
+            opts.max_workspace_entries,
+            opts.max_workspace_bytes,
+        ) {
+            return Ok(Opened::Disabled(d));
+        }
+        let dir = layout::store_dir(&opts.codewhale_home, &workspace);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| SnapshotError::io("cannot create snapshot store", &dir, e))?;
+        let git = Git::new(bin, dir.join(".git"), workspace.clone(), dir.join("index"));
+        if !dir.join(".git").join("HEAD").exists() {
+            git.run(&["init", "-q", "--template="])?;
+        }
+        write_if_changed(&dir.join(".git/info/exclude"), &layout::exclude_file_text())?;
+        write_if_changed(&dir.join(".git/info/attributes"), layout::ATTRIBUTES)?;
+        write_if_changed(
+            &dir.join("workspace"),
+            &format!("{}\n", workspace.display()),
+        )?;
+        let mut excludes: Vec<String> = layout::SECRET_PATHSPECS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        excludes.extend(layout::deny_read_pathspecs(&workspace, &opts.deny_read));
+        let records_path = dir.join("snapshots.json");
+        let lock = StoreLock::acquire(&dir)?;
+        let records = Records::load(&records_path)?;
+        let mut store = SnapshotStore {
+            git,
+            workspace,
+            dir,
+            records_path,
+            records,
+            excludes,
+            opts,
+            commits_since_size_check: 0,
+        };
+        store.enforce_size_cap()?;
+        drop(lock);
+        Ok(Opened::Ready(Box::new(store)))
+    }
+
+    /// Also leave out every deny-read path of `resolved` that lies in the
+    /// workspace, from the next snapshot on (same as
+    /// [`SnapshotOptions::with_resolved_policy`] at open).
+    pub fn exclude_resolved_policy(&mut self, resolved: &crate::policy::ResolvedPolicy) {
+        let paths = super::options::deny_read_paths(resolved);
+        for spec in layout::deny_read_pathspecs(&self.workspace, &paths) {
+            if !self.excludes.contains(&spec) {
+                self.excludes.push(spec);
+            }
+        }
+    }
+
+    /// The canonical workspace.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The store directory (side repo in `.git`, records in `snapshots.json`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The side repository's git dir.
+    pub fn git_dir(&self) -> &Path {
+        self.git.git_dir()
+    }
+
+    /// All kept snapshots, oldest first.
+    pub fn list(&self) -> &[SnapshotRecord] {
+        &self.records.snapshots
+    }
+
+    pub fn get(&self, id: SnapshotId) -> Option<&SnapshotRecord> {
+        self.records.get(id)
+    }
+
+    /// Snapshot the workspace now.
+    pub fn snapshot(
+        &mut self,
+        label: Label,
+        meta: SnapshotMeta,
+    ) -> Result<SnapshotId, SnapshotError> {
+        let _lock = self.lock_and_reload()?;
+        self.snapshot_inner(label, meta, true)
+    }
+
+    /// Take the store lock and re-read the records another process may
+    /// have changed since we last looked.
+    fn lock_and_reload(&mut self) -> Result<StoreLock, SnapshotError> {
+        let lock = StoreLock::acquire(&self.dir)?;
+        self.records = Records::load(&self.records_path)?;
+        Ok(lock)
+    }
+
+    /// Re-read the record file (to see snapshots other processes took).
+    pub fn reload(&mut self) -> Result<(), SnapshotError> {
+        self.lock_and_reload().map(drop)
+    }
+
+    fn snapshot_inner(
+        &mut self,
+        label: Label,
+        meta: SnapshotMeta,
+        allow_gc: bool,
+    ) -> Result<SnapshotId, SnapshotError> {
+        let mut args: Vec<&str> = vec!["add", "-A", "--ignore-errors", "--", "."];
+        args.extend(self.excludes.iter().map(String::as_str));
+        let added = self.git.run_tolerant(&args)?;
+        let warnings: Vec<String> = added
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error:") || l.starts_with("warning:"))
+            .map(str::to_string)
+            .collect();
+        let tree = self.git.run(&["write-tree"])?.line();
+        check_hash("write-tree", &tree)?;
+        let id = self.records.next_id;
+        let commit = match self.records.last() {
+            Some(last) if last.tree == tree => last.commit.clone(),
+            _ => {
+                let msg = format!("codewhale snapshot {id} {label}");
+                let commit = self.git.run(&["commit-tree", &tree, "-m", &msg])?.line();
+                check_hash("commit-tree", &commit)?;
+                let refname = format!("{REF_PREFIX}{commit}");
+                self.git.run(&["update-ref", &refname, &commit])?;
+                self.commits_since_size_check += 1;
+                commit
+            }
+        };
+        self.records.snapshots.push(SnapshotRecord {
+            id,
+            label,
+            created_at: now_rfc3339(),
+            commit,
+            tree,
+            meta,
+            warnings,
+        });
+        self.records.next_id = id + 1;
+        let orphaned = self.records.prune_to(self.opts.keep.max(1));
+        self.delete_refs(&orphaned)?;
+        self.records.save(&self.records_path)?;
+        if allow_gc && self.commits_since_size_check >= self.opts.size_check_every.max(1) {
+            self.enforce_size_cap()?;
+        }
+        Ok(id)
+    }
+
+    /// Files that differ from snapshot `a` to snapshot `b`.
+    pub fn diff(&self, a: SnapshotId, b: SnapshotId) -> Result<Vec<FileChange>, SnapshotError> {
+        let ta = self.tree_of(a)?;
+        let tb = self.tree_of(b)?;
+        self.diff_trees(&ta, &tb)
+    }
+
+    fn tree_of(&self, id: SnapshotId) -> Result<String, SnapshotError> {
+        self.records
+            .get(id)
+            .map(|r| r.tree.clone())
+            .ok_or(SnapshotError::NoSuchSnapshot {
+                id,
+                keep: self.opts.keep,
+            })
+    }
+
+    fn diff_trees(&self, a: &str, b: &str) -> Result<Vec<FileChange>, SnapshotError> {
+        if a == b {
+            return Ok(Vec::new());
+        }
+        let out = self.git.run(&[
+            "diff-tree",
+            "-r",
+            "-z",
+            "--raw",
+            "--numstat",
+            "--no-renames",
+            a,
+            b,
+        ])?;
+        parse_diff_tree(&out.stdout)
+    }
+
+    /// Restore the working folder to snapshot `id`, after taking a
+    /// `pre-restore:<id>` snapshot. Tracked files not in `id` are deleted,
+    /// missing ones recreated, contents and modes reset. Ignored and
+    /// excluded files (build output, `.env`) are left alone.
+    pub fn restore(&mut self, id: SnapshotId) -> Result<RestoreOutcome, SnapshotError> {
+        let _lock = self.lock_and_reload()?;
+        self.restore_with(id, SnapshotMeta::default())
+    }
+
+    fn restore_with(
+        &mut self,
+        id: SnapshotId,
+        meta: SnapshotMeta,
+    ) -> Result<RestoreOutcome, SnapshotError> {
+        let target = self.tree_of(id)?;
+        // No gc here: the target's objects must survive until read-tree.
+        let pre = self.snapshot_inner(Label::PreRestore(id), meta, false)?;
+        let pre_tree = self.tree_of(pre)?;
+        let changes = self.diff_trees(&pre_tree, &target)?;
+        if !changes.is_empty() {
+            self.git.run(&["read-tree", "--reset", "-u", &target])?;
+        }
+        Ok(RestoreOutcome {
+            restored: id,
+            pre_restore: pre,
+            changes,
+        })
+    }
+
+    /// Plan what `undo` would restore, without changing anything.
+    pub fn plan_undo(&self, scope: &UndoScope) -> Result<UndoPlan, SnapshotError> {
+        plan_undo(&self.records.snapshots, scope)
+    }
+
+    /// Revert the most recent not-yet-undone request in `scope`, in one step.
+    pub fn undo(&mut self, scope: &UndoScope) -> Result<UndoOutcome, SnapshotError> {
+        let _lock = self.lock_and_reload()?;
+        let plan = self.plan_undo(scope)?;
+        let meta = SnapshotMeta {
+            session_id: plan.request.session_id.clone(),
+            undoes: Some(plan.request.clone()),
+            ..Default::default()
+        };
+        let restore = self.restore_with(plan.target, meta)?;
+        Ok(UndoOutcome { plan, restore })
+    }
+
+    /// Bytes used by the side repository's files.
+    pub fn store_bytes(&self) -> u64 {
+        walkdir::WalkDir::new(self.git.git_dir())
+            .into_iter()
+            .flatten()
+            .filter(|e| e.file_type().is_file())
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    }
+
+    /// When the store is over its size cap: drop the oldest quarter of the
+    /// snapshots (never the newest), collect garbage, and repeat.
+    fn enforce_size_cap(&mut self) -> Result<(), SnapshotError> {
+        self.commits_since_size_check = 0;
+        let mut size = self.store_bytes();
+        let mut changed = false;
+        while size > self.opts.max_store_bytes && self.records.snapshots.len() > 1 {
+            let n = (self.records.snapshots.len() / 4).max(1);
+            let n = n.min(self.records.snapshots.len() - 1);
+            let orphaned = self.records.drop_oldest(n);
+            self.delete_refs(&orphaned)?;
+            self.git.run(&["gc", "--prune=now", "--quiet"])?;
+            size = self.store_bytes();
+            changed = true;
+        }
+        if changed {
+            self.records.save(&self.records_path)?;
+        }
+        Ok(())
+    }
+
+    fn delete_refs(&self, commits: &[String]) -> Result<(), SnapshotError> {
+        if commits.is_empty() {
+            return Ok(());
+        }
+        let script: String = commits
+            .iter()
+            .map(|c| format!("delete {REF_PREFIX}{c}\n"))
+            .collect();
+        self.git
+            .run_stdin(&["update-ref", "--stdin"], script.as_bytes())?;
+        Ok(())
+    }
+}
+
+fn check_hash(what: &str, s: &str) -> Result<(), SnapshotError> {
+    if (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(())
+    } else {
+        Err(SnapshotError::GitOutput {
+            args: what.to_string(),
+            detail: format!("expected an object id, got {s:?}"),
+        })
+    }
+}
+
+fn write_if_changed(path: &Path, text: &str) -> Result<(), SnapshotError> {
+    if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
+        return Ok(());
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| SnapshotError::io("cannot create", parent, e))?;
+    }
+    std::fs::write(path, text).map_err(|e| SnapshotError::io("cannot write", path, e))
+}
+
+fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Parse `git diff-tree -r -z --raw --numstat` output: raw records
+/// (`:<old mode> <new mode> <old> <new> <status>\0<path>\0`) followed by
+/// numstat records (`<added>\t<removed>\t<path>\0`, `-` for binary).
+pub fn parse_diff_tree(out: &[u8]) -> Result<Vec<FileChange>, SnapshotError> {
+    let bad = |detail: String| SnapshotError::GitOutput {
+        args: "diff-tree".into(),
+        detail,
+    };
+    let text = String::from_utf8_lossy(out);
+    let mut fields = text.split('\0').filter(|f| !f.is_empty());
+    let mut changes: BTreeMap<String, FileChange> = BTreeMap::new();
+    while let Some(field) = fields.next() {
+        if let Some(raw) = field.strip_prefix(':') {
+            let parts: Vec<&str> = raw.split(' ').collect();
+            let [old_mode, new_mode, _, _, status] = parts[..] else {
+                return Err(bad(format!("raw record {field:?}")));
+            };
+            let path = fields
+                .next()
+                .ok_or_else(|| bad(format!("raw record {field:?} without a path")))?;
+            let kind = match status.chars().next() {
+                Some('A') => ChangeKind::Added,
+                Some('D') => ChangeKind::Deleted,
+                _ => ChangeKind::Modified,
+            };
+            changes.insert(
+                path.to_string(),
+                FileChange {
+                    path: path.to_string(),
+                    kind,
+                    added_lines: 0,
+                    removed_lines: 0,
+                    binary: false,
+                    mode_changed: kind == ChangeKind::Modified && old_mode != new_mode,
+                },
+            );
+        } else {
+            let mut it = field.splitn(3, '\t');
+            let (Some(a), Some(r), Some(path)) = (it.next(), it.next(), it.next()) else {
+                return Err(bad(format!("numstat record {field:?}")));
+            };
+            let Some(c) = changes.get_mut(path) else {
+                return Err(bad(format!("numstat for {path:?} without a raw record")));
+            };
+            if a == "-" || r == "-" {
+                c.binary = true;
+            } else {
+                c.added_lines = a.parse().map_err(|_| bad(format!("numstat {field:?}")))?;
+                c.removed_lines = r.parse().map_err(|_| bad(format!("numstat {field:?}")))?;
+            }
+        }
+    }
+    Ok(changes.into_values().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_raw_and_numstat_records() {
+        let z = "0".repeat(40);
+        let h = "a".repeat(40);
+        let out = format!(
+            ":100644 100755 {h} {h} M\0run.sh\0:000000 100644 {z} {h} A\0dir/tab\there.txt\0\
+             :100644 000000 {h} {z} D\0img.png\0\
+             0\t0\trun.sh\0003\t0\tdir/tab\there.txt\0-\t-\timg.png\0"
+        );
+        let c = parse_diff_tree(out.as_bytes()).unwrap();
+        assert_eq!(c.len(), 3);
+        let tab = c.iter().find(|c| c.path == "dir/tab\there.txt").unwrap();
+        assert_eq!((tab.kind, tab.added_lines), (ChangeKind::Added, 3));
+        let img = c.iter().find(|c| c.path == "img.png").unwrap();
+        assert!(img.binary && img.kind == ChangeKind::Deleted);
+        let sh = c.iter().find(|c| c.path == "run.sh").unwrap();
+        assert!(sh.mode_changed && sh.kind == ChangeKind::Modified);
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(parse_diff_tree(b":100644 M\0x\0").is_err());
+        assert!(parse_diff_tree(b"1\t2\tunknown\0").is_err());
+        assert!(parse_diff_tree(b"").unwrap().is_empty());
+    }
+}
