@@ -7,6 +7,7 @@
 pub mod backend;
 pub mod enforcement;
 pub mod error;
+pub mod opensandbox;
 pub mod request;
 
 pub use backend::{BackendChoice, BackendKind};
@@ -26,6 +27,8 @@ pub struct HostSettings {
     pub bwrap_path: Option<PathBuf>,
     /// Run unsandboxed when no backend is available (labelled as such).
     pub allow_unsandboxed: bool,
+    /// `[opensandbox]`: required when the backend is `opensandbox`.
+    pub opensandbox: Option<opensandbox::OpenSandboxConfig>,
 }
 
 /// Run one command under `policy`.

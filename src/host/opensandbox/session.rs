@@ -1,0 +1,425 @@
+//! [`OpenSandboxSession`]: one sandbox per workspace, reused across
+//! commands, renewed while in use, deleted (or kept) at the end.
+//!
+//! Reuse is by metadata label: the sandbox carries
+//! `codewhale-workspace=<hash of the workspace path>` and
+//! `codewhale-network=on|off`, so a sandbox created with egress denied is
+//! never reused for a run that asked for network, and vice versa.
+
+use super::config::{OpenSandboxConfig, EXECD_PORT};
+use super::error::OpenSandboxError;
+use super::events::StreamEvent;
+use super::execd::{ExecdClient, FileMetadata, RunCommandRequest};
+use super::guard::WriteGuard;
+use super::lifecycle::{
+    CreateSandboxRequest, ImageSpec, LifecycleClient, NetworkPolicy, SandboxInfo,
+};
+use super::sync::{self, Baseline};
+use crate::policy::ResolvedPolicy;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+pub const LABEL_WORKSPACE: &str = "codewhale-workspace";
+pub const LABEL_NETWORK: &str = "codewhale-network";
+
+/// A live sandbox bound to one workspace.
+pub struct OpenSandboxSession {
+    pub(super) cfg: OpenSandboxConfig,
+    pub(super) lifecycle: LifecycleClient,
+    pub(super) execd: ExecdClient,
+    pub(super) sandbox_id: String,
+    last_renew: Option<Instant>,
+    /// `None` until the workspace has been uploaded.
+    pub(super) baseline: Option<Baseline>,
+    pub(super) synced_up: usize,
+    pub(super) notes: Vec<String>,
+    recreated: bool,
+}
+
+/// Labels identifying the sandbox of this workspace and network setting.
+pub fn labels_for(resolved: &ResolvedPolicy) -> BTreeMap<String, String> {
+    let hash = sync::sha256_hex(resolved.workspace.to_string_lossy().as_bytes());
+    let mut m = BTreeMap::new();
+    m.insert(LABEL_WORKSPACE.to_string(), hash[..32].to_string());
+    m.insert(
+        LABEL_NETWORK.to_string(),
+        if resolved.network { "on" } else { "off" }.to_string(),
+    );
+    m
+}
+
+/// The create request for this config and policy.
+pub fn create_request(cfg: &OpenSandboxConfig, resolved: &ResolvedPolicy) -> CreateSandboxRequest {
+    CreateSandboxRequest {
+        image: ImageSpec {
+            uri: cfg.image.clone(),
+        },
+        entrypoint: cfg.entrypoint.clone(),
+        timeout: cfg.timeout_s,
+        resource_limits: cfg.resource_limits.clone(),
+        metadata: labels_for(resolved),
+        network_policy: (!resolved.network).then(|| NetworkPolicy {
+            default_action: "deny".into(),
+            egress: Vec::new(),
+        }),
+    }
+}
+
+impl OpenSandboxSession {
+    /// Find this workspace's sandbox (when `keep` makes reuse meaningful) or
+    /// create one, wait until it runs, discover execd and wait for `/ping`.
+    pub async fn open(
+        cfg: &OpenSandboxConfig,
+        resolved: &ResolvedPolicy,
+    ) -> Result<Self, OpenSandboxError> {
+        let lifecycle = LifecycleClient::new(cfg)?;
+        let labels = labels_for(resolved);
+        let mut notes = Vec::new();
+        let mut reuse = None;
+        if cfg.keep {
+            reuse = lifecycle.find(&labels).await?.into_iter().next();
+        }
+        let (id, execd) = match reuse {
+            Some(sbx) => match Self::attach(cfg, &lifecycle, &sbx.id).await {
+                Ok(execd) => {
+                    notes.push(format!("reused sandbox {}", sbx.id));
+                    (sbx.id, execd)
+                }
+                Err(e) if e.is_gone() => {
+                    notes.push(format!("sandbox {} was gone; created a new one", sbx.id));
+                    Self::create_and_attach(cfg, &lifecycle, resolved).await?
+                }
+                Err(e) => return Err(e),
+            },
+            None => Self::create_and_attach(cfg, &lifecycle, resolved).await?,
+        };
+        Ok(OpenSandboxSession {
+            cfg: cfg.clone(),
+            lifecycle,
+            execd,
+            sandbox_id: id,
+            last_renew: None,
+            baseline: None,
+            synced_up: 0,
+            notes,
+            recreated: false,
+        })
+    }
+
+    pub fn sandbox_id(&self) -> &str {
+        &self.sandbox_id
+    }
+
+    async fn create_and_attach(
+        cfg: &OpenSandboxConfig,
+        lifecycle: &LifecycleClient,
+        resolved: &ResolvedPolicy,
+    ) -> Result<(String, ExecdClient), OpenSandboxError> {
+        let created = lifecycle.create(&create_request(cfg, resolved)).await?;
+        match Self::attach(cfg, lifecycle, &created.id).await {
+            Ok(execd) => Ok((created.id, execd)),
+            Err(e) => {
+                if !cfg.keep {
+                    // Do not leave a half-started sandbox behind.
+                    let _ = lifecycle.delete(&created.id).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Wait for `Running`, get the execd endpoint, wait for `/ping`.
+    async fn attach(
+        cfg: &OpenSandboxConfig,
+        lifecycle: &LifecycleClient,
+        id: &str,
+    ) -> Result<ExecdClient, OpenSandboxError> {
+        let deadline = Instant::now() + Duration::from_secs(cfg.ready_timeout_s);
+        let interval = Duration::from_millis(cfg.poll_interval_ms);
+        loop {
+            let SandboxInfo { status, .. } = lifecycle.get(id).await?;
+            match status.state.as_str() {
+                "Running" => break,
+                "Failed" | "Terminated" | "Stopping" => {
+                    return Err(OpenSandboxError::SandboxDead {
+                        id: id.to_string(),
+                        state: status.state,
+                        reason: [status.reason, status.message]
+                            .into_iter()
+                            .flatten()
+                            .collect::<Vec<_>>()
+                            .join(": "),
+                    })
+                }
+                // Pending, Resuming, and states added later: not ready yet.
+                _ => {}
+            }
+            if Instant::now() >= deadline {
+                return Err(OpenSandboxError::NotReady {
+                    what: format!(
+                        "sandbox {id} reaching Running (last state {:?})",
+                        status.state
+                    ),
+                    secs: cfg.ready_timeout_s,
+                });
+            }
+            tokio::time::sleep(interval).await;
+        }
+        let ep = lifecycle
+            .endpoint(id, EXECD_PORT, cfg.use_server_proxy)
+            .await?;
+        let execd = ExecdClient::new(cfg, &ep)?;
+        loop {
+            match execd.ping().await {
+                Ok(()) => return Ok(execd),
+                Err(e @ OpenSandboxError::Auth { .. }) => return Err(e),
+                Err(e) if Instant::now() >= deadline => {
+                    return Err(OpenSandboxError::NotReady {
+                        what: format!(
+                            "execd at {} answering /ping (last error: {e})",
+                            execd.base()
+                        ),
+                        secs: cfg.ready_timeout_s,
+                    })
+                }
+                Err(_) => tokio::time::sleep(interval).await,
+            }
+        }
+    }
+
+    /// Push the expiration out while the sandbox is in use (at most once
+    /// per half TTL). A sandbox that vanished is recreated once.
+    pub(super) async fn keep_alive(
+        &mut self,
+        resolved: &ResolvedPolicy,
+    ) -> Result<(), OpenSandboxError> {
+        let Some(ttl) = self.cfg.timeout_s else {
+            return Ok(());
+        };
+        let due = self
+            .last_renew
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(ttl / 2));
+        if !due {
+            return Ok(());
+        }
+        let until = time::OffsetDateTime::now_utc() + time::Duration::seconds(ttl as i64);
+        match self.lifecycle.renew(&self.sandbox_id, until).await {
+            Ok(()) => {}
+            Err(e) if e.is_gone() && !self.recreated => {
+                self.recreated = true;
+                self.notes.push(format!(
+                    "sandbox {} disappeared; recreated it and uploaded the workspace again",
+                    self.sandbox_id
+                ));
+                let (id, execd) =
+                    Self::create_and_attach(&self.cfg, &self.lifecycle, resolved).await?;
+                self.sandbox_id = id;
+                self.execd = execd;
+                self.baseline = None;
+            }
+            // 409: the sandbox cannot be renewed in its state (e.g. the
+            // server refuses to move an expiry backwards). Not fatal.
+            Err(OpenSandboxError::Conflict { message, .. }) => {
+                self.notes
+                    .push(format!("renew-expiration refused: {message}"));
+            }
+            Err(e) => return Err(e),
+        }
+        self.last_renew = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Upload the workspace once per sandbox.
+    pub(super) async fn ensure_uploaded(
+        &mut self,
+        resolved: &ResolvedPolicy,
+    ) -> Result<(), OpenSandboxError> {
+        if self.baseline.is_some() {
+            return Ok(());
+        }
+        let resolved_c = resolved.clone();
+        let (max_file, max_total) = (self.cfg.max_file_bytes, self.cfg.max_upload_bytes);
+        let archive = tokio::task::spawn_blocking(move || {
+            sync::build_upload(&resolved_c, max_file, max_total)
+        })
+        .await
+        .map_err(|e| OpenSandboxError::Unsupported(format!("workspace archive task: {e}")))?
+        .map_err(|m| OpenSandboxError::Unsupported(format!("workspace sync: {m}")))?;
+        let remote_tar = format!(
+            "{}/codewhale-sync-{}.tar",
+            self.cfg.remote_tmp,
+            uuid::Uuid::new_v4().simple()
+        );
+        self.execd
+            .upload(
+                &FileMetadata {
+                    path: remote_tar.clone(),
+                    mode: 600,
+                },
+                archive.tar,
+            )
+            .await?;
+        let (code, _out, err) = self
+            .run_internal(&sync::extract_command(
+                &remote_tar,
+                &self.cfg.remote_workdir,
+            ))
+            .await?;
+        if code != 0 {
+            return Err(OpenSandboxError::Protocol {
+                call: "unpacking the workspace archive (tar -x)".into(),
+                detail: format!("exit {code}: {}", err.join("\n")),
+            });
+        }
+        for (p, why) in archive.skipped.iter().filter(|(_, w)| w != "deny-read") {
+            self.notes
+                .push(format!("not uploaded: {} ({why})", p.display()));
+        }
+        self.synced_up = archive.files;
+        self.baseline = Some(archive.baseline);
+        Ok(())
+    }
+
+    /// Run a helper command of codewhale's own (sync scripts): exit code,
+    /// stdout lines, stderr lines.
+    pub(super) async fn run_internal(
+        &self,
+        script: &str,
+    ) -> Result<(i32, Vec<String>, Vec<String>), OpenSandboxError> {
+        let body = RunCommandRequest {
+            command: script.to_string(),
+            cwd: self.cfg.remote_tmp.clone(),
+            timeout: Some(600_000),
+            envs: BTreeMap::new(),
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let end = self
+            .execd
+            .run(&body, |ev| match ev {
+                StreamEvent::Stdout(l) => out.push(l.clone()),
+                StreamEvent::Stderr(l) => err.push(l.clone()),
+                _ => {}
+            })
+            .await?;
+        Ok((terminal_code(&end)?, out, err))
+    }
+
+    /// Bring back what the last command changed (see [`sync`]).
+    pub(super) async fn sync_back(
+        &mut self,
+        resolved: &ResolvedPolicy,
+    ) -> Result<(Vec<std::path::PathBuf>, Vec<std::path::PathBuf>), OpenSandboxError> {
+        let Some(baseline) = self.baseline.clone() else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        let (code, lines, err) = self
+            .run_internal(&sync::manifest_command(&self.cfg.remote_workdir))
+            .await?;
+        if code != 0 {
+            return Err(OpenSandboxError::Protocol {
+                call: "listing changed files (find + sha256sum)".into(),
+                detail: format!("exit {code}: {}", err.join("\n")),
+            });
+        }
+        let manifest = sync::parse_manifest(&lines);
+        for l in &manifest.unreadable {
+            self.notes
+                .push(format!("not synced back (unrepresentable name): {l}"));
+        }
+        let guard = WriteGuard::new(resolved);
+        let gi = sync::root_gitignore(&resolved.workspace);
+        let ignored = |p: &str| gi.matched_path_or_any_parents(p, false).is_ignore();
+        let plan = sync::plan_back(&baseline, &manifest, &guard, &ignored);
+        let mut synced = Vec::new();
+        let mut refused: Vec<std::path::PathBuf> = Vec::new();
+        for (p, why) in &plan.refused {
+            self.notes.push(format!("sync-back refused {p}: {why}"));
+            refused.push(p.into());
+        }
+        for (p, why) in &plan.skipped {
+            self.notes.push(format!("not synced back: {p} ({why})"));
+        }
+        let mut new_baseline = manifest.files.clone();
+        for p in &plan.write {
+            let remote = format!("{}/{p}", self.cfg.remote_workdir);
+            match self
+                .execd
+                .download(&remote, self.cfg.max_file_bytes)
+                .await?
+            {
+                None => {
+                    self.notes
+                        .push(format!("not synced back: {p} (over max_file_bytes)"));
+                }
+                Some(bytes) => {
+                    let exec = manifest.executable.contains(p);
+                    if sync::sha256_hex(&bytes) != manifest.files[p] {
+                        // Changed again while we read it: keep what we got,
+                        // and let the next manifest compare against it.
+                        new_baseline.insert(p.clone(), sync::sha256_hex(&bytes));
+                    }
+                    match guard.write(p, &bytes, exec) {
+                        Ok(_) => synced.push(p.into()),
+                        Err(why) => {
+                            self.notes.push(format!("sync-back refused {p}: {why}"));
+                            refused.push(p.into());
+                        }
+                    }
+                }
+            }
+        }
+        for p in &plan.delete {
+            match guard.delete(p) {
+                Ok(_) => synced.push(p.into()),
+                Err(why) => {
+                    self.notes
+                        .push(format!("sync-back deletion refused {p}: {why}"));
+                    refused.push(p.into());
+                }
+            }
+        }
+        self.baseline = Some(new_baseline);
+        Ok((synced, refused))
+    }
+
+    /// Delete the sandbox unless `keep` is set.
+    pub async fn close(self) -> Result<(), OpenSandboxError> {
+        if self.cfg.keep {
+            return Ok(());
+        }
+        match self.lifecycle.delete(&self.sandbox_id).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_gone() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The exit code of a terminal event (`execution_complete` → 0,
+/// `error` → its `evalue`).
+pub fn terminal_code(ev: &StreamEvent) -> Result<i32, OpenSandboxError> {
+    match ev {
+        StreamEvent::Complete => Ok(0),
+        StreamEvent::Error {
+            ename,
+            evalue,
+            traceback,
+        } => evalue
+            .trim()
+            .parse::<i32>()
+            .map_err(|_| OpenSandboxError::Protocol {
+                call: "POST /command".into(),
+                detail: format!(
+                    "execd reported {ename}: {evalue}{}",
+                    traceback
+                        .first()
+                        .map(|t| format!(" ({t})"))
+                        .unwrap_or_default()
+                ),
+            }),
+        other => Err(OpenSandboxError::Protocol {
+            call: "POST /command".into(),
+            detail: format!("{other:?} is not a terminal event"),
+        }),
+    }
+}
