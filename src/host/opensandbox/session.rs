@@ -28,7 +28,6 @@ pub struct OpenSandboxSession {
     pub(super) lifecycle: LifecycleClient,
     pub(super) execd: ExecdClient,
     pub(super) sandbox_id: String,
-    last_renew: Option<Instant>,
     /// `None` until the workspace has been uploaded.
     pub(super) baseline: Option<Baseline>,
     pub(super) synced_up: usize,
@@ -98,7 +97,6 @@ impl OpenSandboxSession {
             lifecycle,
             execd,
             sandbox_id: id,
-            last_renew: None,
             baseline: None,
             synced_up: 0,
             notes,
@@ -187,8 +185,10 @@ impl OpenSandboxSession {
         }
     }
 
-    /// Push the expiration out while the sandbox is in use (at most once
-    /// per half TTL). A sandbox that vanished is recreated once.
+    /// Push the expiration out to a full TTL from now before every command
+    /// (one small lifecycle call), so a long session never expires under
+    /// us. A sandbox that vanished (404) is recreated once and the
+    /// workspace uploaded again.
     pub(super) async fn keep_alive(
         &mut self,
         resolved: &ResolvedPolicy,
@@ -196,12 +196,6 @@ impl OpenSandboxSession {
         let Some(ttl) = self.cfg.timeout_s else {
             return Ok(());
         };
-        let due = self
-            .last_renew
-            .is_none_or(|t| t.elapsed() >= Duration::from_secs(ttl / 2));
-        if !due {
-            return Ok(());
-        }
         let until = time::OffsetDateTime::now_utc() + time::Duration::seconds(ttl as i64);
         match self.lifecycle.renew(&self.sandbox_id, until).await {
             Ok(()) => {}
@@ -225,7 +219,6 @@ impl OpenSandboxSession {
             }
             Err(e) => return Err(e),
         }
-        self.last_renew = Some(Instant::now());
         Ok(())
     }
 
