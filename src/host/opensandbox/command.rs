@@ -157,6 +157,24 @@ pub fn command_env(
     (s.vars, s.removed)
 }
 
+/// Refuse what the backend cannot express before any sandbox is created.
+pub fn precheck(
+    workdir: &str,
+    resolved: &ResolvedPolicy,
+    req: &ExecRequest,
+) -> Result<(), OpenSandboxError> {
+    if matches!(&req.stdin, StdinSpec::Bytes(b) if !b.is_empty()) {
+        return Err(OpenSandboxError::Unsupported(
+            "the opensandbox backend cannot feed stdin to a command (execd has no stdin for /command)".into(),
+        ));
+    }
+    if req.argv.is_empty() {
+        return Err(OpenSandboxError::Unsupported("empty command".into()));
+    }
+    remote_cwd(workdir, &resolved.workspace, req.cwd.as_deref())?;
+    Ok(())
+}
+
 impl OpenSandboxSession {
     /// Run one command in the sandbox, then sync back (unless `read-only`).
     pub async fn exec(
@@ -165,17 +183,10 @@ impl OpenSandboxSession {
         req: ExecRequest,
     ) -> Result<ExecOutcome, OpenSandboxError> {
         let started = Instant::now();
-        match &req.stdin {
-            StdinSpec::Bytes(b) if !b.is_empty() => {
-                return Err(OpenSandboxError::Unsupported(
-                    "the opensandbox backend cannot feed stdin to a command (execd has no stdin for /command)".into(),
-                ))
-            }
-            StdinSpec::Inherit => self.notes.push("stdin is not forwarded to the remote command".into()),
-            _ => {}
-        }
-        if req.argv.is_empty() {
-            return Err(OpenSandboxError::Unsupported("empty command".into()));
+        precheck(&self.cfg.remote_workdir, resolved, &req)?;
+        if req.stdin == StdinSpec::Inherit {
+            self.notes
+                .push("stdin is not forwarded to the remote command".into());
         }
         let command = shlex::try_join(req.argv.iter().map(String::as_str))
             .map_err(|_| OpenSandboxError::Unsupported("an argument contains a NUL byte".into()))?;

@@ -48,6 +48,7 @@ pub async fn run(
     resolved: &ResolvedPolicy,
     req: ExecRequest,
 ) -> Result<ExecOutcome, HostError> {
+    command::precheck(&cfg.remote_workdir, resolved, &req)?;
     let mut session = OpenSandboxSession::open(cfg, resolved).await?;
     let result = session.exec(resolved, req).await;
     let closed = session.close().await;
