@@ -197,7 +197,7 @@ impl OpenSandboxSession {
         )?;
         let (envs, env_removed) = command_env(resolved, &req);
         self.keep_alive(resolved).await?;
-        self.ensure_uploaded(resolved).await?;
+        self.sync_up(resolved).await?;
 
         let body = RunCommandRequest {
             command,

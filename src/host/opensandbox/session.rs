@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 
 pub const LABEL_WORKSPACE: &str = "codewhale-workspace";
 pub const LABEL_NETWORK: &str = "codewhale-network";
+/// Beyond this many local deletions, re-upload everything instead of
+/// listing them on one remote command line.
+const MAX_REMOTE_REMOVALS: usize = 500;
 
 /// A live sandbox bound to one workspace.
 pub struct OpenSandboxSession {
@@ -30,6 +33,8 @@ pub struct OpenSandboxSession {
     pub(super) sandbox_id: String,
     /// `None` until the workspace has been uploaded.
     pub(super) baseline: Option<Baseline>,
+    /// Hashes of the local files the last upload walk accepted.
+    local: Baseline,
     pub(super) synced_up: usize,
     pub(super) notes: Vec<String>,
     recreated: bool,
@@ -98,6 +103,7 @@ impl OpenSandboxSession {
             execd,
             sandbox_id: id,
             baseline: None,
+            local: Baseline::new(),
             synced_up: 0,
             notes,
             recreated: false,
@@ -222,22 +228,51 @@ impl OpenSandboxSession {
         Ok(())
     }
 
-    /// Upload the workspace once per sandbox.
-    pub(super) async fn ensure_uploaded(
+    /// Bring the sandbox's copy of the workspace up to date: everything on
+    /// the first call for a sandbox, then only what changed locally.
+    pub(super) async fn sync_up(
         &mut self,
         resolved: &ResolvedPolicy,
     ) -> Result<(), OpenSandboxError> {
-        if self.baseline.is_some() {
-            return Ok(());
-        }
         let resolved_c = resolved.clone();
         let (max_file, max_total) = (self.cfg.max_file_bytes, self.cfg.max_upload_bytes);
+        let known = self.baseline.clone();
         let archive = tokio::task::spawn_blocking(move || {
-            sync::build_upload(&resolved_c, max_file, max_total)
+            sync::build_upload(&resolved_c, max_file, max_total, known.as_ref())
         })
         .await
         .map_err(|e| OpenSandboxError::Unsupported(format!("workspace archive task: {e}")))?
         .map_err(|m| OpenSandboxError::Unsupported(format!("workspace sync: {m}")))?;
+        let mut fresh = self.baseline.is_none();
+        let removed: Vec<String> = match &self.baseline {
+            Some(remote) => self
+                .local
+                .keys()
+                .filter(|k| !archive.hashes.contains_key(*k) && remote.contains_key(*k))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        if removed.len() > MAX_REMOTE_REMOVALS {
+            fresh = true;
+        }
+        self.synced_up = archive.files;
+        if !fresh && archive.files == 0 && removed.is_empty() {
+            self.local = archive.hashes;
+            return Ok(());
+        }
+        let archive = if fresh && self.baseline.is_some() {
+            // Too many removals for one command line: start over.
+            let resolved_c = resolved.clone();
+            tokio::task::spawn_blocking(move || {
+                sync::build_upload(&resolved_c, max_file, max_total, None)
+            })
+            .await
+            .map_err(|e| OpenSandboxError::Unsupported(format!("workspace archive task: {e}")))?
+            .map_err(|m| OpenSandboxError::Unsupported(format!("workspace sync: {m}")))?
+        } else {
+            archive
+        };
         let remote_tar = format!(
             "{}/codewhale-sync-{}.tar",
             self.cfg.remote_tmp,
@@ -252,24 +287,33 @@ impl OpenSandboxSession {
                 archive.tar,
             )
             .await?;
-        let (code, _out, err) = self
-            .run_internal(&sync::extract_command(
-                &remote_tar,
-                &self.cfg.remote_workdir,
-            ))
-            .await?;
+        let removed = if fresh { Vec::new() } else { removed };
+        let script = sync::extract_command(&remote_tar, &self.cfg.remote_workdir, fresh, &removed);
+        let (code, _out, err) = self.run_internal(&script).await?;
         if code != 0 {
             return Err(OpenSandboxError::Protocol {
                 call: "unpacking the workspace archive (tar -x)".into(),
                 detail: format!("exit {code}: {}", err.join("\n")),
             });
         }
-        for (p, why) in archive.skipped.iter().filter(|(_, w)| w != "deny-read") {
-            self.notes
-                .push(format!("not uploaded: {} ({why})", p.display()));
+        if self.baseline.is_none() {
+            for (p, why) in archive.skipped.iter().filter(|(_, w)| w != "deny-read") {
+                self.notes
+                    .push(format!("not uploaded: {} ({why})", p.display()));
+            }
         }
+        let mut remote = if fresh {
+            Baseline::new()
+        } else {
+            self.baseline.take().unwrap_or_default()
+        };
+        for r in &removed {
+            remote.remove(r);
+        }
+        remote.extend(archive.hashes.iter().map(|(k, v)| (k.clone(), v.clone())));
         self.synced_up = archive.files;
-        self.baseline = Some(archive.baseline);
+        self.baseline = Some(remote);
+        self.local = archive.hashes;
         Ok(())
     }
 

@@ -1,10 +1,14 @@
 //! Workspace sync between the host and the sandbox's copy of it.
 //!
-//! Up (before the first command of a session): one tar archive of the
-//! workspace — minus deny-read paths, `.gitignore`d files and files over the
-//! size cap — uploaded with `POST /files/upload`, then unpacked with `tar -x`
-//! through `POST /command` into a freshly emptied remote workdir. The
-//! archive is built in memory and bounded by `max_upload_bytes`.
+//! Up (before every command): one tar archive of the workspace — minus
+//! deny-read paths, `.gitignore`d files and files over the size cap —
+//! uploaded with `POST /files/upload`, then unpacked with `tar -x` through
+//! `POST /command`. The first upload of a sandbox empties the remote
+//! workdir first; later ones carry only files whose hash differs from what
+//! the sandbox is known to hold, and remove files deleted locally since
+//! the last upload (edits made on the host between commands, e.g. by the
+//! agent's own file tools, reach the sandbox). The archive is built in
+//! memory and bounded by `max_upload_bytes`.
 //!
 //! Back (after each command, except in `read-only`): a remote manifest
 //! (`find -type f` + `sha256sum`, one line per file) is compared with the
@@ -29,7 +33,9 @@ pub type Baseline = BTreeMap<String, String>;
 #[derive(Debug, Default)]
 pub struct UploadArchive {
     pub tar: Vec<u8>,
-    pub baseline: Baseline,
+    /// Hashes of every regular file the walk accepted (in the archive or
+    /// already identical remotely).
+    pub hashes: Baseline,
     /// Regular files in the archive.
     pub files: usize,
     /// Paths left out, with why (over the size cap, deny-read, unreadable).
@@ -44,11 +50,14 @@ fn denied(resolved: &ResolvedPolicy, p: &Path) -> bool {
         .any(|e| p.starts_with(&e.path) || e.target.as_deref().is_some_and(|t| p.starts_with(t)))
 }
 
-/// Walk the workspace (gitignore-aware, symlinks not followed) and build the archive.
+/// Walk the workspace (gitignore-aware, symlinks not followed) and build
+/// the archive; files whose hash equals `known` (what the sandbox holds)
+/// are left out.
 pub fn build_upload(
     resolved: &ResolvedPolicy,
     max_file: u64,
     max_total: u64,
+    known: Option<&Baseline>,
 ) -> Result<UploadArchive, String> {
     let ws = &resolved.workspace;
     let mut out = UploadArchive::default();
@@ -108,13 +117,19 @@ pub fn build_upload(
                     continue;
                 }
             };
+            let key = rel_key(rel);
+            let hash = sha256_hex(&bytes);
+            let same = known.is_some_and(|k| k.get(&key) == Some(&hash));
+            out.hashes.insert(key, hash);
+            if same {
+                continue;
+            }
             total += bytes.len() as u64;
             if total > max_total {
                 return Err(format!(
                     "the workspace upload exceeds max_upload_bytes ({max_total}); add build output to .gitignore or raise the cap"
                 ));
             }
-            out.baseline.insert(rel_key(rel), sha256_hex(&bytes));
             out.files += 1;
             let meta = entry
                 .metadata()
@@ -153,10 +168,24 @@ pub fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-/// Remote script: empty the workdir, unpack the archive, remove it.
-pub fn extract_command(archive: &str, workdir: &str) -> String {
+/// Remote script: (on the first upload) empty the workdir, unpack the
+/// archive, remove files deleted locally, remove the archive.
+pub fn extract_command(archive: &str, workdir: &str, fresh: bool, removed: &[String]) -> String {
     let (a, w) = (sh_quote(archive), sh_quote(workdir));
-    format!("rm -rf {w} && mkdir -p {w} && tar -xf {a} -C {w}; rc=$?; rm -f {a}; exit $rc")
+    let reset = if fresh {
+        format!("rm -rf {w} && ")
+    } else {
+        String::new()
+    };
+    let mut script = format!("{reset}mkdir -p {w} && tar -xf {a} -C {w}");
+    if !removed.is_empty() {
+        let list: Vec<String> = removed
+            .iter()
+            .map(|r| sh_quote(&format!("./{r}")))
+            .collect();
+        script.push_str(&format!(" && (cd {w} && rm -f -- {})", list.join(" ")));
+    }
+    format!("{script}; rc=$?; rm -f {a}; exit $rc")
 }
 
 /// Remote script: one `sha256  ./path` line per regular file, then a

@@ -43,13 +43,13 @@ fn upload_skips_ignored_denied_and_large() {
     fs::write(ws.join(".env.example"), "SECRET=").unwrap();
     fs::write(ws.join("huge.bin"), vec![0u8; 2048]).unwrap();
     let r = resolved(&ws, &t.path().join("home"));
-    let a = build_upload(&r, 1024, 1 << 20).unwrap();
+    let a = build_upload(&r, 1024, 1 << 20, None).unwrap();
     assert_eq!(
         names(&a.tar),
         vec![".env.example", ".gitignore", "src", "src/main.rs"]
     );
     assert_eq!(a.files, 3);
-    assert_eq!(a.baseline["src/main.rs"], sha256_hex(b"fn main() {}"));
+    assert_eq!(a.hashes["src/main.rs"], sha256_hex(b"fn main() {}"));
     let skipped: Vec<String> = a
         .skipped
         .iter()
@@ -57,8 +57,15 @@ fn upload_skips_ignored_denied_and_large() {
         .collect();
     assert!(skipped.contains(&".env".to_string()), "{skipped:?}");
     assert!(skipped.contains(&"huge.bin".to_string()), "{skipped:?}");
-    let err = build_upload(&r, 1024, 10).unwrap_err();
+    let err = build_upload(&r, 1024, 10, None).unwrap_err();
     assert!(err.contains("max_upload_bytes"), "{err}");
+    // Incremental: only what differs from the known remote state travels.
+    fs::write(ws.join("src/main.rs"), "fn main() { changed() }").unwrap();
+    let b = build_upload(&r, 1024, 1 << 20, Some(&a.hashes)).unwrap();
+    assert_eq!(b.files, 1);
+    assert!(names(&b.tar).contains(&"src/main.rs".to_string()));
+    assert!(!names(&b.tar).contains(&".gitignore".to_string()));
+    assert_eq!(b.hashes.len(), 3);
 }
 
 #[test]
@@ -113,7 +120,11 @@ fn plan_sorts_changes() {
 #[test]
 fn remote_scripts_quote_paths() {
     assert_eq!(sh_quote("a'b"), "'a'\\''b'");
-    let c = extract_command("/tmp/x.tar", "/work space");
+    let c = extract_command("/tmp/x.tar", "/work space", true, &[]);
+    assert!(c.starts_with("rm -rf '/work space' && "), "{c}");
     assert!(c.contains("tar -xf '/tmp/x.tar' -C '/work space'"), "{c}");
+    let c = extract_command("/tmp/x.tar", "/w", false, &["a b".to_string()]);
+    assert!(!c.contains("rm -rf"), "{c}");
+    assert!(c.contains("(cd '/w' && rm -f -- './a b')"), "{c}");
     assert!(manifest_command("/w").starts_with("cd '/w' && find . -type f"));
 }
