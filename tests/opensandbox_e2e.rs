@@ -340,3 +340,47 @@ async fn keep_reuses_the_workspace_sandbox_across_runs() {
         .unwrap();
     assert_ne!(out.enforcement.external.unwrap().sandbox_id, "sbx-1");
 }
+
+#[tokio::test]
+async fn a_file_changed_on_both_sides_keeps_the_host_version() {
+    let env = Env::start(|_| {}).await;
+    fs::write(env.ws.join("c.txt"), "v1\n").unwrap();
+    let r = env.resolved(SandboxMode::WorkspaceWrite);
+    let (cfg, r2) = (env.cfg.clone(), r.clone());
+    let task = tokio::spawn(async move {
+        let script =
+            "while [ ! -f go ]; do sleep 0.05; done; echo remote > c.txt; echo remote > d.txt";
+        opensandbox::run(&cfg, &r2, ExecRequest::new(sh(script))).await
+    });
+    // Wait until the command runs remotely, edit the host copy, then let it go on.
+    for _ in 0..200 {
+        if env
+            .fake
+            .requests()
+            .iter()
+            .filter(|q| q.path == "/command")
+            .count()
+            >= 2
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    fs::write(env.ws.join("c.txt"), "host edit\n").unwrap();
+    fs::write(env.remote_ws.join("go"), "").unwrap();
+    let out = task.await.unwrap().expect("run");
+    assert_eq!(
+        fs::read_to_string(env.ws.join("c.txt")).unwrap(),
+        "host edit\n"
+    );
+    // Positive control: the file only the remote changed came back.
+    assert_eq!(
+        fs::read_to_string(env.ws.join("d.txt")).unwrap(),
+        "remote\n"
+    );
+    assert!(out
+        .enforcement
+        .partial
+        .iter()
+        .any(|p| p.contains("c.txt changed on the host during the command too")));
+}

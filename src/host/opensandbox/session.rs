@@ -378,6 +378,12 @@ impl OpenSandboxSession {
         }
         let mut new_baseline = manifest.files.clone();
         for p in &plan.write {
+            if self.host_changed(&resolved.workspace, p) {
+                self.notes.push(format!(
+                    "not synced back: {p} changed on the host during the command too; the host version is kept"
+                ));
+                continue;
+            }
             let remote = format!("{}/{p}", self.cfg.remote_workdir);
             match self
                 .execd
@@ -390,7 +396,7 @@ impl OpenSandboxSession {
                 }
                 Some(bytes) => {
                     let exec = manifest.executable.contains(p);
-                    if sync::sha256_hex(&bytes) != manifest.files[p] {
+                    if manifest.files.get(p) != Some(&sync::sha256_hex(&bytes)) {
                         // Changed again while we read it: keep what we got,
                         // and let the next manifest compare against it.
                         new_baseline.insert(p.clone(), sync::sha256_hex(&bytes));
@@ -406,6 +412,12 @@ impl OpenSandboxSession {
             }
         }
         for p in &plan.delete {
+            if self.host_changed(&resolved.workspace, p) {
+                self.notes.push(format!(
+                    "not deleted: {p} was removed remotely but changed on the host; the host version is kept"
+                ));
+                continue;
+            }
             match guard.delete(p) {
                 Ok(_) => synced.push(p.into()),
                 Err(why) => {
@@ -417,6 +429,22 @@ impl OpenSandboxSession {
         }
         self.baseline = Some(new_baseline);
         Ok((synced, refused))
+    }
+
+    /// Whether the host's `rel` differs from what was uploaded before the
+    /// command (then a remote change must not overwrite it).
+    fn host_changed(&self, workspace: &std::path::Path, rel: &str) -> bool {
+        let path = workspace.join(rel);
+        let now = match std::fs::symlink_metadata(&path) {
+            Err(_) => None,
+            Ok(m) if m.is_file() => Some(
+                std::fs::read(&path)
+                    .map(|b| sync::sha256_hex(&b))
+                    .unwrap_or_default(),
+            ),
+            Ok(_) => Some(String::new()),
+        };
+        now.as_ref() != self.local.get(rel)
     }
 
     /// Delete the sandbox unless `keep` is set.
