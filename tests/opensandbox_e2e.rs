@@ -384,3 +384,68 @@ async fn a_file_changed_on_both_sides_keeps_the_host_version() {
         .iter()
         .any(|p| p.contains("c.txt changed on the host during the command too")));
 }
+
+#[tokio::test]
+async fn cancelling_the_run_interrupts_the_remote_command() {
+    let env = Env::start(|_| {}).await;
+    let r = env.resolved(SandboxMode::WorkspaceWrite);
+    // No request timeout: the caller gives up (as the CLI does on Ctrl-C)
+    // by dropping the future once the command is running.
+    // Boxed so that `drop(run)` really drops the future (a stack pin would
+    // only drop the reference).
+    let mut run = Box::pin(opensandbox::run(
+        &env.cfg,
+        &r,
+        ExecRequest::new(sh("echo $$ > pid; exec sleep 30")),
+    ));
+    let mut started = false;
+    for _ in 0..400 {
+        tokio::select! {
+            res = &mut run => panic!("finished early: {:?}", res.map(|o| o.exit)),
+            _ = tokio::time::sleep(Duration::from_millis(25)) => {}
+        }
+        if env.remote_ws.join("pid").exists() {
+            started = true;
+            break;
+        }
+    }
+    assert!(started, "the remote command never started");
+    // Let the client read the `init` event (the command id) first: a run
+    // dropped before that cannot be interrupted (documented).
+    tokio::select! {
+        res = &mut run => panic!("finished early: {:?}", res.map(|o| o.exit)),
+        _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+    }
+    drop(run);
+    let mut seen = false;
+    for _ in 0..200 {
+        if !env.fake.interrupted().is_empty() {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        seen,
+        "no DELETE /command after the run was dropped: {:#?}",
+        env.fake
+            .requests()
+            .iter()
+            .map(|r| (r.method.clone(), r.path.clone(), r.query.clone()))
+            .collect::<Vec<_>>()
+    );
+    let pid: i32 = fs::read_to_string(env.remote_ws.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut alive = true;
+    for _ in 0..100 {
+        if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err() {
+            alive = false;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive, "remote sleep {pid} still running");
+}

@@ -89,8 +89,11 @@ impl OpenSandboxSession {
                     notes.push(format!("reused sandbox {}", sbx.id));
                     (sbx.id, execd)
                 }
-                Err(e) if e.is_gone() => {
-                    notes.push(format!("sandbox {} was gone; created a new one", sbx.id));
+                Err(e) if e.is_gone() || matches!(e, OpenSandboxError::SandboxDead { .. }) => {
+                    notes.push(format!(
+                        "sandbox {} was unusable ({e}); created a new one",
+                        sbx.id
+                    ));
                     Self::create_and_attach(cfg, &lifecycle, resolved).await?
                 }
                 Err(e) => return Err(e),
@@ -123,10 +126,9 @@ impl OpenSandboxSession {
         match Self::attach(cfg, lifecycle, &created.id).await {
             Ok(execd) => Ok((created.id, execd)),
             Err(e) => {
-                if !cfg.keep {
-                    // Do not leave a half-started sandbox behind.
-                    let _ = lifecycle.delete(&created.id).await;
-                }
+                // Never leave a half-started sandbox behind, even with
+                // `keep`: keeping is for sandboxes that work.
+                let _ = lifecycle.delete(&created.id).await;
                 Err(e)
             }
         }
