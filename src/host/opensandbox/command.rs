@@ -329,3 +329,69 @@ impl OpenSandboxSession {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{resolve, HostFacts, SandboxPolicy};
+
+    #[test]
+    fn cwd_maps_into_the_remote_workdir_or_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(ws.join("a/b")).unwrap();
+        assert_eq!(remote_cwd("/workspace", &ws, None).unwrap(), "/workspace");
+        assert_eq!(
+            remote_cwd("/workspace", &ws, Some(&ws)).unwrap(),
+            "/workspace"
+        );
+        assert_eq!(
+            remote_cwd("/workspace", &ws, Some(&ws.join("a/b"))).unwrap(),
+            "/workspace/a/b"
+        );
+        assert_eq!(
+            remote_cwd("/workspace", &ws, Some(Path::new("a/../a"))).unwrap(),
+            "/workspace/a"
+        );
+        let e = remote_cwd("/workspace", &ws, Some(&ws.join(".."))).unwrap_err();
+        assert!(e.to_string().contains("outside the workspace"), "{e}");
+    }
+
+    #[test]
+    fn env_is_the_request_scrubbed_or_the_portable_subset() {
+        let t = tempfile::tempdir().unwrap();
+        let facts = HostFacts::default();
+        let r = resolve(
+            &SandboxPolicy::new(SandboxMode::WorkspaceWrite, t.path()),
+            &facts,
+        )
+        .unwrap();
+        let mut req = ExecRequest::new(vec!["true".into()]);
+        let mut env = BTreeMap::new();
+        env.insert("PATH".to_string(), "/x".to_string());
+        env.insert("GH_TOKEN".to_string(), "t".to_string());
+        req.env = Some(env);
+        let (vars, removed) = command_env(&r, &req);
+        assert_eq!(vars.keys().collect::<Vec<_>>(), vec!["PATH"]);
+        assert_eq!(removed, vec!["GH_TOKEN".to_string()]);
+        req.env = None;
+        let (vars, _) = command_env(&r, &req);
+        for k in vars.keys() {
+            assert!(
+                PORTABLE_ENV.contains(&k.as_str()) || k.starts_with("LC_"),
+                "{k}"
+            );
+        }
+        assert!(!vars.contains_key("PATH") && !vars.contains_key("HOME"));
+    }
+
+    #[test]
+    fn capture_caps_and_counts() {
+        let mut c = Capture::new(5, None);
+        c.line("abc");
+        c.line("def\n");
+        assert_eq!(c.out.bytes, b"abc\nd");
+        assert_eq!(c.out.total, 8);
+        assert!(c.out.truncated);
+    }
+}
