@@ -190,7 +190,10 @@ impl ExecdClient {
             call: call.into(),
             detail: e.to_string(),
         })?;
-        let bad_mime = |e: reqwest::Error| http::connect_error(call, &url, &e);
+        let bad_mime = |e: reqwest::Error| OpenSandboxError::Protocol {
+            call: call.into(),
+            detail: format!("building the multipart body: {e}"),
+        };
         let form = reqwest::multipart::Form::new()
             .part(
                 "metadata",
