@@ -200,6 +200,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
             backend: args.backend,
             bwrap_path: None,
             allow_unsandboxed: !mode.is_sandboxed(),
+            opensandbox: None,
         },
     };
     let mut log = SessionLog::create(&sessions_dir(&home))?;

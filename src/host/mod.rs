@@ -9,8 +9,8 @@ pub mod enforcement;
 pub mod error;
 #[cfg(target_os = "macos")]
 pub mod macos;
-pub mod plain_spawn;
 pub mod opensandbox;
+pub mod plain_spawn;
 pub mod request;
 pub mod seatbelt;
 pub mod windows;
