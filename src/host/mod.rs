@@ -7,6 +7,8 @@
 pub mod backend;
 pub mod enforcement;
 pub mod error;
+#[cfg(target_os = "linux")]
+pub mod linux;
 pub mod request;
 
 pub use backend::{BackendChoice, BackendKind};
