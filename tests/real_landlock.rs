@@ -25,6 +25,7 @@ use std::process::Command;
 const PROBE_ENV: &str = "CW_LANDLOCK_PROBE";
 const EACCES: i32 = 13;
 const EPERM: i32 = 1;
+const EXDEV: i32 = 18;
 
 /// Child entry point. Does nothing in a normal test run.
 #[test]
@@ -47,6 +48,16 @@ fn run_action(action: &str) -> std::io::Result<()> {
     match verb {
         "read" => fs::read(arg).map(drop),
         "write" => fs::write(arg, "written by the sandbox"),
+        "link" | "symlink" => {
+            let (from, to) = arg
+                .split_once(' ')
+                .ok_or_else(|| std::io::Error::other("two paths"))?;
+            if verb == "link" {
+                fs::hard_link(from, to)
+            } else {
+                std::os::unix::fs::symlink(from, to)
+            }
+        }
         "connect" => std::net::TcpStream::connect(arg).map(drop),
         "abstract" => {
             let addr = SocketAddr::from_abstract_name(arg.as_bytes())?;
@@ -194,6 +205,22 @@ fn filesystem_denials_with_positive_controls() {
             act("write", &outside),
             act("write", e.tmp.join("scratch")),
             act("write", "/dev/null"),
+            format!(
+                "link {} {}",
+                e.home.join("notes.txt").display(),
+                e.ws.join("src/hard").display()
+            ),
+            format!(
+                "link {} {}",
+                e.ws.join("src/main.rs").display(),
+                e.ws.join("src/hard2").display()
+            ),
+            format!(
+                "symlink {} {}",
+                e.home.join("notes.txt").display(),
+                e.ws.join("src/sym").display()
+            ),
+            act("write", e.ws.join("src/sym")),
         ],
     );
     assert_eq!(r[0], Err(EACCES), "decoy key must be unreadable");
@@ -210,7 +237,24 @@ fn filesystem_denials_with_positive_controls() {
     assert_eq!(r[7], Err(EACCES), "writes outside the roots must fail");
     assert_eq!(r[8], Ok(()), "the per-run TMPDIR must be writable");
     assert_eq!(r[9], Ok(()), "/dev/null must be writable");
+    assert_eq!(
+        r[10],
+        Err(EXDEV),
+        "hard link from outside would gain write: refused"
+    );
+    assert_eq!(r[11], Ok(()), "hard link inside the workspace");
+    assert_eq!(r[12], Ok(()), "a symlink to the outside may be created...");
+    assert_eq!(
+        r[13],
+        Err(EACCES),
+        "...but writing through it is checked at the target"
+    );
     // Host state.
+    assert_eq!(
+        fs::read_to_string(e.home.join("notes.txt")).unwrap(),
+        "not secret"
+    );
+    assert!(!e.ws.join("src/hard").exists());
     assert_eq!(
         fs::read_to_string(e.ws.join("src/out.txt")).unwrap(),
         "written by the sandbox"
