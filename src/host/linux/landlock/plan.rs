@@ -508,5 +508,5 @@ fn push_tier_limits(resolved: &ResolvedPolicy, partial: &mut Vec<PartialItem>) {
         add("connect() to unix sockets by path (docker.sock, ssh-agent) is not restricted by Landlock at ABI 7 (needs ABI 9 resolve-unix); the seccomp socket filter covers it");
         add("UDP, raw and other non-TCP sockets are not restricted by Landlock; the seccomp socket filter covers them");
     }
-    add("without a PID namespace host processes are visible in /proc; keeping them from being traced or signalled is left to seccomp (ptrace) and Landlock signal scoping (ABI 6)");
+    add("without a PID namespace host processes are visible in /proc and their cmdline and environ readable (Landlock denies ptrace and /proc/<pid>/mem of processes outside the domain, and signals to them with ABI 6)");
 }
