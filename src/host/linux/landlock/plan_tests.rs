@@ -311,3 +311,41 @@ fn complement_of_a_root_inside_a_hole_is_empty() {
     let w = complement::complement(&t.ws, &[]);
     assert_eq!(w.grants.len(), 1);
 }
+
+#[test]
+fn real_location_resolves_ancestors_but_not_the_last_component() {
+    let t = tree();
+    let alias = t.home.parent().unwrap().join("alias");
+    symlink(&t.home, &alias).unwrap();
+    symlink(t.home.join("notes.txt"), t.home.join("link")).unwrap();
+    assert_eq!(
+        complement::real_location(&alias.join("link")),
+        t.home.join("link")
+    );
+    assert_eq!(
+        complement::real_location(&alias.join("missing/deeper")),
+        t.home.join("missing/deeper")
+    );
+}
+
+#[test]
+fn one_rule_per_path_with_the_union_of_rights() {
+    let t = tree();
+    let p = plan(
+        &resolved(&t, SandboxMode::WorkspaceWrite),
+        &opts(Tier::NoNamespaces),
+    )
+    .unwrap();
+    let mut paths: Vec<_> = p.rules.iter().map(|r| r.path.clone()).collect();
+    let n = paths.len();
+    paths.dedup();
+    assert_eq!(paths.len(), n);
+    // The workspace is a sibling on the read walk and a writable root.
+    let ws = p.rules.iter().find(|r| r.path == t.ws).unwrap();
+    assert!(ws.access.contains(READ_FILE) && ws.access.contains(WRITE_FILE));
+    assert_eq!(ws.why, [RuleWhy::ReadSibling, RuleWhy::WriteRoot]);
+    // File rules never carry directory-only rights.
+    for r in p.rules.iter().filter(|r| !r.is_dir) {
+        assert!(super::rights::FILE_RIGHTS.contains(r.access), "{r:?}");
+    }
+}
