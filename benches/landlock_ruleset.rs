@@ -153,6 +153,37 @@ mod linux {
             }
             assert!(cmd.status().expect("spawn true").success());
         });
+        let mut ready_home: Vec<_> = (0..RUNS + 1)
+            .map(|_| prepare(&home_plan).expect("prepare"))
+            .collect();
+        let applied_home = time(|| {
+            let mut prepared = ready_home.pop();
+            let mut cmd = Command::new("true");
+            // SAFETY: only prctl + landlock_restrict_self run after fork.
+            unsafe {
+                cmd.pre_exec(move || match prepared.as_mut() {
+                    Some(p) => p.pre_exec_hook(),
+                    None => Ok(()),
+                });
+            }
+            assert!(cmd.status().expect("spawn true").success());
+        });
+        let trivial_plan = plan(&ro, &bwrap).expect("plan");
+        let mut ready_trivial: Vec<_> = (0..RUNS + 1)
+            .map(|_| prepare(&trivial_plan).expect("prepare"))
+            .collect();
+        let applied_trivial = time(|| {
+            let mut prepared = ready_trivial.pop();
+            let mut cmd = Command::new("true");
+            // SAFETY: only prctl + landlock_restrict_self run after fork.
+            unsafe {
+                cmd.pre_exec(move || match prepared.as_mut() {
+                    Some(p) => p.pre_exec_hook(),
+                    None => Ok(()),
+                });
+            }
+            assert!(cmd.status().expect("spawn true").success());
+        });
         let prep = time(|| drop(prepare(&ws_plan).expect("prepare")));
         println!("applying (median of {RUNS}):");
         println!("  bare spawn of true: {bare:?}");
@@ -167,6 +198,18 @@ mod linux {
             applied,
             ratio(applied, bare),
             ratio(applied, noop_hook)
+        );
+        println!(
+            "  spawn with restrict_self ({} rules: the home carve, prepared before): {:?}  ({:.2}x bare)",
+            home_plan.rules.len(),
+            applied_home,
+            ratio(applied_home, bare)
+        );
+        println!(
+            "  spawn with restrict_self ({} rules: trivial, prepared before): {:?}  ({:.2}x bare)",
+            trivial_plan.rules.len(),
+            applied_trivial,
+            ratio(applied_trivial, bare)
         );
         println!("  prepare alone ({} rules): {prep:?}", ws_plan.rules.len());
     }
