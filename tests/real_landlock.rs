@@ -11,7 +11,8 @@
 #![cfg(target_os = "linux")]
 
 use codewhale::host::linux::landlock::{
-    kernel_abi, plan, prepare, HoleStrategy, LandlockOptions, LandlockPlan, PartialKind, Tier,
+    kernel_abi, plan, prepare, HoleStrategy, LandlockOptions, LandlockPlan, PartialKind,
+    PreparedRuleset, Tier,
 };
 use codewhale::policy::{resolve, HostFacts, ResolvedPolicy, SandboxMode, SandboxPolicy};
 use std::fs;
@@ -147,7 +148,11 @@ fn opts(e: &Env) -> LandlockOptions {
 
 /// Run `actions` in a child restricted by `plan`; one outcome per action.
 fn run_sandboxed(plan: &LandlockPlan, e: &Env, actions: &[String]) -> Vec<Outcome> {
-    let mut prepared = Some(prepare(plan).expect("prepare the ruleset"));
+    run_prepared(prepare(plan).expect("prepare the ruleset"), e, actions)
+}
+
+fn run_prepared(prepared: PreparedRuleset, e: &Env, actions: &[String]) -> Vec<Outcome> {
+    let mut prepared = Some(prepared);
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", "probe", "--nocapture", "--test-threads=1"])
         .env(PROBE_ENV, actions.join("\n"))
@@ -531,4 +536,20 @@ fn ptrace_and_proc_mem_of_outside_processes_are_denied() {
     }
     victim.kill().unwrap();
     victim.wait().unwrap();
+}
+
+#[test]
+fn one_prepared_ruleset_serves_several_spawns() {
+    require_landlock();
+    let e = env();
+    let p = plan(&resolved(&e, SandboxMode::ReadOnly, false), &opts(&e)).unwrap();
+    let prepared = prepare(&p).unwrap();
+    let actions = [
+        act("read", e.home.join(".ssh/id_rsa")),
+        act("read", e.home.join("notes.txt")),
+    ];
+    for _ in 0..2 {
+        let out = run_prepared(prepared.try_clone().unwrap(), &e, &actions);
+        assert_eq!(out, vec![Err(EACCES), Ok(())]);
+    }
 }

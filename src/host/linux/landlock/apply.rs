@@ -208,6 +208,21 @@ impl PreparedRuleset {
         &self.report
     }
 
+    /// A second handle on the same kernel ruleset (the fd is duplicated),
+    /// so one `prepare` can serve many spawns of the same policy.
+    pub fn try_clone(&self) -> Result<Self, LandlockError> {
+        Ok(PreparedRuleset {
+            created: self
+                .created
+                .as_ref()
+                .map(RulesetCreated::try_clone)
+                .transpose()
+                .map_err(LandlockError::Clone)?,
+            crate_level: self.crate_level,
+            report: self.report.clone(),
+        })
+    }
+
     /// Whether the kernel will enforce anything at all.
     pub fn enforces_anything(&self) -> bool {
         self.crate_level != Level::Not

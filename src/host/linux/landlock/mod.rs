@@ -123,6 +123,8 @@ pub enum LandlockError {
         expected: &'static str,
         got: &'static str,
     },
+    #[error("landlock: duplicating the ruleset fd: {0}")]
+    Clone(std::io::Error),
     #[error("landlock: this prepared ruleset was already applied")]
     AlreadyApplied,
 }
