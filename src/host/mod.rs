@@ -11,6 +11,8 @@ pub mod error;
 pub mod macos;
 pub mod opensandbox;
 pub mod plain_spawn;
+#[cfg(target_os = "linux")]
+pub mod linux;
 pub mod request;
 pub mod seatbelt;
 pub mod windows;
