@@ -1,6 +1,7 @@
 //! codewhale: a terminal coding agent whose heart is a sandbox-first
 //! execution host. See `docs/ARCHITECTURE.md` for the module map.
 
+pub mod authz;
 pub mod cli;
 pub mod exit;
 pub mod host;
