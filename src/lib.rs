@@ -3,6 +3,7 @@
 
 pub mod authz;
 pub mod cli;
+pub mod config;
 pub mod exit;
 pub mod host;
 pub mod policy;

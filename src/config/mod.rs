@@ -1,0 +1,3 @@
+//! Configuration (being built).
+pub mod error;
+pub use error::ConfigError;
