@@ -203,8 +203,27 @@ impl SessionGrants {
 /// How many leading tokens name a command's "kind" (`git push`, `npm run test`).
 fn arity(argv: &[String]) -> usize {
     let two = [
-        "git", "cargo", "npm", "pnpm", "yarn", "go", "docker", "podman", "kubectl", "gh", "pip",
-        "pip3", "uv", "poetry", "apt", "apt-get", "brew", "make", "dotnet", "helm", "terraform",
+        "git",
+        "cargo",
+        "npm",
+        "pnpm",
+        "yarn",
+        "go",
+        "docker",
+        "podman",
+        "kubectl",
+        "gh",
+        "pip",
+        "pip3",
+        "uv",
+        "poetry",
+        "apt",
+        "apt-get",
+        "brew",
+        "make",
+        "dotnet",
+        "helm",
+        "terraform",
     ];
     match argv.first().map(String::as_str) {
         Some("npm" | "pnpm" | "yarn") if argv.get(1).is_some_and(|s| s == "run") => 3,

@@ -26,18 +26,42 @@ pub struct FloorContext {
 
 /// Network tools that can send data.
 const NETWORK_TOOLS: &[&str] = &[
-    "curl", "wget", "http", "https", "xh", "xhs", "httpie", "nc", "ncat", "netcat", "socat",
-    "scp", "sftp", "rsync", "ftp", "tftp", "telnet", "aria2c", "lftp", "ssh", "openssl",
+    "curl", "wget", "http", "https", "xh", "xhs", "httpie", "nc", "ncat", "netcat", "socat", "scp",
+    "sftp", "rsync", "ftp", "tftp", "telnet", "aria2c", "lftp", "ssh", "openssl",
 ];
 
 /// File names that look like keys or credential stores wherever they live.
 const KEY_LIKE_NAMES: &[&str] = &[
-    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
-    "credentials", "credentials.json", "credentials.toml", ".netrc", "_netrc", ".pgpass",
-    ".git-credentials", ".npmrc", ".pypirc", "hosts.yml", "known_hosts", "authorized_keys",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    "id_ecdsa_sk",
+    "id_ed25519_sk",
+    "credentials",
+    "credentials.json",
+    "credentials.toml",
+    ".netrc",
+    "_netrc",
+    ".pgpass",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    "hosts.yml",
+    "known_hosts",
+    "authorized_keys",
 ];
 const KEY_LIKE_SUFFIXES: &[&str] = &[
-    ".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".ppk", ".asc", ".gpg",
+    ".pem",
+    ".key",
+    ".p12",
+    ".pfx",
+    ".jks",
+    ".keystore",
+    ".kdbx",
+    ".ppk",
+    ".asc",
+    ".gpg",
 ];
 
 /// Reduce a path as written to a home-relative form (`.ssh/id_rsa`) when it
@@ -67,7 +91,9 @@ fn home_relative(path: &str, ctx: &FloorContext) -> Option<String> {
             return Some(if base == "/root/" {
                 rest.to_string()
             } else {
-                rest.split_once('/').map(|(_, r)| r.to_string()).unwrap_or_default()
+                rest.split_once('/')
+                    .map(|(_, r)| r.to_string())
+                    .unwrap_or_default()
             });
         }
     }
@@ -98,7 +124,10 @@ pub fn credential_reason(path: &str, ctx: &FloorContext) -> Option<String> {
     let name = path.rsplit('/').next().unwrap_or(path);
     if let Some(rel) = home_relative(path, ctx) {
         let rel = lexical_clean(&rel);
-        for e in tables::DENY_READ.iter().filter(|e| e.anchor == Anchor::Home) {
+        for e in tables::DENY_READ
+            .iter()
+            .filter(|e| e.anchor == Anchor::Home)
+        {
             if rel == e.path || rel.starts_with(&format!("{}/", e.path)) {
                 return Some(format!("`{path}` is a deny-read path ({})", e.reason));
             }
@@ -113,7 +142,10 @@ pub fn credential_reason(path: &str, ctx: &FloorContext) -> Option<String> {
         }
     }
     let abs = format!("/{}", lexical_clean(path));
-    for e in tables::DENY_READ.iter().filter(|e| e.anchor == Anchor::Absolute) {
+    for e in tables::DENY_READ
+        .iter()
+        .filter(|e| e.anchor == Anchor::Absolute)
+    {
         if path.starts_with('/') && abs == e.path {
             return Some(format!("`{path}` is a deny-read path ({})", e.reason));
         }
@@ -127,7 +159,10 @@ pub fn credential_reason(path: &str, ctx: &FloorContext) -> Option<String> {
         }
     }
     if tables::is_env_file_name(name) {
-        return Some(format!("`{path}` is a .env file ({})", tables::ENV_FILE_REASON));
+        return Some(format!(
+            "`{path}` is a .env file ({})",
+            tables::ENV_FILE_REASON
+        ));
     }
     let lower = name.to_ascii_lowercase();
     if KEY_LIKE_NAMES.contains(&lower.as_str())
@@ -210,7 +245,9 @@ pub fn publishing(a: &Analysis) -> Option<String> {
 }
 
 fn first_positional(args: &[String]) -> Option<&str> {
-    args.iter().find(|a| !a.starts_with('-')).map(String::as_str)
+    args.iter()
+        .find(|a| !a.starts_with('-'))
+        .map(String::as_str)
 }
 
 fn publishes(p: &Piece) -> Option<&'static str> {
@@ -248,10 +285,7 @@ fn publishes(p: &Piece) -> Option<&'static str> {
             (sub == Some("publish")).then_some("package upload")
         }
         "gem" => (sub == Some("push")).then_some("gem push"),
-        "dotnet" | "nuget" => args
-            .iter()
-            .any(|a| a == "push")
-            .then_some("package push"),
+        "dotnet" | "nuget" => args.iter().any(|a| a == "push").then_some("package push"),
         "mvn" | "gradle" | "./gradlew" | "gradlew" => args
             .iter()
             .any(|a| a == "deploy" || a == "publish")
@@ -316,7 +350,11 @@ pub fn catastrophic(p: &Piece) -> Option<String> {
             (recursive && targets.iter().skip(1).any(|t| catastrophic_target(t)))
                 .then(|| format!("recursive {prog} of a system root"))
         }
-        _ if prog.starts_with("mkfs") || prog == "wipefs" || prog == "fdisk" || prog == "sfdisk" => {
+        _ if prog.starts_with("mkfs")
+            || prog == "wipefs"
+            || prog == "fdisk"
+            || prog == "sfdisk" =>
+        {
             Some(format!("`{prog}` rewrites a filesystem or partition table"))
         }
         "dd" => args
@@ -358,8 +396,15 @@ pub fn destructive(p: &Piece) -> Option<String> {
                 match sub {
                     "reset" => rest.iter().any(|a| a == "--hard"),
                     "clean" => rest.iter().any(|a| a.starts_with('-') && a.contains('f')),
-                    "checkout" | "restore" => rest.iter().any(|a| a == "--" || a == "." || a == "-f"),
-                    "push" => rest.iter().any(|a| a.starts_with("--force") || a == "-f" || a.starts_with("--delete") || a.starts_with(':')),
+                    "checkout" | "restore" => {
+                        rest.iter().any(|a| a == "--" || a == "." || a == "-f")
+                    }
+                    "push" => rest.iter().any(|a| {
+                        a.starts_with("--force")
+                            || a == "-f"
+                            || a.starts_with("--delete")
+                            || a.starts_with(':')
+                    }),
                     "branch" => rest.iter().any(|a| a == "-D" || a == "--delete"),
                     _ => false,
                 }

@@ -30,7 +30,14 @@ fn credential_paths() {
     ] {
         assert!(credential_reason(p, &c).is_some(), "{p}");
     }
-    for p in ["src/main.rs", ".env.example", "README.md", "~/.bashrc", "/etc/hosts", "-d"] {
+    for p in [
+        "src/main.rs",
+        ".env.example",
+        "README.md",
+        "~/.bashrc",
+        "/etc/hosts",
+        "-d",
+    ] {
         assert!(credential_reason(p, &c).is_none(), "{p}");
     }
 }
@@ -57,7 +64,11 @@ fn uploads_are_found() {
     ] {
         assert!(credential_upload(&analyze(cmd), &c).is_some(), "{cmd}");
     }
-    for cmd in ["curl https://example.com", "curl -d @body.json https://x", "cat .env"] {
+    for cmd in [
+        "curl https://example.com",
+        "curl -d @body.json https://x",
+        "cat .env",
+    ] {
         assert!(credential_upload(&analyze(cmd), &c).is_none(), "{cmd}");
     }
 }
@@ -75,7 +86,12 @@ fn publishing_is_found() {
     ] {
         assert!(publishing(&analyze(cmd)).is_some(), "{cmd}");
     }
-    for cmd in ["git status", "git log --grep push", "npm test", "cargo build"] {
+    for cmd in [
+        "git status",
+        "git log --grep push",
+        "npm test",
+        "cargo build",
+    ] {
         assert!(publishing(&analyze(cmd)).is_none(), "{cmd}");
     }
 }
@@ -96,7 +112,12 @@ fn catastrophic_and_destructive() {
     ] {
         assert!(cat(cmd), "{cmd}");
     }
-    for cmd in ["rm -rf build", "rm /tmp/x", "dd if=a of=b", "echo > /dev/null"] {
+    for cmd in [
+        "rm -rf build",
+        "rm /tmp/x",
+        "dd if=a of=b",
+        "echo > /dev/null",
+    ] {
         assert!(!cat(cmd), "{cmd}");
     }
     let des = |c: &str| analyze(c).pieces.iter().any(|p| destructive(p).is_some());

@@ -99,9 +99,17 @@ pub fn interpret(spec: &HookSpec, code: Option<i32>, stdout: &str, stderr: &str)
     };
     let no_verdict = |why: String| {
         if spec.strict {
-            answer(Decision::Deny, false, format!("strict hook gave no verdict ({why}): denied"))
+            answer(
+                Decision::Deny,
+                false,
+                format!("strict hook gave no verdict ({why}): denied"),
+            )
         } else {
-            answer(Decision::Allow, false, format!("hook gave no verdict ({why}); allowed"))
+            answer(
+                Decision::Allow,
+                false,
+                format!("hook gave no verdict ({why}); allowed"),
+            )
         }
     };
     match code {
@@ -127,7 +135,8 @@ pub fn interpret(spec: &HookSpec, code: Option<i32>, stdout: &str, stderr: &str)
                 Ok(j) => answer(
                     j.decision,
                     false,
-                    j.reason.unwrap_or_else(|| format!("hook decided {}", j.decision)),
+                    j.reason
+                        .unwrap_or_else(|| format!("hook decided {}", j.decision)),
                 ),
                 Err(_) if spec.strict => no_verdict("output is not a JSON decision".into()),
                 Err(_) => answer(Decision::Allow, false, "non-JSON output".into()),
@@ -215,7 +224,10 @@ fn interpret_failure(spec: &HookSpec, why: String) -> HookAnswer {
 fn kill_group(pid: Option<u32>) {
     #[cfg(unix)]
     if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
     #[cfg(not(unix))]
     let _ = pid; // kill_on_drop ends the direct child
@@ -235,7 +247,10 @@ pub async fn run_before(hooks: &HooksConfig, call: &ToolCall) -> Vec<HookAnswer>
 }
 
 /// [`run_before`] for synchronous callers (the CLI).
-pub fn run_before_blocking(hooks: &HooksConfig, call: &ToolCall) -> std::io::Result<Vec<HookAnswer>> {
+pub fn run_before_blocking(
+    hooks: &HooksConfig,
+    call: &ToolCall,
+) -> std::io::Result<Vec<HookAnswer>> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -259,18 +274,33 @@ mod tests {
     fn protocol() {
         let s = spec(false);
         let a = interpret(&s, Some(2), r#"{"decision":"allow"}"#, "nope");
-        assert_eq!((a.decision, a.hard, a.reason.as_str()), (Decision::Deny, true, "nope"));
+        assert_eq!(
+            (a.decision, a.hard, a.reason.as_str()),
+            (Decision::Deny, true, "nope")
+        );
         let a = interpret(&s, Some(0), r#"{"decision":"deny","reason":"r"}"#, "");
-        assert_eq!((a.decision, a.hard, a.reason.as_str()), (Decision::Deny, false, "r"));
-        assert_eq!(interpret(&s, Some(0), r#"{"decision":"ask"}"#, "").decision, Decision::Ask);
+        assert_eq!(
+            (a.decision, a.hard, a.reason.as_str()),
+            (Decision::Deny, false, "r")
+        );
+        assert_eq!(
+            interpret(&s, Some(0), r#"{"decision":"ask"}"#, "").decision,
+            Decision::Ask
+        );
         assert_eq!(interpret(&s, Some(0), "", "").decision, Decision::Allow);
-        assert_eq!(interpret(&s, Some(0), "hello", "").decision, Decision::Allow);
+        assert_eq!(
+            interpret(&s, Some(0), "hello", "").decision,
+            Decision::Allow
+        );
         assert_eq!(interpret(&s, Some(1), "", "").decision, Decision::Allow);
         let t = spec(true);
         assert_eq!(interpret(&t, Some(0), "", "").decision, Decision::Deny);
         assert_eq!(interpret(&t, Some(0), "hello", "").decision, Decision::Deny);
         assert_eq!(interpret(&t, Some(1), "", "").decision, Decision::Deny);
         assert_eq!(interpret(&t, None, "", "").decision, Decision::Deny);
-        assert_eq!(interpret(&t, Some(0), r#"{"decision":"allow"}"#, "").decision, Decision::Allow);
+        assert_eq!(
+            interpret(&t, Some(0), r#"{"decision":"allow"}"#, "").decision,
+            Decision::Allow
+        );
     }
 }

@@ -62,7 +62,15 @@ impl Acc {
 
     /// Strictest wins: adopt `d` when it is stricter (or, for two asks, when
     /// it is less releasable).
-    fn tighten(&mut self, gate: Gate, d: Decision, by: DecidedBy, kind: Option<AskKind>, hard: bool, reason: &str) {
+    fn tighten(
+        &mut self,
+        gate: Gate,
+        d: Decision,
+        by: DecidedBy,
+        kind: Option<AskKind>,
+        hard: bool,
+        reason: &str,
+    ) {
         let adopt = d > self.decision
             || (d == Decision::Ask && self.decision == Decision::Ask && kind > self.ask_kind)
             || (d == Decision::Deny && self.decision == Decision::Deny && hard && !self.hard);
@@ -92,6 +100,12 @@ impl Acc {
     }
 
     fn note(&mut self, gate: Gate, produced: Option<Decision>, by: Option<DecidedBy>, note: &str) {
+        if produced == Some(Decision::Allow) && self.decision == Decision::Allow && by.is_some() {
+            // The latest explicit allow explains an allowed call.
+            self.reason = note.to_string();
+            self.gate = gate;
+            self.by = by.unwrap_or(self.by);
+        }
         self.trace.push(GateOutcome {
             gate,
             produced,
@@ -122,10 +136,22 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
     let full = posture.approval == Approval::FullAccess;
 
     // Gate 1: settings and posture.
-    acc.note(Gate::Settings, None, Some(DecidedBy::Posture), &posture.describe());
+    acc.note(
+        Gate::Settings,
+        None,
+        Some(DecidedBy::Posture),
+        &posture.describe(),
+    );
 
     // Gate 2: mode and tool admission.
-    gate_admission(&mut acc, call, posture, ctx, kind, spec.is_some_and(|s| s.executable));
+    gate_admission(
+        &mut acc,
+        call,
+        posture,
+        ctx,
+        kind,
+        spec.is_some_and(|s| s.executable),
+    );
 
     // Gate 3: hooks (answers computed beforehand).
     if !acc.denied() {
@@ -134,7 +160,15 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
 
     // Gate 4: the tool's baseline approval.
     if !acc.denied() {
-        gate_baseline(&mut acc, posture, kind, analysis.as_ref(), &paths, call, ctx);
+        gate_baseline(
+            &mut acc,
+            posture,
+            kind,
+            analysis.as_ref(),
+            &paths,
+            call,
+            ctx,
+        );
     }
 
     // Gate 5: the rules file.
@@ -148,25 +182,52 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
         let out = ctx.rules.evaluate(&q);
         match out.decision {
             None => acc.note(Gate::Rules, None, None, "no rule matches"),
-            Some(Decision::Deny) => {
-                acc.tighten(Gate::Rules, Decision::Deny, DecidedBy::Rule, None, out.hard, &out.because)
-            }
+            Some(Decision::Deny) => acc.tighten(
+                Gate::Rules,
+                Decision::Deny,
+                DecidedBy::Rule,
+                None,
+                out.hard,
+                &out.because,
+            ),
             Some(Decision::Ask) => {
                 if full {
-                    acc.note(Gate::Rules, Some(Decision::Ask), Some(DecidedBy::Rule),
-                        &format!("{} — does not prompt in Full Access", out.because));
+                    acc.note(
+                        Gate::Rules,
+                        Some(Decision::Ask),
+                        Some(DecidedBy::Rule),
+                        &format!("{} — does not prompt in Full Access", out.because),
+                    );
                 } else {
-                    acc.tighten(Gate::Rules, Decision::Ask, DecidedBy::Rule, Some(AskKind::Rule), false, &out.because)
+                    acc.tighten(
+                        Gate::Rules,
+                        Decision::Ask,
+                        DecidedBy::Rule,
+                        Some(AskKind::Rule),
+                        false,
+                        &out.because,
+                    )
                 }
             }
             Some(Decision::Allow) => {
                 let certain = analysis.as_ref().is_none_or(Analysis::is_certain);
-                if acc.decision == Decision::Ask && acc.ask_kind == Some(AskKind::Ordinary) && certain {
-                    acc.set(Gate::Rules, Decision::Allow, DecidedBy::Rule,
-                        &format!("{} waives the ordinary approval", out.because));
+                if acc.decision == Decision::Ask
+                    && acc.ask_kind == Some(AskKind::Ordinary)
+                    && certain
+                {
+                    acc.set(
+                        Gate::Rules,
+                        Decision::Allow,
+                        DecidedBy::Rule,
+                        &format!("{} waives the ordinary approval", out.because),
+                    );
                 } else {
-                    acc.note(Gate::Rules, Some(Decision::Allow), Some(DecidedBy::Rule),
-                        &format!("{} (allow waives only an ordinary approval)", out.because));
+                    acc.note(
+                        Gate::Rules,
+                        Some(Decision::Allow),
+                        Some(DecidedBy::Rule),
+                        &format!("{} (allow waives only an ordinary approval)", out.because),
+                    );
                 }
             }
         }
@@ -174,26 +235,54 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
 
     // Gate 6: auto-review (deterministic layer) + safety floor.
     if !acc.denied() {
-        gate_floor(&mut acc, posture, command.as_deref(), analysis.as_ref(), ctx);
+        gate_floor(
+            &mut acc,
+            posture,
+            command.as_deref(),
+            analysis.as_ref(),
+            ctx,
+        );
     }
 
     // Gate 7: repository rules.
     if !acc.denied() {
-        let mut written = if kind == Some(ToolKind::Write) { paths.clone() } else { Vec::new() };
+        let mut written = if kind == Some(ToolKind::Write) {
+            paths.clone()
+        } else {
+            Vec::new()
+        };
         if let Some(a) = &analysis {
             written.extend(repo::shell_write_targets(a));
         }
-        let cwd = if call.cwd.as_os_str().is_empty() { ctx.workspace } else { call.cwd.as_path() };
+        let cwd = if call.cwd.as_os_str().is_empty() {
+            ctx.workspace
+        } else {
+            call.cwd.as_path()
+        };
         match repo::check(&written, cwd, ctx.workspace, ctx.floor) {
-            Some(RepoFinding::Block(r)) => {
-                acc.tighten(Gate::Repository, Decision::Deny, DecidedBy::Repository, None, true, &r)
-            }
+            Some(RepoFinding::Block(r)) => acc.tighten(
+                Gate::Repository,
+                Decision::Deny,
+                DecidedBy::Repository,
+                None,
+                true,
+                &r,
+            ),
             Some(RepoFinding::Question(r)) if full => acc.tighten(
-                Gate::Repository, Decision::Deny, DecidedBy::Repository, None, true,
+                Gate::Repository,
+                Decision::Deny,
+                DecidedBy::Repository,
+                None,
+                true,
                 &format!("{r} (a repository question is a block in Full Access)"),
             ),
             Some(RepoFinding::Question(r)) => acc.tighten(
-                Gate::Repository, Decision::Ask, DecidedBy::Repository, Some(AskKind::Hold), false, &r,
+                Gate::Repository,
+                Decision::Ask,
+                DecidedBy::Repository,
+                Some(AskKind::Hold),
+                false,
+                &r,
             ),
             None => acc.note(Gate::Repository, None, None, "no protected path written"),
         }
@@ -208,8 +297,12 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
     if acc.denied() {
         acc.note(Gate::Sandbox, None, None, "not reached");
     } else {
-        acc.note(Gate::Sandbox, None, Some(DecidedBy::Sandbox),
-            &format!("runs under the `{sandbox}` sandbox policy"));
+        acc.note(
+            Gate::Sandbox,
+            None,
+            Some(DecidedBy::Sandbox),
+            &format!("runs under the `{sandbox}` sandbox policy"),
+        );
     }
 
     Verdict {
@@ -226,10 +319,24 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
     }
 }
 
-fn gate_admission(acc: &mut Acc, call: &ToolCall, posture: &Posture, ctx: &Context<'_>, kind: Option<ToolKind>, executable: bool) {
+fn gate_admission(
+    acc: &mut Acc,
+    call: &ToolCall,
+    posture: &Posture,
+    ctx: &Context<'_>,
+    kind: Option<ToolKind>,
+    executable: bool,
+) {
     let name = call.tool.as_str();
     let deny = |acc: &mut Acc, why: &str| {
-        acc.tighten(Gate::Admission, Decision::Deny, DecidedBy::Posture, None, false, why)
+        acc.tighten(
+            Gate::Admission,
+            Decision::Deny,
+            DecidedBy::Posture,
+            None,
+            false,
+            why,
+        )
     };
     let listed = |l: &[String]| l.iter().any(|t| t == name);
     let Some(kind) = kind else {
@@ -239,7 +346,10 @@ fn gate_admission(acc: &mut Acc, call: &ToolCall, posture: &Posture, ctx: &Conte
         return deny(acc, &format!("tool `{name}` has no execution registration"));
     }
     if listed(&ctx.admission.allow) && listed(&ctx.admission.deny) {
-        return deny(acc, &format!("tool `{name}` is in both the allow and the deny list"));
+        return deny(
+            acc,
+            &format!("tool `{name}` is in both the allow and the deny list"),
+        );
     }
     if listed(&ctx.admission.deny) {
         return deny(acc, &format!("tool `{name}` is in the deny list"));
@@ -253,8 +363,13 @@ fn gate_admission(acc: &mut Acc, call: &ToolCall, posture: &Posture, ctx: &Conte
     if kind == ToolKind::Shell && call.command_line().is_none() {
         return deny(acc, "shell call without a command");
     }
-    if posture.mode == Mode::Plan && matches!(kind, ToolKind::Write | ToolKind::Mcp | ToolKind::Subagent) {
-        return deny(acc, &format!("Plan mode reads and searches only: `{name}` is not admitted"));
+    if posture.mode == Mode::Plan
+        && matches!(kind, ToolKind::Write | ToolKind::Mcp | ToolKind::Subagent)
+    {
+        return deny(
+            acc,
+            &format!("Plan mode reads and searches only: `{name}` is not admitted"),
+        );
     }
     acc.note(Gate::Admission, None, None, &format!("`{name}` admitted"));
 }
@@ -265,17 +380,32 @@ fn gate_hooks(acc: &mut Acc, hooks: &[HookAnswer]) {
         return;
     }
     // Fold deny > ask > allow; a hard deny (exit 2) outranks a soft one.
-    let worst = hooks
-        .iter()
-        .max_by_key(|h| (h.decision, h.hard))
-        .cloned();
+    let worst = hooks.iter().max_by_key(|h| (h.decision, h.hard)).cloned();
     if let Some(h) = worst {
         let note = format!("{} (hook `{}`)", h.reason, h.hook);
         match h.decision {
-            Decision::Deny => acc.tighten(Gate::Hooks, Decision::Deny, DecidedBy::Hook, None, true, &note),
-            Decision::Ask => acc.tighten(Gate::Hooks, Decision::Ask, DecidedBy::Hook, Some(AskKind::Hold), false, &note),
-            Decision::Allow => acc.note(Gate::Hooks, Some(Decision::Allow), Some(DecidedBy::Hook),
-                &format!("{} hook(s): no objection", hooks.len())),
+            Decision::Deny => acc.tighten(
+                Gate::Hooks,
+                Decision::Deny,
+                DecidedBy::Hook,
+                None,
+                true,
+                &note,
+            ),
+            Decision::Ask => acc.tighten(
+                Gate::Hooks,
+                Decision::Ask,
+                DecidedBy::Hook,
+                Some(AskKind::Hold),
+                false,
+                &note,
+            ),
+            Decision::Allow => acc.note(
+                Gate::Hooks,
+                Some(Decision::Allow),
+                Some(DecidedBy::Hook),
+                &format!("{} hook(s): no objection", hooks.len()),
+            ),
         }
     }
 }
@@ -298,58 +428,137 @@ fn inside(path: &str, cwd: &Path, ws: &Path) -> bool {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn gate_baseline(acc: &mut Acc, posture: &Posture, kind: Option<ToolKind>, analysis: Option<&Analysis>, paths: &[String], call: &ToolCall, ctx: &Context<'_>) {
+fn gate_baseline(
+    acc: &mut Acc,
+    posture: &Posture,
+    kind: Option<ToolKind>,
+    analysis: Option<&Analysis>,
+    paths: &[String],
+    call: &ToolCall,
+    ctx: &Context<'_>,
+) {
     let full = posture.approval == Approval::FullAccess;
     let auto = posture.approval == Approval::AutoReview;
     let ordinary = |acc: &mut Acc, why: &str| {
-        acc.tighten(Gate::Baseline, Decision::Ask, DecidedBy::Posture, Some(AskKind::Ordinary), false, why);
+        acc.tighten(
+            Gate::Baseline,
+            Decision::Ask,
+            DecidedBy::Posture,
+            Some(AskKind::Ordinary),
+            false,
+            why,
+        );
         if auto {
             acc.to_reviewer = true;
         }
     };
     match kind {
-        Some(ToolKind::Read | ToolKind::Web) => acc.note(Gate::Baseline, Some(Decision::Allow), Some(DecidedBy::Posture), "reads only"),
+        Some(ToolKind::Read | ToolKind::Web) => acc.note(
+            Gate::Baseline,
+            Some(Decision::Allow),
+            Some(DecidedBy::Posture),
+            "reads only",
+        ),
         Some(ToolKind::Write) => {
-            let cwd = if call.cwd.as_os_str().is_empty() { ctx.workspace } else { call.cwd.as_path() };
+            let cwd = if call.cwd.as_os_str().is_empty() {
+                ctx.workspace
+            } else {
+                call.cwd.as_path()
+            };
             if full {
-                acc.note(Gate::Baseline, Some(Decision::Allow), Some(DecidedBy::Posture), "Full Access");
+                acc.note(
+                    Gate::Baseline,
+                    Some(Decision::Allow),
+                    Some(DecidedBy::Posture),
+                    "Full Access",
+                );
             } else if paths.is_empty() {
                 ordinary(acc, "file write with no recognisable target path");
             } else if let Some(out) = paths.iter().find(|p| !inside(p, cwd, ctx.workspace)) {
                 ordinary(acc, &format!("writes `{out}` outside the workspace"));
             } else {
-                acc.note(Gate::Baseline, Some(Decision::Allow), Some(DecidedBy::Posture), "edits inside the workspace apply without asking");
+                acc.note(
+                    Gate::Baseline,
+                    Some(Decision::Allow),
+                    Some(DecidedBy::Posture),
+                    "edits inside the workspace apply without asking",
+                );
             }
         }
         Some(ToolKind::Shell) => {
             let Some(a) = analysis else { return };
             let ro = readonly::is_read_only(a);
             if posture.mode == Mode::Plan && !ro {
-                acc.tighten(Gate::Baseline, Decision::Deny, DecidedBy::Posture, None, false,
-                    "Plan mode: only read-only shell commands run");
+                acc.tighten(
+                    Gate::Baseline,
+                    Decision::Deny,
+                    DecidedBy::Posture,
+                    None,
+                    false,
+                    "Plan mode: only read-only shell commands run",
+                );
             } else if full {
-                acc.note(Gate::Baseline, Some(Decision::Allow), Some(DecidedBy::Posture), "Full Access");
+                acc.note(
+                    Gate::Baseline,
+                    Some(Decision::Allow),
+                    Some(DecidedBy::Posture),
+                    "Full Access",
+                );
             } else if let Some(f) = &a.failure {
-                acc.tighten(Gate::Baseline, Decision::Ask, DecidedBy::Posture, Some(AskKind::Hold), false,
-                    &format!("the command could not be fully analysed ({f}); held"));
+                acc.tighten(
+                    Gate::Baseline,
+                    Decision::Ask,
+                    DecidedBy::Posture,
+                    Some(AskKind::Hold),
+                    false,
+                    &format!("the command could not be fully analysed ({f}); held"),
+                );
             } else if let Some(u) = a.pieces.iter().find_map(|p| p.uncertain.clone()) {
-                acc.tighten(Gate::Baseline, Decision::Ask, DecidedBy::Posture, Some(AskKind::Hold), false,
-                    &format!("{u}; held"));
+                acc.tighten(
+                    Gate::Baseline,
+                    Decision::Ask,
+                    DecidedBy::Posture,
+                    Some(AskKind::Hold),
+                    false,
+                    &format!("{u}; held"),
+                );
             } else if ro {
-                acc.note(Gate::Baseline, Some(Decision::Allow), Some(DecidedBy::Posture), "read-only command");
-            } else if auto && posture.sandbox_mode().is_sandboxed()
-                && a.pieces.iter().all(|p| readonly::piece_is_read_only(p) || readonly::piece_is_sandboxed_build(p))
+                acc.note(
+                    Gate::Baseline,
+                    Some(Decision::Allow),
+                    Some(DecidedBy::Posture),
+                    "read-only command",
+                );
+            } else if auto
+                && posture.sandbox_mode().is_sandboxed()
+                && a.pieces.iter().all(|p| {
+                    readonly::piece_is_read_only(p) || readonly::piece_is_sandboxed_build(p)
+                })
             {
-                acc.note(Gate::Baseline, Some(Decision::Allow), Some(DecidedBy::Posture),
-                    "auto-review (deterministic): build/test command inside the sandbox");
+                acc.note(
+                    Gate::Baseline,
+                    Some(Decision::Allow),
+                    Some(DecidedBy::Posture),
+                    "auto-review (deterministic): build/test command inside the sandbox",
+                );
             } else {
-                let first = a.pieces.iter().find(|p| !readonly::piece_is_read_only(p)).map(|p| p.display()).unwrap_or_default();
+                let first = a
+                    .pieces
+                    .iter()
+                    .find(|p| !readonly::piece_is_read_only(p))
+                    .map(|p| p.display())
+                    .unwrap_or_default();
                 ordinary(acc, &format!("`{first}` is not read-only"));
             }
         }
         Some(ToolKind::Mcp | ToolKind::Subagent) => {
             if full {
-                acc.note(Gate::Baseline, Some(Decision::Allow), Some(DecidedBy::Posture), "Full Access");
+                acc.note(
+                    Gate::Baseline,
+                    Some(Decision::Allow),
+                    Some(DecidedBy::Posture),
+                    "Full Access",
+                );
             } else {
                 ordinary(acc, "this tool needs approval");
             }
@@ -358,44 +567,95 @@ fn gate_baseline(acc: &mut Acc, posture: &Posture, kind: Option<ToolKind>, analy
     }
 }
 
-fn gate_floor(acc: &mut Acc, posture: &Posture, command: Option<&str>, analysis: Option<&Analysis>, ctx: &Context<'_>) {
+fn gate_floor(
+    acc: &mut Acc,
+    posture: &Posture,
+    command: Option<&str>,
+    analysis: Option<&Analysis>,
+    ctx: &Context<'_>,
+) {
     let (Some(cmd), Some(a)) = (command, analysis) else {
         acc.note(Gate::Floor, None, None, "not a shell command");
         return;
     };
-    let destructive = a.pieces.iter().find_map(|p| {
-        floor::destructive(p).filter(|_| p.background || posture.no_human())
-    });
+    let destructive = a
+        .pieces
+        .iter()
+        .find_map(|p| floor::destructive(p).filter(|_| p.background || posture.no_human()));
     if posture.approval == Approval::FullAccess {
         match destructive {
-            Some(d) => acc.tighten(Gate::Floor, Decision::Deny, DecidedBy::Floor, None, true,
-                &format!("{d} in a background/headless run (fatal even in Full Access)")),
-            None => acc.note(Gate::Floor, None, None, "safety floor skipped (Full Access)"),
+            Some(d) => acc.tighten(
+                Gate::Floor,
+                Decision::Deny,
+                DecidedBy::Floor,
+                None,
+                true,
+                &format!("{d} in a background/headless run (fatal even in Full Access)"),
+            ),
+            None => acc.note(
+                Gate::Floor,
+                None,
+                None,
+                "safety floor skipped (Full Access)",
+            ),
         }
         return;
     }
     if let Some(msg) = unicode::rejection(cmd) {
-        acc.tighten(Gate::Floor, Decision::Deny, DecidedBy::Floor, None, true, &msg);
+        acc.tighten(
+            Gate::Floor,
+            Decision::Deny,
+            DecidedBy::Floor,
+            None,
+            true,
+            &msg,
+        );
         return;
     }
     let mut any = false;
     if let Some(r) = floor::credential_upload(a, ctx.floor) {
-        acc.tighten(Gate::Floor, Decision::Ask, DecidedBy::Floor, Some(AskKind::Hold), false, &r);
+        acc.tighten(
+            Gate::Floor,
+            Decision::Ask,
+            DecidedBy::Floor,
+            Some(AskKind::Hold),
+            false,
+            &r,
+        );
         any = true;
     }
     if let Some(r) = floor::publishing(a) {
-        acc.tighten(Gate::Floor, Decision::Ask, DecidedBy::Floor, Some(AskKind::Hold), false, &r);
+        acc.tighten(
+            Gate::Floor,
+            Decision::Ask,
+            DecidedBy::Floor,
+            Some(AskKind::Hold),
+            false,
+            &r,
+        );
         any = true;
     }
     if let Some(d) = destructive {
-        acc.tighten(Gate::Floor, Decision::Ask, DecidedBy::Floor, Some(AskKind::Hold), false,
-            &format!("{d} in a background/headless run"));
+        acc.tighten(
+            Gate::Floor,
+            Decision::Ask,
+            DecidedBy::Floor,
+            Some(AskKind::Hold),
+            false,
+            &format!("{d} in a background/headless run"),
+        );
         any = true;
     }
     if posture.approval == Approval::AutoReview {
         if let Some(r) = high_risk(a) {
-            acc.tighten(Gate::Floor, Decision::Deny, DecidedBy::Floor, None, false,
-                &format!("auto-review (deterministic): high risk — {r}"));
+            acc.tighten(
+                Gate::Floor,
+                Decision::Deny,
+                DecidedBy::Floor,
+                None,
+                false,
+                &format!("auto-review (deterministic): high risk — {r}"),
+            );
             any = true;
         }
     }
@@ -407,15 +667,24 @@ fn gate_floor(acc: &mut Acc, posture: &Posture, command: Option<&str>, analysis:
 /// What the deterministic Auto-Review layer blocks outright.
 fn high_risk(a: &Analysis) -> Option<String> {
     const NET: &[&str] = &["curl", "wget", "fetch", "nc", "ncat"];
-    const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "python", "python3", "perl", "ruby", "node"];
+    const SHELLS: &[&str] = &[
+        "sh", "bash", "zsh", "dash", "ksh", "python", "python3", "perl", "ruby", "node",
+    ];
     for p in &a.pieces {
         if matches!(p.program(), "sudo" | "su" | "doas" | "pkexec")
             || p.via.iter().any(|v| v == "sudo" || v == "doas")
         {
             return Some(format!("privilege escalation `{}`", p.display()));
         }
-        if p.pipe_index > 0 && SHELLS.contains(&p.program()) && p.args().iter().all(|x| x.starts_with('-')) {
-            let feeds = a.pieces.iter().any(|q| q.pipeline == p.pipeline && q.pipe_index < p.pipe_index && NET.contains(&q.program()));
+        if p.pipe_index > 0
+            && SHELLS.contains(&p.program())
+            && p.args().iter().all(|x| x.starts_with('-'))
+        {
+            let feeds = a.pieces.iter().any(|q| {
+                q.pipeline == p.pipeline
+                    && q.pipe_index < p.pipe_index
+                    && NET.contains(&q.program())
+            });
             if feeds {
                 return Some(format!("downloaded code piped into `{}`", p.program()));
             }
@@ -426,26 +695,58 @@ fn high_risk(a: &Analysis) -> Option<String> {
 
 fn gate_human(acc: &mut Acc, posture: &Posture, grants: &SessionGrants, key: &str) {
     if acc.decision != Decision::Ask {
-        let note = if acc.denied() { "not reached" } else { "no question" };
+        let note = if acc.denied() {
+            "not reached"
+        } else {
+            "no question"
+        };
         acc.note(Gate::Human, None, None, note);
         return;
     }
     let kind = acc.ask_kind.unwrap_or(AskKind::Hold);
     if posture.approval == Approval::NeverRun {
-        acc.tighten(Gate::Human, Decision::Deny, DecidedBy::Posture, None, false,
-            &format!("approval policy never-run: {}", acc.reason.clone()));
+        acc.tighten(
+            Gate::Human,
+            Decision::Deny,
+            DecidedBy::Posture,
+            None,
+            false,
+            &format!("approval policy never-run: {}", acc.reason.clone()),
+        );
     } else if posture.approval == Approval::FullAccess {
         let r = format!("Full Access auto-approves: {}", acc.reason);
         acc.set(Gate::Human, Decision::Allow, DecidedBy::Posture, &r);
     } else if kind != AskKind::Hold && grants.covers(key) {
-        acc.set(Gate::Human, Decision::Allow, DecidedBy::SessionRule, &format!("approved for the session (`{key}`)"));
+        acc.set(
+            Gate::Human,
+            Decision::Allow,
+            DecidedBy::SessionRule,
+            &format!("approved for the session (`{key}`)"),
+        );
     } else if posture.no_human() && !(acc.to_reviewer && !posture.headless) {
         let r = format!("no one can answer (headless/background): {}", acc.reason);
-        acc.tighten(Gate::Human, Decision::Deny, DecidedBy::Posture, None, false, &r);
+        acc.tighten(
+            Gate::Human,
+            Decision::Deny,
+            DecidedBy::Posture,
+            None,
+            false,
+            &r,
+        );
     } else if acc.to_reviewer && kind == AskKind::Ordinary {
-        acc.note(Gate::Human, Some(Decision::Ask), Some(DecidedBy::Posture), "goes to the model reviewer");
+        acc.note(
+            Gate::Human,
+            Some(Decision::Ask),
+            Some(DecidedBy::Posture),
+            "goes to the model reviewer",
+        );
     } else {
-        acc.note(Gate::Human, Some(Decision::Ask), None, "waiting for you (y once / a this kind / n deny)");
+        acc.note(
+            Gate::Human,
+            Some(Decision::Ask),
+            None,
+            "waiting for you (y once / a this kind / n deny)",
+        );
     }
 }
 
@@ -473,10 +774,17 @@ impl Verdict {
             HumanAnswer::Once => (Decision::Allow, "you approved this call".to_string()),
             HumanAnswer::Session => {
                 if self.ask_kind == Some(AskKind::Hold) {
-                    (Decision::Allow, "you approved this call (a hold is never granted for the session)".to_string())
+                    (
+                        Decision::Allow,
+                        "you approved this call (a hold is never granted for the session)"
+                            .to_string(),
+                    )
                 } else {
                     grants.grant(self.grant_key.clone());
-                    (Decision::Allow, format!("you approved `{}` for the session", self.grant_key))
+                    (
+                        Decision::Allow,
+                        format!("you approved `{}` for the session", self.grant_key),
+                    )
                 }
             }
         };

@@ -11,12 +11,68 @@ use super::shell::{Analysis, Piece};
 
 /// Programs that only read, whatever their (non-listed) options.
 const ALWAYS: &[&str] = &[
-    "ls", "cat", "head", "tail", "wc", "pwd", "echo", "printf", "true", "false", "which",
-    "whereis", "type", "file", "stat", "du", "df", "tree", "cut", "tr", "diff", "cmp", "comm",
-    "basename", "dirname", "realpath", "readlink", "whoami", "id", "uname", "test", "[", "nl",
-    "od", "hexdump", "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum", "jq",
-    "grep", "egrep", "fgrep", "ag", "column", "fold", "expand", "rev", "tac", "seq", "sleep",
-    "printenv", "env", "for", "command", "wait", "groups", "locale", "nproc", "arch",
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "pwd",
+    "echo",
+    "printf",
+    "true",
+    "false",
+    "which",
+    "whereis",
+    "type",
+    "file",
+    "stat",
+    "du",
+    "df",
+    "tree",
+    "cut",
+    "tr",
+    "diff",
+    "cmp",
+    "comm",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "whoami",
+    "id",
+    "uname",
+    "test",
+    "[",
+    "nl",
+    "od",
+    "hexdump",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "jq",
+    "grep",
+    "egrep",
+    "fgrep",
+    "ag",
+    "column",
+    "fold",
+    "expand",
+    "rev",
+    "tac",
+    "seq",
+    "sleep",
+    "printenv",
+    "env",
+    "for",
+    "command",
+    "wait",
+    "groups",
+    "locale",
+    "nproc",
+    "arch",
 ];
 
 /// Options that make an otherwise read-only program write or execute.
@@ -42,17 +98,50 @@ fn harmless_assignment(a: &str) -> bool {
     name.starts_with("LC_")
         || matches!(
             name,
-            "LANG" | "LANGUAGE" | "TZ" | "NO_COLOR" | "CLICOLOR" | "TERM" | "COLUMNS" | "LINES"
-                | "RUST_BACKTRACE" | "RUST_LOG"
+            "LANG"
+                | "LANGUAGE"
+                | "TZ"
+                | "NO_COLOR"
+                | "CLICOLOR"
+                | "TERM"
+                | "COLUMNS"
+                | "LINES"
+                | "RUST_BACKTRACE"
+                | "RUST_LOG"
         )
 }
 
 /// Read-only `git` subcommands (with their own extra conditions below).
 const GIT_READ: &[&str] = &[
-    "status", "diff", "log", "show", "rev-parse", "ls-files", "ls-tree", "grep", "blame",
-    "describe", "shortlog", "cat-file", "show-ref", "merge-base", "rev-list", "count-objects",
-    "help", "version", "whatchanged", "name-rev", "for-each-ref", "check-ignore", "branch", "tag",
-    "remote", "config", "reflog", "stash", "worktree",
+    "status",
+    "diff",
+    "log",
+    "show",
+    "rev-parse",
+    "ls-files",
+    "ls-tree",
+    "grep",
+    "blame",
+    "describe",
+    "shortlog",
+    "cat-file",
+    "show-ref",
+    "merge-base",
+    "rev-list",
+    "count-objects",
+    "help",
+    "version",
+    "whatchanged",
+    "name-rev",
+    "for-each-ref",
+    "check-ignore",
+    "branch",
+    "tag",
+    "remote",
+    "config",
+    "reflog",
+    "stash",
+    "worktree",
 ];
 
 /// Git global options that take a value as the next word.
@@ -90,7 +179,10 @@ fn git_is_read_only(args: &[String]) -> bool {
         return false;
     }
     let rest = &args[i + 1..];
-    if rest.iter().any(|a| a.starts_with("--output") || a == "--ext-diff") {
+    if rest
+        .iter()
+        .any(|a| a.starts_with("--output") || a == "--ext-diff")
+    {
         return false;
     }
     let positional: Vec<&String> = rest.iter().filter(|a| !a.starts_with('-')).collect();
@@ -108,9 +200,12 @@ fn git_is_read_only(args: &[String]) -> bool {
         "remote" => {
             positional.is_empty() || positional.first().is_some_and(|p| p.as_str() == "get-url")
         }
-        "config" => rest
-            .iter()
-            .any(|a| matches!(a.as_str(), "--get" | "--get-all" | "--list" | "-l" | "--get-regexp")),
+        "config" => rest.iter().any(|a| {
+            matches!(
+                a.as_str(),
+                "--get" | "--get-all" | "--list" | "-l" | "--get-regexp"
+            )
+        }),
         "reflog" => positional.is_empty() || positional[0].as_str() == "show",
         "stash" | "worktree" => positional.first().is_some_and(|p| p.as_str() == "list"),
         _ => true,
@@ -151,7 +246,10 @@ pub fn piece_is_read_only(p: &Piece) -> bool {
     if p.uncertain.is_some() || p.args_from_stdin || !p.program_is_standard() {
         return false;
     }
-    if p.via.iter().any(|v| v != "command" && v != "time" && v != "nice") {
+    if p.via
+        .iter()
+        .any(|v| v != "command" && v != "time" && v != "nice")
+    {
         return false;
     }
     if p.redirects.iter().any(|r| r.writes_file()) {
@@ -166,10 +264,10 @@ pub fn piece_is_read_only(p: &Piece) -> bool {
     }
     let args = p.args();
     if let Some((_, opts)) = FORBIDDEN_OPTS.iter().find(|(n, _)| *n == prog) {
-        if args
-            .iter()
-            .any(|a| opts.iter().any(|o| a == o || a.starts_with(&format!("{o}="))))
-        {
+        if args.iter().any(|a| {
+            opts.iter()
+                .any(|o| a == o || a.starts_with(&format!("{o}=")))
+        }) {
             return false;
         }
     }
@@ -203,7 +301,10 @@ pub fn piece_is_sandboxed_build(p: &Piece) -> bool {
         return false;
     }
     let args = p.args();
-    let sub = args.iter().find(|a| !a.starts_with('-')).map(String::as_str);
+    let sub = args
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .map(String::as_str);
     match p.program() {
         "cargo" => matches!(
             sub,
@@ -215,12 +316,19 @@ pub fn piece_is_sandboxed_build(p: &Piece) -> bool {
                     .iter()
                     .filter(|a| !a.starts_with('-'))
                     .nth(1)
-                    .is_none_or(|s| matches!(s.as_str(), "test" | "lint" | "build" | "check" | "typecheck"))
+                    .is_none_or(|s| {
+                        matches!(
+                            s.as_str(),
+                            "test" | "lint" | "build" | "check" | "typecheck"
+                        )
+                    })
         }
         "go" => matches!(sub, Some("build" | "test" | "vet")),
         "make" => true,
         "pytest" | "tsc" | "eslint" => true,
-        "python" | "python3" => args.first().is_some_and(|a| a == "-m") && args.get(1).is_some_and(|m| m == "pytest"),
+        "python" | "python3" => {
+            args.first().is_some_and(|a| a == "-m") && args.get(1).is_some_and(|m| m == "pytest")
+        }
         _ => false,
     }
 }

@@ -52,7 +52,12 @@ fn entry_matches(entry: &str, rel: &str) -> bool {
 }
 
 /// The protected-table finding for one written path, if any.
-pub fn check_path(path: &str, cwd: &Path, workspace: &Path, ctx: &FloorContext) -> Option<RepoFinding> {
+pub fn check_path(
+    path: &str,
+    cwd: &Path,
+    workspace: &Path,
+    ctx: &FloorContext,
+) -> Option<RepoFinding> {
     let rel: String = if let Some(rest) = path.strip_prefix("~/") {
         rest.to_string()
     } else {
@@ -61,15 +66,19 @@ pub fn check_path(path: &str, cwd: &Path, workspace: &Path, ctx: &FloorContext) 
         match abs.strip_prefix(&ws) {
             Ok(r) => r.to_string_lossy().into_owned(),
             Err(_) => {
-                let home = ctx
-                    .homes
-                    .iter()
-                    .find_map(|h| abs.strip_prefix(h).ok().map(|r| r.to_string_lossy().into_owned()));
+                let home = ctx.homes.iter().find_map(|h| {
+                    abs.strip_prefix(h)
+                        .ok()
+                        .map(|r| r.to_string_lossy().into_owned())
+                });
                 home?
             }
         }
     };
-    for e in tables::PROTECT_WRITE.iter().filter(|e| e.anchor == Anchor::WritableRoot) {
+    for e in tables::PROTECT_WRITE
+        .iter()
+        .filter(|e| e.anchor == Anchor::WritableRoot)
+    {
         if entry_matches(e.path, &rel) {
             let msg = format!("`{path}` is write-protected: {}", e.reason);
             return Some(if BLOCKING.contains(&e.path) {
@@ -99,21 +108,33 @@ pub fn shell_write_targets(a: &Analysis) -> Vec<String> {
             }
             "cp" | "mv" | "install" | "ln" | "rsync" => {
                 v.extend(positional().last());
-                if let Some(t) = args.iter().position(|a| a == "-t" || a == "--target-directory") {
+                if let Some(t) = args
+                    .iter()
+                    .position(|a| a == "-t" || a == "--target-directory")
+                {
                     v.extend(args.get(t + 1).cloned());
                 }
             }
-            "sed" if args.iter().any(|a| a.starts_with("-i") || a.starts_with("--in-place")) => {
+            "sed"
+                if args
+                    .iter()
+                    .any(|a| a.starts_with("-i") || a.starts_with("--in-place")) =>
+            {
                 v.extend(positional().skip(1))
             }
             "git" => {
                 if let (Some((i, "config")), _) = git_subcommand(args) {
                     let rest = &args[i + 1..];
                     let reading = rest.iter().any(|a| {
-                        matches!(a.as_str(), "--get" | "--get-all" | "--list" | "-l" | "--get-regexp")
+                        matches!(
+                            a.as_str(),
+                            "--get" | "--get-all" | "--list" | "-l" | "--get-regexp"
+                        )
                     });
                     let positional = rest.iter().filter(|a| !a.starts_with('-')).count();
-                    let unset = rest.iter().any(|a| a.starts_with("--unset") || a == "--add");
+                    let unset = rest
+                        .iter()
+                        .any(|a| a.starts_with("--unset") || a == "--add");
                     if !reading && (positional >= 2 || unset) {
                         if rest.iter().any(|a| a == "--global") {
                             v.push("~/.gitconfig".into());
@@ -130,7 +151,12 @@ pub fn shell_write_targets(a: &Analysis) -> Vec<String> {
 }
 
 /// Gate 7 for a call: the strictest finding over every written path.
-pub fn check(paths: &[String], cwd: &Path, workspace: &Path, ctx: &FloorContext) -> Option<RepoFinding> {
+pub fn check(
+    paths: &[String],
+    cwd: &Path,
+    workspace: &Path,
+    ctx: &FloorContext,
+) -> Option<RepoFinding> {
     let mut question = None;
     for p in paths {
         match check_path(p, cwd, workspace, ctx) {
@@ -160,12 +186,30 @@ mod tests {
     fn protected_paths() {
         let ws = Path::new("/w");
         let c = ctx();
-        assert!(matches!(check_path(".git/hooks/pre-commit", ws, ws, &c), Some(RepoFinding::Block(_))));
-        assert!(matches!(check_path("/w/.git/config", ws, ws, &c), Some(RepoFinding::Block(_))));
-        assert!(matches!(check_path(".git/modules/sub/hooks/x", ws, ws, &c), Some(RepoFinding::Block(_))));
-        assert!(matches!(check_path(".envrc", ws, ws, &c), Some(RepoFinding::Question(_))));
-        assert!(matches!(check_path("sub/../.codewhale/config.toml", ws, ws, &c), Some(RepoFinding::Question(_))));
-        assert!(matches!(check_path("~/.bashrc", ws, ws, &c), Some(RepoFinding::Question(_))));
+        assert!(matches!(
+            check_path(".git/hooks/pre-commit", ws, ws, &c),
+            Some(RepoFinding::Block(_))
+        ));
+        assert!(matches!(
+            check_path("/w/.git/config", ws, ws, &c),
+            Some(RepoFinding::Block(_))
+        ));
+        assert!(matches!(
+            check_path(".git/modules/sub/hooks/x", ws, ws, &c),
+            Some(RepoFinding::Block(_))
+        ));
+        assert!(matches!(
+            check_path(".envrc", ws, ws, &c),
+            Some(RepoFinding::Question(_))
+        ));
+        assert!(matches!(
+            check_path("sub/../.codewhale/config.toml", ws, ws, &c),
+            Some(RepoFinding::Question(_))
+        ));
+        assert!(matches!(
+            check_path("~/.bashrc", ws, ws, &c),
+            Some(RepoFinding::Question(_))
+        ));
         assert!(check_path("src/main.rs", ws, ws, &c).is_none());
         assert!(check_path(".git/objects/ab", ws, ws, &c).is_none());
         assert!(check_path(".gitignore", ws, ws, &c).is_none());

@@ -99,7 +99,9 @@ impl Rule {
             Matcher::Prefix(t) => format!(" command=\"{}\"", t.join(" ")),
             Matcher::Exact(t) => format!(" command_exact=\"{}\"", t.join(" ")),
             Matcher::Path(p, _) => format!(" path=\"{p}\""),
-            Matcher::Catastrophic => " catastrophic commands (rm -rf /, mkfs, dd onto a disk…)".into(),
+            Matcher::Catastrophic => {
+                " catastrophic commands (rm -rf /, mkfs, dd onto a disk…)".into()
+            }
         };
         let ws = self
             .workspace
@@ -112,7 +114,9 @@ impl Rule {
         };
         format!(
             "{:?} {} tool={}{what}{ws} ({at})",
-            self.action, self.layer_name(), self.tool
+            self.action,
+            self.layer_name(),
+            self.tool
         )
         .to_lowercase_first()
     }
@@ -244,9 +248,7 @@ impl RuleSet {
                 for p in &a.pieces {
                     // Hard denies first: any user or built-in deny on any piece.
                     if let Some(r) = applicable.iter().find(|r| {
-                        r.action == Action::Deny
-                            && r.layer != Layer::Agent
-                            && r.piece_matches(p)
+                        r.action == Action::Deny && r.layer != Layer::Agent && r.piece_matches(p)
                     }) {
                         return RuleOutcome {
                             decision: Some(Decision::Deny),
@@ -311,7 +313,8 @@ fn path_matches(r: &Rule, path: &str, ws: &Path) -> bool {
         Matcher::Any => true,
         Matcher::Path(_, g) => {
             let p = Path::new(path);
-            g.is_match(p) || p.strip_prefix(ws).is_ok_and(|rel| g.is_match(rel))
+            g.is_match(p)
+                || p.strip_prefix(ws).is_ok_and(|rel| g.is_match(rel))
                 || (!p.is_absolute() && g.is_match(ws.join(p)))
         }
         _ => false,
@@ -367,13 +370,21 @@ pub fn parse_rules(
     for (i, spanned) in raw.rules.iter().enumerate() {
         let start = spanned.span().start;
         let r = spanned.get_ref();
-        let err = |key: &str, msg: &str| cerr::at(file, text, start, &format!("rules[{i}].{key}"), msg);
-        let set = [r.command.is_some(), r.command_exact.is_some(), r.path.is_some()]
-            .iter()
-            .filter(|b| **b)
-            .count();
+        let err =
+            |key: &str, msg: &str| cerr::at(file, text, start, &format!("rules[{i}].{key}"), msg);
+        let set = [
+            r.command.is_some(),
+            r.command_exact.is_some(),
+            r.path.is_some(),
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count();
         if set > 1 {
-            return Err(err("command", "use only one of `command`, `command_exact`, `path`"));
+            return Err(err(
+                "command",
+                "use only one of `command`, `command_exact`, `path`",
+            ));
         }
         if r.tool.trim().is_empty() {
             return Err(err("tool", "empty tool name"));
@@ -397,10 +408,13 @@ pub fn parse_rules(
         } else {
             Matcher::Any
         };
-        let workspace = r.workspace.as_ref().map(|w| match (w.strip_prefix("~/"), home) {
-            (Some(rest), Some(h)) => h.join(rest),
-            _ => PathBuf::from(w),
-        });
+        let workspace = r
+            .workspace
+            .as_ref()
+            .map(|w| match (w.strip_prefix("~/"), home) {
+                (Some(rest), Some(h)) => h.join(rest),
+                _ => PathBuf::from(w),
+            });
         rules.push(Rule {
             tool: r.tool.clone(),
             matcher,

@@ -21,8 +21,14 @@ fn shell(set: &RuleSet, cmd: &str) -> RuleOutcome {
 fn prefix_is_token_wise_and_arity_aware() {
     let s = rules("[[rules]]\ntool='shell'\ncommand='git push'\naction='deny'\n");
     assert_eq!(shell(&s, "git push").decision, Some(Decision::Deny));
-    assert_eq!(shell(&s, "git -C x push origin").decision, Some(Decision::Deny));
-    assert_eq!(shell(&s, "/usr/bin/git push").decision, Some(Decision::Deny));
+    assert_eq!(
+        shell(&s, "git -C x push origin").decision,
+        Some(Decision::Deny)
+    );
+    assert_eq!(
+        shell(&s, "/usr/bin/git push").decision,
+        Some(Decision::Deny)
+    );
     assert_eq!(shell(&s, "git pushx").decision, None);
     assert_eq!(shell(&s, "git status").decision, None);
     assert!(shell(&s, "ls && git push").hard);
@@ -31,9 +37,15 @@ fn prefix_is_token_wise_and_arity_aware() {
 #[test]
 fn allow_never_covers_a_chain() {
     let s = rules("[[rules]]\ntool='shell'\ncommand='cargo test'\naction='allow'\n");
-    assert_eq!(shell(&s, "cargo test --lib").decision, Some(Decision::Allow));
+    assert_eq!(
+        shell(&s, "cargo test --lib").decision,
+        Some(Decision::Allow)
+    );
     assert_eq!(shell(&s, "cargo test && curl x").decision, None);
-    assert_eq!(shell(&s, "cargo test && cargo test").decision, Some(Decision::Allow));
+    assert_eq!(
+        shell(&s, "cargo test && cargo test").decision,
+        Some(Decision::Allow)
+    );
 }
 
 #[test]
@@ -88,7 +100,8 @@ fn path_rules() {
 
 #[test]
 fn errors_name_file_line_and_key() {
-    let text = "[[rules]]\ntool='shell'\naction='allow'\n\n[[rules]]\ntool='shell'\naction='maybe'\n";
+    let text =
+        "[[rules]]\ntool='shell'\naction='allow'\n\n[[rules]]\ntool='shell'\naction='maybe'\n";
     let e = parse_rules(Path::new("/h/permissions.toml"), text, Layer::User, None)
         .unwrap_err()
         .to_string();
@@ -99,7 +112,10 @@ fn errors_name_file_line_and_key() {
     let e = parse_rules(Path::new("p.toml"), text, Layer::User, None)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("rules[0].command") && e.contains("line 1"), "{e}");
+    assert!(
+        e.contains("rules[0].command") && e.contains("line 1"),
+        "{e}"
+    );
     let text = "[[rules]]\ntool='shell'\nactoin='deny'\n";
     let e = parse_rules(Path::new("p.toml"), text, Layer::User, None)
         .unwrap_err()

@@ -84,7 +84,12 @@ pub fn rejection(text: &str) -> Option<String> {
     let list: Vec<String> = found
         .iter()
         .take(8)
-        .map(|h| format!("U+{:04X} ({}) at position {}", h.ch as u32, h.what, h.position))
+        .map(|h| {
+            format!(
+                "U+{:04X} ({}) at position {}",
+                h.ch as u32, h.what, h.position
+            )
+        })
         .collect();
     let more = if found.len() > 8 {
         format!(" and {} more", found.len() - 8)
@@ -105,9 +110,28 @@ mod tests {
     #[test]
     fn spec_set_is_rejected() {
         let cases = [
-            '\u{0}', '\u{1b}', '\u{7f}', '\u{85}', '\u{061C}', '\u{200E}', '\u{200F}', '\u{202A}',
-            '\u{202E}', '\u{2066}', '\u{2069}', '\u{200B}', '\u{200D}', '\u{2060}', '\u{2064}',
-            '\u{FEFF}', '\u{180E}', '\u{00AD}', '\u{E0000}', '\u{E0041}', '\u{E007F}', '\u{0600}',
+            '\u{0}',
+            '\u{1b}',
+            '\u{7f}',
+            '\u{85}',
+            '\u{061C}',
+            '\u{200E}',
+            '\u{200F}',
+            '\u{202A}',
+            '\u{202E}',
+            '\u{2066}',
+            '\u{2069}',
+            '\u{200B}',
+            '\u{200D}',
+            '\u{2060}',
+            '\u{2064}',
+            '\u{FEFF}',
+            '\u{180E}',
+            '\u{00AD}',
+            '\u{E0000}',
+            '\u{E0041}',
+            '\u{E007F}',
+            '\u{0600}',
             '\u{FFF9}',
         ];
         for c in cases {
@@ -121,7 +145,12 @@ mod tests {
 
     #[test]
     fn ordinary_text_passes() {
-        for s in ["ls -la\tx\ny", "echo héllo 日本語 🐋", "echo ❤\u{FE0F}", "rg 'a|b'"] {
+        for s in [
+            "ls -la\tx\ny",
+            "echo héllo 日本語 🐋",
+            "echo ❤\u{FE0F}",
+            "rg 'a|b'",
+        ] {
             assert!(find_hidden(s).is_empty(), "{s}");
         }
     }

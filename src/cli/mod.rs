@@ -1,5 +1,6 @@
 //! Command-line interface (clap derive; doc comments are the help text).
 
+pub mod permissions;
 pub mod sandbox;
 
 use clap::{Parser, Subcommand};
@@ -17,6 +18,9 @@ pub enum Command {
     /// Run or explain commands under a sandbox policy.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
+    /// Explain what the authorization pipeline decides, without running anything.
+    #[command(subcommand)]
+    Permissions(permissions::PermissionsCommand),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -24,6 +28,7 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     match cli.command {
         Command::Sandbox(cmd) => sandbox::run(cmd),
+        Command::Permissions(cmd) => permissions::run(cmd),
     }
 }
 

@@ -49,7 +49,12 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = &text[..text.floor_char_boundary_compat(offset)];
     let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
     (line, col)
 }
 
@@ -122,7 +127,13 @@ pub fn from_toml(file: &Path, text: &str, err: &toml::de::Error) -> ConfigError 
 }
 
 /// Build an [`ConfigError::Invalid`] for a semantic error at byte `offset`.
-pub fn at(file: &Path, text: &str, offset: usize, key: &str, message: impl Into<String>) -> ConfigError {
+pub fn at(
+    file: &Path,
+    text: &str,
+    offset: usize,
+    key: &str,
+    message: impl Into<String>,
+) -> ConfigError {
     let (line, column) = line_col(text, offset);
     ConfigError::Invalid {
         file: file.to_path_buf(),

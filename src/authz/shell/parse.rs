@@ -84,7 +84,10 @@ pub(crate) fn parse_into(input: &str, depth: usize, out: &mut Collector) -> PRes
 }
 
 fn is_meta(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>')
+    matches!(
+        c,
+        ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>'
+    )
 }
 
 impl Parser<'_> {
@@ -170,7 +173,10 @@ impl Parser<'_> {
             self.skip_blanks();
             self.skip_comment();
             if need_command && matches!(self.peek(), None | Some(')' | ';' | '&' | '|')) {
-                return Err(format!("`&&`/`||` without a command after it at offset {}", self.pos));
+                return Err(format!(
+                    "`&&`/`||` without a command after it at offset {}",
+                    self.pos
+                ));
             }
             match self.peek() {
                 None => {
@@ -238,7 +244,10 @@ impl Parser<'_> {
                 self.skip_blanks();
             }
             if matches!(self.peek(), None | Some(')' | ';' | '&' | '|')) {
-                return Err(format!("`|` without a command after it at offset {}", self.pos));
+                return Err(format!(
+                    "`|` without a command after it at offset {}",
+                    self.pos
+                ));
             }
         }
         if self.peek() == Some('&') && self.peek_at(1) != Some('&') && self.peek_at(1) != Some('>')

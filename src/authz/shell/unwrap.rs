@@ -243,7 +243,8 @@ fn peel(piece: &mut Piece, out: &mut Vec<Piece>, budget: &mut usize) -> Result<(
         let Some(spec) = WRAPPERS.iter().find(|w| w.name == name) else {
             break;
         };
-        let Some(mut start) = skip_options(&piece.argv, spec.short_arg, spec.long_arg, spec.positional)
+        let Some(mut start) =
+            skip_options(&piece.argv, spec.short_arg, spec.long_arg, spec.positional)
         else {
             break; // the wrapper alone (`env`, `sudo -i`, `xargs` reading stdin)
         };
@@ -292,7 +293,8 @@ fn reparse(
             pipeline: piece.pipeline,
             pipe_index: piece.pipe_index,
             depth: piece.depth,
-            uncertain: dynamic.then(|| format!("the `{wrapper}` payload is only known at run time")),
+            uncertain: dynamic
+                .then(|| format!("the `{wrapper}` payload is only known at run time")),
             ..Piece::default()
         });
     }

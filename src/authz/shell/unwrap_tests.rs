@@ -20,7 +20,10 @@ fn wrappers_are_peeled() {
         programs("sudo -u root env A=1 timeout -s KILL 5 nice -n 3 nohup /bin/rm -rf /"),
         vec!["rm -rf /"]
     );
-    assert_eq!(programs("stdbuf -oL -e 0 time -p command rm x"), vec!["rm x"]);
+    assert_eq!(
+        programs("stdbuf -oL -e 0 time -p command rm x"),
+        vec!["rm x"]
+    );
     assert_eq!(programs("xargs -I{} -n1 rm -rf"), vec!["rm -rf"]);
     assert_eq!(programs("exec -a foo git push"), vec!["git push"]);
     assert_eq!(programs("FOO=1 BAR=2 git push"), vec!["git push"]);
@@ -44,7 +47,13 @@ fn payloads_are_reparsed() {
 fn substitutions_are_pieces() {
     assert_eq!(
         programs("echo $(cat /etc/passwd) `id` <(ls) \"$(whoami)\""),
-        vec!["cat /etc/passwd", "id", "ls", "whoami", "echo $(…) `…` <(…) $(…)"]
+        vec![
+            "cat /etc/passwd",
+            "id",
+            "ls",
+            "whoami",
+            "echo $(…) `…` <(…) $(…)"
+        ]
     );
 }
 
