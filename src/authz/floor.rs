@@ -357,6 +357,11 @@ pub fn catastrophic(p: &Piece) -> Option<String> {
         {
             Some(format!("`{prog}` rewrites a filesystem or partition table"))
         }
+        "find" if args.iter().any(|a| a == "-delete") => args
+            .iter()
+            .take_while(|a| !a.starts_with('-'))
+            .find(|t| catastrophic_target(t))
+            .map(|t| format!("find -delete over `{t}`")),
         "dd" => args
             .iter()
             .find(|a| a.starts_with("of=/dev/") && !a.starts_with("of=/dev/null"))
@@ -416,6 +421,17 @@ pub fn destructive(p: &Piece) -> Option<String> {
     };
     d.then(|| format!("destructive action `{}`", p.display()))
         .or_else(|| catastrophic(p))
+}
+
+/// A hold reason if a destructive piece's targets are only known at run
+/// time (`xargs rm -rf`, `rm -rf "$DIR"/`: an empty variable means `/`).
+pub fn destructive_unknown_target(p: &Piece) -> Option<String> {
+    destructive(p)?;
+    if p.args_from_stdin {
+        return Some(format!("`{}` takes its targets from stdin", p.display()));
+    }
+    let dynamic = p.dynamic.iter().skip(1).any(|d| *d);
+    dynamic.then(|| format!("`{}` has targets only known at run time", p.display()))
 }
 
 #[cfg(test)]

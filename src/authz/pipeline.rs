@@ -635,6 +635,17 @@ fn gate_floor(
         );
         any = true;
     }
+    if let Some(r) = a.pieces.iter().find_map(floor::destructive_unknown_target) {
+        acc.tighten(
+            Gate::Floor,
+            Decision::Ask,
+            DecidedBy::Floor,
+            Some(AskKind::Hold),
+            false,
+            &r,
+        );
+        any = true;
+    }
     if let Some(d) = destructive {
         acc.tighten(
             Gate::Floor,

@@ -208,6 +208,12 @@ fn peel(piece: &mut Piece, out: &mut Vec<Piece>, budget: &mut usize) -> Result<(
                 return reparse(piece, &format!("{name} -c"), &payload, dynamic, out, budget);
             }
         }
+        if SHELLS.contains(&name.as_str())
+            && (piece.pipe_index > 0 || piece.redirects.iter().any(|r| r.op.starts_with("<<")))
+            && piece.args().iter().all(|a| a.starts_with('-'))
+        {
+            piece.uncertain = Some(format!("`{name}` runs commands read from stdin"));
+        }
         if name == "eval" {
             let payload = piece.args().join(" ");
             let dynamic = piece.dynamic.iter().skip(1).any(|d| *d);
@@ -413,6 +419,8 @@ fn find_exec(piece: &Piece, out: &mut Vec<Piece>, budget: &mut usize) -> Result<
                     pipeline: piece.pipeline,
                     pipe_index: piece.pipe_index,
                     depth: piece.depth + 1,
+                    // `{}` stands for whatever find finds.
+                    args_from_stdin: true,
                     ..Piece::default()
                 };
                 peel(&mut inner, out, budget)?;
