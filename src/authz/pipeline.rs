@@ -312,7 +312,12 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
         reason: acc.reason,
         ask_kind: acc.ask_kind,
         hard: acc.hard,
-        to_reviewer: acc.to_reviewer,
+        // Only an ordinary question goes to the model reviewer; holds and
+        // rule questions are the human's.
+        to_reviewer: acc.to_reviewer
+            && acc.decision == Decision::Ask
+            && acc.ask_kind == Some(AskKind::Ordinary)
+            && !posture.headless,
         grant_key: key,
         sandbox: Some(sandbox),
         trace: acc.trace,
@@ -734,23 +739,16 @@ fn gate_human(acc: &mut Acc, posture: &Posture, grants: &SessionGrants, key: &st
             DecidedBy::SessionRule,
             &format!("approved for the session (`{key}`)"),
         );
-    } else if posture.no_human() && !(acc.to_reviewer && !posture.headless) {
-        let r = format!("no one can answer (headless/background): {}", acc.reason);
-        acc.tighten(
-            Gate::Human,
-            Decision::Deny,
-            DecidedBy::Posture,
-            None,
-            false,
-            &r,
-        );
-    } else if acc.to_reviewer && kind == AskKind::Ordinary {
+    } else if acc.to_reviewer && kind == AskKind::Ordinary && !posture.headless {
         acc.note(
             Gate::Human,
             Some(Decision::Ask),
             Some(DecidedBy::Posture),
             "goes to the model reviewer",
         );
+    } else if posture.no_human() {
+        let r = format!("no one can answer (headless): {}", acc.reason);
+        acc.tighten(Gate::Human, Decision::Deny, DecidedBy::Posture, None, false, &r);
     } else {
         acc.note(
             Gate::Human,

@@ -138,9 +138,11 @@ impl Posture {
         }
     }
 
-    /// Whether nobody is there to answer a question.
+    /// Whether nobody is there to answer a question. A background task in
+    /// an interactive session can still ask (its question waits); only a
+    /// headless run has no one.
     pub fn no_human(&self) -> bool {
-        self.headless || self.background
+        self.headless
     }
 
     pub fn describe(&self) -> String {
