@@ -24,7 +24,11 @@ impl Env {
         if !user.is_empty() {
             fs::write(home.join(".codewhale/config.toml"), user).unwrap();
         }
-        Env { _dir: dir, home, ws }
+        Env {
+            _dir: dir,
+            home,
+            ws,
+        }
     }
 
     fn project(&self, text: &str) -> PathBuf {
@@ -85,8 +89,18 @@ api_key = "x"
     let s = e.load().unwrap();
     let keys = ignored_keys(&s);
     for k in [
-        "api_key", "base_url", "provider", "trust", "bogus", "providers", "hooks", "mcp_servers",
-        "mcp", "sandbox", "tools", "opensandbox",
+        "api_key",
+        "base_url",
+        "provider",
+        "trust",
+        "bogus",
+        "providers",
+        "hooks",
+        "mcp_servers",
+        "mcp",
+        "sandbox",
+        "tools",
+        "opensandbox",
     ] {
         assert!(keys.contains(&k.to_string()), "{k} not reported: {keys:?}");
     }
@@ -94,7 +108,10 @@ api_key = "x"
     assert!(s.user.hooks.tool_call_before.is_empty());
     assert!(s.user.providers.is_empty());
     assert_eq!(s.user.base_url, None);
-    assert_eq!(s.host_settings().backend, codewhale::host::BackendChoice::Auto);
+    assert_eq!(
+        s.host_settings().backend,
+        codewhale::host::BackendChoice::Auto
+    );
     assert_eq!(s.model.as_deref(), Some("user-model"));
     // The report names the file.
     assert!(s.ignored[0].to_string().contains(".codewhale/config.toml"));
@@ -114,7 +131,12 @@ fn loosening_attempts_are_ignored() {
     assert!(!s.allow_shell);
     assert_eq!(s.max_subagents, Some(2));
     let keys = ignored_keys(&s);
-    for k in ["approval_policy", "sandbox_mode", "allow_shell", "max_subagents"] {
+    for k in [
+        "approval_policy",
+        "sandbox_mode",
+        "allow_shell",
+        "max_subagents",
+    ] {
         assert!(keys.contains(&k.to_string()), "{k}: {keys:?}");
     }
     // Also against a CLI override: the project never loosens it.
@@ -165,7 +187,10 @@ fn symlinked_override_is_rejected() {
     fs::create_dir_all(e.ws.join(".codewhale")).unwrap();
     std::os::unix::fs::symlink(&real, e.ws.join(".codewhale/config.toml")).unwrap();
     let err = e.load().unwrap_err();
-    assert!(matches!(err, ConfigError::SymlinkedOverride { .. }), "{err}");
+    assert!(
+        matches!(err, ConfigError::SymlinkedOverride { .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("symlink"));
 
     // A symlinked .codewhale directory too.
@@ -174,7 +199,10 @@ fn symlinked_override_is_rejected() {
     fs::create_dir_all(&d).unwrap();
     fs::write(d.join("config.toml"), "model = \"x\"\n").unwrap();
     std::os::unix::fs::symlink(&d, e2.ws.join(".codewhale")).unwrap();
-    assert!(matches!(e2.load().unwrap_err(), ConfigError::SymlinkedOverride { .. }));
+    assert!(matches!(
+        e2.load().unwrap_err(),
+        ConfigError::SymlinkedOverride { .. }
+    ));
 }
 
 #[test]
@@ -189,7 +217,10 @@ fn invalid_override_is_an_error_naming_file_line_and_key() {
     let e = Env::new("");
     e.project("max_subagents = \"many\"\n");
     let msg = e.load().unwrap_err().to_string();
-    assert!(msg.contains("line 1") && msg.contains("max_subagents"), "{msg}");
+    assert!(
+        msg.contains("line 1") && msg.contains("max_subagents"),
+        "{msg}"
+    );
 
     let e = Env::new("");
     e.project("model = \n");
@@ -201,7 +232,10 @@ fn invalid_override_is_an_error_naming_file_line_and_key() {
 fn user_config_errors_name_file_line_and_key() {
     let e = Env::new("model = \"m\"\n[sandbox]\nbackend = \"warp\"\n");
     let msg = e.load().unwrap_err().to_string();
-    assert!(msg.contains("config.toml") && msg.contains("line 3"), "{msg}");
+    assert!(
+        msg.contains("config.toml") && msg.contains("line 3"),
+        "{msg}"
+    );
     assert!(msg.contains("sandbox.backend"), "{msg}");
     let e = Env::new("[sandbox]\ndeny_raed = []\n");
     let msg = e.load().unwrap_err().to_string();
@@ -243,8 +277,15 @@ owned_elsewhere = 1
     assert!(!p.caches.npm && p.caches.cargo);
     assert!(s.user.providers.contains_key("local"));
     assert!(s.user.opensandbox.is_some());
-    assert!(s.warnings.iter().any(|w| w.contains("future_key")), "{:?}", s.warnings);
-    assert!(s.floor_context().extra_deny_read.contains(&"~/secrets".to_string()));
+    assert!(
+        s.warnings.iter().any(|w| w.contains("future_key")),
+        "{:?}",
+        s.warnings
+    );
+    assert!(s
+        .floor_context()
+        .extra_deny_read
+        .contains(&"~/secrets".to_string()));
 }
 
 #[test]
@@ -282,6 +323,9 @@ fn permissions_file_errors_name_file_line_and_key() {
     )
     .unwrap();
     let msg = e.load().unwrap_err().to_string();
-    assert!(msg.contains("permissions.toml") && msg.contains("line 4"), "{msg}");
+    assert!(
+        msg.contains("permissions.toml") && msg.contains("line 4"),
+        "{msg}"
+    );
     assert!(msg.contains("rules[0].action"), "{msg}");
 }

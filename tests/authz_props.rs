@@ -45,7 +45,12 @@ const ACTIONS: &[&str] = &["allow", "ask", "deny"];
 fn arb_posture() -> impl Strategy<Value = Posture> {
     (0..3usize, 0..4usize, any::<bool>(), any::<bool>()).prop_map(|(m, a, headless, bg)| {
         let mode = [Mode::Plan, Mode::Work, Mode::Operate][m];
-        let approval = [Approval::FullAccess, Approval::AutoReview, Approval::Ask, Approval::NeverRun][a];
+        let approval = [
+            Approval::FullAccess,
+            Approval::AutoReview,
+            Approval::Ask,
+            Approval::NeverRun,
+        ][a];
         let mut p = Posture::new(mode, approval);
         p.headless = headless;
         p.background = bg;
@@ -91,7 +96,11 @@ fn arb_command() -> impl Strategy<Value = String> {
 }
 
 fn running_at(v: &codewhale::authz::Verdict, gate: Gate) -> Option<Decision> {
-    v.trace.iter().filter(|g| g.gate == gate).map(|g| g.running).last()
+    v.trace
+        .iter()
+        .filter(|g| g.gate == gate)
+        .map(|g| g.running)
+        .last()
 }
 
 proptest! {

@@ -748,7 +748,14 @@ fn gate_human(acc: &mut Acc, posture: &Posture, grants: &SessionGrants, key: &st
         );
     } else if posture.no_human() {
         let r = format!("no one can answer (headless): {}", acc.reason);
-        acc.tighten(Gate::Human, Decision::Deny, DecidedBy::Posture, None, false, &r);
+        acc.tighten(
+            Gate::Human,
+            Decision::Deny,
+            DecidedBy::Posture,
+            None,
+            false,
+            &r,
+        );
     } else {
         acc.note(
             Gate::Human,
