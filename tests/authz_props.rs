@@ -98,9 +98,9 @@ fn arb_command() -> impl Strategy<Value = String> {
 fn running_at(v: &codewhale::authz::Verdict, gate: Gate) -> Option<Decision> {
     v.trace
         .iter()
-        .filter(|g| g.gate == gate)
+        .rev()
+        .find(|g| g.gate == gate)
         .map(|g| g.running)
-        .last()
 }
 
 proptest! {

@@ -107,7 +107,7 @@ pub fn shell_write_targets(a: &Analysis) -> Vec<String> {
                 v.extend(positional())
             }
             "cp" | "mv" | "install" | "ln" | "rsync" => {
-                v.extend(positional().last());
+                v.extend(positional().next_back());
                 if let Some(t) = args
                     .iter()
                     .position(|a| a == "-t" || a == "--target-directory")

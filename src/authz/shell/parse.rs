@@ -98,14 +98,9 @@ impl Parser<'_> {
         self.s.get(self.pos + n).copied()
     }
     fn starts_with(&self, t: &str) -> bool {
-        let mut i = self.pos;
-        for c in t.chars() {
-            if self.s.get(i) != Some(&c) {
-                return false;
-            }
-            i += 1;
-        }
-        true
+        t.chars()
+            .enumerate()
+            .all(|(k, c)| self.s.get(self.pos + k) == Some(&c))
     }
 
     fn skip_blanks(&mut self) {
