@@ -27,6 +27,7 @@
 
 pub mod call;
 pub mod floor;
+mod gates;
 pub mod hooks;
 pub mod pipeline;
 pub mod posture;

@@ -14,6 +14,7 @@
 //! [`parse::MAX_DEPTH`] nesting levels, [`parse::MAX_COMMANDS`] commands.
 
 pub mod parse;
+mod quote;
 pub mod unwrap;
 
 use serde::Serialize;

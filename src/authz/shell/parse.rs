@@ -573,70 +573,8 @@ impl Parser<'_> {
 
     /// `$'…'`: decode the escapes bash decodes (so `$'\x72m'` is `rm`).
     fn ansi_c(&mut self, w: &mut Word) -> PResult<()> {
-        loop {
-            let Some(c) = self.peek() else {
-                return Err("unterminated $'…' quote".into());
-            };
-            self.pos += 1;
-            match c {
-                '\'' => return Ok(()),
-                '\\' => {
-                    let Some(e) = self.peek() else {
-                        return Err("unterminated $'…' quote".into());
-                    };
-                    self.pos += 1;
-                    let simple = match e {
-                        'n' => Some('\n'),
-                        't' => Some('\t'),
-                        'r' => Some('\r'),
-                        'a' => Some('\x07'),
-                        'b' => Some('\x08'),
-                        'e' | 'E' => Some('\x1b'),
-                        'f' => Some('\x0c'),
-                        'v' => Some('\x0b'),
-                        '\\' | '\'' | '"' | '?' => Some(e),
-                        _ => None,
-                    };
-                    if let Some(ch) = simple {
-                        w.text.push(ch);
-                        continue;
-                    }
-                    let (radix, max) = match e {
-                        'x' => (16, 2),
-                        'u' => (16, 4),
-                        'U' => (16, 8),
-                        '0'..='7' => {
-                            self.pos -= 1;
-                            (8, 3)
-                        }
-                        _ => {
-                            w.text.push('\\');
-                            w.text.push(e);
-                            continue;
-                        }
-                    };
-                    let mut v: u32 = 0;
-                    let mut n = 0;
-                    while n < max {
-                        match self.peek().and_then(|d| d.to_digit(radix)) {
-                            Some(d) => {
-                                v = v.saturating_mul(radix).saturating_add(d);
-                                self.pos += 1;
-                                n += 1;
-                            }
-                            None => break,
-                        }
-                    }
-                    if n == 0 {
-                        w.text.push('\\');
-                        w.text.push(e);
-                    } else {
-                        w.text.push(char::from_u32(v).unwrap_or('\u{FFFD}'));
-                    }
-                }
-                other => w.text.push(other),
-            }
-        }
+        self.pos = super::quote::ansi_c(self.s, self.pos, &mut w.text)?;
+        Ok(())
     }
 
     /// `$(`/`<(` body: a nested list up to the matching `)`.
