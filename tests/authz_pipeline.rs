@@ -92,8 +92,10 @@ fn admission() {
         &reg,
     );
     assert!(v.reason.contains("no execution registration"));
-    let mut no_shell = Posture::default();
-    no_shell.shell_disabled = true;
+    let no_shell = Posture {
+        shell_disabled: true,
+        ..Posture::default()
+    };
     assert_eq!(
         verdict_with("ls", &no_shell, &rules(""), &[], &SessionGrants::default()).decision,
         Decision::Deny
