@@ -92,6 +92,7 @@ const DANGEROUS: &[&str] = &[
     "$'git' $'push'",
     "xargs git push",
     "git\tpush",
+    "git -c alias.p=push p",
     "npm publish",
     "cargo publish",
     "gh release create v1.0",

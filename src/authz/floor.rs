@@ -208,6 +208,10 @@ fn piece_credential(p: &Piece, ctx: &FloorContext) -> Option<String> {
 
 fn is_network(p: &Piece) -> bool {
     NETWORK_TOOLS.contains(&p.program())
+        || p.redirects.iter().any(|r| {
+            // bash's /dev/tcp and /dev/udp redirections open sockets.
+            r.target.text.starts_with("/dev/tcp/") || r.target.text.starts_with("/dev/udp/")
+        })
 }
 
 /// Credential upload: a hold reason, if the command could send a credential
@@ -329,6 +333,27 @@ fn catastrophic_target(t: &str) -> bool {
     SYSTEM.contains(&t)
 }
 
+/// Disks, partitions and raw memory: writing them destroys the system.
+fn is_disk_device(path: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "/dev/sd",
+        "/dev/hd",
+        "/dev/vd",
+        "/dev/xvd",
+        "/dev/nvme",
+        "/dev/mmcblk",
+        "/dev/disk",
+        "/dev/rdisk",
+        "/dev/mapper/",
+        "/dev/dm-",
+        "/dev/md",
+        "/dev/loop",
+        "/dev/nbd",
+    ];
+    PREFIXES.iter().any(|p| path.starts_with(p))
+        || matches!(path, "/dev/mem" | "/dev/kmem" | "/dev/port")
+}
+
 /// A hard-deny reason, if a piece is catastrophic (checked in every posture).
 pub fn catastrophic(p: &Piece) -> Option<String> {
     let args = p.args();
@@ -364,11 +389,11 @@ pub fn catastrophic(p: &Piece) -> Option<String> {
             .map(|t| format!("find -delete over `{t}`")),
         "dd" => args
             .iter()
-            .find(|a| a.starts_with("of=/dev/") && !a.starts_with("of=/dev/null"))
+            .find(|a| a.strip_prefix("of=").is_some_and(is_disk_device))
             .map(|a| format!("dd writes a device ({a})")),
         "shred" => args
             .iter()
-            .find(|a| a.starts_with("/dev/"))
+            .find(|a| is_disk_device(a))
             .map(|a| format!("shred of a device ({a})")),
         _ => None,
     };
@@ -377,15 +402,7 @@ pub fn catastrophic(p: &Piece) -> Option<String> {
     }
     p.redirects
         .iter()
-        .find(|r| {
-            r.writes_file()
-                && r.target.text.starts_with("/dev/")
-                && !matches!(
-                    r.target.text.as_str(),
-                    "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
-                )
-                && !r.target.text.starts_with("/dev/fd/")
-        })
+        .find(|r| r.writes_file() && is_disk_device(&r.target.text))
         .map(|r| format!("redirection onto a device ({})", r.target.text))
 }
 

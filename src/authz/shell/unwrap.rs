@@ -214,6 +214,14 @@ fn peel(piece: &mut Piece, out: &mut Vec<Piece>, budget: &mut usize) -> Result<(
         {
             piece.uncertain = Some(format!("`{name}` runs commands read from stdin"));
         }
+        if name == "git"
+            && piece
+                .argv
+                .windows(2)
+                .any(|w| w[0] == "-c" && w[1].to_ascii_lowercase().starts_with("alias."))
+        {
+            piece.uncertain = Some("a git alias defined on the command line".into());
+        }
         if name == "eval" {
             let payload = piece.args().join(" ");
             let dynamic = piece.dynamic.iter().skip(1).any(|d| *d);
