@@ -91,8 +91,37 @@ pub fn check_path(
     None
 }
 
-/// Files a shell command visibly writes.
+/// Files a shell command visibly writes. A relative target after a static
+/// `cd DIR` is reported both as written and joined to `DIR`, so
+/// `cd .git/hooks && echo x > pre-commit` is seen.
 pub fn shell_write_targets(a: &Analysis) -> Vec<String> {
+    let mut v = shell_write_targets_raw(a);
+    let mut dirs: Vec<String> = Vec::new();
+    for p in &a.pieces {
+        if matches!(p.program(), "cd" | "pushd") {
+            if let Some(d) = p.args().iter().find(|a| !a.starts_with('-')) {
+                let joined = match dirs.last() {
+                    Some(prev) if !d.starts_with('/') && !d.starts_with('~') => {
+                        format!("{prev}/{d}")
+                    }
+                    _ => d.clone(),
+                };
+                dirs.push(joined);
+            }
+        }
+    }
+    let relative: Vec<String> = v
+        .iter()
+        .filter(|t| !t.starts_with('/') && !t.starts_with('~'))
+        .cloned()
+        .collect();
+    for d in &dirs {
+        v.extend(relative.iter().map(|t| format!("{d}/{t}")));
+    }
+    v
+}
+
+fn shell_write_targets_raw(a: &Analysis) -> Vec<String> {
     let mut v = Vec::new();
     for p in &a.pieces {
         for r in &p.redirects {
@@ -221,5 +250,7 @@ mod tests {
             "echo x > .git/hooks/pre-commit; cp a .envrc; git config core.hooksPath h; git config --get x",
         ));
         assert_eq!(t, vec![".git/hooks/pre-commit", ".envrc", ".git/config"]);
+        let t = shell_write_targets(&analyze("cd .git && cd hooks && echo x > pre-commit"));
+        assert!(t.contains(&".git/hooks/pre-commit".to_string()), "{t:?}");
     }
 }
