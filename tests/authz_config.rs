@@ -329,3 +329,14 @@ fn permissions_file_errors_name_file_line_and_key() {
     );
     assert!(msg.contains("rules[0].action"), "{msg}");
 }
+
+#[test]
+fn debug_output_never_shows_raw_section_values() {
+    let e = Env::new(
+        "[providers.x]\napi_key = \"sk-SECRET-123\"\n[opensandbox]\napi_key = \"os-SECRET-456\"\n",
+    );
+    let s = e.load().unwrap();
+    let dbg = format!("{s:?}");
+    assert!(!dbg.contains("SECRET"), "{dbg}");
+    assert!(dbg.contains("providers"));
+}

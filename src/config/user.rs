@@ -34,7 +34,9 @@ pub const KNOWN_KEYS: &[&str] = &[
     "agent",
 ];
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// `Debug` is written by hand: raw sections (providers, opensandbox, …) may
+/// hold API keys, so only their key names are shown.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct UserConfig {
     pub approval_policy: Option<Approval>,
@@ -59,6 +61,35 @@ pub struct UserConfig {
     pub mcp_servers: Option<toml::Table>,
     pub tui: Option<toml::Table>,
     pub agent: Option<toml::Table>,
+}
+
+fn table_keys(t: Option<&toml::Table>) -> Option<Vec<&String>> {
+    t.map(|t| t.keys().collect())
+}
+
+impl std::fmt::Debug for UserConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserConfig")
+            .field("approval_policy", &self.approval_policy)
+            .field("sandbox_mode", &self.sandbox_mode)
+            .field("model", &self.model)
+            .field("reasoning_effort", &self.reasoning_effort)
+            .field("max_subagents", &self.max_subagents)
+            .field("allow_shell", &self.allow_shell)
+            .field("trust", &self.trust.as_ref().map(|_| "…"))
+            .field("sandbox", &self.sandbox)
+            .field("hooks", &self.hooks)
+            .field("tools", &self.tools)
+            .field("provider", &self.provider)
+            .field("base_url", &self.base_url)
+            .field("providers", &self.providers.keys().collect::<Vec<_>>())
+            .field("opensandbox", &table_keys(self.opensandbox.as_ref()))
+            .field("mcp", &table_keys(self.mcp.as_ref()))
+            .field("mcp_servers", &table_keys(self.mcp_servers.as_ref()))
+            .field("tui", &table_keys(self.tui.as_ref()))
+            .field("agent", &table_keys(self.agent.as_ref()))
+            .finish()
+    }
 }
 
 /// `[sandbox]`.
