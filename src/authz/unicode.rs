@@ -63,10 +63,16 @@ pub fn find_hidden(text: &str) -> Vec<Hidden> {
 /// The text with every hidden character shown as `<U+XXXX>` (and other
 /// non-printing characters escaped), for the rejection message.
 pub fn escape(text: &str) -> String {
-    let hidden: Vec<usize> = find_hidden(text).iter().map(|h| h.position).collect();
+    // One pass, in step with `find_hidden`'s positions (linear in the input).
+    let hidden = find_hidden(text);
+    let mut next = hidden.iter().map(|h| h.position).peekable();
     let mut s = String::with_capacity(text.len());
     for (i, c) in text.chars().enumerate() {
-        if hidden.contains(&i) || (c.is_control() && c != '\n' && c != '\t') {
+        let is_hidden = next.peek() == Some(&i);
+        if is_hidden {
+            next.next();
+        }
+        if is_hidden || (c.is_control() && c != '\n' && c != '\t') {
             s.push_str(&format!("<U+{:04X}>", c as u32));
         } else {
             s.push(c);
@@ -96,10 +102,15 @@ pub fn rejection(text: &str) -> Option<String> {
     } else {
         String::new()
     };
+    // Long commands are shown cut (the positions above still locate everything).
+    const SHOWN: usize = 2000;
+    let mut shown: String = escape(text).chars().take(SHOWN + 1).collect();
+    if shown.chars().count() > SHOWN {
+        shown = shown.chars().take(SHOWN).collect::<String>() + "…";
+    }
     Some(format!(
-        "hidden Unicode in the command: {}{more}; command as received: {}",
+        "hidden Unicode in the command: {}{more}; command as received: {shown}",
         list.join(", "),
-        escape(text)
     ))
 }
 
