@@ -270,7 +270,8 @@ impl Parser<'_> {
         loop {
             self.skip_blanks();
             let Some(c) = self.peek() else { break };
-            if at_start && c == '#' {
+            // `#` at the start of a token begins a comment (inside a word it does not).
+            if c == '#' {
                 self.skip_comment();
                 continue;
             }

@@ -118,3 +118,43 @@ fn background_marks_pieces() {
     let b = analyze("ls &> /dev/null");
     assert!(!b.pieces[0].background);
 }
+
+#[test]
+fn more_operators_and_quoting() {
+    assert_eq!(programs("a |& b"), vec!["a", "b"]);
+    assert_eq!(
+        programs("a &>> log; b 2>&1 >/dev/null"),
+        vec!["a &>>log", "b 2>&1 >/dev/null"]
+    );
+    assert_eq!(
+        programs("tee >(gzip > x.gz) < in"),
+        vec!["gzip >x.gz", "tee <(…) <in"]
+    );
+    assert_eq!(programs(r"echo $'\162\155' $'\u0072m'"), vec!["echo rm rm"]);
+    assert_eq!(
+        programs("cat <<-EOF\n\t$(id)\n\tEOF\nls"),
+        vec!["cat <<-EOF", "id", "ls"]
+    );
+    assert_eq!(programs("echo a\\\nb"), vec!["echo ab"]);
+    assert_eq!(programs("# only a comment"), Vec::<String>::new());
+    assert_eq!(programs("ls # trailing comment; rm -rf /"), vec!["ls"]);
+    assert_eq!(
+        programs("echo \"a # not a comment\""),
+        vec!["echo a # not a comment"]
+    );
+    assert_eq!(programs("! grep -q x f"), vec!["grep -q x f"]);
+}
+
+#[test]
+fn large_inputs_are_bounded() {
+    let big = "echo x; ".repeat(9000); // > 64 KiB
+    let a = analyze(&big);
+    assert!(a.failure.is_some());
+    let many = "true\n".repeat(600);
+    let a = analyze(&many);
+    assert!(
+        a.failure.as_deref().is_some_and(|f| f.contains("commands")),
+        "{:?}",
+        a.failure
+    );
+}
