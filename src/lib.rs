@@ -2,7 +2,9 @@
 //! execution host. See `docs/ARCHITECTURE.md` for the module map.
 
 pub mod agent;
+pub mod authz;
 pub mod cli;
+pub mod config;
 pub mod exit;
 pub mod host;
 pub mod policy;

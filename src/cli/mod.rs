@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod exec;
+pub mod permissions;
 pub mod sandbox;
 pub mod undo;
 
@@ -29,6 +30,9 @@ pub enum Command {
     Undo(undo::UndoArgs),
     /// Restore the working folder to snapshot N, or list snapshots (`--list`).
     Restore(undo::RestoreArgs),
+    /// Explain what the authorization pipeline decides, without running anything.
+    #[command(subcommand)]
+    Permissions(permissions::PermissionsCommand),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -40,6 +44,7 @@ pub fn main() -> i32 {
         Command::Auth(cmd) => auth::run(cmd),
         Command::Undo(args) => undo::run_undo(args),
         Command::Restore(args) => undo::run_restore(args),
+        Command::Permissions(cmd) => permissions::run(cmd),
     }
 }
 

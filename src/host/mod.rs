@@ -7,12 +7,12 @@
 pub mod backend;
 pub mod enforcement;
 pub mod error;
+#[cfg(target_os = "linux")]
+pub mod linux;
 #[cfg(target_os = "macos")]
 pub mod macos;
 pub mod opensandbox;
 pub mod plain_spawn;
-#[cfg(target_os = "linux")]
-pub mod linux;
 pub mod request;
 pub mod seatbelt;
 pub mod windows;

@@ -1,0 +1,457 @@
+//! Gates 2, 3, 4, 6 and 8 of the pipeline (see [`super::pipeline`]).
+//!
+//! Each function only adds to the running outcome through [`Acc`]; the
+//! order and the places where a loosening is allowed live in `authorize`.
+
+use super::call::{SessionGrants, ToolCall, ToolKind};
+use super::floor;
+use super::hooks::HookAnswer;
+use super::pipeline::{Acc, Context};
+use super::posture::{Approval, Mode, Posture};
+use super::readonly;
+use super::shell::Analysis;
+use super::unicode;
+use super::verdict::{AskKind, DecidedBy, Decision, Gate};
+use std::path::Path;
+
+pub(super) fn gate_admission(
+    acc: &mut Acc,
+    call: &ToolCall,
+    posture: &Posture,
+    ctx: &Context<'_>,
+    kind: Option<ToolKind>,
+    executable: bool,
+) {
+    let name = call.tool.as_str();
+    let deny = |acc: &mut Acc, why: &str| {
+        acc.tighten(
+            Gate::Admission,
+            Decision::Deny,
+            DecidedBy::Posture,
+            None,
+            false,
+            why,
+        )
+    };
+    let listed = |l: &[String]| l.iter().any(|t| t == name);
+    let Some(kind) = kind else {
+        return deny(acc, &format!("unknown tool `{name}`"));
+    };
+    if !executable {
+        return deny(acc, &format!("tool `{name}` has no execution registration"));
+    }
+    if listed(&ctx.admission.allow) && listed(&ctx.admission.deny) {
+        return deny(
+            acc,
+            &format!("tool `{name}` is in both the allow and the deny list"),
+        );
+    }
+    if listed(&ctx.admission.deny) {
+        return deny(acc, &format!("tool `{name}` is in the deny list"));
+    }
+    if !ctx.admission.allow.is_empty() && !listed(&ctx.admission.allow) {
+        return deny(acc, &format!("tool `{name}` is not in the allow list"));
+    }
+    if kind == ToolKind::Shell && posture.shell_disabled {
+        return deny(acc, "shell is disabled (allow_shell = false)");
+    }
+    if kind == ToolKind::Shell && call.command_line().is_none() {
+        return deny(acc, "shell call without a command");
+    }
+    if posture.mode == Mode::Plan
+        && matches!(kind, ToolKind::Write | ToolKind::Mcp | ToolKind::Subagent)
+    {
+        return deny(
+            acc,
+            &format!("Plan mode reads and searches only: `{name}` is not admitted"),
+        );
+    }
+    acc.note(Gate::Admission, None, None, &format!("`{name}` admitted"));
+}
+
+pub(super) fn gate_hooks(acc: &mut Acc, hooks: &[HookAnswer]) {
+    if hooks.is_empty() {
+        acc.note(Gate::Hooks, None, None, "no hook ran");
+        return;
+    }
+    // Fold deny > ask > allow; a hard deny (exit 2) outranks a soft one.
+    let worst = hooks.iter().max_by_key(|h| (h.decision, h.hard)).cloned();
+    if let Some(h) = worst {
+        let note = format!("{} (hook `{}`)", h.reason, h.hook);
+        match h.decision {
+            Decision::Deny => acc.tighten(
+                Gate::Hooks,
+                Decision::Deny,
+                DecidedBy::Hook,
+                None,
+                true,
+                &note,
+            ),
+            Decision::Ask => acc.tighten(
+                Gate::Hooks,
+                Decision::Ask,
+                DecidedBy::Hook,
+                Some(AskKind::Hold),
+                false,
+                &note,
+            ),
+            Decision::Allow => acc.note(
+                Gate::Hooks,
+                Some(Decision::Allow),
+                Some(DecidedBy::Hook),
+                &format!("{} hook(s): no objection", hooks.len()),
+            ),
+        }
+    }
+}
+
+fn inside(path: &str, cwd: &Path, ws: &Path) -> bool {
+    if path.starts_with('~') || path.starts_with('$') {
+        return false;
+    }
+    let mut out = std::path::PathBuf::new();
+    for c in cwd.join(path).components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out.starts_with(ws)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gate_baseline(
+    acc: &mut Acc,
+    posture: &Posture,
+    kind: Option<ToolKind>,
+    analysis: Option<&Analysis>,
+    paths: &[String],
+    call: &ToolCall,
+    ctx: &Context<'_>,
+) {
+    let full = posture.approval == Approval::FullAccess;
+    let auto = posture.approval == Approval::AutoReview;
+    let ordinary = |acc: &mut Acc, why: &str| {
+        acc.tighten(
+            Gate::Baseline,
+            Decision::Ask,
+            DecidedBy::Posture,
+            Some(AskKind::Ordinary),
+            false,
+            why,
+        );
+        if auto {
+            acc.to_reviewer = true;
+        }
+    };
+    match kind {
+        Some(ToolKind::Read | ToolKind::Web) => acc.note(
+            Gate::Baseline,
+            Some(Decision::Allow),
+            Some(DecidedBy::Posture),
+            "reads only",
+        ),
+        Some(ToolKind::Write) => {
+            let cwd = if call.cwd.as_os_str().is_empty() {
+                ctx.workspace
+            } else {
+                call.cwd.as_path()
+            };
+            if full {
+                acc.note(
+                    Gate::Baseline,
+                    Some(Decision::Allow),
+                    Some(DecidedBy::Posture),
+                    "Full Access",
+                );
+            } else if paths.is_empty() {
+                ordinary(acc, "file write with no recognisable target path");
+            } else if let Some(out) = paths.iter().find(|p| !inside(p, cwd, ctx.workspace)) {
+                ordinary(acc, &format!("writes `{out}` outside the workspace"));
+            } else {
+                acc.note(
+                    Gate::Baseline,
+                    Some(Decision::Allow),
+                    Some(DecidedBy::Posture),
+                    "edits inside the workspace apply without asking",
+                );
+            }
+        }
+        Some(ToolKind::Shell) => {
+            let Some(a) = analysis else { return };
+            let ro = readonly::is_read_only(a);
+            if posture.mode == Mode::Plan && !ro {
+                acc.tighten(
+                    Gate::Baseline,
+                    Decision::Deny,
+                    DecidedBy::Posture,
+                    None,
+                    false,
+                    "Plan mode: only read-only shell commands run",
+                );
+            } else if full {
+                acc.note(
+                    Gate::Baseline,
+                    Some(Decision::Allow),
+                    Some(DecidedBy::Posture),
+                    "Full Access",
+                );
+            } else if let Some(f) = &a.failure {
+                acc.tighten(
+                    Gate::Baseline,
+                    Decision::Ask,
+                    DecidedBy::Posture,
+                    Some(AskKind::Hold),
+                    false,
+                    &format!("the command could not be fully analysed ({f}); held"),
+                );
+            } else if let Some(u) = a.pieces.iter().find_map(|p| p.uncertain.clone()) {
+                acc.tighten(
+                    Gate::Baseline,
+                    Decision::Ask,
+                    DecidedBy::Posture,
+                    Some(AskKind::Hold),
+                    false,
+                    &format!("{u}; held"),
+                );
+            } else if ro {
+                acc.note(
+                    Gate::Baseline,
+                    Some(Decision::Allow),
+                    Some(DecidedBy::Posture),
+                    "read-only command",
+                );
+            } else if auto
+                && posture.sandbox_mode().is_sandboxed()
+                && a.pieces.iter().all(|p| {
+                    readonly::piece_is_read_only(p) || readonly::piece_is_sandboxed_build(p)
+                })
+            {
+                acc.note(
+                    Gate::Baseline,
+                    Some(Decision::Allow),
+                    Some(DecidedBy::Posture),
+                    "auto-review (deterministic): build/test command inside the sandbox",
+                );
+            } else {
+                let first = a
+                    .pieces
+                    .iter()
+                    .find(|p| !readonly::piece_is_read_only(p))
+                    .map(|p| p.display())
+                    .unwrap_or_default();
+                ordinary(acc, &format!("`{first}` is not read-only"));
+            }
+        }
+        Some(ToolKind::Mcp | ToolKind::Subagent) => {
+            if full {
+                acc.note(
+                    Gate::Baseline,
+                    Some(Decision::Allow),
+                    Some(DecidedBy::Posture),
+                    "Full Access",
+                );
+            } else {
+                ordinary(acc, "this tool needs approval");
+            }
+        }
+        None => {}
+    }
+}
+
+pub(super) fn gate_floor(
+    acc: &mut Acc,
+    posture: &Posture,
+    command: Option<&str>,
+    analysis: Option<&Analysis>,
+    ctx: &Context<'_>,
+) {
+    let (Some(cmd), Some(a)) = (command, analysis) else {
+        acc.note(Gate::Floor, None, None, "not a shell command");
+        return;
+    };
+    let destructive = a
+        .pieces
+        .iter()
+        .find_map(|p| floor::destructive(p).filter(|_| p.background || posture.no_human()));
+    if posture.approval == Approval::FullAccess {
+        match destructive {
+            Some(d) => acc.tighten(
+                Gate::Floor,
+                Decision::Deny,
+                DecidedBy::Floor,
+                None,
+                true,
+                &format!("{d} in a background/headless run (fatal even in Full Access)"),
+            ),
+            None => acc.note(
+                Gate::Floor,
+                None,
+                None,
+                "safety floor skipped (Full Access)",
+            ),
+        }
+        return;
+    }
+    if let Some(msg) = unicode::rejection(cmd) {
+        acc.tighten(
+            Gate::Floor,
+            Decision::Deny,
+            DecidedBy::Floor,
+            None,
+            true,
+            &msg,
+        );
+        return;
+    }
+    let mut any = false;
+    if let Some(r) = floor::credential_upload(a, ctx.floor) {
+        acc.tighten(
+            Gate::Floor,
+            Decision::Ask,
+            DecidedBy::Floor,
+            Some(AskKind::Hold),
+            false,
+            &r,
+        );
+        any = true;
+    }
+    if let Some(r) = floor::publishing(a) {
+        acc.tighten(
+            Gate::Floor,
+            Decision::Ask,
+            DecidedBy::Floor,
+            Some(AskKind::Hold),
+            false,
+            &r,
+        );
+        any = true;
+    }
+    if let Some(r) = a.pieces.iter().find_map(floor::destructive_unknown_target) {
+        acc.tighten(
+            Gate::Floor,
+            Decision::Ask,
+            DecidedBy::Floor,
+            Some(AskKind::Hold),
+            false,
+            &r,
+        );
+        any = true;
+    }
+    if let Some(d) = destructive {
+        acc.tighten(
+            Gate::Floor,
+            Decision::Ask,
+            DecidedBy::Floor,
+            Some(AskKind::Hold),
+            false,
+            &format!("{d} in a background/headless run"),
+        );
+        any = true;
+    }
+    if posture.approval == Approval::AutoReview {
+        if let Some(r) = high_risk(a) {
+            acc.tighten(
+                Gate::Floor,
+                Decision::Deny,
+                DecidedBy::Floor,
+                None,
+                false,
+                &format!("auto-review (deterministic): high risk — {r}"),
+            );
+            any = true;
+        }
+    }
+    if !any {
+        acc.note(Gate::Floor, None, None, "nothing on the safety floor");
+    }
+}
+
+/// What the deterministic Auto-Review layer blocks outright.
+fn high_risk(a: &Analysis) -> Option<String> {
+    const NET: &[&str] = &["curl", "wget", "fetch", "nc", "ncat"];
+    const SHELLS: &[&str] = &[
+        "sh", "bash", "zsh", "dash", "ksh", "python", "python3", "perl", "ruby", "node",
+    ];
+    for p in &a.pieces {
+        if matches!(p.program(), "sudo" | "su" | "doas" | "pkexec")
+            || p.via.iter().any(|v| v == "sudo" || v == "doas")
+        {
+            return Some(format!("privilege escalation `{}`", p.display()));
+        }
+        if p.pipe_index > 0
+            && SHELLS.contains(&p.program())
+            && p.args().iter().all(|x| x.starts_with('-'))
+        {
+            let feeds = a.pieces.iter().any(|q| {
+                q.pipeline == p.pipeline
+                    && q.pipe_index < p.pipe_index
+                    && NET.contains(&q.program())
+            });
+            if feeds {
+                return Some(format!("downloaded code piped into `{}`", p.program()));
+            }
+        }
+    }
+    None
+}
+
+pub(super) fn gate_human(acc: &mut Acc, posture: &Posture, grants: &SessionGrants, key: &str) {
+    if acc.decision != Decision::Ask {
+        let note = if acc.denied() {
+            "not reached"
+        } else {
+            "no question"
+        };
+        acc.note(Gate::Human, None, None, note);
+        return;
+    }
+    let kind = acc.ask_kind.unwrap_or(AskKind::Hold);
+    if posture.approval == Approval::NeverRun {
+        acc.tighten(
+            Gate::Human,
+            Decision::Deny,
+            DecidedBy::Posture,
+            None,
+            false,
+            &format!("approval policy never-run: {}", acc.reason.clone()),
+        );
+    } else if posture.approval == Approval::FullAccess {
+        let r = format!("Full Access auto-approves: {}", acc.reason);
+        acc.set(Gate::Human, Decision::Allow, DecidedBy::Posture, &r);
+    } else if kind != AskKind::Hold && grants.covers(key) {
+        acc.set(
+            Gate::Human,
+            Decision::Allow,
+            DecidedBy::SessionRule,
+            &format!("approved for the session (`{key}`)"),
+        );
+    } else if acc.to_reviewer && kind == AskKind::Ordinary && !posture.headless {
+        acc.note(
+            Gate::Human,
+            Some(Decision::Ask),
+            Some(DecidedBy::Posture),
+            "goes to the model reviewer",
+        );
+    } else if posture.no_human() {
+        let r = format!("no one can answer (headless): {}", acc.reason);
+        acc.tighten(
+            Gate::Human,
+            Decision::Deny,
+            DecidedBy::Posture,
+            None,
+            false,
+            &r,
+        );
+    } else {
+        acc.note(
+            Gate::Human,
+            Some(Decision::Ask),
+            None,
+            "waiting for you (y once / a this kind / n deny)",
+        );
+    }
+}

@@ -1,0 +1,384 @@
+//! The nine gates as one pure function: [`authorize`].
+//!
+//! Inputs: the tool call, the posture (gate 1's output), and a [`Context`]
+//! holding the rules, the hooks' answers (run beforehand by
+//! [`super::hooks::run_before`]), the session grants, the tool registry and
+//! admission lists, and host facts. No I/O happens here, so the same inputs
+//! always give the same [`Verdict`].
+//!
+//! Monotonicity: gates 6 and 7 can only tighten (`max`); gate 5's allow only
+//! waives gate 4's *ordinary* ask; gate 8 answers only questions, and only
+//! within what their [`AskKind`] permits; a deny is final.
+
+use super::call::{grant_key, Admission, SessionGrants, ToolCall, ToolKind, ToolRegistry};
+use super::floor::FloorContext;
+use super::gates::{gate_admission, gate_baseline, gate_floor, gate_hooks, gate_human};
+use super::hooks::HookAnswer;
+use super::posture::{Approval, Posture};
+use super::repo::{self, RepoFinding};
+use super::rules::{RuleQuery, RuleSet};
+use super::shell::{self, Analysis};
+use super::verdict::{AskKind, DecidedBy, Decision, Gate, GateOutcome, Verdict};
+use std::path::Path;
+
+/// Everything besides the call and the posture that the gates consult.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    pub rules: &'a RuleSet,
+    pub hooks: &'a [HookAnswer],
+    pub grants: &'a SessionGrants,
+    pub registry: &'a ToolRegistry,
+    pub admission: &'a Admission,
+    pub workspace: &'a Path,
+    pub floor: &'a FloorContext,
+}
+
+/// The running state while the gates are applied.
+pub(super) struct Acc {
+    pub(super) decision: Decision,
+    pub(super) by: DecidedBy,
+    pub(super) gate: Gate,
+    pub(super) reason: String,
+    pub(super) ask_kind: Option<AskKind>,
+    pub(super) hard: bool,
+    pub(super) to_reviewer: bool,
+    pub(super) trace: Vec<GateOutcome>,
+}
+
+impl Acc {
+    fn new() -> Self {
+        Acc {
+            decision: Decision::Allow,
+            by: DecidedBy::Posture,
+            gate: Gate::Baseline,
+            reason: "nothing objected".into(),
+            ask_kind: None,
+            hard: false,
+            to_reviewer: false,
+            trace: Vec::new(),
+        }
+    }
+
+    /// Strictest wins: adopt `d` when it is stricter (or, for two asks, when
+    /// it is less releasable).
+    pub(super) fn tighten(
+        &mut self,
+        gate: Gate,
+        d: Decision,
+        by: DecidedBy,
+        kind: Option<AskKind>,
+        hard: bool,
+        reason: &str,
+    ) {
+        let adopt = d > self.decision
+            || (d == Decision::Ask && self.decision == Decision::Ask && kind > self.ask_kind)
+            || (d == Decision::Deny && self.decision == Decision::Deny && hard && !self.hard);
+        if adopt {
+            self.decision = d;
+            self.by = by;
+            self.gate = gate;
+            self.reason = reason.to_string();
+            self.ask_kind = if d == Decision::Ask { kind } else { None };
+            self.hard = hard && d == Decision::Deny;
+        }
+        self.note(gate, Some(d), Some(by), reason);
+    }
+
+    /// Replace the outcome (only used where the spec permits a loosening:
+    /// gate 5's allow over an ordinary ask, gate 8's answers).
+    pub(super) fn set(&mut self, gate: Gate, d: Decision, by: DecidedBy, reason: &str) {
+        self.decision = d;
+        self.by = by;
+        self.gate = gate;
+        self.reason = reason.to_string();
+        if d != Decision::Ask {
+            self.ask_kind = None;
+            self.to_reviewer = false;
+        }
+        self.note(gate, Some(d), Some(by), reason);
+    }
+
+    pub(super) fn note(
+        &mut self,
+        gate: Gate,
+        produced: Option<Decision>,
+        by: Option<DecidedBy>,
+        note: &str,
+    ) {
+        if produced == Some(Decision::Allow) && self.decision == Decision::Allow && by.is_some() {
+            // The latest explicit allow explains an allowed call.
+            self.reason = note.to_string();
+            self.gate = gate;
+            self.by = by.unwrap_or(self.by);
+        }
+        self.trace.push(GateOutcome {
+            gate,
+            produced,
+            running: self.decision,
+            by,
+            note: note.to_string(),
+        });
+    }
+
+    pub(super) fn denied(&self) -> bool {
+        self.decision == Decision::Deny
+    }
+}
+
+/// Run the nine gates for one call. Gate 8 answers what the session grants
+/// and the posture can; a remaining `Ask` waits for [`Verdict::answer`].
+pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdict {
+    let mut acc = Acc::new();
+    let spec = ctx.registry.get(&call.tool);
+    let kind = spec.map(|s| s.kind);
+    let command = if kind == Some(ToolKind::Shell) {
+        call.command_line()
+    } else {
+        None
+    };
+    let analysis: Option<Analysis> = command.as_deref().map(shell::analyze);
+    let paths = call.target_paths();
+    let full = posture.approval == Approval::FullAccess;
+
+    // Gate 1: settings and posture.
+    acc.note(
+        Gate::Settings,
+        None,
+        Some(DecidedBy::Posture),
+        &posture.describe(),
+    );
+
+    // Gate 2: mode and tool admission.
+    gate_admission(
+        &mut acc,
+        call,
+        posture,
+        ctx,
+        kind,
+        spec.is_some_and(|s| s.executable),
+    );
+
+    // Gate 3: hooks (answers computed beforehand).
+    if !acc.denied() {
+        gate_hooks(&mut acc, ctx.hooks);
+    }
+
+    // Gate 4: the tool's baseline approval.
+    if !acc.denied() {
+        gate_baseline(
+            &mut acc,
+            posture,
+            kind,
+            analysis.as_ref(),
+            &paths,
+            call,
+            ctx,
+        );
+    }
+
+    // Gate 5: the rules file.
+    if !acc.denied() {
+        let q = RuleQuery {
+            tool: &call.tool,
+            workspace: ctx.workspace,
+            shell: analysis.as_ref(),
+            paths: &paths,
+        };
+        let out = ctx.rules.evaluate(&q);
+        match out.decision {
+            None => acc.note(Gate::Rules, None, None, "no rule matches"),
+            Some(Decision::Deny) => acc.tighten(
+                Gate::Rules,
+                Decision::Deny,
+                DecidedBy::Rule,
+                None,
+                out.hard,
+                &out.because,
+            ),
+            Some(Decision::Ask) => {
+                if full {
+                    acc.note(
+                        Gate::Rules,
+                        Some(Decision::Ask),
+                        Some(DecidedBy::Rule),
+                        &format!("{} — does not prompt in Full Access", out.because),
+                    );
+                } else {
+                    acc.tighten(
+                        Gate::Rules,
+                        Decision::Ask,
+                        DecidedBy::Rule,
+                        Some(AskKind::Rule),
+                        false,
+                        &out.because,
+                    )
+                }
+            }
+            Some(Decision::Allow) => {
+                let certain = analysis.as_ref().is_none_or(Analysis::is_certain);
+                if acc.decision == Decision::Ask
+                    && acc.ask_kind == Some(AskKind::Ordinary)
+                    && certain
+                {
+                    acc.set(
+                        Gate::Rules,
+                        Decision::Allow,
+                        DecidedBy::Rule,
+                        &format!("{} waives the ordinary approval", out.because),
+                    );
+                } else {
+                    acc.note(
+                        Gate::Rules,
+                        Some(Decision::Allow),
+                        Some(DecidedBy::Rule),
+                        &format!("{} (allow waives only an ordinary approval)", out.because),
+                    );
+                }
+            }
+        }
+    }
+
+    // Gate 6: auto-review (deterministic layer) + safety floor.
+    if !acc.denied() {
+        gate_floor(
+            &mut acc,
+            posture,
+            command.as_deref(),
+            analysis.as_ref(),
+            ctx,
+        );
+    }
+
+    // Gate 7: repository rules.
+    if !acc.denied() {
+        let mut written = if kind == Some(ToolKind::Write) {
+            paths.clone()
+        } else {
+            Vec::new()
+        };
+        if let Some(a) = &analysis {
+            written.extend(repo::shell_write_targets(a));
+        }
+        let cwd = if call.cwd.as_os_str().is_empty() {
+            ctx.workspace
+        } else {
+            call.cwd.as_path()
+        };
+        match repo::check(&written, cwd, ctx.workspace, ctx.floor) {
+            Some(RepoFinding::Block(r)) => acc.tighten(
+                Gate::Repository,
+                Decision::Deny,
+                DecidedBy::Repository,
+                None,
+                true,
+                &r,
+            ),
+            Some(RepoFinding::Question(r)) if full => acc.tighten(
+                Gate::Repository,
+                Decision::Deny,
+                DecidedBy::Repository,
+                None,
+                true,
+                &format!("{r} (a repository question is a block in Full Access)"),
+            ),
+            Some(RepoFinding::Question(r)) => acc.tighten(
+                Gate::Repository,
+                Decision::Ask,
+                DecidedBy::Repository,
+                Some(AskKind::Hold),
+                false,
+                &r,
+            ),
+            None => acc.note(Gate::Repository, None, None, "no protected path written"),
+        }
+    }
+
+    // Gate 8: human approval — what can be answered without asking.
+    let key = grant_key(call, analysis.as_ref());
+    gate_human(&mut acc, posture, ctx.grants, &key);
+
+    // Gate 9: worker permissions + sandbox (enforced when the host runs it).
+    let sandbox = posture.sandbox_mode();
+    if acc.denied() {
+        acc.note(Gate::Sandbox, None, None, "not reached");
+    } else {
+        acc.note(
+            Gate::Sandbox,
+            None,
+            Some(DecidedBy::Sandbox),
+            &format!("runs under the `{sandbox}` sandbox policy"),
+        );
+    }
+
+    Verdict {
+        decision: acc.decision,
+        decided_by: acc.by,
+        gate: acc.gate,
+        reason: acc.reason,
+        ask_kind: acc.ask_kind,
+        hard: acc.hard,
+        // Only an ordinary question goes to the model reviewer; holds and
+        // rule questions are the human's.
+        to_reviewer: acc.to_reviewer
+            && acc.decision == Decision::Ask
+            && acc.ask_kind == Some(AskKind::Ordinary)
+            && !posture.headless,
+        grant_key: key,
+        sandbox: Some(sandbox),
+        trace: acc.trace,
+    }
+}
+
+/// The human's answer at gate 8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HumanAnswer {
+    /// `y`: this call only.
+    Once,
+    /// `a`: this kind for the rest of the session.
+    Session,
+    /// `n`: deny.
+    Deny,
+}
+
+impl Verdict {
+    /// Apply the human's answer to a pending question. An approval covers
+    /// this one call and never skips gate 9; `a` records a session grant
+    /// unless the question was a hold (holds are released one call at a time).
+    pub fn answer(mut self, answer: HumanAnswer, grants: &mut SessionGrants) -> Verdict {
+        if self.decision != Decision::Ask {
+            return self;
+        }
+        let (d, note) = match answer {
+            HumanAnswer::Deny => (Decision::Deny, "you denied it".to_string()),
+            HumanAnswer::Once => (Decision::Allow, "you approved this call".to_string()),
+            HumanAnswer::Session => {
+                if self.ask_kind == Some(AskKind::Hold) {
+                    (
+                        Decision::Allow,
+                        "you approved this call (a hold is never granted for the session)"
+                            .to_string(),
+                    )
+                } else {
+                    grants.grant(self.grant_key.clone());
+                    (
+                        Decision::Allow,
+                        format!("you approved `{}` for the session", self.grant_key),
+                    )
+                }
+            }
+        };
+        self.decision = d;
+        self.decided_by = DecidedBy::You;
+        self.gate = Gate::Human;
+        self.reason = note.clone();
+        self.ask_kind = None;
+        self.to_reviewer = false;
+        if let Some(g) = self.trace.iter_mut().find(|g| g.gate == Gate::Human) {
+            g.produced = Some(d);
+            g.running = d;
+            g.by = Some(DecidedBy::You);
+            g.note = note;
+        }
+        self
+    }
+}

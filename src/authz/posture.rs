@@ -1,0 +1,209 @@
+//! Postures: mode (Tab) × approval (Shift+Tab), and what each implies.
+//!
+//! The posture is gate 1's output. It fixes which tools are admitted (Plan
+//! reads only), which calls ask (Ask: any shell command that is not
+//! read-only), and the sandbox mode a call runs under: Plan → `read-only`,
+//! Ask and Auto-Review → `workspace-write`, Full Access → none. A setting can
+//! only narrow that range ([`Posture::sandbox_mode`] takes the stricter).
+
+use crate::policy::SandboxMode;
+use serde::{Deserialize, Serialize};
+
+/// What the agent is doing this turn.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum, Default,
+)]
+#[serde(rename_all = "kebab-case")]
+#[clap(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Reads and searches only; writes and non-read-only shell are denied.
+    Plan,
+    /// Edits files and runs commands.
+    #[default]
+    Work,
+    /// Work's permissions, run as a goal with sub-agents and a reviewer.
+    Operate,
+}
+
+/// How much the human is asked. Ordered loosest → strictest, so the
+/// tighten-only merges of the config are `max`.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+    Default,
+)]
+#[serde(rename_all = "kebab-case")]
+#[clap(rename_all = "kebab-case")]
+pub enum Approval {
+    /// Asks nothing; runs without the OS sandbox (repository rules and
+    /// rules-file denies still apply).
+    FullAccess,
+    /// Deterministic rules approve what they prove safe; the rest goes to a
+    /// model reviewer (headless: deterministic layer only).
+    AutoReview,
+    /// Workspace edits apply; shell commands that are not read-only ask.
+    #[default]
+    Ask,
+    /// Config-only: anything that would ask is denied instead.
+    NeverRun,
+}
+
+impl Approval {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approval::FullAccess => "full-access",
+            Approval::AutoReview => "auto-review",
+            Approval::Ask => "ask",
+            Approval::NeverRun => "never-run",
+        }
+    }
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Plan => "plan",
+            Mode::Work => "work",
+            Mode::Operate => "operate",
+        }
+    }
+}
+
+/// Gate 1's output: everything about the turn the later gates depend on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Posture {
+    pub mode: Mode,
+    pub approval: Approval,
+    /// The sandbox mode the settings allow at most (`sandbox_mode` of the
+    /// merged config). The posture's own implied mode is tightened by it.
+    pub configured_sandbox: Option<SandboxMode>,
+    /// No human can answer a question (headless `exec`, CI).
+    pub headless: bool,
+    /// The call runs as a background task (nobody watches it finish).
+    pub background: bool,
+    /// `allow_shell = false` in the merged settings.
+    pub shell_disabled: bool,
+}
+
+impl Default for Posture {
+    fn default() -> Self {
+        Posture::new(Mode::Work, Approval::Ask)
+    }
+}
+
+impl Posture {
+    pub fn new(mode: Mode, approval: Approval) -> Self {
+        Posture {
+            mode,
+            approval,
+            configured_sandbox: None,
+            headless: false,
+            background: false,
+            shell_disabled: false,
+        }
+    }
+
+    /// The sandbox mode the posture implies before settings narrow it.
+    pub fn implied_sandbox(&self) -> SandboxMode {
+        if self.mode == Mode::Plan {
+            return SandboxMode::ReadOnly;
+        }
+        match self.approval {
+            Approval::FullAccess => SandboxMode::DangerFullAccess,
+            Approval::AutoReview | Approval::Ask | Approval::NeverRun => {
+                SandboxMode::WorkspaceWrite
+            }
+        }
+    }
+
+    /// The sandbox mode gate 9 applies: the posture's, narrowed by settings.
+    ///
+    /// `external-sandbox` in the settings is kept as such when the posture
+    /// would have no sandbox anyway (the user says a container encloses us).
+    pub fn sandbox_mode(&self) -> SandboxMode {
+        let implied = self.implied_sandbox();
+        match self.configured_sandbox {
+            None => implied,
+            Some(cfg) if cfg.strictness() == implied.strictness() && !implied.is_sandboxed() => cfg,
+            Some(cfg) => implied.tighten(cfg),
+        }
+    }
+
+    /// Whether nobody is there to answer a question. A background task in
+    /// an interactive session can still ask (its question waits); only a
+    /// headless run has no one.
+    pub fn no_human(&self) -> bool {
+        self.headless
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "mode={} approval={} sandbox={}{}{}{}",
+            self.mode.as_str(),
+            self.approval.as_str(),
+            self.sandbox_mode(),
+            if self.headless { " headless" } else { "" },
+            if self.background { " background" } else { "" },
+            if self.shell_disabled {
+                " allow_shell=false"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sandbox_by_posture() {
+        assert_eq!(
+            Posture::new(Mode::Plan, Approval::FullAccess).sandbox_mode(),
+            SandboxMode::ReadOnly
+        );
+        assert_eq!(
+            Posture::new(Mode::Work, Approval::Ask).sandbox_mode(),
+            SandboxMode::WorkspaceWrite
+        );
+        assert_eq!(
+            Posture::new(Mode::Work, Approval::AutoReview).sandbox_mode(),
+            SandboxMode::WorkspaceWrite
+        );
+        assert_eq!(
+            Posture::new(Mode::Operate, Approval::FullAccess).sandbox_mode(),
+            SandboxMode::DangerFullAccess
+        );
+    }
+
+    #[test]
+    fn settings_only_narrow() {
+        let mut p = Posture::new(Mode::Work, Approval::FullAccess);
+        p.configured_sandbox = Some(SandboxMode::WorkspaceWrite);
+        assert_eq!(p.sandbox_mode(), SandboxMode::WorkspaceWrite);
+        p.configured_sandbox = Some(SandboxMode::ExternalSandbox);
+        assert_eq!(p.sandbox_mode(), SandboxMode::ExternalSandbox);
+        let mut q = Posture::new(Mode::Work, Approval::Ask);
+        q.configured_sandbox = Some(SandboxMode::DangerFullAccess);
+        assert_eq!(q.sandbox_mode(), SandboxMode::WorkspaceWrite);
+        q.configured_sandbox = Some(SandboxMode::ReadOnly);
+        assert_eq!(q.sandbox_mode(), SandboxMode::ReadOnly);
+    }
+
+    #[test]
+    fn approval_order_is_strictness() {
+        assert!(Approval::FullAccess < Approval::AutoReview);
+        assert!(Approval::AutoReview < Approval::Ask);
+        assert!(Approval::Ask < Approval::NeverRun);
+    }
+}

@@ -1,0 +1,169 @@
+//! The user config (`~/.codewhale/config.toml`) as a typed value.
+//!
+//! Sections owned by other parts of codewhale are kept raw
+//! (`opensandbox`, `providers`, `mcp`, `tui`, …) so they can be typed there
+//! without editing these structs. Unknown top-level keys are not errors
+//! (newer configs must load in older binaries) but are reported by name.
+
+use crate::authz::{Admission, Approval, HooksConfig};
+use crate::host::{BackendChoice, HostSettings};
+use crate::policy::{CachePolicy, SandboxMode, SandboxPolicy};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Top-level keys this struct knows; anything else is reported.
+pub const KNOWN_KEYS: &[&str] = &[
+    "approval_policy",
+    "sandbox_mode",
+    "model",
+    "reasoning_effort",
+    "max_subagents",
+    "allow_shell",
+    "trust",
+    "sandbox",
+    "hooks",
+    "tools",
+    "provider",
+    "base_url",
+    "providers",
+    "opensandbox",
+    "mcp",
+    "mcp_servers",
+    "tui",
+    "agent",
+];
+
+/// `Debug` is written by hand: raw sections (providers, opensandbox, …) may
+/// hold API keys, so only their key names are shown.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UserConfig {
+    pub approval_policy: Option<Approval>,
+    pub sandbox_mode: Option<SandboxMode>,
+    pub model: Option<String>,
+    pub reasoning_effort: Option<String>,
+    pub max_subagents: Option<u32>,
+    pub allow_shell: Option<bool>,
+    /// Trusted-project settings (owned by onboarding; kept raw).
+    pub trust: Option<toml::Value>,
+    pub sandbox: SandboxSection,
+    pub hooks: HooksConfig,
+    /// Tool admission lists (gate 2): `[tools] allow = […]`, `deny = […]`.
+    pub tools: Admission,
+    pub provider: Option<String>,
+    pub base_url: Option<String>,
+    /// Provider definitions (owned by `provider/`; kept raw).
+    pub providers: BTreeMap<String, toml::Table>,
+    /// OpenSandbox backend settings (owned by `host/opensandbox`; kept raw).
+    pub opensandbox: Option<toml::Table>,
+    pub mcp: Option<toml::Table>,
+    pub mcp_servers: Option<toml::Table>,
+    pub tui: Option<toml::Table>,
+    pub agent: Option<toml::Table>,
+}
+
+fn table_keys(t: Option<&toml::Table>) -> Option<Vec<&String>> {
+    t.map(|t| t.keys().collect())
+}
+
+impl std::fmt::Debug for UserConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserConfig")
+            .field("approval_policy", &self.approval_policy)
+            .field("sandbox_mode", &self.sandbox_mode)
+            .field("model", &self.model)
+            .field("reasoning_effort", &self.reasoning_effort)
+            .field("max_subagents", &self.max_subagents)
+            .field("allow_shell", &self.allow_shell)
+            .field("trust", &self.trust.as_ref().map(|_| "…"))
+            .field("sandbox", &self.sandbox)
+            .field("hooks", &self.hooks)
+            .field("tools", &self.tools)
+            .field("provider", &self.provider)
+            .field("base_url", &self.base_url)
+            .field("providers", &self.providers.keys().collect::<Vec<_>>())
+            .field("opensandbox", &table_keys(self.opensandbox.as_ref()))
+            .field("mcp", &table_keys(self.mcp.as_ref()))
+            .field("mcp_servers", &table_keys(self.mcp_servers.as_ref()))
+            .field("tui", &table_keys(self.tui.as_ref()))
+            .field("agent", &table_keys(self.agent.as_ref()))
+            .finish()
+    }
+}
+
+/// `[sandbox]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxSection {
+    pub backend: Option<BackendChoice>,
+    pub bwrap_path: Option<PathBuf>,
+    /// Extra unreadable paths (`~/`-relative or absolute); add-only.
+    pub deny_read: Vec<String>,
+    /// Extra write-protected paths; add-only.
+    pub protect_write: Vec<String>,
+    pub writable_roots: Vec<PathBuf>,
+    pub network: Option<bool>,
+    /// Run unsandboxed when no backend is available (labelled as such).
+    pub allow_unsandboxed: Option<bool>,
+    pub env: EnvSection,
+    pub caches: CacheSection,
+}
+
+/// `[sandbox.env]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EnvSection {
+    pub keep: Vec<String>,
+    pub set: BTreeMap<String, String>,
+    pub scrub_secrets: Option<bool>,
+}
+
+/// `[sandbox.caches]`: switch individual toolchain caches off (all on by default).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheSection {
+    pub cargo: Option<bool>,
+    pub npm: Option<bool>,
+    pub xdg_cache: Option<bool>,
+    pub go: Option<bool>,
+    pub pip: Option<bool>,
+}
+
+impl SandboxSection {
+    /// The sandbox policy for `mode` in `workspace`, with this section applied.
+    pub fn policy(&self, mode: SandboxMode, workspace: &Path) -> SandboxPolicy {
+        let mut p = SandboxPolicy::new(mode, workspace);
+        p.writable_roots = self.writable_roots.clone();
+        if let Some(n) = self.network {
+            p.network = n;
+        }
+        p.extra_deny_read = self.deny_read.clone();
+        p.extra_protect_write = self.protect_write.clone();
+        p.env.keep = self.env.keep.clone();
+        p.env.set = self.env.set.clone();
+        if let Some(s) = self.env.scrub_secrets {
+            p.env.scrub_secrets = s;
+        }
+        let d = CachePolicy::default();
+        let c = &self.caches;
+        p.caches = CachePolicy {
+            cargo: c.cargo.unwrap_or(d.cargo),
+            npm: c.npm.unwrap_or(d.npm),
+            xdg_cache: c.xdg_cache.unwrap_or(d.xdg_cache),
+            go: c.go.unwrap_or(d.go),
+            pip: c.pip.unwrap_or(d.pip),
+        };
+        p
+    }
+
+    /// Host settings (backend choice, bwrap path, unsandboxed fallback).
+    pub fn host_settings(&self) -> HostSettings {
+        HostSettings {
+            backend: self.backend.unwrap_or_default(),
+            bwrap_path: self.bwrap_path.clone(),
+            allow_unsandboxed: self.allow_unsandboxed.unwrap_or(false),
+            opensandbox: None,
+        }
+    }
+}
