@@ -592,6 +592,7 @@ mod tests {
         assert!(resolve(&p, &facts(t.path())).unwrap().deny_read.is_empty());
     }
 
+    #[cfg(unix)]
     #[test]
     fn symlinked_deny_read_is_matched_canonically() {
         let t = tempfile::tempdir().unwrap();
