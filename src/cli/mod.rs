@@ -1,5 +1,6 @@
 //! Command-line interface (clap derive; doc comments are the help text).
 
+pub mod probe;
 pub mod sandbox;
 
 use clap::{Parser, Subcommand};
@@ -17,6 +18,12 @@ pub enum Command {
     /// Run or explain commands under a sandbox policy.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
+    /// Attempt one syscall and print its errno (for the sandbox tests).
+    #[command(name = "__probe", hide = true)]
+    Probe(probe::ProbeArgs),
+    /// The in-sandbox helper stage (started by bwrap, not by users).
+    #[command(name = "__sandbox-helper", hide = true)]
+    SandboxHelper(sandbox::HelperArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -24,6 +31,8 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     match cli.command {
         Command::Sandbox(cmd) => sandbox::run(cmd),
+        Command::Probe(args) => probe::run(args),
+        Command::SandboxHelper(args) => sandbox::helper(args),
     }
 }
 

@@ -7,7 +7,11 @@
 pub mod backend;
 pub mod enforcement;
 pub mod error;
+pub mod linux;
 pub mod request;
+pub mod select;
+#[cfg(target_os = "linux")]
+pub mod supervise;
 
 pub use backend::{BackendChoice, BackendKind};
 pub use enforcement::{Enforcement, EnforcementLevel};
@@ -30,17 +34,18 @@ pub struct HostSettings {
 
 /// Run one command under `policy`.
 ///
-/// PLACEHOLDER until the bubblewrap backend lands: always reports the
-/// sandbox as unavailable.
+/// Selection and dispatch live in [`select`]; the blocking work runs on a
+/// blocking thread, while the process itself is forked from the host's
+/// long-lived spawner thread (see [`supervise`]) so a retiring tokio worker
+/// cannot take a running sandbox down with it.
 pub async fn run(
     policy: &SandboxPolicy,
     settings: &HostSettings,
     req: ExecRequest,
 ) -> Result<ExecOutcome, HostError> {
-    let _ = (policy, settings, req);
-    Err(HostError::Unavailable {
-        backend: "auto".into(),
-        reason: "no backend is built yet".into(),
-        remedy: None,
-    })
+    let policy = policy.clone();
+    let settings = settings.clone();
+    tokio::task::spawn_blocking(move || select::run_blocking(&policy, &settings, &req))
+        .await
+        .map_err(|e| HostError::io("host task", std::io::Error::other(e.to_string())))?
 }

@@ -1,0 +1,386 @@
+//! The thin spawn step of the bwrap backend: find bwrap, prepare the
+//! placeholder sources and the status pipe, run the plan under
+//! supervision, read the helper's report, and clean up placeholders.
+
+use super::bwrap::{plan, BwrapOptions, BwrapPlan, Placeholder};
+use super::helper::{HelperSpec, HelperStatus, SUBCOMMAND};
+use super::seccomp::SeccompOptions;
+use crate::host::enforcement::{Enforcement, EnforcementLevel};
+use crate::host::request::{ExecOutcome, ExecRequest};
+use crate::host::{supervise, BackendKind, HostError};
+use crate::policy::ResolvedPolicy;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Find the bwrap binary: `configured` if given, else the first `bwrap` on
+/// `PATH` — never one inside the workspace (a planted fake would run with
+/// our privileges and report a sandbox that does not exist).
+pub fn find_bwrap(configured: Option<&Path>, workspace: &Path) -> Result<PathBuf, HostError> {
+    let unavailable = |reason: String, remedy: &str| HostError::Unavailable {
+        backend: "bwrap".into(),
+        reason,
+        remedy: Some(remedy.into()),
+    };
+    let candidates: Vec<PathBuf> = match configured {
+        Some(p) => vec![p.to_path_buf()],
+        None => which::which_all("bwrap")
+            .map(|i| i.collect())
+            .unwrap_or_default(),
+    };
+    let mut rejected = Vec::new();
+    for c in candidates {
+        let Ok(abs) = std::fs::canonicalize(&c) else {
+            continue;
+        };
+        if !c.is_absolute() || abs.starts_with(workspace) {
+            rejected.push(abs);
+            continue;
+        }
+        return Ok(abs);
+    }
+    if rejected.is_empty() {
+        Err(unavailable(
+            "bwrap (bubblewrap) was not found on PATH".into(),
+            "install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) \
+             or set [sandbox] bwrap_path",
+        ))
+    } else {
+        Err(unavailable(
+            format!(
+                "refusing bwrap inside the workspace or relative to it: {}",
+                rejected
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "install bubblewrap system-wide and remove the workspace from PATH",
+        ))
+    }
+}
+
+/// Read-only, empty sources for placeholder mounts, in a per-user
+/// directory only we can write (checked, since /tmp is shared).
+fn placeholder_sources() -> Result<(PathBuf, PathBuf), HostError> {
+    let uid = nix::unistd::getuid().as_raw();
+    let base = super::bwrap::placeholder_base();
+    let io = |what: &str, e| HostError::io(format!("{what} {}", base.display()), e);
+    match std::fs::create_dir(&base) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io("creating", e)),
+    }
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| io("securing", e))?;
+    let meta = std::fs::symlink_metadata(&base).map_err(|e| io("checking", e))?;
+    if !meta.is_dir() || meta.uid() != uid {
+        return Err(HostError::Unavailable {
+            backend: "bwrap".into(),
+            reason: format!("{} is not a directory owned by uid {uid}", base.display()),
+            remedy: Some(format!("remove {} and retry", base.display())),
+        });
+    }
+    let file = base.join("empty-file");
+    let dir = base.join("empty-dir");
+    if !file.is_file() {
+        std::fs::write(&file, b"").map_err(|e| io("creating placeholder in", e))?;
+    }
+    if !dir.is_dir() {
+        std::fs::create_dir(&dir).map_err(|e| io("creating placeholder in", e))?;
+    }
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444))
+        .map_err(|e| io("securing placeholder in", e))?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555))
+        .map_err(|e| io("securing placeholder in", e))?;
+    Ok((file, dir))
+}
+
+/// The bwrap options for running `command` through the helper stage.
+pub fn options(
+    bwrap: &Path,
+    cwd: &Path,
+    spec: Option<&HelperSpec>,
+    command: Vec<OsString>,
+) -> Result<BwrapOptions, HostError> {
+    let (placeholder_file, placeholder_dir) = placeholder_sources()?;
+    let helper = match spec {
+        Some(spec) => {
+            let exe = std::env::current_exe()
+                .map_err(|e| HostError::io("locating the codewhale binary", e))?;
+            let json = serde_json::to_string(spec)
+                .map_err(|e| HostError::io("encoding the helper spec", e.into()))?;
+            Some((exe, vec![SUBCOMMAND.into(), "--spec".into(), json.into()]))
+        }
+        None => None,
+    };
+    Ok(BwrapOptions {
+        bwrap: bwrap.to_path_buf(),
+        cwd: cwd.to_path_buf(),
+        placeholder_file,
+        placeholder_dir,
+        helper,
+        command,
+    })
+}
+
+/// The topmost ancestor of `p` (or `p`) that does not exist yet: what bwrap
+/// will create on the host as a mount point, and what cleanup removes.
+fn topmost_missing(p: &Path) -> PathBuf {
+    let mut top = p.to_path_buf();
+    let mut cur = p.parent();
+    while let Some(c) = cur {
+        if c.symlink_metadata().is_ok() {
+            break;
+        }
+        top = c.to_path_buf();
+        cur = c.parent();
+    }
+    top
+}
+
+/// Remove the mount points bwrap created for placeholders, if they are
+/// still empty (an empty file or a tree of empty directories).
+fn cleanup(created: &[PathBuf]) {
+    fn remove_if_empty(p: &Path) {
+        match std::fs::symlink_metadata(p) {
+            Ok(m) if m.is_file() && m.len() == 0 => {
+                let _ = std::fs::remove_file(p);
+            }
+            Ok(m) if m.is_dir() => {
+                if let Ok(rd) = std::fs::read_dir(p) {
+                    for e in rd.flatten() {
+                        remove_if_empty(&e.path());
+                    }
+                }
+                let _ = std::fs::remove_dir(p);
+            }
+            _ => {}
+        }
+    }
+    for p in created {
+        remove_if_empty(p);
+    }
+}
+
+/// A shared lock held by every bwrap run of this user. Placeholder mount
+/// points are removed only by a run that can take it exclusively: removing
+/// a mount point that another running sandbox still uses would detach that
+/// sandbox's protection.
+struct RunLock(std::fs::File);
+
+impl RunLock {
+    fn shared() -> Result<RunLock, HostError> {
+        let path = super::bwrap::placeholder_base().join("run.lock");
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| HostError::io(format!("opening {}", path.display()), e))?;
+        // SAFETY: flock on an fd we own.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH) } != 0 {
+            return Err(HostError::io(
+                format!("locking {}", path.display()),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(RunLock(f))
+    }
+
+    /// Whether this is the only run left (then cleanup is safe).
+    fn try_exclusive(&self) -> bool {
+        // SAFETY: flock on an fd we own; non-blocking.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    }
+}
+
+/// Turn bwrap's stderr into an actionable error.
+pub fn classify_failure(stderr: &str) -> HostError {
+    let text = stderr.trim();
+    let userns_restricted =
+        std::fs::read_to_string("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+            .map(|s| s.trim() == "1")
+            .unwrap_or(false);
+    let (reason, remedy) = if text.contains("setting up uid map")
+        || text.contains("No permissions to create")
+        || text.contains("Creating new namespace failed")
+    {
+        if userns_restricted {
+            (
+                "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)",
+                "add an AppArmor profile allowing userns for bwrap (Ubuntu 24.04: /etc/apparmor.d/bwrap-userns-restrict), or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or use --backend landlock",
+            )
+        } else {
+            (
+                "unprivileged user namespaces are not available",
+                "sysctl -w kernel.unprivileged_userns_clone=1 (Debian) or user.max_user_namespaces>0; in a container, allow unshare (e.g. docker --security-opt seccomp=unconfined); or use --backend landlock",
+            )
+        }
+    } else if text.contains("proc") && text.contains("mount") {
+        (
+            "/proc cannot be mounted in this container (the runtime masks it)",
+            "run the container with an unmasked /proc (docker --security-opt systempaths=unconfined) or use --backend landlock",
+        )
+    } else {
+        (
+            "bwrap could not set up the sandbox",
+            "run the command with --report-json and check bwrap's message above",
+        )
+    };
+    HostError::Unavailable {
+        backend: "bwrap".into(),
+        reason: if text.is_empty() {
+            reason.to_string()
+        } else {
+            format!("{reason}: {text}")
+        },
+        remedy: Some(remedy.into()),
+    }
+}
+
+fn enforcement(
+    policy: &ResolvedPolicy,
+    plan: &BwrapPlan,
+    status: &HelperStatus,
+    env_removed: Vec<String>,
+) -> Enforcement {
+    let (nnp, caps, seccomp, landlock) = match status {
+        HelperStatus::Applied {
+            no_new_privs,
+            capabilities_dropped,
+            seccomp,
+            landlock,
+        } => (
+            *no_new_privs,
+            *capabilities_dropped,
+            Some(seccomp.clone()),
+            landlock.clone(),
+        ),
+        HelperStatus::SetupFailed { .. } => (false, false, None, None),
+    };
+    let mut label = String::from("sandboxed: bwrap");
+    if seccomp.is_some() {
+        label.push_str("+seccomp");
+    }
+    if landlock.is_some() {
+        label.push_str("+landlock");
+    }
+    let network_enforced_by = if policy.network {
+        Vec::new()
+    } else {
+        vec!["netns".into(), "seccomp".into()]
+    };
+    Enforcement {
+        backend: BackendKind::Bwrap,
+        mode: policy.mode,
+        level: if plan.skipped.is_empty() {
+            EnforcementLevel::Full
+        } else {
+            EnforcementLevel::Partial
+        },
+        label,
+        namespaces: plan.namespaces.iter().map(|s| s.to_string()).collect(),
+        network_allowed: policy.network,
+        network_enforced_by,
+        no_new_privs: nnp,
+        capabilities_dropped: caps,
+        seccomp,
+        landlock,
+        masked_paths: plan.masked.clone(),
+        protected_paths: plan.protected.clone(),
+        env_removed,
+        partial: plan.skipped.clone(),
+        external: None,
+    }
+}
+
+/// Run `req` under bwrap with the helper stage.
+pub fn run(
+    policy: &ResolvedPolicy,
+    bwrap: &Path,
+    req: &ExecRequest,
+) -> Result<ExecOutcome, HostError> {
+    let (read_end, write_end): (OwnedFd, OwnedFd) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| HostError::io("creating the status pipe", e.into()))?;
+    let spec = HelperSpec {
+        status_fd: write_end.as_raw_fd(),
+        seccomp: SeccompOptions {
+            network: policy.network,
+            deny_unix_socket: false,
+        },
+    };
+    let cwd = req.cwd.clone().unwrap_or_else(|| policy.workspace.clone());
+    let command = req.argv.iter().map(OsString::from).collect();
+    let opts = options(bwrap, &cwd, Some(&spec), command)?;
+    let lock = RunLock::shared()?;
+    let plan = plan(policy, &opts).map_err(|e| HostError::Unavailable {
+        backend: "bwrap".into(),
+        reason: e.to_string(),
+        remedy: None,
+    })?;
+    let created: Vec<PathBuf> = plan
+        .placeholders
+        .iter()
+        .map(|Placeholder { path, .. }| topmost_missing(path))
+        .collect();
+
+    let base_env: Vec<(String, String)> = match &req.env {
+        Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        None => std::env::vars().collect(),
+    };
+    let scrubbed = policy.env.apply(base_env);
+    let mut cmd = std::process::Command::new(&plan.argv[0]);
+    cmd.args(&plan.argv[1..]);
+    cmd.env_clear().envs(&scrubbed.vars);
+
+    let reader = std::thread::spawn(move || {
+        let mut line = String::new();
+        let mut r = BufReader::new(std::fs::File::from(read_end));
+        match r.read_line(&mut line) {
+            Ok(n) if n > 0 => serde_json::from_str::<HelperStatus>(line.trim()).ok(),
+            _ => None,
+        }
+    });
+    let sup = supervise::run(cmd, vec![write_end], req);
+    let status = reader.join().ok().flatten();
+    if lock.try_exclusive() {
+        cleanup(&created);
+    }
+    drop(lock);
+    let sup = sup?;
+    let status = match status {
+        Some(HelperStatus::SetupFailed { error }) => {
+            return Err(HostError::Unavailable {
+                backend: "bwrap".into(),
+                reason: format!("the in-sandbox helper failed: {error}"),
+                remedy: None,
+            })
+        }
+        Some(s) => s,
+        None if sup.timed_out => {
+            return Err(HostError::Unavailable {
+                backend: "bwrap".into(),
+                reason: "timed out before the sandbox was set up".into(),
+                remedy: None,
+            })
+        }
+        None => {
+            return Err(classify_failure(&String::from_utf8_lossy(
+                &sup.stderr.bytes,
+            )))
+        }
+    };
+    let enforcement = enforcement(policy, &plan, &status, scrubbed.removed);
+    Ok(ExecOutcome {
+        exit: sup.exit,
+        timed_out: sup.timed_out,
+        duration: sup.duration,
+        stdout: sup.stdout,
+        stderr: sup.stderr,
+        enforcement,
+    })
+}

@@ -1,0 +1,174 @@
+//! Backend selection and dispatch.
+//!
+//! - `danger-full-access` / `external-sandbox` run without a local sandbox
+//!   and are labelled so.
+//! - An explicit `--backend bwrap` is used without probing (the hot path);
+//!   a setup failure is still reported as exit 125 from the helper's
+//!   status pipe.
+//! - `--backend auto` runs a *functional* probe once per process: the real
+//!   planner and helper running `true` under a short timeout.
+//! - Nothing falls back to unsandboxed silently: that needs
+//!   `allow_unsandboxed` (or `--backend none`), and the label says so.
+
+use super::request::{ExecOutcome, ExecRequest};
+use super::{BackendChoice, Enforcement, EnforcementLevel, HostError, HostSettings};
+use crate::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
+use std::time::Duration;
+
+/// Timeout of the functional probe.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn not_built(backend: &str, why: &str) -> HostError {
+    HostError::Unavailable {
+        backend: backend.into(),
+        reason: why.into(),
+        remedy: Some("use --backend auto or --backend bwrap on Linux".into()),
+    }
+}
+
+/// Run one command under `policy` (blocking; see [`super::run`]).
+pub fn run_blocking(
+    policy: &SandboxPolicy,
+    settings: &HostSettings,
+    req: &ExecRequest,
+) -> Result<ExecOutcome, HostError> {
+    match policy.mode {
+        SandboxMode::DangerFullAccess => {
+            return run_unsandboxed(policy, req, "danger-full-access: no sandbox by request")
+        }
+        SandboxMode::ExternalSandbox => {
+            let mut out = run_unsandboxed(
+                policy,
+                req,
+                "external-sandbox: isolation is provided outside codewhale",
+            )?;
+            out.enforcement.level = EnforcementLevel::External;
+            out.enforcement.label = "external-sandbox".into();
+            return Ok(out);
+        }
+        SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite => {}
+    }
+    match settings.backend {
+        BackendChoice::None => run_unsandboxed(policy, req, "--backend none requested"),
+        BackendChoice::Bwrap => run_bwrap(policy, settings, req),
+        BackendChoice::Auto => match probe_bwrap(policy, settings) {
+            Ok(()) => run_bwrap(policy, settings, req),
+            Err(e) if settings.allow_unsandboxed => {
+                let why = format!("no sandbox available ({e}); --allow-unsandboxed given");
+                run_unsandboxed(policy, req, &why)
+            }
+            Err(e) => Err(e),
+        },
+        BackendChoice::Landlock => Err(not_built(
+            "landlock",
+            "the landlock tier is not part of this build yet",
+        )),
+        BackendChoice::Seatbelt => Err(not_built("seatbelt", "Seatbelt exists only on macOS")),
+        BackendChoice::Opensandbox => Err(not_built(
+            "opensandbox",
+            "the OpenSandbox backend is not wired into `sandbox run` yet",
+        )),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn run_bwrap(
+    policy: &SandboxPolicy,
+    settings: &HostSettings,
+    req: &ExecRequest,
+) -> Result<ExecOutcome, HostError> {
+    let resolved = resolve(policy, &HostFacts::detect())?;
+    let bwrap =
+        super::linux::bwrap_spawn::find_bwrap(settings.bwrap_path.as_deref(), &resolved.workspace)?;
+    super::linux::bwrap_spawn::run(&resolved, &bwrap, req)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_bwrap(
+    _policy: &SandboxPolicy,
+    _settings: &HostSettings,
+    _req: &ExecRequest,
+) -> Result<ExecOutcome, HostError> {
+    Err(not_built("bwrap", "bubblewrap exists only on Linux"))
+}
+
+/// The functional probe, cached per process: the first answer stands.
+fn probe_bwrap(policy: &SandboxPolicy, settings: &HostSettings) -> Result<(), HostError> {
+    use std::sync::OnceLock;
+    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+    let answer = PROBE.get_or_init(|| {
+        let mut req = ExecRequest::new(vec!["true".into()]);
+        req.timeout = Some(PROBE_TIMEOUT);
+        req.output_cap = 16 * 1024;
+        let probe_policy = SandboxPolicy::new(SandboxMode::ReadOnly, &policy.workspace);
+        match run_bwrap(&probe_policy, settings, &req) {
+            Ok(out) if out.exit == super::ExitKind::Code(0) => Ok(()),
+            Ok(out) => Err(format!(
+                "probe `true` under bwrap exited with {:?}: {}",
+                out.exit,
+                out.stderr.text().trim()
+            )),
+            Err(e) => Err(e.to_string()),
+        }
+    });
+    answer.clone().map_err(|reason| HostError::Unavailable {
+        backend: "bwrap".into(),
+        reason,
+        remedy: None,
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn run_unsandboxed(
+    policy: &SandboxPolicy,
+    req: &ExecRequest,
+    why: &str,
+) -> Result<ExecOutcome, HostError> {
+    let Some((program, args)) = req.argv.split_first() else {
+        return Err(HostError::NotFound(String::new()));
+    };
+    let base_env: Vec<(String, String)> = match &req.env {
+        Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        None => std::env::vars().collect(),
+    };
+    let scrubbed = policy.env.apply(base_env);
+    let path_var = scrubbed.vars.get("PATH").cloned();
+    let resolved_program = which::which_in(program, path_var, &policy.workspace)
+        .map_err(|_| HostError::NotFound(program.clone()))?;
+    let mut cmd = std::process::Command::new(&resolved_program);
+    cmd.args(args)
+        .env_clear()
+        .envs(&scrubbed.vars)
+        .current_dir(req.cwd.as_ref().unwrap_or(&policy.workspace));
+    let sup = super::supervise::run(cmd, Vec::new(), req).map_err(|e| match e {
+        HostError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
+            HostError::NotExecutable {
+                path: resolved_program.clone(),
+                reason: source.to_string(),
+            }
+        }
+        other => other,
+    })?;
+    let mut enforcement = Enforcement::unsandboxed(policy.mode, why);
+    enforcement.env_removed = scrubbed.removed;
+    Ok(ExecOutcome {
+        exit: sup.exit,
+        timed_out: sup.timed_out,
+        duration: sup.duration,
+        stdout: sup.stdout,
+        stderr: sup.stderr,
+        enforcement,
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_unsandboxed(
+    _policy: &SandboxPolicy,
+    _req: &ExecRequest,
+    _why: &str,
+) -> Result<ExecOutcome, HostError> {
+    Err(not_built(
+        "none",
+        "process supervision is only implemented on Linux in this build",
+    ))
+}

@@ -1,0 +1,317 @@
+//! Process supervision shared by every local backend.
+//!
+//! Invariants:
+//! - The child starts a new session (`setsid`): it has no controlling
+//!   terminal, so it cannot inject keystrokes into ours, and it leads its
+//!   own process group, which is killed as a whole.
+//! - Every process is spawned from one long-lived spawner thread. The
+//!   parent-death signal (`PR_SET_PDEATHSIG`, also what bwrap's
+//!   `--die-with-parent` uses) fires when the *thread* that forked the child
+//!   exits; a short-lived tokio worker would otherwise kill a running
+//!   sandbox when the runtime retires it.
+//! - No file descriptor beyond stdio reaches the child unless listed in
+//!   `keep_fds` (a `close_range(CLOSE_RANGE_CLOEXEC)` sweep in `pre_exec`).
+//! - Output caps are enforced while streaming: bytes past the cap are
+//!   counted and dropped, so an endless `yes` costs constant memory.
+//! - On timeout the whole process group gets SIGKILL; after the child exits
+//!   the group is killed too (a leftover background job does not survive),
+//!   before the child is reaped so its pid cannot have been reused.
+
+use super::request::{CapturedOutput, ExecRequest, ExitKind, StdinSpec};
+use super::HostError;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long to wait for output pipes to close after the child is gone
+/// (a process that escaped the group could hold them open for ever).
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
+/// What supervision observed.
+#[derive(Debug)]
+pub struct Supervised {
+    pub pid: u32,
+    pub exit: ExitKind,
+    pub timed_out: bool,
+    pub duration: Duration,
+    pub stdout: CapturedOutput,
+    pub stderr: CapturedOutput,
+}
+
+type Job = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// The long-lived spawner thread (see the module docs for why).
+fn spawner() -> Result<&'static Mutex<mpsc::Sender<Job>>, HostError> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
+    if let Some(s) = SPAWNER.get() {
+        return Ok(s);
+    }
+    let (tx, rx) = mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name("codewhale-spawner".into())
+        .spawn(move || {
+            while let Ok((mut cmd, reply)) = rx.recv() {
+                let _ = reply.send(cmd.spawn());
+            }
+        })
+        .map_err(|e| HostError::io("starting the spawner thread", e))?;
+    // A racing initialiser may win; its thread is equally long-lived.
+    Ok(SPAWNER.get_or_init(|| Mutex::new(tx)))
+}
+
+/// Spawn `cmd` on the spawner thread.
+fn spawn_on_spawner(cmd: Command) -> Result<Child, HostError> {
+    let (reply_tx, reply_rx) = mpsc::channel();
+    {
+        let tx = spawner()?
+            .lock()
+            .map_err(|_| HostError::io("spawner", std::io::Error::other("poisoned lock")))?;
+        tx.send((cmd, reply_tx))
+            .map_err(|_| HostError::io("spawner", std::io::Error::other("spawner thread gone")))?;
+    }
+    match reply_rx.recv() {
+        Ok(r) => r.map_err(|e| HostError::io("spawning the command", e)),
+        Err(_) => Err(HostError::io(
+            "spawner",
+            std::io::Error::other("spawner thread gone"),
+        )),
+    }
+}
+
+/// Mark every fd from 3 up close-on-exec, then clear the flag on `keep`.
+/// Runs between fork and exec: async-signal-safe calls only.
+fn fd_sweep(keep: &[RawFd]) -> std::io::Result<()> {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only flips flags on the
+    // child's own descriptor table.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if rc != 0 {
+        // Kernels before 5.11: walk the table up to the soft limit.
+        // SAFETY: sysconf has no memory effects.
+        let max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
+        let max = if max <= 0 { 4096 } else { max.min(1 << 20) } as RawFd;
+        for fd in 3..max {
+            // SAFETY: F_SETFD on a possibly-closed fd fails harmlessly with EBADF.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+    }
+    for &fd in keep {
+        // SAFETY: clearing FD_CLOEXEC on an fd the parent handed to us.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Install the child-side setup on `cmd`: new session, parent-death
+/// signal, fd sweep keeping only `keep_fds`.
+pub fn prepare(cmd: &mut Command, keep_fds: Vec<RawFd>) {
+    // SAFETY: getpid is always safe.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure only makes async-signal-safe system calls
+    // (setsid, prctl, getppid, close_range/fcntl) and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl.
+            if libc::getppid() != parent {
+                libc::_exit(125);
+            }
+            fd_sweep(&keep_fds)
+        });
+    }
+}
+
+#[derive(Default)]
+struct Capture {
+    out: CapturedOutput,
+    done: bool,
+}
+
+fn pump(
+    mut src: impl Read,
+    cap: usize,
+    tee: Option<Box<dyn Write + Send>>,
+    state: Arc<Mutex<Capture>>,
+    done: mpsc::Sender<()>,
+) {
+    let mut tee = tee;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match src.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        if let Some(t) = tee.as_mut() {
+            if t.write_all(&buf[..n]).and_then(|_| t.flush()).is_err() {
+                tee = None;
+            }
+        }
+        let Ok(mut s) = state.lock() else { break };
+        s.out.total += n as u64;
+        let room = cap.saturating_sub(s.out.bytes.len());
+        let keep = room.min(n);
+        s.out.bytes.extend_from_slice(&buf[..keep]);
+        if keep < n {
+            s.out.truncated = true;
+        }
+    }
+    if let Ok(mut s) = state.lock() {
+        s.done = true;
+    }
+    let _ = done.send(());
+}
+
+fn kill_group(pid: i32) {
+    // SAFETY: kill with a negative pid signals the process group the child
+    // leads (it called setsid); ESRCH when it is already empty is fine.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
+
+/// Block until `pid` has exited, without reaping it (`WNOWAIT`), so the
+/// group can still be killed safely by its number.
+fn wait_exited_no_reap(pid: i32) {
+    loop {
+        // SAFETY: siginfo_t is plain data; waitid writes into it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own child with a valid out pointer.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}
+
+/// Spawn `cmd` (already carrying program, args, env and cwd) and supervise
+/// it according to `req`. `keep_fds` are passed to the child; the caller's
+/// copies are dropped right after the spawn. `on_spawn` runs once the child
+/// exists (the bwrap backend reads its status pipe there).
+pub fn run(
+    mut cmd: Command,
+    keep_fds: Vec<OwnedFd>,
+    req: &ExecRequest,
+) -> Result<Supervised, HostError> {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(match req.stdin {
+        StdinSpec::Null => Stdio::null(),
+        StdinSpec::Bytes(_) => Stdio::piped(),
+        StdinSpec::Inherit => Stdio::inherit(),
+    });
+    prepare(&mut cmd, keep_fds.iter().map(AsRawFd::as_raw_fd).collect());
+    let start = Instant::now();
+    let mut child = spawn_on_spawner(cmd)?;
+    drop(keep_fds);
+    let pid = child.id() as i32;
+
+    if let (StdinSpec::Bytes(bytes), Some(mut stdin)) = (&req.stdin, child.stdin.take()) {
+        let bytes = bytes.clone();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+    }
+    let (done_tx, done_rx) = mpsc::channel();
+    let out_state = Arc::new(Mutex::new(Capture::default()));
+    let err_state = Arc::new(Mutex::new(Capture::default()));
+    let mut pumps = 0;
+    if let Some(out) = child.stdout.take() {
+        let (st, tx) = (out_state.clone(), done_tx.clone());
+        let tee: Option<Box<dyn Write + Send>> = req
+            .tee
+            .then(|| Box::new(std::io::stdout()) as Box<dyn Write + Send>);
+        let cap = req.output_cap;
+        std::thread::spawn(move || pump(out, cap, tee, st, tx));
+        pumps += 1;
+    }
+    if let Some(err) = child.stderr.take() {
+        let (st, tx) = (err_state.clone(), done_tx.clone());
+        let tee: Option<Box<dyn Write + Send>> = req
+            .tee
+            .then(|| Box::new(std::io::stderr()) as Box<dyn Write + Send>);
+        let cap = req.output_cap;
+        std::thread::spawn(move || pump(err, cap, tee, st, tx));
+        pumps += 1;
+    }
+    drop(done_tx);
+
+    let timed_out = match req.timeout {
+        None => {
+            wait_exited_no_reap(pid);
+            false
+        }
+        Some(limit) => {
+            let (tx, rx) = mpsc::channel();
+            std::thread::spawn(move || {
+                wait_exited_no_reap(pid);
+                let _ = tx.send(());
+            });
+            match rx.recv_timeout(limit) {
+                Ok(()) => false,
+                Err(_) => {
+                    kill_group(pid);
+                    let _ = rx.recv();
+                    true
+                }
+            }
+        }
+    };
+    kill_group(pid);
+    let status = child
+        .wait()
+        .map_err(|e| HostError::io("waiting for the command", e))?;
+    let duration = start.elapsed();
+
+    let deadline = Instant::now() + DRAIN_GRACE;
+    for _ in 0..pumps {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if done_rx.recv_timeout(left).is_err() {
+            break;
+        }
+    }
+    let take = |s: &Arc<Mutex<Capture>>| {
+        s.lock()
+            .map(|mut c| std::mem::take(&mut c.out))
+            .unwrap_or_default()
+    };
+    let exit = match (status.code(), status.signal()) {
+        (Some(c), _) => ExitKind::Code(c),
+        (None, Some(s)) => ExitKind::Signal(s),
+        (None, None) => ExitKind::Code(crate::exit::FAILURE),
+    };
+    Ok(Supervised {
+        pid: pid as u32,
+        exit,
+        timed_out,
+        duration,
+        stdout: take(&out_state),
+        stderr: take(&err_state),
+    })
+}
+
