@@ -78,8 +78,9 @@ fn run_bwrap(
     req: &ExecRequest,
 ) -> Result<ExecOutcome, HostError> {
     let resolved = resolve(policy, &HostFacts::detect())?;
-    let bwrap =
-        super::linux::bwrap_spawn::find_bwrap(settings.bwrap_path.as_deref(), &resolved.workspace)?;
+    let mut writable: Vec<&std::path::Path> = vec![resolved.workspace.as_path()];
+    writable.extend(resolved.writable_roots.iter().map(|r| r.path.as_path()));
+    let bwrap = super::linux::bwrap_spawn::find_bwrap(settings.bwrap_path.as_deref(), &writable)?;
     super::linux::bwrap_spawn::run(&resolved, &bwrap, req)
 }
 

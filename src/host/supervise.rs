@@ -141,7 +141,6 @@ pub fn prepare(cmd: &mut Command, keep_fds: Vec<RawFd>) {
 #[derive(Default)]
 struct Capture {
     out: CapturedOutput,
-    done: bool,
 }
 
 fn pump(
@@ -173,9 +172,6 @@ fn pump(
         if keep < n {
             s.out.truncated = true;
         }
-    }
-    if let Ok(mut s) = state.lock() {
-        s.done = true;
     }
     let _ = done.send(());
 }
@@ -210,10 +206,19 @@ fn wait_exited_no_reap(pid: i32) {
     }
 }
 
+/// Spawn `cmd` from the spawner thread with the child-side setup of
+/// [`prepare`], passing `keep_fds` (our copies are closed afterwards).
+/// The child survives the exit of the calling thread.
+pub fn spawn(mut cmd: Command, keep_fds: Vec<OwnedFd>) -> Result<Child, HostError> {
+    prepare(&mut cmd, keep_fds.iter().map(AsRawFd::as_raw_fd).collect());
+    let child = spawn_on_spawner(cmd)?;
+    drop(keep_fds);
+    Ok(child)
+}
+
 /// Spawn `cmd` (already carrying program, args, env and cwd) and supervise
 /// it according to `req`. `keep_fds` are passed to the child; the caller's
-/// copies are dropped right after the spawn. `on_spawn` runs once the child
-/// exists (the bwrap backend reads its status pipe there).
+/// copies are dropped right after the spawn.
 pub fn run(
     mut cmd: Command,
     keep_fds: Vec<OwnedFd>,
@@ -225,10 +230,8 @@ pub fn run(
         StdinSpec::Bytes(_) => Stdio::piped(),
         StdinSpec::Inherit => Stdio::inherit(),
     });
-    prepare(&mut cmd, keep_fds.iter().map(AsRawFd::as_raw_fd).collect());
     let start = Instant::now();
-    let mut child = spawn_on_spawner(cmd)?;
-    drop(keep_fds);
+    let mut child = spawn(cmd, keep_fds)?;
     let pid = child.id() as i32;
 
     if let (StdinSpec::Bytes(bytes), Some(mut stdin)) = (&req.stdin, child.stdin.take()) {
@@ -315,3 +318,6 @@ pub fn run(
     })
 }
 
+#[cfg(test)]
+#[path = "supervise_tests.rs"]
+mod tests;

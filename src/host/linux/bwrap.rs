@@ -371,4 +371,3 @@ fn placeholder_for(e: &PathEntry) -> Placeholder {
         dir: e.dir_hint,
     }
 }
-

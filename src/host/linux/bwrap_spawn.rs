@@ -15,16 +15,51 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+/// Directories no trusted bwrap is taken from when searching `PATH`:
+/// anyone (or a sandboxed command in an earlier run) can plant files there.
+const UNTRUSTED_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
+
+/// Why `candidate` must not be used as bwrap, if it must not.
+fn untrusted(candidate: &Path, writable: &[&Path], from_path: bool) -> Option<String> {
+    if let Some(root) = writable.iter().find(|r| candidate.starts_with(r)) {
+        return Some(format!("inside the writable root {}", root.display()));
+    }
+    if !from_path {
+        return None;
+    }
+    if let Some(d) = UNTRUSTED_DIRS.iter().find(|d| candidate.starts_with(d)) {
+        return Some(format!("inside the shared directory {d}"));
+    }
+    let world_writable = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.mode() & 0o002 != 0)
+            .unwrap_or(true)
+    };
+    if world_writable(candidate) || candidate.parent().is_some_and(world_writable) {
+        return Some("world-writable (or in a world-writable directory)".into());
+    }
+    None
+}
+
 /// Find the bwrap binary: `configured` if given, else the first `bwrap` on
-/// `PATH` — never one inside the workspace (a planted fake would run with
-/// our privileges and report a sandbox that does not exist).
-pub fn find_bwrap(configured: Option<&Path>, workspace: &Path) -> Result<PathBuf, HostError> {
+/// `PATH` that is trustworthy — never one inside the workspace or another
+/// writable root, a shared temp directory, or a world-writable place (a
+/// planted fake would run with our privileges and report a sandbox that
+/// does not exist). The result is canonical (symlinks resolved).
+pub fn find_bwrap(configured: Option<&Path>, writable: &[&Path]) -> Result<PathBuf, HostError> {
     let unavailable = |reason: String, remedy: &str| HostError::Unavailable {
         backend: "bwrap".into(),
         reason,
         remedy: Some(remedy.into()),
     };
+    let from_path = configured.is_none();
     let candidates: Vec<PathBuf> = match configured {
+        Some(p) if !p.is_absolute() => {
+            return Err(unavailable(
+                format!("bwrap_path {} is not absolute", p.display()),
+                "give an absolute path",
+            ))
+        }
         Some(p) => vec![p.to_path_buf()],
         None => which::which_all("bwrap")
             .map(|i| i.collect())
@@ -33,13 +68,13 @@ pub fn find_bwrap(configured: Option<&Path>, workspace: &Path) -> Result<PathBuf
     let mut rejected = Vec::new();
     for c in candidates {
         let Ok(abs) = std::fs::canonicalize(&c) else {
+            rejected.push(format!("{} (does not exist)", c.display()));
             continue;
         };
-        if !c.is_absolute() || abs.starts_with(workspace) {
-            rejected.push(abs);
-            continue;
+        match untrusted(&abs, writable, from_path).or_else(|| untrusted(&c, writable, from_path)) {
+            Some(why) => rejected.push(format!("{} ({why})", c.display())),
+            None => return Ok(abs),
         }
-        return Ok(abs);
     }
     if rejected.is_empty() {
         Err(unavailable(
@@ -49,15 +84,8 @@ pub fn find_bwrap(configured: Option<&Path>, workspace: &Path) -> Result<PathBuf
         ))
     } else {
         Err(unavailable(
-            format!(
-                "refusing bwrap inside the workspace or relative to it: {}",
-                rejected
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            "install bubblewrap system-wide and remove the workspace from PATH",
+            format!("no trustworthy bwrap: refused {}", rejected.join(", ")),
+            "install bubblewrap system-wide (e.g. /usr/bin/bwrap)",
         ))
     }
 }
@@ -310,7 +338,10 @@ pub fn run(
         status_fd: write_end.as_raw_fd(),
         seccomp: SeccompOptions {
             network: policy.network,
-            deny_unix_socket: false,
+            // bwrap's network namespace does not isolate path-named unix
+            // sockets (a host docker.sock or ssh-agent stays connectable),
+            // so with network off socket(AF_UNIX) goes too; socketpair stays.
+            deny_unix_socket: !policy.network,
         },
     };
     let cwd = req.cwd.clone().unwrap_or_else(|| policy.workspace.clone());
