@@ -22,6 +22,9 @@ pub struct ProbeArgs {
     /// List the probe names.
     #[arg(long)]
     pub list: bool,
+    /// The socket path for `connect-unix`.
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<std::path::PathBuf>,
 }
 
 /// Every probe name, in catalogue order.
@@ -55,6 +58,7 @@ pub const PROBES: &[&str] = &[
     "socket-unix",
     "socketpair-unix",
     "mknod",
+    "connect-unix",
 ];
 
 #[cfg(target_os = "linux")]
@@ -306,6 +310,20 @@ pub fn run(args: ProbeArgs) -> i32 {
     };
     #[cfg(target_os = "linux")]
     {
+        if name == "connect-unix" {
+            let Some(path) = args.path else {
+                eprintln!("codewhale: __probe connect-unix needs --path");
+                return crate::exit::USAGE;
+            };
+            match std::os::unix::net::UnixStream::connect(&path) {
+                Ok(_) => println!("ok"),
+                Err(e) => println!(
+                    "err {:?}",
+                    nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0))
+                ),
+            }
+            return crate::exit::OK;
+        }
         match imp::run(&name, args.userns) {
             Ok(Ok(_)) => println!("ok"),
             Ok(Err(errno)) => println!("err {:?}", nix::errno::Errno::from_raw(errno)),

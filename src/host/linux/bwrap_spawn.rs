@@ -12,7 +12,7 @@ use crate::policy::ResolvedPolicy;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Directories no trusted bwrap is taken from when searching `PATH`:
@@ -90,42 +90,6 @@ pub fn find_bwrap(configured: Option<&Path>, writable: &[&Path]) -> Result<PathB
     }
 }
 
-/// Read-only, empty sources for placeholder mounts, in a per-user
-/// directory only we can write (checked, since /tmp is shared).
-fn placeholder_sources() -> Result<(PathBuf, PathBuf), HostError> {
-    let uid = nix::unistd::getuid().as_raw();
-    let base = super::bwrap::placeholder_base();
-    let io = |what: &str, e| HostError::io(format!("{what} {}", base.display()), e);
-    match std::fs::create_dir(&base) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(io("creating", e)),
-    }
-    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| io("securing", e))?;
-    let meta = std::fs::symlink_metadata(&base).map_err(|e| io("checking", e))?;
-    if !meta.is_dir() || meta.uid() != uid {
-        return Err(HostError::Unavailable {
-            backend: "bwrap".into(),
-            reason: format!("{} is not a directory owned by uid {uid}", base.display()),
-            remedy: Some(format!("remove {} and retry", base.display())),
-        });
-    }
-    let file = base.join("empty-file");
-    let dir = base.join("empty-dir");
-    if !file.is_file() {
-        std::fs::write(&file, b"").map_err(|e| io("creating placeholder in", e))?;
-    }
-    if !dir.is_dir() {
-        std::fs::create_dir(&dir).map_err(|e| io("creating placeholder in", e))?;
-    }
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444))
-        .map_err(|e| io("securing placeholder in", e))?;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555))
-        .map_err(|e| io("securing placeholder in", e))?;
-    Ok((file, dir))
-}
-
 /// The bwrap options for running `command` through the helper stage.
 pub fn options(
     bwrap: &Path,
@@ -133,7 +97,7 @@ pub fn options(
     spec: Option<&HelperSpec>,
     command: Vec<OsString>,
 ) -> Result<BwrapOptions, HostError> {
-    let (placeholder_file, placeholder_dir) = placeholder_sources()?;
+    let (placeholder_file, placeholder_dir) = super::placeholders::sources()?;
     let helper = match spec {
         Some(spec) => {
             let exe = std::env::current_exe()
@@ -152,77 +116,6 @@ pub fn options(
         helper,
         command,
     })
-}
-
-/// The topmost ancestor of `p` (or `p`) that does not exist yet: what bwrap
-/// will create on the host as a mount point, and what cleanup removes.
-fn topmost_missing(p: &Path) -> PathBuf {
-    let mut top = p.to_path_buf();
-    let mut cur = p.parent();
-    while let Some(c) = cur {
-        if c.symlink_metadata().is_ok() {
-            break;
-        }
-        top = c.to_path_buf();
-        cur = c.parent();
-    }
-    top
-}
-
-/// Remove the mount points bwrap created for placeholders, if they are
-/// still empty (an empty file or a tree of empty directories).
-fn cleanup(created: &[PathBuf]) {
-    fn remove_if_empty(p: &Path) {
-        match std::fs::symlink_metadata(p) {
-            Ok(m) if m.is_file() && m.len() == 0 => {
-                let _ = std::fs::remove_file(p);
-            }
-            Ok(m) if m.is_dir() => {
-                if let Ok(rd) = std::fs::read_dir(p) {
-                    for e in rd.flatten() {
-                        remove_if_empty(&e.path());
-                    }
-                }
-                let _ = std::fs::remove_dir(p);
-            }
-            _ => {}
-        }
-    }
-    for p in created {
-        remove_if_empty(p);
-    }
-}
-
-/// A shared lock held by every bwrap run of this user. Placeholder mount
-/// points are removed only by a run that can take it exclusively: removing
-/// a mount point that another running sandbox still uses would detach that
-/// sandbox's protection.
-struct RunLock(std::fs::File);
-
-impl RunLock {
-    fn shared() -> Result<RunLock, HostError> {
-        let path = super::bwrap::placeholder_base().join("run.lock");
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| HostError::io(format!("opening {}", path.display()), e))?;
-        // SAFETY: flock on an fd we own.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH) } != 0 {
-            return Err(HostError::io(
-                format!("locking {}", path.display()),
-                std::io::Error::last_os_error(),
-            ));
-        }
-        Ok(RunLock(f))
-    }
-
-    /// Whether this is the only run left (then cleanup is safe).
-    fn try_exclusive(&self) -> bool {
-        // SAFETY: flock on an fd we own; non-blocking.
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
-    }
 }
 
 /// Turn bwrap's stderr into an actionable error.
@@ -347,7 +240,6 @@ pub fn run(
     let cwd = req.cwd.clone().unwrap_or_else(|| policy.workspace.clone());
     let command = req.argv.iter().map(OsString::from).collect();
     let opts = options(bwrap, &cwd, Some(&spec), command)?;
-    let lock = RunLock::shared()?;
     let plan = plan(policy, &opts).map_err(|e| HostError::Unavailable {
         backend: "bwrap".into(),
         reason: e.to_string(),
@@ -356,8 +248,14 @@ pub fn run(
     let created: Vec<PathBuf> = plan
         .placeholders
         .iter()
-        .map(|Placeholder { path, .. }| topmost_missing(path))
+        .map(|Placeholder { path, .. }| super::placeholders::topmost_missing(path))
         .collect();
+    let roots: Vec<PathBuf> = policy
+        .writable_roots
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    let guard = super::placeholders::Guard::enter(&roots, &created)?;
 
     let base_env: Vec<(String, String)> = match &req.env {
         Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -378,10 +276,7 @@ pub fn run(
     });
     let sup = supervise::run(cmd, vec![write_end], req);
     let status = reader.join().ok().flatten();
-    if lock.try_exclusive() {
-        cleanup(&created);
-    }
-    drop(lock);
+    guard.leave();
     let sup = sup?;
     let status = match status {
         Some(HelperStatus::SetupFailed { error }) => {

@@ -12,4 +12,6 @@ pub mod caps;
 #[cfg(target_os = "linux")]
 pub mod helper;
 #[cfg(target_os = "linux")]
+pub mod placeholders;
+#[cfg(target_os = "linux")]
 pub mod seccomp_apply;
