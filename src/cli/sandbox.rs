@@ -191,8 +191,9 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| PathBuf::from("bwrap"));
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("codewhale"));
     let base = bwrap::placeholder_base();
-    // The status fd number is assigned when a run starts; 3 is shown.
-    let spec = serde_json::json!({ "status_fd": 3, "seccomp": seccomp_opts }).to_string();
+    // The fd numbers are assigned when a run starts; 3 and 4 are shown.
+    let spec = serde_json::json!({ "status_fd": 3, "lifeline_fd": 4, "seccomp": seccomp_opts })
+        .to_string();
     let opts = BwrapOptions {
         bwrap: bwrap_bin,
         cwd: resolved.workspace.clone(),

@@ -29,6 +29,10 @@ pub enum HostError {
     /// A remote backend failed (exit 125, or 75 when transient).
     #[error("{0}")]
     Remote(String),
+    /// The filesystem changed between resolving the policy and locking the
+    /// writable roots (a concurrent run's placeholder); resolve again.
+    #[error("{0} changed while the sandbox was being planned")]
+    Stale(PathBuf),
 }
 
 impl HostError {

@@ -15,6 +15,9 @@ use super::{BackendChoice, Enforcement, EnforcementLevel, HostError, HostSetting
 use crate::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
 use std::time::Duration;
 
+/// How often a run re-resolves after a concurrent run changed a protected path.
+const STALE_RETRIES: u32 = 5;
+
 /// Timeout of the functional probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -77,11 +80,20 @@ fn run_bwrap(
     settings: &HostSettings,
     req: &ExecRequest,
 ) -> Result<ExecOutcome, HostError> {
-    let resolved = resolve(policy, &HostFacts::detect())?;
-    let mut writable: Vec<&std::path::Path> = vec![resolved.workspace.as_path()];
-    writable.extend(resolved.writable_roots.iter().map(|r| r.path.as_path()));
-    let bwrap = super::linux::bwrap_spawn::find_bwrap(settings.bwrap_path.as_deref(), &writable)?;
-    super::linux::bwrap_spawn::run(&resolved, &bwrap, req)
+    let facts = HostFacts::detect();
+    let mut attempt = 0;
+    loop {
+        let resolved = resolve(policy, &facts)?;
+        let mut writable: Vec<&std::path::Path> = vec![resolved.workspace.as_path()];
+        writable.extend(resolved.writable_roots.iter().map(|r| r.path.as_path()));
+        let bwrap =
+            super::linux::bwrap_spawn::find_bwrap(settings.bwrap_path.as_deref(), &writable)?;
+        match super::linux::bwrap_spawn::run(&resolved, &bwrap, req) {
+            // A concurrent run's placeholder came or went: resolve again.
+            Err(HostError::Stale(_)) if attempt < STALE_RETRIES => attempt += 1,
+            other => return other,
+        }
+    }
 }
 
 #[cfg(not(target_os = "linux"))]

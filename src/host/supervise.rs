@@ -115,8 +115,14 @@ fn fd_sweep(keep: &[RawFd]) -> std::io::Result<()> {
 }
 
 /// Install the child-side setup on `cmd`: new session, parent-death
-/// signal, fd sweep keeping only `keep_fds`.
-pub fn prepare(cmd: &mut Command, keep_fds: Vec<RawFd>) {
+/// signal (when `parent_death`), fd sweep keeping only `keep_fds`.
+///
+/// bwrap is spawned *without* our parent-death signal: bwrap arms its own
+/// (`--die-with-parent`) once its sandbox child can proceed. Killing bwrap
+/// earlier, while its child waits for the uid map, would orphan that child
+/// blocked for ever; un-armed, bwrap finishes starting and the helper's
+/// lifeline then takes the sandbox down.
+pub fn prepare(cmd: &mut Command, keep_fds: Vec<RawFd>, parent_death: bool) {
     // SAFETY: getpid is always safe.
     let parent = unsafe { libc::getpid() };
     // SAFETY: the closure only makes async-signal-safe system calls
@@ -126,12 +132,14 @@ pub fn prepare(cmd: &mut Command, keep_fds: Vec<RawFd>) {
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died between fork and prctl.
-            if libc::getppid() != parent {
-                libc::_exit(125);
+            if parent_death {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent may have died between fork and prctl.
+                if libc::getppid() != parent {
+                    libc::_exit(125);
+                }
             }
             fd_sweep(&keep_fds)
         });
@@ -209,8 +217,16 @@ fn wait_exited_no_reap(pid: i32) {
 /// Spawn `cmd` from the spawner thread with the child-side setup of
 /// [`prepare`], passing `keep_fds` (our copies are closed afterwards).
 /// The child survives the exit of the calling thread.
-pub fn spawn(mut cmd: Command, keep_fds: Vec<OwnedFd>) -> Result<Child, HostError> {
-    prepare(&mut cmd, keep_fds.iter().map(AsRawFd::as_raw_fd).collect());
+pub fn spawn(
+    mut cmd: Command,
+    keep_fds: Vec<OwnedFd>,
+    parent_death: bool,
+) -> Result<Child, HostError> {
+    prepare(
+        &mut cmd,
+        keep_fds.iter().map(AsRawFd::as_raw_fd).collect(),
+        parent_death,
+    );
     let child = spawn_on_spawner(cmd)?;
     drop(keep_fds);
     Ok(child)
@@ -220,9 +236,20 @@ pub fn spawn(mut cmd: Command, keep_fds: Vec<OwnedFd>) -> Result<Child, HostErro
 /// it according to `req`. `keep_fds` are passed to the child; the caller's
 /// copies are dropped right after the spawn.
 pub fn run(
+    cmd: Command,
+    keep_fds: Vec<OwnedFd>,
+    req: &ExecRequest,
+) -> Result<Supervised, HostError> {
+    run_with(cmd, keep_fds, req, true)
+}
+
+/// [`run`], choosing whether the child gets our parent-death signal (see
+/// [`prepare`] for why bwrap does not).
+pub fn run_with(
     mut cmd: Command,
     keep_fds: Vec<OwnedFd>,
     req: &ExecRequest,
+    parent_death: bool,
 ) -> Result<Supervised, HostError> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd.stdin(match req.stdin {
@@ -231,7 +258,7 @@ pub fn run(
         StdinSpec::Inherit => Stdio::inherit(),
     });
     let start = Instant::now();
-    let mut child = spawn(cmd, keep_fds)?;
+    let mut child = spawn(cmd, keep_fds, parent_death)?;
     let pid = child.id() as i32;
 
     if let (StdinSpec::Bytes(bytes), Some(mut stdin)) = (&req.stdin, child.stdin.take()) {

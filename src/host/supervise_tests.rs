@@ -155,7 +155,7 @@ fn a_finished_thread_does_not_kill_the_child() {
     })
     .join()
     .unwrap();
-    let ours = std::thread::spawn(|| spawn(sh("sleep 1; exit 7"), Vec::new()).unwrap())
+    let ours = std::thread::spawn(|| spawn(sh("sleep 1; exit 7"), Vec::new(), true).unwrap())
         .join()
         .unwrap();
     let mut control = control;

@@ -176,6 +176,9 @@ impl Fx {
             .current_dir(&self.ws)
             .env("HOME", &self.home)
             .env("GIT_CONFIG_NOSYSTEM", "1")
+            // Hermetic: no cache roots of the real user become writable.
+            .env_remove("CARGO_HOME")
+            .env_remove("XDG_CACHE_HOME")
             .stdin(Stdio::null());
         c
     }
@@ -265,8 +268,15 @@ impl Run {
 
 /// Whether any live (non-zombie) process has `mark` in its command line.
 pub fn process_with_mark(mark: &str) -> bool {
+    !processes_with_mark(mark).is_empty()
+}
+
+/// `pid: cmdline` of every live (non-zombie) process with `mark` in its
+/// command line.
+pub fn processes_with_mark(mark: &str) -> Vec<String> {
+    let mut found = Vec::new();
     let Ok(rd) = fs::read_dir("/proc") else {
-        return false;
+        return found;
     };
     for e in rd.flatten() {
         let name = e.file_name();
@@ -284,11 +294,14 @@ pub fn process_with_mark(mark: &str) -> bool {
                 .next()
                 .is_some_and(|r| r.trim_start().starts_with('Z'));
             if !zombie {
-                return true;
+                found.push(format!(
+                    "{pid}: {}",
+                    String::from_utf8_lossy(&cmd).replace('\0', " ")
+                ));
             }
         }
     }
-    false
+    found
 }
 
 /// Poll `f` for up to `ms` milliseconds.

@@ -218,16 +218,48 @@ fn enforcement(
     }
 }
 
+/// A protected path whose kind changed since resolution (another run's
+/// placeholder came or went before we held the root locks).
+fn stale_entry(policy: &ResolvedPolicy) -> Option<PathBuf> {
+    use crate::policy::resolve::PathKind;
+    policy.protected.iter().find_map(|e| {
+        let now = match std::fs::symlink_metadata(&e.path) {
+            Ok(m) if m.file_type().is_symlink() => PathKind::Symlink,
+            Ok(m) if m.is_dir() => PathKind::Dir,
+            Ok(m) if m.is_file() => PathKind::File,
+            Ok(_) => PathKind::Other,
+            Err(_) => PathKind::Missing,
+        };
+        (now != e.kind).then(|| e.path.clone())
+    })
+}
+
 /// Run `req` under bwrap with the helper stage.
 pub fn run(
     policy: &ResolvedPolicy,
     bwrap: &Path,
     req: &ExecRequest,
 ) -> Result<ExecOutcome, HostError> {
+    let roots: Vec<PathBuf> = policy
+        .writable_roots
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    let guard = super::placeholders::Guard::enter(&roots)?;
+    if let Some(p) = stale_entry(policy) {
+        guard.leave();
+        return Err(HostError::Stale(p));
+    }
     let (read_end, write_end): (OwnedFd, OwnedFd) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| HostError::io("creating the status pipe", e.into()))?;
+    // The lifeline: the helper watches the read end; only we hold the
+    // write end (close-on-exec), so it hangs up exactly when we die.
+    let (life_read, life_write): (OwnedFd, OwnedFd) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| HostError::io("creating the lifeline pipe", e.into()))?;
     let spec = HelperSpec {
+        lifeline_fd: Some(life_read.as_raw_fd()),
         status_fd: write_end.as_raw_fd(),
         seccomp: SeccompOptions {
             network: policy.network,
@@ -250,12 +282,7 @@ pub fn run(
         .iter()
         .map(|Placeholder { path, .. }| super::placeholders::topmost_missing(path))
         .collect();
-    let roots: Vec<PathBuf> = policy
-        .writable_roots
-        .iter()
-        .map(|r| r.path.clone())
-        .collect();
-    let guard = super::placeholders::Guard::enter(&roots, &created)?;
+    guard.record(&created)?;
 
     let base_env: Vec<(String, String)> = match &req.env {
         Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -274,7 +301,8 @@ pub fn run(
             _ => None,
         }
     });
-    let sup = supervise::run(cmd, vec![write_end], req);
+    let sup = supervise::run_with(cmd, vec![write_end, life_read], req, false);
+    drop(life_write);
     let status = reader.join().ok().flatten();
     guard.leave();
     let sup = sup?;

@@ -7,6 +7,14 @@
 //! and then replaces itself with the command. The status fd is
 //! close-on-exec, so the command never sees it.
 //!
+//! With a lifeline fd the helper stays as a small watcher: it forks, the
+//! child execs the command, and the watcher waits for either the command
+//! to exit (it then exits the same way) or codewhale to die (the lifeline
+//! hangs up; it then SIGKILLs everything in the sandbox's pid namespace).
+//! bwrap's own `--die-with-parent` has a start-up race: if codewhale dies
+//! while bwrap's pid 1 is still being set up, pid 1 arms its parent-death
+//! signal too late and the sandbox would outlive codewhale.
+//!
 //! Exit codes when the command cannot start: 127 not found, 126 not
 //! executable (shell semantics); 125 when a protection could not be applied
 //! (the command never runs unprotected).
@@ -27,6 +35,10 @@ use std::os::unix::process::CommandExt;
 pub struct HelperSpec {
     /// Write end of the status pipe (inherited through bwrap).
     pub status_fd: RawFd,
+    /// Read end of the lifeline pipe; codewhale holds the only write end,
+    /// so it hangs up exactly when codewhale dies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifeline_fd: Option<RawFd>,
     pub seccomp: SeccompOptions,
 }
 
@@ -103,6 +115,14 @@ pub fn main(spec_json: &str, command: &[OsString]) -> i32 {
     if failed {
         return crate::exit::SANDBOX_SETUP;
     }
+    if let Some(lifeline) = spec.lifeline_fd {
+        return watch(lifeline, program, args);
+    }
+    exec_command(program, args)
+}
+
+/// Replace this process with the command; returns the exit code on failure.
+fn exec_command(program: &OsString, args: &[OsString]) -> i32 {
     let err = std::process::Command::new(program).args(args).exec();
     let name = program.to_string_lossy();
     if err.kind() == std::io::ErrorKind::NotFound {
@@ -111,5 +131,87 @@ pub fn main(spec_json: &str, command: &[OsString]) -> i32 {
     } else {
         eprintln!("codewhale: {name}: {err}");
         crate::exit::NOT_EXECUTABLE
+    }
+}
+
+/// Fork the command and watch it and the lifeline (see the module docs).
+fn watch(lifeline: RawFd, program: &OsString, args: &[OsString]) -> i32 {
+    // SAFETY: the lifeline fd was handed to us for this purpose; the command
+    // must not inherit it.
+    unsafe { libc::fcntl(lifeline, libc::F_SETFD, libc::FD_CLOEXEC) };
+    // SAFETY: fork in a single-threaded process (the helper starts no
+    // threads); the child only execs or exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        eprintln!(
+            "codewhale: sandbox helper: fork: {}",
+            std::io::Error::last_os_error()
+        );
+        return crate::exit::SANDBOX_SETUP;
+    }
+    if pid == 0 {
+        let code = exec_command(program, args);
+        // SAFETY: leave the forked child without running the parent's
+        // atexit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    // SAFETY: pidfd_open on our own child.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: lifeline,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: pidfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let n_fds = if pidfd >= 0 { 2 } else { 1 };
+        // With no pidfd (old kernel) poll the lifeline with a timeout and
+        // check the child in between.
+        let timeout = if pidfd >= 0 { -1 } else { 100 };
+        // SAFETY: fds points at n_fds valid pollfd structs.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), n_fds, timeout) };
+        if rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+        if let Some(code) = reap(pid) {
+            return code;
+        }
+        if fds[0].revents != 0 {
+            // codewhale is gone: take the whole sandbox down.
+            // SAFETY: kill(-1) reaches every process of the sandbox's pid
+            // namespace that we may signal (all of them: same uid, no privileges).
+            unsafe { libc::kill(-1, libc::SIGKILL) };
+            return crate::exit::SANDBOX_SETUP;
+        }
+    }
+    // poll failed: fall back to a plain wait.
+    loop {
+        if let Some(code) = reap(pid) {
+            return code;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The shell-style exit code of `pid` if it has exited (reaping it).
+fn reap(pid: libc::pid_t) -> Option<i32> {
+    let mut status = 0;
+    // SAFETY: waitpid on our own child with a valid status pointer.
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    if r != pid {
+        return None;
+    }
+    if libc::WIFEXITED(status) {
+        Some(libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        Some(128 + libc::WTERMSIG(status))
+    } else {
+        None
     }
 }

@@ -93,8 +93,35 @@ fn remove_if_empty(p: &Path) {
 }
 
 struct RootLock {
+    root: PathBuf,
     lock: File,
+    lock_path: PathBuf,
     registry: PathBuf,
+}
+
+/// Open and share-lock `path`, retrying if the file was unlinked (by an
+/// exclusive holder finishing its cleanup) between our open and our lock.
+fn lock_shared(path: &Path) -> Result<File, HostError> {
+    loop {
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| HostError::io(format!("opening {}", path.display()), e))?;
+        // SAFETY: flock on an fd we own.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_SH) } != 0 {
+            return Err(HostError::io(
+                format!("locking {}", path.display()),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        let held = lock.metadata().map(|m| m.ino()).ok();
+        let current = std::fs::metadata(path).map(|m| m.ino()).ok();
+        if held.is_some() && held == current {
+            return Ok(lock);
+        }
+    }
 }
 
 /// Shared locks on every writable root a run uses, plus the registry of
@@ -109,8 +136,9 @@ fn key(root: &Path) -> String {
 }
 
 impl Guard {
-    /// Lock `roots` (shared) and record `created` (each under its root).
-    pub fn enter(roots: &[PathBuf], created: &[PathBuf]) -> Result<Guard, HostError> {
+    /// Lock `roots` (shared): from now on no other run removes
+    /// placeholders there, so what resolution saw stays true.
+    pub fn enter(roots: &[PathBuf]) -> Result<Guard, HostError> {
         let base = super::bwrap::placeholder_base();
         let mut sorted: Vec<&PathBuf> = roots.iter().collect();
         sorted.sort();
@@ -119,37 +147,37 @@ impl Guard {
         for root in sorted {
             let k = key(root);
             let lock_path = base.join(format!("root-{k}.lock"));
-            let lock = OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&lock_path)
-                .map_err(|e| HostError::io(format!("opening {}", lock_path.display()), e))?;
-            // SAFETY: flock on an fd we own.
-            if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_SH) } != 0 {
-                return Err(HostError::io(
-                    format!("locking {}", lock_path.display()),
-                    std::io::Error::last_os_error(),
-                ));
-            }
-            let registry = base.join(format!("root-{k}.created"));
-            let mine: Vec<&PathBuf> = created.iter().filter(|c| c.starts_with(root)).collect();
-            if !mine.is_empty() {
-                let mut buf = Vec::new();
-                for c in mine {
-                    buf.extend_from_slice(c.as_os_str().as_bytes());
-                    buf.push(0);
-                }
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&registry)
-                    .and_then(|mut f| f.write_all(&buf))
-                    .map_err(|e| HostError::io(format!("writing {}", registry.display()), e))?;
-            }
-            out.push(RootLock { lock, registry });
+            let lock = lock_shared(&lock_path)?;
+            out.push(RootLock {
+                root: root.clone(),
+                lock,
+                lock_path,
+                registry: base.join(format!("root-{k}.created")),
+            });
         }
         Ok(Guard { roots: out })
+    }
+
+    /// Record the mount points bwrap is about to create (each under its root).
+    pub fn record(&self, created: &[PathBuf]) -> Result<(), HostError> {
+        for r in &self.roots {
+            let mine: Vec<&PathBuf> = created.iter().filter(|c| c.starts_with(&r.root)).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let mut buf = Vec::new();
+            for c in mine {
+                buf.extend_from_slice(c.as_os_str().as_bytes());
+                buf.push(0);
+            }
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&r.registry)
+                .and_then(|mut f| f.write_all(&buf))
+                .map_err(|e| HostError::io(format!("writing {}", r.registry.display()), e))?;
+        }
+        Ok(())
     }
 
     /// Clean up every root no other run is using, then release the locks.
@@ -162,16 +190,13 @@ impl Guard {
                 continue;
             }
             let mut bytes = Vec::new();
-            if File::open(&r.registry)
-                .and_then(|mut f| f.read_to_end(&mut bytes))
-                .is_err()
-            {
-                continue;
-            }
+            let _ = File::open(&r.registry).and_then(|mut f| f.read_to_end(&mut bytes));
             for raw in bytes.split(|b| *b == 0).filter(|s| !s.is_empty()) {
                 remove_if_empty(&PathBuf::from(std::ffi::OsString::from_vec(raw.to_vec())));
             }
             let _ = std::fs::remove_file(&r.registry);
+            // Still holding the exclusive lock: waiting runs re-open.
+            let _ = std::fs::remove_file(&r.lock_path);
         }
     }
 }
