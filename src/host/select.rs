@@ -11,11 +11,12 @@
 //!   `allow_unsandboxed` (or `--backend none`), and the label says so.
 
 use super::request::{ExecOutcome, ExecRequest};
-use super::{BackendChoice, Enforcement, EnforcementLevel, HostError, HostSettings};
-use crate::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
+use super::{BackendChoice, EnforcementLevel, HostError, HostSettings};
+use crate::policy::{SandboxMode, SandboxPolicy};
 use std::time::Duration;
 
 /// How often a run re-resolves after a concurrent run changed a protected path.
+#[cfg(target_os = "linux")]
 const STALE_RETRIES: u32 = 5;
 
 /// Timeout of the functional probe.
@@ -80,6 +81,7 @@ fn run_bwrap(
     settings: &HostSettings,
     req: &ExecRequest,
 ) -> Result<ExecOutcome, HostError> {
+    use crate::policy::{resolve, HostFacts};
     let facts = HostFacts::detect();
     let mut attempt = 0;
     loop {
@@ -162,7 +164,7 @@ fn run_unsandboxed(
         }
         other => other,
     })?;
-    let mut enforcement = Enforcement::unsandboxed(policy.mode, why);
+    let mut enforcement = super::Enforcement::unsandboxed(policy.mode, why);
     enforcement.env_removed = scrubbed.removed;
     Ok(ExecOutcome {
         exit: sup.exit,
