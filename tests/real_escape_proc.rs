@@ -570,3 +570,56 @@ fn exit_code_map() {
         assert_eq!(r.code, 125, "[{case}] {r:?}");
     }
 }
+
+/// The library entry point (`host::run`) from a multi-threaded tokio
+/// runtime with short-lived blocking threads: concurrent runs are sandboxed
+/// and captured. (That a retiring thread cannot kill a sandbox is shown
+/// directly in `supervise_tests::a_finished_thread_does_not_kill_the_child`.)
+#[test]
+fn host_run_from_a_multi_thread_runtime() {
+    use codewhale::host::{self, BackendChoice, ExecRequest, HostSettings};
+    use codewhale::policy::{SandboxMode, SandboxPolicy};
+    let fx = Fx::new();
+    std::env::set_var("HOME", &fx.home);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(2)
+        .thread_keep_alive(Duration::from_millis(10))
+        .enable_all()
+        .build()
+        .unwrap();
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &fx.ws);
+    let settings = HostSettings {
+        backend: BackendChoice::Bwrap,
+        helper_exe: Some(BIN.into()),
+        ..HostSettings::default()
+    };
+    let outcomes = rt.block_on(async {
+        let mut handles = Vec::new();
+        for i in 0..3u64 {
+            let (policy, settings) = (policy.clone(), settings.clone());
+            handles.push(tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(30 * i)).await;
+                let mut req = ExecRequest::new(vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "sleep 0.4; echo done".into(),
+                ]);
+                req.timeout = Some(Duration::from_secs(30));
+                host::run(&policy, &settings, req).await
+            }));
+        }
+        let mut out = Vec::new();
+        for h in handles {
+            out.push(h.await.unwrap());
+        }
+        out
+    });
+    for o in outcomes {
+        let o = o.unwrap();
+        assert_eq!(o.exit, codewhale::host::ExitKind::Code(0), "{o:?}");
+        assert_eq!(o.stdout.bytes, b"done\n");
+        assert!(o.enforcement.is_sandboxed());
+        assert_eq!(o.enforcement.backend, codewhale::host::BackendKind::Bwrap);
+    }
+}

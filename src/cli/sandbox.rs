@@ -101,6 +101,7 @@ impl PolicyArgs {
             backend: self.backend,
             bwrap_path: self.bwrap_path.clone(),
             allow_unsandboxed,
+            helper_exe: None,
         }
     }
 }
@@ -179,10 +180,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
     let policy = args.policy.policy()?;
     let resolved = resolve(&policy, &HostFacts::detect())
         .with_context(|| format!("resolving the policy for {}", policy.workspace.display()))?;
-    let seccomp_opts = SeccompOptions {
-        network: resolved.network,
-        deny_unix_socket: false,
-    };
+    let seccomp_opts = SeccompOptions::for_bwrap(resolved.network);
     let bwrap_bin = args
         .policy
         .bwrap_path

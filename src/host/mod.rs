@@ -30,6 +30,10 @@ pub struct HostSettings {
     pub bwrap_path: Option<PathBuf>,
     /// Run unsandboxed when no backend is available (labelled as such).
     pub allow_unsandboxed: bool,
+    /// The codewhale binary bwrap re-executes as the in-sandbox helper
+    /// stage; `None` = this executable (set it when embedding the host in
+    /// another binary, e.g. tests).
+    pub helper_exe: Option<PathBuf>,
 }
 
 /// Run one command under `policy`.

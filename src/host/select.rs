@@ -90,7 +90,8 @@ fn run_bwrap(
         writable.extend(resolved.writable_roots.iter().map(|r| r.path.as_path()));
         let bwrap =
             super::linux::bwrap_spawn::find_bwrap(settings.bwrap_path.as_deref(), &writable)?;
-        match super::linux::bwrap_spawn::run(&resolved, &bwrap, req) {
+        match super::linux::bwrap_spawn::run(&resolved, &bwrap, settings.helper_exe.as_deref(), req)
+        {
             // A concurrent run's placeholder came or went: resolve again.
             Err(HostError::Stale(_)) if attempt < STALE_RETRIES => attempt += 1,
             other => return other,

@@ -95,13 +95,17 @@ pub fn options(
     bwrap: &Path,
     cwd: &Path,
     spec: Option<&HelperSpec>,
+    helper_exe: Option<&Path>,
     command: Vec<OsString>,
 ) -> Result<BwrapOptions, HostError> {
     let (placeholder_file, placeholder_dir) = super::placeholders::sources()?;
     let helper = match spec {
         Some(spec) => {
-            let exe = std::env::current_exe()
-                .map_err(|e| HostError::io("locating the codewhale binary", e))?;
+            let exe = match helper_exe {
+                Some(p) => p.to_path_buf(),
+                None => std::env::current_exe()
+                    .map_err(|e| HostError::io("locating the codewhale binary", e))?,
+            };
             let json = serde_json::to_string(spec)
                 .map_err(|e| HostError::io("encoding the helper spec", e.into()))?;
             Some((exe, vec![SUBCOMMAND.into(), "--spec".into(), json.into()]))
@@ -238,6 +242,7 @@ fn stale_entry(policy: &ResolvedPolicy) -> Option<PathBuf> {
 pub fn run(
     policy: &ResolvedPolicy,
     bwrap: &Path,
+    helper_exe: Option<&Path>,
     req: &ExecRequest,
 ) -> Result<ExecOutcome, HostError> {
     let roots: Vec<PathBuf> = policy
@@ -261,17 +266,11 @@ pub fn run(
     let spec = HelperSpec {
         lifeline_fd: Some(life_read.as_raw_fd()),
         status_fd: write_end.as_raw_fd(),
-        seccomp: SeccompOptions {
-            network: policy.network,
-            // bwrap's network namespace does not isolate path-named unix
-            // sockets (a host docker.sock or ssh-agent stays connectable),
-            // so with network off socket(AF_UNIX) goes too; socketpair stays.
-            deny_unix_socket: !policy.network,
-        },
+        seccomp: SeccompOptions::for_bwrap(policy.network),
     };
     let cwd = req.cwd.clone().unwrap_or_else(|| policy.workspace.clone());
     let command = req.argv.iter().map(OsString::from).collect();
-    let opts = options(bwrap, &cwd, Some(&spec), command)?;
+    let opts = options(bwrap, &cwd, Some(&spec), helper_exe, command)?;
     let plan = plan(policy, &opts).map_err(|e| HostError::Unavailable {
         backend: "bwrap".into(),
         reason: e.to_string(),

@@ -78,6 +78,18 @@ pub struct SeccompOptions {
     pub deny_unix_socket: bool,
 }
 
+impl SeccompOptions {
+    /// The options the bwrap tier uses: a network namespace does not isolate
+    /// path-named unix sockets (a host `docker.sock`, an ssh-agent), so with
+    /// the network off `socket(AF_UNIX)` is denied too; `socketpair` stays.
+    pub fn for_bwrap(network: bool) -> Self {
+        SeccompOptions {
+            network,
+            deny_unix_socket: !network,
+        }
+    }
+}
+
 const fn always(syscall: &'static str, reason: &'static str) -> Rule {
     Rule {
         syscall,
@@ -226,10 +238,11 @@ pub fn describe(rule: &Rule) -> String {
         ArgCondition::Ne32 { arg, value } => format!(" if (u32)arg{arg} != {value:#x}"),
         ArgCondition::FlagSet { arg, mask } => format!(" if arg{arg} & {mask:#x}"),
     };
-    format!(
-        "{}{} -> {:?}: {}",
-        rule.syscall, cond, rule.errno, rule.reason
-    )
+    let errno = match rule.errno {
+        Errno::Eperm => "EPERM",
+        Errno::Enosys => "ENOSYS",
+    };
+    format!("{}{} -> {}: {}", rule.syscall, cond, errno, rule.reason)
 }
 
 #[cfg(test)]
