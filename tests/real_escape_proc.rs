@@ -536,6 +536,21 @@ fn c37_missing_kernel_feature_is_refused() {
         );
         assert!(r.stderr.contains("fix:"), "[{case}] {}", r.stderr);
         assert!(!fx.ws.join("ran").exists());
+        // Only an explicit request runs it unsandboxed, and it says so.
+        let r = fx.run_raw(
+            &case,
+            &[
+                "--backend",
+                "auto",
+                "--bwrap-path",
+                &f,
+                "--allow-unsandboxed",
+            ],
+            &["sh", "-c", "grep NoNewPrivs /proc/self/status"],
+        );
+        assert_eq!(r.code, 0, "[{case}] {r:?}");
+        assert_eq!(r.enforcement()["level"], "unsandboxed", "[{case}] {r:?}");
+        assert!(r.stderr.contains("UNSANDBOXED"), "[{case}] {}", r.stderr);
         // Positive control: the real bwrap runs the same command.
         assert!(fx.run(&case, &[], &["true"]).ok());
     }

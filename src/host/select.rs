@@ -5,8 +5,11 @@
 //! - An explicit `--backend bwrap` is used without probing (the hot path);
 //!   a setup failure is still reported as exit 125 from the helper's
 //!   status pipe.
-//! - `--backend auto` runs a *functional* probe once per process: the real
-//!   planner and helper running `true` under a short timeout.
+//! - `--backend auto` with `allow_unsandboxed` runs a *functional* probe
+//!   once per process (the real planner and helper running `true` under a
+//!   short timeout) to decide between bwrap and the labelled fallback.
+//!   Without `allow_unsandboxed` there is no fallback to decide on, so the
+//!   run goes straight to bwrap and fails closed (125) if it cannot set up.
 //! - Nothing falls back to unsandboxed silently: that needs
 //!   `allow_unsandboxed` (or `--backend none`), and the label says so.
 
@@ -55,13 +58,15 @@ pub fn run_blocking(
     match settings.backend {
         BackendChoice::None => run_unsandboxed(policy, req, "--backend none requested"),
         BackendChoice::Bwrap => run_bwrap(policy, settings, req),
+        // Without a fallback there is nothing to decide: the run itself
+        // fails closed (125) if bwrap cannot set up, so skip the probe.
+        BackendChoice::Auto if !settings.allow_unsandboxed => run_bwrap(policy, settings, req),
         BackendChoice::Auto => match probe_bwrap(policy, settings) {
             Ok(()) => run_bwrap(policy, settings, req),
-            Err(e) if settings.allow_unsandboxed => {
+            Err(e) => {
                 let why = format!("no sandbox available ({e}); --allow-unsandboxed given");
                 run_unsandboxed(policy, req, &why)
             }
-            Err(e) => Err(e),
         },
         BackendChoice::Landlock => Err(not_built(
             "landlock",
@@ -108,8 +113,9 @@ fn run_bwrap(
     Err(not_built("bwrap", "bubblewrap exists only on Linux"))
 }
 
-/// The functional probe, cached per process: the first answer stands.
-fn probe_bwrap(policy: &SandboxPolicy, settings: &HostSettings) -> Result<(), HostError> {
+/// The functional probe, cached per process: the first answer stands
+/// (also for `doctor`).
+pub fn probe_bwrap(policy: &SandboxPolicy, settings: &HostSettings) -> Result<(), HostError> {
     use std::sync::OnceLock;
     static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
     let answer = PROBE.get_or_init(|| {
@@ -124,6 +130,7 @@ fn probe_bwrap(policy: &SandboxPolicy, settings: &HostSettings) -> Result<(), Ho
                 out.exit,
                 out.stderr.text().trim()
             )),
+            Err(HostError::Unavailable { reason, .. }) => Err(reason),
             Err(e) => Err(e.to_string()),
         }
     });

@@ -166,9 +166,11 @@ impl Fx {
     /// A `sandbox run` command for `case` (HOME = the fixture home).
     pub fn command(&self, case: &Case, flags: &[&str], argv: &[&str]) -> Command {
         let mut c = Command::new(BIN);
-        c.args(["sandbox", "run", "--sandbox", case.mode.flag()])
-            .args(["--backend", case.tier.backend])
-            .arg("-C")
+        c.args(["sandbox", "run", "--sandbox", case.mode.flag()]);
+        if !flags.contains(&"--backend") {
+            c.args(["--backend", case.tier.backend]);
+        }
+        c.arg("-C")
             .arg(&self.ws)
             .args(flags)
             .arg("--")
