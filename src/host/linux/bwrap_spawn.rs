@@ -337,3 +337,47 @@ pub fn run(
         enforcement,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(e: HostError) -> String {
+        match e {
+            HostError::Unavailable { reason, remedy, .. } => {
+                format!("{reason} | {}", remedy.unwrap_or_default())
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn known_failures_get_actionable_messages() {
+        let r = reason(classify_failure(
+            "bwrap: setting up uid map: Permission denied",
+        ));
+        assert!(r.contains("user namespaces"), "{r}");
+        let r = reason(classify_failure(
+            "bwrap: Can't mount proc on /newroot/proc: Operation not permitted",
+        ));
+        assert!(r.contains("/proc cannot be mounted"), "{r}");
+        let r = reason(classify_failure("bwrap: something else"));
+        assert!(r.contains("something else"), "{r}");
+    }
+
+    #[test]
+    fn bwrap_inside_a_writable_root_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let fake = root.join("bwrap");
+        std::fs::write(&fake, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = reason(find_bwrap(Some(&fake), &[root.as_path()]).unwrap_err());
+        assert!(err.contains("writable root"), "{err}");
+        let err = reason(find_bwrap(Some(Path::new("bwrap")), &[]).unwrap_err());
+        assert!(err.contains("not absolute"), "{err}");
+        // Control: outside every writable root the configured path is used.
+        assert_eq!(find_bwrap(Some(&fake), &[]).unwrap(), fake);
+    }
+}
