@@ -10,7 +10,7 @@ use crate::host::request::{ExecOutcome, ExecRequest};
 use crate::host::{supervise, BackendKind, HostError};
 use crate::policy::ResolvedPolicy;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader};
+use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -222,6 +222,35 @@ fn enforcement(
     }
 }
 
+/// The helper's status line, read after the run without blocking: the
+/// helper writes it in one `write` (< PIPE_BUF, so atomic) before the
+/// command starts, so it is in the pipe buffer if the helper got that far.
+/// Reading afterwards needs no thread, and never waits for a straggling
+/// bwrap process that still holds the write end.
+fn read_status(read_end: OwnedFd) -> Option<HelperStatus> {
+    // SAFETY: fcntl on the fd we own.
+    unsafe {
+        let flags = libc::fcntl(read_end.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(
+            read_end.as_raw_fd(),
+            libc::F_SETFL,
+            flags | libc::O_NONBLOCK,
+        );
+    }
+    let mut buf = Vec::new();
+    let mut f = std::fs::File::from(read_end);
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = f.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let line = text.lines().next()?;
+    serde_json::from_str(line.trim()).ok()
+}
+
 /// A protected path whose kind changed since resolution (another run's
 /// placeholder came or went before we held the root locks).
 fn stale_entry(policy: &ResolvedPolicy) -> Option<PathBuf> {
@@ -292,17 +321,9 @@ pub fn run(
     cmd.args(&plan.argv[1..]);
     cmd.env_clear().envs(&scrubbed.vars);
 
-    let reader = std::thread::spawn(move || {
-        let mut line = String::new();
-        let mut r = BufReader::new(std::fs::File::from(read_end));
-        match r.read_line(&mut line) {
-            Ok(n) if n > 0 => serde_json::from_str::<HelperStatus>(line.trim()).ok(),
-            _ => None,
-        }
-    });
     let sup = supervise::run_with(cmd, vec![write_end, life_read], req, false);
     drop(life_write);
-    let status = reader.join().ok().flatten();
+    let status = read_status(read_end);
     guard.leave();
     let sup = sup?;
     let status = match status {
