@@ -13,18 +13,20 @@
 //!   `keep_fds` (a `close_range(CLOSE_RANGE_CLOEXEC)` sweep in `pre_exec`).
 //! - Output caps are enforced while streaming: bytes past the cap are
 //!   counted and dropped, so an endless `yes` costs constant memory.
+//! - The calling thread supervises alone: it polls both output pipes and a
+//!   pidfd (no reader threads, no hand-offs on the hot path).
 //! - On timeout the whole process group gets SIGKILL; after the child exits
 //!   the group is killed too (a leftover background job does not survive),
 //!   before the child is reaped so its pid cannot have been reused.
 
 use super::request::{CapturedOutput, ExecRequest, ExitKind, StdinSpec};
 use super::HostError;
-use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long to wait for output pipes to close after the child is gone
@@ -146,42 +148,88 @@ pub fn prepare(cmd: &mut Command, keep_fds: Vec<RawFd>, parent_death: bool) {
     }
 }
 
-#[derive(Default)]
-struct Capture {
+/// One captured output stream, read without blocking from the poll loop.
+struct Stream {
+    fd: Option<OwnedFd>,
     out: CapturedOutput,
+    tee: Option<Box<dyn Write>>,
 }
 
-fn pump(
-    mut src: impl Read,
-    cap: usize,
-    tee: Option<Box<dyn Write + Send>>,
-    state: Arc<Mutex<Capture>>,
-    done: mpsc::Sender<()>,
-) {
-    let mut tee = tee;
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = match src.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        if let Some(t) = tee.as_mut() {
-            if t.write_all(&buf[..n]).and_then(|_| t.flush()).is_err() {
-                tee = None;
-            }
+impl Stream {
+    fn new(fd: Option<OwnedFd>, tee: Option<Box<dyn Write>>) -> Stream {
+        if let Some(f) = &fd {
+            set_nonblocking(f.as_raw_fd());
         }
-        let Ok(mut s) = state.lock() else { break };
-        s.out.total += n as u64;
-        let room = cap.saturating_sub(s.out.bytes.len());
-        let keep = room.min(n);
-        s.out.bytes.extend_from_slice(&buf[..keep]);
-        if keep < n {
-            s.out.truncated = true;
+        Stream {
+            fd,
+            out: CapturedOutput::default(),
+            tee,
         }
     }
-    let _ = done.send(());
+
+    /// Read what is available now; bytes past `cap` are counted and
+    /// dropped (the cap holds while streaming). Closes the stream at EOF.
+    fn drain(&mut self, cap: usize, buf: &mut [u8]) {
+        let Some(fd) = &self.fd else { return };
+        // Bounded per call, so an endless writer cannot starve the loop's
+        // timeout and exit checks.
+        for _ in 0..16 {
+            // SAFETY: reading into a live buffer of the given length.
+            let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                if e.kind() != std::io::ErrorKind::WouldBlock {
+                    self.fd = None;
+                }
+                return;
+            }
+            if n == 0 {
+                self.fd = None;
+                return;
+            }
+            let n = n as usize;
+            if let Some(t) = self.tee.as_mut() {
+                if t.write_all(&buf[..n]).and_then(|_| t.flush()).is_err() {
+                    self.tee = None;
+                }
+            }
+            self.out.total += n as u64;
+            let keep = cap.saturating_sub(self.out.bytes.len()).min(n);
+            self.out.bytes.extend_from_slice(&buf[..keep]);
+            if keep < n {
+                self.out.truncated = true;
+            }
+        }
+    }
+}
+
+fn set_nonblocking(fd: RawFd) {
+    // SAFETY: fcntl flag changes on an fd we own.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
+}
+
+/// An fd that becomes readable when `pid` exits (not reaped): a pidfd, or
+/// on kernels without `pidfd_open` (< 5.3) a pipe fed by a waiter thread.
+fn exit_notifier(pid: i32) -> Result<OwnedFd, HostError> {
+    // SAFETY: pidfd_open on our own, not yet reaped child.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd >= 0 {
+        // SAFETY: the kernel just returned this fd to us.
+        return Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+    }
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| HostError::io("creating the exit pipe", e.into()))?;
+    std::thread::spawn(move || {
+        wait_exited_no_reap(pid);
+        drop(w);
+    });
+    Ok(r)
 }
 
 fn kill_group(pid: i32) {
@@ -267,69 +315,86 @@ pub fn run_with(
             let _ = stdin.write_all(&bytes);
         });
     }
-    let (done_tx, done_rx) = mpsc::channel();
-    let out_state = Arc::new(Mutex::new(Capture::default()));
-    let err_state = Arc::new(Mutex::new(Capture::default()));
-    let mut pumps = 0;
-    if let Some(out) = child.stdout.take() {
-        let (st, tx) = (out_state.clone(), done_tx.clone());
-        let tee: Option<Box<dyn Write + Send>> = req
-            .tee
-            .then(|| Box::new(std::io::stdout()) as Box<dyn Write + Send>);
-        let cap = req.output_cap;
-        std::thread::spawn(move || pump(out, cap, tee, st, tx));
-        pumps += 1;
-    }
-    if let Some(err) = child.stderr.take() {
-        let (st, tx) = (err_state.clone(), done_tx.clone());
-        let tee: Option<Box<dyn Write + Send>> = req
-            .tee
-            .then(|| Box::new(std::io::stderr()) as Box<dyn Write + Send>);
-        let cap = req.output_cap;
-        std::thread::spawn(move || pump(err, cap, tee, st, tx));
-        pumps += 1;
-    }
-    drop(done_tx);
-
-    let timed_out = match req.timeout {
-        None => {
-            wait_exited_no_reap(pid);
-            false
-        }
-        Some(limit) => {
-            let (tx, rx) = mpsc::channel();
-            std::thread::spawn(move || {
-                wait_exited_no_reap(pid);
-                let _ = tx.send(());
-            });
-            match rx.recv_timeout(limit) {
-                Ok(()) => false,
-                Err(_) => {
-                    kill_group(pid);
-                    let _ = rx.recv();
-                    true
-                }
-            }
+    let tee = |err: bool| -> Option<Box<dyn Write>> {
+        match (req.tee, err) {
+            (false, _) => None,
+            (true, false) => Some(Box::new(std::io::stdout())),
+            (true, true) => Some(Box::new(std::io::stderr())),
         }
     };
+    let mut streams = [
+        Stream::new(child.stdout.take().map(OwnedFd::from), tee(false)),
+        Stream::new(child.stderr.take().map(OwnedFd::from), tee(true)),
+    ];
+    let exit_fd = exit_notifier(pid)?;
+    let deadline = req.timeout.map(|t| start + t);
+    let mut exited_at: Option<Instant> = None;
+    let mut timed_out = false;
+    let mut buf = vec![0u8; 64 * 1024];
+    // One thread does it all: poll the output pipes and the exit notifier.
+    loop {
+        let open = streams.iter().filter(|s| s.fd.is_some()).count();
+        if let Some(at) = exited_at {
+            // Gone: drain until the pipes close, but not for ever (a
+            // process that escaped the group could hold them open).
+            if open == 0 || at.elapsed() >= DRAIN_GRACE {
+                break;
+            }
+        }
+        let mut fds: Vec<libc::pollfd> = streams
+            .iter()
+            .filter_map(|s| s.fd.as_ref())
+            .map(|f| libc::pollfd {
+                fd: f.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        if exited_at.is_none() {
+            fds.push(libc::pollfd {
+                fd: exit_fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        let now = Instant::now();
+        let wait = match (exited_at, deadline) {
+            (Some(at), _) => Some((at + DRAIN_GRACE).saturating_duration_since(now)),
+            (None, Some(d)) if !timed_out => Some(d.saturating_duration_since(now)),
+            _ => None,
+        };
+        let ms = wait
+            .map(|w| w.as_millis().min(i32::MAX as u128) as i32 + 1)
+            .unwrap_or(-1);
+        // SAFETY: fds points at fds.len() valid pollfd structs.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            kill_group(pid);
+            return Err(HostError::io("supervising the command", e));
+        }
+        for s in streams.iter_mut() {
+            s.drain(req.output_cap, &mut buf);
+        }
+        if exited_at.is_none() && fds.last().is_some_and(|p| p.revents != 0) {
+            exited_at = Some(Instant::now());
+            // Exited but not reaped: its pid still names the group.
+            kill_group(pid);
+        }
+        if exited_at.is_none() && !timed_out && deadline.is_some_and(|d| Instant::now() >= d) {
+            kill_group(pid);
+            timed_out = true;
+        }
+    }
     kill_group(pid);
     let status = child
         .wait()
         .map_err(|e| HostError::io("waiting for the command", e))?;
-    let duration = start.elapsed();
-
-    let deadline = Instant::now() + DRAIN_GRACE;
-    for _ in 0..pumps {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if done_rx.recv_timeout(left).is_err() {
-            break;
-        }
-    }
-    let take = |s: &Arc<Mutex<Capture>>| {
-        s.lock()
-            .map(|mut c| std::mem::take(&mut c.out))
-            .unwrap_or_default()
-    };
+    let duration = exited_at.unwrap_or_else(Instant::now) - start;
+    let [out, err] = streams;
     let exit = match (status.code(), status.signal()) {
         (Some(c), _) => ExitKind::Code(c),
         (None, Some(s)) => ExitKind::Signal(s),
@@ -340,8 +405,8 @@ pub fn run_with(
         exit,
         timed_out,
         duration,
-        stdout: take(&out_state),
-        stderr: take(&err_state),
+        stdout: out.out,
+        stderr: err.out,
     })
 }
 
