@@ -44,7 +44,12 @@ pub struct Supervised {
     pub stderr: CapturedOutput,
 }
 
-type Job = (Command, mpsc::Sender<std::io::Result<Child>>);
+/// A spawn request: the command, and for a light spawn the fds to pass.
+struct Job {
+    cmd: Command,
+    light_keep: Option<Vec<RawFd>>,
+    reply: mpsc::Sender<std::io::Result<Child>>,
+}
 
 /// The long-lived spawner thread (see the module docs for why).
 fn spawner() -> Result<&'static Mutex<mpsc::Sender<Job>>, HostError> {
@@ -56,8 +61,12 @@ fn spawner() -> Result<&'static Mutex<mpsc::Sender<Job>>, HostError> {
     std::thread::Builder::new()
         .name("codewhale-spawner".into())
         .spawn(move || {
-            while let Ok((mut cmd, reply)) = rx.recv() {
-                let _ = reply.send(cmd.spawn());
+            while let Ok(mut job) = rx.recv() {
+                let result = match &job.light_keep {
+                    None => job.cmd.spawn(),
+                    Some(keep) => light_spawn(&mut job.cmd, keep),
+                };
+                let _ = job.reply.send(result);
             }
         })
         .map_err(|e| HostError::io("starting the spawner thread", e))?;
@@ -66,14 +75,18 @@ fn spawner() -> Result<&'static Mutex<mpsc::Sender<Job>>, HostError> {
 }
 
 /// Spawn `cmd` on the spawner thread.
-fn spawn_on_spawner(cmd: Command) -> Result<Child, HostError> {
+fn spawn_on_spawner(cmd: Command, light_keep: Option<Vec<RawFd>>) -> Result<Child, HostError> {
     let (reply_tx, reply_rx) = mpsc::channel();
     {
         let tx = spawner()?
             .lock()
             .map_err(|_| HostError::io("spawner", std::io::Error::other("poisoned lock")))?;
-        tx.send((cmd, reply_tx))
-            .map_err(|_| HostError::io("spawner", std::io::Error::other("spawner thread gone")))?;
+        tx.send(Job {
+            cmd,
+            light_keep,
+            reply: reply_tx,
+        })
+        .map_err(|_| HostError::io("spawner", std::io::Error::other("spawner thread gone")))?;
     }
     match reply_rx.recv() {
         Ok(r) => r.map_err(|e| HostError::io("spawning the command", e)),
@@ -82,6 +95,23 @@ fn spawn_on_spawner(cmd: Command) -> Result<Child, HostError> {
             std::io::Error::other("spawner thread gone"),
         )),
     }
+}
+
+/// A spawn without `pre_exec`, so std can use `posix_spawn` (no copy of
+/// our page tables): used for bwrap, which makes its own session for the
+/// command and arms its own parent-death signal. fd hygiene is done in
+/// this process instead of the child: every fd from 3 up is marked
+/// close-on-exec, the passed fds are un-marked for the spawn only. This
+/// runs on the spawner thread, which does all of the host's spawns, so no
+/// other spawn of ours can inherit the passed fds.
+fn light_spawn(cmd: &mut Command, keep: &[RawFd]) -> std::io::Result<Child> {
+    fd_sweep(keep)?;
+    let r = cmd.spawn();
+    for &fd in keep {
+        // SAFETY: re-marking fds we were handed; they are closed right after.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    r
 }
 
 /// Mark every fd from 3 up close-on-exec, then clear the flag on `keep`.
@@ -118,12 +148,6 @@ fn fd_sweep(keep: &[RawFd]) -> std::io::Result<()> {
 
 /// Install the child-side setup on `cmd`: new session, parent-death
 /// signal (when `parent_death`), fd sweep keeping only `keep_fds`.
-///
-/// bwrap is spawned *without* our parent-death signal: bwrap arms its own
-/// (`--die-with-parent`) once its sandbox child can proceed. Killing bwrap
-/// earlier, while its child waits for the uid map, would orphan that child
-/// blocked for ever; un-armed, bwrap finishes starting and the helper's
-/// lifeline then takes the sandbox down.
 pub fn prepare(cmd: &mut Command, keep_fds: Vec<RawFd>, parent_death: bool) {
     // SAFETY: getpid is always safe.
     let parent = unsafe { libc::getpid() };
@@ -262,20 +286,31 @@ fn wait_exited_no_reap(pid: i32) {
     }
 }
 
-/// Spawn `cmd` from the spawner thread with the child-side setup of
-/// [`prepare`], passing `keep_fds` (our copies are closed afterwards).
-/// The child survives the exit of the calling thread.
+/// Spawn `cmd` from the spawner thread, passing `keep_fds` (our copies are
+/// closed afterwards). The child survives the exit of the calling thread.
+///
+/// With `parent_death` the child gets the full setup of [`prepare`] (new
+/// session, `PR_SET_PDEATHSIG`, fd sweep in the child). Without it — for
+/// bwrap — it gets its own process group and a [`light_spawn`]: bwrap arms
+/// its own parent-death signal (`--die-with-parent`) once its sandbox child
+/// can proceed, and puts the command in a new session itself. Killing bwrap
+/// earlier, while its child waits for the uid map, would orphan that child
+/// blocked for ever; un-armed, bwrap finishes starting and the helper's
+/// lifeline then takes the sandbox down.
 pub fn spawn(
     mut cmd: Command,
     keep_fds: Vec<OwnedFd>,
     parent_death: bool,
 ) -> Result<Child, HostError> {
-    prepare(
-        &mut cmd,
-        keep_fds.iter().map(AsRawFd::as_raw_fd).collect(),
-        parent_death,
-    );
-    let child = spawn_on_spawner(cmd)?;
+    let raw: Vec<RawFd> = keep_fds.iter().map(AsRawFd::as_raw_fd).collect();
+    let child = if parent_death {
+        prepare(&mut cmd, raw, true);
+        spawn_on_spawner(cmd, None)?
+    } else {
+        // Its own process group (killed as a whole), via posix_spawn.
+        cmd.process_group(0);
+        spawn_on_spawner(cmd, Some(raw))?
+    };
     drop(keep_fds);
     Ok(child)
 }
