@@ -201,6 +201,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
             bwrap_path: None,
             allow_unsandboxed: !mode.is_sandboxed(),
             opensandbox: None,
+            helper_exe: None,
         },
     };
     let mut log = SessionLog::create(&sessions_dir(&home))?;

@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod exec;
 pub mod permissions;
+pub mod probe;
 pub mod sandbox;
 pub mod undo;
 
@@ -33,6 +34,12 @@ pub enum Command {
     /// Explain what the authorization pipeline decides, without running anything.
     #[command(subcommand)]
     Permissions(permissions::PermissionsCommand),
+    /// Attempt one syscall and print its errno (for the sandbox tests).
+    #[command(name = "__probe", hide = true)]
+    Probe(probe::ProbeArgs),
+    /// The in-sandbox helper stage (started by bwrap, not by users).
+    #[command(name = "__sandbox-helper", hide = true)]
+    SandboxHelper(sandbox::HelperArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -45,6 +52,8 @@ pub fn main() -> i32 {
         Command::Undo(args) => undo::run_undo(args),
         Command::Restore(args) => undo::run_restore(args),
         Command::Permissions(cmd) => permissions::run(cmd),
+        Command::Probe(args) => probe::run(args),
+        Command::SandboxHelper(args) => sandbox::helper(args),
     }
 }
 

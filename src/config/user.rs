@@ -164,6 +164,7 @@ impl SandboxSection {
             bwrap_path: self.bwrap_path.clone(),
             allow_unsandboxed: self.allow_unsandboxed.unwrap_or(false),
             opensandbox: None,
+            helper_exe: None,
         }
     }
 }

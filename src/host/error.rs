@@ -32,6 +32,10 @@ pub enum HostError {
     /// A remote backend failed in a way that may pass on retry (exit 75).
     #[error("{0}")]
     RemoteTransient(String),
+    /// The filesystem changed between resolving the policy and locking the
+    /// writable roots (a concurrent run's placeholder); resolve again.
+    #[error("{0} changed while the sandbox was being planned")]
+    Stale(PathBuf),
 }
 
 impl HostError {

@@ -7,7 +7,6 @@
 pub mod backend;
 pub mod enforcement;
 pub mod error;
-#[cfg(target_os = "linux")]
 pub mod linux;
 #[cfg(target_os = "macos")]
 pub mod macos;
@@ -15,6 +14,9 @@ pub mod opensandbox;
 pub mod plain_spawn;
 pub mod request;
 pub mod seatbelt;
+pub mod select;
+#[cfg(target_os = "linux")]
+pub mod supervise;
 pub mod windows;
 
 pub use backend::{BackendChoice, BackendKind};
@@ -36,21 +38,40 @@ pub struct HostSettings {
     pub allow_unsandboxed: bool,
     /// `[opensandbox]`: required when the backend is `opensandbox`.
     pub opensandbox: Option<opensandbox::OpenSandboxConfig>,
+    /// The codewhale binary bwrap re-executes as the in-sandbox helper
+    /// stage; `None` = this executable (set it when embedding the host in
+    /// another binary, e.g. tests).
+    pub helper_exe: Option<PathBuf>,
 }
 
 /// Run one command under `policy`.
 ///
-/// PLACEHOLDER until the bubblewrap backend lands: always reports the
-/// sandbox as unavailable.
+/// Selection and dispatch live in [`select`]; the blocking work runs on a
+/// blocking thread, while the process itself is forked from the host's
+/// long-lived spawner thread (see [`supervise`]) so a retiring tokio worker
+/// cannot take a running sandbox down with it.
 pub async fn run(
     policy: &SandboxPolicy,
     settings: &HostSettings,
     req: ExecRequest,
 ) -> Result<ExecOutcome, HostError> {
-    let _ = (policy, settings, req);
-    Err(HostError::Unavailable {
-        backend: "auto".into(),
-        reason: "no backend is built yet".into(),
-        remedy: None,
-    })
+    if settings.backend == BackendChoice::Opensandbox && policy.mode.is_sandboxed() {
+        let cfg = settings
+            .opensandbox
+            .as_ref()
+            .ok_or_else(|| HostError::Unavailable {
+                backend: "opensandbox".into(),
+                reason: "no [opensandbox] configuration".into(),
+                remedy: Some(
+                    "add an [opensandbox] section with url (and api_key or OPEN_SANDBOX_API_KEY) to the config".into(),
+                ),
+            })?;
+        let resolved = crate::policy::resolve(policy, &crate::policy::HostFacts::detect())?;
+        return opensandbox::run(cfg, &resolved, req).await;
+    }
+    let policy = policy.clone();
+    let settings = settings.clone();
+    tokio::task::spawn_blocking(move || select::run_blocking(&policy, &settings, &req))
+        .await
+        .map_err(|e| HostError::io("host task", std::io::Error::other(e.to_string())))?
 }

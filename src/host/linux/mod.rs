@@ -1,4 +1,19 @@
-//! Linux-only backends and their building blocks. Compiled on Linux only
-//! (`cfg` on the `mod` line in `host/mod.rs`).
+//! Linux backends. The planners (`bwrap`, `seccomp`) are pure and compile
+//! on every OS so `explain` and the snapshot tests work anywhere; the apply
+//! steps are Linux-only, gated on their `mod` lines.
 
+pub mod bwrap;
+pub mod seccomp;
+
+#[cfg(target_os = "linux")]
+pub mod bwrap_spawn;
+#[cfg(target_os = "linux")]
+pub mod caps;
+#[cfg(target_os = "linux")]
+pub mod helper;
+#[cfg(target_os = "linux")]
 pub mod landlock;
+#[cfg(target_os = "linux")]
+pub mod placeholders;
+#[cfg(target_os = "linux")]
+pub mod seccomp_apply;

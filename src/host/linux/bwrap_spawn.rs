@@ -1,0 +1,404 @@
+//! The thin spawn step of the bwrap backend: find bwrap, prepare the
+//! placeholder sources and the status pipe, run the plan under
+//! supervision, read the helper's report, and clean up placeholders.
+
+use super::bwrap::{plan, BwrapOptions, BwrapPlan, Placeholder};
+use super::helper::{HelperSpec, HelperStatus, SUBCOMMAND};
+use super::seccomp::SeccompOptions;
+use crate::host::enforcement::{Enforcement, EnforcementLevel};
+use crate::host::request::{ExecOutcome, ExecRequest};
+use crate::host::{supervise, BackendKind, HostError};
+use crate::policy::ResolvedPolicy;
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Directories no trusted bwrap is taken from when searching `PATH`:
+/// anyone (or a sandboxed command in an earlier run) can plant files there.
+const UNTRUSTED_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
+
+/// Why `candidate` must not be used as bwrap, if it must not.
+fn untrusted(candidate: &Path, writable: &[&Path], from_path: bool) -> Option<String> {
+    if let Some(root) = writable.iter().find(|r| candidate.starts_with(r)) {
+        return Some(format!("inside the writable root {}", root.display()));
+    }
+    if !from_path {
+        return None;
+    }
+    if let Some(d) = UNTRUSTED_DIRS.iter().find(|d| candidate.starts_with(d)) {
+        return Some(format!("inside the shared directory {d}"));
+    }
+    let world_writable = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.mode() & 0o002 != 0)
+            .unwrap_or(true)
+    };
+    if world_writable(candidate) || candidate.parent().is_some_and(world_writable) {
+        return Some("world-writable (or in a world-writable directory)".into());
+    }
+    None
+}
+
+/// Find the bwrap binary: `configured` if given, else the first `bwrap` on
+/// `PATH` that is trustworthy — never one inside the workspace or another
+/// writable root, a shared temp directory, or a world-writable place (a
+/// planted fake would run with our privileges and report a sandbox that
+/// does not exist). The result is canonical (symlinks resolved).
+pub fn find_bwrap(configured: Option<&Path>, writable: &[&Path]) -> Result<PathBuf, HostError> {
+    let unavailable = |reason: String, remedy: &str| HostError::Unavailable {
+        backend: "bwrap".into(),
+        reason,
+        remedy: Some(remedy.into()),
+    };
+    let from_path = configured.is_none();
+    let candidates: Vec<PathBuf> = match configured {
+        Some(p) if !p.is_absolute() => {
+            return Err(unavailable(
+                format!("bwrap_path {} is not absolute", p.display()),
+                "give an absolute path",
+            ))
+        }
+        Some(p) => vec![p.to_path_buf()],
+        None => which::which_all("bwrap")
+            .map(|i| i.collect())
+            .unwrap_or_default(),
+    };
+    let mut rejected = Vec::new();
+    for c in candidates {
+        let Ok(abs) = std::fs::canonicalize(&c) else {
+            rejected.push(format!("{} (does not exist)", c.display()));
+            continue;
+        };
+        match untrusted(&abs, writable, from_path).or_else(|| untrusted(&c, writable, from_path)) {
+            Some(why) => rejected.push(format!("{} ({why})", c.display())),
+            None => return Ok(abs),
+        }
+    }
+    if rejected.is_empty() {
+        Err(unavailable(
+            "bwrap (bubblewrap) was not found on PATH".into(),
+            "install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) \
+             or set [sandbox] bwrap_path",
+        ))
+    } else {
+        Err(unavailable(
+            format!("no trustworthy bwrap: refused {}", rejected.join(", ")),
+            "install bubblewrap system-wide (e.g. /usr/bin/bwrap)",
+        ))
+    }
+}
+
+/// The bwrap options for running `command` through the helper stage.
+pub fn options(
+    bwrap: &Path,
+    cwd: &Path,
+    spec: Option<&HelperSpec>,
+    helper_exe: Option<&Path>,
+    command: Vec<OsString>,
+) -> Result<BwrapOptions, HostError> {
+    let (placeholder_file, placeholder_dir) = super::placeholders::sources()?;
+    let helper = match spec {
+        Some(spec) => {
+            let exe = match helper_exe {
+                Some(p) => p.to_path_buf(),
+                None => std::env::current_exe()
+                    .map_err(|e| HostError::io("locating the codewhale binary", e))?,
+            };
+            let json = serde_json::to_string(spec)
+                .map_err(|e| HostError::io("encoding the helper spec", e.into()))?;
+            Some((exe, vec![SUBCOMMAND.into(), "--spec".into(), json.into()]))
+        }
+        None => None,
+    };
+    Ok(BwrapOptions {
+        bwrap: bwrap.to_path_buf(),
+        cwd: cwd.to_path_buf(),
+        placeholder_file,
+        placeholder_dir,
+        helper,
+        command,
+    })
+}
+
+/// Turn bwrap's stderr into an actionable error.
+pub fn classify_failure(stderr: &str) -> HostError {
+    let text = stderr.trim();
+    let userns_restricted =
+        std::fs::read_to_string("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+            .map(|s| s.trim() == "1")
+            .unwrap_or(false);
+    let (reason, remedy) = if text.contains("setting up uid map")
+        || text.contains("No permissions to create")
+        || text.contains("Creating new namespace failed")
+    {
+        if userns_restricted {
+            (
+                "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)",
+                "add an AppArmor profile allowing userns for bwrap (Ubuntu 24.04: /etc/apparmor.d/bwrap-userns-restrict), or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or use --backend landlock",
+            )
+        } else {
+            (
+                "unprivileged user namespaces are not available",
+                "sysctl -w kernel.unprivileged_userns_clone=1 (Debian) or user.max_user_namespaces>0; in a container, allow unshare (e.g. docker --security-opt seccomp=unconfined); or use --backend landlock",
+            )
+        }
+    } else if text.contains("proc") && text.contains("mount") {
+        (
+            "/proc cannot be mounted in this container (the runtime masks it)",
+            "run the container with an unmasked /proc (docker --security-opt systempaths=unconfined) or use --backend landlock",
+        )
+    } else {
+        (
+            "bwrap could not set up the sandbox",
+            "run the command with --report-json and check bwrap's message above",
+        )
+    };
+    HostError::Unavailable {
+        backend: "bwrap".into(),
+        reason: if text.is_empty() {
+            reason.to_string()
+        } else {
+            format!("{reason}: {text}")
+        },
+        remedy: Some(remedy.into()),
+    }
+}
+
+fn enforcement(
+    policy: &ResolvedPolicy,
+    plan: &BwrapPlan,
+    status: &HelperStatus,
+    env_removed: Vec<String>,
+) -> Enforcement {
+    let (nnp, caps, seccomp, landlock) = match status {
+        HelperStatus::Applied {
+            no_new_privs,
+            capabilities_dropped,
+            seccomp,
+            landlock,
+        } => (
+            *no_new_privs,
+            *capabilities_dropped,
+            Some(seccomp.clone()),
+            landlock.clone(),
+        ),
+        HelperStatus::SetupFailed { .. } => (false, false, None, None),
+    };
+    let mut label = String::from("sandboxed: bwrap");
+    if seccomp.is_some() {
+        label.push_str("+seccomp");
+    }
+    if landlock.is_some() {
+        label.push_str("+landlock");
+    }
+    let network_enforced_by = if policy.network {
+        Vec::new()
+    } else {
+        vec!["netns".into(), "seccomp".into()]
+    };
+    Enforcement {
+        backend: BackendKind::Bwrap,
+        mode: policy.mode,
+        level: if plan.skipped.is_empty() {
+            EnforcementLevel::Full
+        } else {
+            EnforcementLevel::Partial
+        },
+        label,
+        namespaces: plan.namespaces.iter().map(|s| s.to_string()).collect(),
+        network_allowed: policy.network,
+        network_enforced_by,
+        no_new_privs: nnp,
+        capabilities_dropped: caps,
+        seccomp,
+        landlock,
+        masked_paths: plan.masked.clone(),
+        protected_paths: plan.protected.clone(),
+        env_removed,
+        partial: plan.skipped.clone(),
+        external: None,
+    }
+}
+
+/// The helper's status line, read after the run without blocking: the
+/// helper writes it in one `write` (< PIPE_BUF, so atomic) before the
+/// command starts, so it is in the pipe buffer if the helper got that far.
+/// Reading afterwards needs no thread, and never waits for a straggling
+/// bwrap process that still holds the write end.
+fn read_status(read_end: OwnedFd) -> Option<HelperStatus> {
+    // SAFETY: fcntl on the fd we own.
+    unsafe {
+        let flags = libc::fcntl(read_end.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(
+            read_end.as_raw_fd(),
+            libc::F_SETFL,
+            flags | libc::O_NONBLOCK,
+        );
+    }
+    let mut buf = Vec::new();
+    let mut f = std::fs::File::from(read_end);
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = f.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let line = text.lines().next()?;
+    serde_json::from_str(line.trim()).ok()
+}
+
+/// A protected path whose kind changed since resolution (another run's
+/// placeholder came or went before we held the root locks).
+fn stale_entry(policy: &ResolvedPolicy) -> Option<PathBuf> {
+    use crate::policy::resolve::PathKind;
+    policy.protected.iter().find_map(|e| {
+        let now = match std::fs::symlink_metadata(&e.path) {
+            Ok(m) if m.file_type().is_symlink() => PathKind::Symlink,
+            Ok(m) if m.is_dir() => PathKind::Dir,
+            Ok(m) if m.is_file() => PathKind::File,
+            Ok(_) => PathKind::Other,
+            Err(_) => PathKind::Missing,
+        };
+        (now != e.kind).then(|| e.path.clone())
+    })
+}
+
+/// Run `req` under bwrap with the helper stage.
+pub fn run(
+    policy: &ResolvedPolicy,
+    bwrap: &Path,
+    helper_exe: Option<&Path>,
+    req: &ExecRequest,
+) -> Result<ExecOutcome, HostError> {
+    let roots: Vec<PathBuf> = policy
+        .writable_roots
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    let guard = super::placeholders::Guard::enter(&roots)?;
+    if let Some(p) = stale_entry(policy) {
+        guard.leave();
+        return Err(HostError::Stale(p));
+    }
+    let (read_end, write_end): (OwnedFd, OwnedFd) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| HostError::io("creating the status pipe", e.into()))?;
+    // The lifeline: the helper watches the read end; only we hold the
+    // write end (close-on-exec), so it hangs up exactly when we die.
+    let (life_read, life_write): (OwnedFd, OwnedFd) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| HostError::io("creating the lifeline pipe", e.into()))?;
+    let spec = HelperSpec {
+        lifeline_fd: Some(life_read.as_raw_fd()),
+        status_fd: write_end.as_raw_fd(),
+        seccomp: SeccompOptions::for_bwrap(policy.network),
+    };
+    let cwd = req.cwd.clone().unwrap_or_else(|| policy.workspace.clone());
+    let command = req.argv.iter().map(OsString::from).collect();
+    let opts = options(bwrap, &cwd, Some(&spec), helper_exe, command)?;
+    let plan = plan(policy, &opts).map_err(|e| HostError::Unavailable {
+        backend: "bwrap".into(),
+        reason: e.to_string(),
+        remedy: None,
+    })?;
+    let created: Vec<PathBuf> = plan
+        .placeholders
+        .iter()
+        .map(|Placeholder { path, .. }| super::placeholders::topmost_missing(path))
+        .collect();
+    guard.record(&created)?;
+
+    let base_env: Vec<(String, String)> = match &req.env {
+        Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        None => std::env::vars().collect(),
+    };
+    let scrubbed = policy.env.apply(base_env);
+    let mut cmd = std::process::Command::new(&plan.argv[0]);
+    cmd.args(&plan.argv[1..]);
+    cmd.env_clear().envs(&scrubbed.vars);
+
+    let sup = supervise::run_with(cmd, vec![write_end, life_read], req, false);
+    drop(life_write);
+    let status = read_status(read_end);
+    guard.leave();
+    let sup = sup?;
+    let status = match status {
+        Some(HelperStatus::SetupFailed { error }) => {
+            return Err(HostError::Unavailable {
+                backend: "bwrap".into(),
+                reason: format!("the in-sandbox helper failed: {error}"),
+                remedy: None,
+            })
+        }
+        Some(s) => s,
+        None if sup.timed_out => {
+            return Err(HostError::Unavailable {
+                backend: "bwrap".into(),
+                reason: "timed out before the sandbox was set up".into(),
+                remedy: None,
+            })
+        }
+        None => {
+            return Err(classify_failure(&String::from_utf8_lossy(
+                &sup.stderr.bytes,
+            )))
+        }
+    };
+    let enforcement = enforcement(policy, &plan, &status, scrubbed.removed);
+    Ok(ExecOutcome {
+        exit: sup.exit,
+        timed_out: sup.timed_out,
+        duration: sup.duration,
+        stdout: sup.stdout,
+        stderr: sup.stderr,
+        enforcement,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(e: HostError) -> String {
+        match e {
+            HostError::Unavailable { reason, remedy, .. } => {
+                format!("{reason} | {}", remedy.unwrap_or_default())
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn known_failures_get_actionable_messages() {
+        let r = reason(classify_failure(
+            "bwrap: setting up uid map: Permission denied",
+        ));
+        assert!(r.contains("user namespaces"), "{r}");
+        let r = reason(classify_failure(
+            "bwrap: Can't mount proc on /newroot/proc: Operation not permitted",
+        ));
+        assert!(r.contains("/proc cannot be mounted"), "{r}");
+        let r = reason(classify_failure("bwrap: something else"));
+        assert!(r.contains("something else"), "{r}");
+    }
+
+    #[test]
+    fn bwrap_inside_a_writable_root_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let fake = root.join("bwrap");
+        std::fs::write(&fake, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = reason(find_bwrap(Some(&fake), &[root.as_path()]).unwrap_err());
+        assert!(err.contains("writable root"), "{err}");
+        let err = reason(find_bwrap(Some(Path::new("bwrap")), &[]).unwrap_err());
+        assert!(err.contains("not absolute"), "{err}");
+        // Control: outside every writable root the configured path is used.
+        assert_eq!(find_bwrap(Some(&fake), &[]).unwrap(), fake);
+    }
+}

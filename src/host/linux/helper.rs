@@ -1,0 +1,217 @@
+//! The in-sandbox helper stage: `codewhale __sandbox-helper --spec JSON -- CMD…`.
+//!
+//! bwrap starts this stage as the sandbox's command. It applies, in order,
+//! no_new_privs, the capability drop, (Landlock — slot reserved for the
+//! landlock tier, see [`apply_landlock`]), and the seccomp filter, reports
+//! what it applied as one JSON line on the status fd the parent passed in,
+//! and then replaces itself with the command. The status fd is
+//! close-on-exec, so the command never sees it.
+//!
+//! With a lifeline fd the helper stays as a small watcher: it forks, the
+//! child execs the command, and the watcher waits for either the command
+//! to exit (it then exits the same way) or codewhale to die (the lifeline
+//! hangs up; it then SIGKILLs everything in the sandbox's pid namespace).
+//! bwrap's own `--die-with-parent` has a start-up race: if codewhale dies
+//! while bwrap's pid 1 is still being set up, pid 1 arms its parent-death
+//! signal too late and the sandbox would outlive codewhale.
+//!
+//! Exit codes when the command cannot start: 127 not found, 126 not
+//! executable (shell semantics); 125 when a protection could not be applied
+//! (the command never runs unprotected).
+
+use super::caps;
+use super::seccomp::{denied_names, SeccompOptions};
+use super::seccomp_apply;
+use crate::host::enforcement::{LandlockReport, SeccompReport};
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::fd::{FromRawFd, RawFd};
+use std::os::unix::process::CommandExt;
+
+/// What the parent asks the helper to apply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HelperSpec {
+    /// Write end of the status pipe (inherited through bwrap).
+    pub status_fd: RawFd,
+    /// Read end of the lifeline pipe; codewhale holds the only write end,
+    /// so it hangs up exactly when codewhale dies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifeline_fd: Option<RawFd>,
+    pub seccomp: SeccompOptions,
+}
+
+/// The one line the helper writes on the status fd.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "stage", rename_all = "kebab-case")]
+pub enum HelperStatus {
+    /// Everything below was in force when the command was exec'd.
+    Applied {
+        no_new_privs: bool,
+        capabilities_dropped: bool,
+        seccomp: SeccompReport,
+        landlock: Option<LandlockReport>,
+    },
+    /// A protection failed; the command did not run.
+    SetupFailed { error: String },
+}
+
+/// The hidden subcommand's name.
+pub const SUBCOMMAND: &str = "__sandbox-helper";
+
+/// Landlock slot: the landlock tier (another module) plugs in here, right
+/// before seccomp. Until then nothing is applied and the report says so
+/// (`None`), never a fabricated status.
+fn apply_landlock() -> Result<Option<LandlockReport>, String> {
+    Ok(None)
+}
+
+fn apply(spec: &HelperSpec) -> Result<HelperStatus, String> {
+    caps::set_no_new_privs().map_err(|e| e.to_string())?;
+    caps::drop_all().map_err(|e| e.to_string())?;
+    let capabilities_dropped = caps::all_dropped();
+    if !capabilities_dropped {
+        return Err("capabilities are still present after dropping them".into());
+    }
+    let landlock = apply_landlock()?;
+    seccomp_apply::install(&spec.seccomp).map_err(|e| e.to_string())?;
+    Ok(HelperStatus::Applied {
+        no_new_privs: true,
+        capabilities_dropped,
+        seccomp: SeccompReport {
+            installed: true,
+            denied: denied_names(&spec.seccomp),
+        },
+        landlock,
+    })
+}
+
+/// Run the helper stage. Returns only on failure, with the exit code.
+pub fn main(spec_json: &str, command: &[OsString]) -> i32 {
+    let spec: HelperSpec = match serde_json::from_str(spec_json) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("codewhale: sandbox helper: bad --spec: {e}");
+            return crate::exit::SANDBOX_SETUP;
+        }
+    };
+    // SAFETY: the parent passed this fd number for us alone; we own it from
+    // here on. It is marked close-on-exec so the command never inherits it.
+    let mut status = unsafe { std::fs::File::from_raw_fd(spec.status_fd) };
+    // SAFETY: fcntl on the fd we just took ownership of.
+    unsafe { libc::fcntl(spec.status_fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("codewhale: sandbox helper: no command");
+        return crate::exit::SANDBOX_SETUP;
+    };
+    let report = apply(&spec).unwrap_or_else(|error| HelperStatus::SetupFailed { error });
+    let failed = matches!(report, HelperStatus::SetupFailed { .. });
+    let line = serde_json::to_string(&report).unwrap_or_default();
+    let _ = writeln!(status, "{line}");
+    if let HelperStatus::SetupFailed { error } = &report {
+        eprintln!("codewhale: sandbox setup failed: {error}");
+    }
+    if failed {
+        return crate::exit::SANDBOX_SETUP;
+    }
+    if let Some(lifeline) = spec.lifeline_fd {
+        return watch(lifeline, program, args);
+    }
+    exec_command(program, args)
+}
+
+/// Replace this process with the command; returns the exit code on failure.
+fn exec_command(program: &OsString, args: &[OsString]) -> i32 {
+    let err = std::process::Command::new(program).args(args).exec();
+    let name = program.to_string_lossy();
+    if err.kind() == std::io::ErrorKind::NotFound {
+        eprintln!("codewhale: {name}: command not found");
+        crate::exit::NOT_FOUND
+    } else {
+        eprintln!("codewhale: {name}: {err}");
+        crate::exit::NOT_EXECUTABLE
+    }
+}
+
+/// Fork the command and watch it and the lifeline (see the module docs).
+fn watch(lifeline: RawFd, program: &OsString, args: &[OsString]) -> i32 {
+    // SAFETY: the lifeline fd was handed to us for this purpose; the command
+    // must not inherit it.
+    unsafe { libc::fcntl(lifeline, libc::F_SETFD, libc::FD_CLOEXEC) };
+    // SAFETY: fork in a single-threaded process (the helper starts no
+    // threads); the child only execs or exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        eprintln!(
+            "codewhale: sandbox helper: fork: {}",
+            std::io::Error::last_os_error()
+        );
+        return crate::exit::SANDBOX_SETUP;
+    }
+    if pid == 0 {
+        let code = exec_command(program, args);
+        // SAFETY: leave the forked child without running the parent's
+        // atexit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    // SAFETY: pidfd_open on our own child.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: lifeline,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: pidfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let n_fds = if pidfd >= 0 { 2 } else { 1 };
+        // With no pidfd (old kernel) poll the lifeline with a timeout and
+        // check the child in between.
+        let timeout = if pidfd >= 0 { -1 } else { 100 };
+        // SAFETY: fds points at n_fds valid pollfd structs.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), n_fds, timeout) };
+        if rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+        if let Some(code) = reap(pid) {
+            return code;
+        }
+        if fds[0].revents != 0 {
+            // codewhale is gone: take the whole sandbox down.
+            // SAFETY: kill(-1) reaches every process of the sandbox's pid
+            // namespace that we may signal (all of them: same uid, no privileges).
+            unsafe { libc::kill(-1, libc::SIGKILL) };
+            return crate::exit::SANDBOX_SETUP;
+        }
+    }
+    // poll failed: fall back to a plain wait.
+    loop {
+        if let Some(code) = reap(pid) {
+            return code;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The shell-style exit code of `pid` if it has exited (reaping it).
+fn reap(pid: libc::pid_t) -> Option<i32> {
+    let mut status = 0;
+    // SAFETY: waitpid on our own child with a valid status pointer.
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    if r != pid {
+        return None;
+    }
+    if libc::WIFEXITED(status) {
+        Some(libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        Some(128 + libc::WTERMSIG(status))
+    } else {
+        None
+    }
+}

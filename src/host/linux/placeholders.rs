@@ -1,0 +1,202 @@
+//! Placeholder mount points for protected paths that do not exist yet.
+//!
+//! A bind mount needs a directory entry to mount on, so for a missing
+//! protected path (`.envrc`, `.git/hooks`…) bwrap creates an empty file or
+//! directory on the host, inside the writable root, and mounts a read-only
+//! empty placeholder over it for the run. Afterwards the entry is removed
+//! if it is still empty.
+//!
+//! Concurrency: removing a mount point that *another* running sandbox uses
+//! would detach that sandbox's protection. So every run holds a shared
+//! lock per writable root and records what it created in a per-root
+//! registry; only a run that can take the root's lock exclusively (no other
+//! run in that root) cleans up, and then cleans everything the registry
+//! lists. A crash of codewhale can leave empty placeholder files behind;
+//! they are empty and inert, and the next exclusive run removes them.
+
+use crate::host::HostError;
+use sha2::{Digest, Sha256};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Read-only, empty sources for placeholder mounts, in a per-user
+/// directory only we can write (checked, since the temp dir is shared).
+pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
+    let uid = nix::unistd::getuid().as_raw();
+    let base = super::bwrap::placeholder_base();
+    let io = |what: &str, e| HostError::io(format!("{what} {}", base.display()), e);
+    match std::fs::create_dir(&base) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io("creating", e)),
+    }
+    let meta = std::fs::symlink_metadata(&base).map_err(|e| io("checking", e))?;
+    if !meta.is_dir() || meta.uid() != uid {
+        return Err(HostError::Unavailable {
+            backend: "bwrap".into(),
+            reason: format!("{} is not a directory owned by uid {uid}", base.display()),
+            remedy: Some(format!("remove {} and retry", base.display())),
+        });
+    }
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| io("securing", e))?;
+    let file = base.join("empty-file");
+    let dir = base.join("empty-dir");
+    if !file.is_file() {
+        std::fs::write(&file, b"").map_err(|e| io("creating placeholder in", e))?;
+    }
+    if !dir.is_dir() {
+        std::fs::create_dir(&dir).map_err(|e| io("creating placeholder in", e))?;
+    }
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444))
+        .map_err(|e| io("securing placeholder in", e))?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555))
+        .map_err(|e| io("securing placeholder in", e))?;
+    Ok((file, dir))
+}
+
+/// The topmost ancestor of `p` (or `p`) that does not exist yet: what bwrap
+/// will create on the host as a mount point.
+pub fn topmost_missing(p: &Path) -> PathBuf {
+    let mut top = p.to_path_buf();
+    let mut cur = p.parent();
+    while let Some(c) = cur {
+        if c.symlink_metadata().is_ok() {
+            break;
+        }
+        top = c.to_path_buf();
+        cur = c.parent();
+    }
+    top
+}
+
+/// Remove `p` if it is an empty file or a tree of empty directories.
+fn remove_if_empty(p: &Path) {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.is_file() && m.len() == 0 => {
+            let _ = std::fs::remove_file(p);
+        }
+        Ok(m) if m.is_dir() => {
+            if let Ok(rd) = std::fs::read_dir(p) {
+                for e in rd.flatten() {
+                    remove_if_empty(&e.path());
+                }
+            }
+            let _ = std::fs::remove_dir(p);
+        }
+        _ => {}
+    }
+}
+
+struct RootLock {
+    root: PathBuf,
+    lock: File,
+    lock_path: PathBuf,
+    registry: PathBuf,
+}
+
+/// Open and share-lock `path`, retrying if the file was unlinked (by an
+/// exclusive holder finishing its cleanup) between our open and our lock.
+fn lock_shared(path: &Path) -> Result<File, HostError> {
+    loop {
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| HostError::io(format!("opening {}", path.display()), e))?;
+        // SAFETY: flock on an fd we own.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_SH) } != 0 {
+            return Err(HostError::io(
+                format!("locking {}", path.display()),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        let held = lock.metadata().map(|m| m.ino()).ok();
+        let current = std::fs::metadata(path).map(|m| m.ino()).ok();
+        if held.is_some() && held == current {
+            return Ok(lock);
+        }
+    }
+}
+
+/// Shared locks on every writable root a run uses, plus the registry of
+/// placeholders created there.
+pub struct Guard {
+    roots: Vec<RootLock>,
+}
+
+fn key(root: &Path) -> String {
+    let digest = Sha256::digest(root.as_os_str().as_bytes());
+    hex::encode(&digest[..8])
+}
+
+impl Guard {
+    /// Lock `roots` (shared): from now on no other run removes
+    /// placeholders there, so what resolution saw stays true.
+    pub fn enter(roots: &[PathBuf]) -> Result<Guard, HostError> {
+        let base = super::bwrap::placeholder_base();
+        let mut sorted: Vec<&PathBuf> = roots.iter().collect();
+        sorted.sort();
+        sorted.dedup();
+        let mut out = Vec::new();
+        for root in sorted {
+            let k = key(root);
+            let lock_path = base.join(format!("root-{k}.lock"));
+            let lock = lock_shared(&lock_path)?;
+            out.push(RootLock {
+                root: root.clone(),
+                lock,
+                lock_path,
+                registry: base.join(format!("root-{k}.created")),
+            });
+        }
+        Ok(Guard { roots: out })
+    }
+
+    /// Record the mount points bwrap is about to create (each under its root).
+    pub fn record(&self, created: &[PathBuf]) -> Result<(), HostError> {
+        for r in &self.roots {
+            let mine: Vec<&PathBuf> = created.iter().filter(|c| c.starts_with(&r.root)).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let mut buf = Vec::new();
+            for c in mine {
+                buf.extend_from_slice(c.as_os_str().as_bytes());
+                buf.push(0);
+            }
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&r.registry)
+                .and_then(|mut f| f.write_all(&buf))
+                .map_err(|e| HostError::io(format!("writing {}", r.registry.display()), e))?;
+        }
+        Ok(())
+    }
+
+    /// Clean up every root no other run is using, then release the locks.
+    pub fn leave(self) {
+        for r in self.roots {
+            // SAFETY: flock on an fd we own; non-blocking.
+            let exclusive =
+                unsafe { libc::flock(r.lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+            if !exclusive {
+                continue;
+            }
+            let mut bytes = Vec::new();
+            let _ = File::open(&r.registry).and_then(|mut f| f.read_to_end(&mut bytes));
+            for raw in bytes.split(|b| *b == 0).filter(|s| !s.is_empty()) {
+                remove_if_empty(&PathBuf::from(std::ffi::OsString::from_vec(raw.to_vec())));
+            }
+            let _ = std::fs::remove_file(&r.registry);
+            // Still holding the exclusive lock: waiting runs re-open.
+            let _ = std::fs::remove_file(&r.lock_path);
+        }
+    }
+}

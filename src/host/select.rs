@@ -1,0 +1,198 @@
+//! Backend selection and dispatch.
+//!
+//! - `danger-full-access` / `external-sandbox` run without a local sandbox
+//!   and are labelled so.
+//! - An explicit `--backend bwrap` is used without probing (the hot path);
+//!   a setup failure is still reported as exit 125 from the helper's
+//!   status pipe.
+//! - `--backend auto` with `allow_unsandboxed` runs a *functional* probe
+//!   once per process (the real planner and helper running `true` under a
+//!   short timeout) to decide between bwrap and the labelled fallback.
+//!   Without `allow_unsandboxed` there is no fallback to decide on, so the
+//!   run goes straight to bwrap and fails closed (125) if it cannot set up.
+//! - Nothing falls back to unsandboxed silently: that needs
+//!   `allow_unsandboxed` (or `--backend none`), and the label says so.
+
+use super::request::{ExecOutcome, ExecRequest};
+use super::{BackendChoice, EnforcementLevel, HostError, HostSettings};
+use crate::policy::{SandboxMode, SandboxPolicy};
+use std::time::Duration;
+
+/// How often a run re-resolves after a concurrent run changed a protected path.
+#[cfg(target_os = "linux")]
+const STALE_RETRIES: u32 = 5;
+
+/// Timeout of the functional probe.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn not_built(backend: &str, why: &str) -> HostError {
+    HostError::Unavailable {
+        backend: backend.into(),
+        reason: why.into(),
+        remedy: Some("use --backend auto or --backend bwrap on Linux".into()),
+    }
+}
+
+/// Run one command under `policy` (blocking; see [`super::run`]).
+pub fn run_blocking(
+    policy: &SandboxPolicy,
+    settings: &HostSettings,
+    req: &ExecRequest,
+) -> Result<ExecOutcome, HostError> {
+    match policy.mode {
+        SandboxMode::DangerFullAccess => {
+            return run_unsandboxed(policy, req, "danger-full-access: no sandbox by request")
+        }
+        SandboxMode::ExternalSandbox => {
+            let mut out = run_unsandboxed(
+                policy,
+                req,
+                "external-sandbox: isolation is provided outside codewhale",
+            )?;
+            out.enforcement.level = EnforcementLevel::External;
+            out.enforcement.label = "external-sandbox".into();
+            return Ok(out);
+        }
+        SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite => {}
+    }
+    match settings.backend {
+        BackendChoice::None => run_unsandboxed(policy, req, "--backend none requested"),
+        BackendChoice::Bwrap => run_bwrap(policy, settings, req),
+        // Without a fallback there is nothing to decide: the run itself
+        // fails closed (125) if bwrap cannot set up, so skip the probe.
+        BackendChoice::Auto if !settings.allow_unsandboxed => run_bwrap(policy, settings, req),
+        BackendChoice::Auto => match probe_bwrap(policy, settings) {
+            Ok(()) => run_bwrap(policy, settings, req),
+            Err(e) => {
+                let why = format!("no sandbox available ({e}); --allow-unsandboxed given");
+                run_unsandboxed(policy, req, &why)
+            }
+        },
+        BackendChoice::Landlock => Err(not_built(
+            "landlock",
+            "the landlock tier is not part of this build yet",
+        )),
+        BackendChoice::Seatbelt => Err(super::seatbelt::unavailable_here()),
+        // Dispatched (async) by `host::run` before reaching here.
+        BackendChoice::Opensandbox => Err(not_built(
+            "opensandbox",
+            "the OpenSandbox backend runs through host::run, not run_blocking",
+        )),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn run_bwrap(
+    policy: &SandboxPolicy,
+    settings: &HostSettings,
+    req: &ExecRequest,
+) -> Result<ExecOutcome, HostError> {
+    use crate::policy::{resolve, HostFacts};
+    let facts = HostFacts::detect();
+    let mut attempt = 0;
+    loop {
+        let resolved = resolve(policy, &facts)?;
+        let mut writable: Vec<&std::path::Path> = vec![resolved.workspace.as_path()];
+        writable.extend(resolved.writable_roots.iter().map(|r| r.path.as_path()));
+        let bwrap =
+            super::linux::bwrap_spawn::find_bwrap(settings.bwrap_path.as_deref(), &writable)?;
+        match super::linux::bwrap_spawn::run(&resolved, &bwrap, settings.helper_exe.as_deref(), req)
+        {
+            // A concurrent run's placeholder came or went: resolve again.
+            Err(HostError::Stale(_)) if attempt < STALE_RETRIES => attempt += 1,
+            other => return other,
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_bwrap(
+    _policy: &SandboxPolicy,
+    _settings: &HostSettings,
+    _req: &ExecRequest,
+) -> Result<ExecOutcome, HostError> {
+    Err(not_built("bwrap", "bubblewrap exists only on Linux"))
+}
+
+/// The functional probe, cached per process: the first answer stands
+/// (also for `doctor`).
+pub fn probe_bwrap(policy: &SandboxPolicy, settings: &HostSettings) -> Result<(), HostError> {
+    use std::sync::OnceLock;
+    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+    let answer = PROBE.get_or_init(|| {
+        let mut req = ExecRequest::new(vec!["true".into()]);
+        req.timeout = Some(PROBE_TIMEOUT);
+        req.output_cap = 16 * 1024;
+        let probe_policy = SandboxPolicy::new(SandboxMode::ReadOnly, &policy.workspace);
+        match run_bwrap(&probe_policy, settings, &req) {
+            Ok(out) if out.exit == super::ExitKind::Code(0) => Ok(()),
+            Ok(out) => Err(format!(
+                "probe `true` under bwrap exited with {:?}: {}",
+                out.exit,
+                out.stderr.text().trim()
+            )),
+            Err(HostError::Unavailable { reason, .. }) => Err(reason),
+            Err(e) => Err(e.to_string()),
+        }
+    });
+    answer.clone().map_err(|reason| HostError::Unavailable {
+        backend: "bwrap".into(),
+        reason,
+        remedy: None,
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn run_unsandboxed(
+    policy: &SandboxPolicy,
+    req: &ExecRequest,
+    why: &str,
+) -> Result<ExecOutcome, HostError> {
+    let Some((program, args)) = req.argv.split_first() else {
+        return Err(HostError::NotFound(String::new()));
+    };
+    let base_env: Vec<(String, String)> = match &req.env {
+        Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        None => std::env::vars().collect(),
+    };
+    let scrubbed = policy.env.apply(base_env);
+    let path_var = scrubbed.vars.get("PATH").cloned();
+    let resolved_program = which::which_in(program, path_var, &policy.workspace)
+        .map_err(|_| HostError::NotFound(program.clone()))?;
+    let mut cmd = std::process::Command::new(&resolved_program);
+    cmd.args(args)
+        .env_clear()
+        .envs(&scrubbed.vars)
+        .current_dir(req.cwd.as_ref().unwrap_or(&policy.workspace));
+    let sup = super::supervise::run(cmd, Vec::new(), req).map_err(|e| match e {
+        HostError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
+            HostError::NotExecutable {
+                path: resolved_program.clone(),
+                reason: source.to_string(),
+            }
+        }
+        other => other,
+    })?;
+    let mut enforcement = super::Enforcement::unsandboxed(policy.mode, why);
+    enforcement.env_removed = scrubbed.removed;
+    Ok(ExecOutcome {
+        exit: sup.exit,
+        timed_out: sup.timed_out,
+        duration: sup.duration,
+        stdout: sup.stdout,
+        stderr: sup.stderr,
+        enforcement,
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_unsandboxed(
+    _policy: &SandboxPolicy,
+    _req: &ExecRequest,
+    _why: &str,
+) -> Result<ExecOutcome, HostError> {
+    Err(not_built(
+        "none",
+        "process supervision is only implemented on Linux in this build",
+    ))
+}

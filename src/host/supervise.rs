@@ -1,0 +1,450 @@
+//! Process supervision shared by every local backend.
+//!
+//! Invariants:
+//! - The child starts a new session (`setsid`): it has no controlling
+//!   terminal, so it cannot inject keystrokes into ours, and it leads its
+//!   own process group, which is killed as a whole.
+//! - Every process is spawned from one long-lived spawner thread. The
+//!   parent-death signal (`PR_SET_PDEATHSIG`, also what bwrap's
+//!   `--die-with-parent` uses) fires when the *thread* that forked the child
+//!   exits; a short-lived tokio worker would otherwise kill a running
+//!   sandbox when the runtime retires it.
+//! - No file descriptor beyond stdio reaches the child unless listed in
+//!   `keep_fds` (a `close_range(CLOSE_RANGE_CLOEXEC)` sweep in `pre_exec`).
+//! - Output caps are enforced while streaming: bytes past the cap are
+//!   counted and dropped, so an endless `yes` costs constant memory.
+//! - The calling thread supervises alone: it polls both output pipes and a
+//!   pidfd (no reader threads, no hand-offs on the hot path).
+//! - On timeout the whole process group gets SIGKILL; after the child exits
+//!   the group is killed too (a leftover background job does not survive),
+//!   before the child is reaped so its pid cannot have been reused.
+
+use super::request::{CapturedOutput, ExecRequest, ExitKind, StdinSpec};
+use super::HostError;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long to wait for output pipes to close after the child is gone
+/// (a process that escaped the group could hold them open for ever).
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
+/// What supervision observed.
+#[derive(Debug)]
+pub struct Supervised {
+    pub pid: u32,
+    pub exit: ExitKind,
+    pub timed_out: bool,
+    pub duration: Duration,
+    pub stdout: CapturedOutput,
+    pub stderr: CapturedOutput,
+}
+
+/// A spawn request: the command, and for a light spawn the fds to pass.
+struct Job {
+    cmd: Command,
+    light_keep: Option<Vec<RawFd>>,
+    reply: mpsc::Sender<std::io::Result<Child>>,
+}
+
+/// The long-lived spawner thread (see the module docs for why).
+fn spawner() -> Result<&'static Mutex<mpsc::Sender<Job>>, HostError> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
+    if let Some(s) = SPAWNER.get() {
+        return Ok(s);
+    }
+    let (tx, rx) = mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name("codewhale-spawner".into())
+        .spawn(move || {
+            while let Ok(mut job) = rx.recv() {
+                let result = match &job.light_keep {
+                    None => job.cmd.spawn(),
+                    Some(keep) => light_spawn(&mut job.cmd, keep),
+                };
+                let _ = job.reply.send(result);
+            }
+        })
+        .map_err(|e| HostError::io("starting the spawner thread", e))?;
+    // A racing initialiser may win; its thread is equally long-lived.
+    Ok(SPAWNER.get_or_init(|| Mutex::new(tx)))
+}
+
+/// Spawn `cmd` on the spawner thread.
+fn spawn_on_spawner(cmd: Command, light_keep: Option<Vec<RawFd>>) -> Result<Child, HostError> {
+    let (reply_tx, reply_rx) = mpsc::channel();
+    {
+        let tx = spawner()?
+            .lock()
+            .map_err(|_| HostError::io("spawner", std::io::Error::other("poisoned lock")))?;
+        tx.send(Job {
+            cmd,
+            light_keep,
+            reply: reply_tx,
+        })
+        .map_err(|_| HostError::io("spawner", std::io::Error::other("spawner thread gone")))?;
+    }
+    match reply_rx.recv() {
+        Ok(r) => r.map_err(|e| HostError::io("spawning the command", e)),
+        Err(_) => Err(HostError::io(
+            "spawner",
+            std::io::Error::other("spawner thread gone"),
+        )),
+    }
+}
+
+/// A spawn without `pre_exec`, so std can use `posix_spawn` (no copy of
+/// our page tables): used for bwrap, which makes its own session for the
+/// command and arms its own parent-death signal. fd hygiene is done in
+/// this process instead of the child: every fd from 3 up is marked
+/// close-on-exec, the passed fds are un-marked for the spawn only. This
+/// runs on the spawner thread, which does all of the host's spawns, so no
+/// other spawn of ours can inherit the passed fds.
+fn light_spawn(cmd: &mut Command, keep: &[RawFd]) -> std::io::Result<Child> {
+    fd_sweep(keep)?;
+    let r = cmd.spawn();
+    for &fd in keep {
+        // SAFETY: re-marking fds we were handed; they are closed right after.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    r
+}
+
+/// Mark every fd from 3 up close-on-exec, then clear the flag on `keep`.
+/// Runs between fork and exec: async-signal-safe calls only.
+fn fd_sweep(keep: &[RawFd]) -> std::io::Result<()> {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only flips flags on the
+    // child's own descriptor table.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if rc != 0 {
+        // Kernels before 5.11: walk the table up to the soft limit.
+        // SAFETY: sysconf has no memory effects.
+        let max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
+        let max = if max <= 0 { 4096 } else { max.min(1 << 20) } as RawFd;
+        for fd in 3..max {
+            // SAFETY: F_SETFD on a possibly-closed fd fails harmlessly with EBADF.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+    }
+    for &fd in keep {
+        // SAFETY: clearing FD_CLOEXEC on an fd the parent handed to us.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Install the child-side setup on `cmd`: new session, parent-death
+/// signal (when `parent_death`), fd sweep keeping only `keep_fds`.
+pub fn prepare(cmd: &mut Command, keep_fds: Vec<RawFd>, parent_death: bool) {
+    // SAFETY: getpid is always safe.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure only makes async-signal-safe system calls
+    // (setsid, prctl, getppid, close_range/fcntl) and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if parent_death {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent may have died between fork and prctl.
+                if libc::getppid() != parent {
+                    libc::_exit(125);
+                }
+            }
+            fd_sweep(&keep_fds)
+        });
+    }
+}
+
+/// One captured output stream, read without blocking from the poll loop.
+struct Stream {
+    fd: Option<OwnedFd>,
+    out: CapturedOutput,
+    tee: Option<Box<dyn Write>>,
+}
+
+impl Stream {
+    fn new(fd: Option<OwnedFd>, tee: Option<Box<dyn Write>>) -> Stream {
+        if let Some(f) = &fd {
+            set_nonblocking(f.as_raw_fd());
+        }
+        Stream {
+            fd,
+            out: CapturedOutput::default(),
+            tee,
+        }
+    }
+
+    /// Read what is available now; bytes past `cap` are counted and
+    /// dropped (the cap holds while streaming). Closes the stream at EOF.
+    fn drain(&mut self, cap: usize, buf: &mut [u8]) {
+        let Some(fd) = &self.fd else { return };
+        // Bounded per call, so an endless writer cannot starve the loop's
+        // timeout and exit checks.
+        for _ in 0..16 {
+            // SAFETY: reading into a live buffer of the given length.
+            let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                if e.kind() != std::io::ErrorKind::WouldBlock {
+                    self.fd = None;
+                }
+                return;
+            }
+            if n == 0 {
+                self.fd = None;
+                return;
+            }
+            let n = n as usize;
+            if let Some(t) = self.tee.as_mut() {
+                if t.write_all(&buf[..n]).and_then(|_| t.flush()).is_err() {
+                    self.tee = None;
+                }
+            }
+            self.out.total += n as u64;
+            let keep = cap.saturating_sub(self.out.bytes.len()).min(n);
+            self.out.bytes.extend_from_slice(&buf[..keep]);
+            if keep < n {
+                self.out.truncated = true;
+            }
+        }
+    }
+}
+
+fn set_nonblocking(fd: RawFd) {
+    // SAFETY: fcntl flag changes on an fd we own.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
+}
+
+/// An fd that becomes readable when `pid` exits (not reaped): a pidfd, or
+/// on kernels without `pidfd_open` (< 5.3) a pipe fed by a waiter thread.
+fn exit_notifier(pid: i32) -> Result<OwnedFd, HostError> {
+    // SAFETY: pidfd_open on our own, not yet reaped child.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd >= 0 {
+        // SAFETY: the kernel just returned this fd to us.
+        return Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+    }
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| HostError::io("creating the exit pipe", e.into()))?;
+    std::thread::spawn(move || {
+        wait_exited_no_reap(pid);
+        drop(w);
+    });
+    Ok(r)
+}
+
+fn kill_group(pid: i32) {
+    // SAFETY: kill with a negative pid signals the process group the child
+    // leads (it called setsid); ESRCH when it is already empty is fine.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
+
+/// Block until `pid` has exited, without reaping it (`WNOWAIT`), so the
+/// group can still be killed safely by its number.
+fn wait_exited_no_reap(pid: i32) {
+    loop {
+        // SAFETY: siginfo_t is plain data; waitid writes into it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own child with a valid out pointer.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}
+
+/// Spawn `cmd` from the spawner thread, passing `keep_fds` (our copies are
+/// closed afterwards). The child survives the exit of the calling thread.
+///
+/// With `parent_death` the child gets the full setup of [`prepare`] (new
+/// session, `PR_SET_PDEATHSIG`, fd sweep in the child). Without it — for
+/// bwrap — it gets its own process group and a [`light_spawn`]: bwrap arms
+/// its own parent-death signal (`--die-with-parent`) once its sandbox child
+/// can proceed, and puts the command in a new session itself. Killing bwrap
+/// earlier, while its child waits for the uid map, would orphan that child
+/// blocked for ever; un-armed, bwrap finishes starting and the helper's
+/// lifeline then takes the sandbox down.
+pub fn spawn(
+    mut cmd: Command,
+    keep_fds: Vec<OwnedFd>,
+    parent_death: bool,
+) -> Result<Child, HostError> {
+    let raw: Vec<RawFd> = keep_fds.iter().map(AsRawFd::as_raw_fd).collect();
+    let child = if parent_death {
+        prepare(&mut cmd, raw, true);
+        spawn_on_spawner(cmd, None)?
+    } else {
+        // Its own process group (killed as a whole), via posix_spawn.
+        cmd.process_group(0);
+        spawn_on_spawner(cmd, Some(raw))?
+    };
+    drop(keep_fds);
+    Ok(child)
+}
+
+/// Spawn `cmd` (already carrying program, args, env and cwd) and supervise
+/// it according to `req`. `keep_fds` are passed to the child; the caller's
+/// copies are dropped right after the spawn.
+pub fn run(
+    cmd: Command,
+    keep_fds: Vec<OwnedFd>,
+    req: &ExecRequest,
+) -> Result<Supervised, HostError> {
+    run_with(cmd, keep_fds, req, true)
+}
+
+/// [`run`], choosing whether the child gets our parent-death signal (see
+/// [`prepare`] for why bwrap does not).
+pub fn run_with(
+    mut cmd: Command,
+    keep_fds: Vec<OwnedFd>,
+    req: &ExecRequest,
+    parent_death: bool,
+) -> Result<Supervised, HostError> {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(match req.stdin {
+        StdinSpec::Null => Stdio::null(),
+        StdinSpec::Bytes(_) => Stdio::piped(),
+        StdinSpec::Inherit => Stdio::inherit(),
+    });
+    let start = Instant::now();
+    let mut child = spawn(cmd, keep_fds, parent_death)?;
+    let pid = child.id() as i32;
+
+    if let (StdinSpec::Bytes(bytes), Some(mut stdin)) = (&req.stdin, child.stdin.take()) {
+        let bytes = bytes.clone();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+    }
+    let tee = |err: bool| -> Option<Box<dyn Write>> {
+        match (req.tee, err) {
+            (false, _) => None,
+            (true, false) => Some(Box::new(std::io::stdout())),
+            (true, true) => Some(Box::new(std::io::stderr())),
+        }
+    };
+    let mut streams = [
+        Stream::new(child.stdout.take().map(OwnedFd::from), tee(false)),
+        Stream::new(child.stderr.take().map(OwnedFd::from), tee(true)),
+    ];
+    let exit_fd = exit_notifier(pid)?;
+    let deadline = req.timeout.map(|t| start + t);
+    let mut exited_at: Option<Instant> = None;
+    let mut timed_out = false;
+    let mut buf = vec![0u8; 64 * 1024];
+    // One thread does it all: poll the output pipes and the exit notifier.
+    loop {
+        let open = streams.iter().filter(|s| s.fd.is_some()).count();
+        if let Some(at) = exited_at {
+            // Gone: drain until the pipes close, but not for ever (a
+            // process that escaped the group could hold them open).
+            if open == 0 || at.elapsed() >= DRAIN_GRACE {
+                break;
+            }
+        }
+        let mut fds: Vec<libc::pollfd> = streams
+            .iter()
+            .filter_map(|s| s.fd.as_ref())
+            .map(|f| libc::pollfd {
+                fd: f.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        if exited_at.is_none() {
+            fds.push(libc::pollfd {
+                fd: exit_fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        let now = Instant::now();
+        let wait = match (exited_at, deadline) {
+            (Some(at), _) => Some((at + DRAIN_GRACE).saturating_duration_since(now)),
+            (None, Some(d)) if !timed_out => Some(d.saturating_duration_since(now)),
+            _ => None,
+        };
+        let ms = wait
+            .map(|w| w.as_millis().min(i32::MAX as u128) as i32 + 1)
+            .unwrap_or(-1);
+        // SAFETY: fds points at fds.len() valid pollfd structs.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            kill_group(pid);
+            return Err(HostError::io("supervising the command", e));
+        }
+        for s in streams.iter_mut() {
+            s.drain(req.output_cap, &mut buf);
+        }
+        if exited_at.is_none() && fds.last().is_some_and(|p| p.revents != 0) {
+            exited_at = Some(Instant::now());
+            // Exited but not reaped: its pid still names the group.
+            kill_group(pid);
+        }
+        if exited_at.is_none() && !timed_out && deadline.is_some_and(|d| Instant::now() >= d) {
+            kill_group(pid);
+            timed_out = true;
+        }
+    }
+    kill_group(pid);
+    let status = child
+        .wait()
+        .map_err(|e| HostError::io("waiting for the command", e))?;
+    let duration = exited_at.unwrap_or_else(Instant::now) - start;
+    let [out, err] = streams;
+    let exit = match (status.code(), status.signal()) {
+        (Some(c), _) => ExitKind::Code(c),
+        (None, Some(s)) => ExitKind::Signal(s),
+        (None, None) => ExitKind::Code(crate::exit::FAILURE),
+    };
+    Ok(Supervised {
+        pid: pid as u32,
+        exit,
+        timed_out,
+        duration,
+        stdout: out.out,
+        stderr: err.out,
+    })
+}
+
+#[cfg(test)]
+#[path = "supervise_tests.rs"]
+mod tests;

@@ -1,0 +1,327 @@
+//! Shared fixture and runners for the real-sandbox suites.
+//!
+//! The suites are parameterised over `(tier, mode)`: adding the landlock
+//! tier later is one more [`Tier`] row with the catalogue items it claims,
+//! not a copy of the tests.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The codewhale binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_codewhale");
+
+/// A backend tier and the escape-catalogue items it claims to enforce.
+pub struct Tier {
+    pub name: &'static str,
+    /// `--backend` value.
+    pub backend: &'static str,
+    /// Catalogue numbers this tier enforces (others must be reported as partial).
+    pub claims: &'static [u32],
+}
+
+/// Every tier under test. The landlock tier adds a row here.
+pub const TIERS: &[Tier] = &[Tier {
+    name: "bwrap",
+    backend: "bwrap",
+    claims: &[
+        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+        26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38,
+    ],
+}];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Ro,
+    Ww,
+}
+
+impl Mode {
+    pub fn flag(self) -> &'static str {
+        match self {
+            Mode::Ro => "read-only",
+            Mode::Ww => "workspace-write",
+        }
+    }
+}
+
+/// One `(tier, mode)` combination.
+pub struct Case {
+    pub tier: &'static Tier,
+    pub mode: Mode,
+}
+
+impl Case {
+    pub fn ww(&self) -> bool {
+        self.mode == Mode::Ww
+    }
+    pub fn claims(&self, item: u32) -> bool {
+        self.tier.claims.contains(&item)
+    }
+}
+
+impl std::fmt::Display for Case {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.tier.name, self.mode.flag())
+    }
+}
+
+/// All cases, for tests that run in both modes.
+pub fn cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for tier in TIERS {
+        for mode in [Mode::Ro, Mode::Ww] {
+            out.push(Case { tier, mode });
+        }
+    }
+    out
+}
+
+/// A temp tree: `home/` full of decoys, `ws/` (a git repo), `sibling/`.
+pub struct Fx {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub ws: PathBuf,
+    pub sibling: PathBuf,
+}
+
+pub const SSH_MARK: &str = "SSH-PRIVATE-KEY-MARK";
+pub const AWS_MARK: &str = "AWS-SECRET-MARK";
+pub const GH_MARK: &str = "GH-TOKEN-MARK";
+pub const NETRC_MARK: &str = "NETRC-MARK";
+pub const DOTENV_MARK: &str = "DOTENV-MARK";
+pub const AGENT_MARK: &str = "AGENT-KEY-MARK";
+pub const RC_MARK: &str = "RC-VISIBLE-MARK";
+
+fn write(p: &Path, text: &str) {
+    if let Some(d) = p.parent() {
+        fs::create_dir_all(d).unwrap();
+    }
+    fs::write(p, text).unwrap();
+}
+
+impl Fx {
+    pub fn new() -> Fx {
+        let dir = tempfile::Builder::new()
+            .prefix("cw-escape-")
+            .tempdir()
+            .unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let home = root.join("home");
+        let ws = root.join("ws");
+        let sibling = root.join("sibling");
+        for d in [&home, &ws, &sibling] {
+            fs::create_dir_all(d).unwrap();
+        }
+        write(&home.join(".ssh/id_rsa"), SSH_MARK);
+        write(&home.join(".aws/credentials"), AWS_MARK);
+        write(&home.join(".config/gh/hosts.yml"), GH_MARK);
+        write(&home.join(".netrc"), NETRC_MARK);
+        write(&home.join(".codewhale/auth.json"), AGENT_MARK);
+        write(&home.join(".bashrc"), RC_MARK);
+        write(&home.join(".profile"), "# profile\n");
+        write(&home.join(".zshrc"), "# zshrc\n");
+        write(&sibling.join("target.txt"), "orig");
+        write(&ws.join(".env"), DOTENV_MARK);
+        write(&ws.join(".env.example"), "EXAMPLE-VISIBLE");
+        write(&ws.join("README"), "readme");
+        let fx = Fx {
+            _dir: dir,
+            root,
+            home,
+            ws,
+            sibling,
+        };
+        fx.git(&fx.ws, &["init", "-q"]);
+        fx.git(&fx.ws, &["add", "README"]);
+        fx.git(&fx.ws, &["commit", "-qm", "init"]);
+        fx
+    }
+
+    /// Run git on the host (setup and host-state checks).
+    pub fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn read(&self, p: &Path) -> Option<String> {
+        fs::read_to_string(p).ok()
+    }
+
+    /// A `sandbox run` command for `case` (HOME = the fixture home).
+    pub fn command(&self, case: &Case, flags: &[&str], argv: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(["sandbox", "run", "--sandbox", case.mode.flag()]);
+        if !flags.contains(&"--backend") {
+            c.args(["--backend", case.tier.backend]);
+        }
+        c.arg("-C")
+            .arg(&self.ws)
+            .args(flags)
+            .arg("--")
+            .args(argv)
+            .current_dir(&self.ws)
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            // Hermetic: no cache roots of the real user become writable.
+            .env_remove("CARGO_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Run in the sandbox; panics with a clear message when the sandbox
+    /// itself could not be set up (a real-sandbox test never skips).
+    pub fn run(&self, case: &Case, flags: &[&str], argv: &[&str]) -> Run {
+        let r = self.run_raw(case, flags, argv);
+        assert!(
+            r.code != 125,
+            "[{case}] the sandbox could not be set up (exit 125); this suite needs a working \
+             bwrap with user namespaces.\nstderr: {}",
+            r.stderr
+        );
+        r
+    }
+
+    /// Run in the sandbox, whatever the exit code.
+    pub fn run_raw(&self, case: &Case, flags: &[&str], argv: &[&str]) -> Run {
+        let report = self.root.join(format!(
+            "report-{}.json",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        let mut fl: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+        fl.push("--report-json".into());
+        fl.push(report.to_string_lossy().into_owned());
+        let fl: Vec<&str> = fl.iter().map(String::as_str).collect();
+        let out = self.command(case, &fl, argv).output().unwrap();
+        let report_v = fs::read_to_string(&report)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
+        let _ = fs::remove_file(&report);
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            report: report_v,
+        }
+    }
+
+    /// `sh -c SCRIPT` in the sandbox.
+    pub fn sh(&self, case: &Case, script: &str) -> Run {
+        self.run(case, &[], &["sh", "-c", script])
+    }
+
+    /// `sh -c SCRIPT` without any sandbox, same HOME and cwd: the positive
+    /// control showing an attack works when nothing stops it.
+    pub fn unsandboxed(&self, script: &str) -> Run {
+        let out = Command::new("sh")
+            .args(["-c", script])
+            .current_dir(&self.ws)
+            .env("HOME", &self.home)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            report: Value::Null,
+        }
+    }
+}
+
+/// What a sandboxed run returned.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub report: Value,
+}
+
+impl Run {
+    pub fn ok(&self) -> bool {
+        self.code == 0
+    }
+    /// The enforcement report of the run.
+    pub fn enforcement(&self) -> &Value {
+        &self.report["enforcement"]
+    }
+}
+
+/// Whether any live (non-zombie) process has `mark` in its command line.
+pub fn process_with_mark(mark: &str) -> bool {
+    !processes_with_mark(mark).is_empty()
+}
+
+/// `pid: cmdline` of every live (non-zombie) process with `mark` in its
+/// command line.
+pub fn processes_with_mark(mark: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|s| s.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let cmd = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmd).contains(mark) {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'));
+            if !zombie {
+                found.push(format!(
+                    "{pid}: {}",
+                    String::from_utf8_lossy(&cmd).replace('\0', " ")
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// Poll `f` for up to `ms` milliseconds.
+pub fn eventually(ms: u64, mut f: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+    loop {
+        if f() {
+            return true;
+        }
+        if std::time::Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Whether this process runs as root (some positive controls need privilege).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
