@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod exec;
+pub mod receipts;
 pub mod sandbox;
 pub mod undo;
 
@@ -29,6 +30,8 @@ pub enum Command {
     Undo(undo::UndoArgs),
     /// Restore the working folder to snapshot N, or list snapshots (`--list`).
     Restore(undo::RestoreArgs),
+    /// Show what a session did and did not do (read-only; see docs/RECEIPTS.md).
+    Receipts(receipts::ReceiptsArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -40,6 +43,7 @@ pub fn main() -> i32 {
         Command::Auth(cmd) => auth::run(cmd),
         Command::Undo(args) => undo::run_undo(args),
         Command::Restore(args) => undo::run_restore(args),
+        Command::Receipts(args) => receipts::run(args),
     }
 }
 
