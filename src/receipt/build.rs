@@ -64,6 +64,16 @@ pub fn build(
         }
     }
     let in_scope = |r: &Record| turn.is_none_or(|t| r.turn == t);
+    // With `--turn`, the times are the turn's own.
+    let (started_at, ended_at) = match turn {
+        None => (first.ts.clone(), last.ts.clone()),
+        Some(_) => {
+            let mut ts = records.iter().filter(|r| in_scope(r)).map(|r| r.ts.clone());
+            let start = ts.next().unwrap_or_else(|| first.ts.clone());
+            let end = ts.last().unwrap_or_else(|| start.clone());
+            (start, end)
+        }
+    };
 
     let mut source = Source {
         session_id: first.thread.clone(),
@@ -73,8 +83,8 @@ pub fn build(
         provider: String::new(),
         model: String::new(),
         codewhale_version: String::new(),
-        started_at: first.ts.clone(),
-        ended_at: last.ts.clone(),
+        started_at,
+        ended_at,
         status: None,
         turn,
         last_seq: last.seq,
@@ -393,7 +403,7 @@ fn call_action(
         ActionKind::Mcp => totals.mcp_calls += 1,
         _ => {}
     }
-    if is_read && ran {
+    if is_read && status == ActionStatus::Failed && decided_by != Some(Decider::Sandbox) {
         totals.reads += 1;
     }
     let enforcement = c.result.as_ref().and_then(|r| r.enforcement.clone());

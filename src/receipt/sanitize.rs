@@ -46,6 +46,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         // `Authorization: Bearer xyz`, `bearer xyz`.
         rule(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+", "$1 ***"),
+        rule(r"(?i)\b(basic)\s+[A-Za-z0-9+/=]{8,}", "$1 ***"),
         // Provider / forge tokens by their shape.
         rule(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{8,}", "sk-***"),
         rule(r"\b(gh[pousr]_|github_pat_)[A-Za-z0-9_]{16,}", "${1}***"),
@@ -54,7 +55,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // key=value / key: value for key-like names (also `--api-key=v`
         // and `--password v`), quoted or not.
         rule(
-            r#"(?i)(?P<k>\b[A-Za-z0-9_.-]*(?:key|token|secret|passw(?:or)?d|pwd|credential|auth)[A-Za-z0-9_.-]*)(?P<sep>\s*[=:]\s*|\s+)(?P<v>"[^"]*"|'[^']*'|[^\s"';&|]+)"#,
+            r#"(?i)(?P<k>(?:--?|\b)[A-Za-z0-9_.-]*(?:key|token|secret|passw(?:or)?d|pwd|credential|auth)[A-Za-z0-9_.-]*)(?P<sep>\s*[=:]\s*|\s+)(?P<v>"[^"]*"|'[^']*'|[^\s"';&|]+)"#,
             "$k$sep***",
         ),
     ]
@@ -82,6 +83,11 @@ fn mask_with(re: &Regex, s: &str, with: &str) -> String {
         if let (Some(k), Some(sep)) = (c.name("k"), c.name("sep")) {
             let spaced = sep.as_str().trim().is_empty();
             if spaced && !k.as_str().starts_with('-') {
+                return c[0].to_string();
+            }
+            // `Authorization: Bearer ***` was already masked by its own rule.
+            let v = c.name("v").map_or("", |v| v.as_str());
+            if v.eq_ignore_ascii_case("bearer") || v.eq_ignore_ascii_case("basic") {
                 return c[0].to_string();
             }
         }
