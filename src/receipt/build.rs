@@ -70,7 +70,7 @@ pub fn build(
         Some(_) => {
             let mut ts = records.iter().filter(|r| in_scope(r)).map(|r| r.ts.clone());
             let start = ts.next().unwrap_or_else(|| first.ts.clone());
-            let end = ts.last().unwrap_or_else(|| start.clone());
+            let end = ts.next_back().unwrap_or_else(|| start.clone());
             (start, end)
         }
     };
