@@ -128,3 +128,84 @@ fn shell_created_file_is_in_the_receipt_and_undone() {
         "the user's .git changed"
     );
 }
+
+/// Ctrl-C while a command runs: the turn is closed with a `post-turn`
+/// snapshot, so the receipt still shows what the turn changed, the command
+/// as interrupted and the turn as not finished.
+#[cfg(unix)]
+#[test]
+fn interrupted_turn_keeps_its_changes() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![support::scripted_model::Step::Reply {
+            text: String::new(),
+            calls: vec![
+                (
+                    "w1".into(),
+                    "write_file".into(),
+                    json!({"path": "made.txt", "content": "m\n"}).to_string(),
+                ),
+                (
+                    "s1".into(),
+                    "shell".into(),
+                    json!({"command": "sleep 30"}).to_string(),
+                ),
+            ],
+        }],
+    );
+    let f = Fixture::new(&model, "");
+    let child = f
+        .cmd(&[
+            "exec",
+            "--auto",
+            "--provider",
+            "custom",
+            "--output-format",
+            "stream-json",
+            "go",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = f
+            .session_files()
+            .first()
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .unwrap_or_default();
+        if text.contains("\"label\":\"tool:s1\"") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let recs = records(&f.session_files().pop().unwrap());
+    let labels: Vec<&str> = of_type(&recs, "snapshot")
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["pre-turn:1", "tool:w1", "tool:s1", "post-turn:1"]);
+
+    let o = f.run(&["receipts", "--format", "json"]);
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    validate(&r);
+    let acts = r["actions"].as_array().unwrap();
+    assert_eq!(acts[0]["files"][0]["path"], "made.txt");
+    assert_eq!(acts[1]["call_id"], "s1");
+    assert_eq!(acts[1]["status"], "interrupted");
+    assert_eq!(acts[2]["kind"], "failed_turn");
+    assert_eq!(r["totals"]["files_changed"], 1);
+    assert_eq!(r["source"]["status"], "interrupted");
+}

@@ -156,3 +156,22 @@ pub fn first_line(text: &str, limit: usize) -> String {
         clipped
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `rule()` drops a pattern that does not compile; none may.
+    #[test]
+    fn every_masking_rule_compiles() {
+        assert_eq!(RULES.len(), 8);
+    }
+
+    #[test]
+    fn clip_never_exceeds_the_limit() {
+        for limit in 0..12 {
+            let s = clip("ab\u{202e}cd\nef API_KEY=zzzzzz", limit);
+            assert!(s.chars().count() <= limit.max(1), "{limit}: {s}");
+        }
+    }
+}
