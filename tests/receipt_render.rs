@@ -210,3 +210,17 @@ fn bad_input_is_named() {
         .to_string();
     assert!(e.contains("no session nope"), "{e}");
 }
+
+#[test]
+fn last_session_is_the_one_started_last() {
+    let t = tempfile::tempdir().unwrap();
+    let e = receipt::last_session(t.path()).unwrap_err().to_string();
+    assert!(e.contains("no sessions"), "{e}");
+    let newer = t.path().join("20261129T101501-bbbbbbbbbbbb.jsonl");
+    let older = t.path().join("20261129T101500-aaaaaaaaaaaa.jsonl");
+    std::fs::write(&newer, "").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // Written after the newer one (as a recovery would): still older.
+    std::fs::write(&older, "").unwrap();
+    assert_eq!(receipt::last_session(t.path()).unwrap(), newer);
+}

@@ -71,8 +71,10 @@ pub fn find_session(dir: &Path, id: &str) -> Result<PathBuf, ReceiptError> {
     })
 }
 
-/// The most recent session file in `dir`: thread ids start with a UTC
-/// timestamp, so the greatest (modified time, name) is the latest run.
+/// The most recent session file in `dir`: the one started last. Thread ids
+/// begin with their UTC start time (`YYYYMMDDTHHMMSS`), so that prefix
+/// orders them; the modified time breaks ties within one second. (Modified
+/// time alone would not do: recovering an old session appends to it.)
 pub fn last_session(dir: &Path) -> Result<PathBuf, ReceiptError> {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
@@ -93,7 +95,9 @@ pub fn last_session(dir: &Path) -> Result<PathBuf, ReceiptError> {
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .filter_map(|p| {
             let m = std::fs::metadata(&p).and_then(|m| m.modified()).ok()?;
-            Some((m, p))
+            let stem = p.file_stem()?.to_string_lossy().into_owned();
+            let stamp: String = stem.chars().take(15).collect();
+            Some(((stamp, m, stem), p))
         })
         .max()
         .map(|(_, p)| p)
