@@ -168,8 +168,7 @@ fn snapshots_off_is_said_everywhere_and_the_run_goes_on() {
         ],
     );
     let f = Fixture::new(&model, "");
-    // A workspace over the entry limit is refused: use HOME as the
-    // workspace instead (always refused).
+    // The home directory is always refused as a snapshot workspace.
     let o = f
         .cmd(&[
             "exec",

@@ -493,6 +493,7 @@ impl Loop<'_> {
             "cost_usd": self.total_cost, "cost": cost_label(self.total_cost),
             "tool_calls": self.calls,
             "session_file": self.log.path(),
+            "snapshots": self.snaps.metadata(),
             "error": error.as_ref().map(|(m, c)| json!({"message": m, "category": c})),
         });
         self.out.event(
