@@ -9,5 +9,6 @@ pub mod exit;
 pub mod host;
 pub mod policy;
 pub mod provider;
+pub mod receipt;
 pub mod session;
 pub mod snapshot;

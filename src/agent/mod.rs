@@ -13,8 +13,10 @@ pub mod authorizer;
 pub mod output;
 pub mod prompt;
 pub mod run;
+pub mod snapshots;
 pub mod tools;
 
 pub use authorizer::{AuthDecision, Authorizer, BaselineAuthorizer, DecidedBy, Decision};
 pub use output::{Emitter, OutputFormat};
-pub use run::{run_exec, ExecOptions, ExecReport};
+pub use run::{run_exec, run_exec_with_snapshots, ExecOptions, ExecReport};
+pub use snapshots::RunSnapshots;

@@ -2,6 +2,7 @@
 
 use super::authorizer::{resolve_headless, Authorizer, DecidedBy, ToolCallRequest, TurnContext};
 use super::output::Emitter;
+use super::snapshots::{changes_files, RunSnapshots};
 use super::tools::{self, ToolContext, ToolOutput, ToolStatus, ALL_TOOLS};
 use crate::policy::SandboxMode;
 use crate::provider::{ChatRequest, Message, Provider, ToolCall, Usage};
@@ -70,6 +71,7 @@ struct Loop<'a> {
     authz: &'a dyn Authorizer,
     out: &'a mut Emitter,
     log: &'a mut SessionLog,
+    snaps: &'a mut RunSnapshots,
     interrupt: watch::Receiver<bool>,
     offered: Vec<&'static str>,
     calls: Vec<Value>,
@@ -91,8 +93,8 @@ impl From<SessionError> for Stop {
     }
 }
 
-/// Run the loop to the end. Every outcome is reported on `out` and closed
-/// in the session file (if the session file itself fails, that is the error).
+/// Run the loop without undo snapshots (the session records why). The CLI
+/// uses [`run_exec_with_snapshots`].
 pub async fn run_exec(
     opts: &ExecOptions,
     ctx: &ToolContext,
@@ -100,6 +102,24 @@ pub async fn run_exec(
     authz: &dyn Authorizer,
     out: &mut Emitter,
     log: &mut SessionLog,
+    interrupt: watch::Receiver<bool>,
+) -> ExecReport {
+    let mut snaps = RunSnapshots::off("snapshots are off: the caller opened no snapshot store");
+    run_exec_with_snapshots(opts, ctx, provider, authz, out, log, &mut snaps, interrupt).await
+}
+
+/// Run the loop to the end. Every outcome is reported on `out` and closed
+/// in the session file (if the session file itself fails, that is the error).
+/// Turns that can change files are snapshotted through `snaps`.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_exec_with_snapshots(
+    opts: &ExecOptions,
+    ctx: &ToolContext,
+    provider: &Provider,
+    authz: &dyn Authorizer,
+    out: &mut Emitter,
+    log: &mut SessionLog,
+    snaps: &mut RunSnapshots,
     interrupt: watch::Receiver<bool>,
 ) -> ExecReport {
     let offered = offered_tools(
@@ -114,6 +134,7 @@ pub async fn run_exec(
         authz,
         out,
         log,
+        snaps,
         interrupt,
         offered,
         calls: Vec::new(),
@@ -150,6 +171,7 @@ impl Loop<'_> {
                 codewhale_version: env!("CARGO_PKG_VERSION").into(),
             },
         )?;
+        self.snaps.announce(self.log, self.out)?;
         let enforcement = match self.opts.sandbox {
             m if m.is_sandboxed() => {
                 format!("os-sandbox ({m}); each tool_result names the backend")
@@ -168,6 +190,7 @@ impl Loop<'_> {
                 "agents_md": agents_md,
                 "thread": self.log.thread(),
                 "session_file": self.log.path(),
+                "snapshots": self.snaps.metadata(),
             }),
         );
         self.log.append(
@@ -223,6 +246,8 @@ impl Loop<'_> {
                     is_error,
                 });
             }
+            let thread = self.log.thread().to_string();
+            self.snaps.end_turn(self.log, self.out, turn, &thread)?;
             self.log.append(turn, Event::TurnCompleted)?;
         }
         Ok("max_turns")
@@ -349,6 +374,11 @@ impl Loop<'_> {
             };
             return self.record_result(turn, call, "not_run", o, 0);
         }
+        if changes_files(&call.name) {
+            let thread = self.log.thread().to_string();
+            self.snaps
+                .before_call(self.log, self.out, turn, &thread, &call.id)?;
+        }
         let started = Instant::now();
         let output = {
             let mut intr = self.interrupt.clone();
@@ -434,6 +464,9 @@ impl Loop<'_> {
         if session_ok {
             if status != "completed" && status != "max_turns" && self.turns > 0 {
                 let reason = error.as_ref().map(|e| e.0.clone()).unwrap_or_default();
+                // What the unfinished turn changed still belongs in the record.
+                let thread = self.log.thread().to_string();
+                let _ = self.snaps.end_turn(self.log, self.out, self.turns, &thread);
                 let _ = self
                     .log
                     .append(self.turns, Event::TurnInterrupted { reason });
@@ -460,6 +493,7 @@ impl Loop<'_> {
             "cost_usd": self.total_cost, "cost": cost_label(self.total_cost),
             "tool_calls": self.calls,
             "session_file": self.log.path(),
+            "snapshots": self.snaps.metadata(),
             "error": error.as_ref().map(|(m, c)| json!({"message": m, "category": c})),
         });
         self.out.event(

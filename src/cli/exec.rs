@@ -2,7 +2,9 @@
 //! hand over to the agent loop.
 
 use crate::agent::tools::{guard::FsGuard, ToolContext, ALL_TOOLS};
-use crate::agent::{run_exec, BaselineAuthorizer, Emitter, ExecOptions, OutputFormat};
+use crate::agent::{
+    run_exec_with_snapshots, BaselineAuthorizer, Emitter, ExecOptions, OutputFormat, RunSnapshots,
+};
 use crate::host::{BackendChoice, HostSettings};
 use crate::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
 use crate::provider::auth::AuthStore;
@@ -10,6 +12,7 @@ use crate::provider::config::{codewhale_home, ExecConfig};
 use crate::provider::registry::{self, KeySource};
 use crate::provider::{ollama, Provider, RetryPolicy};
 use crate::session::{recover_all, sessions_dir, SessionLog};
+use crate::snapshot::{SnapshotOptions, SnapshotStore};
 use anyhow::{bail, Context};
 use clap::Args;
 use std::io::Read;
@@ -193,6 +196,14 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
     let mode = args.sandbox.unwrap_or(SandboxMode::WorkspaceWrite);
     let policy = SandboxPolicy::new(mode, &workspace);
     let resolved = resolve(&policy, &HostFacts::detect())?;
+    // Undo snapshots: same store lookup as `codewhale undo`; a refusal or a
+    // failure to open switches them off for this run (every surface says
+    // so) and the run goes on.
+    let opts = SnapshotOptions::from_env()
+        .unwrap_or_else(|| SnapshotOptions::new(&home))
+        .with_resolved_policy(&resolved);
+    let mut snaps =
+        RunSnapshots::from_open(SnapshotStore::open(&workspace, opts).map_err(|e| e.to_string()));
     let ctx = ToolContext {
         guard: FsGuard::new(&resolved),
         policy,
@@ -220,13 +231,14 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
                 let _ = tx.send(true);
             }
         });
-        run_exec(
+        run_exec_with_snapshots(
             &opts,
             &ctx,
             &provider,
             &BaselineAuthorizer,
             &mut out,
             &mut log,
+            &mut snaps,
             rx,
         )
         .await

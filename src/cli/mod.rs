@@ -4,6 +4,7 @@ pub mod auth;
 pub mod exec;
 pub mod permissions;
 pub mod probe;
+pub mod receipts;
 pub mod sandbox;
 pub mod undo;
 
@@ -40,6 +41,8 @@ pub enum Command {
     /// The in-sandbox helper stage (started by bwrap, not by users).
     #[command(name = "__sandbox-helper", hide = true)]
     SandboxHelper(sandbox::HelperArgs),
+    /// Show what a session did and did not do (read-only; see docs/RECEIPTS.md).
+    Receipts(receipts::ReceiptsArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -54,6 +57,7 @@ pub fn main() -> i32 {
         Command::Permissions(cmd) => permissions::run(cmd),
         Command::Probe(args) => probe::run(args),
         Command::SandboxHelper(args) => sandbox::helper(args),
+        Command::Receipts(args) => receipts::run(args),
     }
 }
 

@@ -15,7 +15,7 @@
 pub mod record;
 mod store;
 
-pub use record::{Event, Record, Verdict, SCHEMA, VERSION};
+pub use record::{ChangedFile, Event, Record, Verdict, SCHEMA, SNAPSHOT_EVENTS_VERSION, VERSION};
 pub use store::{read_records, recover_all, recover_file, RecoveryReport, SessionLog};
 
 use std::path::{Path, PathBuf};

@@ -102,4 +102,74 @@ pub enum Event {
         /// `completed`, `max_turns`, `interrupted`, `error`.
         status: String,
     },
+    /// Whether undo snapshots are kept for this run (thread level, right
+    /// after `thread_started`). Added after v1; its own format is `event_v`.
+    Snapshots {
+        event_v: u32,
+        enabled: bool,
+        /// Why they are off (shown on every surface), when `enabled` is false.
+        reason: Option<String>,
+        /// The store directory, when enabled.
+        store: Option<PathBuf>,
+    },
+    /// One snapshot the loop took (`pre-turn:N`, `post-turn:N`,
+    /// `tool:<call id>`), or the error that stopped it (the run goes on).
+    Snapshot {
+        event_v: u32,
+        label: String,
+        id: Option<u64>,
+        /// The request (a whole prompt) this snapshot belongs to.
+        request: u64,
+        call_id: Option<String>,
+        error: Option<String>,
+    },
+    /// Files that differ between two snapshots, saved when the later one is
+    /// taken so receipts never need the snapshot store. With `call_id`: the
+    /// changes of that one tool call (its `tool:` snapshot → the next
+    /// snapshot); without: the whole turn (`pre-turn` → `post-turn`).
+    FileChanges {
+        event_v: u32,
+        call_id: Option<String>,
+        from: u64,
+        to: u64,
+        changes: Vec<ChangedFile>,
+    },
+}
+
+/// The format of the event types added after v1 (`snapshots`, `snapshot`,
+/// `file_changes`): their `event_v`.
+pub const SNAPSHOT_EVENTS_VERSION: u32 = 1;
+
+/// One changed file in a [`Event::FileChanges`] record. A copy of the
+/// snapshot store's diff entry, kept here so the session format does not
+/// change when the store's internal type does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangedFile {
+    /// Workspace-relative, `/`-separated.
+    pub path: String,
+    /// `added`, `modified` or `deleted`.
+    pub kind: String,
+    pub added_lines: u64,
+    pub removed_lines: u64,
+    pub binary: bool,
+    pub mode_changed: bool,
+}
+
+impl From<&crate::snapshot::FileChange> for ChangedFile {
+    fn from(c: &crate::snapshot::FileChange) -> Self {
+        use crate::snapshot::ChangeKind;
+        ChangedFile {
+            path: c.path.clone(),
+            kind: match c.kind {
+                ChangeKind::Added => "added",
+                ChangeKind::Modified => "modified",
+                ChangeKind::Deleted => "deleted",
+            }
+            .into(),
+            added_lines: c.added_lines,
+            removed_lines: c.removed_lines,
+            binary: c.binary,
+            mode_changed: c.mode_changed,
+        }
+    }
 }

@@ -1,0 +1,241 @@
+//! Undo snapshots taken by the turn loop.
+//!
+//! A turn "can change files" once it is about to run a file-writing tool or
+//! a shell command; only such turns are snapshotted. The first such call of
+//! turn N takes `pre-turn:N` (nothing changed files since the model was
+//! called, so this is the state before the turn), every such call takes
+//! `tool:<call id>` just before it runs, and the end of the turn takes
+//! `post-turn:N`. Every snapshot names the session, the request (an `exec`
+//! run is one request, however many lines its prompt has) and the turn, so
+//! `codewhale undo --last` reverts the whole run.
+//!
+//! The diffs a receipt needs are saved into the session as they become
+//! known (`file_changes`: per tool call and per turn), so a receipt never
+//! needs the snapshot store to still exist. A snapshot that fails is
+//! recorded with its error and the run goes on: snapshots are a safety net,
+//! not a precondition for the tools.
+
+use super::output::Emitter;
+use crate::session::{ChangedFile, Event, SessionError, SessionLog, SNAPSHOT_EVENTS_VERSION};
+use crate::snapshot::{Label, Opened, SnapshotId, SnapshotMeta, SnapshotStore};
+use serde_json::{json, Value};
+
+/// The request number of an `exec` run: one prompt is one request.
+pub const EXEC_REQUEST: u64 = 1;
+
+/// Tools whose calls can change files (and so are snapshotted first).
+pub fn changes_files(tool: &str) -> bool {
+    super::authorizer::WRITE_TOOLS.contains(&tool) || tool == "shell"
+}
+
+/// The store of this run, or why there is none.
+enum State {
+    Ready(Box<SnapshotStore>),
+    Off(String),
+}
+
+/// Snapshot bookkeeping for one run.
+pub struct RunSnapshots {
+    state: State,
+    /// The `pre-turn` snapshot of the open turn, once taken.
+    pre: Option<SnapshotId>,
+    /// The latest `tool:` snapshot of the open turn, whose changes are
+    /// known when the next snapshot is taken.
+    pending_call: Option<(String, SnapshotId)>,
+}
+
+impl RunSnapshots {
+    /// From the result of [`SnapshotStore::open`] (or the reason it could
+    /// not even be attempted).
+    pub fn from_open(opened: Result<Opened, String>) -> Self {
+        let state = match opened {
+            Ok(Opened::Ready(s)) => State::Ready(s),
+            Ok(Opened::Disabled(d)) => State::Off(d.to_string()),
+            Err(e) => State::Off(format!("snapshots are off: {e}")),
+        };
+        RunSnapshots {
+            state,
+            pre: None,
+            pending_call: None,
+        }
+    }
+
+    /// Snapshots switched off for a stated reason.
+    pub fn off(reason: impl Into<String>) -> Self {
+        Self::from_open(Err(reason.into()))
+    }
+
+    /// Why snapshots are off, if they are.
+    pub fn disabled_reason(&self) -> Option<&str> {
+        match &self.state {
+            State::Ready(_) => None,
+            State::Off(r) => Some(r),
+        }
+    }
+
+    /// The `snapshots` field of the stream-json `metadata` event.
+    pub fn metadata(&self) -> Value {
+        match &self.state {
+            State::Ready(s) => json!({"enabled": true, "store": s.dir()}),
+            State::Off(r) => json!({"enabled": false, "reason": r}),
+        }
+    }
+
+    /// Announce the state: a session record always, a stderr note when off.
+    pub fn announce(&self, log: &mut SessionLog, out: &mut Emitter) -> Result<(), SessionError> {
+        let (enabled, reason, store) = match &self.state {
+            State::Ready(s) => (true, None, Some(s.dir().to_path_buf())),
+            State::Off(r) => {
+                out.note(r);
+                (false, Some(r.clone()), None)
+            }
+        };
+        log.append(
+            0,
+            Event::Snapshots {
+                event_v: SNAPSHOT_EVENTS_VERSION,
+                enabled,
+                reason,
+                store,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Before a file-changing call of `turn` runs.
+    pub fn before_call(
+        &mut self,
+        log: &mut SessionLog,
+        out: &mut Emitter,
+        turn: u32,
+        thread: &str,
+        call_id: &str,
+    ) -> Result<(), SessionError> {
+        if matches!(self.state, State::Off(_)) {
+            return Ok(());
+        }
+        if self.pre.is_none() {
+            self.pre = self.take(log, out, turn, thread, Label::PreTurn(turn.into()), None)?;
+        }
+        let id = self.take(
+            log,
+            out,
+            turn,
+            thread,
+            Label::Tool(call_id.to_string()),
+            Some(call_id),
+        )?;
+        self.close_pending(log, out, turn, id)?;
+        self.pending_call = id.map(|id| (call_id.to_string(), id));
+        Ok(())
+    }
+
+    /// At the end of `turn` (also an interrupted one): `post-turn:N` and
+    /// the turn's diff, if the turn took a `pre-turn` snapshot.
+    pub fn end_turn(
+        &mut self,
+        log: &mut SessionLog,
+        out: &mut Emitter,
+        turn: u32,
+        thread: &str,
+    ) -> Result<(), SessionError> {
+        let Some(pre) = self.pre.take() else {
+            self.pending_call = None;
+            return Ok(());
+        };
+        let post = self.take(log, out, turn, thread, Label::PostTurn(turn.into()), None)?;
+        self.close_pending(log, out, turn, post)?;
+        if let Some(post) = post {
+            self.record_diff(log, out, turn, None, pre, post)?;
+        }
+        Ok(())
+    }
+
+    /// Save the changes of the pending tool call (its snapshot → `to`).
+    fn close_pending(
+        &mut self,
+        log: &mut SessionLog,
+        out: &mut Emitter,
+        turn: u32,
+        to: Option<SnapshotId>,
+    ) -> Result<(), SessionError> {
+        if let (Some((call, from)), Some(to)) = (self.pending_call.take(), to) {
+            self.record_diff(log, out, turn, Some(call), from, to)?;
+        }
+        Ok(())
+    }
+
+    fn record_diff(
+        &mut self,
+        log: &mut SessionLog,
+        out: &mut Emitter,
+        turn: u32,
+        call_id: Option<String>,
+        from: SnapshotId,
+        to: SnapshotId,
+    ) -> Result<(), SessionError> {
+        let State::Ready(store) = &self.state else {
+            return Ok(());
+        };
+        match store.diff(from, to) {
+            Ok(changes) => {
+                log.append(
+                    turn,
+                    Event::FileChanges {
+                        event_v: SNAPSHOT_EVENTS_VERSION,
+                        call_id,
+                        from,
+                        to,
+                        changes: changes.iter().map(ChangedFile::from).collect(),
+                    },
+                )?;
+            }
+            Err(e) => out.note(&format!(
+                "could not diff snapshots {from} → {to} (the receipt will miss these changes): {e}"
+            )),
+        }
+        Ok(())
+    }
+
+    /// Take one snapshot and record it (or its error).
+    fn take(
+        &mut self,
+        log: &mut SessionLog,
+        out: &mut Emitter,
+        turn: u32,
+        thread: &str,
+        label: Label,
+        call_id: Option<&str>,
+    ) -> Result<Option<SnapshotId>, SessionError> {
+        let State::Ready(store) = &mut self.state else {
+            return Ok(None);
+        };
+        let meta = SnapshotMeta {
+            session_id: Some(thread.to_string()),
+            request: Some(EXEC_REQUEST),
+            turn: Some(turn.into()),
+            tool_call_id: call_id.map(str::to_string),
+            undoes: None,
+        };
+        let label_text = label.to_string();
+        let (id, error) = match store.snapshot(label, meta) {
+            Ok(id) => (Some(id), None),
+            Err(e) => {
+                out.note(&format!("snapshot {label_text} failed: {e}"));
+                (None, Some(e.to_string()))
+            }
+        };
+        log.append(
+            turn,
+            Event::Snapshot {
+                event_v: SNAPSHOT_EVENTS_VERSION,
+                label: label_text,
+                id,
+                request: EXEC_REQUEST,
+                call_id: call_id.map(str::to_string),
+                error,
+            },
+        )?;
+        Ok(id)
+    }
+}

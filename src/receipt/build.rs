@@ -1,0 +1,489 @@
+//! Session records → receipt (pure: no model, no tools, no file writes;
+//! the same records always give the same receipt).
+
+use super::model::*;
+use super::sanitize::{
+    clip, first_line, COMMAND_LIMIT, ERROR_LIMIT, PATH_LIMIT, QUERY_LIMIT, TITLE_LIMIT,
+};
+use super::ReceiptError;
+use crate::session::{ChangedFile, Event, Record, Verdict};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const READ_TOOLS: &[&str] = &["read_file", "list_dir", "search"];
+const WRITE_TOOLS: &[&str] = &["write_file", "edit_file", "apply_patch"];
+
+/// Everything recorded about one tool call.
+#[derive(Default)]
+struct Call {
+    turn: u32,
+    tool: String,
+    args: Value,
+    verdict: Option<Verdict>,
+    result: Option<Result_>,
+    changes: Option<Vec<ChangedFile>>,
+}
+
+struct Result_ {
+    status: String,
+    exit_code: Option<i32>,
+    duration_ms: u64,
+    files_touched: Vec<std::path::PathBuf>,
+    error_category: Option<String>,
+    enforcement: Option<String>,
+    output: String,
+}
+
+/// One listed item, in record order.
+enum Item {
+    Call(String),
+    FailedTurn { turn: u32, reason: String },
+}
+
+/// Build the receipt of `records` (one session file, oldest first).
+/// `turn`: only that turn's actions and totals.
+pub fn build(
+    records: &[Record],
+    session_file: &Path,
+    turn: Option<u32>,
+) -> Result<Receipt, ReceiptError> {
+    let file = session_file.display().to_string();
+    let first = records.first().ok_or_else(|| ReceiptError::Empty {
+        path: session_file.to_path_buf(),
+    })?;
+    let last = records.last().unwrap_or(first);
+    if let Some(t) = turn {
+        let max = records.iter().map(|r| r.turn).max().unwrap_or(0);
+        if t == 0 || t > max {
+            return Err(ReceiptError::NoSuchTurn {
+                path: session_file.to_path_buf(),
+                turn: t,
+                turns: max,
+            });
+        }
+    }
+    let in_scope = |r: &Record| turn.is_none_or(|t| r.turn == t);
+    // With `--turn`, the times are the turn's own.
+    let (started_at, ended_at) = match turn {
+        None => (first.ts.clone(), last.ts.clone()),
+        Some(_) => {
+            let mut ts = records.iter().filter(|r| in_scope(r)).map(|r| r.ts.clone());
+            let start = ts.next().unwrap_or_else(|| first.ts.clone());
+            let end = ts.next_back().unwrap_or_else(|| start.clone());
+            (start, end)
+        }
+    };
+
+    let mut source = Source {
+        session_id: first.thread.clone(),
+        session_file: file,
+        session_schema: format!("{}/v{}", first.schema, first.v),
+        workspace: String::new(),
+        provider: String::new(),
+        model: String::new(),
+        codewhale_version: String::new(),
+        started_at,
+        ended_at,
+        status: None,
+        turn,
+        last_seq: last.seq,
+    };
+    let mut postures = Postures {
+        approval: String::new(),
+        sandbox: String::new(),
+        enforcement: Vec::new(),
+        snapshots: SnapshotsPosture {
+            enabled: None,
+            reason: None,
+        },
+    };
+    let mut title = String::new();
+    let mut calls: BTreeMap<String, Call> = BTreeMap::new();
+    let mut items: Vec<Item> = Vec::new();
+    let mut turn_changes: Vec<ChangedFile> = Vec::new();
+    let mut snapshot_errors = 0u64;
+    let mut saw_file_changes = false;
+
+    for r in records {
+        match &r.event {
+            Event::ThreadStarted {
+                cwd,
+                provider,
+                model,
+                approval,
+                sandbox,
+                codewhale_version,
+            } => {
+                source.workspace = clip(&cwd.display().to_string(), PATH_LIMIT);
+                source.provider = clip(provider, PATH_LIMIT);
+                source.model = clip(model, PATH_LIMIT);
+                source.codewhale_version = clip(codewhale_version, PATH_LIMIT);
+                postures.approval = clip(approval, PATH_LIMIT);
+                postures.sandbox = clip(sandbox, PATH_LIMIT);
+            }
+            Event::UserMessage { text } if title.is_empty() => {
+                title = first_line(text, TITLE_LIMIT);
+            }
+            Event::ThreadCompleted { status } => source.status = Some(clip(status, PATH_LIMIT)),
+            Event::Snapshots {
+                enabled, reason, ..
+            } => {
+                postures.snapshots = SnapshotsPosture {
+                    enabled: Some(*enabled),
+                    reason: reason.as_deref().map(|r| first_line(r, ERROR_LIMIT)),
+                };
+            }
+            _ if !in_scope(r) => {}
+            Event::ToolCall {
+                call_id,
+                tool,
+                args,
+            } => {
+                calls.insert(
+                    call_id.clone(),
+                    Call {
+                        turn: r.turn,
+                        tool: tool.clone(),
+                        args: args.clone(),
+                        ..Default::default()
+                    },
+                );
+                items.push(Item::Call(call_id.clone()));
+            }
+            Event::Approval { call_id, verdict } => {
+                if let Some(c) = calls.get_mut(call_id) {
+                    c.verdict = Some(verdict.clone());
+                }
+            }
+            Event::ToolResult {
+                call_id,
+                status,
+                exit_code,
+                duration_ms,
+                files_touched,
+                error_category,
+                enforcement,
+                output,
+                ..
+            } => {
+                if let Some(c) = calls.get_mut(call_id) {
+                    c.result = Some(Result_ {
+                        status: status.clone(),
+                        exit_code: *exit_code,
+                        duration_ms: *duration_ms,
+                        files_touched: files_touched.clone(),
+                        error_category: error_category.clone(),
+                        enforcement: enforcement.clone(),
+                        output: output.clone(),
+                    });
+                }
+            }
+            Event::FileChanges {
+                call_id, changes, ..
+            } => {
+                saw_file_changes = true;
+                match call_id {
+                    Some(id) => {
+                        if let Some(c) = calls.get_mut(id) {
+                            c.changes = Some(changes.clone());
+                        }
+                    }
+                    None => turn_changes.extend(changes.iter().cloned()),
+                }
+            }
+            Event::Snapshot { error: Some(_), .. } => snapshot_errors += 1,
+            Event::TurnInterrupted { reason } => items.push(Item::FailedTurn {
+                turn: r.turn,
+                reason: first_line(reason, ERROR_LIMIT),
+            }),
+            _ => {}
+        }
+    }
+
+    let workspace = records.iter().find_map(|r| match &r.event {
+        Event::ThreadStarted { cwd, .. } => Some(cwd.clone()),
+        _ => None,
+    });
+    let mut totals = Totals::default();
+    let mut actions = Vec::new();
+    for item in &items {
+        let a = match item {
+            Item::FailedTurn { turn, reason } => {
+                totals.failed_turns += 1;
+                Some(Action {
+                    n: 0,
+                    turn: *turn,
+                    kind: ActionKind::FailedTurn,
+                    status: ActionStatus::Interrupted,
+                    decided_by: None,
+                    call_id: None,
+                    tool: None,
+                    command: None,
+                    target: None,
+                    cwd: None,
+                    exit_code: None,
+                    duration_ms: None,
+                    files: Vec::new(),
+                    reason: Some(reason.clone()),
+                    enforcement: None,
+                })
+            }
+            Item::Call(id) => match calls.get(id) {
+                Some(c) => call_action(id, c, workspace.as_deref(), &mut totals, &mut postures),
+                None => None,
+            },
+        };
+        if let Some(mut a) = a {
+            totals.actions += 1;
+            a.n = totals.actions;
+            actions.push(a);
+        }
+    }
+
+    // Files changed: the turns' snapshot diffs are the truth (they include
+    // what commands wrote); without snapshots, what the edit tools reported.
+    let mut per_path: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut lines_known = true;
+    if saw_file_changes {
+        for ch in &turn_changes {
+            let e = per_path.entry(ch.path.clone()).or_default();
+            e.0 += ch.added_lines;
+            e.1 += ch.removed_lines;
+        }
+    }
+    let snapshots_on = postures.snapshots.enabled == Some(true);
+    if !snapshots_on {
+        for a in &actions {
+            for f in &a.files {
+                per_path.entry(f.path.clone()).or_default();
+                lines_known &= f.added_lines.is_some();
+            }
+        }
+    }
+    totals.files_changed = per_path.len() as u64;
+    if lines_known {
+        totals.lines_added = Some(per_path.values().map(|v| v.0).sum());
+        totals.lines_removed = Some(per_path.values().map(|v| v.1).sum());
+    }
+
+    let omitted = actions.len().saturating_sub(MAX_ACTIONS) as u64;
+    actions.truncate(MAX_ACTIONS);
+
+    let mut not_recorded = vec![
+        "raw tool output and model reasoning are never exported into a receipt".to_string(),
+        "read-only tool calls that ran (read_file, list_dir, search) are counted in totals.reads, not listed".to_string(),
+        "network use by commands themselves is not tracked (only the sandbox's network posture applies); network_calls and mcp_calls count dedicated tools, which exec does not offer".to_string(),
+    ];
+    match postures.snapshots.enabled {
+        Some(true) => {}
+        Some(false) => not_recorded.push(format!(
+            "files changed by shell commands: snapshots were off ({}); only files the edit tools reported are listed, without line counts",
+            postures.snapshots.reason.as_deref().unwrap_or("no reason recorded")
+        )),
+        None => not_recorded.push(
+            "files changed by shell commands: this session has no snapshot records; only files the edit tools reported are listed, without line counts".to_string(),
+        ),
+    }
+    if snapshot_errors > 0 {
+        not_recorded.push(format!(
+            "{snapshot_errors} snapshot(s) failed during the run; changes around them may be missing"
+        ));
+    }
+    if source.status.is_none() {
+        not_recorded.push(
+            "the session never closed (still running, or the process died before recovery); the receipt covers the committed records only".to_string(),
+        );
+    }
+
+    Ok(Receipt {
+        schema: RECEIPT_SCHEMA,
+        title: if title.is_empty() {
+            "(no prompt recorded)".into()
+        } else {
+            title
+        },
+        source,
+        postures,
+        totals,
+        actions,
+        omitted_actions: omitted,
+        not_recorded,
+        claim_ceiling: CLAIM_CEILING,
+    })
+}
+
+fn arg_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+/// The action of one tool call; `None` for a read that ran (counted only).
+fn call_action(
+    id: &str,
+    c: &Call,
+    workspace: Option<&Path>,
+    totals: &mut Totals,
+    postures: &mut Postures,
+) -> Option<Action> {
+    let tool = c.tool.as_str();
+    let is_shell = tool == "shell";
+    let is_write = WRITE_TOOLS.contains(&tool);
+    let is_read = READ_TOOLS.contains(&tool);
+    let verdict = c.verdict.as_ref();
+    let outcome = verdict.map(|v| v.outcome.as_str());
+    let asked = verdict.is_some_and(|v| v.decision == "ask");
+    if asked {
+        totals.approvals.asked += 1;
+        match outcome {
+            Some("allow") => totals.approvals.approved += 1,
+            Some("no_response") => totals.approvals.no_response += 1,
+            _ => totals.approvals.denied += 1,
+        }
+    }
+    let ran = c.result.as_ref().is_some_and(|r| r.status != "not_run");
+    let who = verdict.and_then(|v| {
+        if v.outcome == "no_response" {
+            Some(Decider::NoResponse)
+        } else {
+            Decider::from_session(&v.decided_by)
+        }
+    });
+    let (status, decided_by, reason) = match (&c.result, outcome) {
+        (None, Some("allow")) | (None, None) => (ActionStatus::Interrupted, None, None),
+        (Some(r), Some("allow")) if r.status == "ok" => (
+            ActionStatus::Succeeded,
+            asked.then_some(who).flatten(),
+            None,
+        ),
+        (Some(r), Some("allow")) if r.status == "denied" => (
+            if is_shell {
+                ActionStatus::Failed
+            } else {
+                ActionStatus::BlockedBeforeStart
+            },
+            Some(Decider::Sandbox),
+            Some(first_line(&r.output, ERROR_LIMIT)),
+        ),
+        (Some(r), Some("allow")) => (
+            ActionStatus::Failed,
+            asked.then_some(who).flatten(),
+            Some(first_line(&r.output, ERROR_LIMIT)),
+        ),
+        (_, Some(o)) => (
+            if asked || o == "no_response" {
+                ActionStatus::StoppedAtApproval
+            } else {
+                ActionStatus::BlockedBeforeStart
+            },
+            who,
+            verdict.map(|v| first_line(&v.reason, ERROR_LIMIT)),
+        ),
+        (Some(r), None) => (
+            ActionStatus::Failed,
+            None,
+            Some(first_line(&r.output, ERROR_LIMIT)),
+        ),
+    };
+    if is_read && ran && status == ActionStatus::Succeeded {
+        totals.reads += 1;
+        return None;
+    }
+    let kind = if is_shell {
+        ActionKind::Command
+    } else if is_write {
+        ActionKind::FileChange
+    } else if tool.starts_with("mcp__") {
+        ActionKind::Mcp
+    } else {
+        ActionKind::Approval
+    };
+    match kind {
+        ActionKind::Command if ran => totals.commands_run += 1,
+        ActionKind::Command => totals.commands_not_run += 1,
+        ActionKind::Mcp => totals.mcp_calls += 1,
+        _ => {}
+    }
+    if is_read && status == ActionStatus::Failed && decided_by != Some(Decider::Sandbox) {
+        totals.reads += 1;
+    }
+    let enforcement = c.result.as_ref().and_then(|r| r.enforcement.clone());
+    if let Some(e) = &enforcement {
+        let e = clip(e, ERROR_LIMIT);
+        if is_shell && ran && !postures.enforcement.contains(&e) {
+            postures.enforcement.push(e);
+        }
+    }
+    let files = match (&c.changes, &c.result) {
+        (Some(ch), _) => ch
+            .iter()
+            .map(|f| FileEntry {
+                path: clip(&f.path, PATH_LIMIT),
+                change: f.kind.clone(),
+                added_lines: Some(f.added_lines),
+                removed_lines: Some(f.removed_lines),
+                binary: f.binary,
+            })
+            .collect(),
+        (None, Some(r)) if ran => r
+            .files_touched
+            .iter()
+            .map(|p| FileEntry {
+                path: clip(&relative(p, workspace), PATH_LIMIT),
+                change: "unknown".into(),
+                added_lines: None,
+                removed_lines: None,
+                binary: false,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let target = if tool == "search" {
+        arg_str(&c.args, "pattern").map(|q| clip(q, QUERY_LIMIT))
+    } else {
+        arg_str(&c.args, "path").map(|p| clip(p, PATH_LIMIT))
+    };
+    let command = if is_shell {
+        crate::agent::tools::shell::command_text(&c.args)
+            .or_else(|| arg_str(&c.args, "_raw").map(str::to_string))
+            .map(|s| clip(&s, COMMAND_LIMIT))
+    } else {
+        None
+    };
+    let cwd = is_shell.then(|| {
+        arg_str(&c.args, "cwd")
+            .or_else(|| arg_str(&c.args, "workdir"))
+            .map(str::to_string)
+            .or_else(|| workspace.map(|w| w.display().to_string()))
+            .map(|s| clip(&s, PATH_LIMIT))
+    });
+    Some(Action {
+        n: 0,
+        turn: c.turn,
+        kind,
+        status,
+        decided_by,
+        call_id: Some(clip(id, PATH_LIMIT)),
+        tool: Some(clip(tool, PATH_LIMIT)),
+        command,
+        target,
+        cwd: cwd.flatten(),
+        exit_code: c.result.as_ref().and_then(|r| r.exit_code),
+        duration_ms: c.result.as_ref().filter(|_| ran).map(|r| r.duration_ms),
+        files,
+        reason: reason.or_else(|| {
+            c.result
+                .as_ref()
+                .and_then(|r| r.error_category.clone())
+                .filter(|_| status == ActionStatus::Failed)
+        }),
+        enforcement: enforcement.map(|e| clip(&e, ERROR_LIMIT)),
+    })
+}
+
+fn relative(p: &Path, workspace: Option<&Path>) -> String {
+    workspace
+        .and_then(|w| p.strip_prefix(w).ok())
+        .unwrap_or(p)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
