@@ -262,7 +262,6 @@ npm = false
 base_url = "http://127.0.0.1:11434"
 [opensandbox]
 url = "http://127.0.0.1:8080"
-owned_elsewhere = 1
 "#,
     );
     let s = e.load().unwrap();

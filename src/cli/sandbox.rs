@@ -1,11 +1,13 @@
 //! `codewhale sandbox run|explain` and the hidden helper stage entry.
 //!
-//! Settings come from flags only for now: the config layering (`[sandbox]`
-//! in the user config) is owned by `src/config/` and is wired in there.
+//! Settings are resolved once: the user config (`[sandbox]`,
+//! `[opensandbox]`) and the tighten-only project override through
+//! `config::load`, then the flags given on the command line on top.
 
+use crate::config;
 use crate::host::linux::bwrap::{self, BwrapOptions};
 use crate::host::linux::seccomp::{self, SeccompOptions};
-use crate::host::{BackendChoice, ExecOutcome, ExecRequest, HostSettings, StdinSpec};
+use crate::host::{BackendChoice, ExecOutcome, ExecRequest, HostError, HostSettings, StdinSpec};
 use crate::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -28,9 +30,9 @@ pub enum SandboxCommand {
 /// Policy flags shared by `run` and `explain`.
 #[derive(Debug, Args, Clone)]
 pub struct PolicyArgs {
-    /// Sandbox mode.
-    #[arg(long = "sandbox", value_enum, default_value_t = SandboxMode::WorkspaceWrite)]
-    pub mode: SandboxMode,
+    /// Sandbox mode (default: `sandbox_mode` from the config, else workspace-write).
+    #[arg(long = "sandbox", value_enum)]
+    pub mode: Option<SandboxMode>,
     /// Workspace directory (default: the current directory).
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -40,9 +42,12 @@ pub struct PolicyArgs {
     /// Extra writable root (repeatable).
     #[arg(long = "writable-root", value_name = "DIR")]
     pub writable_roots: Vec<PathBuf>,
-    /// Which backend to use.
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-    pub backend: BackendChoice,
+    /// Which backend to use (default: `[sandbox] backend` from the config, else auto).
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendChoice>,
+    /// Ignore `<workspace>/.codewhale/config.toml`.
+    #[arg(long)]
+    pub no_project_config: bool,
     /// The bwrap binary to use (default: `bwrap` on PATH, never one inside the workspace).
     #[arg(long, value_name = "PATH")]
     pub bwrap_path: Option<PathBuf>,
@@ -85,25 +90,36 @@ pub struct HelperArgs {
 }
 
 impl PolicyArgs {
-    fn policy(&self) -> anyhow::Result<SandboxPolicy> {
+    /// The policy and host settings: config layers first, flags on top.
+    fn resolve_settings(
+        &self,
+        allow_unsandboxed: bool,
+    ) -> anyhow::Result<(SandboxPolicy, HostSettings)> {
         let workspace = match &self.workspace {
             Some(w) => w.clone(),
             None => std::env::current_dir().context("reading the current directory")?,
         };
-        let mut p = SandboxPolicy::new(self.mode, workspace);
-        p.network = self.network || self.mode.default_network();
-        p.writable_roots = self.writable_roots.clone();
-        Ok(p)
-    }
-
-    fn settings(&self, allow_unsandboxed: bool) -> HostSettings {
-        HostSettings {
-            backend: self.backend,
-            bwrap_path: self.bwrap_path.clone(),
-            allow_unsandboxed,
-            helper_exe: None,
-            opensandbox: None,
+        let mut opts = config::LoadOptions::new(&workspace);
+        opts.no_project_config = self.no_project_config;
+        let settings = config::load(&opts)?;
+        for w in &settings.warnings {
+            eprintln!("codewhale: {w}");
         }
+        let mode = self.mode.unwrap_or(settings.sandbox_mode);
+        let mut p = settings.sandbox_policy(mode);
+        if self.network {
+            p.network = true;
+        }
+        p.writable_roots.extend(self.writable_roots.iter().cloned());
+        let mut h = settings.host_settings();
+        if let Some(b) = self.backend {
+            h.backend = b;
+        }
+        if let Some(b) = &self.bwrap_path {
+            h.bwrap_path = Some(b.clone());
+        }
+        h.allow_unsandboxed |= allow_unsandboxed;
+        Ok((p, h))
     }
 }
 
@@ -130,19 +146,28 @@ fn write_report(path: &Path, value: &serde_json::Value) -> i32 {
 }
 
 fn run_cmd(args: RunArgs) -> i32 {
-    let policy = match args.policy.policy() {
-        Ok(p) => p,
+    let (policy, settings) = match args.policy.resolve_settings(args.allow_unsandboxed) {
+        Ok(v) => v,
         Err(e) => {
             super::report_error(&e);
             return crate::exit::SANDBOX_SETUP;
         }
     };
-    let settings = args.policy.settings(args.allow_unsandboxed);
     let mut req = ExecRequest::new(args.command);
     req.tee = true;
     req.stdin = StdinSpec::Inherit;
     req.timeout = args.timeout_ms.map(Duration::from_millis);
-    let result = crate::host::select::run_blocking(&policy, &settings, &req);
+    let result = if settings.backend == BackendChoice::Opensandbox || !cfg!(target_os = "linux") {
+        // The async backends (remote, macOS, Windows) go through host::run.
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| HostError::io("starting the async runtime", e))
+            .and_then(|rt| rt.block_on(crate::host::run(&policy, &settings, req)))
+    } else {
+        // Linux local backends: no runtime on the hot path (see PERFORMANCE.md).
+        crate::host::select::run_blocking(&policy, &settings, &req)
+    };
     let (code, report) = match &result {
         Ok(out) => (out.shell_code(), outcome_json(out)),
         Err(e) => {
@@ -178,7 +203,17 @@ fn outcome_json(out: &ExecOutcome) -> serde_json::Value {
 }
 
 fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
-    let policy = args.policy.policy()?;
+    let (policy, settings) = args.policy.resolve_settings(false)?;
+    if settings.backend == BackendChoice::Seatbelt {
+        // The Seatbelt planner is pure: its profile can be read on any OS.
+        let e = crate::host::seatbelt::explain_policy(&policy)?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&e)?);
+        } else {
+            print!("{}", e.render_text());
+        }
+        return Ok(());
+    }
     let resolved = resolve(&policy, &HostFacts::detect())
         .with_context(|| format!("resolving the policy for {}", policy.workspace.display()))?;
     let seccomp_opts = SeccompOptions::for_bwrap(resolved.network);
@@ -210,7 +245,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
         let v = serde_json::json!({
             "policy": policy,
             "resolved": resolved,
-            "backend": args.policy.backend,
+            "backend": settings.backend,
             "bwrap": match &plan { Ok(p) => serde_json::to_value(p)?, Err(e) => serde_json::json!({"error": e.to_string()}) },
             "seccomp": rules,
         });

@@ -69,9 +69,103 @@ pub async fn run(
         let resolved = crate::policy::resolve(policy, &crate::policy::HostFacts::detect())?;
         return opensandbox::run(cfg, &resolved, req).await;
     }
+    run_local(policy, settings, req).await
+}
+
+/// Linux: selection and the blocking supervision run on a blocking thread.
+#[cfg(target_os = "linux")]
+async fn run_local(
+    policy: &SandboxPolicy,
+    settings: &HostSettings,
+    req: ExecRequest,
+) -> Result<ExecOutcome, HostError> {
     let policy = policy.clone();
     let settings = settings.clone();
     tokio::task::spawn_blocking(move || select::run_blocking(&policy, &settings, &req))
         .await
         .map_err(|e| HostError::io("host task", std::io::Error::other(e.to_string())))?
+}
+
+/// macOS: Seatbelt for the sandboxed modes (`auto` or `seatbelt`); the
+/// no-sandbox modes run plainly and are labelled so.
+#[cfg(target_os = "macos")]
+async fn run_local(
+    policy: &SandboxPolicy,
+    settings: &HostSettings,
+    req: ExecRequest,
+) -> Result<ExecOutcome, HostError> {
+    if policy.mode.is_sandboxed() {
+        return match settings.backend {
+            BackendChoice::Auto | BackendChoice::Seatbelt => macos::run(policy, req).await,
+            BackendChoice::None if settings.allow_unsandboxed => {
+                plain_unsandboxed(policy, req, "--backend none requested").await
+            }
+            other => Err(HostError::Unavailable {
+                backend: format!("{other:?}").to_lowercase(),
+                reason: "this backend does not exist on macOS".into(),
+                remedy: Some("use --backend auto (Seatbelt) on macOS".into()),
+            }),
+        };
+    }
+    plain_unsandboxed(
+        policy,
+        req,
+        "no sandbox by request (danger-full-access / external-sandbox)",
+    )
+    .await
+}
+
+/// Windows: no OS sandbox; `windows::run` refuses the sandboxed modes
+/// unless `allow_unsandboxed` and labels every run `unsandboxed`.
+#[cfg(windows)]
+async fn run_local(
+    policy: &SandboxPolicy,
+    settings: &HostSettings,
+    req: ExecRequest,
+) -> Result<ExecOutcome, HostError> {
+    windows::run(policy, settings.allow_unsandboxed, req).await
+}
+
+/// Any other OS: no backend exists; refuse unless explicitly unsandboxed.
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
+async fn run_local(
+    policy: &SandboxPolicy,
+    settings: &HostSettings,
+    req: ExecRequest,
+) -> Result<ExecOutcome, HostError> {
+    if policy.mode.is_sandboxed() && !settings.allow_unsandboxed {
+        return Err(HostError::Unavailable {
+            backend: "auto".into(),
+            reason: format!("no sandbox backend exists for {}", std::env::consts::OS),
+            remedy: Some(
+                "pass --allow-unsandboxed to run without one (labelled unsandboxed)".into(),
+            ),
+        });
+    }
+    plain_unsandboxed(policy, req, "no sandbox backend on this OS").await
+}
+
+/// Run without any sandbox (scrubbed environment, labelled `unsandboxed`).
+#[cfg(all(unix, not(target_os = "linux")))]
+async fn plain_unsandboxed(
+    policy: &SandboxPolicy,
+    req: ExecRequest,
+    why: &str,
+) -> Result<ExecOutcome, HostError> {
+    let (program, args) = req
+        .argv
+        .split_first()
+        .ok_or_else(|| HostError::NotFound("(empty command line)".into()))?;
+    let base: Vec<(String, String)> = match &req.env {
+        Some(e) => e.clone().into_iter().collect(),
+        None => std::env::vars().collect(),
+    };
+    let env = policy.env.apply(base);
+    let mut enforcement = Enforcement::unsandboxed(policy.mode, why);
+    enforcement.env_removed = env.removed.clone();
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).env_clear().envs(&env.vars);
+    cmd.current_dir(req.cwd.clone().unwrap_or_else(|| policy.workspace.clone()));
+    let program = program.clone();
+    plain_spawn::run(cmd, &program, &req, enforcement).await
 }
