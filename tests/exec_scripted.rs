@@ -400,7 +400,8 @@ fn headless_ask_gets_no_response_and_does_not_run() {
     let recs = records(&f.session_files()[0]);
     assert!(recs.iter().any(|r| r["type"] == "approval"
         && r["outcome"] == "no_response"
-        && r["decided_by"] == "no response"));
+        && r["decided_by"] == "no response"
+        && r["asked_by"] == "posture"));
 }
 
 #[test]

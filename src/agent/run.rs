@@ -347,6 +347,8 @@ impl Loop<'_> {
                     decision: decision.decision.as_str().into(),
                     outcome: r.outcome.into(),
                     decided_by: r.decided_by.as_str().into(),
+                    asked_by: (decision.decision == super::Decision::Ask)
+                        .then(|| decision.decided_by.as_str().into()),
                     gate: Some(decision.gate),
                     reason: r.reason.clone(),
                 },
