@@ -6,6 +6,9 @@ pub const OK: i32 = 0;
 pub const FAILURE: i32 = 1;
 /// Bad command-line usage (clap's own code).
 pub const USAGE: i32 = 2;
+/// A configuration error: an invalid config file, project override or
+/// `permissions.toml` (the message names file, line and key) (EX_CONFIG).
+pub const CONFIG: i32 = 78;
 /// A transient network or timeout failure talking to a provider/remote (EX_TEMPFAIL).
 pub const TEMPFAIL: i32 = 75;
 /// The command timed out.

@@ -31,12 +31,7 @@ impl Write for Buf {
 }
 
 fn d(decision: Decision, by: DecidedBy, gate: u8, reason: &str) -> AuthDecision {
-    AuthDecision {
-        decision,
-        decided_by: by,
-        gate,
-        reason: reason.into(),
-    }
+    AuthDecision::new(decision, by, gate, reason)
 }
 
 fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
@@ -101,6 +96,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         allowed_tools: Some(vec!["shell".into()]),
         disallowed_tools: Vec::new(),
         max_turns: 5,
+        config: Value::Null,
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (_tx, rx) = tokio::sync::watch::channel(false);
@@ -159,7 +155,8 @@ fn without_auto_the_same_ask_gets_no_response() {
     let (ev, t) = run(false);
     let mk = find(&ev, "approval", "mk");
     assert_eq!(mk["outcome"], "no_response");
-    assert_eq!(mk["decided_by"], "hook");
+    assert_eq!(mk["decided_by"], "no response");
+    assert_eq!(mk["asked_by"], "hook");
     assert_eq!(find(&ev, "tool_result", "mk")["status"], "not_run");
     assert!(!t.path().join("marker").exists());
     assert_eq!(find(&ev, "approval", "up")["outcome"], "deny");

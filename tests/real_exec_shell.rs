@@ -5,12 +5,10 @@
 //! `host::run` is a placeholder that reports the sandbox as unavailable and
 //! these tests fail (by design: a real-sandbox test never silently skips).
 //!
-//! WAITS FOR THE AUTHORIZATION PIPELINE (issue 7): today the credential
-//! upload is approved by `--auto` and then stopped by the sandbox (deny-read
-//! mask + no network). Once the production authorizer is an adapter over
-//! `crate::authz`, the same call must be held by the safety floor (gate 6,
-//! `decided_by: floor`) and never reach the host; the assertion marked
-//! `AFTER-AUTHZ` below is then switched on.
+//! Every call passes the real authorization pipeline first: the credential
+//! upload is held by the safety floor (gate 6, `decided_by: floor`) and
+//! never reaches the host, even under `--auto`; a read-only command runs
+//! without `--auto` and without asking.
 #![cfg(not(feature = "nix-build-sandbox"))]
 
 mod support;
@@ -117,9 +115,25 @@ fn shell_conversation(wire: Wire) {
         0,
         "the upload reached the listener"
     );
-    // AFTER-AUTHZ: the floor holds the upload before it runs.
-    // let a4 = ev.iter().find(|e| e["type"] == "approval" && e["call_id"] == "s4").unwrap();
-    // assert_eq!(a4["decided_by"], "floor"); assert_eq!(a4["gate"], 6); assert_eq!(a4["outcome"], "deny");
+    // The floor holds the upload before it runs (--auto never releases a hold).
+    let a4 = ev
+        .iter()
+        .find(|e| e["type"] == "approval" && e["call_id"] == "s4")
+        .unwrap();
+    assert_eq!(a4["decided_by"], "floor", "{a4}");
+    assert_eq!(a4["gate"], 6);
+    assert_eq!(a4["outcome"], "deny");
+    assert_eq!(s4["status"], "not_run", "{s4}");
+    assert!(
+        s4["exit_code"].is_null(),
+        "the upload reached the host: {s4}"
+    );
+    // s3 was an ordinary question approved by --auto: the sandbox stopped it.
+    let a3 = ev
+        .iter()
+        .find(|e| e["type"] == "approval" && e["call_id"] == "s3")
+        .unwrap();
+    assert_eq!(a3["outcome"], "allow", "{a3}");
 
     let recs = records(&f.session_files()[0]);
     assert_seq_contiguous(&recs);
@@ -140,4 +154,49 @@ fn shell_runs_sandboxed_openai_compatible() {
 #[test]
 fn shell_runs_sandboxed_anthropic() {
     shell_conversation(Wire::Anthropic);
+}
+
+/// Without `--auto`: a read-only command runs without asking (and really
+/// runs, sandboxed); a command that is not read-only gets no response.
+#[test]
+fn read_only_commands_run_without_asking() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call("ls", "shell", json!({"command": "ls"})),
+            call("mk", "shell", json!({"command": "touch ran.txt"})),
+            reply("Listed."),
+        ],
+    );
+    let f = Fixture::new(&model, "");
+    std::fs::write(f.ws.join("visible.txt"), "x").unwrap();
+    let o = f.run(&[
+        "exec",
+        "--provider",
+        "custom",
+        "--allowed-tools",
+        "shell",
+        "--output-format",
+        "stream-json",
+        "list",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let ev = stdout_lines(&o);
+    let find = |ty: &str, id: &str| {
+        ev.iter()
+            .find(|e| e["type"] == ty && e["call_id"] == id)
+            .unwrap_or_else(|| panic!("no {ty} for {id}"))
+            .clone()
+    };
+    let a = find("approval", "ls");
+    assert_eq!(a["decision"], "allow", "{a}");
+    assert_eq!(a["decided_by"], "posture");
+    let r = find("tool_result", "ls");
+    assert_eq!(r["status"], "ok", "sandbox unavailable? {r}");
+    assert!(r["output"].as_str().unwrap().contains("visible.txt"), "{r}");
+    assert!(r["enforcement"].as_str().unwrap().starts_with("sandboxed"));
+    // Denial control: not read-only, nobody to ask → not run.
+    assert_eq!(find("approval", "mk")["outcome"], "no_response");
+    assert_eq!(find("tool_result", "mk")["status"], "not_run");
+    assert!(!f.ws.join("ran.txt").exists());
 }

@@ -1,16 +1,19 @@
 //! The seam between the loop and the authorization pipeline.
 //!
 //! The loop asks an [`Authorizer`] about every admitted tool call and then
-//! applies the headless rules itself: in `exec` nobody can answer a
-//! question, so an `Ask` becomes "no response" (not run) unless `--auto`,
-//! which approves it but keeps the sandbox. The production authorizer is an
-//! adapter over `crate::authz` (the nine gates) once that lands; until then
-//! the CLI uses [`BaselineAuthorizer`], which applies only the tool baseline
-//! (gate 4) and deliberately has no command-danger classifier of its own.
+//! applies the headless rules itself ([`resolve_headless`]): in `exec`
+//! nobody can answer a question, so an `Ask` becomes "no response" (not
+//! run) unless `--auto`, which approves ordinary and rule questions but
+//! keeps the sandbox and never releases a *hold* (safety floor, hook ask,
+//! repository question) or a deny. The production authorizer is
+//! [`super::authz_adapter::PipelineAuthorizer`] over `crate::authz`;
+//! [`TableAuthorizer`] is for tests of the loop.
 
 use crate::policy::SandboxMode;
 use serde::Serialize;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 
 /// What the gates said. Ordered so "strictest wins" is `max`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -43,6 +46,8 @@ pub enum DecidedBy {
     Floor,
     Repository,
     Sandbox,
+    /// A question nobody answered (headless, without `--auto`).
+    NoResponse,
 }
 
 impl DecidedBy {
@@ -56,17 +61,43 @@ impl DecidedBy {
             DecidedBy::Floor => "floor",
             DecidedBy::Repository => "repository",
             DecidedBy::Sandbox => "sandbox",
+            DecidedBy::NoResponse => "no response",
         }
     }
 }
 
+/// What the gates said about one call, before the headless rules.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AuthDecision {
     pub decision: Decision,
+    /// For an `Ask`: who asked (the question is still open).
     pub decided_by: DecidedBy,
     /// The gate number (1–9) that produced the decision.
     pub gate: u8,
     pub reason: String,
+    /// For an `Ask`: a hold, released only by a person (never by `--auto`).
+    pub hold: bool,
+    /// The sandbox mode gate 9 must apply if the call runs (`None`: the
+    /// run's own mode; the loop refuses to run a call whose required mode
+    /// differs from the one its tools were built with).
+    pub sandbox: Option<SandboxMode>,
+    /// The gate-by-gate trace, one line per gate (empty when not kept).
+    pub trace: Vec<String>,
+}
+
+impl AuthDecision {
+    /// A decision with no hold, no sandbox requirement and no trace.
+    pub fn new(decision: Decision, decided_by: DecidedBy, gate: u8, reason: &str) -> Self {
+        AuthDecision {
+            decision,
+            decided_by,
+            gate,
+            reason: reason.to_string(),
+            hold: false,
+            sandbox: None,
+            trace: Vec::new(),
+        }
+    }
 }
 
 /// One tool call as the gates see it.
@@ -90,47 +121,13 @@ pub struct TurnContext {
     pub headless: bool,
 }
 
+/// The future an [`Authorizer`] returns (boxed so the trait stays usable as
+/// `dyn Authorizer`; hooks run asynchronously before the gates).
+pub type AuthFuture<'a> = Pin<Box<dyn Future<Output = AuthDecision> + Send + 'a>>;
+
 /// Gates 1–8 for one call (gate 9, the sandbox, is the tools and the host).
 pub trait Authorizer: Send + Sync {
-    fn authorize(&self, call: &ToolCallRequest, ctx: &TurnContext) -> AuthDecision;
-}
-
-/// Tools that only read.
-pub const READ_TOOLS: &[&str] = &["read_file", "list_dir", "search"];
-/// Tools that write files (path checks happen in-process, gate 9).
-pub const WRITE_TOOLS: &[&str] = &["write_file", "edit_file", "apply_patch"];
-
-/// The interim authorizer: the tool baseline of the Ask posture only.
-/// Reads run; file edits run (the in-process sandbox checks their paths);
-/// every shell command asks, because proving a command read-only is the
-/// authorization pipeline's job and this stand-in does not guess.
-pub struct BaselineAuthorizer;
-
-impl Authorizer for BaselineAuthorizer {
-    fn authorize(&self, call: &ToolCallRequest, ctx: &TurnContext) -> AuthDecision {
-        let tool = call.tool.as_str();
-        let allow = |reason: &str| AuthDecision {
-            decision: Decision::Allow,
-            decided_by: DecidedBy::Posture,
-            gate: 4,
-            reason: reason.to_string(),
-        };
-        if ctx.sandbox == SandboxMode::DangerFullAccess && ctx.auto {
-            return allow("full access: nothing asks");
-        }
-        if READ_TOOLS.contains(&tool) {
-            allow("read-only tool")
-        } else if WRITE_TOOLS.contains(&tool) {
-            allow("file edits apply without asking; the sandbox checks each path")
-        } else {
-            AuthDecision {
-                decision: Decision::Ask,
-                decided_by: DecidedBy::Posture,
-                gate: 4,
-                reason: format!("{tool} needs approval (not proven read-only)"),
-            }
-        }
-    }
+    fn authorize<'a>(&'a self, call: &'a ToolCallRequest, ctx: &'a TurnContext) -> AuthFuture<'a>;
 }
 
 /// A test authorizer driven by an explicit table of (tool, command
@@ -140,8 +137,8 @@ pub struct TableAuthorizer {
     pub fallback: AuthDecision,
 }
 
-impl Authorizer for TableAuthorizer {
-    fn authorize(&self, call: &ToolCallRequest, _ctx: &TurnContext) -> AuthDecision {
+impl TableAuthorizer {
+    fn lookup(&self, call: &ToolCallRequest) -> AuthDecision {
         self.rules
             .iter()
             .find(|(tool, needle, _)| {
@@ -157,6 +154,13 @@ impl Authorizer for TableAuthorizer {
     }
 }
 
+impl Authorizer for TableAuthorizer {
+    fn authorize<'a>(&'a self, call: &'a ToolCallRequest, _ctx: &'a TurnContext) -> AuthFuture<'a> {
+        let d = self.lookup(call);
+        Box::pin(async move { d })
+    }
+}
+
 /// What the loop does with a decision in a headless run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resolution {
@@ -168,37 +172,45 @@ pub struct Resolution {
     pub reason: String,
 }
 
-/// Apply the headless rules: `Ask` → approved by `--auto` (sandbox kept),
-/// otherwise "no response" and not run.
+/// Apply the headless rules: `Ask` → approved by `--auto` (sandbox kept)
+/// unless it is a hold, which `--auto` never releases (not run, decided by
+/// whoever held it); without `--auto` every question gets "no response".
 pub fn resolve_headless(d: &AuthDecision, ctx: &TurnContext) -> Resolution {
+    let r = |run, outcome, decided_by, reason: String| Resolution {
+        run,
+        outcome,
+        decided_by,
+        reason,
+    };
     match d.decision {
-        Decision::Allow => Resolution {
-            run: true,
-            outcome: "allow",
-            decided_by: d.decided_by,
-            reason: d.reason.clone(),
-        },
-        Decision::Deny => Resolution {
-            run: false,
-            outcome: "deny",
-            decided_by: d.decided_by,
-            reason: d.reason.clone(),
-        },
-        Decision::Ask if ctx.auto => Resolution {
-            run: true,
-            outcome: "allow",
-            decided_by: DecidedBy::Posture,
-            reason: format!("{} — approved by --auto (sandbox {} kept)", d.reason, ctx.sandbox),
-        },
-        Decision::Ask => Resolution {
-            run: false,
-            outcome: "no_response",
-            decided_by: d.decided_by,
-            reason: format!(
-                "{} — nobody can answer in a headless run (no response); rerun with --auto to approve",
-                d.reason
+        Decision::Allow => r(true, "allow", d.decided_by, d.reason.clone()),
+        Decision::Deny => r(false, "deny", d.decided_by, d.reason.clone()),
+        Decision::Ask if ctx.auto && d.hold => r(
+            false,
+            "deny",
+            d.decided_by,
+            format!(
+                "{} — held by {}; --auto never releases a hold (only a person can)",
+                d.reason,
+                d.decided_by.as_str()
             ),
-        },
+        ),
+        Decision::Ask if ctx.auto => r(
+            true,
+            "allow",
+            DecidedBy::Posture,
+            format!("{} — approved by --auto (sandbox {} kept)", d.reason, ctx.sandbox),
+        ),
+        Decision::Ask => r(
+            false,
+            "no_response",
+            DecidedBy::NoResponse,
+            format!(
+                "{} (asked by {}) — nobody can answer in a headless run (no response); rerun with --auto to approve",
+                d.reason,
+                d.decided_by.as_str()
+            ),
+        ),
     }
 }
 
@@ -232,67 +244,60 @@ mod tests {
 
     #[test]
     fn headless_ask_is_no_response_unless_auto() {
-        let d = BaselineAuthorizer.authorize(&call("shell"), &ctx(false));
-        assert_eq!(d.decision, Decision::Ask);
+        let d = AuthDecision::new(
+            Decision::Ask,
+            DecidedBy::Posture,
+            4,
+            "`touch x` is not read-only",
+        );
         let r = resolve_headless(&d, &ctx(false));
         assert!(!r.run);
         assert_eq!(r.outcome, "no_response");
+        assert_eq!(r.decided_by, DecidedBy::NoResponse);
+        assert!(r.reason.contains("asked by posture"), "{}", r.reason);
         let r = resolve_headless(&d, &ctx(true));
         assert!(r.run);
+        assert_eq!(r.decided_by, DecidedBy::Posture);
         assert!(r.reason.contains("workspace-write kept"), "{}", r.reason);
     }
 
     #[test]
+    fn auto_never_releases_a_hold() {
+        let mut d = AuthDecision::new(Decision::Ask, DecidedBy::Floor, 6, "credential upload");
+        d.hold = true;
+        let r = resolve_headless(&d, &ctx(true));
+        assert!(!r.run);
+        assert_eq!(r.outcome, "deny");
+        assert_eq!(r.decided_by, DecidedBy::Floor);
+        // Positive control: the same question without the hold flag is approved.
+        d.hold = false;
+        assert!(resolve_headless(&d, &ctx(true)).run);
+    }
+
+    #[test]
     fn deny_is_never_released_by_auto() {
-        let d = AuthDecision {
-            decision: Decision::Deny,
-            decided_by: DecidedBy::Floor,
-            gate: 6,
-            reason: "credential upload".into(),
-        };
+        let d = AuthDecision::new(Decision::Deny, DecidedBy::Floor, 6, "credential upload");
         let r = resolve_headless(&d, &ctx(true));
         assert!(!r.run);
         assert_eq!(r.decided_by, DecidedBy::Floor);
     }
 
     #[test]
-    fn reads_and_edits_are_allowed_by_baseline() {
-        for t in [
-            "read_file",
-            "list_dir",
-            "search",
-            "write_file",
-            "edit_file",
-            "apply_patch",
-        ] {
-            assert_eq!(
-                BaselineAuthorizer.authorize(&call(t), &ctx(false)).decision,
-                Decision::Allow,
-                "{t}"
-            );
-        }
+    fn deciders_use_the_spec_vocabulary() {
+        assert_eq!(DecidedBy::NoResponse.as_str(), "no response");
+        assert_eq!(DecidedBy::SessionRule.as_str(), "session rule");
     }
 
-    #[test]
-    fn table_authorizer_matches_command_substring() {
-        let deny = AuthDecision {
-            decision: Decision::Deny,
-            decided_by: DecidedBy::Rule,
-            gate: 5,
-            reason: "r".into(),
-        };
+    #[tokio::test]
+    async fn table_authorizer_matches_command_substring() {
+        let deny = AuthDecision::new(Decision::Deny, DecidedBy::Rule, 5, "r");
         let t = TableAuthorizer {
             rules: vec![("shell".into(), Some("rm -rf".into()), deny.clone())],
-            fallback: AuthDecision {
-                decision: Decision::Allow,
-                decided_by: DecidedBy::Posture,
-                gate: 4,
-                reason: "ok".into(),
-            },
+            fallback: AuthDecision::new(Decision::Allow, DecidedBy::Posture, 4, "ok"),
         };
         let mut c = call("shell");
-        assert_eq!(t.authorize(&c, &ctx(true)).decision, Decision::Allow);
+        assert_eq!(t.authorize(&c, &ctx(true)).await.decision, Decision::Allow);
         c.command = Some("sh -c 'rm -rf /'".into());
-        assert_eq!(t.authorize(&c, &ctx(true)), deny);
+        assert_eq!(t.authorize(&c, &ctx(true)).await, deny);
     }
 }

@@ -10,13 +10,15 @@
 //! durable session event before the next one starts.
 
 pub mod authorizer;
+pub mod authz_adapter;
 pub mod output;
 pub mod prompt;
 pub mod run;
 pub mod snapshots;
 pub mod tools;
 
-pub use authorizer::{AuthDecision, Authorizer, BaselineAuthorizer, DecidedBy, Decision};
+pub use authorizer::{AuthDecision, Authorizer, DecidedBy, Decision};
+pub use authz_adapter::{exec_posture, PipelineAuthorizer};
 pub use output::{Emitter, OutputFormat};
 pub use run::{run_exec, run_exec_with_snapshots, ExecOptions, ExecReport};
 pub use snapshots::RunSnapshots;

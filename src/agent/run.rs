@@ -23,6 +23,9 @@ pub struct ExecOptions {
     /// `--disallowed-tools` (wins over allowed).
     pub disallowed_tools: Vec<String>,
     pub max_turns: u32,
+    /// What the configuration layers did (files read, keys ignored,
+    /// warnings), echoed in the `metadata` event.
+    pub config: Value,
 }
 
 /// How the run ended.
@@ -191,6 +194,7 @@ impl Loop<'_> {
                 "thread": self.log.thread(),
                 "session_file": self.log.path(),
                 "snapshots": self.snaps.metadata(),
+                "config": self.opts.config,
             }),
         );
         self.log.append(
@@ -318,29 +322,47 @@ impl Loop<'_> {
             .flatten();
         let tctx = self.turn_ctx();
         let decision = if self.offered.contains(&call.name.as_str()) {
-            self.authz.authorize(
-                &ToolCallRequest {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    args: args.clone(),
-                    command,
-                },
-                &tctx,
-            )
+            self.authz
+                .authorize(
+                    &ToolCallRequest {
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        args: args.clone(),
+                        command,
+                    },
+                    &tctx,
+                )
+                .await
         } else {
-            super::AuthDecision {
-                decision: super::Decision::Deny,
-                decided_by: DecidedBy::Posture,
-                gate: 2,
-                reason: format!("tool `{}` is not available in this run", call.name),
-            }
+            super::AuthDecision::new(
+                super::Decision::Deny,
+                DecidedBy::Posture,
+                2,
+                &format!("tool `{}` is not available in this run", call.name),
+            )
         };
-        let r = resolve_headless(&decision, &tctx);
+        let mut r = resolve_headless(&decision, &tctx);
+        // Gate 9 must apply the mode the verdict names; the tools were built
+        // for the run's mode, so a different one fails closed.
+        if let Some(m) = decision
+            .sandbox
+            .filter(|m| r.run && *m != self.ctx.policy.mode)
+        {
+            r.run = false;
+            r.outcome = "deny";
+            r.decided_by = DecidedBy::Sandbox;
+            r.reason = format!(
+                "the verdict requires the `{m}` sandbox but this run's tools use `{}`; not run",
+                self.ctx.policy.mode
+            );
+        }
         self.out.event(
             "approval",
             json!({"call_id": call.id, "tool": call.name, "decision": decision.decision.as_str(),
                    "outcome": r.outcome, "decided_by": r.decided_by.as_str(),
-                   "gate": decision.gate, "reason": r.reason}),
+                   "asked_by": (decision.decision == super::Decision::Ask).then(|| decision.decided_by.as_str()),
+                   "hold": decision.hold,
+                   "gate": decision.gate, "reason": r.reason, "trace": decision.trace}),
         );
         self.log.append(
             turn,
@@ -350,6 +372,8 @@ impl Loop<'_> {
                     decision: decision.decision.as_str().into(),
                     outcome: r.outcome.into(),
                     decided_by: r.decided_by.as_str().into(),
+                    asked_by: (decision.decision == super::Decision::Ask)
+                        .then(|| decision.decided_by.as_str().into()),
                     gate: Some(decision.gate),
                     reason: r.reason.clone(),
                 },

@@ -15,6 +15,9 @@
 //! recorded with its error and the run goes on: snapshots are a safety net,
 //! not a precondition for the tools.
 
+/// The tools that write files (a turn using any of them is snapshotted).
+const WRITE_TOOLS: &[&str] = &["write_file", "edit_file", "apply_patch"];
+
 use super::output::Emitter;
 use crate::session::{ChangedFile, Event, SessionError, SessionLog, SNAPSHOT_EVENTS_VERSION};
 use crate::snapshot::{Label, Opened, SnapshotId, SnapshotMeta, SnapshotStore};
@@ -25,7 +28,7 @@ pub const EXEC_REQUEST: u64 = 1;
 
 /// Tools whose calls can change files (and so are snapshotted first).
 pub fn changes_files(tool: &str) -> bool {
-    super::authorizer::WRITE_TOOLS.contains(&tool) || tool == "shell"
+    WRITE_TOOLS.contains(&tool) || tool == "shell"
 }
 
 /// The store of this run, or why there is none.

@@ -11,7 +11,7 @@ use super::posture::{Approval, Mode, Posture};
 use super::readonly;
 use super::shell::Analysis;
 use super::unicode;
-use super::verdict::{AskKind, DecidedBy, Decision, Gate};
+use super::verdict::{AskKind, DecidedBy, Decision, Gate, Question};
 use std::path::Path;
 
 pub(super) fn gate_admission(
@@ -437,6 +437,12 @@ pub(super) fn gate_human(acc: &mut Acc, posture: &Posture, grants: &SessionGrant
             "goes to the model reviewer",
         );
     } else if posture.no_human() {
+        acc.unanswered = Some(Question {
+            asked_by: acc.by,
+            gate: acc.gate,
+            kind,
+            reason: acc.reason.clone(),
+        });
         let r = format!("no one can answer (headless): {}", acc.reason);
         acc.tighten(
             Gate::Human,

@@ -44,4 +44,4 @@ pub use hooks::{HookAnswer, HooksConfig};
 pub use pipeline::{authorize, Context, HumanAnswer};
 pub use posture::{Approval, Mode, Posture};
 pub use rules::{Layer, RuleSet};
-pub use verdict::{AskKind, DecidedBy, Decision, Gate, Verdict};
+pub use verdict::{AskKind, DecidedBy, Decision, Gate, Question, Verdict};

@@ -18,7 +18,7 @@ use super::posture::{Approval, Posture};
 use super::repo::{self, RepoFinding};
 use super::rules::{RuleQuery, RuleSet};
 use super::shell::{self, Analysis};
-use super::verdict::{AskKind, DecidedBy, Decision, Gate, GateOutcome, Verdict};
+use super::verdict::{AskKind, DecidedBy, Decision, Gate, GateOutcome, Question, Verdict};
 use std::path::Path;
 
 /// Everything besides the call and the posture that the gates consult.
@@ -42,6 +42,7 @@ pub(super) struct Acc {
     pub(super) ask_kind: Option<AskKind>,
     pub(super) hard: bool,
     pub(super) to_reviewer: bool,
+    pub(super) unanswered: Option<Question>,
     pub(super) trace: Vec<GateOutcome>,
 }
 
@@ -55,6 +56,7 @@ impl Acc {
             ask_kind: None,
             hard: false,
             to_reviewer: false,
+            unanswered: None,
             trace: Vec::new(),
         }
     }
@@ -325,6 +327,7 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
             && !posture.headless,
         grant_key: key,
         sandbox: Some(sandbox),
+        unanswered: acc.unanswered,
         trace: acc.trace,
     }
 }

@@ -183,7 +183,22 @@ pub struct Verdict {
     /// The sandbox mode the call runs under at gate 9 (`None` when denied).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxMode>,
+    /// Headless only: the question gate 8 turned into a deny because no one
+    /// could answer it (who asked, at which gate, how it may be released).
+    /// Lets a headless caller report the asker and apply its own policy
+    /// (`exec --auto` approves ordinary and rule questions, never holds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unanswered: Option<Question>,
     pub trace: Vec<GateOutcome>,
+}
+
+/// A question as it stood before gate 8 (see [`Verdict::unanswered`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Question {
+    pub asked_by: DecidedBy,
+    pub gate: Gate,
+    pub kind: AskKind,
+    pub reason: String,
 }
 
 impl Verdict {

@@ -1,8 +1,9 @@
 //! `codewhale auth set|list|remove`: the local key store. Keys are read
 //! from stdin (without echo on a terminal) and never printed.
 
+use crate::config::{self, ConfigPaths, LoadOptions};
 use crate::provider::auth::AuthStore;
-use crate::provider::config::{codewhale_home, ExecConfig};
+use crate::provider::config::ExecConfig;
 use crate::provider::registry::{self, find_key, KeySource};
 use anyhow::{bail, Context};
 use clap::Subcommand;
@@ -50,7 +51,12 @@ fn valid_id(id: &str) -> anyhow::Result<()> {
 }
 
 fn run_inner(cmd: AuthCommand) -> anyhow::Result<()> {
-    let home = codewhale_home().context("no CODEWHALE_HOME and no HOME")?;
+    // The same home `exec` uses (`$CODEWHALE_HOME`, else `~/.codewhale`).
+    let paths = ConfigPaths::from_env();
+    if paths.home.is_none() && std::env::var_os("CODEWHALE_HOME").is_none() {
+        bail!("no CODEWHALE_HOME and no HOME: cannot find ~/.codewhale");
+    }
+    let home = paths.codewhale_home.clone();
     let store = AuthStore::new(&home);
     match cmd {
         AuthCommand::Set { provider } => {
@@ -67,7 +73,12 @@ fn run_inner(cmd: AuthCommand) -> anyhow::Result<()> {
             }
         }
         AuthCommand::List { json } => {
-            let (cfg, _) = ExecConfig::load_from(&home)?;
+            // Provider definitions come only from the user config, so the
+            // project override is not consulted.
+            let mut o = LoadOptions::new(std::env::current_dir().unwrap_or_else(|_| home.clone()));
+            o.paths = paths;
+            o.no_project_config = true;
+            let cfg = ExecConfig::from_settings(&config::load(&o)?)?;
             let mut ids: BTreeSet<String> = registry::BUILTINS
                 .iter()
                 .map(|b| b.id.to_string())

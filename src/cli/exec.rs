@@ -3,12 +3,14 @@
 
 use crate::agent::tools::{guard::FsGuard, ToolContext, ALL_TOOLS};
 use crate::agent::{
-    run_exec_with_snapshots, BaselineAuthorizer, Emitter, ExecOptions, OutputFormat, RunSnapshots,
+    exec_posture, run_exec_with_snapshots, Emitter, ExecOptions, OutputFormat, PipelineAuthorizer,
+    RunSnapshots,
 };
-use crate::host::{BackendChoice, HostSettings};
-use crate::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
+use crate::config::{self, LoadOptions, Settings};
+use crate::host::BackendChoice;
+use crate::policy::{resolve, HostFacts, SandboxMode};
 use crate::provider::auth::AuthStore;
-use crate::provider::config::{codewhale_home, ExecConfig};
+use crate::provider::config::ExecConfig;
 use crate::provider::registry::{self, KeySource};
 use crate::provider::{ollama, Provider, RetryPolicy};
 use crate::session::{recover_all, sessions_dir, SessionLog};
@@ -60,9 +62,10 @@ pub struct ExecArgs {
     /// Skip the project override `<repo>/.codewhale/config.toml`.
     #[arg(long)]
     pub no_project_config: bool,
-    /// Sandbox backend for commands.
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-    pub backend: BackendChoice,
+    /// Sandbox backend for commands (default: `[sandbox] backend` from the
+    /// config, else auto).
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendChoice>,
 }
 
 pub fn run(args: ExecArgs) -> i32 {
@@ -70,9 +73,12 @@ pub fn run(args: ExecArgs) -> i32 {
         Ok(code) => code,
         Err(e) => {
             super::report_error(&e);
-            match e.downcast_ref::<crate::provider::ProviderError>() {
-                Some(p) => p.exit_code(),
-                None => crate::exit::FAILURE,
+            if let Some(p) = e.downcast_ref::<crate::provider::ProviderError>() {
+                p.exit_code()
+            } else if e.downcast_ref::<config::ConfigError>().is_some() {
+                crate::exit::CONFIG
+            } else {
+                crate::exit::FAILURE
             }
         }
     }
@@ -128,8 +134,26 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         args.output_format
     };
     let mut out = Emitter::stdio(format);
-    let home =
-        codewhale_home().context("no CODEWHALE_HOME and no HOME: cannot find ~/.codewhale")?;
+    let workspace = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().context("current directory")?,
+    };
+    let workspace = std::fs::canonicalize(&workspace)
+        .with_context(|| format!("workspace {}", workspace.display()))?;
+    let settings = load_settings(&args, &workspace)?;
+    let (posture, posture_notes) = exec_posture(&settings, args.auto, args.sandbox);
+    let mut config_report = config_report(&settings, args.no_project_config, &posture_notes);
+    config_report["posture"] = posture.describe().into();
+    for line in settings
+        .warnings
+        .iter()
+        .cloned()
+        .chain(settings.ignored.iter().map(ToString::to_string))
+        .chain(posture_notes)
+    {
+        out.note(&line);
+    }
+    let home = settings.paths.codewhale_home.clone();
     for r in recover_all(&sessions_dir(&home))? {
         out.note(&format!(
             "recovered session {}: removed {} uncommitted byte(s){}",
@@ -140,7 +164,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
                 .unwrap_or_default()
         ));
     }
-    let (cfg, _) = ExecConfig::load_from(&home)?;
+    let cfg = ExecConfig::from_settings(&settings)?;
     let store = AuthStore::new(&home);
     let env = |n: &str| std::env::var(n).ok();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -148,14 +172,14 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let mut settings = registry::select(
+    let mut provider_settings = registry::select(
         args.provider.as_deref(),
         args.model.as_deref(),
         &cfg,
         &store,
         &env,
     )?;
-    if settings.key_source == KeySource::Missing
+    if provider_settings.key_source == KeySource::Missing
         && args.provider.is_none()
         && cfg.provider.is_none()
     {
@@ -170,51 +194,50 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
             out.note(&format!(
                 "no provider is configured; using the local Ollama at {root} with model {model}"
             ));
-            settings = s;
+            provider_settings = s;
         }
     }
-    if settings.key_source == KeySource::Missing {
-        let var = registry::builtin(&settings.id)
+    if provider_settings.key_source == KeySource::Missing {
+        let var = registry::builtin(&provider_settings.id)
             .and_then(|b| b.key_env)
             .unwrap_or("the provider's key variable");
         bail!(crate::provider::ProviderError::Setup {
-            provider: settings.id.clone(),
+            provider: provider_settings.id.clone(),
             message: format!(
                 "no API key for model {}: set {var}, run `codewhale auth set --provider {}`, or pick another --provider",
-                settings.model, settings.id
+                provider_settings.model, provider_settings.id
             ),
         });
     }
-    let provider = Provider::new(settings, RetryPolicy::default())?;
+    let provider = Provider::new(provider_settings, RetryPolicy::default())?;
 
-    let workspace = match &args.workspace {
-        Some(w) => w.clone(),
-        None => std::env::current_dir().context("current directory")?,
-    };
-    let workspace = std::fs::canonicalize(&workspace)
-        .with_context(|| format!("workspace {}", workspace.display()))?;
-    let mode = args.sandbox.unwrap_or(SandboxMode::WorkspaceWrite);
-    let policy = SandboxPolicy::new(mode, &workspace);
+    // Gate 9's mode is the posture's (the verdicts carry the same one).
+    let mode = posture.sandbox_mode();
+    let policy = settings.sandbox_policy(mode);
     let resolved = resolve(&policy, &HostFacts::detect())?;
     // Undo snapshots: same store lookup as `codewhale undo`; a refusal or a
     // failure to open switches them off for this run (every surface says
     // so) and the run goes on.
-    let opts = SnapshotOptions::from_env()
+    let snap_opts = SnapshotOptions::from_env()
         .unwrap_or_else(|| SnapshotOptions::new(&home))
         .with_resolved_policy(&resolved);
-    let mut snaps =
-        RunSnapshots::from_open(SnapshotStore::open(&workspace, opts).map_err(|e| e.to_string()));
+    let mut snaps = RunSnapshots::from_open(
+        SnapshotStore::open(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
+    );
+    let mut host = settings.host_settings();
+    if let Some(b) = args.backend {
+        host.backend = b;
+    }
+    if !mode.is_sandboxed() {
+        // Chosen explicitly (--auto --sandbox danger-full-access / external-sandbox).
+        host.allow_unsandboxed = true;
+    }
     let ctx = ToolContext {
         guard: FsGuard::new(&resolved),
         policy,
-        host: HostSettings {
-            backend: args.backend,
-            bwrap_path: None,
-            allow_unsandboxed: !mode.is_sandboxed(),
-            opensandbox: None,
-            helper_exe: None,
-        },
+        host,
     };
+    let authorizer = PipelineAuthorizer::new(&settings, posture);
     let mut log = SessionLog::create(&sessions_dir(&home))?;
     let opts = ExecOptions {
         prompt,
@@ -223,6 +246,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         allowed_tools: args.allowed_tools,
         disallowed_tools: args.disallowed_tools,
         max_turns: args.max_turns.max(1),
+        config: config_report,
     };
     let report = runtime.block_on(async {
         let (tx, rx) = tokio::sync::watch::channel(false);
@@ -235,7 +259,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
             &opts,
             &ctx,
             &provider,
-            &BaselineAuthorizer,
+            &authorizer,
             &mut out,
             &mut log,
             &mut snaps,
@@ -244,4 +268,31 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         .await
     });
     Ok(report.exit_code)
+}
+
+/// Resolve every configuration layer once (`--sandbox` and `--model` are
+/// CLI overrides; the project override can only tighten them).
+fn load_settings(args: &ExecArgs, workspace: &std::path::Path) -> anyhow::Result<Settings> {
+    let mut o = LoadOptions::new(workspace);
+    o.overrides.sandbox_mode = args.sandbox;
+    o.overrides.model = args.model.clone();
+    o.no_project_config = args.no_project_config;
+    Ok(config::load(&o)?)
+}
+
+/// What the layers did, for the `metadata` event.
+fn config_report(s: &Settings, skipped: bool, notes: &[String]) -> serde_json::Value {
+    serde_json::json!({
+        "user_file": s.user_file,
+        "project_file": s.project_file,
+        "project_config": match (skipped, &s.project_file) {
+            (true, _) => "skipped (--no-project-config)",
+            (false, Some(_)) => "applied",
+            (false, None) => "none",
+        },
+        "ignored": s.ignored.iter().map(|k| serde_json::json!({
+            "file": k.file, "key": k.key, "reason": k.reason,
+        })).collect::<Vec<_>>(),
+        "warnings": s.warnings.iter().chain(notes).collect::<Vec<_>>(),
+    })
 }

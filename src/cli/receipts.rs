@@ -1,10 +1,9 @@
 //! `codewhale receipts`: print what a session did and did not do, built
 //! read-only from its session file (see docs/RECEIPTS.md).
 
-use crate::provider::config::codewhale_home;
+use crate::config::ConfigPaths;
 use crate::receipt;
 use crate::session::sessions_dir;
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -44,8 +43,11 @@ pub fn run(args: ReceiptsArgs) -> i32 {
 }
 
 fn run_inner(args: ReceiptsArgs) -> anyhow::Result<()> {
-    let home =
-        codewhale_home().context("no CODEWHALE_HOME and no HOME: cannot find ~/.codewhale")?;
+    let paths = ConfigPaths::from_env();
+    if paths.home.is_none() && std::env::var_os("CODEWHALE_HOME").is_none() {
+        anyhow::bail!("no CODEWHALE_HOME and no HOME: cannot find ~/.codewhale");
+    }
+    let home = paths.codewhale_home;
     let dir = sessions_dir(&home);
     let path = match &args.session {
         Some(id) => receipt::find_session(&dir, id)?,

@@ -3,16 +3,21 @@
 //!
 //! `undo` needs no trust: it only ever goes back to the state before the
 //! latest request, and is itself undoable. `restore N` can jump anywhere,
-//! so it requires trust (`--trust`, or `trust = true` in
-//! `$CODEWHALE_HOME/config.toml`).
+//! so it requires trust: `--trust`, `trust = true` in the user config, or
+//! the Full Access approval posture (`approval_policy = "full-access"`,
+//! after the project override, which can only tighten it). Both read the
+//! configuration through `config::load`, so `[sandbox] deny_read` also
+//! shapes what the pre-restore snapshot leaves out.
 
-use crate::policy::{HostFacts, SandboxMode, SandboxPolicy};
+use crate::authz::Approval;
+use crate::config::{self, LoadOptions, Settings};
+use crate::policy::{HostFacts, SandboxMode};
 use crate::snapshot::{
     ChangeKind, FileChange, Opened, RestoreOutcome, SnapshotOptions, SnapshotStore, UndoScope,
 };
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct UndoArgs {
@@ -68,31 +73,33 @@ fn finish(r: anyhow::Result<()>) -> i32 {
     }
 }
 
-fn open_store(workspace: Option<PathBuf>) -> anyhow::Result<(SnapshotStore, PathBuf)> {
+fn open_store(workspace: Option<PathBuf>) -> anyhow::Result<(SnapshotStore, Settings)> {
     let opts = SnapshotOptions::from_env().ok_or_else(|| {
         anyhow!("neither CODEWHALE_HOME nor HOME is set; cannot find the snapshot store")
     })?;
-    let home = opts.codewhale_home.clone();
     let ws = match workspace {
         Some(w) => w,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    let settings = config::load(&LoadOptions::new(&ws))?;
     match SnapshotStore::open(&ws, opts)
         .with_context(|| format!("snapshot store for {}", ws.display()))?
     {
         Opened::Ready(mut store) => {
             // The pre-restore snapshot must leave out the same deny-read
-            // files the agent's snapshots do. Until the config module feeds
-            // `[sandbox] deny_read` into the policy, this is the default
-            // policy's list (resolved only for an accepted workspace: the
-            // resolution scans it for `.env` files).
-            let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, store.workspace());
+            // files the agent's snapshots do: the policy with the user's
+            // `[sandbox]` section (resolved only for an accepted workspace:
+            // the resolution scans it for `.env` files).
+            let policy = settings
+                .user
+                .sandbox
+                .policy(SandboxMode::WorkspaceWrite, store.workspace());
             let resolved =
                 crate::policy::resolve(&policy, &HostFacts::detect()).with_context(|| {
                     format!("cannot resolve the sandbox policy for {}", ws.display())
                 })?;
             store.exclude_resolved_policy(&resolved);
-            Ok((*store, home))
+            Ok((*store, settings))
         }
         Opened::Disabled(reason) => bail!("{reason}"),
     }
@@ -123,18 +130,18 @@ fn undo(args: UndoArgs) -> anyhow::Result<()> {
 }
 
 fn restore(args: RestoreArgs) -> anyhow::Result<()> {
-    let (mut store, home) = open_store(args.workspace)?;
+    let (mut store, settings) = open_store(args.workspace)?;
     if args.list {
         return list(&store, args.json);
     }
     let id = args
         .id
         .ok_or_else(|| anyhow!("restore: give a snapshot number N or --list"))?;
-    if !args.trust && !configured_trust(&home)? {
+    if !args.trust && !configured_trust(&settings)? {
         bail!(
-            "restore rewrites the working folder and needs trust: pass --trust, or set \
-             `trust = true` in {}",
-            home.join("config.toml").display()
+            "restore rewrites the working folder and needs trust: pass --trust, set \
+             `trust = true` in {}, or use approval_policy = \"full-access\"",
+            settings.paths.user_config().0.display()
         );
     }
     let out = store.restore(id)?;
@@ -213,24 +220,19 @@ fn print_changes(out: &RestoreOutcome) {
     }
 }
 
-/// `trust` from `config.toml` under `home`. Minimal on purpose: the config
-/// module will own this; only the one key is read, other keys are ignored.
-fn configured_trust(home: &Path) -> anyhow::Result<bool> {
-    let path = home.join("config.toml");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    let value: toml::Table = text
-        .parse()
-        .with_context(|| format!("{} is not valid TOML", path.display()))?;
-    match value.get("trust") {
+/// Whether the settings trust a restore: `trust = true` in the user config
+/// (only the user config has `trust`; a project override cannot set it),
+/// or the Full Access approval posture.
+fn configured_trust(settings: &Settings) -> anyhow::Result<bool> {
+    if settings.approval == Approval::FullAccess {
+        return Ok(true);
+    }
+    match &settings.user.trust {
         None => Ok(false),
         Some(toml::Value::Boolean(b)) => Ok(*b),
         Some(other) => bail!(
             "{}: key `trust` must be true or false, found {}",
-            path.display(),
+            settings.paths.user_config().0.display(),
             other.type_str()
         ),
     }

@@ -1,25 +1,17 @@
-//! The slice of the user config that providers need, read through a small
-//! local struct until `src/config/` (owned elsewhere) is merged and can hand
-//! these values over from `config::load`.
+//! The provider slice of the user config, typed.
 //!
-//! Only the *user* config is read (`$CODEWHALE_HOME/config.toml`, else
-//! `~/.codewhale/config.toml`): provider settings (base URLs, keys) are never
-//! taken from a repository. Keys this reader does not know are ignored here
-//! because other subsystems own them.
+//! `config::load` resolves every layer once and keeps the `[providers.*]`
+//! tables raw (this module owns their shape); [`ExecConfig::from_settings`]
+//! types them, taking `provider` from the user config and `model` from the
+//! merged settings (CLI `--model`, user config, a project override's
+//! `model`). Provider definitions (base URLs, keys) only ever come from the
+//! *user* config: a project override's `providers` key is ignored and
+//! reported by `config::load`.
 
+use crate::config::{ConfigError, Settings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-/// `$CODEWHALE_HOME`, else `~/.codewhale`.
-pub fn codewhale_home() -> Option<PathBuf> {
-    if let Some(h) = std::env::var_os("CODEWHALE_HOME").filter(|h| !h.is_empty()) {
-        return Some(PathBuf::from(h));
-    }
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(".codewhale"))
-}
+use std::path::Path;
 
 /// `[providers.NAME]` in the user config.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -52,67 +44,75 @@ pub struct ExecConfig {
     pub providers: BTreeMap<String, ProviderEntry>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    /// toml's message names the line, column and key.
-    #[error("{path}: {source}")]
-    Parse {
-        path: PathBuf,
-        source: toml::de::Error,
-    },
+/// Only the `providers` table, for re-reading it with spans.
+#[derive(Deserialize)]
+struct ProvidersOnly {
+    #[serde(default)]
+    providers: BTreeMap<String, ProviderEntry>,
 }
 
 impl ExecConfig {
-    /// Read `home/config.toml`; a missing file is an empty config.
-    pub fn load_from(home: &Path) -> Result<(Self, Option<PathBuf>), ConfigError> {
-        let path = home.join("config.toml");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                let cfg = toml::from_str(&text).map_err(|source| ConfigError::Parse {
-                    path: path.clone(),
-                    source,
-                })?;
-                Ok((cfg, Some(path)))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((ExecConfig::default(), None)),
-            Err(source) => Err(ConfigError::Read { path, source }),
-        }
+    /// The provider settings of the resolved configuration. The user config
+    /// file is re-read for the `[providers]` tables so a bad key is reported
+    /// with its file, line and dotted key.
+    pub fn from_settings(settings: &Settings) -> Result<Self, ConfigError> {
+        let providers = match &settings.user_file {
+            Some(file) if !settings.user.providers.is_empty() => parse_providers(file)?,
+            _ => BTreeMap::new(),
+        };
+        Ok(ExecConfig {
+            provider: settings.user.provider.clone(),
+            model: settings.model.clone(),
+            providers,
+        })
     }
+}
+
+fn parse_providers(file: &Path) -> Result<BTreeMap<String, ProviderEntry>, ConfigError> {
+    let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Read {
+        file: file.to_path_buf(),
+        source,
+    })?;
+    let typed: ProvidersOnly =
+        toml::from_str(&text).map_err(|e| crate::config::error::from_toml(file, &text, &e))?;
+    Ok(typed.providers)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{load, ConfigPaths, LoadOptions};
+
+    fn settings_with(config: &str) -> (tempfile::TempDir, Result<Settings, ConfigError>) {
+        let t = tempfile::tempdir().unwrap();
+        let cw = t.path().join("cw");
+        std::fs::create_dir_all(&cw).unwrap();
+        std::fs::write(cw.join("config.toml"), config).unwrap();
+        let mut o = LoadOptions::new(t.path());
+        o.paths = ConfigPaths::from_parts(Some(t.path().to_path_buf()), Some(cw), None);
+        o.no_project_config = true;
+        let s = load(&o);
+        (t, s)
+    }
 
     #[test]
-    fn reads_custom_provider_and_ignores_foreign_top_level_keys() {
-        let t = tempfile::tempdir().unwrap();
-        std::fs::write(
-            t.path().join("config.toml"),
+    fn reads_custom_provider_next_to_other_sections() {
+        let (_t, s) = settings_with(
             "provider = \"mine\"\napproval_policy = \"ask\"\n[sandbox]\ndeny_read = []\n\
              [providers.mine]\nkind = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n",
-        )
-        .unwrap();
-        let (cfg, path) = ExecConfig::load_from(t.path()).unwrap();
-        assert!(path.is_some());
+        );
+        let cfg = ExecConfig::from_settings(&s.unwrap()).unwrap();
         assert_eq!(cfg.provider.as_deref(), Some("mine"));
         assert_eq!(cfg.providers["mine"].model.as_deref(), Some("m"));
     }
 
     #[test]
     fn bad_provider_key_names_file_line_and_key() {
-        let t = tempfile::tempdir().unwrap();
-        std::fs::write(
-            t.path().join("config.toml"),
-            "[providers.mine]\nkind = \"openai-compatible\"\nbase_ur = \"x\"\n",
-        )
-        .unwrap();
-        let err = ExecConfig::load_from(t.path()).unwrap_err().to_string();
+        let (_t, s) =
+            settings_with("[providers.mine]\nkind = \"openai-compatible\"\nbase_ur = \"x\"\n");
+        let err = ExecConfig::from_settings(&s.unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("config.toml"), "{err}");
         assert!(err.contains("line 3"), "{err}");
         assert!(err.contains("base_ur"), "{err}");
@@ -121,8 +121,9 @@ mod tests {
     #[test]
     fn missing_file_is_empty() {
         let t = tempfile::tempdir().unwrap();
-        let (cfg, path) = ExecConfig::load_from(t.path()).unwrap();
+        let mut o = LoadOptions::new(t.path());
+        o.paths = ConfigPaths::from_parts(Some(t.path().to_path_buf()), None, None);
+        let cfg = ExecConfig::from_settings(&load(&o).unwrap()).unwrap();
         assert_eq!(cfg, ExecConfig::default());
-        assert!(path.is_none());
     }
 }

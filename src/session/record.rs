@@ -32,6 +32,9 @@ pub struct Verdict {
     /// `allow` (ran) or `deny` / `no_response` (did not run).
     pub outcome: String,
     pub decided_by: String,
+    /// For a question: who asked (`floor`, `posture`, …); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_by: Option<String>,
     pub gate: Option<u8>,
     pub reason: String,
 }

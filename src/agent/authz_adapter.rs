@@ -1,0 +1,231 @@
+//! The production [`Authorizer`]: the agent loop's seam over the nine gates
+//! of `crate::authz`.
+//!
+//! Per call: the user's `tool_call_before` hooks run first (gate 3's I/O,
+//! asynchronously), then the pure [`authz::authorize`] with the run's
+//! posture, the rules, the session grants, the tool registry and the floor
+//! facts. The posture is headless, so the pipeline itself turns a question
+//! nobody can answer into a deny at gate 8 and records the question in
+//! [`authz::Verdict::unanswered`]; this adapter hands that question back
+//! to the loop as an `Ask` (keeping who asked and whether it is a hold) so
+//! the loop's headless rule — `--auto` approves ordinary and rule
+//! questions, never a hold, never a deny — is applied in one place.
+//!
+//! The posture for `exec` is built by [`exec_posture`]: `--auto` never
+//! removes the sandbox; only `--auto` with an explicit unsandboxed
+//! `--sandbox` is Full Access.
+
+use super::authorizer::{
+    AuthDecision, AuthFuture, Authorizer, DecidedBy, Decision, ToolCallRequest, TurnContext,
+};
+use crate::authz::{
+    self, hooks, Admission, Approval, AskKind, Context, FloorContext, HooksConfig, Mode, Posture,
+    RuleSet, SessionGrants, ToolCall, ToolKind, ToolRegistry, ToolSpec, Verdict,
+};
+use crate::config::Settings;
+use crate::policy::SandboxMode;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// The posture of a headless `exec` run, and notes on settings it did not
+/// apply (to be shown to the user).
+///
+/// - Mode: Work. `headless = true` (nobody can answer).
+/// - Approval: the settings' (user config, tightened by the project), except
+///   that `full-access` is only honoured as `--auto` plus an explicit
+///   unsandboxed `--sandbox` (`danger-full-access` / `external-sandbox`);
+///   a configured `approval_policy = "full-access"` alone becomes `ask`,
+///   because `exec` promises that only the flag removes the sandbox.
+/// - Sandbox: the posture's implied mode narrowed by the settings'
+///   `sandbox_mode` (which already holds `--sandbox` and the project's
+///   tightening), so without Full Access it is at least `workspace-write`.
+pub fn exec_posture(
+    settings: &Settings,
+    auto: bool,
+    flag: Option<SandboxMode>,
+) -> (Posture, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut p = settings.posture(Mode::Work);
+    p.headless = true;
+    let explicit_unsandboxed = flag.is_some_and(|m| !m.is_sandboxed());
+    if p.approval == Approval::FullAccess && !(auto && explicit_unsandboxed) {
+        notes.push(
+            "approval_policy = \"full-access\" is not applied by exec: only --auto with \
+             --sandbox danger-full-access (or external-sandbox) runs without the sandbox; \
+             using `ask`"
+                .into(),
+        );
+        p.approval = Approval::Ask;
+    } else if auto && explicit_unsandboxed && p.approval != Approval::NeverRun {
+        p.approval = Approval::FullAccess;
+    }
+    if let Some(m) = flag.filter(|m| !m.is_sandboxed()) {
+        if !auto {
+            notes.push(format!(
+                "--sandbox {m} without --auto: commands still run under `{}`",
+                p.sandbox_mode()
+            ));
+        } else if p.sandbox_mode() != m {
+            notes.push(format!(
+                "--sandbox {m} was narrowed to `{}` by the settings",
+                p.sandbox_mode()
+            ));
+        }
+    }
+    (p, notes)
+}
+
+/// The agent's tools as the pipeline's registry knows them (`search` is the
+/// agent's ripgrep-like reader).
+pub fn exec_registry() -> ToolRegistry {
+    let mut r = ToolRegistry::builtin();
+    r.register(ToolSpec {
+        name: "search".into(),
+        kind: ToolKind::Read,
+        executable: true,
+    });
+    r
+}
+
+/// The nine gates for the agent loop.
+pub struct PipelineAuthorizer {
+    posture: Posture,
+    rules: RuleSet,
+    hooks: HooksConfig,
+    registry: ToolRegistry,
+    admission: Admission,
+    floor: FloorContext,
+    workspace: PathBuf,
+    /// `a` answers (none in a headless run today, but the pipeline consults
+    /// them and an interactive front end will add them).
+    grants: Mutex<SessionGrants>,
+}
+
+impl PipelineAuthorizer {
+    /// Everything the gates consult, taken once from the resolved settings.
+    pub fn new(settings: &Settings, posture: Posture) -> Self {
+        PipelineAuthorizer {
+            posture,
+            rules: settings.rules.clone(),
+            hooks: settings.user.hooks.clone(),
+            registry: exec_registry(),
+            admission: settings.user.tools.clone(),
+            floor: settings.floor_context(),
+            workspace: settings.workspace.clone(),
+            grants: Mutex::new(SessionGrants::default()),
+        }
+    }
+
+    pub fn posture(&self) -> &Posture {
+        &self.posture
+    }
+
+    fn tool_call(&self, req: &ToolCallRequest) -> ToolCall {
+        let mut call = ToolCall::new(req.tool.clone(), req.args.clone(), &self.workspace);
+        if req.tool == authz::SHELL_TOOL {
+            call.command = req.command.clone();
+        }
+        call
+    }
+
+    /// The pure part: the gates with the hooks' answers already in hand.
+    pub fn decide(&self, call: &ToolCall, answers: &[authz::HookAnswer]) -> Verdict {
+        let grants = self
+            .grants
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        authz::authorize(
+            call,
+            &self.posture,
+            &Context {
+                rules: &self.rules,
+                hooks: answers,
+                grants: &grants,
+                registry: &self.registry,
+                admission: &self.admission,
+                workspace: &self.workspace,
+                floor: &self.floor,
+            },
+        )
+    }
+}
+
+fn decider(d: authz::DecidedBy) -> DecidedBy {
+    match d {
+        authz::DecidedBy::You => DecidedBy::You,
+        authz::DecidedBy::SessionRule => DecidedBy::SessionRule,
+        authz::DecidedBy::Posture => DecidedBy::Posture,
+        authz::DecidedBy::Rule => DecidedBy::Rule,
+        authz::DecidedBy::Hook => DecidedBy::Hook,
+        authz::DecidedBy::Floor => DecidedBy::Floor,
+        authz::DecidedBy::Repository => DecidedBy::Repository,
+        authz::DecidedBy::Sandbox => DecidedBy::Sandbox,
+    }
+}
+
+fn decision(d: authz::Decision) -> Decision {
+    match d {
+        authz::Decision::Allow => Decision::Allow,
+        authz::Decision::Ask => Decision::Ask,
+        authz::Decision::Deny => Decision::Deny,
+    }
+}
+
+/// One line per gate, as `codewhale permissions check` prints them.
+fn trace_lines(v: &Verdict) -> Vec<String> {
+    v.trace
+        .iter()
+        .map(|g| {
+            format!(
+                "{}. {}: {} → {}{} {}",
+                g.gate.number(),
+                g.gate.name(),
+                g.produced.map(authz::Decision::as_str).unwrap_or("-"),
+                g.running.as_str(),
+                g.by.map(|b| format!(" [{b}]")).unwrap_or_default(),
+                g.note
+            )
+        })
+        .collect()
+}
+
+/// The verdict in the loop's terms. A question the headless gate 8 could
+/// not ask comes back as that question (`Ask`, who asked, hold or not).
+pub fn map_verdict(v: &Verdict) -> AuthDecision {
+    let trace = trace_lines(v);
+    if let (authz::Decision::Deny, Some(q)) = (v.decision, &v.unanswered) {
+        return AuthDecision {
+            decision: Decision::Ask,
+            decided_by: decider(q.asked_by),
+            gate: q.gate.number(),
+            reason: q.reason.clone(),
+            hold: q.kind == AskKind::Hold,
+            sandbox: v.sandbox,
+            trace,
+        };
+    }
+    AuthDecision {
+        decision: decision(v.decision),
+        decided_by: decider(v.decided_by),
+        gate: v.gate.number(),
+        reason: v.reason.clone(),
+        hold: v.ask_kind == Some(AskKind::Hold),
+        sandbox: v.sandbox_mode(),
+        trace,
+    }
+}
+
+impl Authorizer for PipelineAuthorizer {
+    fn authorize<'a>(&'a self, req: &'a ToolCallRequest, _ctx: &'a TurnContext) -> AuthFuture<'a> {
+        Box::pin(async move {
+            let call = self.tool_call(req);
+            let answers = hooks::run_before(&self.hooks, &call).await;
+            map_verdict(&self.decide(&call, &answers))
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "authz_adapter_tests.rs"]
+mod tests;
