@@ -60,6 +60,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         guard: FsGuard::new(&resolved),
         policy,
         host: HostSettings::default(),
+        cancel: codewhale::host::CancelToken::new(),
     };
     let provider = Provider::new(
         ProviderSettings {

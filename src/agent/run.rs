@@ -406,9 +406,18 @@ impl Loop<'_> {
         let started = Instant::now();
         let output = {
             let mut intr = self.interrupt.clone();
+            let fut = tools::execute(&call.name, &args, self.ctx);
+            tokio::pin!(fut);
             tokio::select! {
-                o = tools::execute(&call.name, &args, self.ctx) => o,
-                _ = intr.wait_for(|v| *v) => return Err(Stop::Interrupted),
+                o = &mut fut => o,
+                _ = intr.wait_for(|v| *v) => {
+                    // Kill the running command, then wait for the host to
+                    // finish (it removes its mount placeholders) so the
+                    // post-turn snapshot sees the workspace as it is.
+                    self.ctx.cancel.cancel();
+                    let _ = fut.await;
+                    return Err(Stop::Interrupted);
+                }
             }
         };
         let ms = started.elapsed().as_millis() as u64;

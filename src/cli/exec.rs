@@ -236,6 +236,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         guard: FsGuard::new(&resolved),
         policy,
         host,
+        cancel: crate::host::CancelToken::new(),
     };
     let authorizer = PipelineAuthorizer::new(&settings, posture);
     let mut log = SessionLog::create(&sessions_dir(&home))?;

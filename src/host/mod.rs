@@ -22,7 +22,7 @@ pub mod windows;
 pub use backend::{BackendChoice, BackendKind};
 pub use enforcement::{Enforcement, EnforcementLevel};
 pub use error::HostError;
-pub use request::{CapturedOutput, ExecOutcome, ExecRequest, ExitKind, StdinSpec};
+pub use request::{CancelToken, CapturedOutput, ExecOutcome, ExecRequest, ExitKind, StdinSpec};
 
 use crate::policy::SandboxPolicy;
 use std::path::PathBuf;
@@ -79,11 +79,27 @@ async fn run_local(
     settings: &HostSettings,
     req: ExecRequest,
 ) -> Result<ExecOutcome, HostError> {
+    /// Cancels the run when dropped before it finished (the caller's
+    /// future was dropped: Ctrl-C, a `select!`), since a blocking task
+    /// cannot be aborted from outside.
+    struct CancelOnDrop(Option<CancelToken>);
+    impl Drop for CancelOnDrop {
+        fn drop(&mut self) {
+            if let Some(t) = self.0.take() {
+                t.cancel();
+            }
+        }
+    }
+    let mut req = req;
+    let token = req.cancel.get_or_insert_with(CancelToken::new).clone();
+    let mut guard = CancelOnDrop(Some(token));
     let policy = policy.clone();
     let settings = settings.clone();
-    tokio::task::spawn_blocking(move || select::run_blocking(&policy, &settings, &req))
+    let out = tokio::task::spawn_blocking(move || select::run_blocking(&policy, &settings, &req))
         .await
-        .map_err(|e| HostError::io("host task", std::io::Error::other(e.to_string())))?
+        .map_err(|e| HostError::io("host task", std::io::Error::other(e.to_string())))?;
+    guard.0 = None;
+    out
 }
 
 /// macOS: Seatbelt for the sandboxed modes (`auto` or `seatbelt`); the

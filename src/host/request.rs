@@ -9,6 +9,27 @@ use std::time::Duration;
 /// Default cap on captured output per stream.
 pub const DEFAULT_OUTPUT_CAP: usize = 1024 * 1024;
 
+/// Stops a running command from another task or thread: the supervisor
+/// notices within ~50 ms and kills the command's whole tree, then returns
+/// normally (so clean-up, e.g. bwrap's placeholders, still runs before the
+/// caller goes on). `host::run` also cancels when its future is dropped.
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl CancelToken {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn cancel(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// What the command reads on stdin.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum StdinSpec {
@@ -35,6 +56,8 @@ pub struct ExecRequest {
     pub output_cap: usize,
     /// Forward output live to this process's stdout/stderr while capturing.
     pub tee: bool,
+    /// Cancel the run from elsewhere (see [`CancelToken`]).
+    pub cancel: Option<CancelToken>,
 }
 
 impl ExecRequest {
@@ -47,6 +70,7 @@ impl ExecRequest {
             timeout: None,
             output_cap: DEFAULT_OUTPUT_CAP,
             tee: false,
+            cancel: None,
         }
     }
 }

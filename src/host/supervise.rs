@@ -318,6 +318,9 @@ pub fn spawn(
 /// Spawn `cmd` (already carrying program, args, env and cwd) and supervise
 /// it according to `req`. `keep_fds` are passed to the child; the caller's
 /// copies are dropped right after the spawn.
+/// How often a cancellable run checks its [`super::request::CancelToken`].
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
 pub fn run(
     cmd: Command,
     keep_fds: Vec<OwnedFd>,
@@ -398,6 +401,11 @@ pub fn run_with(
             (None, Some(d)) if !timed_out => Some(d.saturating_duration_since(now)),
             _ => None,
         };
+        // A cancellable run wakes up at least every CANCEL_POLL to look.
+        let wait = match (&req.cancel, exited_at) {
+            (Some(_), None) => Some(wait.map_or(CANCEL_POLL, |w| w.min(CANCEL_POLL))),
+            _ => wait,
+        };
         let ms = wait
             .map(|w| w.as_millis().min(i32::MAX as u128) as i32 + 1)
             .unwrap_or(-1);
@@ -422,6 +430,10 @@ pub fn run_with(
         if exited_at.is_none() && !timed_out && deadline.is_some_and(|d| Instant::now() >= d) {
             kill_group(pid);
             timed_out = true;
+        }
+        if exited_at.is_none() && req.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+            // Killed on request: the exit status says SIGKILL.
+            kill_group(pid);
         }
     }
     kill_group(pid);

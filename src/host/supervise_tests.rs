@@ -163,3 +163,34 @@ fn a_finished_thread_does_not_kill_the_child() {
     assert_eq!(control.wait().unwrap().signal(), Some(libc::SIGKILL));
     assert_eq!(ours.wait().unwrap().code(), Some(7));
 }
+
+#[test]
+fn cancel_kills_the_whole_group_and_returns() {
+    let token = crate::host::CancelToken::new();
+    let mut r = req(None);
+    r.cancel = Some(token.clone());
+    let t = token.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        t.cancel();
+    });
+    let started = Instant::now();
+    let out = run(sh("sleep 100 & echo $!; sleep 100"), Vec::new(), &r).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "cancel was not noticed"
+    );
+    assert!(!out.timed_out);
+    assert_eq!(out.exit, ExitKind::Signal(libc::SIGKILL));
+    let bg: i32 = String::from_utf8_lossy(&out.stdout.bytes)
+        .trim()
+        .parse()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!alive(bg), "background sleep {bg} survived the cancel");
+    // Control: an uncancelled token changes nothing.
+    let mut r = req(None);
+    r.cancel = Some(crate::host::CancelToken::new());
+    let out = run(sh("echo ok"), Vec::new(), &r).unwrap();
+    assert_eq!(out.exit, ExitKind::Code(0));
+}

@@ -142,6 +142,9 @@ pub struct ToolContext {
     pub guard: FsGuard,
     pub policy: SandboxPolicy,
     pub host: HostSettings,
+    /// Cancelled on Ctrl-C: running commands are killed, and the loop still
+    /// waits for the host to finish its clean-up before the post-turn snapshot.
+    pub cancel: crate::host::CancelToken,
 }
 
 /// The schemas offered to the model.

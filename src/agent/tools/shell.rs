@@ -80,6 +80,7 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     req.cwd = Some(ctx.guard.workspace().to_path_buf());
     req.timeout = Some(timeout);
     req.output_cap = OUTPUT_CAP;
+    req.cancel = Some(ctx.cancel.clone());
     match crate::host::run(&ctx.policy, &ctx.host, req).await {
         Ok(o) => {
             let code = o.shell_code();
