@@ -21,14 +21,15 @@ pub mod parse;
 #[cfg(target_os = "linux")]
 pub mod probes;
 pub mod report;
+#[cfg(target_os = "linux")]
+mod sandbox_linux;
 pub mod select;
 
 pub use report::{ApiKeyReport, Platform, Report, Row, SandboxReport, Status};
 
 use crate::config::{self, LoadOptions};
-use crate::host::{BackendChoice, BackendKind, HostSettings};
+
 use crate::policy::SandboxMode;
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -40,26 +41,6 @@ pub struct Options {
     /// The codewhale binary (helper stage and in-sandbox probe); `None` =
     /// this executable.
     pub exe: Option<PathBuf>,
-}
-
-/// Restores `HOME` when dropped.
-struct HomeGuard(Option<OsString>);
-
-impl HomeGuard {
-    fn set(home: &std::path::Path) -> Self {
-        let old = std::env::var_os("HOME");
-        std::env::set_var("HOME", home);
-        HomeGuard(old)
-    }
-}
-
-impl Drop for HomeGuard {
-    fn drop(&mut self) {
-        match self.0.take() {
-            Some(h) => std::env::set_var("HOME", h),
-            None => std::env::remove_var("HOME"),
-        }
-    }
 }
 
 fn platform() -> Platform {
@@ -209,7 +190,10 @@ pub fn run(opts: &Options) -> Report {
     #[cfg(target_os = "windows")]
     checks.push(checks::windows_row());
 
-    let sandbox = sandbox(opts, &section, host, mode);
+    #[cfg(target_os = "linux")]
+    let sandbox = sandbox_linux::sandbox(opts, &section, host, mode);
+    #[cfg(not(target_os = "linux"))]
+    let sandbox = sandbox(&section, host, mode);
     Report {
         version: env!("CARGO_PKG_VERSION").into(),
         platform: platform(),
@@ -227,17 +211,7 @@ pub fn run(opts: &Options) -> Report {
     }
 }
 
-fn choice(kind: BackendKind) -> BackendChoice {
-    match kind {
-        BackendKind::Bwrap => BackendChoice::Bwrap,
-        BackendKind::Landlock => BackendChoice::Landlock,
-        BackendKind::Seatbelt => BackendChoice::Seatbelt,
-        BackendKind::Opensandbox => BackendChoice::Opensandbox,
-        BackendKind::None => BackendChoice::None,
-    }
-}
-
-fn unavailable(
+pub(crate) fn unavailable(
     mode: SandboxMode,
     backend: &str,
     reason: String,
@@ -265,7 +239,7 @@ const PROBE_IDS: &[&str] = &[
     "probe.capabilities",
 ];
 
-fn skipped(why: &str) -> Vec<Row> {
+pub(crate) fn skipped(why: &str) -> Vec<Row> {
     PROBE_IDS
         .iter()
         .map(|id| Row::new(id, "probe", Status::Skip, format!("not run: {why}")))
@@ -274,9 +248,8 @@ fn skipped(why: &str) -> Vec<Row> {
 
 #[cfg(not(target_os = "linux"))]
 fn sandbox(
-    _opts: &Options,
     section: &crate::config::user::SandboxSection,
-    host: HostSettings,
+    host: crate::host::HostSettings,
     mode: SandboxMode,
 ) -> SandboxReport {
     let policy = section.policy(SandboxMode::WorkspaceWrite, &std::env::temp_dir());
@@ -291,102 +264,4 @@ fn sandbox(
     let mut probes = vec![wrapper];
     probes.extend(skipped("functional probes run on Linux only in this build"));
     unavailable(mode, "none", sel.reason, probes)
-}
-
-#[cfg(target_os = "linux")]
-fn sandbox(
-    opts: &Options,
-    section: &crate::config::user::SandboxSection,
-    mut host: HostSettings,
-    mode: SandboxMode,
-) -> SandboxReport {
-    let scratch = match probes::Scratch::create() {
-        Ok(s) => s,
-        Err(e) => {
-            let why = format!("could not create the probe workspace: {e}");
-            let mut p = vec![
-                Row::new("probe.wrapper-starts", "probe", Status::Fail, why.clone())
-                    .fix("make /var/tmp or $TMPDIR writable"),
-            ];
-            p.extend(skipped("no probe workspace"));
-            return unavailable(mode, "none", why, p);
-        }
-    };
-    let _home = HomeGuard::set(&scratch.home);
-    let policy = section.policy(SandboxMode::WorkspaceWrite, &scratch.workspace);
-    let sel = select::configured_backend(&policy, &host);
-    let Some(kind) = sel.chosen else {
-        let mut wrapper = Row::new(
-            "probe.wrapper-starts",
-            "probe",
-            Status::Fail,
-            format!("no sandbox backend started: {}", sel.reason),
-        );
-        wrapper.details = sel.considered.clone();
-        wrapper.remediation = sel.remedy.clone();
-        let mut p = vec![wrapper];
-        p.extend(skipped("no sandbox backend"));
-        return unavailable(mode, "none", sel.reason, p);
-    };
-    let mut wrapper = Row::new(
-        "probe.wrapper-starts",
-        "probe",
-        Status::Ok,
-        format!("{kind} started and ran `true` (read-only policy)"),
-    );
-    wrapper.details = sel.considered.clone();
-    host.backend = choice(kind);
-    host.allow_unsandboxed = false;
-    let exe = match opts
-        .exe
-        .clone()
-        .map(Ok)
-        .unwrap_or_else(std::env::current_exe)
-    {
-        Ok(e) => e,
-        Err(e) => {
-            let why = format!("cannot locate the codewhale binary: {e}");
-            let mut p = vec![wrapper];
-            p.extend(skipped(&why));
-            return unavailable(mode, kind.as_str(), why, p);
-        }
-    };
-    let cx = probes::ProbeCtx {
-        policy: &policy,
-        settings: &host,
-        scratch: &scratch,
-        exe: &exe,
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build();
-    let (rows, outcome) = match runtime {
-        Ok(rt) => rt.block_on(probes::run_all(&cx)),
-        Err(e) => {
-            let why = format!("could not start the async runtime: {e}");
-            let mut p = vec![wrapper];
-            p.extend(skipped(&why));
-            return unavailable(mode, kind.as_str(), why, p);
-        }
-    };
-    let mut probe_rows = vec![wrapper];
-    probe_rows.extend(rows);
-    let enforcement = outcome.map(|o| o.enforcement);
-    SandboxReport {
-        available: true,
-        kind: enforcement
-            .as_ref()
-            .map(|e| e.label.clone())
-            .unwrap_or_else(|| kind.to_string()),
-        backend: kind.to_string(),
-        reason: sel.reason,
-        level: enforcement
-            .as_ref()
-            .and_then(|e| serde_json::to_value(e.level).ok())
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_else(|| "none".into()),
-        mode: mode.to_string(),
-        enforcement,
-        probes: probe_rows,
-    }
 }
