@@ -275,3 +275,67 @@ fn setup_status_is_short_and_honest() {
     assert!(s.contains("key missing"), "{s}");
     assert_eq!(out.status.code(), Some(0), "{s}");
 }
+
+/// The probes are not rubber stamps: run the same probe functions with no
+/// sandbox at all (`danger-full-access`) and every denial probe must say
+/// `fail`, while the positive probe still passes.
+#[test]
+fn probes_fail_when_nothing_is_enforced() {
+    use codewhale::doctor::probes::{self, ProbeCtx, Scratch};
+    use codewhale::host::{BackendChoice, HostSettings};
+    use codewhale::policy::{SandboxMode, SandboxPolicy};
+    let scratch = Scratch::create().expect("scratch");
+    let mut policy = SandboxPolicy::new(SandboxMode::DangerFullAccess, &scratch.workspace);
+    policy.network = false;
+    let settings = HostSettings {
+        backend: BackendChoice::None,
+        ..Default::default()
+    };
+    let exe = PathBuf::from(EXE);
+    let cx = ProbeCtx {
+        policy: &policy,
+        settings: &settings,
+        scratch: &scratch,
+        exe: &exe,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (rows, outcome) = rt.block_on(probes::run_all(&cx));
+    let status = |id: &str| {
+        rows.iter()
+            .find(|r| r.id == id)
+            .unwrap_or_else(|| panic!("no {id}"))
+            .status
+    };
+    assert_eq!(status("probe.write-inside"), Status::Ok, "{rows:#?}");
+    for id in [
+        "probe.write-outside",
+        "probe.deny-read",
+        "probe.protected-path",
+        "probe.network",
+        "probe.no-new-privs",
+    ] {
+        assert_eq!(
+            status(id),
+            Status::Fail,
+            "{id} must fail unsandboxed: {rows:#?}"
+        );
+    }
+    // The outside write really landed (host state), proving the check reads it.
+    assert!(scratch.root.join("outside-probe.txt").exists());
+    assert!(!outcome.expect("outcome").enforcement.is_sandboxed());
+    if nix_is_root() {
+        assert_eq!(status("probe.capabilities"), Status::Fail, "{rows:#?}");
+    }
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
