@@ -339,3 +339,40 @@ fn nix_is_root() -> bool {
         })
         .unwrap_or(false)
 }
+
+/// Which bwrap and why, against the variables the Nix wrapper sets.
+#[test]
+fn bwrap_row_says_which_bwrap_and_why() {
+    let e = env(None);
+    let sys = std::fs::canonicalize(which::which("bwrap").expect("bwrap on PATH")).unwrap();
+    let sys_s = sys.display().to_string();
+    let details = |extra: &[(&str, &str)]| {
+        let (r, _, _) = doctor(&e, None, extra);
+        let row = r
+            .checks
+            .iter()
+            .find(|c| c.id == "bwrap")
+            .expect("bwrap row")
+            .clone();
+        assert!(row.summary.contains(&sys_s), "{row:?}");
+        row.details.join("\n")
+    };
+    let bundled = details(&[
+        ("CODEWHALE_NIX_BWRAP", &sys_s),
+        ("CODEWHALE_BWRAP_ORDER", "system-first"),
+    ]);
+    assert!(bundled.contains("the bundled Nix bwrap"), "{bundled}");
+    let system = details(&[
+        (
+            "CODEWHALE_NIX_BWRAP",
+            "/nix/store/0000-bubblewrap/bin/bwrap",
+        ),
+        ("CODEWHALE_BWRAP_ORDER", "system-first"),
+    ]);
+    assert!(
+        system.contains("your system bwrap, preferred over the bundled /nix/store/0000-bubblewrap/bin/bwrap (CODEWHALE_BWRAP_ORDER=system-first)"),
+        "{system}"
+    );
+    let plain = details(&[]);
+    assert!(plain.contains("not installed by its Nix flake"), "{plain}");
+}
