@@ -148,100 +148,118 @@ pub async fn write_inside(cx: &ProbeCtx<'_>) -> Row {
     }
 }
 
-/// A write outside every writable root fails, and nothing appears.
-pub async fn write_outside(cx: &ProbeCtx<'_>) -> Row {
-    let id = "probe.write-outside";
-    let control = cx.scratch.root.join("outside-control.txt");
-    let target = cx.scratch.root.join("outside-probe.txt");
-    let t = target.display().to_string();
-    let tried = format!("write {t} (outside the workspace)");
-    // Positive control: this user can write there without the sandbox.
-    if let Err(e) = std::fs::write(&control, "control") {
-        return row(
-            id,
-            Status::Fail,
-            format!("{tried}: positive control failed ({e})"),
-        );
-    }
-    match cx.run(&["sh", "-c", "printf x > \"$1\"", "sh", &t]).await {
-        Err(e) => host_error(id, &tried, &e),
+/// Exit code of the in-sandbox control step when it fails (distinct from
+/// any code `sh` uses for a failed redirection).
+const CONTROL_FAILED: i32 = 90;
+
+/// One sandboxed `sh` that first writes `control` inside the workspace
+/// (the in-sandbox positive control: the shell ran and can write where it
+/// should), then tries `target`. `ok` needs the control on the host, a
+/// failed target write, and no target on the host afterwards.
+async fn denied_write(
+    cx: &ProbeCtx<'_>,
+    id: &str,
+    target: &Path,
+    tried: &str,
+    control: &str,
+) -> Row {
+    let control = cx.scratch.workspace.join(control);
+    let (c, t) = (control.display().to_string(), target.display().to_string());
+    let script = format!("printf c > \"$1\" || exit {CONTROL_FAILED}; printf x > \"$2\"");
+    match cx.run(&["sh", "-c", &script, "sh", &c, &t]).await {
+        Err(e) => host_error(id, tried, &e),
         Ok(o) => {
             let exists = target.exists();
-            if o.exit != ExitKind::Code(0) && !exists {
+            let control_ok = std::fs::read_to_string(&control).ok().as_deref() == Some("c");
+            if !control_ok || o.exit == ExitKind::Code(CONTROL_FAILED) {
+                row(
+                    id,
+                    Status::Fail,
+                    format!("{tried}: the in-sandbox control write to {c} failed"),
+                )
+                .detail(outcome_detail(&o))
+            } else if o.exit != ExitKind::Code(0) && !exists {
                 row(
                     id,
                     Status::Ok,
-                    format!("{tried}: denied, file absent afterwards"),
+                    format!("{tried}: denied, absent on the host afterwards"),
                 )
                 .detail(outcome_detail(&o))
-                .detail("control: the same user wrote a sibling file without the sandbox")
+                .detail(format!("control: the same shell wrote {c}"))
             } else {
                 row(id, Status::Fail, format!("{tried}: NOT denied"))
                     .detail(outcome_detail(&o))
-                    .detail(format!("file exists on the host afterwards: {exists}"))
+                    .detail(format!("exists on the host afterwards: {exists}"))
             }
         }
     }
 }
 
-/// The deny-read decoy under the temporary HOME cannot be read.
-pub async fn deny_read(cx: &ProbeCtx<'_>) -> Row {
-    let id = "probe.deny-read";
-    let d = cx.scratch.decoy.display().to_string();
-    let tried = format!("read the decoy {d} (deny-read ~/.ssh)");
-    // Positive control: readable without the sandbox.
-    if std::fs::read_to_string(&cx.scratch.decoy).ok().as_deref() != Some(&cx.scratch.secret) {
+/// A write outside every writable root fails, and nothing appears.
+pub async fn write_outside(cx: &ProbeCtx<'_>) -> Row {
+    let id = "probe.write-outside";
+    let target = cx.scratch.root.join("outside-probe.txt");
+    let tried = format!("write {} (outside the workspace)", target.display());
+    // Host-side control: this user can write there without the sandbox.
+    if let Err(e) = std::fs::write(cx.scratch.root.join("outside-control.txt"), "control") {
         return row(
             id,
             Status::Fail,
-            format!("{tried}: positive control failed"),
+            format!("{tried}: host-side control failed ({e})"),
         );
     }
-    match cx.run(&["cat", &d]).await {
-        Err(e) => host_error(id, &tried, &e),
-        Ok(o) => {
-            let leaked = o.stdout.text().contains(&cx.scratch.secret);
-            let mut r = if !leaked {
-                row(id, Status::Ok, format!("{tried}: unreadable"))
-            } else {
-                row(id, Status::Fail, format!("{tried}: the secret was READ"))
-            }
-            .detail(outcome_detail(&o))
-            .detail("control: readable without the sandbox");
-            if cx.scratch.under_private_tmp(cx.policy) {
-                r = r.detail("note: the decoy lives under /tmp, which the sandbox also replaces by a private /tmp (/var/tmp was not usable)");
-            }
-            r
-        }
-    }
+    denied_write(cx, id, &target, &tried, "outside-control.txt").await
 }
 
 /// `.git/hooks` stays read-only inside the writable workspace.
 pub async fn protected(cx: &ProbeCtx<'_>) -> Row {
     let id = "probe.protected-path";
     let hook = cx.scratch.workspace.join(".git/hooks/pre-commit");
-    let h = hook.display().to_string();
-    let tried = format!("write {h} (write-protected .git/hooks)");
-    match cx
-        .run(&["sh", "-c", "printf 'exit 0' > \"$1\"", "sh", &h])
-        .await
+    let tried = format!("write {} (write-protected .git/hooks)", hook.display());
+    denied_write(cx, id, &hook, &tried, "hooks-control.txt").await
+}
+
+/// The deny-read decoy under the temporary HOME cannot be read, while a
+/// control file in the workspace is read by the same shell.
+pub async fn deny_read(cx: &ProbeCtx<'_>) -> Row {
+    let id = "probe.deny-read";
+    let d = cx.scratch.decoy.display().to_string();
+    let tried = format!("read the decoy {d} (deny-read ~/.ssh)");
+    let control = cx.scratch.workspace.join("read-control.txt");
+    let marker = "codewhale-doctor-read-control";
+    // Host-side control: the decoy is readable without the sandbox.
+    if std::fs::read_to_string(&cx.scratch.decoy).ok().as_deref() != Some(&cx.scratch.secret)
+        || std::fs::write(&control, marker).is_err()
     {
+        return row(
+            id,
+            Status::Fail,
+            format!("{tried}: host-side control failed"),
+        );
+    }
+    let c = control.display().to_string();
+    let script = format!("cat \"$1\" || exit {CONTROL_FAILED}; echo; cat \"$2\"");
+    match cx.run(&["sh", "-c", &script, "sh", &c, &d]).await {
         Err(e) => host_error(id, &tried, &e),
         Ok(o) => {
-            let exists = hook.exists();
-            if o.exit != ExitKind::Code(0) && !exists {
+            let out = o.stdout.text();
+            let mut r = if !out.contains(marker) {
                 row(
                     id,
-                    Status::Ok,
-                    format!("{tried}: denied, hook absent afterwards"),
+                    Status::Fail,
+                    format!("{tried}: the in-sandbox control read of {c} failed"),
                 )
-                .detail(outcome_detail(&o))
-                .detail("control: probe.write-inside wrote to the same workspace")
+            } else if out.contains(&cx.scratch.secret) {
+                row(id, Status::Fail, format!("{tried}: the secret was READ"))
             } else {
-                row(id, Status::Fail, format!("{tried}: NOT denied"))
-                    .detail(outcome_detail(&o))
-                    .detail(format!("hook exists on the host afterwards: {exists}"))
+                row(id, Status::Ok, format!("{tried}: unreadable"))
+                    .detail(format!("control: the same shell read {c}"))
             }
+            .detail(outcome_detail(&o));
+            if cx.scratch.under_private_tmp(cx.policy) {
+                r = r.detail("note: the decoy lives under /tmp, which the sandbox also replaces by a private /tmp (/var/tmp was not usable)");
+            }
+            r
         }
     }
 }
@@ -293,7 +311,7 @@ pub async fn network(cx: &ProbeCtx<'_>) -> Row {
                 Err(e) => e.kind() != ErrorKind::WouldBlock,
             };
             let ran = o.exit == ExitKind::Code(0);
-            if ran && !out.contains(CONNECTED) && !saw {
+            if ran && out.trim_start().starts_with("blocked") && !saw {
                 row(
                     id,
                     Status::Ok,
