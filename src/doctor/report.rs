@@ -261,3 +261,98 @@ mod tests {
         assert!(json.contains(r#""status":"warn""#), "{json}");
     }
 }
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+
+    fn report(probe: Status) -> Report {
+        Report {
+            version: "0.1.0".into(),
+            platform: Platform {
+                os: "linux".into(),
+                arch: "x86_64".into(),
+                kernel: Some("6.8.0".into()),
+                distro: Some("Ubuntu 24.04.1 LTS".into()),
+                container: None,
+            },
+            config_path: "/h/.codewhale/config.toml".into(),
+            config_present: false,
+            workspace: "/w".into(),
+            sandbox: SandboxReport {
+                available: probe != Status::Fail,
+                kind: "sandboxed: bwrap+seccomp+landlock".into(),
+                backend: "bwrap".into(),
+                reason: "bwrap started".into(),
+                level: "full".into(),
+                mode: "workspace-write".into(),
+                enforcement: None,
+                probes: vec![Row::new(
+                    "probe.deny-read",
+                    "probe",
+                    probe,
+                    "read the decoy: unreadable",
+                )
+                .fix("fix it")],
+            },
+            checks: vec![Row::new("userns", "sandbox", Status::Warn, "restricted")],
+            api_key: Some(ApiKeyReport {
+                provider: "deepseek".into(),
+                source: "env".into(),
+                env_var: Some("DEEPSEEK_API_KEY".into()),
+                present: true,
+            }),
+            base_url: None,
+            default_text_model: None,
+            mcp: vec![],
+            skills: vec![],
+            duration_ms: 90,
+        }
+    }
+
+    #[test]
+    fn text_shows_every_row_and_the_verdict() {
+        let ok = report(Status::Ok);
+        assert_eq!(ok.exit_code(), 0, "warn does not fail");
+        let t = ok.render_text();
+        assert!(t.contains("Ubuntu 24.04.1 LTS"), "{t}");
+        assert!(t.contains("[  ok] probe.deny-read"), "{t}");
+        assert!(t.contains("[warn] userns"), "{t}");
+        assert!(t.contains("fix: fix it"), "{t}");
+        assert!(t.contains("deepseek key env (DEEPSEEK_API_KEY)"), "{t}");
+        assert!(t.contains("result: ok with warnings"), "{t}");
+
+        let bad = report(Status::Fail);
+        assert_eq!(bad.exit_code(), 1);
+        assert!(bad.render_text().contains("result: FAIL"));
+        assert!(bad.render_text().contains("NOT available"));
+    }
+
+    #[test]
+    fn json_round_trips_with_the_documented_names() {
+        let r = report(Status::Ok);
+        let v = serde_json::to_value(&r).unwrap();
+        for k in [
+            "version",
+            "platform",
+            "config_path",
+            "config_present",
+            "workspace",
+            "sandbox",
+            "checks",
+            "api_key",
+            "base_url",
+            "default_text_model",
+            "mcp",
+            "skills",
+        ] {
+            assert!(v.get(k).is_some(), "missing {k}");
+        }
+        for k in ["available", "kind", "backend", "enforcement", "probes"] {
+            assert!(v["sandbox"].get(k).is_some(), "missing sandbox.{k}");
+        }
+        assert_eq!(v["api_key"]["source"], "env");
+        let back: Report = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+    }
+}

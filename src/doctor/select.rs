@@ -123,3 +123,41 @@ pub fn configured_backend(policy: &SandboxPolicy, settings: &HostSettings) -> Se
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(backend: BackendChoice) -> Selection {
+        let policy = SandboxPolicy::new(crate::policy::SandboxMode::WorkspaceWrite, "/nonexistent");
+        let settings = HostSettings {
+            backend,
+            ..Default::default()
+        };
+        configured_backend(&policy, &settings)
+    }
+
+    #[test]
+    fn explicit_choices_that_cannot_sandbox_here_select_nothing_with_a_reason() {
+        let l = with(BackendChoice::Landlock);
+        assert_eq!(l.chosen, None);
+        assert!(l.reason.contains(NO_TIER), "{}", l.reason);
+        assert!(l.remedy.is_some());
+
+        let n = with(BackendChoice::None);
+        assert_eq!(n.chosen, None);
+        assert!(n.reason.contains("without a sandbox"));
+
+        let o = with(BackendChoice::Opensandbox);
+        assert_eq!(o.chosen, None);
+        assert!(o.reason.contains("remote"));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn seatbelt_on_linux_is_refused() {
+        let s = with(BackendChoice::Seatbelt);
+        assert_eq!(s.chosen, None);
+        assert!(s.reason.contains("only on macOS"));
+    }
+}
