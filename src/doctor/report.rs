@@ -94,7 +94,7 @@ pub struct SandboxReport {
     /// A backend was selected and the wrapper started.
     pub available: bool,
     /// The enforcement label of the probe runs (e.g.
-    /// `sandboxed: bwrap+seccomp+landlock`), or `none`.
+    /// `sandboxed: bwrap+seccomp`), or `none`.
     pub kind: String,
     /// The backend `auto` (or the configured backend) selected: `bwrap`,
     /// `landlock`, `seatbelt`, `opensandbox`, `none`.
