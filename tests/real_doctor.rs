@@ -376,3 +376,18 @@ fn bwrap_row_says_which_bwrap_and_why() {
     let plain = details(&[]);
     assert!(plain.contains("not installed by its Nix flake"), "{plain}");
 }
+
+#[test]
+fn configured_danger_full_access_is_flagged() {
+    let e = env(Some("sandbox_mode = \"danger-full-access\"\n"));
+    let (r, code, raw) = doctor(&e, None, &[]);
+    assert_eq!(r.sandbox.mode, "danger-full-access", "{raw}");
+    let m = r
+        .checks
+        .iter()
+        .find(|c| c.id == "sandbox.mode")
+        .expect("mode row");
+    assert_eq!(m.status, Status::Warn, "{raw}");
+    assert!(m.summary.contains("WITHOUT a sandbox"), "{raw}");
+    assert_eq!(code, 0, "a warning does not fail: {raw}");
+}

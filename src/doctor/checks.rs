@@ -5,6 +5,7 @@
 //! every OS with fixture values.
 
 use super::report::{Row, Status};
+use crate::policy::SandboxMode;
 use std::path::Path;
 
 /// The sysctls that decide whether an unprivileged process may create a
@@ -112,6 +113,33 @@ pub fn bwrap_origin(
     }
 }
 
+/// The configured sandbox mode. The probes always use `workspace-write`,
+/// so a configuration that turns the sandbox off must be said here.
+pub fn mode(mode: SandboxMode) -> Row {
+    let id = "sandbox.mode";
+    match mode {
+        SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite => Row::new(
+            id,
+            "config",
+            Status::Ok,
+            format!("configured sandbox mode: {mode}"),
+        ),
+        SandboxMode::DangerFullAccess => Row::new(
+            id,
+            "config",
+            Status::Warn,
+            "configured sandbox mode danger-full-access: commands run WITHOUT a sandbox (the probes below show what workspace-write would enforce)",
+        )
+        .fix("set sandbox_mode = \"workspace-write\" in the config"),
+        SandboxMode::ExternalSandbox => Row::new(
+            id,
+            "config",
+            Status::Warn,
+            "configured sandbox mode external-sandbox: codewhale enforces nothing itself; isolation must come from outside",
+        ),
+    }
+}
+
 /// The Windows row: no OS sandbox, said plainly.
 pub fn windows_row() -> Row {
     Row::new(
@@ -200,6 +228,15 @@ mod tests {
             "{s}"
         );
         assert!(bwrap_origin(&sys, false, None, None).contains("not installed by its Nix flake"));
+    }
+
+    #[test]
+    fn modes() {
+        assert_eq!(mode(SandboxMode::WorkspaceWrite).status, Status::Ok);
+        let d = mode(SandboxMode::DangerFullAccess);
+        assert_eq!(d.status, Status::Warn);
+        assert!(d.summary.contains("WITHOUT a sandbox"));
+        assert_eq!(mode(SandboxMode::ExternalSandbox).status, Status::Warn);
     }
 
     #[test]

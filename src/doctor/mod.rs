@@ -181,6 +181,7 @@ pub fn run(opts: &Options) -> Report {
         .and_then(|s| s.user.mcp_servers.as_ref())
         .map(|t| t.keys().cloned().collect())
         .unwrap_or_default();
+    checks.push(checks::mode(mode));
     let (api_key, base_url, default_text_model) = provider(&mut checks);
 
     #[cfg(target_os = "linux")]
