@@ -8,6 +8,7 @@ pub mod agent;
 pub mod authz;
 pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod exit;
 pub mod host;
 pub mod policy;

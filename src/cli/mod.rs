@@ -1,11 +1,13 @@
 //! Command-line interface (clap derive; doc comments are the help text).
 
 pub mod auth;
+pub mod doctor;
 pub mod exec;
 pub mod permissions;
 pub mod probe;
 pub mod receipts;
 pub mod sandbox;
+pub mod setup;
 pub mod undo;
 
 use clap::{Parser, Subcommand};
@@ -43,6 +45,10 @@ pub enum Command {
     SandboxHelper(sandbox::HelperArgs),
     /// Show what a session did and did not do (read-only; see docs/RECEIPTS.md).
     Receipts(receipts::ReceiptsArgs),
+    /// Prove what the sandbox enforces here: environment checks and real probes.
+    Doctor(doctor::DoctorArgs),
+    /// Setup status: sandbox kind and level, config path, provider key presence.
+    Setup(setup::SetupArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -58,6 +64,8 @@ pub fn main() -> i32 {
         Command::Probe(args) => probe::run(args),
         Command::SandboxHelper(args) => sandbox::helper(args),
         Command::Receipts(args) => receipts::run(args),
+        Command::Doctor(args) => doctor::run(args),
+        Command::Setup(args) => setup::run(args),
     }
 }
 

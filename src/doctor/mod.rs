@@ -1,0 +1,268 @@
+//! `codewhale doctor`: prove what the sandbox enforces on this machine.
+//!
+//! Data first: environment checks and functional probes are [`Row`]s in
+//! one [`Report`], rendered as text or JSON (`docs/DOCTOR.md`). The probes
+//! run real commands through `host::run` with the backend the host would
+//! select ([`select::configured_backend`]); nothing is inferred from file
+//! existence alone.
+//!
+//! Side effect to know about: [`run`] points this process's `HOME` at a
+//! temporary home while the probes run (the host resolves the deny-read
+//! paths from `HOME`, and the decoys must be in a home the probe owns),
+//! and restores it afterwards. Call it before starting other threads that
+//! read the environment.
+
+pub mod checks;
+#[cfg(target_os = "linux")]
+pub mod linux;
+#[cfg(target_os = "macos")]
+pub mod macos;
+pub mod parse;
+#[cfg(target_os = "linux")]
+pub mod probes;
+pub mod report;
+#[cfg(target_os = "linux")]
+mod sandbox_linux;
+pub mod select;
+
+pub use report::{ApiKeyReport, Platform, Report, Row, SandboxReport, Status};
+
+use crate::config::{self, LoadOptions};
+
+use crate::policy::SandboxMode;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// What a doctor run needs from its caller.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The workspace the user runs in (config layering starts there).
+    pub workspace: PathBuf,
+    /// The codewhale binary (helper stage and in-sandbox probe); `None` =
+    /// this executable.
+    pub exe: Option<PathBuf>,
+}
+
+fn platform() -> Platform {
+    #[cfg(target_os = "linux")]
+    let (kernel, distro, container) = {
+        let (k, d) = linux::kernel_and_distro();
+        (k, d, linux::container_kind())
+    };
+    #[cfg(not(target_os = "linux"))]
+    let (kernel, distro, container) = (None, None, None);
+    Platform {
+        os: std::env::consts::OS.into(),
+        arch: std::env::consts::ARCH.into(),
+        kernel,
+        distro,
+        container,
+    }
+}
+
+/// Provider facts: key presence and source, base URL, model. Never the key.
+fn provider(rows: &mut Vec<Row>) -> (Option<ApiKeyReport>, Option<String>, Option<String>) {
+    use crate::provider::config::{codewhale_home, ExecConfig};
+    use crate::provider::registry::{self, KeySource};
+    let Some(home) = codewhale_home() else {
+        rows.push(Row::new(
+            "provider",
+            "provider",
+            Status::Warn,
+            "no CODEWHALE_HOME and no HOME: provider settings unknown",
+        ));
+        return (None, None, None);
+    };
+    let cfg = match ExecConfig::load_from(&home) {
+        Ok((c, _)) => c,
+        Err(e) => {
+            rows.push(Row::new(
+                "provider",
+                "provider",
+                Status::Fail,
+                e.to_string(),
+            ));
+            return (None, None, None);
+        }
+    };
+    let store = crate::provider::auth::AuthStore::new(&home);
+    let env = |n: &str| std::env::var(n).ok();
+    match registry::select(None, None, &cfg, &store, &env) {
+        Ok(s) => {
+            let (source, env_var) = match &s.key_source {
+                KeySource::Env(v) => ("env", Some(v.clone())),
+                KeySource::AuthStore => ("auth-store", None),
+                KeySource::Config => ("config", None),
+                KeySource::NotNeeded => ("not-needed", None),
+                KeySource::Missing => ("missing", None),
+            };
+            let mut r = Row::new(
+                "provider.key",
+                "provider",
+                if source == "missing" {
+                    Status::Warn
+                } else {
+                    Status::Ok
+                },
+                format!("provider {}: key {source}", s.id),
+            );
+            if source == "missing" {
+                r = r.fix(format!(
+                    "codewhale auth set {} (or export its key variable)",
+                    s.id
+                ));
+            }
+            rows.push(r);
+            let key = ApiKeyReport {
+                provider: s.id.clone(),
+                source: source.into(),
+                env_var,
+                present: s.api_key.is_some(),
+            };
+            (Some(key), Some(s.base_url), Some(s.model))
+        }
+        Err(e) => {
+            rows.push(Row::new(
+                "provider",
+                "provider",
+                Status::Warn,
+                e.to_string(),
+            ));
+            (None, None, None)
+        }
+    }
+}
+
+/// Run every check and probe and build the report.
+pub fn run(opts: &Options) -> Report {
+    let started = Instant::now();
+    let mut checks = Vec::new();
+    let load = LoadOptions::new(&opts.workspace);
+    let config_path = load.paths.user_config().0;
+    let settings = match config::load(&load) {
+        Ok(s) => {
+            for w in &s.warnings {
+                checks.push(Row::new(
+                    "config.warning",
+                    "config",
+                    Status::Warn,
+                    w.clone(),
+                ));
+            }
+            Some(s)
+        }
+        Err(e) => {
+            checks.push(
+                Row::new("config", "config", Status::Fail, e.to_string())
+                    .fix("fix the named key, or move the file away to use the defaults"),
+            );
+            None
+        }
+    };
+    let config_present = settings
+        .as_ref()
+        .map(|s| s.user_file.is_some())
+        .unwrap_or_else(|| config_path.exists());
+    let mode = settings
+        .as_ref()
+        .map(|s| s.sandbox_mode)
+        .unwrap_or(SandboxMode::WorkspaceWrite);
+    let mut host = settings
+        .as_ref()
+        .map(|s| s.host_settings())
+        .unwrap_or_default();
+    host.helper_exe = opts.exe.clone();
+    let section = settings
+        .as_ref()
+        .map(|s| s.user.sandbox.clone())
+        .unwrap_or_default();
+    let mcp = settings
+        .as_ref()
+        .and_then(|s| s.user.mcp_servers.as_ref())
+        .map(|t| t.keys().cloned().collect())
+        .unwrap_or_default();
+    checks.push(checks::mode(mode));
+    let (api_key, base_url, default_text_model) = provider(&mut checks);
+
+    #[cfg(target_os = "linux")]
+    checks.extend(linux::checks(&host, &opts.workspace));
+    #[cfg(target_os = "macos")]
+    checks.extend(macos::checks());
+    #[cfg(target_os = "windows")]
+    checks.push(checks::windows_row());
+
+    #[cfg(target_os = "linux")]
+    let sandbox = sandbox_linux::sandbox(opts, &section, host, mode);
+    #[cfg(not(target_os = "linux"))]
+    let sandbox = sandbox(&section, host, mode);
+    Report {
+        version: env!("CARGO_PKG_VERSION").into(),
+        platform: platform(),
+        config_path,
+        config_present,
+        workspace: opts.workspace.clone(),
+        sandbox,
+        checks,
+        api_key,
+        base_url,
+        default_text_model,
+        mcp,
+        skills: Vec::new(),
+        duration_ms: started.elapsed().as_millis() as u64,
+    }
+}
+
+pub(crate) fn unavailable(
+    mode: SandboxMode,
+    backend: &str,
+    reason: String,
+    probes: Vec<Row>,
+) -> SandboxReport {
+    SandboxReport {
+        available: false,
+        kind: "none".into(),
+        backend: backend.into(),
+        reason,
+        level: "none".into(),
+        mode: mode.to_string(),
+        enforcement: None,
+        probes,
+    }
+}
+
+const PROBE_IDS: &[&str] = &[
+    "probe.write-inside",
+    "probe.write-outside",
+    "probe.deny-read",
+    "probe.protected-path",
+    "probe.network",
+    "probe.no-new-privs",
+    "probe.capabilities",
+];
+
+pub(crate) fn skipped(why: &str) -> Vec<Row> {
+    PROBE_IDS
+        .iter()
+        .map(|id| Row::new(id, "probe", Status::Skip, format!("not run: {why}")))
+        .collect()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn sandbox(
+    section: &crate::config::user::SandboxSection,
+    host: crate::host::HostSettings,
+    mode: SandboxMode,
+) -> SandboxReport {
+    let policy = section.policy(SandboxMode::WorkspaceWrite, &std::env::temp_dir());
+    let sel = select::configured_backend(&policy, &host);
+    let mut wrapper = Row::new(
+        "probe.wrapper-starts",
+        "probe",
+        Status::Fail,
+        sel.reason.clone(),
+    );
+    wrapper.remediation = sel.remedy.clone();
+    let mut probes = vec![wrapper];
+    probes.extend(skipped("functional probes run on Linux only in this build"));
+    unavailable(mode, "none", sel.reason, probes)
+}

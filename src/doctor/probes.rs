@@ -1,0 +1,420 @@
+//! Functional probes: real commands run through `host::run` under the
+//! user's policy (mode `workspace-write`) in a throwaway workspace, with a
+//! temporary HOME holding decoys. Each probe has its positive control and
+//! checks host state afterwards, not just an exit code.
+//!
+//! The scratch directory lives in `/var/tmp` when possible: the sandbox
+//! replaces `/tmp` with a private one, so decoys under `/tmp` would be
+//! hidden for that reason alone and the deny-read probe would prove
+//! nothing about the deny-read masks.
+
+use super::parse::ProcStatus;
+use super::report::{Row, Status};
+use crate::host::{ExecOutcome, ExecRequest, ExitKind, HostError, HostSettings};
+use crate::policy::SandboxPolicy;
+use std::collections::BTreeMap;
+use std::io::ErrorKind;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Per-probe timeout (a hung probe is a failed probe, not a hung doctor).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// What the in-sandbox connect probe prints when the connection succeeded.
+pub const CONNECTED: &str = "connected";
+
+/// The throwaway workspace, home and decoys.
+pub struct Scratch {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub workspace: PathBuf,
+    pub home: PathBuf,
+    /// `<home>/.ssh/id_rsa`, holding [`Scratch::secret`].
+    pub decoy: PathBuf,
+    pub secret: String,
+}
+
+impl Scratch {
+    /// Create it (in `/var/tmp` when writable, else the system temp dir).
+    pub fn create() -> std::io::Result<Scratch> {
+        let dir = tempfile::Builder::new()
+            .prefix("codewhale-doctor-")
+            .tempdir_in("/var/tmp")
+            .or_else(|_| {
+                tempfile::Builder::new()
+                    .prefix("codewhale-doctor-")
+                    .tempdir()
+            })?;
+        let root = std::fs::canonicalize(dir.path())?;
+        let workspace = root.join("workspace");
+        let home = root.join("home");
+        for d in [".git/hooks", ".git/objects", ".git/refs/heads"] {
+            std::fs::create_dir_all(workspace.join(d))?;
+        }
+        std::fs::write(workspace.join(".git/HEAD"), "ref: refs/heads/main\n")?;
+        std::fs::create_dir_all(home.join(".ssh"))?;
+        let secret = format!("codewhale-doctor-decoy-{}", uuid::Uuid::new_v4());
+        let decoy = home.join(".ssh/id_rsa");
+        std::fs::write(&decoy, &secret)?;
+        Ok(Scratch {
+            _dir: dir,
+            root,
+            workspace,
+            home,
+            decoy,
+            secret,
+        })
+    }
+
+    /// Whether the scratch dir sits under `/tmp`, which the policy makes private.
+    pub fn under_private_tmp(&self, policy: &SandboxPolicy) -> bool {
+        policy.private_tmp && self.root.starts_with("/tmp")
+    }
+}
+
+/// Everything the probes need.
+pub struct ProbeCtx<'a> {
+    pub policy: &'a SandboxPolicy,
+    pub settings: &'a HostSettings,
+    pub scratch: &'a Scratch,
+    /// The codewhale binary (runs the in-sandbox connect probe).
+    pub exe: &'a Path,
+}
+
+impl ProbeCtx<'_> {
+    async fn run(&self, argv: &[&str]) -> Result<ExecOutcome, HostError> {
+        let mut req = ExecRequest::new(argv.iter().map(|s| s.to_string()).collect());
+        let mut env = BTreeMap::new();
+        env.insert("HOME".to_string(), self.scratch.home.display().to_string());
+        env.insert(
+            "PATH".to_string(),
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()),
+        );
+        req.env = Some(env);
+        req.timeout = Some(PROBE_TIMEOUT);
+        req.output_cap = 64 * 1024;
+        crate::host::run(self.policy, self.settings, req).await
+    }
+}
+
+fn row(id: &str, status: Status, summary: impl Into<String>) -> Row {
+    Row::new(id, "probe", status, summary)
+}
+
+fn outcome_detail(o: &ExecOutcome) -> String {
+    let code = match o.exit {
+        ExitKind::Code(c) => format!("exit {c}"),
+        ExitKind::Signal(s) => format!("signal {s}"),
+    };
+    let err = o.stderr.text();
+    let err = err.trim();
+    if err.is_empty() {
+        code
+    } else {
+        format!("{code}; stderr: {}", err.lines().next().unwrap_or(""))
+    }
+}
+
+fn host_error(id: &str, tried: &str, e: &HostError) -> Row {
+    row(
+        id,
+        Status::Fail,
+        format!("{tried}: the sandbox did not run it ({e})"),
+    )
+}
+
+/// A write inside the workspace succeeds, and the file is there afterwards.
+pub async fn write_inside(cx: &ProbeCtx<'_>) -> Row {
+    let id = "probe.write-inside";
+    let target = cx.scratch.workspace.join("doctor-write-probe.txt");
+    let t = target.display().to_string();
+    let tried = format!("write {t} (inside the workspace)");
+    match cx.run(&["sh", "-c", "printf ok > \"$1\"", "sh", &t]).await {
+        Err(e) => host_error(id, &tried, &e),
+        Ok(o) => {
+            let on_host = std::fs::read_to_string(&target).ok();
+            if o.exit == ExitKind::Code(0) && on_host.as_deref() == Some("ok") {
+                row(
+                    id,
+                    Status::Ok,
+                    format!("{tried}: succeeded, file present on the host"),
+                )
+            } else {
+                row(id, Status::Fail, format!("{tried}: failed"))
+                    .detail(outcome_detail(&o))
+                    .detail(format!("on the host afterwards: {on_host:?}"))
+            }
+        }
+    }
+}
+
+/// Exit code of the in-sandbox control step when it fails (distinct from
+/// any code `sh` uses for a failed redirection).
+const CONTROL_FAILED: i32 = 90;
+
+/// One sandboxed `sh` that first writes `control` inside the workspace
+/// (the in-sandbox positive control: the shell ran and can write where it
+/// should), then tries `target`. `ok` needs the control on the host, a
+/// failed target write, and no target on the host afterwards.
+async fn denied_write(
+    cx: &ProbeCtx<'_>,
+    id: &str,
+    target: &Path,
+    tried: &str,
+    control: &str,
+) -> Row {
+    let control = cx.scratch.workspace.join(control);
+    let (c, t) = (control.display().to_string(), target.display().to_string());
+    let script = format!("printf c > \"$1\" || exit {CONTROL_FAILED}; printf x > \"$2\"");
+    match cx.run(&["sh", "-c", &script, "sh", &c, &t]).await {
+        Err(e) => host_error(id, tried, &e),
+        Ok(o) => {
+            let exists = target.exists();
+            let control_ok = std::fs::read_to_string(&control).ok().as_deref() == Some("c");
+            if !control_ok || o.exit == ExitKind::Code(CONTROL_FAILED) {
+                row(
+                    id,
+                    Status::Fail,
+                    format!("{tried}: the in-sandbox control write to {c} failed"),
+                )
+                .detail(outcome_detail(&o))
+            } else if o.exit != ExitKind::Code(0) && !exists {
+                row(
+                    id,
+                    Status::Ok,
+                    format!("{tried}: denied, absent on the host afterwards"),
+                )
+                .detail(outcome_detail(&o))
+                .detail(format!("control: the same shell wrote {c}"))
+            } else {
+                row(id, Status::Fail, format!("{tried}: NOT denied"))
+                    .detail(outcome_detail(&o))
+                    .detail(format!("exists on the host afterwards: {exists}"))
+            }
+        }
+    }
+}
+
+/// A write outside every writable root fails, and nothing appears.
+pub async fn write_outside(cx: &ProbeCtx<'_>) -> Row {
+    let id = "probe.write-outside";
+    let target = cx.scratch.root.join("outside-probe.txt");
+    let tried = format!("write {} (outside the workspace)", target.display());
+    // Host-side control: this user can write there without the sandbox.
+    if let Err(e) = std::fs::write(cx.scratch.root.join("outside-control.txt"), "control") {
+        return row(
+            id,
+            Status::Fail,
+            format!("{tried}: host-side control failed ({e})"),
+        );
+    }
+    denied_write(cx, id, &target, &tried, "outside-control.txt").await
+}
+
+/// `.git/hooks` stays read-only inside the writable workspace.
+pub async fn protected(cx: &ProbeCtx<'_>) -> Row {
+    let id = "probe.protected-path";
+    let hook = cx.scratch.workspace.join(".git/hooks/pre-commit");
+    let tried = format!("write {} (write-protected .git/hooks)", hook.display());
+    denied_write(cx, id, &hook, &tried, "hooks-control.txt").await
+}
+
+/// The deny-read decoy under the temporary HOME cannot be read, while a
+/// control file in the workspace is read by the same shell.
+pub async fn deny_read(cx: &ProbeCtx<'_>) -> Row {
+    let id = "probe.deny-read";
+    let d = cx.scratch.decoy.display().to_string();
+    let tried = format!("read the decoy {d} (deny-read ~/.ssh)");
+    let control = cx.scratch.workspace.join("read-control.txt");
+    let marker = "codewhale-doctor-read-control";
+    // Host-side control: the decoy is readable without the sandbox.
+    if std::fs::read_to_string(&cx.scratch.decoy).ok().as_deref() != Some(&cx.scratch.secret)
+        || std::fs::write(&control, marker).is_err()
+    {
+        return row(
+            id,
+            Status::Fail,
+            format!("{tried}: host-side control failed"),
+        );
+    }
+    let c = control.display().to_string();
+    let script = format!("cat \"$1\" || exit {CONTROL_FAILED}; echo; cat \"$2\"");
+    match cx.run(&["sh", "-c", &script, "sh", &c, &d]).await {
+        Err(e) => host_error(id, &tried, &e),
+        Ok(o) => {
+            let out = o.stdout.text();
+            let mut r = if !out.contains(marker) {
+                row(
+                    id,
+                    Status::Fail,
+                    format!("{tried}: the in-sandbox control read of {c} failed"),
+                )
+            } else if out.contains(&cx.scratch.secret) {
+                row(id, Status::Fail, format!("{tried}: the secret was READ"))
+            } else {
+                row(id, Status::Ok, format!("{tried}: unreadable"))
+                    .detail(format!("control: the same shell read {c}"))
+            }
+            .detail(outcome_detail(&o));
+            if cx.scratch.under_private_tmp(cx.policy) {
+                r = r.detail("note: the decoy lives under /tmp, which the sandbox also replaces by a private /tmp (/var/tmp was not usable)");
+            }
+            r
+        }
+    }
+}
+
+/// Network to a loopback listener the probe opens is blocked.
+pub async fn network(cx: &ProbeCtx<'_>) -> Row {
+    let id = "probe.network";
+    if cx.policy.network {
+        return row(
+            id,
+            Status::Skip,
+            "network is allowed by your [sandbox] network setting: not probed as blocked",
+        );
+    }
+    let listener = match TcpListener::bind("127.0.0.1:0").and_then(|l| {
+        l.set_nonblocking(true)?;
+        Ok(l)
+    }) {
+        Ok(l) => l,
+        Err(e) => {
+            return row(
+                id,
+                Status::Fail,
+                format!("could not open a loopback listener: {e}"),
+            )
+        }
+    };
+    let addr = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => return row(id, Status::Fail, format!("loopback listener: {e}")),
+    };
+    let tried = format!("connect to a loopback listener at {addr} (network off)");
+    // Positive control: the listener accepts a connection from the host.
+    if !control_connect(&listener, addr) {
+        return row(
+            id,
+            Status::Fail,
+            format!("{tried}: positive control failed"),
+        );
+    }
+    let a = addr.to_string();
+    let exe = cx.exe.display().to_string();
+    match cx.run(&[&exe, "doctor", "--connect-probe", &a]).await {
+        Err(e) => host_error(id, &tried, &e),
+        Ok(o) => {
+            let out = o.stdout.text();
+            let saw = match listener.accept() {
+                Ok(_) => true,
+                Err(e) => e.kind() != ErrorKind::WouldBlock,
+            };
+            let ran = o.exit == ExitKind::Code(0);
+            if ran && out.trim_start().starts_with("blocked") && !saw {
+                row(
+                    id,
+                    Status::Ok,
+                    format!("{tried}: blocked, the listener saw nothing"),
+                )
+                .detail(format!("in the sandbox: {}", out.trim()))
+                .detail("control: the host connected to the same listener")
+            } else if !ran {
+                row(id, Status::Fail, format!("{tried}: the probe did not run"))
+                    .detail(outcome_detail(&o))
+            } else {
+                row(id, Status::Fail, format!("{tried}: NOT blocked"))
+                    .detail(format!("in the sandbox: {}", out.trim()))
+                    .detail(format!("listener saw a connection: {saw}"))
+            }
+        }
+    }
+}
+
+fn control_connect(listener: &TcpListener, addr: SocketAddr) -> bool {
+    if TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err() {
+        return false;
+    }
+    for _ in 0..100 {
+        match listener.accept() {
+            Ok(_) => return true,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(2))
+            }
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// `/proc/self/status` inside the sandbox: `NoNewPrivs` and capabilities.
+pub async fn status(cx: &ProbeCtx<'_>) -> (Vec<Row>, Option<ExecOutcome>) {
+    let tried = "read /proc/self/status in the sandbox";
+    match cx.run(&["cat", "/proc/self/status"]).await {
+        Err(e) => (
+            vec![
+                host_error("probe.no-new-privs", tried, &e),
+                host_error("probe.capabilities", tried, &e),
+            ],
+            None,
+        ),
+        Ok(o) => {
+            let s = ProcStatus::parse(&o.stdout.text());
+            let nnp = if s.no_new_privs == Some(1) {
+                row(
+                    "probe.no-new-privs",
+                    Status::Ok,
+                    format!("{tried}: NoNewPrivs = 1"),
+                )
+            } else {
+                row(
+                    "probe.no-new-privs",
+                    Status::Fail,
+                    format!("{tried}: NoNewPrivs = {:?}", s.no_new_privs),
+                )
+                .detail(outcome_detail(&o))
+            };
+            let caps_zero = s.cap_eff == Some(0) && s.cap_prm == Some(0);
+            let caps = row(
+                "probe.capabilities",
+                if caps_zero { Status::Ok } else { Status::Fail },
+                format!(
+                    "{tried}: CapEff = {}, CapPrm = {}",
+                    hex(s.cap_eff),
+                    hex(s.cap_prm)
+                ),
+            );
+            (vec![nnp, caps], Some(o))
+        }
+    }
+}
+
+fn hex(v: Option<u64>) -> String {
+    v.map(|v| format!("{v:016x}"))
+        .unwrap_or_else(|| "(missing)".into())
+}
+
+/// The in-sandbox half of the network probe (`doctor --connect-probe ADDR`):
+/// print `connected` or `blocked: <error>`.
+pub fn connect_probe(addr: SocketAddr) -> String {
+    match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+        Ok(_) => CONNECTED.to_string(),
+        Err(e) => format!("blocked: {e}"),
+    }
+}
+
+/// Run every probe concurrently; returns the rows and one outcome whose
+/// enforcement report describes the probe runs.
+pub async fn run_all(cx: &ProbeCtx<'_>) -> (Vec<Row>, Option<ExecOutcome>) {
+    let (a, b, c, d, e, (mut st, outcome)) = tokio::join!(
+        write_inside(cx),
+        write_outside(cx),
+        deny_read(cx),
+        protected(cx),
+        network(cx),
+        status(cx)
+    );
+    let mut rows = vec![a, b, c, d, e];
+    rows.append(&mut st);
+    (rows, outcome)
+}
