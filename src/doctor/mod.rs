@@ -61,20 +61,24 @@ fn platform() -> Platform {
 }
 
 /// Provider facts: key presence and source, base URL, model. Never the key.
-fn provider(rows: &mut Vec<Row>) -> (Option<ApiKeyReport>, Option<String>, Option<String>) {
-    use crate::provider::config::{codewhale_home, ExecConfig};
+fn provider(
+    rows: &mut Vec<Row>,
+    settings: Option<&config::Settings>,
+) -> (Option<ApiKeyReport>, Option<String>, Option<String>) {
+    use crate::provider::config::ExecConfig;
     use crate::provider::registry::{self, KeySource};
-    let Some(home) = codewhale_home() else {
+    let Some(settings) = settings else {
         rows.push(Row::new(
             "provider",
             "provider",
             Status::Warn,
-            "no CODEWHALE_HOME and no HOME: provider settings unknown",
+            "the config did not load: provider settings unknown",
         ));
         return (None, None, None);
     };
-    let cfg = match ExecConfig::load_from(&home) {
-        Ok((c, _)) => c,
+    let home = settings.paths.codewhale_home.clone();
+    let cfg = match ExecConfig::from_settings(settings) {
+        Ok(c) => c,
         Err(e) => {
             rows.push(Row::new(
                 "provider",
@@ -182,7 +186,7 @@ pub fn run(opts: &Options) -> Report {
         .map(|t| t.keys().cloned().collect())
         .unwrap_or_default();
     checks.push(checks::mode(mode));
-    let (api_key, base_url, default_text_model) = provider(&mut checks);
+    let (api_key, base_url, default_text_model) = provider(&mut checks, settings.as_ref());
 
     #[cfg(target_os = "linux")]
     checks.extend(linux::checks(&host, &opts.workspace));
