@@ -103,8 +103,7 @@ pub fn options(
         Some(spec) => {
             let exe = match helper_exe {
                 Some(p) => p.to_path_buf(),
-                None => std::env::current_exe()
-                    .map_err(|e| HostError::io("locating the codewhale binary", e))?,
+                None => default_helper_exe()?,
             };
             let json = serde_json::to_string(spec)
                 .map_err(|e| HostError::io("encoding the helper spec", e.into()))?;
@@ -120,6 +119,16 @@ pub fn options(
         helper,
         command,
     })
+}
+
+/// The small `codewhale-sandbox-helper` next to this executable when it is
+/// there (cheaper to start: no TLS libraries, no CLI), else this executable
+/// itself (`codewhale __sandbox-helper` takes the same argv).
+fn default_helper_exe() -> Result<PathBuf, HostError> {
+    let exe =
+        std::env::current_exe().map_err(|e| HostError::io("locating the codewhale binary", e))?;
+    let small = exe.with_file_name("codewhale-sandbox-helper");
+    Ok(if small.is_file() { small } else { exe })
 }
 
 /// Turn bwrap's stderr into an actionable error.
