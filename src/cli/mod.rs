@@ -6,6 +6,7 @@ pub mod permissions;
 pub mod probe;
 pub mod receipts;
 pub mod sandbox;
+pub mod sandbox_explain;
 pub mod undo;
 
 use clap::{Parser, Subcommand};

@@ -154,6 +154,14 @@ fn run_cmd(args: RunArgs) -> i32 {
         }
     };
     if let Ok(out) = &result {
+        if settings.backend == BackendChoice::Auto
+            && out.enforcement.backend == crate::host::BackendKind::Landlock
+        {
+            eprintln!(
+                "codewhale: note: using the landlock tier ({})",
+                out.enforcement.partial.first().map_or("", String::as_str)
+            );
+        }
         if !out.enforcement.is_sandboxed() {
             eprintln!(
                 "codewhale: warning: ran UNSANDBOXED ({})",
@@ -204,6 +212,9 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
         )),
         command: vec!["CMD".into(), "ARGS…".into()],
     };
+    if args.policy.backend == BackendChoice::Landlock {
+        return super::sandbox_explain::landlock(&policy, &resolved, args.json);
+    }
     let plan = bwrap::plan(&resolved, &opts);
     let rules = seccomp::rules(&seccomp_opts);
     if args.json {
@@ -213,6 +224,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
             "backend": args.policy.backend,
             "bwrap": match &plan { Ok(p) => serde_json::to_value(p)?, Err(e) => serde_json::json!({"error": e.to_string()}) },
             "seccomp": rules,
+            "landlock": super::sandbox_explain::inside_bwrap_json(&resolved),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
@@ -245,7 +257,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
     for r in &rules {
         println!("  {}", seccomp::describe(r));
     }
-    println!("landlock: not applied by this build (the landlock tier is separate work)");
+    super::sandbox_explain::inside_bwrap_text(&resolved);
     Ok(())
 }
 
