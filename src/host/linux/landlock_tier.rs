@@ -205,6 +205,17 @@ pub fn run(
     })
 }
 
+/// Whether the helper (same credentials as this process, no user
+/// namespace) can clear its capability bounding set.
+fn bounding_set_clearable() -> bool {
+    ::caps::has_cap(
+        None,
+        ::caps::CapSet::Effective,
+        ::caps::Capability::CAP_SETPCAP,
+    )
+    .unwrap_or(false)
+}
+
 /// Paths of the plan's `not-enforced` items.
 fn not_enforced(plan: &LandlockPlan) -> Vec<&Path> {
     plan.partial
@@ -250,6 +261,14 @@ pub fn enforcement(
             .map(|d| format!("landlock: dropped: {d}")),
     );
     partial.extend(policy.notes.iter().cloned());
+    if !bounding_set_clearable() {
+        partial.push(
+            "capabilities: the bounding set is not cleared (no CAP_SETPCAP and no user namespace); \
+             effective, permitted, inheritable and ambient are empty and no_new_privs keeps \
+             setuid binaries and file capabilities from raising privileges"
+                .into(),
+        );
+    }
     let level = if partial.is_empty() && landlock.status == "fully" {
         EnforcementLevel::Full
     } else {
