@@ -93,24 +93,42 @@ pub fn no_bwrap() -> bool {
     std::env::var_os("CODEWHALE_TEST_NO_BWRAP").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// A directory of symlinks to everything in `/usr/bin` and `/bin` except
-/// `bwrap`: a `PATH` on which bubblewrap does not exist (built once).
+/// A directory of symlinks to everything in `/usr/local/bin`, `/usr/bin`
+/// and `/bin` except `bwrap`: a `PATH` on which bubblewrap does not exist.
+/// One per user (`$TMPDIR/cw-nobwrap-UID`), built once and reused, so test
+/// processes do not litter `/tmp`; it must be ours and bwrap-free.
 pub fn path_without_bwrap() -> &'static Path {
+    use std::os::unix::fs::MetadataExt;
     use std::sync::OnceLock;
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("cw-nobwrap-{}", std::process::id()));
-        let _ = fs::create_dir_all(&dir);
-        for src in ["/usr/local/bin", "/usr/bin", "/bin"] {
-            let Ok(rd) = fs::read_dir(src) else { continue };
-            for e in rd.flatten() {
-                let name = e.file_name();
-                if name == "bwrap" {
-                    continue;
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        let dir = std::env::temp_dir().join(format!("cw-nobwrap-{uid}"));
+        if !dir.join("sh").exists() {
+            let tmp = std::env::temp_dir().join(format!("cw-nobwrap-{uid}-{}", std::process::id()));
+            let _ = fs::create_dir_all(&tmp);
+            let _ = fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o755));
+            for src in ["/usr/local/bin", "/usr/bin", "/bin"] {
+                let Ok(rd) = fs::read_dir(src) else { continue };
+                for e in rd.flatten() {
+                    let name = e.file_name();
+                    if name != "bwrap" {
+                        let _ = std::os::unix::fs::symlink(e.path(), tmp.join(&name));
+                    }
                 }
-                let _ = std::os::unix::fs::symlink(e.path(), dir.join(&name));
+            }
+            // A concurrent test process may have won the race: keep theirs.
+            if fs::rename(&tmp, &dir).is_err() {
+                let _ = fs::remove_dir_all(&tmp);
             }
         }
+        let meta = fs::symlink_metadata(&dir).unwrap();
+        assert!(
+            meta.is_dir() && meta.uid() == uid && meta.mode() & 0o022 == 0,
+            "{} is not a directory owned by us and writable only by us",
+            dir.display()
+        );
         assert!(
             !dir.join("bwrap").exists() && dir.join("sh").exists(),
             "could not build a PATH without bwrap in {}",
