@@ -199,8 +199,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("codewhale"));
     let base = bwrap::placeholder_base();
     // The fd numbers are assigned when a run starts; 3 and 4 are shown.
-    let spec = serde_json::json!({ "status_fd": 3, "lifeline_fd": 4, "seccomp": seccomp_opts })
-        .to_string();
+    let spec = super::sandbox_explain::helper_spec_json(&resolved, &seccomp_opts);
     let opts = BwrapOptions {
         bwrap: bwrap_bin,
         cwd: resolved.workspace.clone(),

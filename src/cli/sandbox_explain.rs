@@ -113,6 +113,34 @@ mod imp {
     }
 }
 
+/// The bwrap tier's helper spec as a run builds it (the fd numbers are
+/// assigned when a run starts; 3 and 4 are shown).
+pub fn helper_spec_json(
+    resolved: &ResolvedPolicy,
+    seccomp: &crate::host::linux::seccomp::SeccompOptions,
+) -> String {
+    #[cfg(target_os = "linux")]
+    {
+        use crate::host::linux::helper::{HelperSpec, InsideBwrapLandlock};
+        let spec = HelperSpec {
+            status_fd: 3,
+            lifeline_fd: Some(4),
+            seccomp: *seccomp,
+            landlock: Some(InsideBwrapLandlock::new(
+                resolved,
+                crate::host::linux::landlock_tier::max_abi_seam(),
+            )),
+            subreaper: false,
+        };
+        serde_json::to_string(&spec).unwrap_or_default()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = resolved;
+        serde_json::json!({ "status_fd": 3, "lifeline_fd": 4, "seccomp": seccomp }).to_string()
+    }
+}
+
 /// `sandbox explain --backend landlock [--json]`.
 pub fn landlock(
     policy: &SandboxPolicy,
