@@ -100,28 +100,42 @@ pub(crate) fn run_bwrap(
     Err(not_built("bwrap", "bubblewrap exists only on Linux"))
 }
 
-/// The functional probe, cached per process: the first answer stands
-/// (also for `doctor`).
+/// The functional probe, cached per process and per configured bwrap path:
+/// the first answer for a path stands (also for `doctor`).
 pub fn probe_bwrap(policy: &SandboxPolicy, settings: &HostSettings) -> Result<(), HostError> {
-    use std::sync::OnceLock;
-    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
-    let answer = PROBE.get_or_init(|| {
-        let mut req = ExecRequest::new(vec!["true".into()]);
-        req.timeout = Some(PROBE_TIMEOUT);
-        req.output_cap = 16 * 1024;
-        let probe_policy = SandboxPolicy::new(SandboxMode::ReadOnly, &policy.workspace);
-        match run_bwrap(&probe_policy, settings, &req) {
-            Ok(out) if out.exit == super::ExitKind::Code(0) => Ok(()),
-            Ok(out) => Err(format!(
-                "probe `true` under bwrap exited with {:?}: {}",
-                out.exit,
-                out.stderr.text().trim()
-            )),
-            Err(HostError::Unavailable { reason, .. }) => Err(reason),
-            Err(e) => Err(e.to_string()),
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    type Cache = Mutex<HashMap<Option<std::path::PathBuf>, Result<(), String>>>;
+    static PROBE: OnceLock<Cache> = OnceLock::new();
+    let cache = PROBE.get_or_init(|| Mutex::new(HashMap::new()));
+    let known = cache
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&settings.bwrap_path).cloned());
+    let answer = match known {
+        Some(a) => a,
+        None => {
+            let mut req = ExecRequest::new(vec!["true".into()]);
+            req.timeout = Some(PROBE_TIMEOUT);
+            req.output_cap = 16 * 1024;
+            let probe_policy = SandboxPolicy::new(SandboxMode::ReadOnly, &policy.workspace);
+            let a = match run_bwrap(&probe_policy, settings, &req) {
+                Ok(out) if out.exit == super::ExitKind::Code(0) => Ok(()),
+                Ok(out) => Err(format!(
+                    "probe `true` under bwrap exited with {:?}: {}",
+                    out.exit,
+                    out.stderr.text().trim()
+                )),
+                Err(HostError::Unavailable { reason, .. }) => Err(reason),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Ok(mut m) = cache.lock() {
+                m.insert(settings.bwrap_path.clone(), a.clone());
+            }
+            a
         }
-    });
-    answer.clone().map_err(|reason| HostError::Unavailable {
+    };
+    answer.map_err(|reason| HostError::Unavailable {
         backend: "bwrap".into(),
         reason,
         remedy: None,
