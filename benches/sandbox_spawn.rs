@@ -5,6 +5,16 @@
 //! (issue 2) is sandboxed `true` ≤ 1.3× the raw bwrap invocation. The
 //! "raw" argv comes from the same planner and policy, minus the helper
 //! stage (bwrap runs `true` itself). Speed is reported, never asserted.
+//!
+//! Also measured (issue 3): the bwrap tier with Landlock inside switched
+//! off through the test seam (`CODEWHALE_LANDLOCK_MAX_ABI=0`: the helper
+//! plans but applies nothing), so the cost of Landlock in the bwrap hot
+//! path is the difference; and the landlock tier, both as
+//! `codewhale sandbox run --backend landlock -- true` and through the
+//! library (`host::select::run_blocking`, no CLI start-up), against bare
+//! `true` spawned from this process (target ≤ 2×). The cost of building
+//! the complement ruleset for a home with 200 entries is measured by
+//! `cargo bench --bench landlock_ruleset`.
 
 #[cfg(target_os = "linux")]
 fn main() {
@@ -20,6 +30,8 @@ fn main() {
 mod imp {
     use codewhale::host::linux::bwrap::{plan, BwrapOptions};
     use codewhale::host::linux::placeholders;
+    use codewhale::host::select::run_blocking;
+    use codewhale::host::{BackendChoice, ExecRequest, ExitKind, HostSettings};
     use codewhale::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
@@ -89,7 +101,36 @@ mod imp {
             .current_dir(&ws)
             .stdin(Stdio::null());
 
+        let mut cw_nol = Command::new(&bin);
+        cw_nol
+            .args(["sandbox", "run", "--backend", "bwrap", "-C"])
+            .arg(&ws)
+            .args(["--", "true"])
+            .env("CODEWHALE_LANDLOCK_MAX_ABI", "0")
+            .current_dir(&ws)
+            .stdin(Stdio::null());
+        let mut ll_c = Command::new(&bin);
+        ll_c.args(["sandbox", "run", "--backend", "landlock", "-C"])
+            .arg(&ws)
+            .args(["--", "true"])
+            .current_dir(&ws)
+            .stdin(Stdio::null());
+        let settings = HostSettings {
+            backend: BackendChoice::Landlock,
+            helper_exe: Some(bin.clone().into()),
+            ..HostSettings::default()
+        };
+        let req = ExecRequest::new(vec!["true".into()]);
+        let lib_ll = || {
+            let t = Instant::now();
+            let out = run_blocking(&policy, &settings, &req).expect("landlock tier");
+            let d = t.elapsed();
+            assert_eq!(out.exit, ExitKind::Code(0), "{out:?}");
+            d
+        };
+
         let (mut bare, mut rawt, mut cw) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut nol, mut ll, mut lib) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..(WARMUP + ITERATIONS) {
             let b = time(&mut bare_c);
             let r = time(&mut raw_c);
@@ -99,10 +140,16 @@ mod imp {
                 let _ = std::fs::remove_file(m).or_else(|_| std::fs::remove_dir_all(m));
             }
             let c = time(&mut cw_c);
+            let n = time(&mut cw_nol);
+            let l = time(&mut ll_c);
+            let li = lib_ll();
             if i >= WARMUP {
                 bare.push(b);
                 rawt.push(r);
                 cw.push(c);
+                nol.push(n);
+                ll.push(l);
+                lib.push(li);
             }
         }
         cleanup();
@@ -134,6 +181,24 @@ mod imp {
         println!(
             "  ratio sandboxed / bare:        {:>8.2}x",
             c.as_secs_f64() / b.as_secs_f64()
+        );
+        let (n, l, li) = (median(nol), median(ll), median(lib));
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        println!("  bwrap, Landlock inside off:    {:>8.2} ms", ms(n));
+        println!(
+            "  Landlock inside bwrap costs:   {:>8.2} ms ({:.2}x)",
+            ms(c) - ms(n),
+            c.as_secs_f64() / n.as_secs_f64()
+        );
+        println!("  landlock tier, CLI:            {:>8.2} ms", ms(l));
+        println!("  landlock tier, library:        {:>8.2} ms", ms(li));
+        println!(
+            "  ratio landlock CLI / bare:     {:>8.2}x",
+            l.as_secs_f64() / b.as_secs_f64()
+        );
+        println!(
+            "  ratio landlock lib / bare:     {:>8.2}x (target <= 2x)",
+            li.as_secs_f64() / b.as_secs_f64()
         );
     }
 }

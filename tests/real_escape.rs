@@ -42,11 +42,13 @@ fn done_when_workspace_write_and_home_write() {
         assert_eq!(e["no_new_privs"], true);
         assert_eq!(e["capabilities_dropped"], true);
         assert_eq!(e["seccomp"]["installed"], true);
-        assert_eq!(
-            e["landlock"],
-            serde_json::Value::Null,
-            "no landlock claimed yet"
+        // Landlock is applied in both tiers (inside bwrap as defence in
+        // depth); this suite needs a kernel with Landlock.
+        assert!(
+            e["landlock"]["status"] == "fully" || e["landlock"]["status"] == "partially",
+            "[{case}] {e}"
         );
+        assert_eq!(e["landlock"]["target_abi"], 7, "[{case}] {e}");
     }
 }
 
@@ -97,6 +99,18 @@ fn c03_shell_rc_files_stay_unchanged() {
                      echo evil > ~/.bash_profile; echo ok > ~/notes.txt",
                 ],
             );
+            // The landlock tier cannot protect files inside a writable root
+            // (default `yield`): it must say so, and the test restores them.
+            if !case.claims(3) && !flags.is_empty() {
+                case.assert_partial(&r, &[".bashrc", "not enforced"]);
+                assert!(fx.home.join("notes.txt").exists(), "[{case}] {r:?}");
+                fs::write(fx.home.join(".bashrc"), RC_MARK).unwrap();
+                fs::write(fx.home.join(".profile"), "# profile\n").unwrap();
+                fs::write(fx.home.join(".zshrc"), "# zshrc\n").unwrap();
+                let _ = fs::remove_file(fx.home.join(".bash_profile"));
+                let _ = fs::remove_file(fx.home.join("notes.txt"));
+                continue;
+            }
             assert_eq!(fx.read(&fx.home.join(".bashrc")).as_deref(), Some(RC_MARK));
             assert_eq!(
                 fx.read(&fx.home.join(".profile")).as_deref(),
@@ -128,13 +142,24 @@ fn c04_git_metadata_is_protected_but_commits_work() {
     for case in cases() {
         let fx = Fx::new();
         let config_before = fx.read(&fx.ws.join(".git/config"));
+        // The commit goes into an existing subdirectory: in the landlock
+        // tier entries created directly in the workspace root are not
+        // readable while `.env` there is kept unreadable (asserted below).
+        fs::create_dir_all(fx.ws.join("sub")).unwrap();
         let r = fx.sh(
             &case,
             "echo evil > .git/hooks/pre-commit; git config core.hooksPath /tmp/h; \
              git config core.fsmonitor evil; echo '[alias] x = !evil' >> .git/config; \
-             touch new.txt && git add new.txt && \
+             touch sub/new.txt && git add sub/new.txt && \
              git -c user.name=s -c user.email=s@s commit -qm sandboxed && echo COMMITTED",
         );
+        if !case.claims(4) {
+            case.assert_partial(&r, &[".git/hooks", "not enforced"]);
+            case.assert_partial(&r, &[".git/config", "not enforced"]);
+            case.assert_partial(&r, &[".env", "over-restricted"]);
+            assert!(r.stdout.contains("COMMITTED"), "[{case}] {r:?}");
+            continue;
+        }
         assert!(!fx.ws.join(".git/hooks/pre-commit").exists(), "[{case}]");
         assert_eq!(
             fx.read(&fx.ws.join(".git/config")),
@@ -178,6 +203,12 @@ fn c05_git_worktree_pointer_and_target_are_protected() {
         c = c2;
         let out = c.output().unwrap();
         assert_ne!(out.status.code(), Some(125), "[{case}] {out:?}");
+        if !case.claims(5) {
+            assert_eq!(wt.join("wt-file").exists(), case.ww(), "[{case}] {out:?}");
+            let r = fx.run(&case, &[], &["true"]);
+            case.assert_partial(&r, &[".git/config", "not enforced"]);
+            continue;
+        }
         assert_eq!(fx.read(&wt.join(".git")), pointer, "[{case}]");
         assert!(!fx.ws.join(".git/hooks/pre-commit").exists(), "[{case}]");
         assert_eq!(fx.read(&fx.ws.join(".git/config")), main_config, "[{case}]");
@@ -199,6 +230,19 @@ fn c06_c07_agent_and_editor_config_is_protected() {
              echo evil > .envrc; echo evil > .vscode/tasks.json; echo evil > .mcp.json; \
              echo '[submodule]' > .gitmodules; echo ok > other.json",
         );
+        if !case.claims(6) || !case.claims(7) {
+            for p in [
+                ".codewhale",
+                ".envrc",
+                ".vscode",
+                ".mcp.json",
+                ".gitmodules",
+            ] {
+                case.assert_partial(&r, &[p, "not enforced"]);
+            }
+            assert!(fx.ws.join("other.json").exists(), "[{case}] {r:?}");
+            continue;
+        }
         assert!(!fx.ws.join(".codewhale").exists(), "[{case}] {r:?}");
         assert!(!fx.ws.join(".envrc").exists(), "[{case}]");
         assert!(!fx.ws.join(".vscode/tasks.json").exists(), "[{case}]");
@@ -261,6 +305,14 @@ fn c09_symlinked_protected_path_is_refused_or_harmless() {
                 "echo evil > .envrc; rm -f .envrc; echo evil > .envrc; echo RAN",
             ],
         );
+        // Item 8 holds in every tier: the decoy outside is never written.
+        assert_eq!(fx.read(&fx.root.join("decoy")).as_deref(), Some("decoy"));
+        if !case.claims(9) {
+            // No refusal: the link is replaced by a file in the workspace.
+            case.assert_partial(&r, &[".envrc", "not enforced"]);
+            assert!(r.stdout.contains("RAN"), "[{case}] {r:?}");
+            continue;
+        }
         if case.ww() {
             assert_eq!(r.code, 125, "[{case}] {r:?}");
             assert!(r.stderr.contains("symlink"), "[{case}] {}", r.stderr);
@@ -292,6 +344,12 @@ fn c10_missing_protected_paths_cannot_be_created() {
             &case,
             "mkdir .git/hooks; touch .envrc; mkdir .vscode; mkdir newdir",
         );
+        if !case.claims(10) {
+            case.assert_partial(&r, &[".envrc", "not enforced"]);
+            case.assert_partial(&r, &[".vscode", "not enforced"]);
+            assert!(fx.ws.join("newdir").exists(), "[{case}] {r:?}");
+            continue;
+        }
         assert!(!fx.ws.join(".git/hooks").exists(), "[{case}] {r:?}");
         assert!(!fx.ws.join(".envrc").exists(), "[{case}]");
         assert!(!fx.ws.join(".vscode").exists(), "[{case}]");
@@ -305,6 +363,13 @@ fn c11_moving_an_ancestor_away_fails() {
     for case in cases() {
         let fx = Fx::new();
         fs::create_dir_all(fx.ws.join("plain")).unwrap();
+        if !case.claims(11) {
+            // Moving .git away works here; only the report is checked.
+            let r = fx.sh(&case, "mv plain plain-moved");
+            case.assert_partial(&r, &[".git/hooks", "not enforced"]);
+            assert!(fx.ws.join("plain-moved").exists(), "[{case}] {r:?}");
+            continue;
+        }
         let r = fx.sh(
             &case,
             "mv .git .git-away && mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit; \
@@ -370,10 +435,16 @@ fn c15_c16_secrets_are_unreadable() {
                 r.stdout
             );
         }
-        assert!(
-            !r.stdout.contains("id_rsa"),
-            "[{case}] directory listing leaked"
-        );
+        if case.claims(16) {
+            assert!(
+                !r.stdout.contains("id_rsa"),
+                "[{case}] directory listing leaked"
+            );
+        } else {
+            // Contents stay unreadable (above); names are listable, and
+            // the report says so.
+            case.assert_partial(&r, &["can be listed"]);
+        }
         // Positive controls: allowed reads work in the same run, and every
         // secret is readable without the sandbox.
         assert!(r.stdout.contains(RC_MARK), "[{case}] {r:?}");
@@ -394,6 +465,12 @@ fn c15_c16_secrets_are_unreadable() {
             masked.contains(".ssh") && masked.contains(".env"),
             "[{case}] {masked}"
         );
+        if !case.tier.namespaces {
+            // No mask to replace without a mount namespace: removing and
+            // recreating a carved file in the workspace is possible (it
+            // leaks nothing); reading it stays impossible.
+            continue;
+        }
         // In WW the masks also cannot be replaced.
         let r = fx.sh(&case, "rm -f .env; echo replaced > .env");
         assert_eq!(
@@ -414,10 +491,20 @@ fn c35_world_writable_dirs_do_not_reach_the_host() {
             std::process::id(),
             fx.root.file_name().unwrap().to_string_lossy()
         );
+        // Without a mount namespace there is no private /tmp: the per-run
+        // $TMPDIR is the positive control there.
+        let tmp = if case.tier.namespaces {
+            "/tmp"
+        } else {
+            "$TMPDIR"
+        };
         let r = fx.sh(
             &case,
-            &format!("echo x > /dev/shm/{name}; echo x > /var/tmp/{name}; echo x > /tmp/{name} && cat /tmp/{name}"),
+            &format!("echo x > /dev/shm/{name}; echo x > /var/tmp/{name}; echo x > /tmp/{name}; echo x > {tmp}/{name} && cat {tmp}/{name}"),
         );
+        if !case.tier.namespaces {
+            case.assert_partial(&r, &["/tmp", "TMPDIR"]);
+        }
         assert!(
             !std::path::Path::new(&format!("/dev/shm/{name}")).exists(),
             "[{case}]"
@@ -467,7 +554,11 @@ line\"; echo x > ./.git/../.envrc; echo x > \"$(printf 'ok\\377')\"",
             "[{case}] {after_home:?} {r:?}"
         );
         assert!(!fx.sibling.join("t1").exists(), "[{case}]");
-        assert!(!fx.ws.join(".envrc").exists(), "[{case}]");
+        if case.claims(10) {
+            assert!(!fx.ws.join(".envrc").exists(), "[{case}]");
+        } else {
+            case.assert_partial(&r, &[".envrc", "not enforced"]);
+        }
         // Positive control: a non-UTF-8 name inside the workspace (WW).
         use std::os::unix::ffi::OsStrExt;
         let odd = fx.ws.join(std::ffi::OsStr::from_bytes(b"ok\xff"));

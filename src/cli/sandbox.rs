@@ -179,6 +179,14 @@ fn run_cmd(args: RunArgs) -> i32 {
         }
     };
     if let Ok(out) = &result {
+        if settings.backend == BackendChoice::Auto
+            && out.enforcement.backend == crate::host::BackendKind::Landlock
+        {
+            eprintln!(
+                "codewhale: note: using the landlock tier ({})",
+                out.enforcement.partial.first().map_or("", String::as_str)
+            );
+        }
         if !out.enforcement.is_sandboxed() {
             eprintln!(
                 "codewhale: warning: ran UNSANDBOXED ({})",
@@ -223,11 +231,15 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
         .clone()
         .or_else(|| which::which("bwrap").ok())
         .unwrap_or_else(|| PathBuf::from("bwrap"));
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("codewhale"));
+    // The same helper executable a run would use.
+    #[cfg(target_os = "linux")]
+    let exe = crate::host::linux::bwrap_spawn::default_helper_exe()
+        .unwrap_or_else(|_| PathBuf::from("codewhale"));
+    #[cfg(not(target_os = "linux"))]
+    let exe = PathBuf::from("codewhale-sandbox-helper");
     let base = bwrap::placeholder_base();
     // The fd numbers are assigned when a run starts; 3 and 4 are shown.
-    let spec = serde_json::json!({ "status_fd": 3, "lifeline_fd": 4, "seccomp": seccomp_opts })
-        .to_string();
+    let spec = super::sandbox_explain::helper_spec_json(&resolved, &seccomp_opts);
     let opts = BwrapOptions {
         bwrap: bwrap_bin,
         cwd: resolved.workspace.clone(),
@@ -239,6 +251,9 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
         )),
         command: vec!["CMD".into(), "ARGS…".into()],
     };
+    if settings.backend == BackendChoice::Landlock {
+        return super::sandbox_explain::landlock(&policy, &resolved, args.json);
+    }
     let plan = bwrap::plan(&resolved, &opts);
     let rules = seccomp::rules(&seccomp_opts);
     if args.json {
@@ -248,6 +263,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
             "backend": settings.backend,
             "bwrap": match &plan { Ok(p) => serde_json::to_value(p)?, Err(e) => serde_json::json!({"error": e.to_string()}) },
             "seccomp": rules,
+            "landlock": super::sandbox_explain::inside_bwrap_json(&resolved),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
@@ -280,7 +296,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
     for r in &rules {
         println!("  {}", seccomp::describe(r));
     }
-    println!("landlock: not applied by this build (the landlock tier is separate work)");
+    super::sandbox_explain::inside_bwrap_text(&resolved);
     Ok(())
 }
 

@@ -15,6 +15,7 @@ pub mod plain_spawn;
 pub mod request;
 pub mod seatbelt;
 pub mod select;
+pub mod select_auto;
 #[cfg(target_os = "linux")]
 pub mod supervise;
 pub mod windows;

@@ -5,11 +5,9 @@
 //! - An explicit `--backend bwrap` is used without probing (the hot path);
 //!   a setup failure is still reported as exit 125 from the helper's
 //!   status pipe.
-//! - `--backend auto` with `allow_unsandboxed` runs a *functional* probe
-//!   once per process (the real planner and helper running `true` under a
-//!   short timeout) to decide between bwrap and the labelled fallback.
-//!   Without `allow_unsandboxed` there is no fallback to decide on, so the
-//!   run goes straight to bwrap and fails closed (125) if it cannot set up.
+//! - `--backend auto` on Linux: bwrap → landlock tier → unavailable (see
+//!   [`super::select_auto`]): bwrap runs the command directly and only a
+//!   *setup* failure (the command never ran) falls back.
 //! - Nothing falls back to unsandboxed silently: that needs
 //!   `allow_unsandboxed` (or `--backend none`), and the label says so.
 
@@ -25,7 +23,7 @@ const STALE_RETRIES: u32 = 5;
 /// Timeout of the functional probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-fn not_built(backend: &str, why: &str) -> HostError {
+pub(crate) fn not_built(backend: &str, why: &str) -> HostError {
     HostError::Unavailable {
         backend: backend.into(),
         reason: why.into(),
@@ -58,20 +56,8 @@ pub fn run_blocking(
     match settings.backend {
         BackendChoice::None => run_unsandboxed(policy, req, "--backend none requested"),
         BackendChoice::Bwrap => run_bwrap(policy, settings, req),
-        // Without a fallback there is nothing to decide: the run itself
-        // fails closed (125) if bwrap cannot set up, so skip the probe.
-        BackendChoice::Auto if !settings.allow_unsandboxed => run_bwrap(policy, settings, req),
-        BackendChoice::Auto => match probe_bwrap(policy, settings) {
-            Ok(()) => run_bwrap(policy, settings, req),
-            Err(e) => {
-                let why = format!("no sandbox available ({e}); --allow-unsandboxed given");
-                run_unsandboxed(policy, req, &why)
-            }
-        },
-        BackendChoice::Landlock => Err(not_built(
-            "landlock",
-            "the landlock tier is not part of this build yet",
-        )),
+        BackendChoice::Auto => super::select_auto::run_auto(policy, settings, req),
+        BackendChoice::Landlock => super::select_auto::run_landlock(policy, settings, req, None),
         BackendChoice::Seatbelt => Err(super::seatbelt::unavailable_here()),
         // Dispatched (async) by `host::run` before reaching here.
         BackendChoice::Opensandbox => Err(not_built(
@@ -82,7 +68,7 @@ pub fn run_blocking(
 }
 
 #[cfg(target_os = "linux")]
-fn run_bwrap(
+pub(crate) fn run_bwrap(
     policy: &SandboxPolicy,
     settings: &HostSettings,
     req: &ExecRequest,
@@ -106,7 +92,7 @@ fn run_bwrap(
 }
 
 #[cfg(not(target_os = "linux"))]
-fn run_bwrap(
+pub(crate) fn run_bwrap(
     _policy: &SandboxPolicy,
     _settings: &HostSettings,
     _req: &ExecRequest,
@@ -114,28 +100,42 @@ fn run_bwrap(
     Err(not_built("bwrap", "bubblewrap exists only on Linux"))
 }
 
-/// The functional probe, cached per process: the first answer stands
-/// (also for `doctor`).
+/// The functional probe, cached per process and per configured bwrap path:
+/// the first answer for a path stands (also for `doctor`).
 pub fn probe_bwrap(policy: &SandboxPolicy, settings: &HostSettings) -> Result<(), HostError> {
-    use std::sync::OnceLock;
-    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
-    let answer = PROBE.get_or_init(|| {
-        let mut req = ExecRequest::new(vec!["true".into()]);
-        req.timeout = Some(PROBE_TIMEOUT);
-        req.output_cap = 16 * 1024;
-        let probe_policy = SandboxPolicy::new(SandboxMode::ReadOnly, &policy.workspace);
-        match run_bwrap(&probe_policy, settings, &req) {
-            Ok(out) if out.exit == super::ExitKind::Code(0) => Ok(()),
-            Ok(out) => Err(format!(
-                "probe `true` under bwrap exited with {:?}: {}",
-                out.exit,
-                out.stderr.text().trim()
-            )),
-            Err(HostError::Unavailable { reason, .. }) => Err(reason),
-            Err(e) => Err(e.to_string()),
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    type Cache = Mutex<HashMap<Option<std::path::PathBuf>, Result<(), String>>>;
+    static PROBE: OnceLock<Cache> = OnceLock::new();
+    let cache = PROBE.get_or_init(|| Mutex::new(HashMap::new()));
+    let known = cache
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&settings.bwrap_path).cloned());
+    let answer = match known {
+        Some(a) => a,
+        None => {
+            let mut req = ExecRequest::new(vec!["true".into()]);
+            req.timeout = Some(PROBE_TIMEOUT);
+            req.output_cap = 16 * 1024;
+            let probe_policy = SandboxPolicy::new(SandboxMode::ReadOnly, &policy.workspace);
+            let a = match run_bwrap(&probe_policy, settings, &req) {
+                Ok(out) if out.exit == super::ExitKind::Code(0) => Ok(()),
+                Ok(out) => Err(format!(
+                    "probe `true` under bwrap exited with {:?}: {}",
+                    out.exit,
+                    out.stderr.text().trim()
+                )),
+                Err(HostError::Unavailable { reason, .. }) => Err(reason),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Ok(mut m) = cache.lock() {
+                m.insert(settings.bwrap_path.clone(), a.clone());
+            }
+            a
         }
-    });
-    answer.clone().map_err(|reason| HostError::Unavailable {
+    };
+    answer.map_err(|reason| HostError::Unavailable {
         backend: "bwrap".into(),
         reason,
         remedy: None,
@@ -143,7 +143,7 @@ pub fn probe_bwrap(policy: &SandboxPolicy, settings: &HostSettings) -> Result<()
 }
 
 #[cfg(target_os = "linux")]
-fn run_unsandboxed(
+pub(crate) fn run_unsandboxed(
     policy: &SandboxPolicy,
     req: &ExecRequest,
     why: &str,
@@ -186,7 +186,7 @@ fn run_unsandboxed(
 }
 
 #[cfg(not(target_os = "linux"))]
-fn run_unsandboxed(
+pub(crate) fn run_unsandboxed(
     _policy: &SandboxPolicy,
     _req: &ExecRequest,
     _why: &str,

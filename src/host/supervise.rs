@@ -332,10 +332,40 @@ pub fn run(
 /// [`run`], choosing whether the child gets our parent-death signal (see
 /// [`prepare`] for why bwrap does not).
 pub fn run_with(
+    cmd: Command,
+    keep_fds: Vec<OwnedFd>,
+    req: &ExecRequest,
+    parent_death: bool,
+) -> Result<Supervised, HostError> {
+    run_inner(cmd, keep_fds, req, parent_death, None)
+}
+
+/// How long a stage watching a lifeline gets to take its process tree down
+/// after the lifeline was closed, before its group is killed outright.
+const LIFELINE_GRACE: Duration = Duration::from_secs(2);
+
+/// [`run_with`] (light spawn, no parent-death signal) for a child that
+/// watches a lifeline: the landlock tier's helper stage, which is the
+/// subreaper of the command's tree. On timeout the lifeline (our only
+/// write end) is closed first, so the helper kills every descendant —
+/// including `setsid` daemons outside the process group — before it
+/// exits; only if it has not exited after [`LIFELINE_GRACE`] is its group
+/// killed directly.
+pub fn run_with_lifeline(
+    cmd: Command,
+    keep_fds: Vec<OwnedFd>,
+    req: &ExecRequest,
+    lifeline: OwnedFd,
+) -> Result<Supervised, HostError> {
+    run_inner(cmd, keep_fds, req, false, Some(lifeline))
+}
+
+fn run_inner(
     mut cmd: Command,
     keep_fds: Vec<OwnedFd>,
     req: &ExecRequest,
     parent_death: bool,
+    mut lifeline: Option<OwnedFd>,
 ) -> Result<Supervised, HostError> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd.stdin(match req.stdin {
@@ -368,6 +398,9 @@ pub fn run_with(
     let deadline = req.timeout.map(|t| start + t);
     let mut exited_at: Option<Instant> = None;
     let mut timed_out = false;
+    // Set when the lifeline was closed on timeout: kill the group outright
+    // if the child is still there by then.
+    let mut hard_kill_at: Option<Instant> = None;
     let mut buf = vec![0u8; 64 * 1024];
     // One thread does it all: poll the output pipes and the exit notifier.
     loop {
@@ -399,7 +432,7 @@ pub fn run_with(
         let wait = match (exited_at, deadline) {
             (Some(at), _) => Some((at + DRAIN_GRACE).saturating_duration_since(now)),
             (None, Some(d)) if !timed_out => Some(d.saturating_duration_since(now)),
-            _ => None,
+            (None, _) => hard_kill_at.map(|h| h.saturating_duration_since(now)),
         };
         // A cancellable run wakes up at least every CANCEL_POLL to look.
         let wait = match (&req.cancel, exited_at) {
@@ -428,8 +461,18 @@ pub fn run_with(
             kill_group(pid);
         }
         if exited_at.is_none() && !timed_out && deadline.is_some_and(|d| Instant::now() >= d) {
-            kill_group(pid);
             timed_out = true;
+            match lifeline.take() {
+                Some(l) => {
+                    drop(l);
+                    hard_kill_at = Some(Instant::now() + LIFELINE_GRACE);
+                }
+                None => kill_group(pid),
+            }
+        }
+        if exited_at.is_none() && hard_kill_at.is_some_and(|h| Instant::now() >= h) {
+            kill_group(pid);
+            hard_kill_at = None;
         }
         if exited_at.is_none() && req.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
             // Killed on request: the exit status says SIGKILL.

@@ -1,8 +1,8 @@
 //! Shared fixture and runners for the real-sandbox suites.
 //!
-//! The suites are parameterised over `(tier, mode)`: adding the landlock
-//! tier later is one more [`Tier`] row with the catalogue items it claims,
-//! not a copy of the tests.
+//! The suites are parameterised over `(tier, mode)`: each [`Tier`] row
+//! lists the catalogue items it claims; a test of an item a tier does not
+//! claim asserts that the run's report lists it as partial instead.
 #![allow(dead_code)]
 
 use serde_json::Value;
@@ -15,22 +15,137 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_codewhale");
 
 /// A backend tier and the escape-catalogue items it claims to enforce.
 pub struct Tier {
+    /// The backend the report must name (`enforcement.backend`).
     pub name: &'static str,
     /// `--backend` value.
     pub backend: &'static str,
-    /// Catalogue numbers this tier enforces (others must be reported as partial).
+    /// Catalogue numbers this tier enforces in every mode (others must be
+    /// reported as partial, or are not applicable to the tier).
     pub claims: &'static [u32],
+    /// Catalogue numbers enforced only in `read-only` mode (in
+    /// `workspace-write` they are reported as not enforced).
+    pub claims_read_only: &'static [u32],
+    /// bwrap's namespaces: private `/tmp`, own pid space, bwrap is used.
+    pub namespaces: bool,
 }
 
-/// Every tier under test. The landlock tier adds a row here.
-pub const TIERS: &[Tier] = &[Tier {
+/// The bubblewrap tier: everything in the catalogue.
+pub const BWRAP: Tier = Tier {
     name: "bwrap",
     backend: "bwrap",
     claims: &[
         1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
         26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38,
     ],
-}];
+    claims_read_only: &[],
+    namespaces: true,
+};
+
+/// What the landlock tier claims. Not claimed, and why (each is asserted
+/// to be listed as partial in the run's report instead):
+/// - 3 (with `$HOME` a writable root), 4, 5, 6, 7, 9, 10, 11 in
+///   workspace-write: write-protected paths inside a writable root are not
+///   enforced in the default `yield` setting (carving them would forbid
+///   creating files in the workspace root).
+/// - 16 (the listing part): names inside deny-read directories stay
+///   listable (read-dir is granted from `/`); contents are unreadable.
+/// - 25: no pid namespace, host processes are visible in `/proc`
+///   (signalling and ptrace are still denied).
+/// - 33: not applicable (bwrap is not used).
+const LANDLOCK_CLAIMS: &[u32] = &[
+    1, 2, 8, 12, 13, 14, 15, 17, 18, 19, 20, 21, 22, 23, 24, 26, 27, 28, 29, 30, 31, 32, 34, 35,
+    36, 37, 38,
+];
+const LANDLOCK_CLAIMS_RO: &[u32] = &[3, 4, 5, 6, 7, 9, 10, 11];
+
+/// The landlock tier, asked for explicitly.
+pub const LANDLOCK: Tier = Tier {
+    name: "landlock",
+    backend: "landlock",
+    claims: LANDLOCK_CLAIMS,
+    claims_read_only: LANDLOCK_CLAIMS_RO,
+    namespaces: false,
+};
+
+/// The landlock tier reached through `--backend auto` with bubblewrap
+/// hidden from `PATH` (`CODEWHALE_TEST_NO_BWRAP=1`).
+pub const LANDLOCK_VIA_AUTO: Tier = Tier {
+    name: "landlock",
+    backend: "auto",
+    claims: LANDLOCK_CLAIMS,
+    claims_read_only: LANDLOCK_CLAIMS_RO,
+    namespaces: false,
+};
+
+/// Every tier under test: bwrap and landlock; with
+/// `CODEWHALE_TEST_NO_BWRAP=1` only the landlock tier, reached through
+/// `auto` with bwrap hidden from every codewhale invocation's `PATH`.
+pub fn tiers() -> &'static [&'static Tier] {
+    if no_bwrap() {
+        &[&LANDLOCK_VIA_AUTO]
+    } else {
+        &[&BWRAP, &LANDLOCK]
+    }
+}
+
+/// Whether CI asked for the run with bubblewrap made unavailable.
+pub fn no_bwrap() -> bool {
+    std::env::var_os("CODEWHALE_TEST_NO_BWRAP").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// A directory of symlinks to everything in `/usr/local/bin`, `/usr/bin`
+/// and `/bin` except `bwrap`: a `PATH` on which bubblewrap does not exist.
+/// One per user (`$TMPDIR/cw-nobwrap-UID`), built once and reused, so test
+/// processes do not litter `/tmp`; it must be ours and bwrap-free.
+pub fn path_without_bwrap() -> &'static Path {
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::OnceLock;
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        let dir = std::env::temp_dir().join(format!("cw-nobwrap-{uid}"));
+        if !dir.join("sh").exists() {
+            let tmp = std::env::temp_dir().join(format!("cw-nobwrap-{uid}-{}", std::process::id()));
+            let _ = fs::create_dir_all(&tmp);
+            let _ = fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o755));
+            for src in ["/usr/local/bin", "/usr/bin", "/bin"] {
+                let Ok(rd) = fs::read_dir(src) else { continue };
+                for e in rd.flatten() {
+                    let name = e.file_name();
+                    if name != "bwrap" {
+                        let _ = std::os::unix::fs::symlink(e.path(), tmp.join(&name));
+                    }
+                }
+            }
+            // A concurrent test process may have won the race: keep theirs.
+            if fs::rename(&tmp, &dir).is_err() {
+                let _ = fs::remove_dir_all(&tmp);
+            }
+        }
+        let meta = fs::symlink_metadata(&dir).unwrap();
+        assert!(
+            meta.is_dir() && meta.uid() == uid && meta.mode() & 0o022 == 0,
+            "{} is not a directory owned by us and writable only by us",
+            dir.display()
+        );
+        assert!(
+            !dir.join("bwrap").exists() && dir.join("sh").exists(),
+            "could not build a PATH without bwrap in {}",
+            dir.display()
+        );
+        dir
+    })
+}
+
+/// Whether `run`'s report lists a partial item containing every needle.
+pub fn reported_partial(r: &Run, needles: &[&str]) -> bool {
+    r.enforcement()["partial"].as_array().is_some_and(|a| {
+        a.iter()
+            .filter_map(|v| v.as_str())
+            .any(|line| needles.iter().all(|n| line.contains(n)))
+    })
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -59,6 +174,16 @@ impl Case {
     }
     pub fn claims(&self, item: u32) -> bool {
         self.tier.claims.contains(&item)
+            || (self.mode == Mode::Ro && self.tier.claims_read_only.contains(&item))
+    }
+    /// Assert that an item this case does not claim is reported as such.
+    pub fn assert_partial(&self, r: &Run, needles: &[&str]) {
+        assert_eq!(r.enforcement()["level"], "partial", "[{self}] {r:?}");
+        assert!(
+            reported_partial(r, needles),
+            "[{self}] no partial item with {needles:?}: {}",
+            r.enforcement()["partial"]
+        );
     }
 }
 
@@ -71,7 +196,7 @@ impl std::fmt::Display for Case {
 /// All cases, for tests that run in both modes.
 pub fn cases() -> Vec<Case> {
     let mut out = Vec::new();
-    for tier in TIERS {
+    for tier in tiers() {
         for mode in [Mode::Ro, Mode::Ww] {
             out.push(Case { tier, mode });
         }
@@ -182,6 +307,9 @@ impl Fx {
             .env_remove("CARGO_HOME")
             .env_remove("XDG_CACHE_HOME")
             .stdin(Stdio::null());
+        if no_bwrap() {
+            c.env("PATH", path_without_bwrap());
+        }
         c
     }
 
@@ -192,7 +320,7 @@ impl Fx {
         assert!(
             r.code != 125,
             "[{case}] the sandbox could not be set up (exit 125); this suite needs a working \
-             bwrap with user namespaces.\nstderr: {}",
+             bwrap with user namespaces and Landlock.\nstderr: {}",
             r.stderr
         );
         r

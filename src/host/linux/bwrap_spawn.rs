@@ -124,7 +124,7 @@ pub fn options(
 /// The small `codewhale-sandbox-helper` next to this executable when it is
 /// there (cheaper to start: no TLS libraries, no CLI), else this executable
 /// itself (`codewhale __sandbox-helper` takes the same argv).
-fn default_helper_exe() -> Result<PathBuf, HostError> {
+pub fn default_helper_exe() -> Result<PathBuf, HostError> {
     let exe =
         std::env::current_exe().map_err(|e| HostError::io("locating the codewhale binary", e))?;
     let small = exe.with_file_name("codewhale-sandbox-helper");
@@ -199,14 +199,20 @@ fn enforcement(
     if seccomp.is_some() {
         label.push_str("+seccomp");
     }
-    if landlock.is_some() {
+    // Landlock inside bwrap is defence in depth: the mounts already enforce
+    // the policy, so a kernel without it changes the label, not the level.
+    let landlock_on = landlock.as_ref().is_some_and(|l| l.status != "not");
+    if landlock_on {
         label.push_str("+landlock");
     }
-    let network_enforced_by = if policy.network {
+    let mut network_enforced_by: Vec<String> = if policy.network {
         Vec::new()
     } else {
         vec!["netns".into(), "seccomp".into()]
     };
+    if !policy.network && landlock_on && landlock.as_ref().is_some_and(|l| l.abi >= 4) {
+        network_enforced_by.push("landlock-net".into());
+    }
     Enforcement {
         backend: BackendKind::Bwrap,
         mode: policy.mode,
@@ -236,7 +242,7 @@ fn enforcement(
 /// command starts, so it is in the pipe buffer if the helper got that far.
 /// Reading afterwards needs no thread, and never waits for a straggling
 /// bwrap process that still holds the write end.
-fn read_status(read_end: OwnedFd) -> Option<HelperStatus> {
+pub(crate) fn read_status(read_end: OwnedFd) -> Option<HelperStatus> {
     // SAFETY: fcntl on the fd we own.
     unsafe {
         let flags = libc::fcntl(read_end.as_raw_fd(), libc::F_GETFL);
@@ -305,6 +311,11 @@ pub fn run(
         lifeline_fd: Some(life_read.as_raw_fd()),
         status_fd: write_end.as_raw_fd(),
         seccomp: SeccompOptions::for_bwrap(policy.network),
+        landlock: Some(super::helper::InsideBwrapLandlock::new(
+            policy,
+            super::landlock_tier::max_abi_seam(),
+        )),
+        subreaper: false,
     };
     let cwd = req.cwd.clone().unwrap_or_else(|| policy.workspace.clone());
     let command = req.argv.iter().map(OsString::from).collect();

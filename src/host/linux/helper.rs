@@ -20,9 +20,11 @@
 //! (the command never runs unprotected).
 
 use super::caps;
+use super::landlock::{self, LandlockOptions, Tier};
 use super::seccomp::{denied_names, SeccompOptions};
 use super::seccomp_apply;
 use crate::host::enforcement::{LandlockReport, SeccompReport};
+use crate::policy::ResolvedPolicy;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::io::Write;
@@ -40,6 +42,43 @@ pub struct HelperSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifeline_fd: Option<RawFd>,
     pub seccomp: SeccompOptions,
+    /// Inside bwrap: plan and apply Landlock ([`Tier::InsideBwrap`]) from
+    /// this trimmed policy before seccomp. Planned here, not in the parent,
+    /// because the private `/tmp` and `/dev` exist only in the namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landlock: Option<InsideBwrapLandlock>,
+    /// The landlock tier: there is no pid namespace to take down, so the
+    /// helper becomes the subreaper of the command's tree, puts the
+    /// command in a new session and, when the command exits or the
+    /// lifeline hangs up, kills every descendant (also `setsid` daemons).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub subreaper: bool,
+}
+
+/// What the helper needs to plan Landlock inside bwrap.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InsideBwrapLandlock {
+    /// The resolved policy, trimmed to what the inside-bwrap plan reads
+    /// (mode, network, private /tmp, writable roots).
+    pub policy: ResolvedPolicy,
+    /// The `CODEWHALE_LANDLOCK_MAX_ABI` test seam, as read by the parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_abi: Option<u32>,
+}
+
+impl InsideBwrapLandlock {
+    /// Trim `resolved` (the deny-read and protected tables are the mount
+    /// namespace's job inside bwrap, and would only lengthen the argv).
+    pub fn new(resolved: &ResolvedPolicy, max_abi: Option<u32>) -> Self {
+        let mut policy = resolved.clone();
+        policy.protected.clear();
+        policy.deny_read.clear();
+        policy.homes.clear();
+        policy.notes.clear();
+        policy.env = Default::default();
+        InsideBwrapLandlock { policy, max_abi }
+    }
 }
 
 /// The one line the helper writes on the status fd.
@@ -60,11 +99,15 @@ pub enum HelperStatus {
 /// The hidden subcommand's name.
 pub const SUBCOMMAND: &str = "__sandbox-helper";
 
-/// Landlock slot: the landlock tier (another module) plugs in here, right
-/// before seccomp. Until then nothing is applied and the report says so
-/// (`None`), never a fabricated status.
-fn apply_landlock() -> Result<Option<LandlockReport>, String> {
-    Ok(None)
+/// Landlock inside bwrap, right before seccomp. `None` when the parent
+/// asked for none (the landlock tier applies its ruleset before exec'ing
+/// the helper, and reports it itself).
+fn apply_landlock(spec: &Option<InsideBwrapLandlock>) -> Result<Option<LandlockReport>, String> {
+    let Some(l) = spec else { return Ok(None) };
+    let mut opts = LandlockOptions::detect(Tier::InsideBwrap);
+    opts.max_abi = l.max_abi;
+    let plan = landlock::plan(&l.policy, &opts).map_err(|e| e.to_string())?;
+    landlock::apply(&plan).map(Some).map_err(|e| e.to_string())
 }
 
 fn apply(spec: &HelperSpec) -> Result<HelperStatus, String> {
@@ -74,7 +117,7 @@ fn apply(spec: &HelperSpec) -> Result<HelperStatus, String> {
     if !capabilities_dropped {
         return Err("capabilities are still present after dropping them".into());
     }
-    let landlock = apply_landlock()?;
+    let landlock = apply_landlock(&spec.landlock)?;
     seccomp_apply::install(&spec.seccomp).map_err(|e| e.to_string())?;
     Ok(HelperStatus::Applied {
         no_new_privs: true,
@@ -115,8 +158,18 @@ pub fn main(spec_json: &str, command: &[OsString]) -> i32 {
     if failed {
         return crate::exit::SANDBOX_SETUP;
     }
+    if spec.subreaper {
+        // SAFETY: prctl with integer arguments only.
+        if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+            eprintln!(
+                "codewhale: sandbox helper: PR_SET_CHILD_SUBREAPER: {}",
+                std::io::Error::last_os_error()
+            );
+            return crate::exit::SANDBOX_SETUP;
+        }
+    }
     if let Some(lifeline) = spec.lifeline_fd {
-        return watch(lifeline, program, args);
+        return watch(lifeline, program, args, spec.subreaper);
     }
     exec_command(program, args)
 }
@@ -135,7 +188,7 @@ fn exec_command(program: &OsString, args: &[OsString]) -> i32 {
 }
 
 /// Fork the command and watch it and the lifeline (see the module docs).
-fn watch(lifeline: RawFd, program: &OsString, args: &[OsString]) -> i32 {
+fn watch(lifeline: RawFd, program: &OsString, args: &[OsString], subreaper: bool) -> i32 {
     // SAFETY: the lifeline fd was handed to us for this purpose; the command
     // must not inherit it.
     unsafe { libc::fcntl(lifeline, libc::F_SETFD, libc::FD_CLOEXEC) };
@@ -150,6 +203,13 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString]) -> i32 {
         return crate::exit::SANDBOX_SETUP;
     }
     if pid == 0 {
+        // Without namespaces the command's new session is what keeps it
+        // away from our terminal (bwrap does this itself otherwise).
+        // SAFETY: setsid in the freshly forked child (not a group leader).
+        if subreaper && unsafe { libc::setsid() } < 0 {
+            // SAFETY: leave the forked child without running atexit handlers.
+            unsafe { libc::_exit(crate::exit::SANDBOX_SETUP) };
+        }
         let code = exec_command(program, args);
         // SAFETY: leave the forked child without running the parent's
         // atexit handlers.
@@ -180,7 +240,15 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString]) -> i32 {
             break;
         }
         if let Some(code) = reap(pid) {
+            if subreaper {
+                super::reaper::kill_descendants();
+            }
             return code;
+        }
+        if fds[0].revents != 0 && subreaper {
+            // Timeout or codewhale gone: take the command's tree down.
+            super::reaper::kill_descendants();
+            return crate::exit::SANDBOX_SETUP;
         }
         if fds[0].revents != 0 {
             // codewhale is gone: take the whole sandbox down.
@@ -193,6 +261,9 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString]) -> i32 {
     // poll failed: fall back to a plain wait.
     loop {
         if let Some(code) = reap(pid) {
+            if subreaper {
+                super::reaper::kill_descendants();
+            }
             return code;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));

@@ -14,6 +14,10 @@ pub mod helper;
 #[cfg(target_os = "linux")]
 pub mod landlock;
 #[cfg(target_os = "linux")]
+pub mod landlock_tier;
+#[cfg(target_os = "linux")]
 pub mod placeholders;
+#[cfg(target_os = "linux")]
+pub mod reaper;
 #[cfg(target_os = "linux")]
 pub mod seccomp_apply;

@@ -1,0 +1,308 @@
+//! The landlock tier backend (`--backend landlock`): no namespaces at all,
+//! for machines where bubblewrap is missing or cannot create namespaces.
+//!
+//! The parent plans the ruleset ([`Tier::NoNamespaces`], with a fresh
+//! per-run directory as `TMPDIR`/`TMP`/`TEMP`) and builds it in the kernel;
+//! the spawn applies it between fork and exec of the helper stage
+//! (`landlock_restrict_self`, which also sets no_new_privs). The helper
+//! then drops every capability, installs the seccomp filter (network off:
+//! every socket family but AF_UNIX, and `socket(AF_UNIX)` too, so host unix
+//! sockets such as docker.sock or an ssh-agent cannot be reached; Landlock
+//! at ABI 7 cannot restrict `connect()` to a named socket), reports on the
+//! status pipe, becomes the subreaper of the command's tree and starts the
+//! command in a new session. Supervision, env scrubbing and the fd sweep are
+//! the shared ones (`supervise`, `EnvPolicy::apply`).
+//!
+//! Without a pid namespace there is no kernel-side "kill the sandbox": the
+//! helper kills every descendant itself (see `reaper`) when the command
+//! exits, on timeout (the lifeline is closed) and when codewhale dies (the
+//! lifeline hangs up). Signals and ptrace towards host processes are denied
+//! by Landlock's signal scope (ABI ≥ 6) and seccomp's ptrace rule.
+
+use super::bwrap_spawn::read_status;
+use super::helper::{HelperSpec, HelperStatus, SUBCOMMAND};
+use super::landlock::{self, LandlockOptions, LandlockPlan, PartialKind, Tier};
+use super::seccomp::SeccompOptions;
+use crate::host::enforcement::{Enforcement, EnforcementLevel, LandlockReport};
+use crate::host::request::{ExecOutcome, ExecRequest};
+use crate::host::{supervise, BackendKind, HostError, HostSettings};
+use crate::policy::ResolvedPolicy;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The test seam: `CODEWHALE_LANDLOCK_MAX_ABI=N` makes codewhale behave as
+/// if the kernel offered at most Landlock ABI N (`0` = no Landlock). Read
+/// once per process; documented in `docs/SANDBOX.md` as a test seam only
+/// (it can only weaken what is requested, never strengthen it).
+pub const MAX_ABI_ENV: &str = "CODEWHALE_LANDLOCK_MAX_ABI";
+
+/// The value of [`MAX_ABI_ENV`] (read once; unparsable values are ignored).
+pub fn max_abi_seam() -> Option<u32> {
+    static SEAM: OnceLock<Option<u32>> = OnceLock::new();
+    *SEAM.get_or_init(|| {
+        std::env::var(MAX_ABI_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+/// The Landlock ABI this tier would use (kernel, capped by the seam).
+pub fn effective_abi() -> u32 {
+    let k = landlock::kernel_abi();
+    max_abi_seam().map_or(k, |m| m.min(k))
+}
+
+/// Why the tier cannot run here, or `Ok` when Landlock enforces something.
+pub fn available() -> Result<(), String> {
+    if effective_abi() > 0 {
+        return Ok(());
+    }
+    Err(if landlock::kernel_abi() == 0 {
+        "the kernel has no Landlock (needs Linux ≥ 5.13 with CONFIG_SECURITY_LANDLOCK=y and \
+         `landlock` in the active LSM list)"
+            .into()
+    } else {
+        format!("Landlock disabled by the test seam {MAX_ABI_ENV}=0")
+    })
+}
+
+/// What to tell the user to do when the landlock tier is unavailable.
+pub const REMEDY: &str = "enable Landlock (boot with lsm=landlock,... on a kernel built with \
+     CONFIG_SECURITY_LANDLOCK=y, Linux ≥ 5.13), or install bubblewrap with working user \
+     namespaces; --allow-unsandboxed runs without a sandbox (labelled unsandboxed)";
+
+fn unavailable(reason: String) -> HostError {
+    HostError::Unavailable {
+        backend: "landlock".into(),
+        reason,
+        remedy: Some(REMEDY.into()),
+    }
+}
+
+/// The options this tier plans with (kernel ABI, seam, per-run tmp dir).
+pub fn options(tmp_dir: Option<PathBuf>) -> LandlockOptions {
+    let mut opts = LandlockOptions::detect(Tier::NoNamespaces);
+    opts.max_abi = max_abi_seam();
+    opts.tmp_dir = tmp_dir;
+    opts
+}
+
+/// The seccomp options of this tier: with the network off, `socket()` of
+/// every family (AF_UNIX included) is denied; `socketpair` stays.
+pub fn seccomp_options(network: bool) -> SeccompOptions {
+    SeccompOptions {
+        network,
+        deny_unix_socket: !network,
+    }
+}
+
+/// Run `req` under the landlock tier. `note` (e.g. why `auto` fell back
+/// here) is added to the report's partial list.
+pub fn run(
+    policy: &ResolvedPolicy,
+    settings: &HostSettings,
+    req: &ExecRequest,
+    note: Option<String>,
+) -> Result<ExecOutcome, HostError> {
+    available().map_err(unavailable)?;
+    let tmp = tempfile::Builder::new()
+        .prefix("codewhale-run-")
+        .tempdir()
+        .map_err(|e| HostError::io("creating the per-run temporary directory", e))?;
+    let tmp_path = std::fs::canonicalize(tmp.path())
+        .map_err(|e| HostError::io("resolving the per-run temporary directory", e))?;
+    let plan = landlock::plan(policy, &options(Some(tmp_path.clone())))
+        .map_err(|e| unavailable(e.to_string()))?;
+    let prepared = landlock::prepare(&plan).map_err(|e| unavailable(e.to_string()))?;
+    if !prepared.enforces_anything() {
+        return Err(unavailable(
+            "Landlock would enforce nothing on this kernel".into(),
+        ));
+    }
+    let report = prepared.report().clone();
+
+    let (read_end, write_end): (OwnedFd, OwnedFd) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| HostError::io("creating the status pipe", e.into()))?;
+    let (life_read, life_write): (OwnedFd, OwnedFd) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| HostError::io("creating the lifeline pipe", e.into()))?;
+    let spec = HelperSpec {
+        status_fd: write_end.as_raw_fd(),
+        lifeline_fd: Some(life_read.as_raw_fd()),
+        seccomp: seccomp_options(policy.network),
+        landlock: None,
+        subreaper: true,
+    };
+    let json = serde_json::to_string(&spec)
+        .map_err(|e| HostError::io("encoding the helper spec", e.into()))?;
+    let exe = match &settings.helper_exe {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()
+            .map_err(|e| HostError::io("locating the codewhale binary", e))?,
+    };
+    let base_env: Vec<(String, String)> = match &req.env {
+        Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        None => std::env::vars().collect(),
+    };
+    let mut scrubbed = policy.env.apply(base_env);
+    let tmp_str = tmp_path.to_string_lossy().into_owned();
+    for k in ["TMPDIR", "TMP", "TEMP"] {
+        scrubbed.vars.insert(k.to_string(), tmp_str.clone());
+    }
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.args([SUBCOMMAND, "--spec", &json, "--"])
+        .args(&req.argv)
+        .env_clear()
+        .envs(&scrubbed.vars)
+        .current_dir(req.cwd.as_deref().unwrap_or(&policy.workspace));
+    let mut prepared = prepared;
+    // SAFETY: the hook only calls prctl and landlock_restrict_self on an fd
+    // prepared before fork, and allocates nothing on success (see
+    // `PreparedRuleset::restrict_self`).
+    unsafe {
+        cmd.pre_exec(move || prepared.pre_exec_hook());
+    }
+    let sup = supervise::run_with_lifeline(cmd, vec![write_end, life_read], req, life_write);
+    let status = read_status(read_end);
+    let sup = sup.map_err(|e| match e {
+        HostError::Io { context, source } => unavailable(format!(
+            "{context}: {source} (applying the Landlock ruleset or starting the helper failed)"
+        )),
+        other => other,
+    })?;
+    let helper = match status {
+        Some(HelperStatus::SetupFailed { error }) => {
+            return Err(unavailable(format!("the helper stage failed: {error}")))
+        }
+        Some(s) => s,
+        None if sup.timed_out => {
+            return Err(unavailable(
+                "timed out before the sandbox was set up".into(),
+            ))
+        }
+        None => {
+            return Err(unavailable(format!(
+                "the helper stage did not report: {}",
+                String::from_utf8_lossy(&sup.stderr.bytes).trim()
+            )))
+        }
+    };
+    drop(tmp);
+    let mut enforcement = enforcement(policy, &plan, report, &helper, scrubbed.removed);
+    if let Some(n) = note {
+        enforcement.partial.insert(0, n);
+    }
+    Ok(ExecOutcome {
+        exit: sup.exit,
+        timed_out: sup.timed_out,
+        duration: sup.duration,
+        stdout: sup.stdout,
+        stderr: sup.stderr,
+        enforcement,
+    })
+}
+
+/// Whether the helper (same credentials as this process, no user
+/// namespace) can clear its capability bounding set.
+fn bounding_set_clearable() -> bool {
+    ::caps::has_cap(
+        None,
+        ::caps::CapSet::Effective,
+        ::caps::Capability::CAP_SETPCAP,
+    )
+    .unwrap_or(false)
+}
+
+/// Paths of the plan's `not-enforced` items.
+fn not_enforced(plan: &LandlockPlan) -> Vec<&Path> {
+    plan.partial
+        .iter()
+        .filter(|p| p.kind == PartialKind::NotEnforced)
+        .filter_map(|p| p.path.as_deref())
+        .collect()
+}
+
+/// The report of a landlock-tier run.
+pub fn enforcement(
+    policy: &ResolvedPolicy,
+    plan: &LandlockPlan,
+    landlock: LandlockReport,
+    helper: &HelperStatus,
+    env_removed: Vec<String>,
+) -> Enforcement {
+    let (nnp, caps, seccomp) = match helper {
+        HelperStatus::Applied {
+            no_new_privs,
+            capabilities_dropped,
+            seccomp,
+            ..
+        } => (*no_new_privs, *capabilities_dropped, Some(seccomp.clone())),
+        HelperStatus::SetupFailed { .. } => (false, false, None),
+    };
+    let skipped = not_enforced(plan);
+    let mut network_enforced_by = Vec::new();
+    if !policy.network {
+        if seccomp.is_some() {
+            network_enforced_by.push("seccomp".to_string());
+        }
+        if !plan.handled_net.is_empty() && landlock.abi >= 4 {
+            network_enforced_by.push("landlock-net".to_string());
+        }
+    }
+    let mut partial = plan.partial_lines();
+    partial.extend(
+        landlock
+            .dropped
+            .iter()
+            .filter(|d| !plan.dropped.contains(d))
+            .map(|d| format!("landlock: dropped: {d}")),
+    );
+    partial.extend(policy.notes.iter().cloned());
+    if !bounding_set_clearable() {
+        partial.push(
+            "capabilities: the bounding set is not cleared (no CAP_SETPCAP and no user namespace); \
+             effective, permitted, inheritable and ambient are empty and no_new_privs keeps \
+             setuid binaries and file capabilities from raising privileges"
+                .into(),
+        );
+    }
+    let level = if partial.is_empty() && landlock.status == "fully" {
+        EnforcementLevel::Full
+    } else {
+        EnforcementLevel::Partial
+    };
+    let mut label = String::from("sandboxed: landlock");
+    if seccomp.is_some() {
+        label.push_str("+seccomp");
+    }
+    Enforcement {
+        backend: BackendKind::Landlock,
+        mode: policy.mode,
+        level,
+        label,
+        namespaces: Vec::new(),
+        network_allowed: policy.network,
+        network_enforced_by,
+        no_new_privs: nnp,
+        capabilities_dropped: caps,
+        seccomp,
+        landlock: Some(landlock),
+        masked_paths: policy
+            .existing_deny_read()
+            .map(|e| e.path.clone())
+            .filter(|p| !skipped.contains(&p.as_path()))
+            .collect(),
+        protected_paths: policy
+            .protected
+            .iter()
+            .map(|e| e.path.clone())
+            .filter(|p| !skipped.contains(&p.as_path()))
+            .collect(),
+        env_removed,
+        partial,
+        external: None,
+    }
+}
