@@ -230,7 +230,6 @@ fn path_without_bwrap_reports_not_found_with_install_hint() {
 }
 
 #[test]
-#[ignore = "waits for the landlock tier merge (branch tier): auto then falls back to landlock"]
 fn bwrap_unavailable_reports_the_landlock_tier_and_partial_items() {
     let e = env(None);
     std::fs::write(

@@ -414,7 +414,37 @@ pub async fn run_all(cx: &ProbeCtx<'_>) -> (Vec<Row>, Option<ExecOutcome>) {
         network(cx),
         status(cx)
     );
+    let d = known_limitation(
+        d,
+        &cx.scratch.workspace.join(".git/hooks"),
+        outcome.as_ref(),
+    );
     let mut rows = vec![a, b, c, d, e];
     rows.append(&mut st);
     (rows, outcome)
+}
+
+/// A probe that failed on an item the backend itself reports as not
+/// enforced (e.g. the landlock tier cannot keep `.git/hooks` read-only
+/// inside the writable workspace) is a known, declared limitation: `warn`
+/// with the backend's own line, not `fail`. Anything undeclared stays `fail`.
+fn known_limitation(mut r: Row, path: &Path, outcome: Option<&ExecOutcome>) -> Row {
+    if r.status != Status::Fail {
+        return r;
+    }
+    let needle = path.to_string_lossy();
+    let declared = outcome.and_then(|o| {
+        o.enforcement
+            .partial
+            .iter()
+            .find(|l| l.contains("not enforced") && l.contains(needle.as_ref()))
+            .cloned()
+    });
+    if let Some(line) = declared {
+        r.status = Status::Warn;
+        r = r
+            .detail(format!("declared by the backend: {line}"))
+            .fix("install bubblewrap (the bwrap backend enforces this); see docs/LANDLOCK.md");
+    }
+    r
 }

@@ -1,11 +1,8 @@
 //! Which backend the host would use here — the single place doctor asks.
 //!
-//! Today: `auto` on Linux = bwrap if its functional probe passes
-//! (`host::select::probe_bwrap`, cached per process), otherwise nothing,
-//! because the landlock tier is not part of this build. When the tier
-//! lands, the body of [`auto_backend`] becomes a call to
-//! `host::select::select_auto(policy, settings)` and nothing else in
-//! doctor changes.
+//! `auto` on Linux is the host's own decision (`host::select_auto`): bwrap
+//! if its functional probe passes (cached per process), else the landlock
+//! tier if the kernel enforces Landlock, else nothing (runs fail with 125).
 
 use crate::host::{BackendChoice, BackendKind, HostError, HostSettings};
 use crate::policy::SandboxPolicy;
@@ -49,10 +46,10 @@ fn try_bwrap(
     crate::host::select::probe_bwrap(policy, settings).map_err(unavailable_parts)
 }
 
-const NO_TIER: &str = "landlock tier not available in this build";
+/// The fix for a missing bubblewrap.
+const BWRAP_FIX: &str = "install bubblewrap (Debian/Ubuntu: sudo apt install bubblewrap) and make sure user namespaces are allowed (see the userns row)";
 
-/// The backend `--backend auto` selects on this host (swap point for
-/// `host::select::select_auto` at the tier merge).
+/// The backend `--backend auto` selects on this host.
 pub fn auto_backend(policy: &SandboxPolicy, settings: &HostSettings) -> Selection {
     if cfg!(target_os = "windows") {
         return Selection::none(
@@ -63,24 +60,53 @@ pub fn auto_backend(policy: &SandboxPolicy, settings: &HostSettings) -> Selectio
     }
     if cfg!(target_os = "macos") {
         return Selection::none(
-            "the Seatbelt backend is not wired into host::run in this build",
+            "doctor does not probe Seatbelt runs yet",
             Some("see the seatbelt row: sandbox-exec itself is checked".into()),
-            vec!["seatbelt: run path not wired".into()],
+            vec!["seatbelt: not probed".into()],
         );
     }
-    match try_bwrap(policy, settings) {
-        Ok(()) => Selection {
+    let sel = crate::host::select_auto::select_auto(policy, settings);
+    let considered: Vec<String> = sel
+        .considered
+        .iter()
+        .map(|(k, r)| match r {
+            Ok(()) => format!("{k}: ok"),
+            Err(e) => format!("{k}: {e}"),
+        })
+        .collect();
+    let why_not = |kind: BackendKind| {
+        sel.considered
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .and_then(|(_, r)| r.clone().err())
+            .unwrap_or_default()
+    };
+    match sel.chosen {
+        Some(BackendKind::Bwrap) => Selection {
             chosen: Some(BackendKind::Bwrap),
             reason: "bwrap started and ran the probe command".into(),
             remedy: None,
-            considered: vec!["bwrap: ok".into()],
+            considered,
         },
-        Err((why, remedy)) => Selection::none(
-            format!("bwrap unavailable ({why}); {NO_TIER}"),
-            Some(remedy.unwrap_or_else(|| {
-                "install bubblewrap (Debian/Ubuntu: sudo apt install bubblewrap) and make sure user namespaces are allowed (see the userns row)".into()
-            })),
-            vec![format!("bwrap: {why}"), format!("landlock: {NO_TIER}")],
+        Some(BackendKind::Landlock) => Selection {
+            chosen: Some(BackendKind::Landlock),
+            reason: format!(
+                "bwrap unavailable ({}); the landlock tier (no namespaces) enforces what the kernel allows",
+                why_not(BackendKind::Bwrap)
+            ),
+            remedy: Some(BWRAP_FIX.into()),
+            considered,
+        },
+        _ => Selection::none(
+            format!(
+                "no sandbox: bwrap unavailable ({}); landlock unavailable ({})",
+                why_not(BackendKind::Bwrap),
+                why_not(BackendKind::Landlock)
+            ),
+            Some(format!(
+                "{BWRAP_FIX}; or run on a kernel with Landlock enabled (Linux 5.13+, `lsm=landlock,…` on the kernel command line)"
+            )),
+            considered,
         ),
     }
 }
@@ -100,11 +126,19 @@ pub fn configured_backend(policy: &SandboxPolicy, settings: &HostSettings) -> Se
                 Selection::none(format!("configured backend bwrap: {why}"), remedy, vec![])
             }
         },
-        BackendChoice::Landlock => Selection::none(
-            format!("configured backend landlock: {NO_TIER}"),
-            Some("set [sandbox] backend = \"auto\"".into()),
-            vec![],
-        ),
+        BackendChoice::Landlock => match crate::host::select_auto::landlock_available() {
+            Ok(()) => Selection {
+                chosen: Some(BackendKind::Landlock),
+                reason: "configured backend landlock: the kernel enforces Landlock".into(),
+                remedy: None,
+                considered: vec!["landlock (configured): ok".into()],
+            },
+            Err(why) => Selection::none(
+                format!("configured backend landlock: {why}"),
+                Some("set [sandbox] backend = \"auto\"".into()),
+                vec![],
+            ),
+        },
         BackendChoice::Seatbelt if cfg!(not(target_os = "macos")) => Selection::none(
             "configured backend seatbelt exists only on macOS",
             Some("set [sandbox] backend = \"auto\"".into()),
@@ -139,10 +173,16 @@ mod tests {
 
     #[test]
     fn explicit_choices_that_cannot_sandbox_here_select_nothing_with_a_reason() {
+        // Landlock: chosen exactly when the kernel (and the test seam) allow it.
         let l = with(BackendChoice::Landlock);
-        assert_eq!(l.chosen, None);
-        assert!(l.reason.contains(NO_TIER), "{}", l.reason);
-        assert!(l.remedy.is_some());
+        match crate::host::select_auto::landlock_available() {
+            Ok(()) => assert_eq!(l.chosen, Some(BackendKind::Landlock)),
+            Err(why) => {
+                assert_eq!(l.chosen, None);
+                assert!(l.reason.contains(&why), "{}", l.reason);
+                assert!(l.remedy.is_some());
+            }
+        }
 
         let n = with(BackendChoice::None);
         assert_eq!(n.chosen, None);

@@ -66,12 +66,12 @@ fn reason_of(e: &HostError) -> String {
 }
 
 #[cfg(target_os = "linux")]
-fn landlock_available() -> Result<(), String> {
+pub fn landlock_available() -> Result<(), String> {
     super::linux::landlock_tier::available()
 }
 
 #[cfg(not(target_os = "linux"))]
-fn landlock_available() -> Result<(), String> {
+pub fn landlock_available() -> Result<(), String> {
     Err("Landlock exists only on Linux".into())
 }
 

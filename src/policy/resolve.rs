@@ -27,6 +27,10 @@ const ENV_SCAN_SKIP: &[&str] = &[
 /// Bounds of the `.env` scan: the scan must stay cheap on huge workspaces.
 const ENV_SCAN_MAX_DEPTH: usize = 8;
 const ENV_SCAN_MAX_ENTRIES: usize = 50_000;
+/// Reasons of the writable roots that get the write-protected table
+/// (toolchain caches do not: see [`resolve`]).
+const WORKSPACE_REASON: &str = "the workspace";
+const EXTRA_ROOT_REASON: &str = "extra writable root";
 
 /// Facts about the host that resolution depends on (injectable for tests).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -375,7 +379,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
         push_unique(
             &mut writable_roots,
             &mut seen_roots,
-            entry(workspace.clone(), true, "the workspace"),
+            entry(workspace.clone(), true, WORKSPACE_REASON),
         );
         for r in &policy.writable_roots {
             let c = std::fs::canonicalize(r).map_err(|source| ResolveError::WritableRoot {
@@ -385,7 +389,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
             push_unique(
                 &mut writable_roots,
                 &mut seen_roots,
-                entry(c, true, "extra writable root"),
+                entry(c, true, EXTRA_ROOT_REASON),
             );
         }
         for (p, why) in cache_roots(policy, facts) {
@@ -401,10 +405,17 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
         }
     }
 
-    // Write-protected paths: only meaningful inside writable roots.
+    // Write-protected paths: only meaningful inside writable roots, and
+    // expanded for the workspace and the roots the user named — not for the
+    // toolchain caches, where `.git/hooks` or `.bashrc` run nothing on the
+    // host (and each entry costs a mount or a rule in every backend).
     let mut protected = Vec::new();
     let mut seen_prot = BTreeSet::new();
-    let roots: Vec<PathBuf> = writable_roots.iter().map(|r| r.path.clone()).collect();
+    let roots: Vec<PathBuf> = writable_roots
+        .iter()
+        .filter(|r| r.reason == WORKSPACE_REASON || r.reason == EXTRA_ROOT_REASON)
+        .map(|r| r.path.clone())
+        .collect();
     for root in &roots {
         for t in tables::PROTECT_WRITE
             .iter()
@@ -573,6 +584,22 @@ mod tests {
         assert!(deny.contains(&ws.join(".env")));
         assert!(deny.contains(&ws.join("app/.env.local")));
         assert!(!deny.contains(&ws.join(".env.example")));
+    }
+
+    #[test]
+    fn caches_are_writable_but_get_no_protected_table() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let ws = t.path().join("ws");
+        fs::create_dir_all(home.join(".npm")).unwrap();
+        fs::create_dir_all(&ws).unwrap();
+        let p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
+        let r = resolve(&p, &facts(&home)).unwrap();
+        let npm = fs::canonicalize(home.join(".npm")).unwrap();
+        assert!(r.writable_roots.iter().any(|e| e.path == npm));
+        assert!(!r.protected.iter().any(|e| e.path.starts_with(&npm)));
+        let ws = fs::canonicalize(&ws).unwrap();
+        assert!(r.protected.iter().any(|e| e.path == ws.join(".envrc")));
     }
 
     #[test]
