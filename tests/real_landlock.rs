@@ -456,7 +456,14 @@ fn report_reflects_the_kernel_and_the_seam() {
     assert_eq!(rep.abi, abi.min(7));
     if abi >= 7 {
         assert_eq!(rep.status, "fully", "{rep:?}");
-        assert!(rep.dropped.is_empty(), "{rep:?}");
+        // Only grants for paths other tests removed meanwhile may be listed:
+        // those make the sandbox stricter and do not lower the level.
+        assert!(
+            rep.dropped
+                .iter()
+                .all(|d| d.starts_with("not granted (stricter)")),
+            "{rep:?}"
+        );
     } else {
         assert_eq!(rep.status, "partially", "{rep:?}");
     }

@@ -124,6 +124,10 @@ pub fn prepare(plan: &LandlockPlan) -> Result<PreparedRuleset, LandlockError> {
         Level::Partially
     };
 
+    // Grants that could not be added (the path vanished or became a symlink
+    // since planning) make the sandbox stricter, never weaker: they are
+    // listed, but do not lower the level.
+    let mut not_granted: Vec<String> = Vec::new();
     let mut created = None;
     if !requested_nothing {
         let mut rs = Ruleset::default().set_compatibility(CompatLevel::BestEffort);
@@ -147,20 +151,26 @@ pub fn prepare(plan: &LandlockPlan) -> Result<PreparedRuleset, LandlockError> {
             {
                 Ok(f) => f,
                 Err(e) => {
-                    dropped.push(format!("rule {}: cannot open ({e})", rule.path.display()));
+                    not_granted.push(format!(
+                        "not granted (stricter): {}: cannot open ({e})",
+                        rule.path.display()
+                    ));
                     continue;
                 }
             };
             let ft = match f.metadata() {
                 Ok(m) => m.file_type(),
                 Err(e) => {
-                    dropped.push(format!("rule {}: cannot stat ({e})", rule.path.display()));
+                    not_granted.push(format!(
+                        "not granted (stricter): {}: cannot stat ({e})",
+                        rule.path.display()
+                    ));
                     continue;
                 }
             };
             if ft.is_symlink() {
-                dropped.push(format!(
-                    "rule {}: became a symlink after planning; not granted",
+                not_granted.push(format!(
+                    "not granted (stricter): {}: became a symlink after planning",
                     rule.path.display()
                 ));
                 continue;
@@ -189,6 +199,7 @@ pub fn prepare(plan: &LandlockPlan) -> Result<PreparedRuleset, LandlockError> {
     } else {
         Level::Partially
     };
+    dropped.extend(not_granted);
     Ok(PreparedRuleset {
         created,
         crate_level,
