@@ -115,9 +115,21 @@ mod imp {
             .args(["--", "true"])
             .current_dir(&ws)
             .stdin(Stdio::null());
+        // The helper the product uses: the small binary next to codewhale.
+        let small = std::path::Path::new(&bin).with_file_name("codewhale-sandbox-helper");
+        let helper: std::path::PathBuf = if small.is_file() {
+            small
+        } else {
+            bin.clone().into()
+        };
         let settings = HostSettings {
             backend: BackendChoice::Landlock,
-            helper_exe: Some(bin.clone().into()),
+            helper_exe: Some(helper.clone()),
+            ..HostSettings::default()
+        };
+        let bw_settings = HostSettings {
+            backend: BackendChoice::Bwrap,
+            helper_exe: Some(helper.clone()),
             ..HostSettings::default()
         };
         let req = ExecRequest::new(vec!["true".into()]);
@@ -128,9 +140,18 @@ mod imp {
             assert_eq!(out.exit, ExitKind::Code(0), "{out:?}");
             d
         };
+        // The agent's hot path: host::run from inside codewhale (no CLI start).
+        let lib_bw = || {
+            let t = Instant::now();
+            let out = run_blocking(&policy, &bw_settings, &req).expect("bwrap tier");
+            let d = t.elapsed();
+            assert_eq!(out.exit, ExitKind::Code(0), "{out:?}");
+            d
+        };
 
         let (mut bare, mut rawt, mut cw) = (Vec::new(), Vec::new(), Vec::new());
         let (mut nol, mut ll, mut lib) = (Vec::new(), Vec::new(), Vec::new());
+        let mut libbw = Vec::new();
         for i in 0..(WARMUP + ITERATIONS) {
             let b = time(&mut bare_c);
             let r = time(&mut raw_c);
@@ -143,7 +164,9 @@ mod imp {
             let n = time(&mut cw_nol);
             let l = time(&mut ll_c);
             let li = lib_ll();
+            let lb = lib_bw();
             if i >= WARMUP {
+                libbw.push(lb);
                 bare.push(b);
                 rawt.push(r);
                 cw.push(c);
@@ -184,6 +207,16 @@ mod imp {
         );
         let (n, l, li) = (median(nol), median(ll), median(lib));
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let lb = median(libbw);
+        println!(
+            "  bwrap tier, library (host::run, the agent's path): {:>8.2} ms",
+            ms(lb)
+        );
+        println!(
+            "  ratio bwrap library / raw bwrap:  {:>8.2}x (target <= 1.30x)",
+            lb.as_secs_f64() / r.as_secs_f64()
+        );
+        println!("  helper stage binary: {}", helper.display());
         println!("  bwrap, Landlock inside off:    {:>8.2} ms", ms(n));
         println!(
             "  Landlock inside bwrap costs:   {:>8.2} ms ({:.2}x)",
