@@ -186,3 +186,43 @@ fn explain_prints_the_exact_landlock_ruleset_and_seccomp_table() {
     let v = explain(&fx, "bwrap");
     assert_eq!(v["landlock"]["tier"], "inside-bwrap", "{}", v["landlock"]);
 }
+
+/// `[sandbox.landlock] protect_in_writable = "carve"` reaches the tier: the
+/// default (yield) lets a `.git/hooks` write through and reports it; with
+/// carve configured the same write is denied and nothing lands on the host.
+#[test]
+fn config_makes_the_landlock_tier_carve_protected_paths() {
+    let fx = Fx::new();
+    let hook = fx.ws.join(".git/hooks/pre-commit");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    let run = |fx: &Fx| {
+        Command::new(BIN)
+            .args(["sandbox", "run", "--backend", "landlock", "-C"])
+            .arg(&fx.ws)
+            .args(["--", "sh", "-c", "echo evil > .git/hooks/pre-commit"])
+            .env("HOME", &fx.home)
+            .env_remove("CODEWHALE_HOME")
+            .env_remove("CARGO_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // Default: yield — the write goes through (the report says so; see
+    // the catalogue suite), which is the positive control here.
+    let out = run(&fx);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(hook.exists(), "control: the default tier does not carve");
+    std::fs::remove_file(&hook).unwrap();
+
+    let cfg = fx.home.join(".codewhale");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(
+        cfg.join("config.toml"),
+        "[sandbox.landlock]\nprotect_in_writable = \"carve\"\n",
+    )
+    .unwrap();
+    let out = run(&fx);
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    assert!(!hook.exists(), "carve: the hook must not reach the host");
+}

@@ -56,7 +56,10 @@ mod imp {
         resolved: &ResolvedPolicy,
         json: bool,
     ) -> anyhow::Result<()> {
-        let plan = landlock::plan(resolved, &landlock_tier::options(Some(tmp_stand_in())))?;
+        let plan = landlock::plan(
+            resolved,
+            &landlock_tier::options(resolved, Some(tmp_stand_in())),
+        )?;
         let seccomp_opts = landlock_tier::seccomp_options(resolved.network);
         let rules = seccomp::rules(&seccomp_opts);
         let available = landlock_tier::available();

@@ -108,6 +108,8 @@ pub struct SandboxSection {
     pub allow_unsandboxed: Option<bool>,
     pub env: EnvSection,
     pub caches: CacheSection,
+    /// `[sandbox.landlock]`: the landlock tier's hole strategies.
+    pub landlock: crate::policy::LandlockHoles,
 }
 
 /// `[sandbox.env]`.
@@ -140,6 +142,7 @@ impl SandboxSection {
         }
         p.extra_deny_read = self.deny_read.clone();
         p.extra_protect_write = self.protect_write.clone();
+        p.landlock = self.landlock;
         p.env.keep = self.env.keep.clone();
         p.env.set = self.env.set.clone();
         if let Some(s) = self.env.scrub_secrets {

@@ -131,6 +131,45 @@ impl CachePolicy {
     }
 }
 
+/// What the landlock tier does with a hole (a deny-read or write-protected
+/// path) inside a writable root. Landlock rights on a directory cover new
+/// entries created in it, so enforcing such a hole has a price; see
+/// `docs/LANDLOCK.md`. The bwrap tier enforces both with mounts at no price
+/// and ignores this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HoleStrategy {
+    /// Enforce the hole; the directories on its path lose the right on
+    /// themselves, so entries created there during the run do not get it
+    /// (reported as `over-restricted`).
+    Carve,
+    /// Keep the writable root whole; the hole is not enforced (reported as
+    /// `not-enforced`).
+    Yield,
+}
+
+/// `[sandbox.landlock]`: the landlock tier's two hole strategies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LandlockHoles {
+    /// Deny-read paths (a workspace `.env`) inside writable roots. Default
+    /// carve: a leaked secret cannot be taken back.
+    pub deny_read_in_writable: HoleStrategy,
+    /// Write-protected paths (`.git/hooks`, `.envrc`, …) inside writable
+    /// roots. Default yield: carving forbids creating files in the
+    /// workspace root and breaks `git commit`.
+    pub protect_in_writable: HoleStrategy,
+}
+
+impl Default for LandlockHoles {
+    fn default() -> Self {
+        LandlockHoles {
+            deny_read_in_writable: HoleStrategy::Carve,
+            protect_in_writable: HoleStrategy::Yield,
+        }
+    }
+}
+
 /// The complete, serialisable sandbox policy.
 ///
 /// Round-trips through TOML and JSON; the in-sandbox helper stage receives it
@@ -161,6 +200,9 @@ pub struct SandboxPolicy {
     pub extra_protect_write: Vec<String>,
     #[serde(default)]
     pub env: EnvPolicy,
+    /// The landlock tier's hole strategies (`[sandbox.landlock]`).
+    #[serde(default)]
+    pub landlock: LandlockHoles,
 }
 
 fn yes() -> bool {
@@ -180,6 +222,7 @@ impl SandboxPolicy {
             extra_deny_read: Vec::new(),
             extra_protect_write: Vec::new(),
             env: EnvPolicy::default(),
+            landlock: LandlockHoles::default(),
         }
     }
 
@@ -210,6 +253,7 @@ mod tests {
         p.extra_deny_read.push("~/.secret".into());
         p.env.keep.push("GITHUB_TOKEN".into());
         p.env.set.insert("LANG".into(), "C.UTF-8".into());
+        p.landlock.protect_in_writable = HoleStrategy::Carve;
         p
     }
 

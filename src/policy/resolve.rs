@@ -6,7 +6,7 @@
 //! Landlock ruleset and the Seatbelt parameters agree by construction.
 
 use super::tables::{self, Anchor, Entry};
-use super::{EnvPolicy, SandboxMode, SandboxPolicy};
+use super::{EnvPolicy, LandlockHoles, SandboxMode, SandboxPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -124,6 +124,9 @@ pub struct ResolvedPolicy {
     pub deny_read: Vec<PathEntry>,
     pub homes: Vec<PathBuf>,
     pub env: EnvPolicy,
+    /// The landlock tier's hole strategies.
+    #[serde(default)]
+    pub landlock: LandlockHoles,
     /// Things resolution could not do (for the `Enforcement` report).
     pub notes: Vec<String>,
 }
@@ -510,6 +513,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
         deny_read,
         homes: facts.homes.clone(),
         env: policy.env.clone(),
+        landlock: policy.landlock,
         notes,
     })
 }

@@ -184,6 +184,7 @@ pub fn resolved(c: Cell) -> ResolvedPolicy {
         deny_read,
         homes: vec![PathBuf::from(HOME)],
         env: EnvPolicy::default(),
+        landlock: Default::default(),
         notes: Vec::new(),
     }
 }

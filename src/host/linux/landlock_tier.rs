@@ -81,11 +81,14 @@ fn unavailable(reason: String) -> HostError {
     }
 }
 
-/// The options this tier plans with (kernel ABI, seam, per-run tmp dir).
-pub fn options(tmp_dir: Option<PathBuf>) -> LandlockOptions {
+/// The options this tier plans with (kernel ABI, seam, per-run tmp dir,
+/// the policy's hole strategies from `[sandbox.landlock]`).
+pub fn options(policy: &ResolvedPolicy, tmp_dir: Option<PathBuf>) -> LandlockOptions {
     let mut opts = LandlockOptions::detect(Tier::NoNamespaces);
     opts.max_abi = max_abi_seam();
     opts.tmp_dir = tmp_dir;
+    opts.deny_read_in_writable = policy.landlock.deny_read_in_writable;
+    opts.protect_in_writable = policy.landlock.protect_in_writable;
     opts
 }
 
@@ -113,7 +116,7 @@ pub fn run(
         .map_err(|e| HostError::io("creating the per-run temporary directory", e))?;
     let tmp_path = std::fs::canonicalize(tmp.path())
         .map_err(|e| HostError::io("resolving the per-run temporary directory", e))?;
-    let plan = landlock::plan(policy, &options(Some(tmp_path.clone())))
+    let plan = landlock::plan(policy, &options(policy, Some(tmp_path.clone())))
         .map_err(|e| unavailable(e.to_string()))?;
     let prepared = landlock::prepare(&plan).map_err(|e| unavailable(e.to_string()))?;
     if !prepared.enforces_anything() {

@@ -55,17 +55,7 @@ pub enum Tier {
 
 /// What to do with a hole whose carving would cost the writable root
 /// something (see `docs/LANDLOCK.md`, "holes inside writable roots").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum HoleStrategy {
-    /// Enforce the hole; the directories on its path lose the right on
-    /// themselves, so entries created there during the run do not get it
-    /// (reported as `over-restricted`).
-    Carve,
-    /// Keep the writable root whole; the hole is not enforced (reported as
-    /// `not-enforced`).
-    Yield,
-}
+pub use crate::policy::HoleStrategy;
 
 /// Inputs of [`plan`] besides the resolved policy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
