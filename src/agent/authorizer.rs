@@ -15,24 +15,9 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 
-/// What the gates said. Ordered so "strictest wins" is `max`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    Allow,
-    Ask,
-    Deny,
-}
-
-impl Decision {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Allow => "allow",
-            Decision::Ask => "ask",
-            Decision::Deny => "deny",
-        }
-    }
-}
+/// What the gates said: the pipeline's own ordered decision (strictest
+/// wins is `max`).
+pub use crate::authz::Decision;
 
 /// Who produced a decision (the spec's vocabulary, `AUTHORIZATION.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
