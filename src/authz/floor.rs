@@ -224,7 +224,7 @@ pub fn credential_upload(a: &Analysis, ctx: &FloorContext) -> Option<String> {
     for p in &net {
         if let Some(why) = piece_credential(p, ctx) {
             return Some(format!(
-                "credential upload: `{}` sends data from {why}",
+                "credential upload: `{}` sends a file out, and {why}",
                 p.display()
             ));
         }
