@@ -15,10 +15,8 @@
 //! recorded with its error and the run goes on: snapshots are a safety net,
 //! not a precondition for the tools.
 
-/// The tools that write files (a turn using any of them is snapshotted).
-const WRITE_TOOLS: &[&str] = &["write_file", "edit_file", "apply_patch"];
-
 use super::output::Emitter;
+use super::tools::WRITE_TOOLS;
 use crate::session::{ChangedFile, Event, SessionError, SessionLog, SNAPSHOT_EVENTS_VERSION};
 use crate::snapshot::{Label, Opened, SnapshotId, SnapshotMeta, SnapshotStore};
 use serde_json::{json, Value};

@@ -11,8 +11,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-const READ_TOOLS: &[&str] = &["read_file", "list_dir", "search"];
-const WRITE_TOOLS: &[&str] = &["write_file", "edit_file", "apply_patch"];
+use crate::agent::tools::{READ_TOOLS, WRITE_TOOLS};
 
 /// Everything recorded about one tool call.
 #[derive(Default)]

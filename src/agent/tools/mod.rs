@@ -29,6 +29,13 @@ pub const ALL_TOOLS: &[&str] = &[
     "shell",
 ];
 
+/// The tools that only read (run without asking in Ask; never snapshotted).
+pub const READ_TOOLS: &[&str] = &["read_file", "list_dir", "search"];
+
+/// The file tools that write: snapshotted before they run, and shown as
+/// file changes in receipts.
+pub const WRITE_TOOLS: &[&str] = &["write_file", "edit_file", "apply_patch"];
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
