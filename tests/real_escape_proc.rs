@@ -708,3 +708,62 @@ fn host_run_from_a_multi_thread_runtime() {
         }
     }
 }
+
+/// Many runs started at the same moment in one writable root (parallel tool
+/// calls; doctor's concurrent probes) all get sandboxed: the placeholders
+/// they add and remove make plans go stale, and the host re-plans with a
+/// growing back-off instead of failing. Each run also writes a file, so a
+/// run that silently did nothing cannot pass.
+#[test]
+fn simultaneous_runs_in_one_root_all_succeed() {
+    use codewhale::host::{self, BackendChoice, ExecRequest, HostSettings};
+    use codewhale::policy::{SandboxMode, SandboxPolicy};
+    let fx = Fx::new();
+    std::fs::create_dir_all(fx.ws.join("sub")).unwrap();
+    std::env::set_var("HOME", &fx.home);
+    std::env::remove_var("CARGO_HOME");
+    std::env::remove_var("XDG_CACHE_HOME");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(8)
+        .enable_all()
+        .build()
+        .unwrap();
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &fx.ws);
+    let settings = HostSettings {
+        backend: if no_bwrap() {
+            BackendChoice::Landlock
+        } else {
+            BackendChoice::Bwrap
+        },
+        helper_exe: Some(BIN.into()),
+        ..HostSettings::default()
+    };
+    let outcomes = rt.block_on(async {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let (policy, settings) = (policy.clone(), settings.clone());
+                tokio::spawn(async move {
+                    let req = ExecRequest::new(vec![
+                        "sh".into(),
+                        "-c".into(),
+                        format!("echo {i} > sub/par-{i}.txt"),
+                    ]);
+                    host::run(&policy, &settings, req).await
+                })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for h in handles {
+            out.push(h.await.unwrap());
+        }
+        out
+    });
+    for (i, o) in outcomes.into_iter().enumerate() {
+        let o = o.unwrap_or_else(|e| panic!("run {i} was not sandboxed: {e}"));
+        assert_eq!(o.exit, codewhale::host::ExitKind::Code(0), "run {i}: {o:?}");
+        assert!(o.enforcement.is_sandboxed());
+        let f = fx.ws.join(format!("sub/par-{i}.txt"));
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), format!("{i}\n"));
+    }
+}

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 /// How often a run re-resolves after a concurrent run changed a protected path.
 #[cfg(target_os = "linux")]
-const STALE_RETRIES: u32 = 5;
+const STALE_RETRIES: u32 = 12;
 
 /// Timeout of the functional probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -85,7 +85,14 @@ pub(crate) fn run_bwrap(
         match super::linux::bwrap_spawn::run(&resolved, &bwrap, settings.helper_exe.as_deref(), req)
         {
             // A concurrent run's placeholder came or went: resolve again.
-            Err(HostError::Stale(_)) if attempt < STALE_RETRIES => attempt += 1,
+            Err(HostError::Stale(_)) if attempt < STALE_RETRIES => {
+                // Concurrent runs in the same root (parallel tool calls,
+                // doctor's probes) keep adding and removing placeholders:
+                // back off a little more each time so they settle instead
+                // of racing in lock-step until the retries run out.
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(5 * u64::from(attempt)));
+            }
             other => return other,
         }
     }
