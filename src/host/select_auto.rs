@@ -164,7 +164,7 @@ pub fn run_landlock(
         }
     }
     let resolved = resolve(policy, &HostFacts::detect())?;
-    super::linux::landlock_tier::run(&resolved, settings, req, note)
+    super::linux::landlock_tier::run(&resolved, req, note)
 }
 
 #[cfg(not(target_os = "linux"))]

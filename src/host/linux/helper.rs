@@ -241,13 +241,13 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString], subreaper: bool
         }
         if let Some(code) = reap(pid) {
             if subreaper {
-                super::reaper::kill_descendants();
+                super::reaper::kill_descendants(|_, _| {});
             }
             return code;
         }
         if fds[0].revents != 0 && subreaper {
             // Timeout or codewhale gone: take the command's tree down.
-            super::reaper::kill_descendants();
+            super::reaper::kill_descendants(|_, _| {});
             return crate::exit::SANDBOX_SETUP;
         }
         if fds[0].revents != 0 {
@@ -262,7 +262,7 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString], subreaper: bool
     loop {
         if let Some(code) = reap(pid) {
             if subreaper {
-                super::reaper::kill_descendants();
+                super::reaper::kill_descendants(|_, _| {});
             }
             return code;
         }

@@ -19,13 +19,14 @@
 //! lifeline hangs up). Signals and ptrace towards host processes are denied
 //! by Landlock's signal scope (ABI ≥ 6) and seccomp's ptrace rule.
 
-use super::bwrap_spawn::read_status;
-use super::helper::{HelperSpec, HelperStatus, SUBCOMMAND};
+use super::forked_stage::{read_stage_status, Stage, StageStatus};
+use super::helper::HelperStatus;
 use super::landlock::{self, LandlockOptions, LandlockPlan, PartialKind, Tier};
-use super::seccomp::SeccompOptions;
-use crate::host::enforcement::{Enforcement, EnforcementLevel, LandlockReport};
+use super::landlock_cache;
+use super::seccomp::{denied_names, SeccompOptions};
+use crate::host::enforcement::{Enforcement, EnforcementLevel, LandlockReport, SeccompReport};
 use crate::host::request::{ExecOutcome, ExecRequest};
-use crate::host::{supervise, BackendKind, HostError, HostSettings};
+use crate::host::{supervise, BackendKind, HostError};
 use crate::policy::ResolvedPolicy;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -105,25 +106,18 @@ pub fn seccomp_options(network: bool) -> SeccompOptions {
 /// here) is added to the report's partial list.
 pub fn run(
     policy: &ResolvedPolicy,
-    settings: &HostSettings,
     req: &ExecRequest,
     note: Option<String>,
 ) -> Result<ExecOutcome, HostError> {
     available().map_err(unavailable)?;
-    let tmp = tempfile::Builder::new()
-        .prefix("codewhale-run-")
-        .tempdir()
-        .map_err(|e| HostError::io("creating the per-run temporary directory", e))?;
-    let tmp_path = std::fs::canonicalize(tmp.path())
-        .map_err(|e| HostError::io("resolving the per-run temporary directory", e))?;
-    let plan = landlock::plan(policy, &options(policy, Some(tmp_path.clone())))
-        .map_err(|e| unavailable(e.to_string()))?;
-    let prepared = landlock::prepare(&plan).map_err(|e| unavailable(e.to_string()))?;
+    let entry = landlock_cache::checkout(policy, &options(policy, None), unavailable)?;
+    let prepared = entry.ruleset()?;
     if !prepared.enforces_anything() {
         return Err(unavailable(
             "Landlock would enforce nothing on this kernel".into(),
         ));
     }
+    let tmp_path = entry.tmp_path.clone();
     let report = prepared.report().clone();
 
     let (read_end, write_end): (OwnedFd, OwnedFd) =
@@ -132,20 +126,7 @@ pub fn run(
     let (life_read, life_write): (OwnedFd, OwnedFd) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| HostError::io("creating the lifeline pipe", e.into()))?;
-    let spec = HelperSpec {
-        status_fd: write_end.as_raw_fd(),
-        lifeline_fd: Some(life_read.as_raw_fd()),
-        seccomp: seccomp_options(policy.network),
-        landlock: None,
-        subreaper: true,
-    };
-    let json = serde_json::to_string(&spec)
-        .map_err(|e| HostError::io("encoding the helper spec", e.into()))?;
-    let exe = match &settings.helper_exe {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .map_err(|e| HostError::io("locating the codewhale binary", e))?,
-    };
+    let seccomp = seccomp_options(policy.network);
     let base_env: Vec<(String, String)> = match &req.env {
         Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         None => std::env::vars().collect(),
@@ -155,46 +136,88 @@ pub fn run(
     for k in ["TMPDIR", "TMP", "TEMP"] {
         scrubbed.vars.insert(k.to_string(), tmp_str.clone());
     }
-    let mut cmd = std::process::Command::new(&exe);
-    cmd.args([SUBCOMMAND, "--spec", &json, "--"])
-        .args(&req.argv)
-        .env_clear()
-        .envs(&scrubbed.vars)
-        .current_dir(req.cwd.as_deref().unwrap_or(&policy.workspace));
-    let mut prepared = prepared;
-    // SAFETY: the hook only calls prctl and landlock_restrict_self on an fd
-    // prepared before fork, and allocates nothing on success (see
-    // `PreparedRuleset::restrict_self`).
+    let Some(program) = req.argv.first() else {
+        return Err(HostError::NotFound(String::new()));
+    };
+    let cwd = req.cwd.clone().unwrap_or_else(|| policy.workspace.clone());
+    // Looked up here, with the command's PATH, as a shell would; whether
+    // the sandbox lets it run is the kernel's answer to `execve`.
+    // A name with a slash is taken as is (relative to the cwd), as a
+    // shell does: `execve` then says not found or not executable.
+    let path = if program.contains('/') {
+        cwd.join(program)
+    } else {
+        which::which_in(program, scrubbed.vars.get("PATH"), &cwd)
+            .map_err(|_| HostError::NotFound(program.clone()))?
+    };
+    let mut stage = Stage::new(
+        prepared,
+        &seccomp,
+        write_end.as_raw_fd(),
+        life_read.as_raw_fd(),
+        &path,
+        &req.argv,
+        scrubbed.vars.iter().map(|(k, v)| (k.clone(), v.clone())),
+    )
+    .map_err(|e| unavailable(e.to_string()))?;
+    // std needs a program; the stage never returns to it (it execs the
+    // command itself, see `forked_stage`).
+    let mut cmd = std::process::Command::new(&path);
+    cmd.current_dir(&cwd);
+    // SAFETY: the hook makes raw system calls only, on memory prepared
+    // before the fork (see `forked_stage`).
     unsafe {
-        cmd.pre_exec(move || prepared.pre_exec_hook());
+        cmd.pre_exec(move || stage.pre_exec_hook());
     }
     let sup = supervise::run_with_lifeline(cmd, vec![write_end, life_read], req, life_write);
-    let status = read_status(read_end);
-    let sup = sup.map_err(|e| match e {
-        HostError::Io { context, source } => unavailable(format!(
-            "{context}: {source} (applying the Landlock ruleset or starting the helper failed)"
-        )),
-        other => other,
-    })?;
-    let helper = match status {
-        Some(HelperStatus::SetupFailed { error }) => {
-            return Err(unavailable(format!("the helper stage failed: {error}")))
+    let status = read_stage_status(read_end);
+    let sup = match (sup, &status) {
+        (Ok(s), _) => s,
+        (Err(e), StageStatus::Failed { step, error }) => {
+            return Err(unavailable(format!(
+                "{step}: {error} (the command did not run; spawn: {e})"
+            )))
         }
-        Some(s) => s,
-        None if sup.timed_out => {
+        (Err(HostError::Io { context, source }), _) => {
+            return Err(unavailable(format!(
+                "{context}: {source} (starting the sandbox stage failed)"
+            )))
+        }
+        (Err(other), _) => return Err(other),
+    };
+    let helper = match status {
+        StageStatus::Applied => HelperStatus::Applied {
+            no_new_privs: true,
+            capabilities_dropped: true,
+            seccomp: SeccompReport {
+                installed: true,
+                denied: denied_names(&seccomp),
+            },
+            landlock: Some(report.clone()),
+        },
+        StageStatus::Failed { step, error } => return Err(unavailable(format!("{step}: {error}"))),
+        // Every protection was in force and exec failed: shell semantics.
+        StageStatus::ExecFailed(libc::ENOENT) => return Err(HostError::NotFound(program.clone())),
+        StageStatus::ExecFailed(errno) => {
+            return Err(HostError::NotExecutable {
+                path: path.clone(),
+                reason: std::io::Error::from_raw_os_error(errno).to_string(),
+            })
+        }
+        StageStatus::Silent if sup.timed_out => {
             return Err(unavailable(
                 "timed out before the sandbox was set up".into(),
             ))
         }
-        None => {
+        StageStatus::Silent => {
             return Err(unavailable(format!(
-                "the helper stage did not report: {}",
+                "the sandbox stage did not report: {}",
                 String::from_utf8_lossy(&sup.stderr.bytes).trim()
             )))
         }
     };
-    drop(tmp);
-    let mut enforcement = enforcement(policy, &plan, report, &helper, scrubbed.removed);
+    let mut enforcement = enforcement(policy, &entry.plan, report, &helper, scrubbed.removed);
+    landlock_cache::give_back(entry);
     if let Some(n) = note {
         enforcement.partial.insert(0, n);
     }

@@ -10,9 +10,13 @@ pub mod bwrap_spawn;
 #[cfg(target_os = "linux")]
 pub mod caps;
 #[cfg(target_os = "linux")]
+pub mod forked_stage;
+#[cfg(target_os = "linux")]
 pub mod helper;
 #[cfg(target_os = "linux")]
 pub mod landlock;
+#[cfg(target_os = "linux")]
+pub mod landlock_cache;
 #[cfg(target_os = "linux")]
 pub mod landlock_tier;
 #[cfg(target_os = "linux")]

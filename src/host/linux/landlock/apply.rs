@@ -263,6 +263,20 @@ impl PreparedRuleset {
         Ok(())
     }
 
+    /// The kernel ruleset's fd, for applying it with the raw
+    /// `landlock_restrict_self(fd, 0)` system call where the crate cannot
+    /// run (a `clone(CLONE_VM)` child, see `forked_stage`). `None` when the
+    /// kernel enforces nothing (there is no ruleset then). The caller must
+    /// set no_new_privs first; [`report`](Self::report) holds on success,
+    /// as with [`restrict_self`](Self::restrict_self).
+    pub fn into_fd(mut self) -> Result<Option<std::os::fd::OwnedFd>, LandlockError> {
+        match self.created.take() {
+            Some(created) => Ok(created.into()),
+            None if self.crate_level == Level::Not && self.report.status == "not" => Ok(None),
+            None => Err(LandlockError::AlreadyApplied),
+        }
+    }
+
     /// [`restrict_self`](Self::restrict_self) for `CommandExt::pre_exec`:
     /// errors become a raw errno (no allocation after fork).
     pub fn pre_exec_hook(&mut self) -> std::io::Result<()> {

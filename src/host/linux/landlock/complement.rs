@@ -64,6 +64,10 @@ pub struct WalkStats {
     pub entries_seen: usize,
     /// Symlinks skipped (never granted, never followed).
     pub symlinks_skipped: usize,
+    /// The directories listed, in walk order: a cached plan is only reused
+    /// while none of them changed (see `landlock_cache`).
+    #[serde(skip)]
+    pub listed: Vec<PathBuf>,
 }
 
 /// What one walk produced.
@@ -107,6 +111,7 @@ pub fn complement(root: &Path, holes: &[PathBuf]) -> Walk {
 fn carve(dir: &Path, node: &Node, walk: &mut Walk) {
     walk.carved.push(dir.to_path_buf());
     walk.stats.dirs_listed += 1;
+    walk.stats.listed.push(dir.to_path_buf());
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) => {

@@ -494,6 +494,7 @@ fn add_stats(total: &mut WalkStats, s: &WalkStats) {
     total.dirs_listed += s.dirs_listed;
     total.entries_seen += s.entries_seen;
     total.symlinks_skipped += s.symlinks_skipped;
+    total.listed.extend(s.listed.iter().cloned());
 }
 
 /// Limits of the no-namespace tier that hold whatever the paths are.
