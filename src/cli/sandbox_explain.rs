@@ -84,7 +84,7 @@ mod imp {
         }
         print_plan(&plan);
         println!(
-            "seccomp (helper stage, after Landlock and dropping all capabilities; new session, subreaper):"
+            "seccomp (forked stage, after dropping all capabilities and Landlock; new session; the stage is the subreaper):"
         );
         for r in &rules {
             println!("  {}", seccomp::describe(r));
@@ -133,7 +133,6 @@ pub fn helper_spec_json(
                 resolved,
                 crate::host::linux::landlock_tier::max_abi_seam(),
             )),
-            subreaper: false,
         };
         serde_json::to_string(&spec).unwrap_or_default()
     }

@@ -337,34 +337,46 @@ pub fn run_with(
     req: &ExecRequest,
     parent_death: bool,
 ) -> Result<Supervised, HostError> {
-    run_inner(cmd, keep_fds, req, parent_death, None)
+    run_inner(cmd, keep_fds, req, Spawn::Spawner { parent_death }, None)
 }
 
 /// How long a stage watching a lifeline gets to take its process tree down
 /// after the lifeline was closed, before its group is killed outright.
 const LIFELINE_GRACE: Duration = Duration::from_secs(2);
 
-/// [`run_with`] (light spawn, no parent-death signal) for a child that
-/// watches a lifeline: the landlock tier's helper stage, which is the
-/// subreaper of the command's tree. On timeout the lifeline (our only
-/// write end) is closed first, so the helper kills every descendant —
-/// including `setsid` daemons outside the process group — before it
-/// exits; only if it has not exited after [`LIFELINE_GRACE`] is its group
-/// killed directly.
-pub fn run_with_lifeline(
+/// Supervise a child that watches a lifeline and never execs: the
+/// landlock tier's forked stage, the subreaper of the command's tree. On
+/// timeout the lifeline (our only write end) is closed first, so the stage
+/// kills every descendant — including `setsid` daemons outside the process
+/// group — before it exits; only if it has not exited after
+/// [`LIFELINE_GRACE`] is its group killed directly.
+///
+/// It inherits what it needs by the fork itself (and closes every other
+/// fd on its own), so it is spawned from the calling thread, in its own
+/// process group, with no fd juggling in this process and no hand-off to
+/// the spawner thread (it arms no parent-death signal; the lifeline does
+/// that job).
+pub fn run_forked_stage(
     cmd: Command,
-    keep_fds: Vec<OwnedFd>,
     req: &ExecRequest,
     lifeline: OwnedFd,
 ) -> Result<Supervised, HostError> {
-    run_inner(cmd, keep_fds, req, false, Some(lifeline))
+    run_inner(cmd, Vec::new(), req, Spawn::Stage, Some(lifeline))
+}
+
+/// How [`run_inner`] starts the child.
+enum Spawn {
+    /// [`spawn`] with or without the parent-death signal.
+    Spawner { parent_death: bool },
+    /// From the calling thread, own process group (see [`run_forked_stage`]).
+    Stage,
 }
 
 fn run_inner(
     mut cmd: Command,
     keep_fds: Vec<OwnedFd>,
     req: &ExecRequest,
-    parent_death: bool,
+    how: Spawn,
     mut lifeline: Option<OwnedFd>,
 ) -> Result<Supervised, HostError> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -374,7 +386,14 @@ fn run_inner(
         StdinSpec::Inherit => Stdio::inherit(),
     });
     let start = Instant::now();
-    let mut child = spawn(cmd, keep_fds, parent_death)?;
+    let mut child = match how {
+        Spawn::Spawner { parent_death } => spawn(cmd, keep_fds, parent_death)?,
+        Spawn::Stage => {
+            cmd.process_group(0);
+            cmd.spawn()
+                .map_err(|e| HostError::io("spawning the command", e))?
+        }
+    };
     let pid = child.id() as i32;
 
     if let (StdinSpec::Bytes(bytes), Some(mut stdin)) = (&req.stdin, child.stdin.take()) {

@@ -276,15 +276,44 @@ fn push_unique(list: &mut Vec<PathEntry>, seen: &mut BTreeSet<PathBuf>, e: PathE
     }
 }
 
+/// `std::fs::canonicalize` with the parents' answers remembered for one
+/// resolution: the tables put dozens of entries under the same few
+/// directories (each home, the workspace), and `realpath` would walk
+/// every component of each of them again (resolution runs on every call).
+#[derive(Default)]
+struct Canon(std::collections::HashMap<PathBuf, Option<PathBuf>>);
+
+impl Canon {
+    /// The canonical form of `p`, or `None` when it does not exist (as
+    /// `canonicalize`): the parent's canonical form joined with the last
+    /// component, unless that component is a symlink (then resolved whole).
+    fn of(&mut self, p: &Path) -> Option<PathBuf> {
+        let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
+            return std::fs::canonicalize(p).ok();
+        };
+        let cp = self
+            .0
+            .entry(parent.to_path_buf())
+            .or_insert_with(|| std::fs::canonicalize(parent).ok())
+            .clone()?;
+        let meta = std::fs::symlink_metadata(p).ok()?;
+        if meta.file_type().is_symlink() {
+            return std::fs::canonicalize(p).ok();
+        }
+        Some(cp.join(name))
+    }
+}
+
 /// Add `path` and, when symlinks make it differ, its canonical form.
 fn push_with_canonical(
+    canon: &mut Canon,
     list: &mut Vec<PathEntry>,
     seen: &mut BTreeSet<PathBuf>,
     path: PathBuf,
     dir: bool,
     reason: &str,
 ) {
-    let canonical = std::fs::canonicalize(&path).ok();
+    let canonical = canon.of(&path);
     push_unique(list, seen, entry(path.clone(), dir, reason));
     if let Some(c) = canonical {
         if c != path {
@@ -294,6 +323,7 @@ fn push_with_canonical(
 }
 
 fn scan_env_files(
+    canon: &mut Canon,
     workspace: &Path,
     out: &mut Vec<PathEntry>,
     seen: &mut BTreeSet<PathBuf>,
@@ -321,6 +351,7 @@ fn scan_env_files(
         }
         if d.file_name().to_str().is_some_and(tables::is_env_file_name) {
             push_with_canonical(
+                canon,
                 out,
                 seen,
                 d.path().to_path_buf(),
@@ -486,12 +517,14 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
     let mut deny_read = Vec::new();
     let mut seen_deny = BTreeSet::new();
     if policy.mode != SandboxMode::DangerFullAccess {
+        let mut canon = Canon::default();
         for t in tables::DENY_READ {
-            push_table_entry(t, facts, &mut deny_read, &mut seen_deny);
+            push_table_entry(&mut canon, t, facts, &mut deny_read, &mut seen_deny);
         }
         for raw in &policy.extra_deny_read {
             for p in expand_user_entry(raw, facts, &workspace) {
                 push_with_canonical(
+                    &mut canon,
                     &mut deny_read,
                     &mut seen_deny,
                     p,
@@ -500,7 +533,13 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
                 );
             }
         }
-        scan_env_files(&workspace, &mut deny_read, &mut seen_deny, &mut notes);
+        scan_env_files(
+            &mut canon,
+            &workspace,
+            &mut deny_read,
+            &mut seen_deny,
+            &mut notes,
+        );
     }
 
     Ok(ResolvedPolicy {
@@ -519,6 +558,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
 }
 
 fn push_table_entry(
+    canon: &mut Canon,
     t: &Entry,
     facts: &HostFacts,
     out: &mut Vec<PathEntry>,
@@ -527,10 +567,19 @@ fn push_table_entry(
     match t.anchor {
         Anchor::Home => {
             for h in &facts.homes {
-                push_with_canonical(out, seen, normalize(&h.join(t.path)), t.dir, t.reason);
+                push_with_canonical(
+                    canon,
+                    out,
+                    seen,
+                    normalize(&h.join(t.path)),
+                    t.dir,
+                    t.reason,
+                );
             }
         }
-        Anchor::Absolute => push_with_canonical(out, seen, PathBuf::from(t.path), t.dir, t.reason),
+        Anchor::Absolute => {
+            push_with_canonical(canon, out, seen, PathBuf::from(t.path), t.dir, t.reason)
+        }
         Anchor::WritableRoot => {}
     }
 }

@@ -315,7 +315,6 @@ pub fn run(
             policy,
             super::landlock_tier::max_abi_seam(),
         )),
-        subreaper: false,
     };
     let cwd = req.cwd.clone().unwrap_or_else(|| policy.workspace.clone());
     let command = req.argv.iter().map(OsString::from).collect();

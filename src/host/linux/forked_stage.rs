@@ -213,7 +213,7 @@ pub struct Stage {
     path: CString,
     argv: CArray,
     envp: CArray,
-    stack: Vec<u8>,
+    stack: Box<[std::mem::MaybeUninit<u8>]>,
 }
 
 // SAFETY: the raw pointers in `argv`/`envp` point into CStrings owned by
@@ -227,7 +227,7 @@ impl Stage {
     /// Prepare the stage: `ruleset` built, the seccomp programs for `opts`
     /// compiled (once per process), the command (`path` already resolved,
     /// `argv`, `env`) laid out for `execve`. `status_fd` and `lifeline_fd`
-    /// must be passed to the child (un-marked close-on-exec by the spawn).
+    /// reach the stage through the fork (it keeps them, closes the rest).
     pub fn new(
         ruleset: PreparedRuleset,
         seccomp: &super::seccomp::SeccompOptions,
@@ -251,7 +251,9 @@ impl Stage {
                     .map(|(k, v)| format!("{k}={v}").into_bytes()),
             )
             .map_err(|_| bad("environment variable"))?,
-            stack: vec![0u8; CHILD_STACK],
+            // Uninitialised: a stack needs no zeroes, and untouched pages
+            // are never faulted in.
+            stack: Box::new_uninit_slice(CHILD_STACK),
         })
     }
 
@@ -277,7 +279,7 @@ impl Stage {
             libc::sigfillset(&mut all);
             libc::sigprocmask(libc::SIG_SETMASK, &all, &mut old);
         }
-        let top = self.stack.as_mut_ptr_range().end;
+        let top = self.stack.as_mut_ptr_range().end.cast::<u8>();
         // 16-byte alignment for the ABI.
         let top = ((top as usize) & !15) as *mut libc::c_void;
         // SAFETY: the child runs `command_entry` on its own stack (`top`,

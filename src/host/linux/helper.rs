@@ -1,8 +1,8 @@
 //! The in-sandbox helper stage: `codewhale __sandbox-helper --spec JSON -- CMD…`.
 //!
 //! bwrap starts this stage as the sandbox's command. It applies, in order,
-//! no_new_privs, the capability drop, (Landlock — slot reserved for the
-//! landlock tier, see [`apply_landlock`]), and the seccomp filter, reports
+//! no_new_privs, the capability drop, Landlock (the inside-bwrap ruleset,
+//! see [`apply_landlock`]), and the seccomp filter, reports
 //! what it applied as one JSON line on the status fd the parent passed in,
 //! and then replaces itself with the command. The status fd is
 //! close-on-exec, so the command never sees it.
@@ -47,12 +47,6 @@ pub struct HelperSpec {
     /// because the private `/tmp` and `/dev` exist only in the namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landlock: Option<InsideBwrapLandlock>,
-    /// The landlock tier: there is no pid namespace to take down, so the
-    /// helper becomes the subreaper of the command's tree, puts the
-    /// command in a new session and, when the command exits or the
-    /// lifeline hangs up, kills every descendant (also `setsid` daemons).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub subreaper: bool,
 }
 
 /// What the helper needs to plan Landlock inside bwrap.
@@ -100,8 +94,8 @@ pub enum HelperStatus {
 pub const SUBCOMMAND: &str = "__sandbox-helper";
 
 /// Landlock inside bwrap, right before seccomp. `None` when the parent
-/// asked for none (the landlock tier applies its ruleset before exec'ing
-/// the helper, and reports it itself).
+/// asked for none (the landlock tier does not use this helper: its forked
+/// stage applies everything itself).
 fn apply_landlock(spec: &Option<InsideBwrapLandlock>) -> Result<Option<LandlockReport>, String> {
     let Some(l) = spec else { return Ok(None) };
     let mut opts = LandlockOptions::detect(Tier::InsideBwrap);
@@ -158,18 +152,8 @@ pub fn main(spec_json: &str, command: &[OsString]) -> i32 {
     if failed {
         return crate::exit::SANDBOX_SETUP;
     }
-    if spec.subreaper {
-        // SAFETY: prctl with integer arguments only.
-        if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
-            eprintln!(
-                "codewhale: sandbox helper: PR_SET_CHILD_SUBREAPER: {}",
-                std::io::Error::last_os_error()
-            );
-            return crate::exit::SANDBOX_SETUP;
-        }
-    }
     if let Some(lifeline) = spec.lifeline_fd {
-        return watch(lifeline, program, args, spec.subreaper);
+        return watch(lifeline, program, args);
     }
     exec_command(program, args)
 }
@@ -188,7 +172,7 @@ fn exec_command(program: &OsString, args: &[OsString]) -> i32 {
 }
 
 /// Fork the command and watch it and the lifeline (see the module docs).
-fn watch(lifeline: RawFd, program: &OsString, args: &[OsString], subreaper: bool) -> i32 {
+fn watch(lifeline: RawFd, program: &OsString, args: &[OsString]) -> i32 {
     // SAFETY: the lifeline fd was handed to us for this purpose; the command
     // must not inherit it.
     unsafe { libc::fcntl(lifeline, libc::F_SETFD, libc::FD_CLOEXEC) };
@@ -203,13 +187,6 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString], subreaper: bool
         return crate::exit::SANDBOX_SETUP;
     }
     if pid == 0 {
-        // Without namespaces the command's new session is what keeps it
-        // away from our terminal (bwrap does this itself otherwise).
-        // SAFETY: setsid in the freshly forked child (not a group leader).
-        if subreaper && unsafe { libc::setsid() } < 0 {
-            // SAFETY: leave the forked child without running atexit handlers.
-            unsafe { libc::_exit(crate::exit::SANDBOX_SETUP) };
-        }
         let code = exec_command(program, args);
         // SAFETY: leave the forked child without running the parent's
         // atexit handlers.
@@ -240,15 +217,7 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString], subreaper: bool
             break;
         }
         if let Some(code) = reap(pid) {
-            if subreaper {
-                super::reaper::kill_descendants(|_, _| {});
-            }
             return code;
-        }
-        if fds[0].revents != 0 && subreaper {
-            // Timeout or codewhale gone: take the command's tree down.
-            super::reaper::kill_descendants(|_, _| {});
-            return crate::exit::SANDBOX_SETUP;
         }
         if fds[0].revents != 0 {
             // codewhale is gone: take the whole sandbox down.
@@ -261,9 +230,6 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString], subreaper: bool
     // poll failed: fall back to a plain wait.
     loop {
         if let Some(code) = reap(pid) {
-            if subreaper {
-                super::reaper::kill_descendants(|_, _| {});
-            }
             return code;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));

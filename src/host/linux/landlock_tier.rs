@@ -1,23 +1,25 @@
 //! The landlock tier backend (`--backend landlock`): no namespaces at all,
 //! for machines where bubblewrap is missing or cannot create namespaces.
 //!
-//! The parent plans the ruleset ([`Tier::NoNamespaces`], with a fresh
-//! per-run directory as `TMPDIR`/`TMP`/`TEMP`) and builds it in the kernel;
-//! the spawn applies it between fork and exec of the helper stage
-//! (`landlock_restrict_self`, which also sets no_new_privs). The helper
-//! then drops every capability, installs the seccomp filter (network off:
-//! every socket family but AF_UNIX, and `socket(AF_UNIX)` too, so host unix
-//! sockets such as docker.sock or an ssh-agent cannot be reached; Landlock
-//! at ABI 7 cannot restrict `connect()` to a named socket), reports on the
-//! status pipe, becomes the subreaper of the command's tree and starts the
-//! command in a new session. Supervision, env scrubbing and the fd sweep are
-//! the shared ones (`supervise`, `EnvPolicy::apply`).
+//! The parent plans the ruleset ([`Tier::NoNamespaces`], with a per-run
+//! directory as `TMPDIR`/`TMP`/`TEMP`) and builds it in the kernel, or
+//! reuses one it built for the same resolved policy while nothing it
+//! depends on changed (see `landlock_cache`). The forked stage (see
+//! `forked_stage`, no helper exec) then starts the command with a new
+//! session, no_new_privs, every capability dropped, the ruleset and the
+//! seccomp filter (network off: every socket family but AF_UNIX, and
+//! `socket(AF_UNIX)` too, so host unix sockets such as docker.sock or an
+//! ssh-agent cannot be reached; Landlock at ABI 7 cannot restrict
+//! `connect()` to a named socket), and reports on the status pipe.
+//! Supervision and env scrubbing are the shared ones (`supervise`,
+//! `EnvPolicy::apply`).
 //!
 //! Without a pid namespace there is no kernel-side "kill the sandbox": the
-//! helper kills every descendant itself (see `reaper`) when the command
-//! exits, on timeout (the lifeline is closed) and when codewhale dies (the
-//! lifeline hangs up). Signals and ptrace towards host processes are denied
-//! by Landlock's signal scope (ABI ≥ 6) and seccomp's ptrace rule.
+//! stage is the subreaper of the command's tree and kills every
+//! descendant itself (see `reaper`) when the command exits, on timeout
+//! (the lifeline is closed) and when codewhale dies (the lifeline hangs
+//! up). Signals and ptrace towards host processes are denied by Landlock's
+//! signal scope (ABI ≥ 6) and seccomp's ptrace rule.
 
 use super::forked_stage::{read_stage_status, Stage, StageStatus};
 use super::helper::HelperStatus;
@@ -169,7 +171,9 @@ pub fn run(
     unsafe {
         cmd.pre_exec(move || stage.pre_exec_hook());
     }
-    let sup = supervise::run_with_lifeline(cmd, vec![write_end, life_read], req, life_write);
+    let sup = supervise::run_forked_stage(cmd, req, life_write);
+    // Our copies: the stage got its own by the fork.
+    drop((write_end, life_read));
     let status = read_stage_status(read_end);
     let sup = match (sup, &status) {
         (Ok(s), _) => s,
