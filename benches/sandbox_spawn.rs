@@ -55,7 +55,12 @@ mod imp {
     pub fn main() {
         let bin = std::env::var("CODEWHALE_BIN")
             .unwrap_or_else(|_| env!("CARGO_BIN_EXE_codewhale").to_string());
-        let dir = tempfile::tempdir().expect("tempdir");
+        // Not under /tmp: the landlock tier's walk lists every directory
+        // on the way to a hole (here the fake home's ~/.ssh), and reuses its
+        // prepared ruleset only while none of them changed; /tmp changes
+        // all the time (every CLI run below creates its TMPDIR there), a
+        // real home's parents do not.
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
         let home = dir.path().join("home");
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&home).expect("home");

@@ -1,0 +1,86 @@
+#![cfg(not(feature = "nix-build-sandbox"))]
+//! The landlock tier reuses a prepared ruleset across runs of the same
+//! policy (`host/linux/landlock_cache.rs`). These runs go through the
+//! library, as the agent's tool calls do (one process, many runs), and
+//! check that reuse never carries a stale ruleset into the next run: a
+//! `.env` one run creates is unreadable in the next, and a file one run
+//! creates in a carved directory is readable in the next (the cached
+//! grants would miss it).
+
+use codewhale::host::select::run_blocking;
+use codewhale::host::{BackendChoice, ExecOutcome, ExecRequest, ExitKind, HostSettings};
+use codewhale::policy::{SandboxMode, SandboxPolicy};
+
+fn sh(policy: &SandboxPolicy, script: &str) -> ExecOutcome {
+    let settings = HostSettings {
+        backend: BackendChoice::Landlock,
+        ..HostSettings::default()
+    };
+    let req = ExecRequest::new(vec!["sh".into(), "-c".into(), script.into()]);
+    run_blocking(policy, &settings, &req).unwrap_or_else(|e| {
+        panic!("the landlock tier must run here (a skipped sandbox test is a failure): {e}")
+    })
+}
+
+fn ok(out: &ExecOutcome) -> bool {
+    out.exit == ExitKind::Code(0)
+}
+
+#[test]
+fn reuse_never_carries_a_stale_ruleset_into_the_next_run() {
+    let t = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(t.path()).unwrap();
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
+
+    // Run 1: no .env yet, the workspace root is writable.
+    let out = sh(
+        &policy,
+        "echo TOKEN=s3cret > .env && echo hello > notes.txt",
+    );
+    assert!(ok(&out), "{out:?}");
+    assert_eq!(out.enforcement.backend.to_string(), "landlock");
+    assert!(ws.join(".env").is_file() && ws.join("notes.txt").is_file());
+
+    // Run 2: the new .env is a deny-read hole now ...
+    let out = sh(&policy, "cat .env");
+    assert!(
+        !ok(&out),
+        "the .env written by the previous run was readable: {out:?}"
+    );
+    assert!(!out.stdout.text().contains("s3cret"), "{out:?}");
+    // ... and its sibling, created before this plan, is granted (control).
+    let out = sh(&policy, "cat notes.txt");
+    assert!(ok(&out), "{out:?}");
+    assert_eq!(out.stdout.text(), "hello\n");
+
+    // Run 3: nothing changed, the same prepared ruleset serves again and
+    // still denies and grants the same.
+    let out = sh(&policy, "cat .env");
+    assert!(
+        !ok(&out) && !out.stdout.text().contains("s3cret"),
+        "{out:?}"
+    );
+    let out = sh(&policy, "cat notes.txt");
+    assert!(ok(&out), "{out:?}");
+
+    // A file created by a host process in the carved workspace root since
+    // the last plan: the cached grants do not cover it, the directory's
+    // mtime changed, so the next run plans again and can read it.
+    std::fs::write(ws.join("later.txt"), "later\n").unwrap();
+    let out = sh(&policy, "cat later.txt");
+    assert!(ok(&out), "a stale ruleset was reused: {out:?}");
+    assert_eq!(out.stdout.text(), "later\n");
+}
+
+#[test]
+fn every_run_gets_an_empty_tmpdir() {
+    let t = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(t.path()).unwrap();
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
+    let out = sh(&policy, r#"echo left > "$TMPDIR/f" && ls "$TMPDIR""#);
+    assert!(ok(&out), "{out:?}");
+    assert_eq!(out.stdout.text(), "f\n", "control: TMPDIR is writable");
+    let out = sh(&policy, r#"ls -A "$TMPDIR"; test ! -e "$TMPDIR/f""#);
+    assert!(ok(&out), "a file from the previous run survived: {out:?}");
+    assert_eq!(out.stdout.text(), "");
+}
