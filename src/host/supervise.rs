@@ -337,47 +337,115 @@ pub fn run_with(
     req: &ExecRequest,
     parent_death: bool,
 ) -> Result<Supervised, HostError> {
-    run_inner(cmd, keep_fds, req, Spawn::Spawner { parent_death }, None)
+    run_inner(cmd, keep_fds, req, parent_death)
 }
 
 /// How long a stage watching a lifeline gets to take its process tree down
 /// after the lifeline was closed, before its group is killed outright.
 const LIFELINE_GRACE: Duration = Duration::from_secs(2);
 
-/// Supervise a child that watches a lifeline and never execs: the
-/// landlock tier's forked stage, the subreaper of the command's tree. On
-/// timeout the lifeline (our only write end) is closed first, so the stage
-/// kills every descendant — including `setsid` daemons outside the process
-/// group — before it exits; only if it has not exited after
-/// [`LIFELINE_GRACE`] is its group killed directly.
-///
-/// It inherits what it needs by the fork itself (and closes every other
-/// fd on its own), so it is spawned from the calling thread, in its own
-/// process group, with no fd juggling in this process and no hand-off to
-/// the spawner thread (it arms no parent-death signal; the lifeline does
-/// that job).
-pub fn run_forked_stage(
-    cmd: Command,
+/// The child's ends of its stdio, made by [`run_raw`] for a spawner that
+/// sets up stdio itself (it must have its own copies by the time it
+/// returns: ours are closed then).
+pub struct ChildEnds {
+    /// `None`: inherit ours.
+    pub stdin: Option<OwnedFd>,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+}
+
+/// Supervise a child started by `spawn` (given the child's stdio ends,
+/// returning its pid) that watches a lifeline: the landlock tier's stage,
+/// the subreaper of the command's tree. On timeout the lifeline (our only
+/// write end) is closed first, so the stage kills every descendant —
+/// including `setsid` daemons outside the process group — before it
+/// exits; only if it has not exited after [`LIFELINE_GRACE`] is its group
+/// killed directly. The child must lead its own process group and must be
+/// a child of this process (it is reaped here).
+pub fn run_raw(
+    spawn: impl FnOnce(&ChildEnds) -> Result<i32, HostError>,
     req: &ExecRequest,
     lifeline: OwnedFd,
 ) -> Result<Supervised, HostError> {
-    run_inner(cmd, Vec::new(), req, Spawn::Stage, Some(lifeline))
+    let pipe = || {
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| HostError::io("creating the output pipes", e.into()))
+    };
+    let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let (stdin_child, stdin_ours) = match req.stdin {
+        StdinSpec::Inherit => (None, None),
+        StdinSpec::Null => {
+            let null = std::fs::File::open("/dev/null")
+                .map_err(|e| HostError::io("opening /dev/null", e))?;
+            (Some(OwnedFd::from(null)), None)
+        }
+        StdinSpec::Bytes(_) => {
+            let (r, w) = pipe()?;
+            (Some(r), Some(w))
+        }
+    };
+    let ends = ChildEnds {
+        stdin: stdin_child,
+        stdout: out_w,
+        stderr: err_w,
+    };
+    let start = Instant::now();
+    let pid = spawn(&ends)?;
+    drop(ends);
+    let io = ChildIo {
+        stdin: stdin_ours.map(std::fs::File::from),
+        stdout: Some(out_r),
+        stderr: Some(err_r),
+    };
+    supervise_loop(Proc::Raw(pid), io, req, start, Some(lifeline))
 }
 
-/// How [`run_inner`] starts the child.
-enum Spawn {
-    /// [`spawn`] with or without the parent-death signal.
-    Spawner { parent_death: bool },
-    /// From the calling thread, own process group (see [`run_forked_stage`]).
-    Stage,
+/// The supervised child: std's, or one started by hand (reaped by pid).
+enum Proc {
+    Std(Child),
+    Raw(i32),
+}
+
+impl Proc {
+    fn pid(&self) -> i32 {
+        match self {
+            Proc::Std(c) => c.id() as i32,
+            Proc::Raw(p) => *p,
+        }
+    }
+
+    fn wait(self) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Proc::Std(mut c) => c.wait(),
+            Proc::Raw(pid) => loop {
+                let mut status = 0;
+                // SAFETY: waitpid on our own child with a valid pointer.
+                let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+                if r == pid {
+                    return Ok(std::process::ExitStatus::from_raw(status));
+                }
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            },
+        }
+    }
+}
+
+/// Our ends of the child's stdio.
+struct ChildIo {
+    stdin: Option<std::fs::File>,
+    stdout: Option<OwnedFd>,
+    stderr: Option<OwnedFd>,
 }
 
 fn run_inner(
     mut cmd: Command,
     keep_fds: Vec<OwnedFd>,
     req: &ExecRequest,
-    how: Spawn,
-    mut lifeline: Option<OwnedFd>,
+    parent_death: bool,
 ) -> Result<Supervised, HostError> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd.stdin(match req.stdin {
@@ -386,17 +454,28 @@ fn run_inner(
         StdinSpec::Inherit => Stdio::inherit(),
     });
     let start = Instant::now();
-    let mut child = match how {
-        Spawn::Spawner { parent_death } => spawn(cmd, keep_fds, parent_death)?,
-        Spawn::Stage => {
-            cmd.process_group(0);
-            cmd.spawn()
-                .map_err(|e| HostError::io("spawning the command", e))?
-        }
+    let mut child = spawn(cmd, keep_fds, parent_death)?;
+    let io = ChildIo {
+        stdin: child
+            .stdin
+            .take()
+            .map(|s| std::fs::File::from(OwnedFd::from(s))),
+        stdout: child.stdout.take().map(OwnedFd::from),
+        stderr: child.stderr.take().map(OwnedFd::from),
     };
-    let pid = child.id() as i32;
+    supervise_loop(Proc::Std(child), io, req, start, None)
+}
 
-    if let (StdinSpec::Bytes(bytes), Some(mut stdin)) = (&req.stdin, child.stdin.take()) {
+/// The poll loop shared by every spawn: output, exit, timeout, cancel.
+fn supervise_loop(
+    child: Proc,
+    io: ChildIo,
+    req: &ExecRequest,
+    start: Instant,
+    mut lifeline: Option<OwnedFd>,
+) -> Result<Supervised, HostError> {
+    let pid = child.pid();
+    if let (StdinSpec::Bytes(bytes), Some(mut stdin)) = (&req.stdin, io.stdin) {
         let bytes = bytes.clone();
         std::thread::spawn(move || {
             let _ = stdin.write_all(&bytes);
@@ -410,8 +489,8 @@ fn run_inner(
         }
     };
     let mut streams = [
-        Stream::new(child.stdout.take().map(OwnedFd::from), tee(false)),
-        Stream::new(child.stderr.take().map(OwnedFd::from), tee(true)),
+        Stream::new(io.stdout, tee(false)),
+        Stream::new(io.stderr, tee(true)),
     ];
     let exit_fd = exit_notifier(pid)?;
     let deadline = req.timeout.map(|t| start + t);
@@ -494,8 +573,16 @@ fn run_inner(
             hard_kill_at = None;
         }
         if exited_at.is_none() && req.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
-            // Killed on request: the exit status says SIGKILL.
-            kill_group(pid);
+            // Killed on request: the exit status says SIGKILL. A stage with
+            // a lifeline takes its tree down itself (as on timeout).
+            match lifeline.take() {
+                Some(l) => {
+                    drop(l);
+                    hard_kill_at = Some(Instant::now() + LIFELINE_GRACE);
+                }
+                None if hard_kill_at.is_none() => kill_group(pid),
+                None => {}
+            }
         }
     }
     kill_group(pid);

@@ -21,7 +21,7 @@
 //! up). Signals and ptrace towards host processes are denied by Landlock's
 //! signal scope (ABI ≥ 6) and seccomp's ptrace rule.
 
-use super::forked_stage::{read_stage_status, Stage, StageStatus};
+use super::forked_stage::{read_stage_status, Command as StageCommand, Stage, StageStatus};
 use super::helper::HelperStatus;
 use super::landlock::{self, LandlockOptions, LandlockPlan, PartialKind, Tier};
 use super::landlock_cache;
@@ -31,7 +31,6 @@ use crate::host::request::{ExecOutcome, ExecRequest};
 use crate::host::{supervise, BackendKind, HostError};
 use crate::policy::ResolvedPolicy;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -152,28 +151,40 @@ pub fn run(
         which::which_in(program, scrubbed.vars.get("PATH"), &cwd)
             .map_err(|_| HostError::NotFound(program.clone()))?
     };
-    let mut stage = Stage::new(
+    let stage = Stage::new(
         prepared,
         &seccomp,
         write_end.as_raw_fd(),
         life_read.as_raw_fd(),
-        &path,
-        &req.argv,
-        scrubbed.vars.iter().map(|(k, v)| (k.clone(), v.clone())),
+        StageCommand {
+            path: &path,
+            argv: &req.argv,
+            env: scrubbed
+                .vars
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            cwd: &cwd,
+        },
     )
     .map_err(|e| unavailable(e.to_string()))?;
-    // std needs a program; the stage never returns to it (it execs the
-    // command itself, see `forked_stage`).
-    let mut cmd = std::process::Command::new(&path);
-    cmd.current_dir(&cwd);
-    // SAFETY: the hook makes raw system calls only, on memory prepared
-    // before the fork (see `forked_stage`).
-    unsafe {
-        cmd.pre_exec(move || stage.pre_exec_hook());
-    }
-    let sup = supervise::run_forked_stage(cmd, req, life_write);
-    // Our copies: the stage got its own by the fork.
+    let mut thread = None;
+    let sup = supervise::run_raw(
+        |ends| {
+            let (pid, t) = stage.spawn(ends)?;
+            thread = Some(t);
+            Ok(pid)
+        },
+        req,
+        life_write,
+    );
+    // Our copies: the stage had its own from the moment it ran.
     drop((write_end, life_read));
+    if let Some(t) = thread {
+        // The stage has been reaped (or killed and reaped): its thread
+        // returns right away.
+        let _ = t.join();
+    }
     let status = read_stage_status(read_end);
     let sup = match (sup, &status) {
         (Ok(s), _) => s,

@@ -1,0 +1,289 @@
+//! The landlock tier's stage: the sandbox applied with no helper exec and
+//! no copy of codewhale's address space.
+//!
+//! Everything that allocates is done in codewhale first: the Landlock
+//! ruleset is built in the kernel, the seccomp table is compiled to BPF
+//! (once per process), the command's path, argv and environment are laid
+//! out as C arrays, two guarded stacks are mapped ([`stack`]). Then:
+//!
+//! - a short-lived thread blocks every signal and starts the **stage**
+//!   with `clone(CLONE_VM | CLONE_VFORK)`, the way `posix_spawn` starts a
+//!   child: no page tables are copied, and the thread stays suspended
+//!   until the stage exits, so the stage can borrow its TLS;
+//! - the **stage** (its own process, own fd table and signal handlers)
+//!   tells codewhale its pid on the hello pipe, resets every caught
+//!   signal to its default, takes its own process group, puts the output
+//!   pipes on its stdio, enters the working directory, becomes the
+//!   **child subreaper**, closes every fd but the status pipe, the
+//!   lifeline and the ruleset, and starts the command with
+//!   `clone(CLONE_VM | CLONE_VFORK)` again;
+//! - the **command's half** takes a new session (no controlling terminal),
+//!   no_new_privs, drops every capability, applies the ruleset
+//!   (`landlock_restrict_self`) and the seccomp filter, writes one status
+//!   byte and `execve`s the command;
+//! - the stage then waits for the command, the lifeline (closed by
+//!   codewhale on timeout, or by the kernel when codewhale dies) and
+//!   re-parented orphans. When the command exits or the lifeline goes, it
+//!   kills every descendant (also `setsid` daemons, see `reaper`) and
+//!   exits the way the command did.
+//!
+//! The stage and the command's half share codewhale's memory while
+//! codewhale's other threads run: they only make system calls on memory
+//! prepared before, on their own stacks (see [`child`]). Compared to
+//! exec'ing a helper binary this saves an exec, a dynamic link, a JSON
+//! decode and the seccomp compile per command; compared to `fork` it saves
+//! copying (and later faulting back) the page tables of a process that
+//! may be large (see `docs/PERFORMANCE.md`).
+
+mod child;
+mod stack;
+mod status;
+
+pub use status::{decode_status, read_stage_status, StageStatus, Step};
+
+use super::landlock::PreparedRuleset;
+use super::seccomp::SeccompOptions;
+use super::seccomp_apply;
+use crate::host::supervise::ChildEnds;
+use crate::host::HostError;
+use seccompiler::BpfProgram;
+use stack::Stack;
+use std::ffi::{CString, OsStr};
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Stack of the stage (its supervision loop and the reaper's buffers).
+const STAGE_STACK: usize = 128 * 1024;
+/// Stack of the command's half between clone and exec.
+const COMMAND_STACK: usize = 64 * 1024;
+
+/// The compiled seccomp programs per options (compiling is pure; the
+/// result never changes within a process).
+fn compiled(opts: &SeccompOptions) -> Result<Arc<Vec<BpfProgram>>, seccomp_apply::SeccompError> {
+    type Cache = Mutex<Vec<(SeccompOptions, Arc<Vec<BpfProgram>>)>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
+    if let Ok(c) = cache.lock() {
+        if let Some((_, p)) = c.iter().find(|(o, _)| o == opts) {
+            return Ok(Arc::clone(p));
+        }
+    }
+    let progs = Arc::new(seccomp_apply::compile(&super::seccomp::rules(opts))?);
+    if let Ok(mut c) = cache.lock() {
+        c.push((*opts, Arc::clone(&progs)));
+    }
+    Ok(progs)
+}
+
+/// A NUL-terminated C array of C strings, owning the strings.
+struct CArray {
+    _strings: Vec<CString>,
+    ptrs: Vec<*const libc::c_char>,
+}
+
+impl CArray {
+    fn new(items: impl IntoIterator<Item = Vec<u8>>) -> Option<CArray> {
+        let strings = items
+            .into_iter()
+            .map(|b| CString::new(b).ok())
+            .collect::<Option<Vec<_>>>()?;
+        let mut ptrs: Vec<*const libc::c_char> = strings.iter().map(|c| c.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        Some(CArray {
+            _strings: strings,
+            ptrs,
+        })
+    }
+}
+
+/// What to run and how, for [`Stage::new`].
+pub struct Command<'a> {
+    /// The program, already resolved (as a shell would, on the command's
+    /// `PATH`), or a path with a slash.
+    pub path: &'a Path,
+    pub argv: &'a [String],
+    pub env: Vec<(String, String)>,
+    pub cwd: &'a Path,
+}
+
+/// Everything the stage and the command's half need, prepared before.
+pub struct Stage {
+    /// The Landlock ruleset fd (`None`: the kernel enforces nothing).
+    ruleset: Option<OwnedFd>,
+    seccomp: Arc<Vec<BpfProgram>>,
+    status_fd: RawFd,
+    lifeline_fd: RawFd,
+    path: CString,
+    argv: CArray,
+    envp: CArray,
+    cwd: CString,
+    /// The child ends of the output pipes and stdin, set by [`Stage::spawn`].
+    stdin: Option<RawFd>,
+    stdout: RawFd,
+    stderr: RawFd,
+    /// Write end of the hello pipe (the stage writes its pid there).
+    hello_fd: RawFd,
+    stage_stack: Stack,
+    command_stack: Stack,
+    /// Set by the stage right before it exits normally, when the command's
+    /// half is reaped: only then are the stacks known to be free.
+    done: std::sync::atomic::AtomicBool,
+}
+
+// SAFETY: the raw pointers in `argv`/`envp` point into CStrings owned by
+// the same struct, never mutated and never moved (their buffers stay put);
+// the struct moves as a whole into the spawning thread.
+unsafe impl Send for Stage {}
+
+/// Setting up the stage failed before it started.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    #[error(transparent)]
+    Seccomp(#[from] seccomp_apply::SeccompError),
+    #[error(transparent)]
+    Landlock(#[from] super::landlock::LandlockError),
+    #[error("the command's {0} contains a NUL byte")]
+    Nul(&'static str),
+    #[error("mapping the stage's stacks: {0}")]
+    Stack(std::io::Error),
+}
+
+impl Stage {
+    /// Prepare the stage: `ruleset` built, the seccomp programs for `opts`
+    /// compiled (once per process), the command laid out for `execve`.
+    /// `status_fd` and `lifeline_fd` must stay open until [`spawn`]
+    /// returns (the stage gets its own copies).
+    ///
+    /// [`spawn`]: Stage::spawn
+    pub fn new(
+        ruleset: PreparedRuleset,
+        seccomp: &SeccompOptions,
+        status_fd: RawFd,
+        lifeline_fd: RawFd,
+        cmd: Command<'_>,
+    ) -> Result<Stage, StageError> {
+        let bytes = |p: &Path| p.as_os_str().as_bytes().to_vec();
+        Ok(Stage {
+            ruleset: ruleset.into_fd()?,
+            seccomp: compiled(seccomp)?,
+            status_fd,
+            lifeline_fd,
+            path: CString::new(bytes(cmd.path)).map_err(|_| StageError::Nul("program path"))?,
+            argv: CArray::new(cmd.argv.iter().map(|a| OsStr::new(a).as_bytes().to_vec()))
+                .ok_or(StageError::Nul("argument"))?,
+            envp: CArray::new(cmd.env.iter().map(|(k, v)| format!("{k}={v}").into_bytes()))
+                .ok_or(StageError::Nul("environment variable"))?,
+            cwd: CString::new(bytes(cmd.cwd)).map_err(|_| StageError::Nul("working directory"))?,
+            stdin: None,
+            stdout: -1,
+            stderr: -1,
+            hello_fd: -1,
+            stage_stack: Stack::take(STAGE_STACK).map_err(StageError::Stack)?,
+            command_stack: Stack::take(COMMAND_STACK).map_err(StageError::Stack)?,
+            done: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Start the stage with `ends` as its stdio; returns its pid once it
+    /// runs, and the thread that started it (it finishes when the stage
+    /// has exited; join it after reaping the stage).
+    pub fn spawn(
+        mut self,
+        ends: &ChildEnds,
+    ) -> Result<(libc::pid_t, std::thread::JoinHandle<Option<i32>>), HostError> {
+        let (hello_r, hello_w): (OwnedFd, OwnedFd) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                .map_err(|e| HostError::io("creating the stage's hello pipe", e.into()))?;
+        self.stdin = ends.stdin.as_ref().map(AsRawFd::as_raw_fd);
+        self.stdout = ends.stdout.as_raw_fd();
+        self.stderr = ends.stderr.as_raw_fd();
+        self.hello_fd = hello_w.as_raw_fd();
+        let thread = std::thread::Builder::new()
+            .name("codewhale-stage".into())
+            .stack_size(64 * 1024)
+            .spawn(move || start(self, hello_w))
+            .map_err(|e| HostError::io("starting the stage's thread", e))?;
+        let mut pid = [0u8; 4];
+        match std::fs::File::from(hello_r).read_exact(&mut pid) {
+            Ok(()) => Ok((libc::pid_t::from_le_bytes(pid), thread)),
+            Err(_) => {
+                // The stage never ran: the thread has the clone error.
+                let errno = thread.join().ok().flatten().unwrap_or(libc::EAGAIN);
+                Err(HostError::io(
+                    "starting the sandbox stage (clone)",
+                    std::io::Error::from_raw_os_error(errno),
+                ))
+            }
+        }
+    }
+}
+
+/// The stage thread: block every signal, clone the stage, stay suspended
+/// until it exits. Returns clone's errno if it failed.
+fn start(mut stage: Stage, hello_w: OwnedFd) -> Option<i32> {
+    // SAFETY: sigfillset/pthread_sigmask on a live sigset for this thread
+    // only (it does nothing else afterwards).
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
+    }
+    // SAFETY: the stage runs `stage_entry` on its own mapped stack with
+    // CLONE_VM|CLONE_VFORK: this thread is suspended until it exits, so
+    // the `Stage` it is handed stays alive and untouched meanwhile.
+    let pid = unsafe {
+        libc::clone(
+            child::stage_entry,
+            stage.stage_stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&mut stage as *mut Stage).cast(),
+        )
+    };
+    let err = (pid < 0).then(|| {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EAGAIN)
+    });
+    drop(hello_w);
+    let Stage {
+        stage_stack,
+        command_stack,
+        done,
+        ..
+    } = stage;
+    if pid < 0 || done.load(std::sync::atomic::Ordering::Acquire) {
+        // Nothing runs on the stacks any more: the stage has exited after
+        // reaping the command's half (or never ran).
+        stage_stack.recycle();
+        command_stack.recycle();
+    } else {
+        // The stage was killed from outside, maybe while the command's
+        // half still ran on its stack before exec: never unmap or reuse
+        // that memory (a deliberate, bounded leak of one pair of stacks).
+        std::mem::forget(stage_stack);
+        std::mem::forget(command_stack);
+    }
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_arrays_are_null_terminated_and_refuse_nul() {
+        let a = CArray::new([b"a".to_vec(), b"bc".to_vec()]).unwrap();
+        assert_eq!(a.ptrs.len(), 3);
+        assert!(a.ptrs[2].is_null());
+        assert!(CArray::new([b"a\0b".to_vec()]).is_none());
+    }
+
+    #[test]
+    fn guarded_stacks_map_and_align() {
+        let s = Stack::new(64 * 1024).unwrap();
+        assert_eq!(s.top() as usize % 16, 0);
+    }
+}
