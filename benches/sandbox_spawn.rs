@@ -145,6 +145,16 @@ mod imp {
             assert_eq!(out.exit, ExitKind::Code(0), "{out:?}");
             d
         };
+        // The same request with no sandbox, through the same host
+        // (supervision, pipes, env scrubbing): what the host itself costs.
+        let none_policy = SandboxPolicy::new(SandboxMode::DangerFullAccess, &ws);
+        let lib_none = || {
+            let t = Instant::now();
+            let out = run_blocking(&none_policy, &settings, &req).expect("unsandboxed");
+            let d = t.elapsed();
+            assert_eq!(out.exit, ExitKind::Code(0), "{out:?}");
+            d
+        };
         // The agent's hot path: host::run from inside codewhale (no CLI start).
         let lib_bw = || {
             let t = Instant::now();
@@ -157,6 +167,7 @@ mod imp {
         let (mut bare, mut rawt, mut cw) = (Vec::new(), Vec::new(), Vec::new());
         let (mut nol, mut ll, mut lib) = (Vec::new(), Vec::new(), Vec::new());
         let mut libbw = Vec::new();
+        let mut libnone = Vec::new();
         for i in 0..(WARMUP + ITERATIONS) {
             let b = time(&mut bare_c);
             let r = time(&mut raw_c);
@@ -170,7 +181,9 @@ mod imp {
             let l = time(&mut ll_c);
             let li = lib_ll();
             let lb = lib_bw();
+            let ln = lib_none();
             if i >= WARMUP {
+                libnone.push(ln);
                 libbw.push(lb);
                 bare.push(b);
                 rawt.push(r);
@@ -237,6 +250,12 @@ mod imp {
         println!(
             "  ratio landlock lib / bare:     {:>8.2}x (target <= 2x)",
             li.as_secs_f64() / b.as_secs_f64()
+        );
+        let ln = median(libnone);
+        println!("  unsandboxed, library (host):   {:>8.2} ms", ms(ln));
+        println!(
+            "  ratio landlock lib / unsandboxed lib: {:>8.2}x",
+            li.as_secs_f64() / ln.as_secs_f64()
         );
     }
 }
