@@ -120,3 +120,18 @@ fn a_signal_exit_is_reported_as_the_signal() {
     let out = run(&policy, &sh_req("exit 7"));
     assert_eq!(out.exit, ExitKind::Code(7), "{out:?}");
 }
+
+#[test]
+fn stdin_bytes_reach_the_command() {
+    let t = tempfile::tempdir().unwrap();
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, t.path());
+    let mut req = ExecRequest::new(vec!["cat".into()]);
+    req.stdin = codewhale::host::StdinSpec::Bytes(b"through the pipe\n".to_vec());
+    let out = run(&policy, &req);
+    assert_eq!(out.exit, ExitKind::Code(0), "{out:?}");
+    assert_eq!(out.stdout.text(), "through the pipe\n");
+    // Control: the default stdin is empty (/dev/null), not ours.
+    let out = run(&policy, &ExecRequest::new(vec!["cat".into()]));
+    assert_eq!(out.exit, ExitKind::Code(0), "{out:?}");
+    assert_eq!(out.stdout.text(), "");
+}
