@@ -19,37 +19,9 @@ use std::pin::Pin;
 /// wins is `max`).
 pub use crate::authz::Decision;
 
-/// Who produced a decision (the spec's vocabulary, `AUTHORIZATION.md`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecidedBy {
-    You,
-    SessionRule,
-    Posture,
-    Rule,
-    Hook,
-    Floor,
-    Repository,
-    Sandbox,
-    /// A question nobody answered (headless, without `--auto`).
-    NoResponse,
-}
-
-impl DecidedBy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DecidedBy::You => "you",
-            DecidedBy::SessionRule => "session rule",
-            DecidedBy::Posture => "posture",
-            DecidedBy::Rule => "rule",
-            DecidedBy::Hook => "hook",
-            DecidedBy::Floor => "floor",
-            DecidedBy::Repository => "repository",
-            DecidedBy::Sandbox => "sandbox",
-            DecidedBy::NoResponse => "no response",
-        }
-    }
-}
+/// Who produced a decision: the pipeline's own vocabulary (with
+/// `NoResponse`, which only this loop sets).
+pub use crate::authz::DecidedBy;
 
 /// What the gates said about one call, before the headless rules.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

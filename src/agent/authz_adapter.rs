@@ -16,7 +16,7 @@
 //! `--sandbox` is Full Access.
 
 use super::authorizer::{
-    AuthDecision, AuthFuture, Authorizer, DecidedBy, Decision, ToolCallRequest, TurnContext,
+    AuthDecision, AuthFuture, Authorizer, Decision, ToolCallRequest, TurnContext,
 };
 use crate::authz::{
     self, hooks, Admission, Approval, AskKind, Context, FloorContext, HooksConfig, Mode, Posture,
@@ -151,19 +151,6 @@ impl PipelineAuthorizer {
     }
 }
 
-fn decider(d: authz::DecidedBy) -> DecidedBy {
-    match d {
-        authz::DecidedBy::You => DecidedBy::You,
-        authz::DecidedBy::SessionRule => DecidedBy::SessionRule,
-        authz::DecidedBy::Posture => DecidedBy::Posture,
-        authz::DecidedBy::Rule => DecidedBy::Rule,
-        authz::DecidedBy::Hook => DecidedBy::Hook,
-        authz::DecidedBy::Floor => DecidedBy::Floor,
-        authz::DecidedBy::Repository => DecidedBy::Repository,
-        authz::DecidedBy::Sandbox => DecidedBy::Sandbox,
-    }
-}
-
 fn decision(d: authz::Decision) -> Decision {
     match d {
         authz::Decision::Allow => Decision::Allow,
@@ -197,7 +184,7 @@ pub fn map_verdict(v: &Verdict) -> AuthDecision {
     if let (authz::Decision::Deny, Some(q)) = (v.decision, &v.unanswered) {
         return AuthDecision {
             decision: Decision::Ask,
-            decided_by: decider(q.asked_by),
+            decided_by: q.asked_by,
             gate: q.gate.number(),
             reason: q.reason.clone(),
             hold: q.kind == AskKind::Hold,
@@ -207,7 +194,7 @@ pub fn map_verdict(v: &Verdict) -> AuthDecision {
     }
     AuthDecision {
         decision: decision(v.decision),
-        decided_by: decider(v.decided_by),
+        decided_by: v.decided_by,
         gate: v.gate.number(),
         reason: v.reason.clone(),
         hold: v.ask_kind == Some(AskKind::Hold),

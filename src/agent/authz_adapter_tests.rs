@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::agent::authorizer::resolve_headless;
+use crate::agent::authorizer::DecidedBy;
 use crate::config::{load, ConfigPaths, LoadOptions};
 use serde_json::json;
 

@@ -58,6 +58,9 @@ pub enum DecidedBy {
     Repository,
     /// The OS or external sandbox (gate 9).
     Sandbox,
+    /// A question nobody answered (`exec` without `--auto`: headless, no
+    /// human at gate 8). Set by the agent loop, never by the gates.
+    NoResponse,
 }
 
 impl DecidedBy {
@@ -71,6 +74,7 @@ impl DecidedBy {
             DecidedBy::Floor => "floor",
             DecidedBy::Repository => "repository",
             DecidedBy::Sandbox => "sandbox",
+            DecidedBy::NoResponse => "no response",
         }
     }
 }
