@@ -76,9 +76,10 @@ pub fn main() -> i32 {
 /// `codewhale sandbox run …` (the per-command hot path, also what scripts
 /// and the benchmark call) parsed by a parser that knows only that
 /// subcommand's arguments (release build, measured: 0.3 ms from `main` to
-/// parsed for the whole CLI's clap tree, 0.2 ms for this one). Anything this parser does not accept as a run —
-/// `--help`, a typo, a missing command — falls through to [`Cli::parse`],
-/// so help and error messages are the full CLI's, unchanged.
+/// parsed for the whole CLI's clap tree, 0.2 ms for this one). Anything
+/// this parser does not accept as a run — `--help`, a typo, a missing
+/// command — falls through to [`Cli::parse`], so help and error messages
+/// are the full CLI's, unchanged.
 fn sandbox_run_fast_path() -> Option<i32> {
     #[derive(Debug, Parser)]
     #[command(name = "codewhale sandbox run")]

@@ -2,7 +2,8 @@
 //!
 //! Settings are resolved once: the user config (`[sandbox]`,
 //! `[opensandbox]`) and the tighten-only project override through
-//! `config::load`, then the flags given on the command line on top.
+//! `config::load_sandbox` (everything `config::load` reads but the
+//! authorization rules file), then the flags given on the command line on top.
 
 use crate::config;
 use crate::host::linux::bwrap::{self, BwrapOptions};
@@ -101,7 +102,7 @@ impl PolicyArgs {
         };
         let mut opts = config::LoadOptions::new(&workspace);
         opts.no_project_config = self.no_project_config;
-        let settings = config::load(&opts)?;
+        let settings = config::load_sandbox(&opts)?;
         for w in &settings.warnings {
             eprintln!("codewhale: {w}");
         }
