@@ -177,6 +177,11 @@ pub fn main(spec_json: &str, command: &[OsString]) -> i32 {
 /// Replace this process with the command; returns the exit code on failure.
 fn exec_command(program: &OsString, args: &[OsString]) -> i32 {
     let err = std::process::Command::new(program).args(args).exec();
+    start_failed(program, &err)
+}
+
+/// Report that the command could not be started; the shell-style exit code.
+fn start_failed(program: &OsString, err: &std::io::Error) -> i32 {
     let name = program.to_string_lossy();
     if err.kind() == std::io::ErrorKind::NotFound {
         eprintln!("codewhale: {name}: command not found");
@@ -192,6 +197,29 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString], subreaper: bool
     // SAFETY: the lifeline fd was handed to us for this purpose; the command
     // must not inherit it.
     unsafe { libc::fcntl(lifeline, libc::F_SETFD, libc::FD_CLOEXEC) };
+    let pid = if subreaper {
+        match fork_command(program, args) {
+            Ok(pid) => pid,
+            Err(code) => return code,
+        }
+    } else {
+        // Inside bwrap (no new session needed: bwrap made one) std spawns
+        // with posix_spawn: no copy of our page tables, measurably cheaper
+        // than fork + exec on every sandboxed command. The status and
+        // lifeline fds are close-on-exec, so the command inherits neither;
+        // SIGPIPE and the signal mask are reset as `Command::exec` does.
+        match std::process::Command::new(program).args(args).spawn() {
+            Ok(child) => child.id() as libc::pid_t,
+            Err(err) => return start_failed(program, &err),
+        }
+    };
+    watch_pid(lifeline, pid, subreaper)
+}
+
+/// Fork, start a new session in the child (without namespaces it is what
+/// keeps the command away from our terminal) and exec the command there.
+/// The child's pid, or the exit code when the fork failed.
+fn fork_command(program: &OsString, args: &[OsString]) -> Result<libc::pid_t, i32> {
     // SAFETY: fork in a single-threaded process (the helper starts no
     // threads); the child only execs or exits.
     let pid = unsafe { libc::fork() };
@@ -200,13 +228,11 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString], subreaper: bool
             "codewhale: sandbox helper: fork: {}",
             std::io::Error::last_os_error()
         );
-        return crate::exit::SANDBOX_SETUP;
+        return Err(crate::exit::SANDBOX_SETUP);
     }
     if pid == 0 {
-        // Without namespaces the command's new session is what keeps it
-        // away from our terminal (bwrap does this itself otherwise).
         // SAFETY: setsid in the freshly forked child (not a group leader).
-        if subreaper && unsafe { libc::setsid() } < 0 {
+        if unsafe { libc::setsid() } < 0 {
             // SAFETY: leave the forked child without running atexit handlers.
             unsafe { libc::_exit(crate::exit::SANDBOX_SETUP) };
         }
@@ -215,6 +241,11 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString], subreaper: bool
         // atexit handlers.
         unsafe { libc::_exit(code) };
     }
+    Ok(pid)
+}
+
+/// Wait for the command `pid` or the lifeline, whichever comes first.
+fn watch_pid(lifeline: RawFd, pid: libc::pid_t, subreaper: bool) -> i32 {
     // SAFETY: pidfd_open on our own child.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
     loop {
