@@ -169,14 +169,11 @@ fn run_cmd(args: RunArgs) -> i32 {
         // Linux local backends: no runtime on the hot path (see PERFORMANCE.md).
         crate::host::select::run_blocking(&policy, &settings, &req)
     };
-    let (code, report) = match &result {
-        Ok(out) => (out.shell_code(), outcome_json(out)),
+    let code = match &result {
+        Ok(out) => out.shell_code(),
         Err(e) => {
             eprintln!("codewhale: {e}");
-            (
-                e.exit_code(),
-                serde_json::json!({ "error": e.to_string(), "exit_code": e.exit_code() }),
-            )
+            e.exit_code()
         }
     };
     if let Ok(out) = &result {
@@ -196,6 +193,12 @@ fn run_cmd(args: RunArgs) -> i32 {
         }
     }
     if let Some(path) = &args.report_json {
+        // Built only when asked for: serialising the outcome is per-run
+        // work nobody reads otherwise.
+        let report = match &result {
+            Ok(out) => outcome_json(out),
+            Err(e) => serde_json::json!({ "error": e.to_string(), "exit_code": e.exit_code() }),
+        };
         if write_report(path, &report) != crate::exit::OK && code == crate::exit::OK {
             return crate::exit::FAILURE;
         }
