@@ -35,23 +35,19 @@
 
       # Arguments shared by the package and the clippy check, so clippy sees
       # exactly the dependencies and native inputs of the real build.
-      commonArgs =
-        pkgs:
-        let
-          isLinux = pkgs.stdenv.hostPlatform.isLinux;
-        in
-        {
-          inherit src;
-          inherit (cargoToml.package) version;
-          cargoLock.lockFile = ./Cargo.lock;
-          # reqwest uses native-tls: OpenSSL on Linux (found via pkg-config),
-          # Security.framework on macOS (part of the default Darwin SDK).
-          nativeBuildInputs = [
-            pkgs.pkg-config
-            pkgs.makeWrapper
-          ];
-          buildInputs = lib.optionals isLinux [ pkgs.openssl ];
-        };
+      commonArgs = pkgs: {
+        inherit src;
+        inherit (cargoToml.package) version;
+        cargoLock.lockFile = ./Cargo.lock;
+        # TLS: rustls (ring, built by stdenv's C compiler) with the system
+        # roots on Linux, so no OpenSSL; native-tls on macOS
+        # (Security.framework, part of the default Darwin SDK).
+        nativeBuildInputs = [
+          pkgs.pkg-config
+          pkgs.makeWrapper
+        ];
+        buildInputs = [ ];
+      };
 
       mkPackage =
         pkgs:
@@ -130,7 +126,7 @@
       devShells = forAllSystems (
         system: pkgs: {
           default = pkgs.mkShell {
-            # pkg-config + OpenSSL exactly as in the package build (not
+            # The native inputs exactly as in the package build (not
             # inputsFrom, which would also pull the cargo build hooks in).
             inherit (commonArgs pkgs) nativeBuildInputs buildInputs;
             packages = [

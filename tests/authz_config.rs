@@ -330,6 +330,31 @@ fn permissions_file_errors_name_file_line_and_key() {
 }
 
 #[test]
+fn sandbox_load_skips_the_rules_file_but_keeps_every_other_layer() {
+    let e = Env::new("sandbox_mode = \"read-only\"\n[sandbox]\nbackend = \"bwrap\"\n");
+    fs::write(
+        e.home.join(".codewhale/permissions.toml"),
+        "[[rules]]\ntool = 'shell'\ncommand = 'git push'\naction = 'nope'\n",
+    )
+    .unwrap();
+    e.project("sandbox_mode = \"read-only\"\n");
+    // The full load stops at the broken rules file; `sandbox run` does not
+    // read it, and still sees the user config and the project override.
+    assert!(e.load().is_err());
+    let s = config::load_sandbox(&e.opts()).unwrap();
+    assert_eq!(s.sandbox_mode, SandboxMode::ReadOnly);
+    assert_eq!(
+        s.host_settings().backend,
+        codewhale::host::BackendChoice::Bwrap
+    );
+    assert!(s.project_file.is_some());
+    assert_eq!(
+        s.rules.rules.len(),
+        codewhale::authz::rules::RuleSet::builtin().rules.len()
+    );
+}
+
+#[test]
 fn debug_output_never_shows_raw_section_values() {
     let e = Env::new(
         "[providers.x]\napi_key = \"sk-SECRET-123\"\n[opensandbox]\napi_key = \"os-SECRET-456\"\n",

@@ -2,7 +2,8 @@
 //!
 //! Settings are resolved once: the user config (`[sandbox]`,
 //! `[opensandbox]`) and the tighten-only project override through
-//! `config::load`, then the flags given on the command line on top.
+//! `config::load_sandbox` (everything `config::load` reads but the
+//! authorization rules file), then the flags given on the command line on top.
 
 use crate::config;
 use crate::host::linux::bwrap::{self, BwrapOptions};
@@ -101,7 +102,7 @@ impl PolicyArgs {
         };
         let mut opts = config::LoadOptions::new(&workspace);
         opts.no_project_config = self.no_project_config;
-        let settings = config::load(&opts)?;
+        let settings = config::load_sandbox(&opts)?;
         for w in &settings.warnings {
             eprintln!("codewhale: {w}");
         }
@@ -168,14 +169,11 @@ fn run_cmd(args: RunArgs) -> i32 {
         // Linux local backends: no runtime on the hot path (see PERFORMANCE.md).
         crate::host::select::run_blocking(&policy, &settings, &req)
     };
-    let (code, report) = match &result {
-        Ok(out) => (out.shell_code(), outcome_json(out)),
+    let code = match &result {
+        Ok(out) => out.shell_code(),
         Err(e) => {
             eprintln!("codewhale: {e}");
-            (
-                e.exit_code(),
-                serde_json::json!({ "error": e.to_string(), "exit_code": e.exit_code() }),
-            )
+            e.exit_code()
         }
     };
     if let Ok(out) = &result {
@@ -195,6 +193,12 @@ fn run_cmd(args: RunArgs) -> i32 {
         }
     }
     if let Some(path) = &args.report_json {
+        // Built only when asked for: serialising the outcome is per-run
+        // work nobody reads otherwise.
+        let report = match &result {
+            Ok(out) => outcome_json(out),
+            Err(e) => serde_json::json!({ "error": e.to_string(), "exit_code": e.exit_code() }),
+        };
         if write_report(path, &report) != crate::exit::OK && code == crate::exit::OK {
             return crate::exit::FAILURE;
         }

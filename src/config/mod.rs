@@ -152,6 +152,19 @@ fn read_user(file: &Path) -> Result<Option<(UserConfig, Vec<String>)>, ConfigErr
 
 /// Resolve every layer once.
 pub fn load(opts: &LoadOptions) -> Result<Settings, ConfigError> {
+    load_layers(opts, true)
+}
+
+/// [`load`] without the user's `permissions.toml`, for callers that need
+/// only the sandbox settings (`codewhale sandbox run|explain`, which never
+/// consult the authorization rules): reading and parsing the rules file is
+/// per-command start-up cost on that hot path, and a broken rules file has
+/// no bearing on a sandboxed run. `rules` holds the built-in layer only.
+pub fn load_sandbox(opts: &LoadOptions) -> Result<Settings, ConfigError> {
+    load_layers(opts, false)
+}
+
+fn load_layers(opts: &LoadOptions, user_rules: bool) -> Result<Settings, ConfigError> {
     let (user_file, legacy) = opts.paths.user_config();
     let mut warnings = Vec::new();
     let (user, found) = match read_user(&user_file)? {
@@ -203,10 +216,12 @@ pub fn load(opts: &LoadOptions) -> Result<Settings, ConfigError> {
     };
     let permissions_file = opts.paths.permissions();
     let mut rules = RuleSet::builtin();
-    rules.extend(rules::load_user_rules(
-        &permissions_file,
-        opts.paths.home.as_deref(),
-    )?);
+    if user_rules {
+        rules.extend(rules::load_user_rules(
+            &permissions_file,
+            opts.paths.home.as_deref(),
+        )?);
+    }
     Ok(Settings {
         paths: opts.paths.clone(),
         workspace: opts.workspace.clone(),

@@ -313,8 +313,15 @@ fn push_with_canonical(
     dir: bool,
     reason: &str,
 ) {
-    let canonical = canon.of(&path);
-    push_unique(list, seen, entry(path.clone(), dir, reason));
+    let e = entry(path.clone(), dir, reason);
+    // A path that does not exist has no canonical form (`canonicalize`
+    // fails on it): skip the per-component `readlink` walk, which is most
+    // of the resolution time for the (mostly absent) deny-read table.
+    let canonical = match e.kind {
+        PathKind::Missing => None,
+        _ => canon.of(&path),
+    };
+    push_unique(list, seen, e);
     if let Some(c) = canonical {
         if c != path {
             push_unique(list, seen, entry(c, dir, reason));
@@ -427,7 +434,13 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
             );
         }
         for (p, why) in cache_roots(policy, facts) {
-            match std::fs::canonicalize(&p) {
+            // `lstat` first: an absent cache (the common case) then costs
+            // one syscall instead of a `readlink` per path component.
+            let canonical = match kind_of(&p) {
+                PathKind::Missing => Err(std::io::ErrorKind::NotFound.into()),
+                _ => std::fs::canonicalize(&p),
+            };
+            match canonical {
                 Ok(c) if c.is_dir() => {
                     push_unique(&mut writable_roots, &mut seen_roots, entry(c, true, why))
                 }

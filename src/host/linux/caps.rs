@@ -38,10 +38,7 @@ pub fn drop_all() -> Result<(), CapsError> {
     let has_setpcap =
         caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP).unwrap_or(false);
     if has_setpcap {
-        caps::clear(None, CapSet::Bounding).map_err(|source| CapsError::Drop {
-            set: "bounding",
-            source,
-        })?;
+        clear_bounding()?;
     }
     for (set, name) in [
         (CapSet::Ambient, "ambient"),
@@ -50,6 +47,35 @@ pub fn drop_all() -> Result<(), CapsError> {
         (CapSet::Permitted, "permitted"),
     ] {
         caps::clear(None, set).map_err(|source| CapsError::Drop { set: name, source })?;
+    }
+    Ok(())
+}
+
+/// Drop every capability from the bounding set. `caps::clear` reads each
+/// one before dropping it (twice the `prctl`s, on every sandboxed spawn);
+/// dropping one that is already out is a no-op, and `EINVAL` means the
+/// running kernel does not know that capability (nothing to drop).
+fn clear_bounding() -> Result<(), CapsError> {
+    for cap in caps::all() {
+        // SAFETY: prctl with PR_CAPBSET_DROP takes integer arguments only.
+        let rc = unsafe {
+            libc::prctl(
+                libc::PR_CAPBSET_DROP,
+                libc::c_ulong::from(cap.index()),
+                0,
+                0,
+                0,
+            )
+        };
+        if rc != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EINVAL) {
+                return Err(CapsError::Drop {
+                    set: "bounding",
+                    source: caps::errors::CapsError::from(format!("PR_CAPBSET_DROP {cap}: {err}")),
+                });
+            }
+        }
     }
     Ok(())
 }

@@ -42,8 +42,9 @@ pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
             remedy: Some(format!("remove {} and retry", base.display())),
         });
     }
-    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| io("securing", e))?;
+    // Each mode is set only when it differs: a `chmod` to the same mode
+    // still writes the inode (ctime), and this runs on every spawn.
+    set_mode(&base, &meta, 0o700).map_err(|e| io("securing", e))?;
     let file = base.join("empty-file");
     let dir = base.join("empty-dir");
     if !file.is_file() {
@@ -52,11 +53,20 @@ pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
     if !dir.is_dir() {
         std::fs::create_dir(&dir).map_err(|e| io("creating placeholder in", e))?;
     }
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444))
-        .map_err(|e| io("securing placeholder in", e))?;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555))
-        .map_err(|e| io("securing placeholder in", e))?;
+    for (p, mode) in [(&file, 0o444), (&dir, 0o555)] {
+        std::fs::metadata(p)
+            .and_then(|m| set_mode(p, &m, mode))
+            .map_err(|e| io("securing placeholder in", e))?;
+    }
     Ok((file, dir))
+}
+
+/// `chmod p mode` unless `meta` (of `p`) already has exactly that mode.
+fn set_mode(p: &Path, meta: &std::fs::Metadata, mode: u32) -> std::io::Result<()> {
+    if meta.mode() & 0o7777 == mode {
+        return Ok(());
+    }
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
 }
 
 /// The topmost ancestor of `p` (or `p`) that does not exist yet: what bwrap
@@ -81,6 +91,11 @@ fn remove_if_empty(p: &Path) {
             let _ = std::fs::remove_file(p);
         }
         Ok(m) if m.is_dir() => {
+            // Usually an empty mount-point directory: one `rmdir`. Only a
+            // non-empty one (nested mount points) is walked.
+            if std::fs::remove_dir(p).is_ok() {
+                return;
+            }
             if let Ok(rd) = std::fs::read_dir(p) {
                 for e in rd.flatten() {
                     remove_if_empty(&e.path());
