@@ -135,3 +135,57 @@ fn stdin_bytes_reach_the_command() {
     assert_eq!(out.exit, ExitKind::Code(0), "{out:?}");
     assert_eq!(out.stdout.text(), "");
 }
+
+#[test]
+fn the_cli_leaves_no_per_run_directory_behind() {
+    let t = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"))
+        .args(["sandbox", "run", "--backend", "landlock", "-C"])
+        .arg(t.path())
+        .args(["--", "sh", "-c", r#"touch "$TMPDIR/x" && echo "$TMPDIR""#])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        dir.contains("codewhale-run-"),
+        "control: the run had its own TMPDIR: {dir:?}"
+    );
+    assert!(
+        !std::path::Path::new(&dir).exists(),
+        "{dir} outlived the codewhale process"
+    );
+}
+
+#[test]
+fn leftovers_of_killed_processes_are_swept() {
+    let ws = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // A pid that existed and is gone (reaped), and one that is alive (us).
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let dead = c.id();
+    c.wait().unwrap();
+    let stale = tmp.path().join(format!("codewhale-run-{dead}-stale"));
+    let live = tmp
+        .path()
+        .join(format!("codewhale-run-{}-live", std::process::id()));
+    for d in [&stale, &live] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::write(d.join("f"), "x").unwrap();
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"))
+        .args(["sandbox", "run", "--backend", "landlock", "-C"])
+        .arg(ws.path())
+        .args(["--", "true"])
+        .env("TMPDIR", tmp.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!stale.exists(), "the dead process's directory was kept");
+    assert!(
+        live.exists(),
+        "control: a live process's directory was removed"
+    );
+}

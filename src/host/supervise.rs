@@ -4,7 +4,8 @@
 //! - The child starts a new session (`setsid`): it has no controlling
 //!   terminal, so it cannot inject keystrokes into ours, and it leads its
 //!   own process group, which is killed as a whole.
-//! - Every process is spawned from one long-lived spawner thread. The
+//! - Every process is spawned from one long-lived spawner thread, or from
+//!   the main thread when that is the caller (the one-shot CLI). The
 //!   parent-death signal (`PR_SET_PDEATHSIG`, also what bwrap's
 //!   `--die-with-parent` uses) fires when the *thread* that forked the child
 //!   exits; a short-lived tokio worker would otherwise kill a running
@@ -62,10 +63,7 @@ fn spawner() -> Result<&'static Mutex<mpsc::Sender<Job>>, HostError> {
         .name("codewhale-spawner".into())
         .spawn(move || {
             while let Ok(mut job) = rx.recv() {
-                let result = match &job.light_keep {
-                    None => job.cmd.spawn(),
-                    Some(keep) => light_spawn(&mut job.cmd, keep),
-                };
+                let result = do_spawn(&mut job.cmd, job.light_keep.as_deref());
                 let _ = job.reply.send(result);
             }
         })
@@ -74,8 +72,35 @@ fn spawner() -> Result<&'static Mutex<mpsc::Sender<Job>>, HostError> {
     Ok(SPAWNER.get_or_init(|| Mutex::new(tx)))
 }
 
-/// Spawn `cmd` on the spawner thread.
-fn spawn_on_spawner(cmd: Command, light_keep: Option<Vec<RawFd>>) -> Result<Child, HostError> {
+/// Serialises the spawns that un-mark fds in this process (see
+/// [`light_spawn`]): those from the spawner thread and from the main thread.
+static SPAWN_LOCK: Mutex<()> = Mutex::new(());
+
+fn do_spawn(cmd: &mut Command, light_keep: Option<&[RawFd]>) -> std::io::Result<Child> {
+    match light_keep {
+        None => cmd.spawn(),
+        Some(keep) => {
+            let _serial = SPAWN_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+            light_spawn(cmd, keep)
+        }
+    }
+}
+
+/// Whether the calling thread is the process's main thread. It lives as
+/// long as the process (Rust's `main` returning ends the process), so a
+/// parent-death signal tied to it fires exactly when codewhale dies.
+fn on_main_thread() -> bool {
+    // SAFETY: gettid and getpid have no preconditions.
+    unsafe { libc::gettid() == libc::getpid() }
+}
+
+/// Spawn `cmd` on the spawner thread — or right here on the main thread
+/// (one-shot CLI runs: no thread to start, no hand-off).
+fn spawn_on_spawner(mut cmd: Command, light_keep: Option<Vec<RawFd>>) -> Result<Child, HostError> {
+    if on_main_thread() {
+        return do_spawn(&mut cmd, light_keep.as_deref())
+            .map_err(|e| HostError::io("spawning the command", e));
+    }
     let (reply_tx, reply_rx) = mpsc::channel();
     {
         let tx = spawner()?
@@ -101,9 +126,11 @@ fn spawn_on_spawner(cmd: Command, light_keep: Option<Vec<RawFd>>) -> Result<Chil
 /// our page tables): used for bwrap, which makes its own session for the
 /// command and arms its own parent-death signal. fd hygiene is done in
 /// this process instead of the child: every fd from 3 up is marked
-/// close-on-exec, the passed fds are un-marked for the spawn only. This
-/// runs on the spawner thread, which does all of the host's spawns, so no
-/// other spawn of ours can inherit the passed fds.
+/// close-on-exec, the passed fds are un-marked for the spawn only. It runs
+/// under [`SPAWN_LOCK`] (from the spawner thread or the main thread), so no
+/// other spawn of the host's can inherit the passed fds. (The landlock
+/// tier's stage inherits everything by its clone and closes what is not
+/// its own before it starts the command.)
 fn light_spawn(cmd: &mut Command, keep: &[RawFd]) -> std::io::Result<Child> {
     fd_sweep(keep)?;
     let r = cmd.spawn();

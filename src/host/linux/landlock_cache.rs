@@ -102,9 +102,26 @@ impl Entry {
     }
 }
 
+static CACHE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
 fn cache() -> &'static Mutex<Vec<Entry>> {
-    static CACHE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+    // Statics are never dropped: without this, every process that ran the
+    // tier would leave its cached per-run directories behind at exit.
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    AT_EXIT.call_once(|| {
+        // SAFETY: registering a plain extern "C" function with no captures.
+        unsafe { libc::atexit(drop_cached_entries) };
+    });
     &CACHE
+}
+
+/// At exit: drop the cached entries, which removes their directories.
+/// `try_lock`: a thread still inside a run at exit keeps its entry (and
+/// its directory) rather than blocking the exit.
+extern "C" fn drop_cached_entries() {
+    if let Ok(mut c) = CACHE.try_lock() {
+        c.clear();
+    }
 }
 
 /// The options as the cache compares them (the per-run tmp dir is the
@@ -136,13 +153,53 @@ pub fn checkout(
     plan_new(policy, key, plan_err)
 }
 
+/// The per-run directories' name prefix; the creating process's pid
+/// follows, so leftovers of a process that was killed can be recognised.
+const RUN_DIR_PREFIX: &str = "codewhale-run-";
+
+/// Once per process: remove the per-run directories that processes of
+/// ours left behind when they were killed (SIGKILL runs no exit handler).
+/// Only directories we own, whose creating process no longer exists.
+fn sweep_leftovers() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let tmp = std::env::temp_dir();
+        let Ok(rd) = std::fs::read_dir(&tmp) else {
+            return;
+        };
+        // SAFETY: getuid has no preconditions.
+        let me = unsafe { libc::getuid() };
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(RUN_DIR_PREFIX))
+                .and_then(|rest| rest.split_once('-'))
+                .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+            else {
+                continue;
+            };
+            let owned = e
+                .metadata()
+                .is_ok_and(|m| m.is_dir() && m.uid() == me && !m.file_type().is_symlink());
+            // SAFETY: signal 0 only asks whether the pid exists.
+            let gone = unsafe { libc::kill(pid, 0) } != 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+            if owned && gone {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+}
+
 fn plan_new(
     policy: &ResolvedPolicy,
     key: LandlockOptions,
     plan_err: impl Fn(String) -> HostError,
 ) -> Result<Entry, HostError> {
+    sweep_leftovers();
     let tmp = tempfile::Builder::new()
-        .prefix("codewhale-run-")
+        .prefix(&format!("{RUN_DIR_PREFIX}{}-", std::process::id()))
         .tempdir()
         .map_err(|e| HostError::io("creating the per-run temporary directory", e))?;
     let tmp_path = std::fs::canonicalize(tmp.path())
