@@ -74,6 +74,11 @@ mod imp {
         // Same environment for the planner here and the codewhale child.
         std::env::set_var("HOME", &home);
         std::env::remove_var("CARGO_HOME");
+        // `cargo bench` points LD_LIBRARY_PATH at target/ and the
+        // toolchain, so every exec below would search those directories for
+        // libc first; a user's shell has no such thing. Removed for every
+        // command timed here alike (bare, raw bwrap, CLI, library).
+        std::env::remove_var("LD_LIBRARY_PATH");
         std::env::remove_var("XDG_CACHE_HOME");
 
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
