@@ -31,6 +31,11 @@ pub fn kill_descendants(mut on_reap: impl FnMut(libc::pid_t, i32)) {
     // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
     let mut kids: [libc::pid_t; BATCH] = [0; BATCH];
+    // The common case: the command left nothing behind (one system call
+    // instead of reading /proc).
+    if !has_children() {
+        return;
+    }
     for _ in 0..MAX_ROUNDS {
         let n = children(me, &mut kids);
         if n == 0 {
@@ -52,6 +57,22 @@ pub fn kill_descendants(mut on_reap: impl FnMut(libc::pid_t, i32)) {
     }
     // Reap whatever else is left as a zombie.
     reap_exited(on_reap);
+}
+
+/// Whether the calling process has any child at all (exited or not).
+fn has_children() -> bool {
+    // SAFETY: siginfo_t is plain data; waitid only writes into it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid without reaping (WNOWAIT), without blocking.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    !(rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
 }
 
 /// Reap every child that has already exited (no blocking).
@@ -100,7 +121,7 @@ fn c_path<'a>(buf: &'a mut [u8], prefix: &[u8], n: u64, suffix: &[u8]) -> Option
 }
 
 /// Read up to `buf.len()` bytes of the file at the NUL-terminated `path`.
-fn read_file(path: &[u8], buf: &mut [u8]) -> Option<usize> {
+pub(crate) fn read_file(path: &[u8], buf: &mut [u8]) -> Option<usize> {
     // SAFETY: path is NUL-terminated (built by `c_path` or a literal).
     let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
