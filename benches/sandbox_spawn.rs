@@ -14,7 +14,7 @@
 //! library (`host::select::run_blocking`, no CLI start-up), against bare
 //! `true` spawned from this process (target ≤ 2×), and against the same
 //! `true` run unsandboxed through the same host. The landlock runs are
-//! timed in a second loop of their own, interleaved with their own bare
+//! timed first, in a loop of their own, interleaved with their own bare
 //! `true` (bwrap runs leave namespaces for the kernel to tear down in the
 //! background, which would land on the next sub-millisecond run). The
 //! cost of building
@@ -179,7 +179,23 @@ mod imp {
         let mut libbw = Vec::new();
         let mut libnone = Vec::new();
         let mut bare_ll = Vec::new();
-        // Phase 1, the bwrap tier: bare, raw bwrap, the CLI, the library.
+        // Phase 1, the landlock tier, in its own loop and first: every
+        // bwrap run leaves namespaces for the kernel to tear down in the
+        // background (for seconds), which would land on whatever
+        // sub-millisecond run comes next.
+        for i in 0..(WARMUP + ITERATIONS) {
+            let b = time(&mut bare_c);
+            let li = lib_ll();
+            let ln = lib_none();
+            let l = time(&mut ll_c);
+            if i >= WARMUP {
+                bare_ll.push(b);
+                lib.push(li);
+                libnone.push(ln);
+                ll.push(l);
+            }
+        }
+        // Phase 2, the bwrap tier: bare, raw bwrap, the CLI, the library.
         for i in 0..(WARMUP + ITERATIONS) {
             let b = time(&mut bare_c);
             let r = time(&mut raw_c);
@@ -197,22 +213,6 @@ mod imp {
                 rawt.push(r);
                 cw.push(c);
                 nol.push(n);
-            }
-        }
-        // Phase 2, the landlock tier, in its own loop: every bwrap run leaves
-        // namespaces for the kernel to tear down in the background, which
-        // would land on whatever sub-millisecond run comes next.
-        std::thread::sleep(Duration::from_millis(500));
-        for i in 0..(WARMUP + ITERATIONS) {
-            let b = time(&mut bare_c);
-            let li = lib_ll();
-            let ln = lib_none();
-            let l = time(&mut ll_c);
-            if i >= WARMUP {
-                bare_ll.push(b);
-                lib.push(li);
-                libnone.push(ln);
-                ll.push(l);
             }
         }
         cleanup();

@@ -121,7 +121,7 @@ fn c_path<'a>(buf: &'a mut [u8], prefix: &[u8], n: u64, suffix: &[u8]) -> Option
 }
 
 /// Read up to `buf.len()` bytes of the file at the NUL-terminated `path`.
-pub(crate) fn read_file(path: &[u8], buf: &mut [u8]) -> Option<usize> {
+fn read_file(path: &[u8], buf: &mut [u8]) -> Option<usize> {
     // SAFETY: path is NUL-terminated (built by `c_path` or a literal).
     let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {

