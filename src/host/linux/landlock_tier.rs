@@ -168,23 +168,9 @@ pub fn run(
         },
     )
     .map_err(|e| unavailable(e.to_string()))?;
-    let mut thread = None;
-    let sup = supervise::run_raw(
-        |ends| {
-            let (pid, t) = stage.spawn(ends)?;
-            thread = Some(t);
-            Ok(pid)
-        },
-        req,
-        life_write,
-    );
+    let sup = supervise::run_raw(|ends| stage.spawn(ends), req, life_write);
     // Our copies: the stage had its own from the moment it ran.
     drop((write_end, life_read));
-    if let Some(t) = thread {
-        // The stage has been reaped (or killed and reaped): its thread
-        // returns right away.
-        let _ = t.join();
-    }
     let status = read_stage_status(read_end);
     let sup = match (sup, &status) {
         (Ok(s), _) => s,

@@ -40,7 +40,7 @@ fn errno() -> i32 {
 }
 
 /// Write `[FAILED, step, errno]` to the status pipe.
-fn report_failure(status_fd: RawFd, step: Step, errno: i32) {
+pub(super) fn report_failure(status_fd: RawFd, step: Step, errno: i32) {
     let e = errno.to_le_bytes();
     let rec = [FAILED, step as u8, e[0], e[1], e[2], e[3]];
     // SAFETY: a stack buffer to the status pipe we were handed.
@@ -206,38 +206,16 @@ fn command_main(stage: &Stage) -> i32 {
     if unsafe { libc::setsid() } < 0 {
         return fail(Step::Setsid);
     }
-    // SAFETY: prctl with integer arguments only.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return fail(Step::NoNewPrivs);
-    }
-    if !drop_capabilities() {
-        return fail(Step::Capabilities);
+    // no_new_privs, the capability drop and the seccomp filter came with
+    // the launcher thread (see `launcher`): check they are in force.
+    if let Some(step) = inherited_missing() {
+        return fail(step);
     }
     if let Some(fd) = &stage.ruleset {
         // SAFETY: landlock_restrict_self on the ruleset fd, no flags;
-        // no_new_privs is set above.
+        // no_new_privs is in force (checked above).
         if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) } != 0 {
             return fail(Step::Landlock);
-        }
-    }
-    for prog in stage.seccomp.iter() {
-        let fprog = libc::sock_fprog {
-            len: prog.len() as libc::c_ushort,
-            // seccompiler's sock_filter has the kernel's layout.
-            filter: prog.as_ptr().cast::<libc::sock_filter>().cast_mut(),
-        };
-        // SAFETY: fprog points at a live BPF program for the duration of
-        // the call; the kernel copies it.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_seccomp,
-                SECCOMP_SET_MODE_FILTER,
-                0 as libc::c_ulong,
-                &fprog as *const libc::sock_fprog,
-            )
-        };
-        if rc != 0 {
-            return fail(Step::Seccomp);
         }
     }
     // SAFETY: the status byte from the stack (the status pipe, the
@@ -265,6 +243,77 @@ fn command_main(stage: &Stage) -> i32 {
     } else {
         crate::exit::NOT_EXECUTABLE
     }
+}
+
+/// Harden the calling thread once, for every stage it will start (they
+/// inherit all of it through clone): no_new_privs, every capability
+/// dropped, the seccomp programs installed. Per-thread state: codewhale's
+/// other threads keep theirs. The failed step and errno otherwise.
+pub(super) fn harden_thread(progs: &[seccompiler::BpfProgram]) -> Result<(), (Step, i32)> {
+    // SAFETY: prctl with integer arguments only.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err((Step::NoNewPrivs, errno()));
+    }
+    if !drop_capabilities() {
+        return Err((Step::Capabilities, errno()));
+    }
+    for prog in progs {
+        let fprog = libc::sock_fprog {
+            len: prog.len() as libc::c_ushort,
+            // seccompiler's sock_filter has the kernel's layout.
+            filter: prog.as_ptr().cast::<libc::sock_filter>().cast_mut(),
+        };
+        // SAFETY: fprog points at a live BPF program for the duration of
+        // the call; the kernel copies it. No TSYNC: this thread only.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                SECCOMP_SET_MODE_FILTER,
+                0 as libc::c_ulong,
+                &fprog as *const libc::sock_fprog,
+            )
+        };
+        if rc != 0 {
+            return Err((Step::Seccomp, errno()));
+        }
+    }
+    Ok(())
+}
+
+/// Which inherited protection is missing in the calling process, if any:
+/// no_new_privs, a seccomp filter, an empty effective/permitted/inheritable
+/// capability set.
+fn inherited_missing() -> Option<Step> {
+    // SAFETY: prctl queries with integer arguments only.
+    let (nnp, seccomp) = unsafe {
+        (
+            libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0),
+            libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0),
+        )
+    };
+    if nnp != 1 {
+        return Some(Step::NoNewPrivs);
+    }
+    if seccomp != 2 {
+        return Some(Step::Seccomp);
+    }
+    let mut hdr = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: capget writes two CapData into the live array.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_capget,
+            &mut hdr as *mut CapHeader,
+            data.as_mut_ptr(),
+        )
+    };
+    let clear = data
+        .iter()
+        .all(|d| d.effective == 0 && d.permitted == 0 && d.inheritable == 0);
+    (rc != 0 || !clear).then_some(Step::Capabilities)
 }
 
 /// Clear the bounding set (when CAP_SETPCAP allows), ambient, inheritable,

@@ -6,10 +6,13 @@
 //! (once per process), the command's path, argv and environment are laid
 //! out as C arrays, two guarded stacks are mapped ([`stack`]). Then:
 //!
-//! - a short-lived thread blocks every signal and starts the **stage**
-//!   with `clone(CLONE_VM | CLONE_VFORK)`, the way `posix_spawn` starts a
-//!   child: no page tables are copied, and the thread stays suspended
-//!   until the stage exits, so the stage can borrow its TLS;
+//! - a launcher thread — kept between runs, every signal blocked, and
+//!   hardened once with no_new_privs, no capabilities and the seccomp
+//!   filter, all of which the stage and the command inherit (see
+//!   [`launcher`]) — starts the **stage** with `clone(CLONE_VM |
+//!   CLONE_VFORK)`, the way `posix_spawn` starts a child: no page tables
+//!   are copied, and the thread stays suspended until the stage exits, so
+//!   the stage can borrow its TLS;
 //! - the **stage** (its own process, own fd table and signal handlers)
 //!   tells codewhale its pid on the hello pipe, resets every caught
 //!   signal to its default, takes its own process group, puts the output
@@ -18,9 +21,9 @@
 //!   lifeline and the ruleset, and starts the command with
 //!   `clone(CLONE_VM | CLONE_VFORK)` again;
 //! - the **command's half** takes a new session (no controlling terminal),
-//!   no_new_privs, drops every capability, applies the ruleset
-//!   (`landlock_restrict_self`) and the seccomp filter, writes one status
-//!   byte and `execve`s the command;
+//!   checks that no_new_privs, the empty capability sets and the seccomp
+//!   filter are in force, applies the ruleset (`landlock_restrict_self`),
+//!   writes one status byte and `execve`s the command;
 //! - the stage then waits for the command, the lifeline (closed by
 //!   codewhale on timeout, or by the kernel when codewhale dies) and
 //!   re-parented orphans. When the command exits or the lifeline goes, it
@@ -36,6 +39,7 @@
 //! may be large (see `docs/PERFORMANCE.md`).
 
 mod child;
+mod launcher;
 mod stack;
 mod status;
 
@@ -113,7 +117,8 @@ pub struct Command<'a> {
 pub struct Stage {
     /// The Landlock ruleset fd (`None`: the kernel enforces nothing).
     ruleset: Option<OwnedFd>,
-    seccomp: Arc<Vec<BpfProgram>>,
+    /// The seccomp variant: the launcher thread carries the filter.
+    seccomp: SeccompOptions,
     status_fd: RawFd,
     lifeline_fd: RawFd,
     path: CString,
@@ -168,7 +173,11 @@ impl Stage {
         let bytes = |p: &Path| p.as_os_str().as_bytes().to_vec();
         Ok(Stage {
             ruleset: ruleset.into_fd()?,
-            seccomp: compiled(seccomp)?,
+            seccomp: {
+                // Compiled here so a bad table fails before any thread.
+                compiled(seccomp)?;
+                *seccomp
+            },
             status_fd,
             lifeline_fd,
             path: CString::new(bytes(cmd.path)).map_err(|_| StageError::Nul("program path"))?,
@@ -187,13 +196,9 @@ impl Stage {
         })
     }
 
-    /// Start the stage with `ends` as its stdio; returns its pid once it
-    /// runs, and the thread that started it (it finishes when the stage
-    /// has exited; join it after reaping the stage).
-    pub fn spawn(
-        mut self,
-        ends: &ChildEnds,
-    ) -> Result<(libc::pid_t, std::thread::JoinHandle<Option<i32>>), HostError> {
+    /// Start the stage with `ends` as its stdio (from a hardened launcher
+    /// thread, see [`launcher`]); returns its pid once it runs.
+    pub fn spawn(mut self, ends: &ChildEnds) -> Result<libc::pid_t, HostError> {
         let (hello_r, hello_w): (OwnedFd, OwnedFd) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
                 .map_err(|e| HostError::io("creating the stage's hello pipe", e.into()))?;
@@ -201,19 +206,21 @@ impl Stage {
         self.stdout = ends.stdout.as_raw_fd();
         self.stderr = ends.stderr.as_raw_fd();
         self.hello_fd = hello_w.as_raw_fd();
-        let thread = std::thread::Builder::new()
-            .name("codewhale-stage".into())
-            .stack_size(64 * 1024)
-            .spawn(move || start(self, hello_w))
-            .map_err(|e| HostError::io("starting the stage's thread", e))?;
+        let opts = self.seccomp;
+        let (err_tx, err_rx) = std::sync::mpsc::channel();
+        launcher::launch(&opts, move |hardened| {
+            let _ = err_tx.send(start(self, hello_w, hardened));
+        })
+        .map_err(|e| HostError::io("handing the stage to its launcher thread", e))?;
         let mut pid = [0u8; 4];
         match std::fs::File::from(hello_r).read_exact(&mut pid) {
-            Ok(()) => Ok((libc::pid_t::from_le_bytes(pid), thread)),
+            Ok(()) => Ok(libc::pid_t::from_le_bytes(pid)),
             Err(_) => {
-                // The stage never ran: the thread has the clone error.
-                let errno = thread.join().ok().flatten().unwrap_or(libc::EAGAIN);
+                // The stage never ran: the launcher has the error (and
+                // wrote a failure record if hardening failed).
+                let errno = err_rx.recv().ok().flatten().unwrap_or(libc::EAGAIN);
                 Err(HostError::io(
-                    "starting the sandbox stage (clone)",
+                    "starting the sandbox stage",
                     std::io::Error::from_raw_os_error(errno),
                 ))
             }
@@ -221,15 +228,13 @@ impl Stage {
     }
 }
 
-/// The stage thread: block every signal, clone the stage, stay suspended
-/// until it exits. Returns clone's errno if it failed.
-fn start(mut stage: Stage, hello_w: OwnedFd) -> Option<i32> {
-    // SAFETY: sigfillset/pthread_sigmask on a live sigset for this thread
-    // only (it does nothing else afterwards).
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
+/// On a launcher thread (hardened, every signal blocked): clone the
+/// stage, stay suspended until it exits. Returns the errno if the thread's
+/// hardening or the clone failed.
+fn start(mut stage: Stage, hello_w: OwnedFd, hardened: Result<(), (Step, i32)>) -> Option<i32> {
+    if let Err((step, errno)) = hardened {
+        child::report_failure(stage.status_fd, step, errno);
+        return Some(errno);
     }
     // SAFETY: the stage runs `stage_entry` on its own mapped stack with
     // CLONE_VM|CLONE_VFORK: this thread is suspended until it exits, so
