@@ -195,34 +195,15 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString]) -> i32 {
 
 /// Wait for the command `pid` or the lifeline, whichever comes first.
 fn watch_pid(lifeline: RawFd, pid: libc::pid_t) -> i32 {
-    // SAFETY: pidfd_open on our own child.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
-    loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: lifeline,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: pidfd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        let n_fds = if pidfd >= 0 { 2 } else { 1 };
-        // With no pidfd (old kernel) poll the lifeline with a timeout and
-        // check the child in between.
-        let timeout = if pidfd >= 0 { -1 } else { 100 };
-        // SAFETY: fds points at n_fds valid pollfd structs.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), n_fds, timeout) };
-        if rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            break;
-        }
+    let pidfd = super::reaper::pidfd(pid);
+    // With no pidfd (old kernel) poll the lifeline with a timeout and
+    // check the child in between.
+    while let Some(lifeline_fired) = super::reaper::wait_child_or_lifeline(lifeline, pidfd, -1, 100)
+    {
         if let Some(code) = reap(pid) {
             return code;
         }
-        if fds[0].revents != 0 {
+        if lifeline_fired {
             // codewhale is gone: take the whole sandbox down.
             // SAFETY: kill(-1) reaches every process of the sandbox's pid
             // namespace that we may signal (all of them: same uid, no privileges).

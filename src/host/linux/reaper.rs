@@ -59,6 +59,48 @@ pub fn kill_descendants(mut on_reap: impl FnMut(libc::pid_t, i32)) {
     reap_exited(on_reap);
 }
 
+/// A child's pidfd (or `-1` where `pidfd_open` is missing: kernels < 5.3).
+pub fn pidfd(pid: libc::pid_t) -> std::os::fd::RawFd {
+    // SAFETY: pidfd_open on our own, not yet reaped child.
+    unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) as std::os::fd::RawFd }
+}
+
+/// Wait until the child behind `pidfd` has exited, the `lifeline` is
+/// readable or hung up, or `timeout_ms` passed (`-1`: no limit; without a
+/// pidfd the wait is capped at `fallback_ms` so the caller can check the
+/// child itself). Returns whether the lifeline fired, or `None` when poll
+/// failed other than by EINTR.
+pub fn wait_child_or_lifeline(
+    lifeline: std::os::fd::RawFd,
+    pidfd: std::os::fd::RawFd,
+    timeout_ms: i32,
+    fallback_ms: i32,
+) -> Option<bool> {
+    let mut fds = [
+        libc::pollfd {
+            fd: lifeline,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: pidfd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let (n_fds, timeout) = if pidfd >= 0 {
+        (2, timeout_ms)
+    } else {
+        (1, fallback_ms)
+    };
+    // SAFETY: fds points at n_fds live pollfd structs.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), n_fds, timeout) };
+    if rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+        return None;
+    }
+    Some(rc > 0 && fds[0].revents != 0)
+}
+
 /// Whether the calling process has any child at all (exited or not).
 fn has_children() -> bool {
     // SAFETY: siginfo_t is plain data; waitid only writes into it.

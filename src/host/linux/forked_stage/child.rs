@@ -140,29 +140,14 @@ fn reset_signal_dispositions() {
 /// Watch the command, the lifeline and re-parented orphans; then kill the
 /// whole tree. Returns the command's wait status.
 fn supervise(life: RawFd, command: libc::pid_t) -> i32 {
-    // SAFETY: pidfd_open on our own, not yet reaped child.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, command, 0) } as RawFd;
+    use super::super::reaper;
+    let pidfd = reaper::pidfd(command);
     let mut command_status: Option<i32> = None;
     loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: life,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: pidfd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        let n_fds = if pidfd >= 0 { 2 } else { 1 };
         // Wake up now and then anyway, to reap re-parented orphans (and,
         // without a pidfd, to notice the command's exit).
-        let timeout = if pidfd >= 0 { 1000 } else { 50 };
-        // SAFETY: fds points at n_fds live pollfd structs.
-        unsafe { libc::poll(fds.as_mut_ptr(), n_fds, timeout) };
-        super::super::reaper::reap_exited(|pid, st| {
+        let lifeline_fired = reaper::wait_child_or_lifeline(life, pidfd, 1000, 50).unwrap_or(false);
+        reaper::reap_exited(|pid, st| {
             if pid == command {
                 command_status = Some(st);
             }
@@ -170,7 +155,7 @@ fn supervise(life: RawFd, command: libc::pid_t) -> i32 {
         if command_status.is_some() {
             break;
         }
-        if fds[0].revents != 0 {
+        if lifeline_fired {
             // Timeout, or codewhale is gone: take the tree down.
             // SAFETY: signalling our own, not yet reaped child.
             unsafe { libc::kill(command, libc::SIGKILL) };
