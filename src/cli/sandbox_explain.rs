@@ -84,7 +84,7 @@ mod imp {
         }
         print_plan(&plan);
         println!(
-            "seccomp (forked stage, after dropping all capabilities and Landlock; new session; the stage is the subreaper):"
+            "seccomp (on the hardened launcher thread with no_new_privs and no capabilities, inherited by the stage and the command; Landlock is applied after it, in a new session):"
         );
         for r in &rules {
             println!("  {}", seccomp::describe(r));
