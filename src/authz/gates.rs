@@ -307,8 +307,15 @@ pub(super) fn gate_floor(
         );
         return;
     }
+    // Everything on the floor that holds the call for a human, in order.
+    let holds = [
+        floor::credential_upload(a, ctx.floor),
+        floor::publishing(a),
+        a.pieces.iter().find_map(floor::destructive_unknown_target),
+        destructive.map(|d| format!("{d} in a background/headless run")),
+    ];
     let mut any = false;
-    if let Some(r) = floor::credential_upload(a, ctx.floor) {
+    for r in holds.into_iter().flatten() {
         acc.tighten(
             Gate::Floor,
             Decision::Ask,
@@ -316,39 +323,6 @@ pub(super) fn gate_floor(
             Some(AskKind::Hold),
             false,
             &r,
-        );
-        any = true;
-    }
-    if let Some(r) = floor::publishing(a) {
-        acc.tighten(
-            Gate::Floor,
-            Decision::Ask,
-            DecidedBy::Floor,
-            Some(AskKind::Hold),
-            false,
-            &r,
-        );
-        any = true;
-    }
-    if let Some(r) = a.pieces.iter().find_map(floor::destructive_unknown_target) {
-        acc.tighten(
-            Gate::Floor,
-            Decision::Ask,
-            DecidedBy::Floor,
-            Some(AskKind::Hold),
-            false,
-            &r,
-        );
-        any = true;
-    }
-    if let Some(d) = destructive {
-        acc.tighten(
-            Gate::Floor,
-            Decision::Ask,
-            DecidedBy::Floor,
-            Some(AskKind::Hold),
-            false,
-            &format!("{d} in a background/headless run"),
         );
         any = true;
     }
