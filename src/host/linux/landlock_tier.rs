@@ -22,7 +22,6 @@
 //! signal scope (ABI ≥ 6) and seccomp's ptrace rule.
 
 use super::forked_stage::{read_stage_status, Command as StageCommand, Stage, StageStatus};
-use super::helper::HelperStatus;
 use super::landlock::{self, LandlockOptions, LandlockPlan, PartialKind, Tier};
 use super::landlock_cache;
 use super::seccomp::{denied_names, SeccompOptions};
@@ -186,39 +185,39 @@ pub fn run(
         }
         (Err(other), _) => return Err(other),
     };
-    let helper = match status {
-        StageStatus::Applied => HelperStatus::Applied {
-            no_new_privs: true,
-            capabilities_dropped: true,
-            seccomp: SeccompReport {
-                installed: true,
-                denied: denied_names(&seccomp),
-            },
-            landlock: Some(report.clone()),
-        },
-        StageStatus::Failed { step, error } => return Err(unavailable(format!("{step}: {error}"))),
+    // The ruleset was applied (a command that is not found or not
+    // executable says nothing against it): keep it for the next run.
+    let applied = matches!(status, StageStatus::Applied | StageStatus::ExecFailed(_));
+    let outcome = match status {
+        StageStatus::Applied => Ok(()),
+        StageStatus::Failed { step, error } => Err(unavailable(format!("{step}: {error}"))),
         // Every protection was in force and exec failed: shell semantics.
-        StageStatus::ExecFailed(libc::ENOENT) => return Err(HostError::NotFound(program.clone())),
-        StageStatus::ExecFailed(errno) => {
-            return Err(HostError::NotExecutable {
-                path: path.clone(),
-                reason: std::io::Error::from_raw_os_error(errno).to_string(),
-            })
-        }
-        StageStatus::Silent if sup.timed_out => {
-            return Err(unavailable(
-                "timed out before the sandbox was set up".into(),
-            ))
-        }
-        StageStatus::Silent => {
-            return Err(unavailable(format!(
-                "the sandbox stage did not report: {}",
-                String::from_utf8_lossy(&sup.stderr.bytes).trim()
-            )))
-        }
+        StageStatus::ExecFailed(libc::ENOENT) => Err(HostError::NotFound(program.clone())),
+        StageStatus::ExecFailed(errno) => Err(HostError::NotExecutable {
+            path: path.clone(),
+            reason: std::io::Error::from_raw_os_error(errno).to_string(),
+        }),
+        StageStatus::Silent if sup.timed_out => Err(unavailable(
+            "timed out before the sandbox was set up".into(),
+        )),
+        StageStatus::Silent => Err(unavailable(format!(
+            "the sandbox stage did not report: {}",
+            String::from_utf8_lossy(&sup.stderr.bytes).trim()
+        ))),
     };
-    let mut enforcement = enforcement(policy, &entry.plan, report, &helper, scrubbed.removed);
-    landlock_cache::give_back(entry);
+    let result = outcome.map(|()| {
+        // The stage checked no_new_privs, the empty capability sets and
+        // the seccomp filter before the command ran.
+        let seccomp = SeccompReport {
+            installed: true,
+            denied: denied_names(&seccomp),
+        };
+        enforcement(policy, &entry.plan, report, seccomp, scrubbed.removed)
+    });
+    if applied {
+        landlock_cache::give_back(entry);
+    }
+    let mut enforcement = result?;
     if let Some(n) = note {
         enforcement.partial.insert(0, n);
     }
@@ -257,24 +256,13 @@ pub fn enforcement(
     policy: &ResolvedPolicy,
     plan: &LandlockPlan,
     landlock: LandlockReport,
-    helper: &HelperStatus,
+    seccomp: SeccompReport,
     env_removed: Vec<String>,
 ) -> Enforcement {
-    let (nnp, caps, seccomp) = match helper {
-        HelperStatus::Applied {
-            no_new_privs,
-            capabilities_dropped,
-            seccomp,
-            ..
-        } => (*no_new_privs, *capabilities_dropped, Some(seccomp.clone())),
-        HelperStatus::SetupFailed { .. } => (false, false, None),
-    };
     let skipped = not_enforced(plan);
     let mut network_enforced_by = Vec::new();
     if !policy.network {
-        if seccomp.is_some() {
-            network_enforced_by.push("seccomp".to_string());
-        }
+        network_enforced_by.push("seccomp".to_string());
         if !plan.handled_net.is_empty() && landlock.abi >= 4 {
             network_enforced_by.push("landlock-net".to_string());
         }
@@ -301,10 +289,7 @@ pub fn enforcement(
     } else {
         EnforcementLevel::Partial
     };
-    let mut label = String::from("sandboxed: landlock");
-    if seccomp.is_some() {
-        label.push_str("+seccomp");
-    }
+    let label = String::from("sandboxed: landlock+seccomp");
     Enforcement {
         backend: BackendKind::Landlock,
         mode: policy.mode,
@@ -313,9 +298,11 @@ pub fn enforcement(
         namespaces: Vec::new(),
         network_allowed: policy.network,
         network_enforced_by,
-        no_new_privs: nnp,
-        capabilities_dropped: caps,
-        seccomp,
+        // The stage checked no_new_privs and the empty capability sets
+        // before the command ran (see `forked_stage`).
+        no_new_privs: true,
+        capabilities_dropped: true,
+        seccomp: Some(seccomp),
         landlock: Some(landlock),
         masked_paths: policy
             .existing_deny_read()
