@@ -204,6 +204,42 @@ pub fn install(opts: &SeccompOptions) -> Result<(), SeccompError> {
 mod tests {
     use super::*;
 
+    /// The prefix's jumps land where they must: an arch mismatch and every
+    /// other syscall fall through to the main program (which does its own
+    /// arch check and kills on a mismatch); the listed syscalls reach the
+    /// ENOSYS return. (The kernel-side behaviour is probed by
+    /// `tests/real_escape_proc.rs`: clone3 → ENOSYS, the EPERM rules.)
+    #[test]
+    fn enosys_prefix_jumps_land_on_the_return_and_the_main_program() {
+        let nrs = [435, 999];
+        let p = enosys_prefix(0xC000_003E, &nrs).unwrap();
+        let main = p.len();
+        let target = |i: usize, off: u32| i + 1 + off as usize;
+        assert_eq!(p[0].k, 4, "loads seccomp_data.arch");
+        assert_eq!(p[1].k, 0xC000_003E);
+        assert_eq!(
+            target(1, p[1].jf.into()),
+            main,
+            "arch mismatch → main program"
+        );
+        assert_eq!(p[2].k, 0, "loads seccomp_data.nr");
+        let ret = main - 1;
+        assert_eq!(p[ret].k, libc::SECCOMP_RET_ERRNO | 38);
+        for (i, nr) in nrs.iter().enumerate() {
+            let at = 3 + i;
+            assert_eq!(i64::from(p[at].k), *nr);
+            assert_eq!(target(at, p[at].jt.into()), ret, "nr {nr} → ENOSYS");
+            assert_eq!(p[at].jf, 0, "else the next check");
+        }
+        let ja = ret - 1;
+        assert_eq!(target(ja, p[ja].k), main, "no match → main program");
+        // Control: the table's clone3 rule yields one merged program that
+        // starts with this prefix.
+        let progs = compile(&rules(&SeccompOptions::default())).unwrap();
+        assert_eq!(progs.len(), 1);
+        assert_eq!(progs[0][0].k, 4);
+    }
+
     #[test]
     fn every_table_name_has_a_number_here() {
         for opts in [
