@@ -11,6 +11,7 @@ pub mod config;
 pub mod doctor;
 pub mod exit;
 pub mod host;
+pub mod net;
 pub mod policy;
 pub mod provider;
 pub mod receipt;
