@@ -28,6 +28,7 @@ pub mod limits;
 pub mod policy;
 
 pub mod resolve;
+pub mod spec;
 
 #[cfg(unix)]
 pub mod proxy;
@@ -38,3 +39,4 @@ pub use gate::{Gate, Verdict};
 pub use limits::{ByteBudget, Limits, RateLimiter};
 pub use policy::{HostPattern, NetworkMode, NetworkPolicy, PolicyError, RuleMatch};
 pub use resolve::{FixedResolver, Resolver};
+pub use spec::{proxy_env, EgressSpec};

@@ -10,6 +10,7 @@ mod http;
 mod meter;
 mod rewind;
 mod socks;
+pub mod thread;
 
 use std::io;
 use std::net::SocketAddr;
