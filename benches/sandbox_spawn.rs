@@ -92,6 +92,7 @@ mod imp {
             placeholder_dir,
             helper: None,
             command: vec!["true".into()],
+            egress_dir: None,
         };
         let raw = plan(&resolved, &opts).expect("plan");
         let cleanup = || {

@@ -72,6 +72,7 @@ fn opts(cwd: &Path) -> BwrapOptions {
             vec!["__sandbox-helper".into(), "--spec".into(), "{}".into()],
         )),
         command: vec!["sh".into(), "-c".into(), "true".into()],
+        egress_dir: None,
     }
 }
 

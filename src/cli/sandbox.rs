@@ -37,9 +37,17 @@ pub struct PolicyArgs {
     /// Workspace directory (default: the current directory).
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Allow network access.
-    #[arg(long)]
-    pub network: bool,
+    /// Network: `--network` (= on), `--network=off|on|allowlist`.
+    /// `allowlist` reaches only the names allowed in `[sandbox.network]`
+    /// and by `--allow-domain`, through codewhale's egress proxy.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "on", value_parser = parse_network_mode)]
+    pub network: Option<crate::net::NetworkMode>,
+    /// Allow this host name (`crates.io`, `*.example.com`, `@registries`)
+    /// through the egress proxy (repeatable; implies `--network=allowlist`
+    /// unless the network is on).
+    #[arg(long = "allow-domain", value_name = "DOMAIN")]
+    pub allow_domains: Vec<String>,
     /// Extra writable root (repeatable).
     #[arg(long = "writable-root", value_name = "DIR")]
     pub writable_roots: Vec<PathBuf>,
@@ -90,6 +98,29 @@ pub struct HelperArgs {
     pub command: Vec<OsString>,
 }
 
+/// clap's parser for `--network=MODE`.
+pub fn parse_network_mode(s: &str) -> Result<crate::net::NetworkMode, String> {
+    crate::net::NetworkMode::parse(s).map_err(|e| e.to_string())
+}
+
+/// `--allow-domain` entries must parse, and make no sense with the network on.
+pub fn check_allow_domains(
+    mode: Option<crate::net::NetworkMode>,
+    domains: &[String],
+) -> anyhow::Result<()> {
+    for d in domains {
+        crate::net::policy::expand(std::slice::from_ref(d))
+            .map_err(|e| anyhow::anyhow!("--allow-domain {d}: {e}"))?;
+    }
+    if mode == Some(crate::net::NetworkMode::On) && !domains.is_empty() {
+        anyhow::bail!("--allow-domain needs --network=allowlist (with --network=on everything is reachable)");
+    }
+    if mode == Some(crate::net::NetworkMode::Off) && !domains.is_empty() {
+        anyhow::bail!("--allow-domain contradicts --network=off");
+    }
+    Ok(())
+}
+
 impl PolicyArgs {
     /// The policy and host settings through the one sandbox context
     /// (`config::SandboxContext`): the user config, these flags on top,
@@ -102,9 +133,12 @@ impl PolicyArgs {
             Some(w) => w.clone(),
             None => std::env::current_dir().context("reading the current directory")?,
         };
+        check_allow_domains(self.network, &self.allow_domains)?;
         let flags = config::SandboxFlags {
             mode: self.mode,
-            network: self.network,
+            network: false,
+            network_mode: self.network,
+            allow_domains: self.allow_domains.clone(),
             writable_roots: self.writable_roots.clone(),
             backend: self.backend,
             bwrap_path: self.bwrap_path.clone(),
@@ -252,6 +286,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
             vec!["__sandbox-helper".into(), "--spec".into(), spec.into()],
         )),
         command: vec!["CMD".into(), "ARGS…".into()],
+        egress_dir: None,
     };
     if settings.backend == BackendChoice::Landlock {
         return super::sandbox_explain::landlock(&policy, &resolved, args.json);

@@ -126,6 +126,7 @@ pub fn helper_spec_json(
     {
         use crate::host::backends::bwrap::helper::{HelperSpec, InsideBwrapLandlock};
         let spec = HelperSpec {
+            egress: None,
             status_fd: 3,
             lifeline_fd: Some(4),
             seccomp: *seccomp,

@@ -10,6 +10,7 @@
 //! anything. Errors name the file, the line and the key.
 
 pub mod error;
+pub mod network;
 pub mod paths;
 pub mod project;
 pub mod sandbox_context;

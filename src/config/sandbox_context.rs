@@ -32,6 +32,11 @@ pub struct SandboxFlags {
     pub mode: Option<SandboxMode>,
     /// `--network`: allow network access.
     pub network: bool,
+    /// `--network=off|on|allowlist` (overrides `network` when set).
+    pub network_mode: Option<crate::net::NetworkMode>,
+    /// `--allow-domain D` (repeatable): added to the allow list; implies
+    /// `allowlist` unless the network is on. Validated by the CLI.
+    pub allow_domains: Vec<String>,
     /// `--writable-root DIR` (repeatable).
     pub writable_roots: Vec<PathBuf>,
     /// `--backend B`.
@@ -62,6 +67,35 @@ pub struct SandboxContext {
     pub settings: Settings,
     pub policy: SandboxPolicy,
     pub host: HostSettings,
+}
+
+/// `--network=MODE` and `--allow-domain` on top of the configured policy.
+fn apply_network_flags(policy: &mut SandboxPolicy, flags: &SandboxFlags) {
+    use crate::net::{EgressSpec, NetworkMode};
+    match flags.network_mode {
+        Some(NetworkMode::On) => {
+            policy.network = true;
+            policy.egress = None;
+        }
+        Some(NetworkMode::Off) => {
+            policy.network = false;
+            policy.egress = None;
+        }
+        Some(NetworkMode::Allowlist) => {
+            policy.network = false;
+            policy
+                .egress
+                .get_or_insert_with(|| EgressSpec::new(Vec::new(), Vec::new()));
+        }
+        None => {}
+    }
+    if !flags.allow_domains.is_empty() && !policy.network {
+        policy
+            .egress
+            .get_or_insert_with(|| EgressSpec::new(Vec::new(), Vec::new()))
+            .allow
+            .extend(flags.allow_domains.iter().cloned());
+    }
 }
 
 impl SandboxContext {
@@ -101,6 +135,7 @@ impl SandboxContext {
         if flags.network {
             policy.network = true;
         }
+        apply_network_flags(&mut policy, flags);
         policy
             .writable_roots
             .extend(flags.writable_roots.iter().cloned());

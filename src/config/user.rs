@@ -103,7 +103,9 @@ pub struct SandboxSection {
     /// Extra write-protected paths; add-only.
     pub protect_write: Vec<String>,
     pub writable_roots: Vec<PathBuf>,
-    pub network: Option<bool>,
+    /// `true`/`false`, `"off" | "on" | "allowlist"`, or the
+    /// `[sandbox.network]` table (see `config::network`).
+    pub network: Option<super::network::NetworkSetting>,
     /// Run unsandboxed when no backend is available (labelled as such).
     pub allow_unsandboxed: Option<bool>,
     pub env: EnvSection,
@@ -137,8 +139,9 @@ impl SandboxSection {
     pub fn policy(&self, mode: SandboxMode, workspace: &Path) -> SandboxPolicy {
         let mut p = SandboxPolicy::new(mode, workspace);
         p.writable_roots = self.writable_roots.clone();
-        if let Some(n) = self.network {
-            p.network = n;
+        if let Some(n) = &self.network {
+            p.network = n.mode() == crate::net::NetworkMode::On;
+            p.egress = n.egress();
         }
         p.extra_deny_read = self.deny_read.clone();
         p.extra_protect_write = self.protect_write.clone();

@@ -81,6 +81,30 @@ pub struct Enforcement {
     /// Everything the policy asked for that this run did not enforce.
     pub partial: Vec<String>,
     pub external: Option<ExternalReport>,
+    /// `network = "allowlist"`: what the egress proxy let through and
+    /// refused. `network_allowed` stays false (no unfiltered network).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<EgressReport>,
+}
+
+/// The egress proxy's account of one command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EgressReport {
+    /// The allow and deny entries in force (named sets unexpanded).
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+    /// How the command reached the proxy (`unix socket bridged to
+    /// 127.0.0.1:3128 in the sandbox's network namespace`, ...).
+    pub via: String,
+    /// One event per connection attempt, in order.
+    pub events: Vec<crate::net::ConnectionEvent>,
+    pub summary: crate::net::EgressSummary,
+    /// `network: 3 connections to crates.io; 1 refused: evil.example (...)`.
+    pub line: String,
+    /// Names answered by the test resolver (`CODEWHALE_TEST_RESOLVE`)
+    /// instead of the system's; empty in real use.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub test_resolver: Vec<String>,
 }
 
 impl Enforcement {
@@ -103,6 +127,7 @@ impl Enforcement {
             env_removed: Vec::new(),
             partial: vec![why.to_string()],
             external: None,
+            egress: None,
         }
     }
 

@@ -6,6 +6,8 @@
 
 pub mod backend;
 pub mod backends;
+#[cfg(unix)]
+pub mod egress;
 pub mod enforcement;
 pub mod error;
 pub mod plain_spawn;

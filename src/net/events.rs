@@ -9,10 +9,10 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which front end of the proxy the client used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Protocol {
     /// `CONNECT host:port` (TLS and anything tunnelled).
@@ -24,7 +24,7 @@ pub enum Protocol {
 }
 
 /// Allowed (dialled) or refused (never dialled).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Decision {
     Allowed,
@@ -32,7 +32,7 @@ pub enum Decision {
 }
 
 /// One connection attempt, as reported.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectionEvent {
     pub id: u64,
     pub protocol: Protocol,
@@ -129,7 +129,7 @@ impl EgressLog {
 }
 
 /// Totals of a log, and the one-line summary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EgressSummary {
     pub allowed: u64,
     pub refused: u64,

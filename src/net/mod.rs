@@ -21,6 +21,8 @@
 //! - `proxy` (unix only): the listeners, HTTP (hyper) and SOCKS5
 //!   (fast-socks5) front ends, and the metered relay.
 
+#[cfg(target_os = "linux")]
+pub mod bridge;
 pub mod classify;
 pub mod events;
 pub mod gate;

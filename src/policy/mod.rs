@@ -203,6 +203,11 @@ pub struct SandboxPolicy {
     /// The landlock tier's hole strategies (`[sandbox.landlock]`).
     #[serde(default)]
     pub landlock: LandlockHoles,
+    /// `network = "allowlist"`: the command reaches only the egress
+    /// proxy, which lets through the names listed here (`src/net/`).
+    /// Only meaningful with `network == false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<crate::net::EgressSpec>,
 }
 
 fn yes() -> bool {
@@ -223,6 +228,17 @@ impl SandboxPolicy {
             extra_protect_write: Vec::new(),
             env: EnvPolicy::default(),
             landlock: LandlockHoles::default(),
+            egress: None,
+        }
+    }
+
+    /// The network mode this policy asks for.
+    pub fn network_mode(&self) -> crate::net::NetworkMode {
+        use crate::net::NetworkMode;
+        match (self.network, &self.egress) {
+            (true, _) => NetworkMode::On,
+            (false, Some(_)) => NetworkMode::Allowlist,
+            (false, None) => NetworkMode::Off,
         }
     }
 

@@ -123,6 +123,9 @@ pub struct ResolvedPolicy {
     /// entries for backends that can express rules on absent paths).
     pub deny_read: Vec<PathEntry>,
     pub homes: Vec<PathBuf>,
+    /// `network = "allowlist"`: the egress proxy's lists (see `src/net/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<crate::net::EgressSpec>,
     pub env: EnvPolicy,
     /// The landlock tier's hole strategies.
     #[serde(default)]
@@ -564,6 +567,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
         protected,
         deny_read,
         homes: facts.homes.clone(),
+        egress: if policy.network { None } else { policy.egress.clone() },
         env: policy.env.clone(),
         landlock: policy.landlock,
         notes,

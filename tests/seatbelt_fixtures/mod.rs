@@ -183,6 +183,7 @@ pub fn resolved(c: Cell) -> ResolvedPolicy {
         protected,
         deny_read,
         homes: vec![PathBuf::from(HOME)],
+        egress: None,
         env: EnvPolicy::default(),
         landlock: Default::default(),
         notes: Vec::new(),

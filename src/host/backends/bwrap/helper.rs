@@ -47,6 +47,21 @@ pub struct HelperSpec {
     /// because the private `/tmp` and `/dev` exist only in the namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landlock: Option<InsideBwrapLandlock>,
+    /// `network = "allowlist"`: start the bridge from this loopback port
+    /// to the egress proxy's socket before Landlock and seccomp, and let
+    /// Landlock allow TCP connect to that port only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<EgressBridge>,
+}
+
+/// Where the bridge listens and what it connects to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressBridge {
+    /// The proxy's Unix socket (visible at the same path inside).
+    pub socket: std::path::PathBuf,
+    /// The port on the sandbox's own 127.0.0.1.
+    pub port: u16,
 }
 
 /// What the helper needs to plan Landlock inside bwrap.
@@ -85,6 +100,9 @@ pub enum HelperStatus {
         capabilities_dropped: bool,
         seccomp: SeccompReport,
         landlock: Option<LandlockReport>,
+        /// The egress bridge's port, when one was started and listening.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        egress_bridge: Option<u16>,
     },
     /// A protection failed; the command did not run.
     SetupFailed { error: String },
@@ -96,10 +114,14 @@ pub const SUBCOMMAND: &str = "__sandbox-helper";
 /// Landlock inside bwrap, right before seccomp. `None` when the parent
 /// asked for none (the landlock tier does not use this helper: its forked
 /// stage applies everything itself).
-fn apply_landlock(spec: &Option<InsideBwrapLandlock>) -> Result<Option<LandlockReport>, String> {
+fn apply_landlock(
+    spec: &Option<InsideBwrapLandlock>,
+    connect_ports: Vec<u16>,
+) -> Result<Option<LandlockReport>, String> {
     let Some(l) = spec else { return Ok(None) };
     let mut opts = LandlockOptions::detect(Tier::InsideBwrap);
     opts.max_abi = l.max_abi;
+    opts.connect_ports = connect_ports;
     let plan = landlock::plan(&l.policy, &opts).map_err(|e| e.to_string())?;
     landlock::apply(&plan).map(Some).map_err(|e| e.to_string())
 }
@@ -111,7 +133,20 @@ fn apply(spec: &HelperSpec) -> Result<HelperStatus, String> {
     if !capabilities_dropped {
         return Err("capabilities are still present after dropping them".into());
     }
-    let landlock = apply_landlock(&spec.landlock)?;
+    // The bridge is forked here: after the capability drop, before the
+    // filters (it needs `socket(AF_UNIX)`, which the command's filter
+    // denies). It is listening before the command starts.
+    let mut ports = Vec::new();
+    let mut egress_bridge = None;
+    if let Some(b) = &spec.egress {
+        let listener = crate::net::bridge::bind(b.port)
+            .map_err(|e| format!("egress bridge: binding 127.0.0.1:{}: {e}", b.port))?;
+        crate::net::bridge::spawn(listener, &b.socket)
+            .map_err(|e| format!("egress bridge: fork: {e}"))?;
+        ports.push(b.port);
+        egress_bridge = Some(b.port);
+    }
+    let landlock = apply_landlock(&spec.landlock, ports)?;
     seccomp_apply::install(&spec.seccomp).map_err(|e| e.to_string())?;
     Ok(HelperStatus::Applied {
         no_new_privs: true,
@@ -121,6 +156,7 @@ fn apply(spec: &HelperSpec) -> Result<HelperStatus, String> {
             denied: denied_names(&spec.seccomp),
         },
         landlock,
+        egress_bridge,
     })
 }
 

@@ -50,6 +50,11 @@ pub struct BwrapOptions {
     pub helper: Option<(PathBuf, Vec<OsString>)>,
     /// The command and its arguments.
     pub command: Vec<OsString>,
+    /// `network = "allowlist"`: the private directory holding the egress
+    /// proxy's Unix socket, bound read-only at the same path (connecting
+    /// to a socket needs no write access to its mount) so the bridge can
+    /// reach it even when it lives under the private `/tmp`.
+    pub egress_dir: Option<PathBuf>,
 }
 
 /// A protected path bwrap will create as an empty mount point on the host
@@ -307,6 +312,10 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
         }
     }
 
+    if let Some(d) = &opts.egress_dir {
+        absolute(d)?;
+        a.two("--ro-bind", d, d);
+    }
     a.one("--chdir", &opts.cwd);
     if let Some((exe, args)) = &opts.helper {
         a.0.push(exe.as_os_str().to_owned());

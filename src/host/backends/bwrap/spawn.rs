@@ -119,6 +119,7 @@ pub fn options(
         placeholder_dir,
         helper,
         command,
+        egress_dir: None,
     })
 }
 
@@ -188,6 +189,7 @@ fn enforcement(
             capabilities_dropped,
             seccomp,
             landlock,
+            ..
         } => (
             *no_new_privs,
             *capabilities_dropped,
@@ -211,6 +213,16 @@ fn enforcement(
     } else {
         vec!["netns".into(), "seccomp".into()]
     };
+    let bridge = matches!(
+        status,
+        HelperStatus::Applied {
+            egress_bridge: Some(_),
+            ..
+        }
+    );
+    if policy.egress.is_some() && bridge {
+        network_enforced_by.push("egress-proxy".into());
+    }
     if !policy.network && landlock_on && landlock.as_ref().is_some_and(|l| l.abi >= 4) {
         network_enforced_by.push("landlock-net".into());
     }
@@ -235,6 +247,7 @@ fn enforcement(
         env_removed,
         partial: plan.skipped.clone(),
         external: None,
+        egress: None,
     }
 }
 
@@ -308,10 +321,37 @@ pub fn run(
     let (life_read, life_write): (OwnedFd, OwnedFd) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| HostError::io("creating the lifeline pipe", e.into()))?;
+    // network = "allowlist": the proxy outside, the bridge inside.
+    let egress = match &policy.egress {
+        Some(spec) if !policy.network => Some(match crate::host::egress::EgressRun::start_unix(spec) {
+            Ok(e) => e,
+            Err(e) => {
+                guard.leave();
+                return Err(e);
+            }
+        }),
+        _ => None,
+    };
+    let bridge = egress.as_ref().and_then(|e| {
+        e.socket().map(|socket| super::helper::EgressBridge {
+            socket,
+            port: crate::host::egress::BRIDGE_PORT,
+        })
+    });
+    let seccomp = match &bridge {
+        // TCP sockets reach only the namespace's own loopback (the bridge);
+        // unix sockets would reach host daemons, so they stay denied.
+        Some(_) => SeccompOptions {
+            network: true,
+            deny_unix_socket: true,
+        },
+        None => SeccompOptions::for_bwrap(policy.network),
+    };
     let spec = HelperSpec {
         lifeline_fd: Some(life_read.as_raw_fd()),
         status_fd: write_end.as_raw_fd(),
-        seccomp: SeccompOptions::for_bwrap(policy.network),
+        egress: bridge,
+        seccomp,
         landlock: Some(super::helper::InsideBwrapLandlock::new(
             policy,
             crate::host::backends::landlock::tier::max_abi_seam(),
@@ -319,7 +359,8 @@ pub fn run(
     };
     let cwd = req.cwd.clone().unwrap_or_else(|| policy.workspace.clone());
     let command = req.argv.iter().map(OsString::from).collect();
-    let opts = options(bwrap, &cwd, Some(&spec), helper_exe, command)?;
+    let mut opts = options(bwrap, &cwd, Some(&spec), helper_exe, command)?;
+    opts.egress_dir = egress.as_ref().and_then(|e| e.socket_dir());
     let plan = plan(policy, &opts).map_err(|e| HostError::Unavailable {
         backend: "bwrap".into(),
         reason: e.to_string(),
@@ -336,7 +377,12 @@ pub fn run(
         Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         None => std::env::vars().collect(),
     };
-    let scrubbed = policy.env.apply(base_env);
+    let mut scrubbed = policy.env.apply(base_env);
+    if egress.is_some() {
+        scrubbed
+            .vars
+            .extend(crate::net::proxy_env(crate::host::egress::BRIDGE_PORT));
+    }
     let mut cmd = std::process::Command::new(&plan.argv[0]);
     cmd.args(&plan.argv[1..]);
     cmd.env_clear().envs(&scrubbed.vars);
@@ -368,7 +414,14 @@ pub fn run(
             )))
         }
     };
-    let enforcement = enforcement(policy, &plan, &status, scrubbed.removed);
+    let mut enforcement = enforcement(policy, &plan, &status, scrubbed.removed);
+    if let Some(e) = egress {
+        let report = e.finish();
+        enforcement
+            .partial
+            .extend(crate::host::egress::partial_lines(&report));
+        enforcement.egress = Some(report);
+    }
     Ok(ExecOutcome {
         exit: sup.exit,
         timed_out: sup.timed_out,

@@ -189,6 +189,11 @@ pub fn prepare(plan: &LandlockPlan) -> Result<PreparedRuleset, LandlockError> {
                     source,
                 })?;
         }
+        if plan.handled_net.contains(super::rights::CONNECT_TCP) {
+            for port in &plan.connect_ports {
+                c = c.add_rule(landlock::NetPort::new(*port, AccessNet::ConnectTcp))?;
+            }
+        }
         created = Some(c);
     }
 

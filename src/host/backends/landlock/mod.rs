@@ -81,6 +81,11 @@ pub struct LandlockOptions {
     /// would forbid creating files in the workspace root and break `git
     /// commit`); reported as not enforced.
     pub protect_in_writable: HoleStrategy,
+    /// With the network off (TCP handled): TCP ports `connect` may still
+    /// reach — the egress bridge's loopback port under
+    /// `network = "allowlist"`. Landlock rules are per port, not per
+    /// address; the callers say what else makes the port safe.
+    pub connect_ports: Vec<u16>,
 }
 
 impl LandlockOptions {
@@ -93,6 +98,7 @@ impl LandlockOptions {
             tmp_dir: None,
             deny_read_in_writable: HoleStrategy::Carve,
             protect_in_writable: HoleStrategy::Yield,
+            connect_ports: Vec::new(),
         }
     }
 }

@@ -120,6 +120,9 @@ pub struct LandlockPlan {
     /// network off every TCP bind/connect is denied; with it on TCP is not
     /// handled at all.
     pub handled_net: NetAccess,
+    /// Ports TCP connect is granted on despite `handled_net` (the egress
+    /// bridge or proxy port); empty unless connect is handled.
+    pub connect_ports: Vec<u16>,
     pub scopes: ScopeSet,
     pub rules: Vec<FsRule>,
     /// [`Tier::NoNamespaces`]: the per-run temporary directory to export as
@@ -341,6 +344,11 @@ pub fn plan(
         kernel_abi: opts.kernel_abi,
         abi,
         handled_fs,
+        connect_ports: if handled_net.contains(CONNECT_TCP) {
+            opts.connect_ports.clone()
+        } else {
+            Vec::new()
+        },
         handled_net,
         scopes,
         rules,

@@ -47,6 +47,7 @@ fn opts(tier: Tier) -> LandlockOptions {
         tmp_dir: None,
         deny_read_in_writable: HoleStrategy::Carve,
         protect_in_writable: HoleStrategy::Yield,
+        connect_ports: Vec::new(),
     }
 }
 

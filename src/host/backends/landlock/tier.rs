@@ -321,5 +321,6 @@ pub fn enforcement(
         env_removed,
         partial,
         external: None,
+        egress: None,
     }
 }

@@ -326,6 +326,7 @@ impl OpenSandboxSession {
                 synced_back,
                 sync_refused,
             }),
+            egress: None,
         }
     }
 }

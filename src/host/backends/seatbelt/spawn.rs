@@ -121,5 +121,6 @@ fn enforcement(
         env_removed,
         partial,
         external: None,
+        egress: None,
     }
 }
