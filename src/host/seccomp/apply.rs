@@ -73,6 +73,12 @@ fn condition(c: ArgCondition) -> Result<Vec<SeccompCondition>, SeccompError> {
         ArgCondition::Ne32 { arg, value } => {
             one(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, value)?
         }
+        ArgCondition::MaskedEq32 { arg, mask, value } => one(
+            arg,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(mask),
+            value,
+        )?,
         ArgCondition::FlagSet { arg, mask } => one(
             arg,
             SeccompCmpArgLen::Qword,
@@ -247,6 +253,7 @@ mod tests {
             SeccompOptions {
                 network: true,
                 deny_unix_socket: true,
+                stream_only: false,
             },
         ] {
             for r in rules(&opts) {

@@ -58,6 +58,9 @@ pub enum ArgCondition {
     Ne32 { arg: u8, value: u64 },
     /// `arg & mask == mask` on the full 64 bits (a flag is set).
     FlagSet { arg: u8, mask: u64 },
+    /// `(arg & mask) == value` on the low 32 bits (`socket`'s type with
+    /// the `SOCK_NONBLOCK`/`SOCK_CLOEXEC` flags masked off).
+    MaskedEq32 { arg: u8, mask: u64, value: u64 },
 }
 
 /// One row: deny `syscall` with `errno` when `cond` holds.
@@ -79,6 +82,11 @@ pub struct SeccompOptions {
     /// namespace, so a host unix socket would otherwise be reachable;
     /// `socketpair` stays allowed either way).
     pub deny_unix_socket: bool,
+    /// `network = "allowlist"`: only stream sockets (TCP), so nothing but
+    /// the proxy's TCP port can carry data out — no UDP (DNS), no raw or
+    /// packet sockets. Landlock governs TCP only.
+    #[serde(default)]
+    pub stream_only: bool,
 }
 
 impl SeccompOptions {
@@ -89,6 +97,16 @@ impl SeccompOptions {
         SeccompOptions {
             network,
             deny_unix_socket: !network,
+            stream_only: false,
+        }
+    }
+
+    /// `network = "allowlist"` (both Linux tiers): TCP only, no unix sockets.
+    pub fn for_allowlist() -> Self {
+        SeccompOptions {
+            network: true,
+            deny_unix_socket: true,
+            stream_only: true,
         }
     }
 }
@@ -222,6 +240,21 @@ pub fn rules(opts: &SeccompOptions) -> Vec<Rule> {
             reason: "no network namespace: a unix socket could reach host daemons",
         });
     }
+    if opts.stream_only {
+        // SOCK_DGRAM, SOCK_RAW, SOCK_RDM, SOCK_SEQPACKET, SOCK_DCCP, SOCK_PACKET.
+        for value in [2u64, 3, 4, 5, 6, 10] {
+            out.push(Rule {
+                syscall: "socket",
+                cond: ArgCondition::MaskedEq32 {
+                    arg: 1,
+                    mask: 0xf,
+                    value,
+                },
+                errno: Errno::Eperm,
+                reason: "network is allowlist: only TCP streams to the egress proxy (no UDP, no DNS)",
+            });
+        }
+    }
     out
 }
 
@@ -240,6 +273,9 @@ pub fn describe(rule: &Rule) -> String {
         ArgCondition::Eq32 { arg, value } => format!(" if (u32)arg{arg} == {value:#x}"),
         ArgCondition::Ne32 { arg, value } => format!(" if (u32)arg{arg} != {value:#x}"),
         ArgCondition::FlagSet { arg, mask } => format!(" if arg{arg} & {mask:#x}"),
+        ArgCondition::MaskedEq32 { arg, mask, value } => {
+            format!(" if ((u32)arg{arg} & {mask:#x}) == {value:#x}")
+        }
     };
     let errno = match rule.errno {
         Errno::Eperm => "EPERM",
@@ -279,6 +315,7 @@ mod tests {
         let r = rules(&SeccompOptions {
             network: false,
             deny_unix_socket: true,
+            stream_only: false,
         });
         assert!(r.iter().any(|r| r.cond
             == ArgCondition::Eq32 {

@@ -341,10 +341,7 @@ pub fn run(
     let seccomp = match &bridge {
         // TCP sockets reach only the namespace's own loopback (the bridge);
         // unix sockets would reach host daemons, so they stay denied.
-        Some(_) => SeccompOptions {
-            network: true,
-            deny_unix_socket: true,
-        },
+        Some(_) => SeccompOptions::for_allowlist(),
         None => SeccompOptions::for_bwrap(policy.network),
     };
     let spec = HelperSpec {

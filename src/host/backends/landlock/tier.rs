@@ -102,6 +102,7 @@ pub fn seccomp_options(network: bool) -> SeccompOptions {
     SeccompOptions {
         network,
         deny_unix_socket: !network,
+        stream_only: false,
     }
 }
 
@@ -113,8 +114,27 @@ pub fn run(
     note: Option<String>,
 ) -> Result<ExecOutcome, HostError> {
     available().map_err(unavailable)?;
-    let entry = landlock_cache::checkout(policy, &options(policy, None), unavailable)?;
+    // network = "allowlist": the proxy on a free host loopback port, the
+    // only TCP port Landlock lets the command connect to.
+    let egress = match &policy.egress {
+        Some(spec) if !policy.network => Some(crate::host::egress::EgressRun::start_tcp(spec)?),
+        _ => None,
+    };
+    let mut opts = options(policy, None);
+    if let Some(port) = egress.as_ref().and_then(|e| e.tcp_port()) {
+        opts.connect_ports = vec![port];
+    }
+    let entry = landlock_cache::checkout(policy, &opts, unavailable)?;
     let prepared = entry.ruleset()?;
+    if egress.is_some() && prepared.report().abi < 4 {
+        // Fail closed: without Landlock's TCP rules nothing would keep
+        // the command from connecting anywhere directly.
+        return Err(unavailable(format!(
+            "network = \"allowlist\" needs Landlock ABI 4 (TCP connect rules) in this tier; \
+             in effect: ABI {}",
+            prepared.report().abi
+        )));
+    }
     if !prepared.enforces_anything() {
         return Err(unavailable(
             "Landlock would enforce nothing on this kernel".into(),
@@ -129,7 +149,11 @@ pub fn run(
     let (life_read, life_write): (OwnedFd, OwnedFd) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| HostError::io("creating the lifeline pipe", e.into()))?;
-    let seccomp = seccomp_options(policy.network);
+    let seccomp = if egress.is_some() {
+        SeccompOptions::for_allowlist()
+    } else {
+        seccomp_options(policy.network)
+    };
     let base_env: Vec<(String, String)> = match &req.env {
         Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         None => std::env::vars().collect(),
@@ -138,6 +162,9 @@ pub fn run(
     let tmp_str = tmp_path.to_string_lossy().into_owned();
     for k in ["TMPDIR", "TMP", "TEMP"] {
         scrubbed.vars.insert(k.to_string(), tmp_str.clone());
+    }
+    if let Some(port) = egress.as_ref().and_then(|e| e.tcp_port()) {
+        scrubbed.vars.extend(crate::net::proxy_env(port));
     }
     let Some(program) = req.argv.first() else {
         return Err(HostError::NotFound(String::new()));
@@ -221,6 +248,21 @@ pub fn run(
         landlock_cache::give_back(entry);
     }
     let mut enforcement = result?;
+    if let Some(e) = egress {
+        let port = e.tcp_port().unwrap_or(0);
+        let report = e.finish();
+        enforcement.network_enforced_by.push("egress-proxy".into());
+        enforcement.partial.push(format!(
+            "network: Landlock's TCP rules are per port, not per address: connect to port {port} \
+             is allowed on every address, so a server listening on that port elsewhere is \
+             reachable directly (the bwrap tier has no such gap)"
+        ));
+        enforcement
+            .partial
+            .extend(crate::host::egress::partial_lines(&report));
+        enforcement.level = EnforcementLevel::Partial;
+        enforcement.egress = Some(report);
+    }
     if let Some(n) = note {
         enforcement.partial.insert(0, n);
     }

@@ -121,6 +121,7 @@ mod tests {
         let opts = SeccompOptions {
             network: true,
             deny_unix_socket: false,
+            stream_only: false,
         };
         let (started_tx, started_rx) = mpsc::channel();
         let (release_tx, release_rx) = mpsc::channel::<()>();
