@@ -113,7 +113,9 @@ pub fn check_allow_domains(
             .map_err(|e| anyhow::anyhow!("--allow-domain {d}: {e}"))?;
     }
     if mode == Some(crate::net::NetworkMode::On) && !domains.is_empty() {
-        anyhow::bail!("--allow-domain needs --network=allowlist (with --network=on everything is reachable)");
+        anyhow::bail!(
+            "--allow-domain needs --network=allowlist (with --network=on everything is reachable)"
+        );
     }
     if mode == Some(crate::net::NetworkMode::Off) && !domains.is_empty() {
         anyhow::bail!("--allow-domain contradicts --network=off");

@@ -81,10 +81,16 @@ impl<'de> Deserialize<'de> for NetworkSetting {
         impl<'de> Visitor<'de> for V {
             type Value = NetworkSetting;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("true/false, \"off\", \"on\", \"allowlist\", or a table with mode/allow/deny")
+                f.write_str(
+                    "true/false, \"off\", \"on\", \"allowlist\", or a table with mode/allow/deny",
+                )
             }
             fn visit_bool<E: de::Error>(self, b: bool) -> Result<Self::Value, E> {
-                Ok(NetworkSetting::Mode(if b { NetworkMode::On } else { NetworkMode::Off }))
+                Ok(NetworkSetting::Mode(if b {
+                    NetworkMode::On
+                } else {
+                    NetworkMode::Off
+                }))
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
                 NetworkMode::parse(s)
@@ -95,7 +101,8 @@ impl<'de> Deserialize<'de> for NetworkSetting {
                 let t = NetworkTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
                 let setting = NetworkSetting::Table(t);
                 if let Some(spec) = setting.egress() {
-                    spec.policy().map_err(|e| de::Error::custom(e.to_string()))?;
+                    spec.policy()
+                        .map_err(|e| de::Error::custom(e.to_string()))?;
                 }
                 Ok(setting)
             }
@@ -114,14 +121,19 @@ mod tests {
     }
 
     fn parse(s: &str) -> Result<NetworkSetting, String> {
-        toml::from_str::<S>(s).map(|s| s.network).map_err(|e| e.to_string())
+        toml::from_str::<S>(s)
+            .map(|s| s.network)
+            .map_err(|e| e.to_string())
     }
 
     #[test]
     fn every_spelling() {
         assert_eq!(parse("network = true").unwrap().mode(), NetworkMode::On);
         assert_eq!(parse("network = false").unwrap().mode(), NetworkMode::Off);
-        assert_eq!(parse("network = \"allowlist\"").unwrap().mode(), NetworkMode::Allowlist);
+        assert_eq!(
+            parse("network = \"allowlist\"").unwrap().mode(),
+            NetworkMode::Allowlist
+        );
         let t = parse("[network]\nallow = [\"crates.io\", \"@registries\"]\ndeny = [\"evil.example\"]\nmax_bytes = 10").unwrap();
         assert_eq!(t.mode(), NetworkMode::Allowlist);
         let e = t.egress().unwrap();

@@ -35,7 +35,13 @@ pub fn spawn(listener: TcpListener, socket: &Path) -> io::Result<libc::pid_t> {
         0 => {
             // SAFETY: prctl with constant arguments on ourselves.
             unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
                 libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
             }
             serve(listener, socket);

@@ -567,7 +567,11 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
         protected,
         deny_read,
         homes: facts.homes.clone(),
-        egress: if policy.network { None } else { policy.egress.clone() },
+        egress: if policy.network {
+            None
+        } else {
+            policy.egress.clone()
+        },
         env: policy.env.clone(),
         landlock: policy.landlock,
         notes,

@@ -251,7 +251,8 @@ pub fn rules(opts: &SeccompOptions) -> Vec<Rule> {
                     value,
                 },
                 errno: Errno::Eperm,
-                reason: "network is allowlist: only TCP streams to the egress proxy (no UDP, no DNS)",
+                reason:
+                    "network is allowlist: only TCP streams to the egress proxy (no UDP, no DNS)",
             });
         }
     }

@@ -25,7 +25,10 @@ impl ProxyThread {
         let join = std::thread::Builder::new()
             .name("codewhale-egress".into())
             .spawn(move || {
-                let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
                     Ok(rt) => rt,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
@@ -40,7 +43,10 @@ impl ProxyThread {
                             return (Vec::new(), false);
                         }
                     };
-                    let _ = ready_tx.send(Ok((proxy.tcp_addr(), proxy.unix_path().map(|p| p.to_path_buf()))));
+                    let _ = ready_tx.send(Ok((
+                        proxy.tcp_addr(),
+                        proxy.unix_path().map(|p| p.to_path_buf()),
+                    )));
                     let _ = stop_rx.await;
                     let cap = proxy.gate().budget.exceeded();
                     (proxy.shutdown().await, cap)

@@ -155,6 +155,12 @@ impl Guard {
     /// placeholders there, so what resolution saw stays true.
     pub fn enter(roots: &[PathBuf]) -> Result<Guard, HostError> {
         let base = crate::host::backends::bwrap::placeholder_base();
+        // On a fresh machine (a new `$XDG_RUNTIME_DIR`) the per-user
+        // directory the locks live in does not exist yet: create and check
+        // it here, not only later in `sources()`.
+        if !roots.is_empty() {
+            sources()?;
+        }
         let mut sorted: Vec<&PathBuf> = roots.iter().collect();
         sorted.sort();
         sorted.dedup();

@@ -323,13 +323,15 @@ pub fn run(
             .map_err(|e| HostError::io("creating the lifeline pipe", e.into()))?;
     // network = "allowlist": the proxy outside, the bridge inside.
     let egress = match &policy.egress {
-        Some(spec) if !policy.network => Some(match crate::host::egress::EgressRun::start_unix(spec) {
-            Ok(e) => e,
-            Err(e) => {
-                guard.leave();
-                return Err(e);
-            }
-        }),
+        Some(spec) if !policy.network => {
+            Some(match crate::host::egress::EgressRun::start_unix(spec) {
+                Ok(e) => e,
+                Err(e) => {
+                    guard.leave();
+                    return Err(e);
+                }
+            })
+        }
         _ => None,
     };
     let bridge = egress.as_ref().and_then(|e| {

@@ -1,0 +1,355 @@
+//! `network = "allowlist"` in the real sandbox, in every Linux tier
+//! (bwrap: empty netns + bridge; landlock: Landlock TCP port rule +
+//! seccomp), root and unprivileged. The world is built on loopback: an
+//! HTTP origin that counts every TCP connection it accepts, a Python HTTPS
+//! origin, a UDP and a unix-socket listener; test names point at them
+//! through `CODEWHALE_TEST_RESOLVE` (never `/etc/hosts`). Each denial has
+//! its positive control and a check on the listener's side.
+
+mod egress_support;
+mod sandbox_support;
+
+use std::io::Read;
+use std::os::unix::net::UnixListener;
+use std::process::Command;
+use std::time::Duration;
+
+use egress_support::{Origin, TlsOrigin};
+use sandbox_support::{tiers, Case, Fx, Mode, Run};
+use serde_json::Value;
+
+struct World {
+    fx: Fx,
+    runtime: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+}
+
+impl World {
+    fn new() -> World {
+        let fx = Fx::new();
+        let runtime = fx.root.join("xdg-runtime");
+        let tmp = fx.root.join("tmp");
+        for d in [&runtime, &tmp] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .unwrap();
+        }
+        World { fx, runtime, tmp }
+    }
+
+    /// `sandbox run --network=allowlist FLAGS -- sh -c SCRIPT` with the
+    /// test resolver `resolve`.
+    fn run(&self, case: &Case, resolve: &str, flags: &[&str], script: &str) -> Run {
+        let report = self.fx.root.join("report.json");
+        let _ = std::fs::remove_file(&report);
+        let mut fl = vec![
+            "--network=allowlist",
+            "--report-json",
+            report.to_str().unwrap(),
+        ];
+        fl.extend_from_slice(flags);
+        let mut c: Command = self.fx.command(case, &fl, &["sh", "-c", script]);
+        c.env("CODEWHALE_TEST_RESOLVE", resolve)
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .env("TMPDIR", &self.tmp);
+        let out = c.output().unwrap();
+        let report = std::fs::read_to_string(&report)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
+        let r = Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            report,
+        };
+        assert_ne!(r.code, 125, "[{case}] sandbox setup failed: {}", r.stderr);
+        r
+    }
+}
+
+fn events(r: &Run) -> Vec<Value> {
+    r.enforcement()["egress"]["events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn cases() -> Vec<Case> {
+    tiers()
+        .iter()
+        .map(|t| Case {
+            tier: t,
+            mode: Mode::Ww,
+        })
+        .collect()
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn allowed_name_works_and_every_other_way_out_fails() {
+    let rt = rt();
+    let origin = rt.block_on(Origin::start("origin"));
+    let port = origin.port();
+    for case in cases() {
+        let w = World::new();
+        let before = origin.accepted();
+        let resolve = "ok.test=127.0.0.1!loopback;lo.test=127.0.0.1;meta.test=169.254.169.254";
+        // Positive control and every refusal in one sandboxed script:
+        // each line prints its own verdict.
+        let script = format!(
+            "curl -sS --max-time 10 http://ok.test:{port}/ ; \
+             echo \"direct:$(env -u http_proxy -u HTTP_PROXY -u ALL_PROXY -u all_proxy curl -sS -o /dev/null --max-time 5 http://127.0.0.1:{port}/ 2>&1; echo rc=$?)\"; \
+             echo \"denied:$(curl -sS --max-time 5 http://evil.example:{port}/)\"; \
+             echo \"literal:$(curl -sS --max-time 5 http://127.0.0.1:{port}/ --noproxy '' -x $HTTP_PROXY)\"; \
+             echo \"rebind:$(curl -sS --max-time 5 http://lo.test:{port}/)\"; \
+             echo \"meta:$(curl -sS --max-time 5 http://meta.test/latest/meta-data/)\"; \
+             echo \"socks-denied:$(curl -sS --max-time 5 -x $ALL_PROXY http://evil.example:{port}/ 2>&1; echo rc=$?)\""
+        );
+        let r = w.run(&case, resolve, &["--allow-domain", "*.test"], &script);
+        let out = &r.stdout;
+        assert!(
+            out.starts_with("hello from origin\n"),
+            "[{case}] {out}\n{}",
+            r.stderr
+        );
+        assert!(
+            out.contains("direct:curl: (7)"),
+            "[{case}] direct connect must fail: {out}"
+        );
+        assert!(
+            out.contains("denied:codewhale egress proxy: evil.example:"),
+            "[{case}] {out}"
+        );
+        assert!(
+            out.contains("literal:codewhale egress proxy: 127.0.0.1:")
+                && out.contains("ip literal not in the allow list"),
+            "[{case}] {out}"
+        );
+        assert!(
+            out.contains("rebind:") && out.contains("resolves to 127.0.0.1 (loopback)"),
+            "[{case}] {out}"
+        );
+        assert!(
+            out.contains("resolves to 169.254.169.254 (cloud-metadata)"),
+            "[{case}] {out}"
+        );
+        assert!(out.contains("socks-denied:curl: (97)"), "[{case}] {out}");
+        assert_eq!(
+            origin.accepted(),
+            before + 1,
+            "[{case}] only the allowed request reached the origin"
+        );
+        let ev = events(&r);
+        assert_eq!(ev.len(), 6, "[{case}] {ev:?}");
+        assert_eq!(ev[0]["decision"], "allowed");
+        assert_eq!(ev[0]["host"], "ok.test");
+        assert!(ev[0]["bytes_down"].as_u64().unwrap() > 0);
+        assert!(
+            ev[1..].iter().all(|e| e["decision"] == "refused"),
+            "[{case}] {ev:?}"
+        );
+        let line = r.enforcement()["egress"]["line"].as_str().unwrap();
+        assert!(
+            line.starts_with("network: 1 connection to ok.test; 5 refused: "),
+            "[{case}] {line}"
+        );
+        let by = r.enforcement()["network_enforced_by"].as_array().unwrap();
+        assert!(by.iter().any(|v| v == "egress-proxy"), "[{case}] {by:?}");
+        assert!(
+            sandbox_support::reported_partial(&r, &["test resolver", "ok.test"]),
+            "[{case}]"
+        );
+    }
+}
+
+#[test]
+fn https_through_the_proxy_variables_codewhale_sets() {
+    for case in cases() {
+        let w = World::new();
+        let tls = TlsOrigin::start(&w.fx.ws, "pkg.test");
+        let script = format!(
+            "curl -sS --max-time 10 --cacert {} https://pkg.test:{}/; \
+             echo \"other:$(curl -sS --max-time 5 --cacert {} https://other.test:{}/ 2>&1)\"",
+            tls.cert.display(),
+            tls.port,
+            tls.cert.display(),
+            tls.port
+        );
+        let r = w.run(
+            &case,
+            "pkg.test=127.0.0.1!loopback;other.test=127.0.0.1!loopback",
+            &["--allow-domain", "pkg.test"],
+            &script,
+        );
+        assert!(
+            r.stdout.starts_with("hello over tls\n"),
+            "[{case}] {}\n{}",
+            r.stdout,
+            r.stderr
+        );
+        assert!(
+            r.stdout.contains("other:curl: (56)") && r.stdout.contains("403"),
+            "[{case}] {}",
+            r.stdout
+        );
+        assert_eq!(
+            tls.requests(),
+            1,
+            "[{case}] the refused name never reached the server"
+        );
+        let ev = events(&r);
+        assert_eq!(ev[0]["protocol"], "http-connect");
+        assert_eq!(ev[0]["rule"], "allow: pkg.test");
+        assert_eq!(ev[1]["rule"], "not in the allow list");
+    }
+}
+
+#[test]
+fn no_udp_no_dns_and_no_host_unix_sockets() {
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let uport = udp.local_addr().unwrap().port();
+    for case in cases() {
+        let w = World::new();
+        let sock = w.fx.ws.join("host.sock");
+        let ul = UnixListener::bind(&sock).unwrap();
+        ul.set_nonblocking(true).unwrap();
+        let probe = format!(
+            "import socket, sys\n\
+             for what, f in [('udp53', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'q', ('127.0.0.1', 53))),\n\
+                             ('udp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'exfil', ('127.0.0.1', {uport}))),\n\
+                             ('unix', lambda: socket.socket(socket.AF_UNIX).connect('{}'))]:\n\
+             \x20   try:\n\
+             \x20       f(); print(what, 'ok')\n\
+             \x20   except OSError as e:\n\
+             \x20       print(what, 'errno', e.errno)\n",
+            sock.display()
+        );
+        std::fs::write(w.fx.ws.join("probe.py"), &probe).unwrap();
+        // Positive control: unsandboxed, the UDP datagram and the unix
+        // connection arrive.
+        let c = w.fx.unsandboxed("python3 probe.py");
+        assert!(
+            c.stdout.contains("udp ok") && c.stdout.contains("unix ok"),
+            "{}{}",
+            c.stdout,
+            c.stderr
+        );
+        let mut buf = [0u8; 16];
+        assert_eq!(
+            udp.recv(&mut buf).unwrap(),
+            5,
+            "the control's datagram arrived"
+        );
+        assert!(ul.accept().is_ok(), "the control's unix connection arrived");
+
+        let r = w.run(&case, "", &[], "python3 probe.py");
+        for what in ["udp53", "udp", "unix"] {
+            assert!(
+                r.stdout.contains(&format!("{what} errno 1")),
+                "[{case}] {what}: {}{}",
+                r.stdout,
+                r.stderr
+            );
+        }
+        assert!(udp.recv(&mut buf).is_err(), "[{case}] no datagram arrived");
+        assert!(ul.accept().is_err(), "[{case}] no unix connection arrived");
+        drop(ul);
+    }
+}
+
+#[test]
+fn landlock_tier_reports_the_per_port_gap_and_fails_closed_without_abi_4() {
+    let case = Case {
+        tier: &sandbox_support::LANDLOCK,
+        mode: Mode::Ww,
+    };
+    let w = World::new();
+    let r = w.run(&case, "", &["--allow-domain", "crates.io"], "true");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        sandbox_support::reported_partial(&r, &["per port, not per address"]),
+        "{}",
+        r.enforcement()["partial"]
+    );
+    assert_eq!(r.enforcement()["level"], "partial");
+    // The seam lowers the ABI below TCP rules: the tier refuses to run.
+    let report = w.fx.root.join("r.json");
+    let mut c = w.fx.command(
+        &case,
+        &["--network=allowlist", "--allow-domain", "crates.io"],
+        &["sh", "-c", "echo RAN"],
+    );
+    c.env("CODEWHALE_LANDLOCK_MAX_ABI", "3")
+        .env("XDG_RUNTIME_DIR", &w.runtime);
+    let out = c.output().unwrap();
+    let _ = report;
+    assert_eq!(
+        out.status.code(),
+        Some(125),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("RAN"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs Landlock ABI 4"));
+}
+
+#[test]
+fn byte_cap_from_the_config_cuts_a_download() {
+    let rt = rt();
+    let origin = rt.block_on(Origin::start("origin"));
+    for case in cases() {
+        let w = World::new();
+        std::fs::create_dir_all(w.fx.home.join(".codewhale")).unwrap();
+        std::fs::write(
+            w.fx.home.join(".codewhale/config.toml"),
+            "[sandbox.network]\nmode = \"allowlist\"\nallow = [\"big.test\"]\nmax_bytes = 1048576\n",
+        )
+        .unwrap();
+        let script = format!(
+            "curl -sS -o /dev/null -w 'small=%{{size_download}}\\n' http://big.test:{p}/bytes/1000; \
+             curl -sS -o /dev/null --max-time 10 http://big.test:{p}/bytes/4194304; echo big=$?",
+            p = origin.port()
+        );
+        let mut c = w.fx.command(
+            &case,
+            &["--report-json", w.fx.root.join("r.json").to_str().unwrap()],
+            &["sh", "-c", &script],
+        );
+        c.env("CODEWHALE_TEST_RESOLVE", "big.test=127.0.0.1!loopback")
+            .env("XDG_RUNTIME_DIR", &w.runtime)
+            .env("CODEWHALE_HOME", w.fx.home.join(".codewhale"));
+        let out = c.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("small=1000"),
+            "[{case}] {stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !stdout.contains("big=0"),
+            "[{case}] the 4 MiB download must be cut: {stdout}"
+        );
+        let mut text = String::new();
+        std::fs::File::open(w.fx.root.join("r.json"))
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let e = &v["enforcement"]["egress"];
+        assert_eq!(e["summary"]["byte_cap_hit"], true, "[{case}] {e}");
+        assert!(
+            e["line"].as_str().unwrap().contains("byte cap reached"),
+            "[{case}]"
+        );
+    }
+}
