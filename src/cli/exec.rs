@@ -66,6 +66,14 @@ pub struct ExecArgs {
     /// config, else auto).
     #[arg(long, value_enum)]
     pub backend: Option<BackendChoice>,
+    /// Network for commands: `--network` (= on), `--network=off|on|allowlist`.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "on", value_parser = super::sandbox::parse_network_mode)]
+    pub network: Option<crate::net::NetworkMode>,
+    /// Allow this host name through the egress proxy (repeatable; implies
+    /// `--network=allowlist` unless the network is on).
+    #[arg(long = "allow-domain", value_name = "DOMAIN")]
+    pub allow_domains: Vec<String>,
 }
 
 pub fn run(args: ExecArgs) -> i32 {
@@ -267,8 +275,11 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
 fn load_context(args: &ExecArgs, workspace: &std::path::Path) -> anyhow::Result<SandboxContext> {
     let mut o = LoadOptions::new(workspace);
     o.overrides.model = args.model.clone();
+    super::sandbox::check_allow_domains(args.network, &args.allow_domains)?;
     let flags = SandboxFlags {
         mode: args.sandbox,
+        network_mode: args.network,
+        allow_domains: args.allow_domains.clone(),
         backend: args.backend,
         no_project_config: args.no_project_config,
         ..SandboxFlags::default()

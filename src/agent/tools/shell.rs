@@ -105,7 +105,13 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
             };
             out.truncated |= o.stdout.truncated || o.stderr.truncated;
             out.exit_code = Some(code);
-            out.enforcement = Some(o.enforcement.label.clone());
+            // The label, plus the egress proxy's one-line account under
+            // network = "allowlist" (stream-json, the session log and
+            // receipts all carry this string).
+            out.enforcement = Some(match &o.enforcement.egress {
+                Some(e) => format!("{}; {}", o.enforcement.label, e.line),
+                None => o.enforcement.label.clone(),
+            });
             if code != 0 && o.enforcement.is_sandboxed() {
                 if let Some(m) = DENIAL_MARKERS.iter().find(|m| stderr.contains(*m)) {
                     out.sandbox_denied = Some(Box::new(SandboxDenial {
