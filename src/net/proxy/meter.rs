@@ -21,7 +21,7 @@ pub const BYTE_CAP: &str = "codewhale egress byte cap reached";
 /// Reads: a chunk that crosses the cap is dropped and the read fails.
 /// Writes: refused once the cap is reached; the write that crosses it has
 /// already gone out, so the overshoot is at most one write (a relay
-/// buffer, 8 KiB for `copy_bidirectional`).
+/// buffer, 64 KiB).
 pub struct Metered<S> {
     inner: S,
     counters: Arc<ConnCounters>,
@@ -96,6 +96,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Metered<S> {
     }
 }
 
+/// Relay buffer per direction: 64 KiB moves bulk downloads in a quarter
+/// of the system calls of tokio's 8 KiB default (benches/egress.rs).
+const RELAY_BUF: usize = 64 * 1024;
+
 /// Relay both ways until either side closes; record a byte-cap cut.
 pub async fn relay<C>(
     mut client: C,
@@ -108,7 +112,7 @@ pub async fn relay<C>(
 {
     let mut up = Metered::new(upstream, counters, Arc::clone(&gate));
     let result = tokio::select! {
-        r = tokio::io::copy_bidirectional(&mut client, &mut up) => r,
+        r = tokio::io::copy_bidirectional_with_sizes(&mut client, &mut up, RELAY_BUF, RELAY_BUF) => r,
         _ = gate.stopped() => {
             gate.log.set_error(id, "cut: the proxy shut down".to_string());
             return;
