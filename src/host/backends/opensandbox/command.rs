@@ -295,6 +295,11 @@ impl OpenSandboxSession {
         )];
         partial.append(&mut self.notes);
         partial.extend(resolved.notes.iter().cloned());
+        if resolved.egress.is_some() {
+            partial.push(
+                "network: allowlist is not implemented by the OpenSandbox backend in this build; the remote sandbox's own network policy applies".into(),
+            );
+        }
         Enforcement {
             backend: BackendKind::Opensandbox,
             mode: resolved.mode,

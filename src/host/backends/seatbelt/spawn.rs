@@ -97,6 +97,11 @@ fn enforcement(
 ) -> Enforcement {
     let mut partial: Vec<String> = plan.notes.clone();
     partial.extend(resolved.notes.iter().cloned());
+    if resolved.egress.is_some() {
+        partial.push(
+            "network: allowlist is not implemented by the Seatbelt backend in this build: the network is off (no allowed name is reachable)".into(),
+        );
+    }
     partial.push(
         "supervision is the stop-gap plain spawn: a descendant that calls setsid itself can outlive the run".into(),
     );
