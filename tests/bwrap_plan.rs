@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Planner tests for the bwrap backend: a matrix of policies resolved
 //! against real fixture trees, checked by property and by snapshot (paths
 //! under the fixture are redacted to `[TMP]`). Pure: runs on every OS.

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The loop against the `Authorizer` seam, in-process, with a table-driven
 //! authorizer standing in for the nine-gate pipeline: a floor deny is never
 //! released by `--auto`, a hook's ask is approved by `--auto` (and then

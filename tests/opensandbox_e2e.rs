@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! End to end through `host::opensandbox::run` against the fake
 //! OpenSandbox server (real HTTP on 127.0.0.1, real `sh` processes).
 #![cfg(unix)]

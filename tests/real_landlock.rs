@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
 //! Real Landlock tests: children restricted between fork and exec with a
 //! prepared ruleset try forbidden and allowed actions; every denial has a

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
 //! The landlock tier reuses a prepared ruleset across runs of the same
 //! policy (`host/backends/landlock/cache.rs`). These runs go through the

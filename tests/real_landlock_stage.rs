@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
 //! The landlock tier's forked stage (`host/backends/landlock/stage/`), through
 //! the library as the agent uses it: concurrent runs in one process (the

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
 //! The landlock tier's own "done when" checks, against the real binary:
 //! `auto` selection with bubblewrap removed from `PATH` (and with a

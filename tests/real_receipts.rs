@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The full receipts + undo end to end, with a real shell command run
 //! through the execution host under the sandbox: the model edits one file,
 //! creates another with the edit tools, runs a command that creates a

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
 //! The host's pure selection fed with real facts (bwrap running `true`;
 //! the kernel's Landlock ABI) — the answer `codewhale doctor` shows — and

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! End to end without a shell command (passes without the real execution
 //! host): `exec` edits one file and creates another with the edit tools, and
 //! asks for a command that is not available in the run (it must not run);

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Receipts of a recorded session (`tests/receipt_fixtures/session.jsonl`:
 //! edits, commands approved by you / the posture, a sandbox denial, calls
 //! denied by you, held by the floor and left without response, secrets,

@@ -174,6 +174,7 @@ pub fn resolve_headless(d: &AuthDecision, ctx: &TurnContext) -> Resolution {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -221,5 +221,6 @@ impl Authorizer for PipelineAuthorizer {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "authz_adapter_tests.rs"]
 mod tests;

@@ -537,6 +537,7 @@ fn cost_label(c: Option<f64>) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -158,6 +158,7 @@ pub fn first_line(text: &str, limit: usize) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

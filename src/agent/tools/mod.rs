@@ -223,6 +223,7 @@ pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

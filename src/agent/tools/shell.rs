@@ -138,6 +138,7 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -311,6 +311,7 @@ pub fn apply(plan: &LandlockPlan) -> Result<LandlockReport, LandlockError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use landlock::{Access, ABI};

@@ -331,6 +331,7 @@ impl OpenSandboxSession {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::policy::{resolve, HostFacts, SandboxPolicy};
