@@ -21,7 +21,10 @@ pub mod supervise;
 pub mod windows;
 
 pub use backend::{BackendChoice, BackendKind};
-pub use enforcement::{Enforcement, EnforcementLevel};
+pub use enforcement::{
+    Enforcement, EnforcementLevel, EnforcementSummary, LandlockStatus, Namespace, NetworkEnforcer,
+    PartialItem, Shortfall,
+};
 pub use error::HostError;
 pub use request::{CancelToken, CapturedOutput, ExecOutcome, ExecRequest, ExitKind, StdinSpec};
 

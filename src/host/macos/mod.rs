@@ -15,6 +15,7 @@
 //! - Seatbelt's own failures (`sandbox-exec: …` first stderr line) become
 //!   typed errors instead of a command exit code.
 
+use crate::host::enforcement::{policy_items, NetworkEnforcer, PartialItem, Shortfall};
 use crate::host::seatbelt::{self, DarwinHost, SeatbeltProfile, SeatbeltSignal, SANDBOX_EXEC};
 use crate::host::{
     plain_spawn, BackendKind, Enforcement, EnforcementLevel, ExecOutcome, ExecRequest, HostError,
@@ -95,11 +96,16 @@ fn enforcement(
     plan: &SeatbeltProfile,
     env_removed: Vec<String>,
 ) -> Enforcement {
-    let mut partial: Vec<String> = plan.notes.clone();
-    partial.extend(resolved.notes.iter().cloned());
-    partial.push(
-        "supervision is the stop-gap plain spawn: a descendant that calls setsid itself can outlive the run".into(),
-    );
+    let mut partial: Vec<PartialItem> = plan
+        .notes
+        .iter()
+        .map(|n| PartialItem::new(Shortfall::SeatbeltProfile, n.clone()))
+        .collect();
+    partial.extend(policy_items(&resolved.notes));
+    partial.push(PartialItem::new(
+        Shortfall::Supervision,
+        "the stop-gap plain spawn: a descendant that calls setsid itself can outlive the run",
+    ));
     Enforcement {
         backend: BackendKind::Seatbelt,
         mode: resolved.mode,
@@ -110,7 +116,7 @@ fn enforcement(
         network_enforced_by: if resolved.network {
             Vec::new()
         } else {
-            vec!["seatbelt".into()]
+            vec![NetworkEnforcer::Seatbelt]
         },
         no_new_privs: false,
         capabilities_dropped: false,

@@ -187,7 +187,9 @@ mod tests {
             assert_eq!(enf.label, "unsandboxed");
             assert!(!enf.is_sandboxed());
             assert_eq!(enf.mode, mode);
-            assert_eq!(enf.partial, vec![NO_SANDBOX_NOTICE.to_string()]);
+            assert_eq!(enf.partial.len(), 1);
+            assert_eq!(enf.partial[0].item, crate::host::Shortfall::NoSandbox);
+            assert_eq!(enf.partial[0].reason, NO_SANDBOX_NOTICE);
         }
     }
 
