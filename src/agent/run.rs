@@ -444,7 +444,7 @@ impl Loop<'_> {
             "tool_result",
             json!({"call_id": call.id, "tool": call.name, "status": status,
                    "duration_ms": ms, "truncated": o.truncated, "error_category": o.error_category,
-                   "exit_code": o.exit_code, "enforcement": o.enforcement,
+                   "exit_code": o.exit_code, "enforcement": o.enforcement, "enforced": o.enforced,
                    "files_touched": o.files_touched, "output": o.content}),
         );
         self.log.append(
@@ -458,6 +458,7 @@ impl Loop<'_> {
                 files_touched: o.files_touched.clone(),
                 error_category: o.error_category.map(str::to_string),
                 enforcement: o.enforcement.clone(),
+                enforced: o.enforced.as_deref().cloned(),
                 output: o.content.clone(),
                 truncated: o.truncated,
             },

@@ -3,9 +3,11 @@
 
 use super::model::*;
 use super::sanitize::{
-    clip, first_line, COMMAND_LIMIT, ERROR_LIMIT, PATH_LIMIT, QUERY_LIMIT, TITLE_LIMIT,
+    clip, first_line, COMMAND_LIMIT, ERROR_LIMIT, PARTIAL_LIMIT, PATH_LIMIT, QUERY_LIMIT,
+    TITLE_LIMIT,
 };
 use super::ReceiptError;
+use crate::host::EnforcementSummary;
 use crate::session::{ChangedFile, Event, Record, Verdict};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -31,6 +33,7 @@ struct Result_ {
     files_touched: Vec<std::path::PathBuf>,
     error_category: Option<String>,
     enforcement: Option<String>,
+    enforced: Option<EnforcementSummary>,
     output: String,
 }
 
@@ -163,6 +166,7 @@ pub fn build(
                 files_touched,
                 error_category,
                 enforcement,
+                enforced,
                 output,
                 ..
             } => {
@@ -174,6 +178,7 @@ pub fn build(
                         files_touched: files_touched.clone(),
                         error_category: error_category.clone(),
                         enforcement: enforcement.clone(),
+                        enforced: enforced.clone(),
                         output: output.clone(),
                     });
                 }
@@ -226,6 +231,7 @@ pub fn build(
                     files: Vec::new(),
                     reason: Some(reason.clone()),
                     enforcement: None,
+                    enforced: None,
                 })
             }
             Item::Call(id) => match calls.get(id) {
@@ -476,7 +482,34 @@ fn call_action(
                 .filter(|_| status == ActionStatus::Failed)
         }),
         enforcement: enforcement.map(|e| clip(&e, ERROR_LIMIT)),
+        enforced: c
+            .result
+            .as_ref()
+            .filter(|_| ran)
+            .and_then(|r| r.enforced.as_ref())
+            .map(enforced),
     })
+}
+
+/// The host's report for the receipt: every path and reason masked,
+/// escaped and clipped like the rest of the recorded text.
+fn enforced(e: &EnforcementSummary) -> Enforced {
+    Enforced {
+        backend: e.backend,
+        level: e.level,
+        partial: e
+            .partial
+            .iter()
+            .map(|p| PartialEntry {
+                item: p.item,
+                path: p
+                    .path
+                    .as_ref()
+                    .map(|p| clip(&p.display().to_string(), PATH_LIMIT)),
+                reason: clip(&p.reason, PARTIAL_LIMIT),
+            })
+            .collect(),
+    }
 }
 
 fn relative(p: &Path, workspace: Option<&Path>) -> String {

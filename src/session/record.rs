@@ -1,12 +1,18 @@
-//! The session record format (`codewhale.session`, version 1): one JSON
+//! The session record format (`codewhale.session`, version 2): one JSON
 //! object per line. Receipts and undo read these; every field here is part
 //! of the documented format (`docs/EXEC.md`), so changes bump [`VERSION`].
+//!
+//! Versions: 1 had only the enforcement label on a `tool_result`; 2 adds
+//! `enforced` (backend, level, partial items). Files written by version 1
+//! still read (a missing `enforced` is `None`), and one file may hold both
+//! (recovery appends version-2 records to an old file).
 
+use crate::host::EnforcementSummary;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 pub const SCHEMA: &str = "codewhale.session";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// One committed line: envelope + event.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -81,6 +87,10 @@ pub enum Event {
         error_category: Option<String>,
         /// The enforcement label of a command run (`unsandboxed` when none).
         enforcement: Option<String>,
+        /// What the host enforced for a command run (version 2; absent in
+        /// version-1 records).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        enforced: Option<EnforcementSummary>,
         /// What went back to the model (capped).
         output: String,
         truncated: bool,

@@ -7,7 +7,7 @@ pub mod guard;
 pub mod patch;
 pub mod shell;
 
-use crate::host::HostSettings;
+use crate::host::{EnforcementSummary, HostSettings};
 use crate::policy::SandboxPolicy;
 use crate::provider::ToolSpec;
 use guard::{FsGuard, GuardError};
@@ -73,7 +73,11 @@ pub struct ToolOutput {
     pub error_category: Option<&'static str>,
     pub exit_code: Option<i32>,
     pub files_touched: Vec<PathBuf>,
+    /// The enforcement label of a command run.
     pub enforcement: Option<String>,
+    /// What the host enforced for a command run: backend, level and each
+    /// partial item with its reason (boxed for the same reason as below).
+    pub enforced: Option<Box<EnforcementSummary>>,
     /// Boxed: keeps `ToolOutput` small as the error type of the tools.
     pub sandbox_denied: Option<Box<SandboxDenial>>,
 }
@@ -89,6 +93,7 @@ impl ToolOutput {
             exit_code: None,
             files_touched: Vec::new(),
             enforcement: None,
+            enforced: None,
             sandbox_denied: None,
         }
     }

@@ -106,6 +106,7 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
             out.truncated |= o.stdout.truncated || o.stderr.truncated;
             out.exit_code = Some(code);
             out.enforcement = Some(o.enforcement.label.clone());
+            out.enforced = Some(Box::new(o.enforcement.summary()));
             if code != 0 && o.enforcement.is_sandboxed() {
                 if let Some(m) = DENIAL_MARKERS.iter().find(|m| stderr.contains(*m)) {
                     out.sandbox_denied = Some(Box::new(SandboxDenial {
