@@ -119,10 +119,11 @@ fn shell_created_file_is_in_the_receipt_and_undone() {
         .unwrap()
         .replace_all(&md, " · sandbox: [SANDBOX]\n")
         .into_owned();
-    let md = regex::Regex::new(r"(?m)^   - (?:bwrap|landlock|seatbelt|opensandbox|unsandboxed)[^\n]*\n")
-        .unwrap()
-        .replace_all(&md, "")
-        .into_owned();
+    let md =
+        regex::Regex::new(r"(?m)^   - (?:bwrap|landlock|seatbelt|opensandbox|unsandboxed)[^\n]*\n")
+            .unwrap()
+            .replace_all(&md, "")
+            .into_owned();
     insta::assert_snapshot!("real_receipts_md", md);
 
     let o = f.run(&["undo", "--last"]);
@@ -240,6 +241,7 @@ fn landlock_tier_partial_items_reach_the_receipt() {
         ],
     );
     let f = Fixture::new(&model, "");
+    std::fs::write(f.ws.join("README"), "r\n").unwrap();
     user_repo(&f.ws, &f.home);
     std::fs::create_dir_all(f.home.join(".ssh")).unwrap();
     std::fs::write(f.home.join(".ssh/id_rsa"), "PRIVATE KEY\n").unwrap();
@@ -279,9 +281,7 @@ fn landlock_tier_partial_items_reach_the_receipt() {
             p.iter().any(|i| {
                 i["item"] == "write-protect"
                     && i["path"] == hooks.as_str()
-                    && i["reason"]
-                        .as_str()
-                        .is_some_and(|r| r.contains("writable"))
+                    && i["reason"].as_str().is_some_and(|r| r.contains("writable"))
             })
         })
     };
@@ -320,6 +320,8 @@ fn landlock_tier_partial_items_reach_the_receipt() {
         .find(|l| l.contains("ran `printf made"))
         .unwrap_or_else(|| panic!("no command line: {md}"));
     assert!(line.ends_with("· sandbox: landlock partial"), "{line}");
-    let bullet = format!("   - landlock partial: write-protect `{hooks}`: write-protected inside writable root");
+    let bullet = format!(
+        "   - landlock partial: write-protect `{hooks}`: write-protected inside writable root"
+    );
     assert!(md.contains(&bullet), "no {bullet:?} in {md}");
 }
