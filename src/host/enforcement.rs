@@ -148,6 +148,24 @@ pub enum Shortfall {
 }
 
 impl Shortfall {
+    /// Every id (the receipt schema lists the same ones).
+    pub const ALL: [Shortfall; 14] = [
+        Shortfall::DenyRead,
+        Shortfall::WriteProtect,
+        Shortfall::OverRestricted,
+        Shortfall::Landlock,
+        Shortfall::LandlockRight,
+        Shortfall::TierLimit,
+        Shortfall::CapabilityBoundingSet,
+        Shortfall::Policy,
+        Shortfall::Fallback,
+        Shortfall::ExternalIsolation,
+        Shortfall::Remote,
+        Shortfall::SeatbeltProfile,
+        Shortfall::Supervision,
+        Shortfall::NoSandbox,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Shortfall::DenyRead => "deny-read",
@@ -325,5 +343,39 @@ impl Enforcement {
 
     pub fn is_sandboxed(&self) -> bool {
         !matches!(self.level, EnforcementLevel::Unsandboxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_serialise_as_their_stable_names() {
+        for s in Shortfall::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        for (st, name) in [
+            (LandlockStatus::Not, "not"),
+            (LandlockStatus::Partially, "partially"),
+            (LandlockStatus::Fully, "fully"),
+        ] {
+            assert_eq!(serde_json::to_value(st).unwrap(), name);
+            assert_eq!(st.as_str(), name);
+        }
+        assert_eq!(
+            serde_json::to_value(NetworkEnforcer::LandlockNet).unwrap(),
+            "landlock-net"
+        );
+        assert_eq!(serde_json::to_value(Namespace::Cgroup).unwrap(), "cgroup");
+        let p = PartialItem::at(Shortfall::WriteProtect, "/w/.git", "writable");
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            r#"{"item":"write-protect","path":"/w/.git","reason":"writable"}"#
+        );
+        assert_eq!(p.line(), "write-protect: /w/.git: writable");
+        let no_path: PartialItem =
+            serde_json::from_str(r#"{"item":"tier-limit","reason":"r"}"#).unwrap();
+        assert_eq!(no_path, PartialItem::new(Shortfall::TierLimit, "r"));
     }
 }

@@ -240,3 +240,24 @@ pub struct FileEntry {
     pub removed_lines: Option<u64>,
     pub binary: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::host::Shortfall;
+
+    /// The schema's list of partial item ids is the host's list.
+    #[test]
+    fn schema_lists_every_partial_item_id() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../docs/receipt.schema.json")).unwrap();
+        assert_eq!(schema["properties"]["schema"]["const"], super::RECEIPT_SCHEMA);
+        let ids: Vec<&str> = schema["$defs"]["partial_item"]["properties"]["item"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let ours: Vec<&str> = Shortfall::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(ids, ours);
+    }
+}
