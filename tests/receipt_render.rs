@@ -65,7 +65,9 @@ fn json_matches_the_schema_and_the_record() {
     assert_eq!(by("s1")["exit_code"], 0);
     assert_eq!(by("s1")["files"][0]["path"], "target-report.txt");
     // A v1 session has the label only: the receipt says nothing it did not record.
-    assert!(by("s1")["enforcement"].as_str().is_some_and(|l| l.starts_with("bwrap")));
+    assert!(by("s1")["enforcement"]
+        .as_str()
+        .is_some_and(|l| l.starts_with("bwrap")));
     assert_eq!(by("s1")["enforced"], serde_json::Value::Null);
     assert_eq!(by("s2")["status"], "failed");
     assert_eq!(by("s2")["decided_by"], "sandbox");

@@ -20,7 +20,7 @@ use super::authorizer::{
 };
 use crate::authz::{
     self, hooks, Admission, Approval, AskKind, Context, FloorContext, HooksConfig, Mode, Posture,
-    RuleSet, SessionGrants, ToolCall, ToolKind, ToolRegistry, ToolSpec, Verdict,
+    RuleSet, SessionGrants, ToolCall, ToolRegistry, Verdict,
 };
 use crate::config::{SandboxContext, Settings};
 use crate::policy::SandboxMode;
@@ -77,16 +77,10 @@ pub fn exec_posture(
     (p, ctx, notes)
 }
 
-/// The agent's tools as the pipeline's registry knows them (`search` is the
-/// agent's ripgrep-like reader).
+/// The agent's tools as the pipeline's registry knows them: the
+/// catalogue's built-ins, which include the agent's own (`search` too).
 pub fn exec_registry() -> ToolRegistry {
-    let mut r = ToolRegistry::builtin();
-    r.register(ToolSpec {
-        name: "search".into(),
-        kind: ToolKind::Read,
-        executable: true,
-    });
-    r
+    ToolRegistry::builtin()
 }
 
 /// The nine gates for the agent loop.

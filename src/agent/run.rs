@@ -316,7 +316,7 @@ impl Loop<'_> {
             return self.record_result(turn, call, "not_run", o, 0);
         }
         let command = (call.name == "shell")
-            .then(|| tools::shell::command_text(&args))
+            .then(|| crate::catalogue::shell_command_line(&args))
             .flatten();
         let tctx = self.turn_ctx();
         let decision = if self.offered.contains(&call.name.as_str()) {

@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::agent::tools::{READ_TOOLS, WRITE_TOOLS};
+use crate::catalogue;
 
 /// Everything recorded about one tool call.
 #[derive(Default)]
@@ -331,9 +331,9 @@ fn call_action(
     postures: &mut Postures,
 ) -> Option<Action> {
     let tool = c.tool.as_str();
-    let is_shell = tool == "shell";
-    let is_write = WRITE_TOOLS.contains(&tool);
-    let is_read = READ_TOOLS.contains(&tool);
+    let is_shell = tool == catalogue::SHELL;
+    let is_write = catalogue::is_write(tool);
+    let is_read = catalogue::is_read(tool);
     let verdict = c.verdict.as_ref();
     let outcome = verdict.map(|v| v.outcome.as_str());
     let asked = verdict.is_some_and(|v| v.decision == "ask");
@@ -448,7 +448,7 @@ fn call_action(
         arg_str(&c.args, "path").map(|p| clip(p, PATH_LIMIT))
     };
     let command = if is_shell {
-        crate::agent::tools::shell::command_text(&c.args)
+        catalogue::shell_command_line(&c.args)
             .or_else(|| arg_str(&c.args, "_raw").map(str::to_string))
             .map(|s| clip(&s, COMMAND_LIMIT))
     } else {

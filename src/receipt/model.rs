@@ -250,7 +250,10 @@ mod tests {
     fn schema_lists_every_partial_item_id() {
         let schema: serde_json::Value =
             serde_json::from_str(include_str!("../../docs/receipt.schema.json")).unwrap();
-        assert_eq!(schema["properties"]["schema"]["const"], super::RECEIPT_SCHEMA);
+        assert_eq!(
+            schema["properties"]["schema"]["const"],
+            super::RECEIPT_SCHEMA
+        );
         let ids: Vec<&str> = schema["$defs"]["partial_item"]["properties"]["item"]["enum"]
             .as_array()
             .unwrap()

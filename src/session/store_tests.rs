@@ -116,13 +116,14 @@ fn sessions_dir_is_private() {
 /// (as recovery does) reads beside the old ones.
 #[test]
 fn version_1_records_still_read_beside_version_2() {
-    use crate::host::{
-        BackendKind, EnforcementLevel, EnforcementSummary, PartialItem, Shortfall,
-    };
+    use crate::host::{BackendKind, EnforcementLevel, EnforcementSummary, PartialItem, Shortfall};
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/receipt_fixtures/session.jsonl");
     let old = std::fs::read_to_string(&fixture).unwrap();
-    assert!(old.lines().all(|l| l.contains(r#""v": 1"#)), "not a v1 fixture");
+    assert!(
+        old.lines().all(|l| l.contains(r#""v": 1"#)),
+        "not a v1 fixture"
+    );
     let recs = read_records(&fixture).unwrap();
     let shell = recs
         .iter()

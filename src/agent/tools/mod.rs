@@ -18,23 +18,9 @@ use std::path::PathBuf;
 /// Bytes of tool output sent back to the model.
 pub const MODEL_OUTPUT_CAP: usize = 64 * 1024;
 
-/// Every tool, in the order offered.
-pub const ALL_TOOLS: &[&str] = &[
-    "read_file",
-    "list_dir",
-    "search",
-    "write_file",
-    "edit_file",
-    "apply_patch",
-    "shell",
-];
-
-/// The tools that only read (run without asking in Ask; never snapshotted).
-pub const READ_TOOLS: &[&str] = &["read_file", "list_dir", "search"];
-
-/// The file tools that write: snapshotted before they run, and shown as
-/// file changes in receipts.
-pub const WRITE_TOOLS: &[&str] = &["write_file", "edit_file", "apply_patch"];
+/// Every tool this loop has an executor for, in the order offered (from
+/// [`crate::catalogue`], which also says what each one does).
+pub const ALL_TOOLS: &[&str] = &crate::catalogue::AGENT_TOOLS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

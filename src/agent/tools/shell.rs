@@ -42,29 +42,6 @@ pub fn argv(args: &Value) -> Result<Vec<String>, String> {
     }
 }
 
-/// The command as one line of text (for gates and logs).
-pub fn command_text(args: &Value) -> Option<String> {
-    match args.get("command")? {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(a) => Some(
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(|s| {
-                    if s.chars()
-                        .any(|c| c.is_whitespace() || "'\"\\$`".contains(c))
-                    {
-                        format!("'{}'", s.replace('\'', "'\\''"))
-                    } else {
-                        s.to_string()
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
-        _ => None,
-    }
-}
-
 pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     let argv = match argv(args) {
         Ok(a) => a,
@@ -153,13 +130,5 @@ mod tests {
         assert!(argv(&json!({"command": ""})).is_err());
         assert!(argv(&json!({"command": [1]})).is_err());
         assert!(argv(&json!({})).is_err());
-    }
-
-    #[test]
-    fn command_text_quotes_array_parts() {
-        assert_eq!(
-            command_text(&json!({"command": ["sh", "-c", "test -f x && echo ok"]})).unwrap(),
-            "sh -c 'test -f x && echo ok'"
-        );
     }
 }
