@@ -11,7 +11,8 @@ use super::posture::{Approval, Mode, Posture};
 use super::readonly;
 use super::shell::Analysis;
 use super::unicode;
-use super::verdict::{AskKind, DecidedBy, Decision, Gate, Question};
+use super::verdict::{headless_answer, AskKind, DecidedBy, Decision, Gate, Question};
+use crate::policy::SandboxMode;
 use std::path::Path;
 
 pub(super) fn gate_admission(
@@ -279,7 +280,13 @@ fn high_risk(a: &Analysis) -> Option<String> {
     None
 }
 
-pub(super) fn gate_human(acc: &mut Acc, posture: &Posture, grants: &SessionGrants, key: &str) {
+pub(super) fn gate_human(
+    acc: &mut Acc,
+    posture: &Posture,
+    grants: &SessionGrants,
+    key: &str,
+    sandbox: SandboxMode,
+) {
     if acc.decision != Decision::Ask {
         let note = if acc.denied() {
             "not reached"
@@ -312,14 +319,17 @@ pub(super) fn gate_human(acc: &mut Acc, posture: &Posture, grants: &SessionGrant
             "goes to the model reviewer",
         );
     } else if posture.no_human() {
-        acc.unanswered = Some(Question {
+        let q = Question {
             asked_by: acc.by,
             gate: acc.gate,
             kind,
             reason: acc.reason.clone(),
-        });
-        let r = format!("no one can answer (headless): {}", acc.reason);
-        acc.deny(Gate::Human, DecidedBy::Posture, &r);
+        };
+        match headless_answer(&q, posture.auto_approve, Some(sandbox)) {
+            (Decision::Allow, by, r) => acc.waive(Gate::Human, by, &r),
+            (_, by, r) => acc.deny(Gate::Human, by, &r),
+        }
+        acc.question = Some(q);
     } else {
         acc.waiting(
             Gate::Human,

@@ -47,7 +47,7 @@ pub(super) struct Acc {
     pub(super) ask_kind: Option<AskKind>,
     pub(super) hard: bool,
     pub(super) to_reviewer: bool,
-    pub(super) unanswered: Option<Question>,
+    pub(super) question: Option<Question>,
     pub(super) trace: Vec<GateOutcome>,
 }
 
@@ -61,7 +61,7 @@ impl Acc {
             ask_kind: None,
             hard: false,
             to_reviewer: false,
-            unanswered: None,
+            question: None,
             trace: Vec::new(),
         }
     }
@@ -321,7 +321,7 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
 
     // Gate 8: human approval — what can be answered without asking.
     let key = grant_key(call, analysis.as_ref());
-    gate_human(&mut acc, posture, ctx.grants, &key);
+    gate_human(&mut acc, posture, ctx.grants, &key, ctx.sandbox);
 
     // Gate 9: worker permissions + sandbox (enforced when the host runs it).
     let sandbox = ctx.sandbox;
@@ -350,7 +350,7 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
             && !posture.headless,
         grant_key: key,
         sandbox: Some(sandbox),
-        unanswered: acc.unanswered,
+        question: acc.question,
         trace: acc.trace,
     }
 }

@@ -45,6 +45,22 @@ pub struct Verdict {
     pub reason: String,
 }
 
+/// The record of a pipeline verdict: what the gates said, what happened,
+/// who decided (the documented strings, so the format does not follow the
+/// authorization types).
+impl From<&crate::authz::Verdict> for Verdict {
+    fn from(v: &crate::authz::Verdict) -> Self {
+        Verdict {
+            decision: v.gates_said().as_str().into(),
+            outcome: v.outcome().into(),
+            decided_by: v.decided_by.as_str().into(),
+            asked_by: v.asked_by().map(|b| b.as_str().into()),
+            gate: Some(v.reported_gate().number()),
+            reason: v.reason.clone(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
