@@ -17,3 +17,4 @@ pub mod provider;
 pub mod receipt;
 pub mod session;
 pub mod snapshot;
+pub mod toml_file;
