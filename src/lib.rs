@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod authz;
+pub mod catalogue;
 pub mod cli;
 pub mod config;
 pub mod doctor;

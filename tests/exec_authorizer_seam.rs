@@ -6,7 +6,7 @@
 
 mod support;
 
-use codewhale::agent::authorizer::{AuthDecision, DecidedBy, Decision, TableAuthorizer};
+use codewhale::agent::authorizer::{DecidedBy, Decision, Gate, TableAuthorizer, Verdict};
 use codewhale::agent::tools::{guard::FsGuard, ToolContext};
 use codewhale::agent::{run_exec, Emitter, ExecOptions, OutputFormat};
 use codewhale::host::HostSettings;
@@ -31,8 +31,8 @@ impl Write for Buf {
     }
 }
 
-fn d(decision: Decision, by: DecidedBy, gate: u8, reason: &str) -> AuthDecision {
-    AuthDecision::new(decision, by, gate, reason)
+fn d(decision: Decision, by: DecidedBy, gate: u8, reason: &str) -> Verdict {
+    Verdict::decided(decision, by, Gate::ALL[usize::from(gate) - 1], reason)
 }
 
 fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {

@@ -1,12 +1,14 @@
 //! The turn loop of `codewhale exec`.
 
-use super::authorizer::{resolve_headless, Authorizer, DecidedBy, ToolCallRequest, TurnContext};
+use super::authorizer::{
+    Authorizer, DecidedBy, Decision, Gate, ToolCallRequest, TurnContext, Verdict,
+};
 use super::output::Emitter;
 use super::snapshots::{changes_files, RunSnapshots};
 use super::tools::{self, ToolContext, ToolOutput, ToolStatus, ALL_TOOLS};
 use crate::policy::SandboxMode;
 use crate::provider::{ChatRequest, Message, Provider, ToolCall, Usage};
-use crate::session::{Event, SessionError, SessionLog, Verdict};
+use crate::session::{Event, SessionError, SessionLog};
 use serde_json::{json, Value};
 use std::time::Instant;
 use tokio::sync::watch;
@@ -316,10 +318,10 @@ impl Loop<'_> {
             return self.record_result(turn, call, "not_run", o, 0);
         }
         let command = (call.name == "shell")
-            .then(|| tools::shell::command_text(&args))
+            .then(|| crate::catalogue::shell_command_line(&args))
             .flatten();
         let tctx = self.turn_ctx();
-        let decision = if self.offered.contains(&call.name.as_str()) {
+        let v = if self.offered.contains(&call.name.as_str()) {
             self.authz
                 .authorize(
                     &ToolCallRequest {
@@ -332,50 +334,42 @@ impl Loop<'_> {
                 )
                 .await
         } else {
-            super::AuthDecision::new(
-                super::Decision::Deny,
+            Verdict::decided(
+                Decision::Deny,
                 DecidedBy::Posture,
-                2,
+                Gate::Admission,
                 &format!("tool `{}` is not available in this run", call.name),
             )
         };
         // Gate 9's mode is the policy's: the gates were handed it, so
-        // nothing here can disagree with the tools' sandbox.
-        let r = resolve_headless(&decision, &tctx);
+        // nothing here can disagree with the tools' sandbox. The verdict
+        // is final (gate 8 answered any question the headless way).
+        let record = crate::session::Verdict::from(&v);
         self.out.event(
             "approval",
-            json!({"call_id": call.id, "tool": call.name, "decision": decision.decision.as_str(),
-                   "outcome": r.outcome, "decided_by": r.decided_by.as_str(),
-                   "asked_by": (decision.decision == super::Decision::Ask).then(|| decision.decided_by.as_str()),
-                   "hold": decision.hold,
-                   "gate": decision.gate, "reason": r.reason, "trace": decision.trace}),
+            json!({"call_id": call.id, "tool": call.name, "decision": record.decision,
+                   "outcome": record.outcome, "decided_by": record.decided_by,
+                   "asked_by": record.asked_by, "hold": v.held(),
+                   "gate": record.gate, "reason": record.reason, "trace": v.trace_lines()}),
         );
         self.log.append(
             turn,
             Event::Approval {
                 call_id: call.id.clone(),
-                verdict: Verdict {
-                    decision: decision.decision.as_str().into(),
-                    outcome: r.outcome.into(),
-                    decided_by: r.decided_by.as_str().into(),
-                    asked_by: (decision.decision == super::Decision::Ask)
-                        .then(|| decision.decided_by.as_str().into()),
-                    gate: Some(decision.gate),
-                    reason: r.reason.clone(),
-                },
+                verdict: record,
             },
         )?;
-        if !r.run {
-            let msg = match r.outcome {
+        if !v.is_allowed() {
+            let msg = match v.outcome() {
                 "no_response" => format!(
                     "not run: {} (asked for approval; no response in a headless run)",
-                    r.reason
+                    v.reason
                 ),
                 _ => format!(
                     "not run: denied by {} (gate {}): {}",
-                    r.decided_by.as_str(),
-                    decision.gate,
-                    r.reason
+                    v.decided_by.as_str(),
+                    v.reported_gate().number(),
+                    v.reason
                 ),
             };
             let o = ToolOutput {
@@ -430,7 +424,7 @@ impl Loop<'_> {
             "tool_result",
             json!({"call_id": call.id, "tool": call.name, "status": status,
                    "duration_ms": ms, "truncated": o.truncated, "error_category": o.error_category,
-                   "exit_code": o.exit_code, "enforcement": o.enforcement,
+                   "exit_code": o.exit_code, "enforcement": o.enforcement, "enforced": o.enforced,
                    "files_touched": o.files_touched, "output": o.content}),
         );
         self.log.append(
@@ -444,6 +438,7 @@ impl Loop<'_> {
                 files_touched: o.files_touched.clone(),
                 error_category: o.error_category.map(str::to_string),
                 enforcement: o.enforcement.clone(),
+                enforced: o.enforced.as_deref().cloned(),
                 output: o.content.clone(),
                 truncated: o.truncated,
             },

@@ -206,7 +206,7 @@ impl Report {
         );
         if let Some(e) = &sb.enforcement {
             for p in &e.partial {
-                let _ = writeln!(s, "  only partially enforced: {p}");
+                let _ = writeln!(s, "  only partially enforced: {}", p.line());
             }
         }
         if let Some(k) = &self.api_key {

@@ -153,6 +153,10 @@ impl Guard {
     /// Lock `roots` (shared): from now on no other run removes
     /// placeholders there, so what resolution saw stays true.
     pub fn enter(roots: &[PathBuf]) -> Result<Guard, HostError> {
+        // The locks live beside the placeholder sources: create (and check
+        // the owner of) that directory first, or the first run on a fresh
+        // machine fails to open its lock file.
+        sources()?;
         let base = crate::host::backends::bwrap::placeholder_base();
         let mut sorted: Vec<&PathBuf> = roots.iter().collect();
         sorted.sort();
