@@ -20,5 +20,7 @@ pub mod tools;
 pub use authorizer::{AuthDecision, Authorizer, DecidedBy, Decision};
 pub use authz_adapter::{exec_posture, PipelineAuthorizer};
 pub use output::{Emitter, OutputFormat};
-pub use run::{run_exec, run_exec_with_snapshots, ExecOptions, ExecReport};
+pub use run::{
+    run_exec, run_exec_models, run_exec_with_snapshots, ExecOptions, ExecReport, Models,
+};
 pub use snapshots::RunSnapshots;
