@@ -10,16 +10,19 @@ use super::ProviderError;
 use serde::Serialize;
 
 /// The wire formats codewhale speaks.
+/// Serialised as the config's `kind` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
 pub enum WireFormat {
     /// `POST {base}/chat/completions`, SSE, `tools` / `tool_calls`, bearer key.
+    #[serde(rename = "openai-compatible")]
     OpenAiCompatible,
     /// `POST {base}/v1/messages`, SSE, `tool_use` / `tool_result` blocks.
+    #[serde(rename = "anthropic")]
     Anthropic,
     /// Azure OpenAI: the OpenAI stream at
     /// `{endpoint}/openai/deployments/{deployment}/chat/completions?api-version=V`
     /// with an `api-key` header; the "model" is the deployment name.
+    #[serde(rename = "azure-openai")]
     AzureOpenAi,
 }
 
