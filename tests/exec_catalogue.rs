@@ -35,7 +35,7 @@ fn usage_for(wire: Wire) -> Value {
     }
 }
 
-fn run_case(c: &Case) -> (Vec<Value>, ScriptedModel, String) {
+fn run_case(c: &Case) -> (Vec<Value>, ScriptedModel, Value) {
     let model = ScriptedModel::start(
         c.wire,
         vec![reply_with_usage(
@@ -63,7 +63,10 @@ fn run_case(c: &Case) -> (Vec<Value>, ScriptedModel, String) {
         .unwrap();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{}: {err}", c.id);
-    (stdout_lines(&o), model, err)
+    let r = f.run(&["receipts", "--last", "--format", "json"]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    let receipt: Value = serde_json::from_slice(&r.stdout).unwrap();
+    (stdout_lines(&o), model, receipt)
 }
 
 #[test]
@@ -127,7 +130,7 @@ fn each_wire_format_for_a_sample_of_catalogue_entries() {
         },
     ];
     for c in &cases {
-        let (ev, model, _err) = run_case(c);
+        let (ev, model, receipt) = run_case(c);
         let reqs = model.requests();
         assert_eq!(reqs.len(), 1, "{}", c.id);
         let r = &reqs[0];
@@ -181,6 +184,12 @@ fn each_wire_format_for_a_sample_of_catalogue_entries() {
         let done = ev.last().unwrap();
         assert_eq!(done["type"], "done");
         assert_eq!(done["cost"], want);
+        // The receipt carries the same accounting.
+        let ru = &receipt["usage"];
+        assert_eq!(ru["input_tokens"], 1000, "{}: {ru}", c.id);
+        assert_eq!(ru["cached_input_tokens"], 400, "{}: {ru}", c.id);
+        assert_eq!(ru["cost"], want, "{}: {ru}", c.id);
+        assert_eq!(ru["models"][0], format!("{}/{}", c.id, c.model));
     }
 }
 

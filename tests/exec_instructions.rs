@@ -105,6 +105,17 @@ fn agents_md_layers_nearest_last_and_changes_no_setting() {
     assert_eq!(ins.len(), 1);
     assert_eq!(ins[0]["files"].as_array().unwrap().len(), 2);
     assert_eq!(ins[0]["imports"], false);
+    let r = f
+        .cmd(&["receipts", "--last", "--format", "json"])
+        .current_dir(&pkg)
+        .output()
+        .unwrap();
+    let receipt: Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(
+        receipt["instructions"][0]["path"],
+        root_md.to_str().unwrap()
+    );
+    assert_eq!(receipt["instructions"][1]["kind"], "agents_md");
     let started = recs.iter().find(|r| r["type"] == "thread_started").unwrap();
     assert_eq!(started["sandbox"], "workspace-write");
     assert_eq!(started["provider"], "custom");
