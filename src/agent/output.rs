@@ -156,12 +156,7 @@ impl Emitter {
                 s("cost")
             ),
             "model_choice" => {
-                let mut line = format!(
-                    "model {}/{} ({})",
-                    s("provider"),
-                    s("model"),
-                    s("reason")
-                );
+                let mut line = format!("model {}/{} ({})", s("provider"), s("model"), s("reason"));
                 if s("used_provider") != s("provider") || s("used_model") != s("model") {
                     line.push_str(&format!(
                         " → fell back to {}/{}",

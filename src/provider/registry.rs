@@ -196,7 +196,7 @@ pub fn select(
         (Some(b), _) => b,
         (None, Some(r)) => match r
             .base_url_env
-            .and_then(|v| env(v))
+            .and_then(env)
             .filter(|v| !v.trim().is_empty())
         {
             Some(b) => b.trim().to_string(),

@@ -427,7 +427,10 @@ mod tests {
     #[test]
     fn classify_by_turn_and_last_tools() {
         let user = Message::User { text: "x".into() };
-        assert_eq!(classify(1, 10, 100, &[user.clone()]), TurnKind::Plan);
+        assert_eq!(
+            classify(1, 10, 100, std::slice::from_ref(&user)),
+            TurnKind::Plan
+        );
         assert_eq!(
             classify(2, 10, 100, &[user.clone(), call("edit_file")]),
             TurnKind::Edit
@@ -437,7 +440,7 @@ mod tests {
             TurnKind::Review
         );
         assert_eq!(
-            classify(1, 100, 100, &[user.clone()]),
+            classify(1, 100, 100, std::slice::from_ref(&user)),
             TurnKind::LongContext
         );
         assert_eq!(classify(3, 10, 100, &[user]), TurnKind::Default);
