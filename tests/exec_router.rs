@@ -128,6 +128,21 @@ fn a_non_transient_error_does_not_fall_back() {
 }
 
 #[test]
+fn an_explicit_provider_overrides_config_auto() {
+    let a = ScriptedModel::start(Wire::OpenAi, vec![]);
+    let b = ScriptedModel::start(Wire::OpenAi, vec![reply("direct")]);
+    let f = Fixture::with_config(&format!(
+        "model = \"auto\"\n[providers.b]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\napi_key = \"kb\"\nmodel = \"m-b\"\n\
+         [router]\ncheap = \"a/x\"\n",
+        b.base_url()
+    ));
+    let o = f.run(&["exec", "--provider", "b", "hi"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(b.requests()[0].body["model"], "m-b");
+    assert!(a.requests().is_empty());
+}
+
+#[test]
 fn auto_without_router_table_is_a_clear_error() {
     let f = Fixture::with_config("model = \"auto\"\n");
     let o = f.run(&["exec", "hi"]);

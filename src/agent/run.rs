@@ -17,7 +17,6 @@ use tokio::sync::watch;
 #[derive(Clone, Debug)]
 pub struct ExecOptions {
     pub prompt: String,
-    pub sandbox: SandboxMode,
     /// `--auto`: approve what the gates ask about; the sandbox stays.
     pub auto: bool,
     /// `--allowed-tools` (None = not given).
@@ -203,7 +202,6 @@ impl Loop<'_> {
     fn turn_ctx(&self) -> TurnContext {
         TurnContext {
             workspace: self.ctx.guard.workspace().to_path_buf(),
-            sandbox: self.opts.sandbox,
             auto: self.opts.auto,
             headless: true,
         }
@@ -227,7 +225,7 @@ impl Loop<'_> {
                 provider: provider_id.clone(),
                 model: model_id.clone(),
                 approval: approval_label(self.opts.auto).into(),
-                sandbox: self.opts.sandbox.as_str().into(),
+                sandbox: self.ctx.policy.mode.as_str().into(),
                 codewhale_version: env!("CARGO_PKG_VERSION").into(),
             },
         )?;
@@ -262,7 +260,7 @@ impl Loop<'_> {
             .find(|f| f.kind == "agents_md")
             .map(|f| f.path.clone());
         self.instructions = instructions;
-        let enforcement = match self.opts.sandbox {
+        let enforcement = match self.ctx.policy.mode {
             m if m.is_sandboxed() => {
                 format!("os-sandbox ({m}); each tool_result names the backend")
             }
@@ -276,7 +274,7 @@ impl Loop<'_> {
                 "routing": matches!(self.models, Models::Routed(_)),
                 "instructions": files,
                 "approval": approval_label(self.opts.auto),
-                "sandbox": self.opts.sandbox.as_str(),
+                "sandbox": self.ctx.policy.mode.as_str(),
                 "enforcement": enforcement,
                 "tools": self.offered,
                 "agents_md": agents_md,
@@ -483,21 +481,9 @@ impl Loop<'_> {
                 &format!("tool `{}` is not available in this run", call.name),
             )
         };
-        let mut r = resolve_headless(&decision, &tctx);
-        // Gate 9 must apply the mode the verdict names; the tools were built
-        // for the run's mode, so a different one fails closed.
-        if let Some(m) = decision
-            .sandbox
-            .filter(|m| r.run && *m != self.ctx.policy.mode)
-        {
-            r.run = false;
-            r.outcome = "deny";
-            r.decided_by = DecidedBy::Sandbox;
-            r.reason = format!(
-                "the verdict requires the `{m}` sandbox but this run's tools use `{}`; not run",
-                self.ctx.policy.mode
-            );
-        }
+        // Gate 9's mode is the policy's: the gates were handed it, so
+        // nothing here can disagree with the tools' sandbox.
+        let r = resolve_headless(&decision, &tctx);
         self.out.event(
             "approval",
             json!({"call_id": call.id, "tool": call.name, "decision": decision.decision.as_str(),
@@ -662,7 +648,7 @@ impl Loop<'_> {
         let summary = json!({
             "status": status, "exit_code": code, "answer": self.answer,
             "provider": self.current.0, "model": self.current.1,
-            "approval": approval_label(self.opts.auto), "sandbox": self.opts.sandbox.as_str(),
+            "approval": approval_label(self.opts.auto), "sandbox": self.ctx.policy.mode.as_str(),
             "turns": self.turns,
             "usage": {"input_tokens": self.total.input_tokens,
                       "cached_input_tokens": self.total.cached_input_tokens,

@@ -39,10 +39,23 @@ pub fn resolve(
     rt: &tokio::runtime::Runtime,
     out: &mut Emitter,
 ) -> anyhow::Result<Resolved> {
-    let wanted = model.or(cfg.model.as_deref());
-    if wanted == Some(AUTO) {
+    // `--model auto`, or `model = "auto"` when no `--provider` picks one
+    // provider explicitly.
+    let config_auto = cfg.model.as_deref() == Some(AUTO);
+    if model == Some(AUTO) || (model.is_none() && provider.is_none() && config_auto) {
         return routed(cfg, store, env, rt, out).map(Resolved::Routed);
     }
+    // `--provider X` with `model = "auto"` in config: X's default model.
+    let plain;
+    let cfg = if config_auto {
+        plain = ExecConfig {
+            model: None,
+            ..cfg.clone()
+        };
+        &plain
+    } else {
+        cfg
+    };
     let mut s = registry::select(provider, model, cfg, store, env)?;
     if s.key_source == KeySource::Missing && provider.is_none() && cfg.provider.is_none() {
         if let Some(local) = ollama_fallback(cfg, store, env, rt, out)? {
