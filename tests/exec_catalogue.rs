@@ -13,6 +13,20 @@ use serde_json::{json, Value};
 use support::scripted_model::{reply, reply_with_usage, ScriptedModel, Wire};
 use support::*;
 
+/// `f.cmd` with the test's own TMPDIR (HOME and CODEWHALE_HOME are the
+/// fixture's already; the environment is otherwise cleared).
+fn cmd(f: &Fixture, args: &[&str]) -> std::process::Command {
+    let tmp = f.root.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut c = f.cmd(args);
+    c.env("TMPDIR", &tmp);
+    c
+}
+
+fn run(f: &Fixture, args: &[&str]) -> std::process::Output {
+    cmd(f, args).output().unwrap()
+}
+
 struct Case {
     id: &'static str,
     wire: Wire,
@@ -47,8 +61,9 @@ fn run_case(c: &Case) -> (Vec<Value>, ScriptedModel, Value) {
         "[providers.{}]\nbase_url = \"http://127.0.0.1:{}{}\"\n",
         c.id, model.port, c.base_suffix
     ));
-    let o = f
-        .cmd(&[
+    let o = cmd(
+        &f,
+        &[
             "exec",
             "--provider",
             c.id,
@@ -57,13 +72,14 @@ fn run_case(c: &Case) -> (Vec<Value>, ScriptedModel, Value) {
             "--output-format",
             "stream-json",
             "say hi",
-        ])
-        .env(c.key_env, "test-key-123")
-        .output()
-        .unwrap();
+        ],
+    )
+    .env(c.key_env, "test-key-123")
+    .output()
+    .unwrap();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{}: {err}", c.id);
-    let r = f.run(&["receipts", "--last", "--format", "json"]);
+    let r = run(&f, &["receipts", "--last", "--format", "json"]);
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
     let receipt: Value = serde_json::from_slice(&r.stdout).unwrap();
     (stdout_lines(&o), model, receipt)
@@ -200,8 +216,7 @@ fn cohere_is_asked_for_no_usage_chunk_and_its_cost_is_unknown() {
         "[providers.cohere]\nbase_url = \"http://127.0.0.1:{}/v1\"\n",
         model.port
     ));
-    let o = f
-        .cmd(&["exec", "--provider", "cohere", "--json", "hi"])
+    let o = cmd(&f, &["exec", "--provider", "cohere", "--json", "hi"])
         .env("COHERE_API_KEY", "k")
         .output()
         .unwrap();
@@ -220,7 +235,10 @@ fn cohere_is_asked_for_no_usage_chunk_and_its_cost_is_unknown() {
 #[test]
 fn missing_key_names_the_catalogue_variable() {
     let f = Fixture::with_config("");
-    let o = f.run(&["exec", "--provider", "nvidia-nim", "--model", "m", "hi"]);
+    let o = run(
+        &f,
+        &["exec", "--provider", "nvidia-nim", "--model", "m", "hi"],
+    );
     assert_ne!(o.status.code(), Some(0));
     let err = stderr(&o);
     assert!(err.contains("NVIDIA_API_KEY"), "{err}");
@@ -233,14 +251,14 @@ fn missing_key_names_the_catalogue_variable() {
 #[test]
 fn models_list_prints_every_id_and_json_carries_prices() {
     let f = Fixture::with_config("");
-    let o = f.run(&["models", "list"]);
+    let o = run(&f, &["models", "list"]);
     assert_eq!(o.status.code(), Some(0));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.lines().count() >= 40, "{text}");
     for id in ["anthropic", "azure-openai", "bedrock", "jan", "huggingface"] {
         assert!(text.lines().any(|l| l.starts_with(id)), "{id}: {text}");
     }
-    let o = f.run(&["models", "list", "--provider", "openai", "--json"]);
+    let o = run(&f, &["models", "list", "--provider", "openai", "--json"]);
     assert_eq!(o.status.code(), Some(0));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["schema"], "codewhale.models");
@@ -263,7 +281,7 @@ fn models_list_prints_every_id_and_json_carries_prices() {
         .find(|m| m["id"] == "gpt-5.6")
         .unwrap();
     assert!(unpriced["price"].is_null());
-    let o = f.run(&["models", "list", "--provider", "nope"]);
+    let o = run(&f, &["models", "list", "--provider", "nope"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--provider \"nope\""));
 }
@@ -271,7 +289,7 @@ fn models_list_prints_every_id_and_json_carries_prices() {
 #[test]
 fn auth_set_and_list_work_for_every_catalogue_id() {
     let f = Fixture::with_config("");
-    let o = f.run(&["models", "list", "--json"]);
+    let o = run(&f, &["models", "list", "--json"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let ids: Vec<String> = v["providers"]
         .as_array()
@@ -284,7 +302,7 @@ fn auth_set_and_list_work_for_every_catalogue_id() {
         .iter()
         .filter(|i| *i == "sambanova" || *i == "github-models")
     {
-        let mut c = f.cmd(&["auth", "set", "--provider", id]);
+        let mut c = cmd(&f, &["auth", "set", "--provider", id]);
         c.stdin(std::process::Stdio::piped());
         let mut child = c
             .stdout(std::process::Stdio::piped())
@@ -303,7 +321,7 @@ fn auth_set_and_list_work_for_every_catalogue_id() {
         assert!(!String::from_utf8_lossy(&o.stdout).contains("secret-value-xyz"));
         assert!(!stderr(&o).contains("secret-value-xyz"));
     }
-    let o = f.run(&["auth", "list", "--json"]);
+    let o = run(&f, &["auth", "list", "--json"]);
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(!out.contains("secret-value-xyz"), "{out}");
     let rows: Value = serde_json::from_str(&out).unwrap();
@@ -336,7 +354,7 @@ fn ollama_fallback_at_a_port_given_by_config_picks_a_chat_model() {
         "[providers.ollama]\nbase_url = \"http://127.0.0.1:{}/v1\"\n",
         model.port
     ));
-    let o = f.run(&["exec", "hi"]);
+    let o = run(&f, &["exec", "hi"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
@@ -362,7 +380,7 @@ fn local_runtime_without_model_uses_the_first_listed_by_v1_models() {
         "[providers.vllm]\nbase_url = \"http://127.0.0.1:{}/v1\"\n",
         model.port
     ));
-    let o = f.run(&["exec", "--provider", "vllm", "hi"]);
+    let o = run(&f, &["exec", "--provider", "vllm", "hi"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("using scripted-served"), "{err}");
@@ -372,8 +390,7 @@ fn local_runtime_without_model_uses_the_first_listed_by_v1_models() {
 #[test]
 fn non_local_plain_http_stays_refused_for_a_catalogue_id() {
     let f = Fixture::with_config("[providers.groq]\nbase_url = \"http://10.1.2.3/v1\"\n");
-    let o = f
-        .cmd(&["exec", "--provider", "groq", "hi"])
+    let o = cmd(&f, &["exec", "--provider", "groq", "hi"])
         .env("GROQ_API_KEY", "k")
         .output()
         .unwrap();

@@ -11,6 +11,20 @@ use serde_json::Value;
 use support::scripted_model::{reply, ScriptedModel, Wire};
 use support::*;
 
+/// `f.cmd` with the test's own TMPDIR (HOME and CODEWHALE_HOME are the
+/// fixture's already; the environment is otherwise cleared).
+fn cmd(f: &Fixture, args: &[&str]) -> std::process::Command {
+    let tmp = f.root.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut c = f.cmd(args);
+    c.env("TMPDIR", &tmp);
+    c
+}
+
+fn run(f: &Fixture, args: &[&str]) -> std::process::Output {
+    cmd(f, args).output().unwrap()
+}
+
 fn system_prompt(model: &ScriptedModel) -> String {
     model.requests()[0].body["messages"][0]["content"]
         .as_str()
@@ -45,18 +59,20 @@ fn agents_md_layers_nearest_last_and_changes_no_setting() {
     let model = ScriptedModel::start(Wire::OpenAi, vec![reply("ok")]);
     let f = Fixture::new(&model, "");
     let pkg = repo(&f);
-    let o = f
-        .cmd(&[
+    let o = cmd(
+        &f,
+        &[
             "exec",
             "--provider",
             "custom",
             "--output-format",
             "stream-json",
             "hi",
-        ])
-        .current_dir(&pkg)
-        .output()
-        .unwrap();
+        ],
+    )
+    .current_dir(&pkg)
+    .output()
+    .unwrap();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     let ev = stdout_lines(&o);
@@ -105,8 +121,7 @@ fn agents_md_layers_nearest_last_and_changes_no_setting() {
     assert_eq!(ins.len(), 1);
     assert_eq!(ins[0]["files"].as_array().unwrap().len(), 2);
     assert_eq!(ins[0]["imports"], false);
-    let r = f
-        .cmd(&["receipts", "--last", "--format", "json"])
+    let r = cmd(&f, &["receipts", "--last", "--format", "json"])
         .current_dir(&pkg)
         .output()
         .unwrap();
@@ -133,8 +148,7 @@ fn imports_only_with_the_user_config_switch() {
         "project_instruction_imports = true\n",
     )
     .unwrap();
-    let o = f
-        .cmd(&["exec", "--provider", "custom", "hi"])
+    let o = cmd(&f, &["exec", "--provider", "custom", "hi"])
         .current_dir(&pkg)
         .output()
         .unwrap();
@@ -153,8 +167,7 @@ fn imports_only_with_the_user_config_switch() {
     )
     .unwrap();
     let pkg = repo(&f);
-    let o = f
-        .cmd(&["exec", "--provider", "custom", "hi"])
+    let o = cmd(&f, &["exec", "--provider", "custom", "hi"])
         .current_dir(&pkg)
         .output()
         .unwrap();
@@ -171,14 +184,17 @@ fn an_oversized_agents_md_is_cut_with_a_note() {
     let model = ScriptedModel::start(Wire::OpenAi, vec![reply("ok")]);
     let f = Fixture::new(&model, "");
     std::fs::write(f.ws.join("AGENTS.md"), "y".repeat(40 * 1024)).unwrap();
-    let o = f.run(&[
-        "exec",
-        "--provider",
-        "custom",
-        "--output-format",
-        "stream-json",
-        "hi",
-    ]);
+    let o = run(
+        &f,
+        &[
+            "exec",
+            "--provider",
+            "custom",
+            "--output-format",
+            "stream-json",
+            "hi",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let ev = stdout_lines(&o);
     let file = &ev[0]["instructions"][0];

@@ -11,6 +11,20 @@ use serde_json::Value;
 use support::scripted_model::{reply, ScriptedModel, Step, Wire};
 use support::*;
 
+/// `f.cmd` with the test's own TMPDIR (HOME and CODEWHALE_HOME are the
+/// fixture's already; the environment is otherwise cleared).
+fn cmd(f: &Fixture, args: &[&str]) -> std::process::Command {
+    let tmp = f.root.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut c = f.cmd(args);
+    c.env("TMPDIR", &tmp);
+    c
+}
+
+fn run(f: &Fixture, args: &[&str]) -> std::process::Output {
+    cmd(f, args).output().unwrap()
+}
+
 fn status(code: u16, retry_after: Option<u64>) -> Step {
     Step::Status {
         code,
@@ -41,7 +55,7 @@ fn falls_back_after_429_with_retry_after_then_503() {
     let a = ScriptedModel::start(Wire::OpenAi, vec![status(429, Some(1)), status(503, None)]);
     let b = ScriptedModel::start(Wire::OpenAi, vec![reply("strong answered")]);
     let f = router_fixture(&a, &b, 1);
-    let o = f.run(&["exec", "--output-format", "stream-json", "plan this"]);
+    let o = run(&f, &["exec", "--output-format", "stream-json", "plan this"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
@@ -99,7 +113,7 @@ fn falls_back_on_a_429_without_retries() {
     let a = ScriptedModel::start(Wire::OpenAi, vec![status(429, None)]);
     let b = ScriptedModel::start(Wire::OpenAi, vec![reply("ok")]);
     let f = router_fixture(&a, &b, 0);
-    let o = f.run(&["exec", "--output-format", "stream-json", "hi"]);
+    let o = run(&f, &["exec", "--output-format", "stream-json", "hi"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let ev = stdout_lines(&o);
     let c = choice(&ev);
@@ -119,7 +133,7 @@ fn a_non_transient_error_does_not_fall_back() {
     let a = ScriptedModel::start(Wire::OpenAi, vec![status(400, None)]);
     let b = ScriptedModel::start(Wire::OpenAi, vec![reply("never")]);
     let f = router_fixture(&a, &b, 0);
-    let o = f.run(&["exec", "--output-format", "stream-json", "hi"]);
+    let o = run(&f, &["exec", "--output-format", "stream-json", "hi"]);
     assert_ne!(o.status.code(), Some(0));
     assert!(
         b.requests().is_empty(),
@@ -136,7 +150,7 @@ fn an_explicit_provider_overrides_config_auto() {
          [router]\ncheap = \"a/x\"\n",
         b.base_url()
     ));
-    let o = f.run(&["exec", "--provider", "b", "hi"]);
+    let o = run(&f, &["exec", "--provider", "b", "hi"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(b.requests()[0].body["model"], "m-b");
     assert!(a.requests().is_empty());
@@ -145,7 +159,7 @@ fn an_explicit_provider_overrides_config_auto() {
 #[test]
 fn auto_without_router_table_is_a_clear_error() {
     let f = Fixture::with_config("model = \"auto\"\n");
-    let o = f.run(&["exec", "hi"]);
+    let o = run(&f, &["exec", "hi"]);
     assert_ne!(o.status.code(), Some(0));
     assert!(
         stderr(&o).contains("needs a [router] table"),
@@ -153,6 +167,6 @@ fn auto_without_router_table_is_a_clear_error() {
         stderr(&o)
     );
     let f = Fixture::with_config("model = \"auto\"\n[router]\ncheap = \"nomodel\"\n");
-    let o = f.run(&["exec", "hi"]);
+    let o = run(&f, &["exec", "hi"]);
     assert!(stderr(&o).contains("[router] cheap"), "{}", stderr(&o));
 }
