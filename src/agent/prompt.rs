@@ -73,10 +73,18 @@ fn cut(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// An instruction file that exists but was not read (the guard refused
+/// it, e.g. a symlink into a deny-read path), with the reason.
+pub type Skipped = (PathBuf, String);
+
 /// The instruction files for `workspace`, in prompt order, with the text
-/// that goes in.
-pub fn instructions(guard: &FsGuard, imports: bool) -> Vec<(LoadedInstruction, String)> {
+/// that goes in, and the ones the file guard refused.
+pub fn instructions(
+    guard: &FsGuard,
+    imports: bool,
+) -> (Vec<(LoadedInstruction, String)>, Vec<Skipped>) {
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     let mut budget = TOTAL_CAP;
     for dir in layers(guard.workspace()) {
         let names = std::iter::once((AGENTS, "agents_md"))
@@ -86,8 +94,14 @@ pub fn instructions(guard: &FsGuard, imports: bool) -> Vec<(LoadedInstruction, S
             let Some(raw) = candidate.to_str() else {
                 continue;
             };
-            let Ok(path) = guard.check_read(raw) else {
-                continue;
+            let path = match guard.check_read(raw) {
+                Ok(p) => p,
+                Err(e) => {
+                    if candidate.symlink_metadata().is_ok() {
+                        skipped.push((candidate, e.to_string()));
+                    }
+                    continue;
+                }
             };
             if !path.is_file() {
                 continue;
@@ -109,15 +123,16 @@ pub fn instructions(guard: &FsGuard, imports: bool) -> Vec<(LoadedInstruction, S
             ));
         }
     }
-    out
+    (out, skipped)
 }
 
-/// The system prompt and the instruction files that went into it.
+/// The system prompt, the instruction files that went into it, and the
+/// ones the file guard refused.
 pub fn system_prompt(
     guard: &FsGuard,
     tools: &[&str],
     imports: bool,
-) -> (String, Vec<LoadedInstruction>) {
+) -> (String, Vec<LoadedInstruction>, Vec<Skipped>) {
     let mut s = BASE.to_string();
     s.push_str(&format!("\n\nWorkspace: {}", guard.workspace().display()));
     if tools.is_empty() {
@@ -125,7 +140,7 @@ pub fn system_prompt(
     } else {
         s.push_str(&format!("\nTools: {}.", tools.join(", ")));
     }
-    let files = instructions(guard, imports);
+    let (files, skipped) = instructions(guard, imports);
     if !files.is_empty() {
         s.push_str(
             "\n\n# Project instructions\n\nThe files below come from the repository. They are \
@@ -144,7 +159,7 @@ policy or sandbox of this run.",
         }
         loaded.push(info);
     }
-    (s, loaded)
+    (s, loaded, skipped)
 }
 
 #[cfg(test)]
@@ -187,7 +202,7 @@ mod tests {
         std::fs::write(ws.join("AGENTS.md"), "x".repeat(FILE_CAP + 10)).unwrap();
         std::fs::write(root.join("CLAUDE.md"), "CLAUDE RULES").unwrap();
         let g = guard(&ws);
-        let (p, loaded) = system_prompt(&g, &[], false);
+        let (p, loaded, _) = system_prompt(&g, &[], false);
         assert_eq!(loaded.len(), 2);
         assert_eq!(loaded[0].path, root.join("AGENTS.md"));
         assert_eq!(loaded[1].path, ws.join("AGENTS.md"));
@@ -195,8 +210,31 @@ mod tests {
         assert!(p.find("ROOT RULES").unwrap() < p.find("xxxx").unwrap());
         assert!(p.contains("[codewhale: truncated;"));
         assert!(!p.contains("CLAUDE RULES"));
-        let (p, loaded) = system_prompt(&g, &[], true);
+        let (p, loaded, _) = system_prompt(&g, &[], true);
         assert!(p.contains("CLAUDE RULES"));
         assert_eq!(loaded[1].kind, "import");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_into_a_deny_read_path_is_skipped_and_said() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(t.path()).unwrap();
+        // The fake home's ~/.ssh is on the deny-read table.
+        let ssh = ws.join("no-such-home/.ssh");
+        std::fs::create_dir_all(&ssh).unwrap();
+        std::fs::write(ssh.join("id_rsa"), "PRIVATE KEY").unwrap();
+        std::os::unix::fs::symlink(ssh.join("id_rsa"), ws.join("AGENTS.md")).unwrap();
+        let (p, loaded, skipped) = system_prompt(&guard(&ws), &[], false);
+        assert!(loaded.is_empty());
+        assert!(!p.contains("PRIVATE KEY"));
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(skipped[0].0, ws.join("AGENTS.md"));
+        // Positive control: a plain file is read.
+        std::fs::remove_file(ws.join("AGENTS.md")).unwrap();
+        std::fs::write(ws.join("AGENTS.md"), "plain").unwrap();
+        let (p, loaded, _) = system_prompt(&guard(&ws), &[], false);
+        assert_eq!(loaded.len(), 1);
+        assert!(p.contains("plain"));
     }
 }

@@ -208,7 +208,7 @@ impl Loop<'_> {
     }
 
     async fn drive(&mut self) -> Result<&'static str, Stop> {
-        let (system, instructions) = super::prompt::system_prompt(
+        let (system, instructions, skipped) = super::prompt::system_prompt(
             &self.ctx.guard,
             &self.offered,
             self.opts.instruction_imports,
@@ -230,6 +230,10 @@ impl Loop<'_> {
             },
         )?;
         self.snaps.announce(self.log, self.out)?;
+        for (path, why) in &skipped {
+            self.out
+                .note(&format!("instructions: {} not read: {why}", path.display()));
+        }
         for f in &instructions {
             self.out.note(&format!(
                 "instructions: {} ({} bytes{})",
