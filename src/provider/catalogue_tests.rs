@@ -124,3 +124,19 @@ fn issue_named_services_are_present() {
         assert!(get(id).is_some(), "{id}");
     }
 }
+
+#[test]
+fn docs_table_is_in_step_with_the_catalogue() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/PROVIDERS.md"))
+        .expect("docs/PROVIDERS.md");
+    for e in all() {
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` | {} |", e.id, e.name)))
+            .unwrap_or_else(|| panic!("docs/PROVIDERS.md has no catalogue row for {}", e.id));
+        assert!(row.contains(&format!("`{}`", e.base_url)), "{}: {row}", e.id);
+        if let Some(k) = e.key_env {
+            assert!(row.contains(&format!("`{k}`")), "{}: {row}", e.id);
+        }
+    }
+}
