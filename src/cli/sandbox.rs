@@ -8,7 +8,7 @@
 use crate::config;
 use crate::host::backends::bwrap::{self, BwrapOptions};
 use crate::host::seccomp::{self, SeccompOptions};
-use crate::host::{BackendChoice, ExecOutcome, ExecRequest, HostError, HostSettings, StdinSpec};
+use crate::host::{BackendChoice, ExecOutcome, ExecRequest, HostSettings, StdinSpec};
 use crate::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -156,17 +156,9 @@ fn run_cmd(args: RunArgs) -> i32 {
     req.tee = true;
     req.stdin = StdinSpec::Inherit;
     req.timeout = args.timeout_ms.map(Duration::from_millis);
-    let result = if settings.backend == BackendChoice::Opensandbox || !cfg!(target_os = "linux") {
-        // The async backends (remote, macOS, Windows) go through host::run.
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| HostError::io("starting the async runtime", e))
-            .and_then(|rt| rt.block_on(crate::host::run(&policy, &settings, req)))
-    } else {
-        // Linux local backends: no runtime on the hot path (see PERFORMANCE.md).
-        crate::host::select::run_blocking(&policy, &settings, &req)
-    };
+    // The one dispatcher, blocking: no async runtime on the hot path
+    // (OpenSandbox builds its own; see PERFORMANCE.md).
+    let result = crate::host::run_blocking(&policy, &settings, &req);
     let code = match &result {
         Ok(out) => out.shell_code(),
         Err(e) => {

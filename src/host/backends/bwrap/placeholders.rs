@@ -37,7 +37,7 @@ pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
     let meta = std::fs::symlink_metadata(&base).map_err(|e| io("checking", e))?;
     if !meta.is_dir() || meta.uid() != uid {
         return Err(HostError::Unavailable {
-            backend: "bwrap".into(),
+            backend: crate::host::BackendKind::Bwrap,
             reason: format!("{} is not a directory owned by uid {uid}", base.display()),
             remedy: Some(format!("remove {} and retry", base.display())),
         });

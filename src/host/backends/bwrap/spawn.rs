@@ -49,7 +49,7 @@ fn untrusted(candidate: &Path, writable: &[&Path], from_path: bool) -> Option<St
 /// does not exist). The result is canonical (symlinks resolved).
 pub fn find_bwrap(configured: Option<&Path>, writable: &[&Path]) -> Result<PathBuf, HostError> {
     let unavailable = |reason: String, remedy: &str| HostError::Unavailable {
-        backend: "bwrap".into(),
+        backend: crate::host::BackendKind::Bwrap,
         reason,
         remedy: Some(remedy.into()),
     };
@@ -166,7 +166,7 @@ pub fn classify_failure(stderr: &str) -> HostError {
         )
     };
     HostError::Unavailable {
-        backend: "bwrap".into(),
+        backend: crate::host::BackendKind::Bwrap,
         reason: if text.is_empty() {
             reason.to_string()
         } else {
@@ -321,7 +321,7 @@ pub fn run(
     let command = req.argv.iter().map(OsString::from).collect();
     let opts = options(bwrap, &cwd, Some(&spec), helper_exe, command)?;
     let plan = plan(policy, &opts).map_err(|e| HostError::Unavailable {
-        backend: "bwrap".into(),
+        backend: crate::host::BackendKind::Bwrap,
         reason: e.to_string(),
         remedy: None,
     })?;
@@ -349,7 +349,7 @@ pub fn run(
     let status = match status {
         Some(HelperStatus::SetupFailed { error }) => {
             return Err(HostError::Unavailable {
-                backend: "bwrap".into(),
+                backend: crate::host::BackendKind::Bwrap,
                 reason: format!("the in-sandbox helper failed: {error}"),
                 remedy: None,
             })
@@ -357,7 +357,7 @@ pub fn run(
         Some(s) => s,
         None if sup.timed_out => {
             return Err(HostError::Unavailable {
-                backend: "bwrap".into(),
+                backend: crate::host::BackendKind::Bwrap,
                 reason: "timed out before the sandbox was set up".into(),
                 remedy: None,
             })
