@@ -134,7 +134,11 @@ fn docs_table_is_in_step_with_the_catalogue() {
             .lines()
             .find(|l| l.starts_with(&format!("| `{}` | {} |", e.id, e.name)))
             .unwrap_or_else(|| panic!("docs/PROVIDERS.md has no catalogue row for {}", e.id));
-        assert!(row.contains(&format!("`{}`", e.base_url)), "{}: {row}", e.id);
+        assert!(
+            row.contains(&format!("`{}`", e.base_url)),
+            "{}: {row}",
+            e.id
+        );
         if let Some(k) = e.key_env {
             assert!(row.contains(&format!("`{k}`")), "{}: {row}", e.id);
         }
