@@ -121,11 +121,15 @@ mod tests {
             {"name": "nomic-embed-text:latest", "details": {"family": "nomic-bert", "families": ["nomic-bert"]}},
             {"name": "mxbai:latest", "details": {"family": "bert", "families": ["bert"]}},
             {"name": "qwen2.5-coder:7b", "details": {"family": "qwen2", "families": ["qwen2"]}},
-            {"name": "llama3.1:8b", "details": {"family": "llama"}}
+            {"name": "llama3.1:8b", "details": {"family": "llama"}},
+            // Ollama's own docs/api.md example: `families` may be null;
+            // `all-minilm` is an embedding model without "embed" in its name.
+            {"name": "all-minilm:latest", "details": {"family": "bert", "families": null}},
+            {"name": "codellama:13b", "details": {"family": "llama", "families": null}}
         ]});
         assert_eq!(
             chat_models_from_tags(&v).unwrap(),
-            vec!["qwen2.5-coder:7b", "llama3.1:8b"]
+            vec!["qwen2.5-coder:7b", "llama3.1:8b", "codellama:13b"]
         );
         assert_eq!(chat_models_from_tags(&json!({"models": []})), Some(vec![]));
         assert_eq!(chat_models_from_tags(&json!({"x": 1})), None);
