@@ -9,6 +9,7 @@ pub mod backends;
 pub mod dispatch;
 pub mod enforcement;
 pub mod error;
+pub mod explain;
 pub mod process;
 pub mod request;
 pub mod seccomp;
@@ -18,6 +19,10 @@ pub mod select;
 pub use backends::{opensandbox, seatbelt, windows};
 
 pub use backend::{BackendChoice, BackendKind};
+/// The bwrap tier's in-sandbox helper stage (the hidden `__sandbox-helper`
+/// subcommand and the small `codewhale-sandbox-helper` binary).
+#[cfg(target_os = "linux")]
+pub use backends::bwrap::helper::main as helper_main;
 pub use dispatch::run_blocking;
 pub use enforcement::{Enforcement, EnforcementLevel};
 pub use error::HostError;

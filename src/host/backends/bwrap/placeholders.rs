@@ -45,8 +45,7 @@ pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
     // Each mode is set only when it differs: a `chmod` to the same mode
     // still writes the inode (ctime), and this runs on every spawn.
     set_mode(&base, &meta, 0o700).map_err(|e| io("securing", e))?;
-    let file = base.join("empty-file");
-    let dir = base.join("empty-dir");
+    let (file, dir) = crate::host::backends::bwrap::placeholder_sources();
     if !file.is_file() {
         std::fs::write(&file, b"").map_err(|e| io("creating placeholder in", e))?;
     }

@@ -101,15 +101,7 @@ pub fn options(
 ) -> Result<BwrapOptions, HostError> {
     let (placeholder_file, placeholder_dir) = super::placeholders::sources()?;
     let helper = match spec {
-        Some(spec) => {
-            let exe = match helper_exe {
-                Some(p) => p.to_path_buf(),
-                None => default_helper_exe()?,
-            };
-            let json = serde_json::to_string(spec)
-                .map_err(|e| HostError::io("encoding the helper spec", e.into()))?;
-            Some((exe, vec![SUBCOMMAND.into(), "--spec".into(), json.into()]))
-        }
+        Some(spec) => Some(helper_argv(spec, helper_exe)?),
         None => None,
     };
     Ok(BwrapOptions {
@@ -120,6 +112,21 @@ pub fn options(
         helper,
         command,
     })
+}
+
+/// The helper stage's executable and argv for `spec` (what bwrap execs in
+/// the sandbox; `sandbox explain` shows the same).
+pub fn helper_argv(
+    spec: &HelperSpec,
+    helper_exe: Option<&Path>,
+) -> Result<(PathBuf, Vec<OsString>), HostError> {
+    let exe = match helper_exe {
+        Some(p) => p.to_path_buf(),
+        None => default_helper_exe()?,
+    };
+    let json = serde_json::to_string(spec)
+        .map_err(|e| HostError::io("encoding the helper spec", e.into()))?;
+    Ok((exe, vec![SUBCOMMAND.into(), "--spec".into(), json.into()]))
 }
 
 /// The small `codewhale-sandbox-helper` next to this executable when it is
