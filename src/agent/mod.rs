@@ -21,5 +21,7 @@ pub mod tools;
 pub use authorizer::{Authorizer, DecidedBy, Decision, Verdict};
 pub use authz_adapter::{exec_posture, PipelineAuthorizer};
 pub use output::{Emitter, OutputFormat};
-pub use run::{run_exec, run_exec_with_snapshots, ExecOptions, ExecReport};
+pub use run::{
+    run_exec, run_exec_models, run_exec_with_snapshots, ExecOptions, ExecReport, Models,
+};
 pub use snapshots::RunSnapshots;
