@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The egress proxy's cost on loopback, against a baseline measured in the
 //! same run: (1) a 100 MB download over plain TCP, direct vs through the
 //! proxy's SOCKS5 front end (the relay path CONNECT shares); (2) the added

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The egress proxy over real loopback sockets, driven by `curl` (a client
 //! nobody here wrote): HTTPS through CONNECT (`HTTPS_PROXY`), plain HTTP
 //! forwarding, CONNECT tunnels for plain TCP, SOCKS5 with remote

@@ -6,7 +6,8 @@
 
 use std::path::PathBuf;
 
-use crate::host::enforcement::EgressReport;
+use crate::host::enforcement::{EgressReport, PartialItem, Shortfall};
+use crate::host::BackendKind;
 use crate::host::HostError;
 use crate::net::classify::LocalAddrs;
 use crate::net::proxy::thread::ProxyThread;
@@ -32,11 +33,11 @@ pub struct EgressRun {
     dir: Option<tempfile::TempDir>,
 }
 
-fn resolver() -> Result<(Resolver, Vec<String>), HostError> {
+fn resolver(backend: BackendKind) -> Result<(Resolver, Vec<String>), HostError> {
     match std::env::var(TEST_RESOLVE_ENV) {
         Ok(spec) if !spec.trim().is_empty() => {
             let fixed = FixedResolver::parse(&spec).map_err(|e| HostError::Unavailable {
-                backend: "egress proxy".into(),
+                backend,
                 reason: format!("{TEST_RESOLVE_ENV}: {e}"),
                 remedy: None,
             })?;
@@ -47,13 +48,13 @@ fn resolver() -> Result<(Resolver, Vec<String>), HostError> {
     }
 }
 
-fn gate(spec: &EgressSpec) -> Result<(Gate, Vec<String>), HostError> {
+fn gate(spec: &EgressSpec, backend: BackendKind) -> Result<(Gate, Vec<String>), HostError> {
     let policy = spec.policy().map_err(|e| HostError::Unavailable {
-        backend: "egress proxy".into(),
+        backend,
         reason: format!("[sandbox.network]: {e}"),
         remedy: None,
     })?;
-    let (resolver, names) = resolver()?;
+    let (resolver, names) = resolver(backend)?;
     // Without the interface list only this host's *public* addresses could
     // slip through (every private range is refused anyway).
     let local = LocalAddrs::of_this_host().unwrap_or_default();
@@ -68,7 +69,7 @@ impl EgressRun {
     /// A proxy on a Unix socket in a fresh private directory under
     /// `$XDG_RUNTIME_DIR` (or the temp dir): the bwrap tier.
     pub fn start_unix(spec: &EgressSpec) -> Result<Self, HostError> {
-        let (gate, test_names) = gate(spec)?;
+        let (gate, test_names) = gate(spec, BackendKind::Bwrap)?;
         let base = std::env::var_os("XDG_RUNTIME_DIR")
             .map(PathBuf::from)
             .filter(|p| p.is_dir())
@@ -99,7 +100,7 @@ impl EgressRun {
 
     /// A proxy on a free 127.0.0.1 port of the host: the landlock tier.
     pub fn start_tcp(spec: &EgressSpec) -> Result<Self, HostError> {
-        let (gate, test_names) = gate(spec)?;
+        let (gate, test_names) = gate(spec, BackendKind::Landlock)?;
         let thread = ProxyThread::start(
             gate,
             Listen {
@@ -154,14 +155,18 @@ impl EgressRun {
 }
 
 /// The partial lines every allowlist run reports, whatever the tier.
-pub fn partial_lines(report: &EgressReport) -> Vec<String> {
-    let mut v = vec![
-        "network: allowed hosts can receive whatever the command sends them (bounded by the byte cap)".to_string(),
-    ];
+pub fn partial_lines(report: &EgressReport) -> Vec<PartialItem> {
+    let mut v = vec![PartialItem::new(
+        Shortfall::Network,
+        "allowed hosts can receive whatever the command sends them (bounded by the byte cap)",
+    )];
     if !report.test_resolver.is_empty() {
-        v.push(format!(
-            "network: test resolver ({TEST_RESOLVE_ENV}) answered for {}",
-            report.test_resolver.join(", ")
+        v.push(PartialItem::new(
+            Shortfall::Network,
+            format!(
+                "test resolver ({TEST_RESOLVE_ENV}) answered for {}",
+                report.test_resolver.join(", ")
+            ),
         ));
     }
     v

@@ -207,6 +207,7 @@ pub fn install(opts: &SeccompOptions) -> Result<(), SeccompError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
