@@ -168,6 +168,12 @@ fn allowed_name_works_and_every_other_way_out_fails() {
             sandbox_support::reported_partial(&r, &["test resolver", "ok.test"]),
             "[{case}]"
         );
+        assert!(
+            r.stderr
+                .contains("codewhale: network: 1 connection to ok.test; 5 refused: "),
+            "[{case}] the summary line on stderr: {}",
+            r.stderr
+        );
     }
 }
 
@@ -353,4 +359,54 @@ fn byte_cap_from_the_config_cuts_a_download() {
             "[{case}]"
         );
     }
+}
+
+#[test]
+fn bad_network_flags_and_config_are_refused_naming_them() {
+    let w = World::new();
+    let run = |args: &[&str]| {
+        let out = Command::new(sandbox_support::BIN)
+            .args(["sandbox", "run"])
+            .args(args)
+            .args(["--", "echo", "RAN"])
+            .current_dir(&w.fx.ws)
+            .env("HOME", &w.fx.home)
+            .env("XDG_RUNTIME_DIR", &w.runtime)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["--allow-domain", "a.*.example"]);
+    assert_ne!(code, Some(0));
+    assert!(!out.contains("RAN"));
+    assert!(
+        err.contains("--allow-domain a.*.example") && err.contains("whole first label"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["--network=on", "--allow-domain", "crates.io"]);
+    assert_ne!(code, Some(0));
+    assert!(
+        err.contains("--allow-domain needs --network=allowlist"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["--network=sometimes"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("sometimes"), "{err}");
+    std::fs::create_dir_all(w.fx.home.join(".codewhale")).unwrap();
+    std::fs::write(
+        w.fx.home.join(".codewhale/config.toml"),
+        "[sandbox.network]\nallow = [\"*\"]\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(&[]);
+    assert_ne!(code, Some(0));
+    assert!(!out.contains("RAN"));
+    assert!(
+        err.contains("config.toml") && err.contains("use network = \"on\""),
+        "{err}"
+    );
 }

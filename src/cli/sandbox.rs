@@ -212,6 +212,10 @@ fn run_cmd(args: RunArgs) -> i32 {
                     .map_or(String::new(), |p| p.reason.clone())
             );
         }
+        if let Some(e) = &out.enforcement.egress {
+            // `network: 3 connections to crates.io; 1 refused: evil.example (…)`.
+            eprintln!("codewhale: {}", e.line);
+        }
         if !out.enforcement.is_sandboxed() {
             eprintln!(
                 "codewhale: warning: ran UNSANDBOXED ({})",
