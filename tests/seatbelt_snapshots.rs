@@ -40,3 +40,27 @@ fn explain_json_snapshot() {
         .retain(|n| !n.starts_with("Seatbelt exists only on macOS"));
     insta::assert_json_snapshot!("explain_read-only_json", e);
 }
+
+#[test]
+fn allowlist_allows_only_the_proxy_port() {
+    let mut r = resolved(matrix()[0]);
+    r.network = false;
+    r.egress = Some(codewhale::net::EgressSpec::new(
+        vec!["crates.io".into()],
+        vec![],
+    ));
+    let mut h = host();
+    h.egress_port = Some(43128);
+    let p = profile_with(&r, &h).expect("plan");
+    let allow: Vec<&str> = p
+        .text
+        .lines()
+        .filter(|l| l.contains("network"))
+        .filter(|l| !l.trim_start().starts_with(';'))
+        .collect();
+    insta::assert_snapshot!("allowlist_network_rules", allow.join("\n"));
+    // Planning without a port: no rule, a note.
+    let p = profile_with(&r, &host()).expect("plan");
+    assert!(!p.text.contains("network-outbound"));
+    assert!(p.notes.iter().any(|n| n.contains("chosen per run")));
+}

@@ -73,6 +73,7 @@ pub fn host() -> DarwinHost {
     DarwinHost {
         user_cache_dir: Some("/private/var/folders/zz/abc123/C".into()),
         private_tmp: Some("/private/var/folders/zz/abc123/T/codewhale-run-1".into()),
+        egress_port: None,
     }
 }
 

@@ -107,6 +107,11 @@ pub struct DarwinHost {
     /// `TMPDIR` to). `None` when only planning (`explain`): the rule is then
     /// left out and a note says so.
     pub private_tmp: Option<PathBuf>,
+    /// `network = "allowlist"`: the egress proxy's port on this host's
+    /// loopback, the only destination the profile then allows. `None`
+    /// when only planning, or while the spawn step does not start the
+    /// proxy (this build: it does not; see `docs/NETWORK.md`).
+    pub egress_port: Option<u16>,
 }
 
 impl DarwinHost {
@@ -115,6 +120,7 @@ impl DarwinHost {
         DarwinHost {
             user_cache_dir: darwin_user_cache_dir(),
             private_tmp: None,
+            egress_port: None,
         }
     }
 }

@@ -177,6 +177,21 @@ pub(super) fn build(
     b.fragment("devices.sbpl", DEVICES_SBPL);
     if resolved.network {
         b.fragment("network.sbpl", NETWORK_SBPL);
+    } else if resolved.egress.is_some() {
+        match host.egress_port {
+            Some(port) => {
+                b.line(";;;; ---- generated: network = allowlist ----");
+                b.line("; Only codewhale's egress proxy on this host's loopback; every other");
+                b.line("; connect, bind and accept stays refused by the default deny.");
+                let _ = writeln!(
+                    b.text,
+                    "(allow network-outbound (remote ip \"localhost:{port}\"))\n"
+                );
+            }
+            None => b.notes.push(
+                "network: allowlist: only the egress proxy's loopback port is allowed; the port is chosen per run, not shown when only planning".into(),
+            ),
+        }
     } else {
         b.notes
             .push("network: none (no network rules; the default deny refuses every socket connect, bind and accept)".into());
