@@ -10,6 +10,8 @@
 //!   the label says so everywhere.
 
 pub mod env;
+pub mod facts;
+pub mod paths;
 pub mod resolve;
 pub mod tables;
 
