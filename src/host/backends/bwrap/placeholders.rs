@@ -23,7 +23,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// The per-user base directory (see [`super::bwrap::placeholder_base`]),
+/// The per-user base directory (see [`crate::host::backends::bwrap::placeholder_base`]),
 /// created when missing and checked to be ours and private.
 ///
 /// Every entry point of this module goes through here first: on a fresh
@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 fn ensure_base() -> Result<PathBuf, HostError> {
     use std::os::unix::fs::DirBuilderExt;
     let uid = nix::unistd::getuid().as_raw();
-    let base = super::bwrap::placeholder_base();
+    let base = crate::host::backends::bwrap::placeholder_base();
     let io = |what: &str, e| HostError::io(format!("{what} {}", base.display()), e);
     // Recursive: a `$TMPDIR` that does not exist yet is created too (0700
     // for every component created here; existing ones are left alone).
