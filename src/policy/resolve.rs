@@ -19,22 +19,6 @@ use std::path::{Path, PathBuf};
 pub use super::facts::HostFacts;
 pub use super::paths::{normalize, PathEntry, PathKind};
 
-/// Directories never descended into when looking for workspace `.env` files:
-/// large, generated, and not where secrets are kept.
-const ENV_SCAN_SKIP: &[&str] = &[
-    ".git",
-    "node_modules",
-    "target",
-    ".venv",
-    "venv",
-    "__pycache__",
-    "dist",
-    "build",
-    ".cache",
-];
-/// Bounds of the `.env` scan: the scan must stay cheap on huge workspaces.
-const ENV_SCAN_MAX_DEPTH: usize = 8;
-const ENV_SCAN_MAX_ENTRIES: usize = 50_000;
 /// Reasons of the writable roots that get the write-protected table
 /// (toolchain caches do not: see [`resolve`]).
 const WORKSPACE_REASON: &str = "the workspace";
@@ -62,6 +46,12 @@ pub struct ResolvedPolicy {
     pub landlock: LandlockHoles,
     /// Things resolution could not do (for the `Enforcement` report).
     pub notes: Vec<String>,
+    /// Deny-read paths resolution could not establish (a directory the
+    /// `.env` scan could not list, …), one line each naming the path and
+    /// why. Every backend adds these to the run's `partial` list: the run
+    /// is never `full` while a secret may be readable.
+    #[serde(default)]
+    pub unmasked: Vec<String>,
 }
 
 impl ResolvedPolicy {
@@ -94,44 +84,20 @@ pub enum ResolveError {
         source: std::io::Error,
     },
 }
+/// Every workspace `.env` file (see [`super::env_scan`]); what could not
+/// be scanned goes to `unmasked`.
 fn scan_env_files(
     canon: &mut Canon,
     workspace: &Path,
     out: &mut Vec<PathEntry>,
     seen: &mut BTreeSet<PathBuf>,
-    notes: &mut Vec<String>,
+    unmasked: &mut Vec<String>,
 ) {
-    let mut count = 0usize;
-    let walker = walkdir::WalkDir::new(workspace)
-        .max_depth(ENV_SCAN_MAX_DEPTH)
-        .follow_links(false)
-        .into_iter()
-        .filter_entry(|d| {
-            d.depth() == 0
-                || !(d.file_type().is_dir() && ENV_SCAN_SKIP.iter().any(|s| d.file_name() == *s))
-        });
-    for d in walker.flatten() {
-        count += 1;
-        if count > ENV_SCAN_MAX_ENTRIES {
-            notes.push(format!(
-                "the .env scan stopped after {ENV_SCAN_MAX_ENTRIES} entries; deeper .env files are not masked"
-            ));
-            break;
-        }
-        if d.file_type().is_dir() {
-            continue;
-        }
-        if d.file_name().to_str().is_some_and(tables::is_env_file_name) {
-            push_with_canonical(
-                canon,
-                out,
-                seen,
-                d.path().to_path_buf(),
-                false,
-                tables::ENV_FILE_REASON,
-            );
-        }
+    let scan = super::env_scan::scan_cached(workspace);
+    for f in scan.files {
+        push_with_canonical(canon, out, seen, f, false, tables::ENV_FILE_REASON);
     }
+    unmasked.extend(scan.unmasked);
 }
 
 fn cache_roots(policy: &SandboxPolicy, facts: &HostFacts) -> Vec<(PathBuf, &'static str)> {
@@ -294,6 +260,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
     // Deny-read paths.
     let mut deny_read = Vec::new();
     let mut seen_deny = BTreeSet::new();
+    let mut unmasked = Vec::new();
     if policy.mode != SandboxMode::DangerFullAccess {
         let mut canon = Canon::default();
         for t in tables::DENY_READ {
@@ -316,7 +283,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
             &workspace,
             &mut deny_read,
             &mut seen_deny,
-            &mut notes,
+            &mut unmasked,
         );
     }
 
@@ -332,6 +299,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
         env: policy.env.clone(),
         landlock: policy.landlock,
         notes,
+        unmasked,
     })
 }
 

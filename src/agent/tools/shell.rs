@@ -105,7 +105,7 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
             };
             out.truncated |= o.stdout.truncated || o.stderr.truncated;
             out.exit_code = Some(code);
-            out.enforcement = Some(o.enforcement.label.clone());
+            out.enforcement = Some(enforcement_summary(&o.enforcement));
             if code != 0 && o.enforcement.is_sandboxed() {
                 if let Some(m) = DENIAL_MARKERS.iter().find(|m| stderr.contains(*m)) {
                     out.sandbox_denied = Some(Box::new(SandboxDenial {
@@ -131,6 +131,27 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
             out.exit_code = Some(e.exit_code());
             out
         }
+    }
+}
+
+/// The enforcement line of a tool result (stream-json, session records,
+/// receipts): the label, plus `(partial…)` when the run was partial, naming
+/// every deny-read path that was not masked (a `.env` the scan could not
+/// reach) so the one line says what may have been readable.
+fn enforcement_summary(e: &crate::host::Enforcement) -> String {
+    if e.level != crate::host::EnforcementLevel::Partial {
+        return e.label.clone();
+    }
+    let unmasked: Vec<&str> = e
+        .partial
+        .iter()
+        .filter(|p| p.contains("not masked"))
+        .map(String::as_str)
+        .collect();
+    if unmasked.is_empty() {
+        format!("{} (partial)", e.label)
+    } else {
+        format!("{} (partial: {})", e.label, unmasked.join("; "))
     }
 }
 

@@ -279,6 +279,7 @@ pub fn enforcement(
             .map(|d| format!("landlock: dropped: {d}")),
     );
     partial.extend(policy.notes.iter().cloned());
+    partial.extend(policy.unmasked.iter().cloned());
     if !bounding_set_clearable() {
         partial.push(
             "capabilities: the bounding set is not cleared (no CAP_SETPCAP and no user namespace); \

@@ -295,6 +295,7 @@ impl OpenSandboxSession {
         )];
         partial.append(&mut self.notes);
         partial.extend(resolved.notes.iter().cloned());
+        partial.extend(resolved.unmasked.iter().cloned());
         Enforcement {
             backend: BackendKind::Opensandbox,
             mode: resolved.mode,

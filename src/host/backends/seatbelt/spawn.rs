@@ -97,6 +97,7 @@ fn enforcement(
 ) -> Enforcement {
     let mut partial: Vec<String> = plan.notes.clone();
     partial.extend(resolved.notes.iter().cloned());
+    partial.extend(resolved.unmasked.iter().cloned());
     partial.push(
         "supervision is the stop-gap plain spawn: a descendant that calls setsid itself can outlive the run".into(),
     );
