@@ -30,6 +30,7 @@ fn call_with(
             admission,
             workspace: Path::new(WS),
             floor: &floor,
+            sandbox: posture.implied_sandbox(),
         },
     )
 }

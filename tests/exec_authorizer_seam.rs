@@ -92,7 +92,6 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
     let mut log = SessionLog::create(&ws.join("sessions")).unwrap();
     let opts = ExecOptions {
         prompt: "go".into(),
-        sandbox: SandboxMode::WorkspaceWrite,
         auto,
         allowed_tools: Some(vec!["shell".into()]),
         disallowed_tools: Vec::new(),

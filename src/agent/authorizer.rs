@@ -71,7 +71,6 @@ pub struct ToolCallRequest {
 #[derive(Clone, Debug)]
 pub struct TurnContext {
     pub workspace: PathBuf,
-    pub sandbox: SandboxMode,
     /// `--auto`: questions are approved (the sandbox stays).
     pub auto: bool,
     /// Always true in `exec`: nobody can answer a question.
@@ -156,7 +155,10 @@ pub fn resolve_headless(d: &AuthDecision, ctx: &TurnContext) -> Resolution {
             true,
             "allow",
             DecidedBy::Posture,
-            format!("{} — approved by --auto (sandbox {} kept)", d.reason, ctx.sandbox),
+            match d.sandbox {
+                Some(m) => format!("{} — approved by --auto (sandbox {m} kept)", d.reason),
+                None => format!("{} — approved by --auto", d.reason),
+            },
         ),
         Decision::Ask => r(
             false,
@@ -178,7 +180,6 @@ mod tests {
     fn ctx(auto: bool) -> TurnContext {
         TurnContext {
             workspace: "/w".into(),
-            sandbox: SandboxMode::WorkspaceWrite,
             auto,
             headless: true,
         }

@@ -22,13 +22,13 @@ use crate::authz::{
     self, hooks, Admission, Approval, AskKind, Context, FloorContext, HooksConfig, Mode, Posture,
     RuleSet, SessionGrants, ToolCall, ToolKind, ToolRegistry, ToolSpec, Verdict,
 };
-use crate::config::Settings;
+use crate::config::{SandboxContext, Settings};
 use crate::policy::SandboxMode;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-/// The posture of a headless `exec` run, and notes on settings it did not
-/// apply (to be shown to the user).
+/// The posture of a headless `exec` run, the sandbox context narrowed to
+/// it, and notes on settings it did not apply (to be shown to the user).
 ///
 /// - Mode: Work. `headless = true` (nobody can answer).
 /// - Approval: the settings' (user config, tightened by the project), except
@@ -36,16 +36,17 @@ use std::sync::Mutex;
 ///   unsandboxed `--sandbox` (`danger-full-access` / `external-sandbox`);
 ///   a configured `approval_policy = "full-access"` alone becomes `ask`,
 ///   because `exec` promises that only the flag removes the sandbox.
-/// - Sandbox: the posture's implied mode narrowed by the settings'
-///   `sandbox_mode` (which already holds `--sandbox` and the project's
-///   tightening), so without Full Access it is at least `workspace-write`.
+/// - Sandbox: [`SandboxContext::for_posture`]: the posture's implied mode
+///   narrowed by the context's (which already holds `--sandbox` and the
+///   project's tightening), so without Full Access it is at least
+///   `workspace-write`.
 pub fn exec_posture(
-    settings: &Settings,
+    ctx: SandboxContext,
     auto: bool,
     flag: Option<SandboxMode>,
-) -> (Posture, Vec<String>) {
+) -> (Posture, SandboxContext, Vec<String>) {
     let mut notes = Vec::new();
-    let mut p = settings.posture(Mode::Work);
+    let mut p = ctx.settings.posture(Mode::Work);
     p.headless = true;
     let explicit_unsandboxed = flag.is_some_and(|m| !m.is_sandboxed());
     if p.approval == Approval::FullAccess && !(auto && explicit_unsandboxed) {
@@ -59,20 +60,21 @@ pub fn exec_posture(
     } else if auto && explicit_unsandboxed && p.approval != Approval::NeverRun {
         p.approval = Approval::FullAccess;
     }
+    let ctx = ctx.for_posture(&p);
     if let Some(m) = flag.filter(|m| !m.is_sandboxed()) {
         if !auto {
             notes.push(format!(
                 "--sandbox {m} without --auto: commands still run under `{}`",
-                p.sandbox_mode()
+                ctx.mode()
             ));
-        } else if p.sandbox_mode() != m {
+        } else if ctx.mode() != m {
             notes.push(format!(
                 "--sandbox {m} was narrowed to `{}` by the settings",
-                p.sandbox_mode()
+                ctx.mode()
             ));
         }
     }
-    (p, notes)
+    (p, ctx, notes)
 }
 
 /// The agent's tools as the pipeline's registry knows them (`search` is the
@@ -96,16 +98,20 @@ pub struct PipelineAuthorizer {
     admission: Admission,
     floor: FloorContext,
     workspace: PathBuf,
+    /// The sandbox context's mode, handed to the gates (gate 9 names it).
+    sandbox: SandboxMode,
     /// `a` answers (none in a headless run today, but the pipeline consults
     /// them and an interactive front end will add them).
     grants: Mutex<SessionGrants>,
 }
 
 impl PipelineAuthorizer {
-    /// Everything the gates consult, taken once from the resolved settings.
-    pub fn new(settings: &Settings, posture: Posture) -> Self {
+    /// Everything the gates consult, taken once from the resolved settings;
+    /// `sandbox` is the mode of the run's policy.
+    pub fn new(settings: &Settings, posture: Posture, sandbox: SandboxMode) -> Self {
         PipelineAuthorizer {
             posture,
+            sandbox,
             rules: settings.rules.clone(),
             hooks: settings.user.hooks.clone(),
             registry: exec_registry(),
@@ -146,6 +152,7 @@ impl PipelineAuthorizer {
                 admission: &self.admission,
                 workspace: &self.workspace,
                 floor: &self.floor,
+                sandbox: self.sandbox,
             },
         )
     }

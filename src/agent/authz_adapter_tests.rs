@@ -4,7 +4,7 @@
 use super::*;
 use crate::agent::authorizer::resolve_headless;
 use crate::agent::authorizer::DecidedBy;
-use crate::config::{load, ConfigPaths, LoadOptions};
+use crate::config::{ConfigPaths, LoadOptions, RulesFile, SandboxFlags};
 use serde_json::json;
 
 struct Env {
@@ -28,17 +28,20 @@ fn env(user_config: &str) -> Env {
     }
 }
 
-fn settings(e: &Env, flag: Option<SandboxMode>) -> Settings {
+fn settings(e: &Env, flag: Option<SandboxMode>) -> SandboxContext {
     let mut o = LoadOptions::new(&e.ws);
     o.paths = ConfigPaths::from_parts(Some(e.home.clone()), None, None);
-    o.overrides.sandbox_mode = flag;
-    load(&o).unwrap()
+    let flags = SandboxFlags {
+        mode: flag,
+        ..SandboxFlags::default()
+    };
+    SandboxContext::load_with(&mut o, &flags, RulesFile::Load).unwrap()
 }
 
 fn authorizer(e: &Env, auto: bool, flag: Option<SandboxMode>) -> PipelineAuthorizer {
     let s = settings(e, flag);
-    let (p, _) = exec_posture(&s, auto, flag);
-    PipelineAuthorizer::new(&s, p)
+    let (p, c, _) = exec_posture(s, auto, flag);
+    PipelineAuthorizer::new(&c.settings, p, c.mode())
 }
 
 fn shell(cmd: &str) -> ToolCallRequest {
@@ -53,7 +56,6 @@ fn shell(cmd: &str) -> ToolCallRequest {
 fn turn(auto: bool) -> TurnContext {
     TurnContext {
         workspace: "/w".into(),
-        sandbox: SandboxMode::WorkspaceWrite,
         auto,
         headless: true,
     }
@@ -178,17 +180,17 @@ async fn a_hook_exit_2_is_a_hard_deny_by_the_hook() {
 fn auto_keeps_the_sandbox_unless_the_flag_removes_it() {
     let e = env("");
     let s = settings(&e, None);
-    let (p, notes) = exec_posture(&s, true, None);
-    assert_eq!(p.sandbox_mode(), SandboxMode::WorkspaceWrite);
+    let (p, c, notes) = exec_posture(s.clone(), true, None);
+    assert_eq!(c.mode(), SandboxMode::WorkspaceWrite);
     assert!(p.headless && notes.is_empty());
     let flag = Some(SandboxMode::DangerFullAccess);
     let s = settings(&e, flag);
-    let (p, _) = exec_posture(&s, true, flag);
+    let (p, c, _) = exec_posture(s.clone(), true, flag);
     assert_eq!(p.approval, Approval::FullAccess);
-    assert_eq!(p.sandbox_mode(), SandboxMode::DangerFullAccess);
+    assert_eq!(c.mode(), SandboxMode::DangerFullAccess);
     // The flag without --auto does not remove it (and says so).
-    let (p, notes) = exec_posture(&s, false, flag);
-    assert_eq!(p.sandbox_mode(), SandboxMode::WorkspaceWrite);
+    let (_, c, notes) = exec_posture(s.clone(), false, flag);
+    assert_eq!(c.mode(), SandboxMode::WorkspaceWrite);
     assert_eq!(notes.len(), 1, "{notes:?}");
 }
 
@@ -196,9 +198,9 @@ fn auto_keeps_the_sandbox_unless_the_flag_removes_it() {
 fn configured_full_access_is_not_applied_by_exec() {
     let e = env("approval_policy = \"full-access\"\nsandbox_mode = \"danger-full-access\"\n");
     let s = settings(&e, None);
-    let (p, notes) = exec_posture(&s, true, None);
+    let (p, c, notes) = exec_posture(s.clone(), true, None);
     assert_eq!(p.approval, Approval::Ask);
-    assert_eq!(p.sandbox_mode(), SandboxMode::WorkspaceWrite);
+    assert_eq!(c.mode(), SandboxMode::WorkspaceWrite);
     assert!(notes[0].contains("full-access"), "{notes:?}");
 }
 
@@ -212,11 +214,11 @@ fn a_project_override_tightens_the_exec_sandbox() {
     )
     .unwrap();
     let s = settings(&e, None);
-    let (p, _) = exec_posture(&s, true, None);
-    assert_eq!(p.sandbox_mode(), SandboxMode::ReadOnly);
+    let (_, c, _) = exec_posture(s.clone(), true, None);
+    assert_eq!(c.mode(), SandboxMode::ReadOnly);
     // Even an explicit danger-full-access cannot loosen the project's read-only.
     let flag = Some(SandboxMode::DangerFullAccess);
     let s = settings(&e, flag);
-    let (p, _) = exec_posture(&s, true, flag);
-    assert_eq!(p.sandbox_mode(), SandboxMode::ReadOnly);
+    let (_, c, _) = exec_posture(s.clone(), true, flag);
+    assert_eq!(c.mode(), SandboxMode::ReadOnly);
 }

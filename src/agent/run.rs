@@ -15,7 +15,6 @@ use tokio::sync::watch;
 #[derive(Clone, Debug)]
 pub struct ExecOptions {
     pub prompt: String,
-    pub sandbox: SandboxMode,
     /// `--auto`: approve what the gates ask about; the sandbox stays.
     pub auto: bool,
     /// `--allowed-tools` (None = not given).
@@ -154,7 +153,6 @@ impl Loop<'_> {
     fn turn_ctx(&self) -> TurnContext {
         TurnContext {
             workspace: self.ctx.guard.workspace().to_path_buf(),
-            sandbox: self.opts.sandbox,
             auto: self.opts.auto,
             headless: true,
         }
@@ -170,12 +168,12 @@ impl Loop<'_> {
                 provider: s.id.clone(),
                 model: s.model.clone(),
                 approval: approval_label(self.opts.auto).into(),
-                sandbox: self.opts.sandbox.as_str().into(),
+                sandbox: self.ctx.policy.mode.as_str().into(),
                 codewhale_version: env!("CARGO_PKG_VERSION").into(),
             },
         )?;
         self.snaps.announce(self.log, self.out)?;
-        let enforcement = match self.opts.sandbox {
+        let enforcement = match self.ctx.policy.mode {
             m if m.is_sandboxed() => {
                 format!("os-sandbox ({m}); each tool_result names the backend")
             }
@@ -187,7 +185,7 @@ impl Loop<'_> {
             json!({
                 "provider": s.id, "model": s.model, "wire": s.wire,
                 "approval": approval_label(self.opts.auto),
-                "sandbox": self.opts.sandbox.as_str(),
+                "sandbox": self.ctx.policy.mode.as_str(),
                 "enforcement": enforcement,
                 "tools": self.offered,
                 "agents_md": agents_md,
@@ -341,21 +339,9 @@ impl Loop<'_> {
                 &format!("tool `{}` is not available in this run", call.name),
             )
         };
-        let mut r = resolve_headless(&decision, &tctx);
-        // Gate 9 must apply the mode the verdict names; the tools were built
-        // for the run's mode, so a different one fails closed.
-        if let Some(m) = decision
-            .sandbox
-            .filter(|m| r.run && *m != self.ctx.policy.mode)
-        {
-            r.run = false;
-            r.outcome = "deny";
-            r.decided_by = DecidedBy::Sandbox;
-            r.reason = format!(
-                "the verdict requires the `{m}` sandbox but this run's tools use `{}`; not run",
-                self.ctx.policy.mode
-            );
-        }
+        // Gate 9's mode is the policy's: the gates were handed it, so
+        // nothing here can disagree with the tools' sandbox.
+        let r = resolve_headless(&decision, &tctx);
         self.out.event(
             "approval",
             json!({"call_id": call.id, "tool": call.name, "decision": decision.decision.as_str(),
@@ -520,7 +506,7 @@ impl Loop<'_> {
         let summary = json!({
             "status": status, "exit_code": code, "answer": self.answer,
             "provider": self.provider.settings.id, "model": self.provider.settings.model,
-            "approval": approval_label(self.opts.auto), "sandbox": self.opts.sandbox.as_str(),
+            "approval": approval_label(self.opts.auto), "sandbox": self.ctx.policy.mode.as_str(),
             "turns": self.turns,
             "usage": {"input_tokens": self.total.input_tokens, "output_tokens": self.total.output_tokens},
             "cost_usd": self.total_cost, "cost": cost_label(self.total_cost),

@@ -225,7 +225,7 @@ pub(super) fn gate_baseline(
                     "read-only command",
                 );
             } else if auto
-                && posture.sandbox_mode().is_sandboxed()
+                && ctx.sandbox.is_sandboxed()
                 && a.pieces.iter().all(|p| {
                     readonly::piece_is_read_only(p) || readonly::piece_is_sandboxed_build(p)
                 })

@@ -19,6 +19,7 @@ use super::repo::{self, RepoFinding};
 use super::rules::{RuleQuery, RuleSet};
 use super::shell::{self, Analysis};
 use super::verdict::{AskKind, DecidedBy, Decision, Gate, GateOutcome, Question, Verdict};
+use crate::policy::SandboxMode;
 use std::path::Path;
 
 /// Everything besides the call and the posture that the gates consult.
@@ -31,6 +32,10 @@ pub struct Context<'a> {
     pub admission: &'a Admission,
     pub workspace: &'a Path,
     pub floor: &'a FloorContext,
+    /// The mode the call runs under if allowed: the sandbox context's
+    /// policy mode, handed in as a plain value (gate 9 names it; the gates
+    /// never derive it).
+    pub sandbox: SandboxMode,
 }
 
 /// The running state while the gates are applied.
@@ -147,7 +152,7 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
         Gate::Settings,
         None,
         Some(DecidedBy::Posture),
-        &posture.describe(),
+        &posture.describe(ctx.sandbox),
     );
 
     // Gate 2: mode and tool admission.
@@ -300,7 +305,7 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
     gate_human(&mut acc, posture, ctx.grants, &key);
 
     // Gate 9: worker permissions + sandbox (enforced when the host runs it).
-    let sandbox = posture.sandbox_mode();
+    let sandbox = ctx.sandbox;
     if acc.denied() {
         acc.note(Gate::Sandbox, None, None, "not reached");
     } else {

@@ -123,9 +123,6 @@ impl Mode {
 pub struct Posture {
     pub mode: Mode,
     pub approval: Approval,
-    /// The sandbox mode the settings allow at most (`sandbox_mode` of the
-    /// merged config). The posture's own implied mode is tightened by it.
-    pub configured_sandbox: Option<SandboxMode>,
     /// No human can answer a question (headless `exec`, CI).
     pub headless: bool,
     /// The call runs as a background task (nobody watches it finish).
@@ -145,7 +142,6 @@ impl Posture {
         Posture {
             mode,
             approval,
-            configured_sandbox: None,
             headless: false,
             background: false,
             shell_disabled: false,
@@ -165,16 +161,19 @@ impl Posture {
         }
     }
 
-    /// The sandbox mode gate 9 applies: the posture's, narrowed by settings.
+    /// The sandbox mode a turn in this posture runs under when the settings
+    /// allow at most `configured`: the posture's implied mode, narrowed.
+    /// Called once, by the sandbox context (`config::SandboxContext`),
+    /// which stores the result in the policy; nothing else derives it.
     ///
     /// `external-sandbox` in the settings is kept as such when the posture
     /// would have no sandbox anyway (the user says a container encloses us).
-    pub fn sandbox_mode(&self) -> SandboxMode {
+    pub fn sandbox_under(&self, configured: SandboxMode) -> SandboxMode {
         let implied = self.implied_sandbox();
-        match self.configured_sandbox {
-            None => implied,
-            Some(cfg) if cfg.strictness() == implied.strictness() && !implied.is_sandboxed() => cfg,
-            Some(cfg) => implied.tighten(cfg),
+        if configured.strictness() == implied.strictness() && !implied.is_sandboxed() {
+            configured
+        } else {
+            implied.tighten(configured)
         }
     }
 
@@ -185,12 +184,13 @@ impl Posture {
         self.headless
     }
 
-    pub fn describe(&self) -> String {
+    /// One line for reports; `sandbox` is the mode the context resolved.
+    pub fn describe(&self, sandbox: SandboxMode) -> String {
         format!(
             "mode={} approval={} sandbox={}{}{}{}",
             self.mode.as_str(),
             self.approval.as_str(),
-            self.sandbox_mode(),
+            sandbox,
             if self.headless { " headless" } else { "" },
             if self.background { " background" } else { "" },
             if self.shell_disabled {
@@ -209,35 +209,47 @@ mod tests {
     #[test]
     fn sandbox_by_posture() {
         assert_eq!(
-            Posture::new(Mode::Plan, Approval::FullAccess).sandbox_mode(),
+            Posture::new(Mode::Plan, Approval::FullAccess).implied_sandbox(),
             SandboxMode::ReadOnly
         );
         assert_eq!(
-            Posture::new(Mode::Work, Approval::Ask).sandbox_mode(),
+            Posture::new(Mode::Work, Approval::Ask).implied_sandbox(),
             SandboxMode::WorkspaceWrite
         );
         assert_eq!(
-            Posture::new(Mode::Work, Approval::AutoReview).sandbox_mode(),
+            Posture::new(Mode::Work, Approval::AutoReview).implied_sandbox(),
             SandboxMode::WorkspaceWrite
         );
         assert_eq!(
-            Posture::new(Mode::Operate, Approval::FullAccess).sandbox_mode(),
+            Posture::new(Mode::Operate, Approval::FullAccess).implied_sandbox(),
             SandboxMode::DangerFullAccess
         );
     }
 
     #[test]
     fn settings_only_narrow() {
-        let mut p = Posture::new(Mode::Work, Approval::FullAccess);
-        p.configured_sandbox = Some(SandboxMode::WorkspaceWrite);
-        assert_eq!(p.sandbox_mode(), SandboxMode::WorkspaceWrite);
-        p.configured_sandbox = Some(SandboxMode::ExternalSandbox);
-        assert_eq!(p.sandbox_mode(), SandboxMode::ExternalSandbox);
-        let mut q = Posture::new(Mode::Work, Approval::Ask);
-        q.configured_sandbox = Some(SandboxMode::DangerFullAccess);
-        assert_eq!(q.sandbox_mode(), SandboxMode::WorkspaceWrite);
-        q.configured_sandbox = Some(SandboxMode::ReadOnly);
-        assert_eq!(q.sandbox_mode(), SandboxMode::ReadOnly);
+        let p = Posture::new(Mode::Work, Approval::FullAccess);
+        assert_eq!(
+            p.sandbox_under(SandboxMode::DangerFullAccess),
+            SandboxMode::DangerFullAccess
+        );
+        assert_eq!(
+            p.sandbox_under(SandboxMode::WorkspaceWrite),
+            SandboxMode::WorkspaceWrite
+        );
+        assert_eq!(
+            p.sandbox_under(SandboxMode::ExternalSandbox),
+            SandboxMode::ExternalSandbox
+        );
+        let q = Posture::new(Mode::Work, Approval::Ask);
+        assert_eq!(
+            q.sandbox_under(SandboxMode::DangerFullAccess),
+            SandboxMode::WorkspaceWrite
+        );
+        assert_eq!(
+            q.sandbox_under(SandboxMode::ReadOnly),
+            SandboxMode::ReadOnly
+        );
     }
 
     #[test]

@@ -91,7 +91,9 @@ pub struct HelperArgs {
 }
 
 impl PolicyArgs {
-    /// The policy and host settings: config layers first, flags on top.
+    /// The policy and host settings through the one sandbox context
+    /// (`config::SandboxContext`): the user config, these flags on top,
+    /// then the project's tighten-only override. The rules file is not read.
     fn resolve_settings(
         &self,
         allow_unsandboxed: bool,
@@ -100,27 +102,23 @@ impl PolicyArgs {
             Some(w) => w.clone(),
             None => std::env::current_dir().context("reading the current directory")?,
         };
-        let mut opts = config::LoadOptions::new(&workspace);
-        opts.no_project_config = self.no_project_config;
-        let settings = config::load_sandbox(&opts)?;
-        for w in &settings.warnings {
+        let flags = config::SandboxFlags {
+            mode: self.mode,
+            network: self.network,
+            writable_roots: self.writable_roots.clone(),
+            backend: self.backend,
+            bwrap_path: self.bwrap_path.clone(),
+            allow_unsandboxed,
+            no_project_config: self.no_project_config,
+        };
+        let ctx = config::SandboxContext::load(&workspace, &flags, config::RulesFile::Skip)?;
+        for w in &ctx.settings.warnings {
             eprintln!("codewhale: {w}");
         }
-        let mode = self.mode.unwrap_or(settings.sandbox_mode);
-        let mut p = settings.sandbox_policy(mode);
-        if self.network {
-            p.network = true;
+        for k in &ctx.settings.ignored {
+            eprintln!("codewhale: {k}");
         }
-        p.writable_roots.extend(self.writable_roots.iter().cloned());
-        let mut h = settings.host_settings();
-        if let Some(b) = self.backend {
-            h.backend = b;
-        }
-        if let Some(b) = &self.bwrap_path {
-            h.bwrap_path = Some(b.clone());
-        }
-        h.allow_unsandboxed |= allow_unsandboxed;
-        Ok((p, h))
+        Ok((ctx.policy, ctx.host))
     }
 }
 
