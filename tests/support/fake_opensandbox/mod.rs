@@ -85,6 +85,9 @@ pub struct Shared {
     pub requests: Vec<Recorded>,
     /// Upload `metadata` parts (FileMetadata JSON).
     pub upload_metadata: Vec<Value>,
+    /// Names of upload parts sent without a filename (Go puts them in
+    /// `form.Value`, which execd never reads).
+    pub upload_value_parts: Vec<String>,
     pub violations: Vec<String>,
     pub sandboxes: BTreeMap<String, Sbx>,
     pub deleted: Vec<String>,
