@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
 type S = AxState<Arc<State>>;
@@ -192,13 +192,29 @@ async fn run(AxState(st): S, headers: HeaderMap, Json(body): Json<Value>) -> Res
         ] {
             let (tx, st) = (tx.clone(), st.clone());
             readers.push(tokio::spawn(async move {
-                let Some(pipe) = pipe else { return };
-                let mut lines = BufReader::new(pipe).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let ev = json!({"type": kind, "text": line, "timestamp": now_ms()});
-                    if tx.send(Ok(frame(&st, ev))).await.is_err() {
-                        break;
+                let Some(mut pipe) = pipe else { return };
+                // execd's `readFromPos` (components/execd/pkg/runtime/
+                // command_common.go): `\n` and `\r` both end a line (a
+                // `\r\n` pair once), the text goes without its terminator,
+                // a blank line is sent as "\n", and the unterminated rest
+                // is flushed when the command ends.
+                let mut split = LineSplit::default();
+                let mut buf = [0u8; 4096];
+                loop {
+                    let n = match pipe.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    for text in split.feed(&buf[..n]) {
+                        let ev = json!({"type": kind, "text": text, "timestamp": now_ms()});
+                        if tx.send(Ok(frame(&st, ev))).await.is_err() {
+                            return;
+                        }
                     }
+                }
+                if let Some(text) = split.finish() {
+                    let ev = json!({"type": kind, "text": text, "timestamp": now_ms()});
+                    let _ = tx.send(Ok(frame(&st, ev))).await;
                 }
             }));
         }
@@ -212,7 +228,7 @@ async fn run(AxState(st): S, headers: HeaderMap, Json(body): Json<Value>) -> Res
                     if tx
                         .send(Ok(frame(
                             &st,
-                            json!({"type": "ping", "timestamp": now_ms()}),
+                            json!({"type": "ping", "text": "pong", "timestamp": now_ms()}),
                         )))
                         .await
                         .is_err()
@@ -460,5 +476,38 @@ async fn download(AxState(st): S, RawQuery(q): RawQuery, headers: HeaderMap) -> 
         )
             .into_response(),
         Err(_) => error(StatusCode::NOT_FOUND, "FILE_NOT_FOUND", "file not found"),
+    }
+}
+
+/// Line splitting as execd's `readFromPos` does it.
+#[derive(Default)]
+struct LineSplit {
+    buf: Vec<u8>,
+    last_cr: bool,
+}
+
+impl LineSplit {
+    fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        for &b in bytes {
+            if b == b'\n' || b == b'\r' {
+                if !self.buf.is_empty() {
+                    out.push(String::from_utf8_lossy(&self.buf).into_owned());
+                    self.buf.clear();
+                } else if !(b == b'\n' && self.last_cr) {
+                    out.push("\n".to_string());
+                }
+                self.last_cr = b == b'\r';
+                continue;
+            }
+            self.last_cr = false;
+            self.buf.push(b);
+        }
+        out
+    }
+
+    fn finish(&mut self) -> Option<String> {
+        (!self.buf.is_empty())
+            .then(|| String::from_utf8_lossy(&std::mem::take(&mut self.buf)).into_owned())
     }
 }

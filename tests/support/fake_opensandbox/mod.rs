@@ -78,6 +78,8 @@ pub struct Sbx {
     pub polls: usize,
     pub metadata: BTreeMap<String, String>,
     pub entrypoint: Value,
+    /// `None`: created with `timeout: null` (manual cleanup, no expiry).
+    pub expires_at: Option<time::OffsetDateTime>,
 }
 
 #[derive(Default)]
