@@ -520,6 +520,6 @@ async fn renewing_never_shortens_a_kept_sandbox_life() {
         "{:?}",
         env.fake.violations()
     );
-    let mut s2 = s;
+    let s2 = s;
     s2.close().await.ok();
 }
