@@ -82,12 +82,44 @@ struct Listing {
     env_files: Vec<OsString>,
     /// Entries whose type could not be read (named in `unmasked`).
     problems: Vec<String>,
+    /// The directory itself could not be listed (watch mode keeps it to
+    /// retry on every call; named in `unmasked`).
+    failed: Option<String>,
+}
+
+impl Listing {
+    #[cfg(target_os = "linux")]
+    fn failed(dir: &Path, stamp: Stamp, e: std::io::Error) -> Listing {
+        Listing {
+            stamp,
+            racy: true,
+            subdirs: Vec::new(),
+            env_files: Vec::new(),
+            problems: Vec::new(),
+            failed: Some(format!(
+                "could not list {} for .env files ({e}); a .env file there is not masked",
+                dir.display()
+            )),
+        }
+    }
 }
 
 /// Listings of one workspace's directories, keyed by path.
 #[derive(Debug, Default)]
 pub struct EnvScanCache {
     dirs: HashMap<PathBuf, Listing>,
+    /// Scans done with this cache (the watch starts on the second: a
+    /// one-shot process never pays for it).
+    calls: u32,
+    /// Linux: an inotify watch on every listed directory, once the cache
+    /// is reused; then a call with no events costs one `read`.
+    #[cfg(target_os = "linux")]
+    watch: Option<watch::Watch>,
+    /// The watch could not be set up (watch limit, …): stamps only.
+    #[cfg(target_os = "linux")]
+    watch_failed: bool,
+    /// The last result (served as is while the watch reports nothing).
+    last: Option<EnvScan>,
 }
 
 #[cfg(unix)]
@@ -134,6 +166,7 @@ fn list(dir: &Path, stamp: Stamp, racy: bool) -> Result<Listing, std::io::Error>
         subdirs: Vec::new(),
         env_files: Vec::new(),
         problems: Vec::new(),
+        failed: None,
     };
     for entry in std::fs::read_dir(dir)? {
         let entry = match entry {
@@ -175,12 +208,35 @@ impl EnvScanCache {
     /// Scan `root`, reusing every listing whose directory did not change
     /// since the previous call on this cache.
     pub fn scan(&mut self, root: &Path) -> (EnvScan, ScanStats) {
+        self.calls += 1;
+        #[cfg(target_os = "linux")]
+        {
+            if let Some(r) = self.scan_watched(root) {
+                return r;
+            }
+            if self.calls >= 2 && self.watch.is_none() && !self.watch_failed {
+                match watch::Watch::new() {
+                    Ok(w) => self.watch = Some(w),
+                    Err(_) => self.watch_failed = true,
+                }
+            }
+        }
+        let r = self.scan_stamps(root);
+        self.last = Some(r.0.clone());
+        r
+    }
+
+    /// Every directory `lstat`ed; a listing reused when its stamp is unchanged.
+    fn scan_stamps(&mut self, root: &Path) -> (EnvScan, ScanStats) {
         let now = SystemTime::now();
         let mut out = EnvScan::default();
         let mut stats = ScanStats::default();
         let mut next: HashMap<PathBuf, Listing> = HashMap::with_capacity(self.dirs.len());
         let mut stack = vec![root.to_path_buf()];
         while let Some(dir) = stack.pop() {
+            // Watch first, then look: a change after this point is reported.
+            #[cfg(target_os = "linux")]
+            self.watch_dir(&dir);
             let meta = match std::fs::symlink_metadata(&dir) {
                 Ok(m) if m.is_dir() => m,
                 // Replaced by a file or a symlink since the parent was
@@ -212,6 +268,10 @@ impl EnvScanCache {
                             "could not list {} for .env files ({e}); a .env file there is not masked",
                             dir.display()
                         ));
+                        // Kept (racy, so re-read next time) for watch mode,
+                        // which retries failed listings on every call.
+                        #[cfg(target_os = "linux")]
+                        next.insert(dir.clone(), Listing::failed(&dir, st, e));
                         continue;
                     }
                 },
@@ -227,6 +287,162 @@ impl EnvScanCache {
         (out, stats)
     }
 
+    #[cfg(target_os = "linux")]
+    fn watch_dir(&mut self, dir: &Path) {
+        if let Some(w) = self.watch.as_mut() {
+            if w.add(dir).is_err() {
+                // Out of watches (or not allowed): fall back to stamps for
+                // good; a directory we cannot watch must not be trusted.
+                self.watch = None;
+                self.watch_failed = true;
+            }
+        }
+    }
+
+    /// With a live watch: apply what changed since the last call and
+    /// return the result, or `None` to do a full stamp scan instead.
+    #[cfg(target_os = "linux")]
+    fn scan_watched(&mut self, root: &Path) -> Option<(EnvScan, ScanStats)> {
+        let w = self.watch.as_mut()?;
+        let last = self.last.clone()?;
+        let changes = match w.drain() {
+            Some(c) => c,
+            None => {
+                // Queue overflow or the root itself went away: start over.
+                self.watch = None;
+                self.dirs.clear();
+                return None;
+            }
+        };
+        if changes.dirty.is_empty() && last.unmasked.is_empty() {
+            let stats = ScanStats {
+                listed: 0,
+                reused: self.dirs.len(),
+            };
+            return Some((last, stats));
+        }
+        let mut stats = ScanStats::default();
+        // Directories that changed, and those that could not be listed
+        // last time (a mode change on them is reported on their parent).
+        let mut todo: Vec<PathBuf> = changes.dirty.into_iter().collect();
+        todo.extend(self.failed_dirs());
+        todo.sort();
+        todo.dedup();
+        for dir in todo {
+            if !dir.starts_with(root) {
+                continue;
+            }
+            self.relist(&dir, &mut stats);
+        }
+        self.drop_unreachable(root);
+        let out = self.collect();
+        self.last = Some(out.clone());
+        stats.reused = self.dirs.len().saturating_sub(stats.listed);
+        Some((out, stats))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn failed_dirs(&self) -> Vec<PathBuf> {
+        self.dirs
+            .iter()
+            .filter(|(_, l)| l.failed.is_some())
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+
+    /// List `dir` again and walk any subdirectory that is new.
+    #[cfg(target_os = "linux")]
+    fn relist(&mut self, dir: &Path, stats: &mut ScanStats) {
+        let mut stack = vec![dir.to_path_buf()];
+        let mut first = true;
+        while let Some(d) = stack.pop() {
+            if !first && self.dirs.get(&d).is_some_and(|l| l.failed.is_none()) {
+                continue;
+            }
+            first = false;
+            self.watch_dir(&d);
+            stats.listed += 1;
+            let listing = match std::fs::symlink_metadata(&d) {
+                Ok(m) if m.is_dir() => match list(&d, stamp(&m), true) {
+                    Ok(l) => l,
+                    Err(e) => Listing::failed(&d, stamp(&m), e),
+                },
+                // Gone or replaced: the parent's listing no longer names it.
+                Ok(_) => {
+                    self.dirs.remove(&d);
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    self.dirs.remove(&d);
+                    continue;
+                }
+                Err(e) => Listing::failed(
+                    &d,
+                    Stamp {
+                        dev: 0,
+                        ino: 0,
+                        mtime: (0, 0),
+                    },
+                    e,
+                ),
+            };
+            stack.extend(listing.subdirs.iter().map(|n| d.join(n)));
+            self.dirs.insert(d, listing);
+        }
+    }
+
+    /// Forget (and stop watching) directories no listing leads to any more.
+    #[cfg(target_os = "linux")]
+    fn drop_unreachable(&mut self, root: &Path) {
+        let mut reachable = std::collections::HashSet::with_capacity(self.dirs.len());
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            if let Some(l) = self.dirs.get(&d) {
+                stack.extend(l.subdirs.iter().map(|n| d.join(n)));
+                reachable.insert(d);
+            }
+        }
+        let w = self.watch.as_mut();
+        let gone: Vec<PathBuf> = self
+            .dirs
+            .keys()
+            .filter(|k| !reachable.contains(*k))
+            .cloned()
+            .collect();
+        if let Some(w) = w {
+            for g in &gone {
+                w.remove(g);
+            }
+        }
+        for g in gone {
+            self.dirs.remove(&g);
+        }
+    }
+
+    /// The result from the cached listings (memory only).
+    #[cfg(target_os = "linux")]
+    fn collect(&self) -> EnvScan {
+        let mut out = EnvScan::default();
+        for (dir, l) in &self.dirs {
+            out.files.extend(l.env_files.iter().map(|n| dir.join(n)));
+            out.unmasked.extend(l.problems.iter().cloned());
+            out.unmasked.extend(l.failed.iter().cloned());
+        }
+        out.files.sort();
+        out.unmasked.sort();
+        out
+    }
+
+    /// A cache that never sets up a watch (stamps only, as on other
+    /// systems or when the watch limit is reached).
+    pub fn stamps_only() -> EnvScanCache {
+        EnvScanCache {
+            #[cfg(target_os = "linux")]
+            watch_failed: true,
+            ..EnvScanCache::default()
+        }
+    }
+
     /// Directories currently cached.
     pub fn len(&self) -> usize {
         self.dirs.len()
@@ -234,6 +450,119 @@ impl EnvScanCache {
 
     pub fn is_empty(&self) -> bool {
         self.dirs.is_empty()
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod watch {
+    //! inotify on every cached directory: entries created, removed or
+    //! renamed in it, its own metadata (a mode change can make it
+    //! listable), and it disappearing.
+    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+    use std::collections::{BTreeSet, HashMap};
+    use std::path::{Path, PathBuf};
+
+    pub struct Watch {
+        ino: Inotify,
+        by_wd: HashMap<WatchDescriptor, PathBuf>,
+        by_path: HashMap<PathBuf, WatchDescriptor>,
+    }
+
+    impl std::fmt::Debug for Watch {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "Watch({} dirs)", self.by_path.len())
+        }
+    }
+
+    /// What happened since the last drain.
+    pub struct Changes {
+        pub dirty: BTreeSet<PathBuf>,
+    }
+
+    impl Watch {
+        pub fn new() -> nix::Result<Watch> {
+            Ok(Watch {
+                ino: Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?,
+                by_wd: HashMap::new(),
+                by_path: HashMap::new(),
+            })
+        }
+
+        pub fn add(&mut self, dir: &Path) -> nix::Result<()> {
+            if self.by_path.contains_key(dir) {
+                return Ok(());
+            }
+            let mask = AddWatchFlags::IN_CREATE
+                | AddWatchFlags::IN_DELETE
+                | AddWatchFlags::IN_MOVED_FROM
+                | AddWatchFlags::IN_MOVED_TO
+                | AddWatchFlags::IN_ATTRIB
+                | AddWatchFlags::IN_DELETE_SELF
+                | AddWatchFlags::IN_MOVE_SELF
+                | AddWatchFlags::IN_ONLYDIR
+                | AddWatchFlags::IN_DONT_FOLLOW;
+            match self.ino.add_watch(dir, mask) {
+                Ok(wd) => {
+                    self.by_wd.insert(wd, dir.to_path_buf());
+                    self.by_path.insert(dir.to_path_buf(), wd);
+                    Ok(())
+                }
+                // Not a directory any more, or gone: nothing to watch; its
+                // parent's events cover it.
+                Err(nix::errno::Errno::ENOTDIR | nix::errno::Errno::ENOENT) => Ok(()),
+                // Unreadable: listing it fails too and it is retried.
+                Err(nix::errno::Errno::EACCES) => Ok(()),
+                Err(e) => Err(e),
+            }
+        }
+
+        pub fn remove(&mut self, dir: &Path) {
+            if let Some(wd) = self.by_path.remove(dir) {
+                // A moved directory keeps its watch (one per inode): when
+                // the wd now belongs to the new path, only forget the old.
+                if self.by_wd.get(&wd).map(PathBuf::as_path) == Some(dir) {
+                    self.by_wd.remove(&wd);
+                    let _ = self.ino.rm_watch(wd);
+                }
+            }
+        }
+
+        /// Directories to list again; `None` when the queue overflowed
+        /// (events were lost: everything must be looked at again).
+        pub fn drain(&mut self) -> Option<Changes> {
+            let mut dirty = BTreeSet::new();
+            loop {
+                let events = match self.ino.read_events() {
+                    Ok(ev) => ev,
+                    Err(nix::errno::Errno::EAGAIN) => break,
+                    Err(_) => return None,
+                };
+                if events.is_empty() {
+                    break;
+                }
+                for ev in events {
+                    if ev.mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
+                        return None;
+                    }
+                    let Some(dir) = self.by_wd.get(&ev.wd).cloned() else {
+                        continue;
+                    };
+                    if ev.mask.contains(AddWatchFlags::IN_IGNORED) {
+                        self.by_wd.remove(&ev.wd);
+                        self.by_path.remove(&dir);
+                    }
+                    // Changes of the directory itself concern its parent's
+                    // listing too (moved, deleted, mode changed).
+                    if ev.name.is_none() {
+                        if let Some(parent) = dir.parent() {
+                            dirty.insert(parent.to_path_buf());
+                        }
+                    }
+                    dirty.insert(dir);
+                }
+            }
+            Some(Changes { dirty })
+        }
     }
 }
 
@@ -305,7 +634,7 @@ mod tests {
             write(&t.path().join(format!("pkg{i}/src/main.rs")));
         }
         age_tree(t.path());
-        let mut c = EnvScanCache::default();
+        let mut c = EnvScanCache::stamps_only();
         let (s, st) = c.scan(t.path());
         assert!(s.files.is_empty());
         assert_eq!(st.listed, 21);
@@ -346,7 +675,7 @@ mod tests {
         write(&t.path().join("a/x.txt"));
         write(&t.path().join("b/.env"));
         age_tree(t.path());
-        let mut c = EnvScanCache::default();
+        let mut c = EnvScanCache::stamps_only();
         c.scan(t.path());
         // Swap a and b: same names, other inodes.
         fs::rename(t.path().join("a"), t.path().join("tmp")).unwrap();
@@ -381,5 +710,65 @@ mod tests {
         assert_eq!(s.unmasked.len(), 1, "{:?}", s.unmasked);
         assert!(s.unmasked[0].contains("locked"), "{:?}", s.unmasked);
         assert!(s.unmasked[0].contains("not masked"), "{:?}", s.unmasked);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_watch_serves_unchanged_calls_and_follows_every_change() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        for i in 0..5 {
+            write(&root.join(format!("p{i}/src/lib.rs")));
+        }
+        let mut c = EnvScanCache::default();
+        c.scan(&root); // one-shot: no watch yet
+        let (_, st) = c.scan(&root); // second call sets the watch up
+        assert!(st.listed + st.reused > 0);
+        assert!(c.watch.is_some(), "no inotify watch");
+        let (s, st) = c.scan(&root);
+        assert_eq!(st.listed, 0, "nothing changed: {st:?}");
+        assert!(s.files.is_empty());
+
+        // New .env deep inside: only its directory is listed.
+        write(&root.join("p2/src/.env"));
+        let (s, st) = c.scan(&root);
+        assert_eq!(s.files, vec![root.join("p2/src/.env")]);
+        assert_eq!(st.listed, 1, "{st:?}");
+        // A new subtree in one step.
+        fs::create_dir_all(root.join("p3/a/b/c")).unwrap();
+        write(&root.join("p3/a/b/c/.env.local"));
+        let (s, _) = c.scan(&root);
+        assert!(s.files.contains(&root.join("p3/a/b/c/.env.local")), "{s:?}");
+        // A file renamed to .env.
+        write(&root.join("p4/src/notes"));
+        c.scan(&root);
+        fs::rename(
+            root.join("p4/src/notes"),
+            root.join("p4/src/.env.production"),
+        )
+        .unwrap();
+        let (s, _) = c.scan(&root);
+        assert!(s.files.contains(&root.join("p4/src/.env.production")));
+        // A directory moved elsewhere in the tree keeps being followed.
+        fs::rename(root.join("p3/a"), root.join("p0/moved")).unwrap();
+        let (s, _) = c.scan(&root);
+        assert!(
+            s.files.contains(&root.join("p0/moved/b/c/.env.local")),
+            "{s:?}"
+        );
+        assert!(!s.files.contains(&root.join("p3/a/b/c/.env.local")));
+        write(&root.join("p0/moved/b/.env"));
+        let (s, _) = c.scan(&root);
+        assert!(s.files.contains(&root.join("p0/moved/b/.env")), "{s:?}");
+        // Removed: gone.
+        fs::remove_dir_all(root.join("p0/moved")).unwrap();
+        let (s, _) = c.scan(&root);
+        assert!(
+            !s.files.iter().any(|f| f.starts_with(root.join("p0"))),
+            "{s:?}"
+        );
+        // Every answer equals a fresh scan's.
+        let (fresh, _) = EnvScanCache::default().scan(&root);
+        assert_eq!(c.scan(&root).0, fresh);
     }
 }
