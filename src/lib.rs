@@ -16,3 +16,4 @@ pub mod provider;
 pub mod receipt;
 pub mod session;
 pub mod snapshot;
+pub mod toml_file;

@@ -7,7 +7,7 @@
 //! creates in a carved directory is readable in the next (the cached
 //! grants would miss it).
 
-use codewhale::host::select::run_blocking;
+use codewhale::host::run_blocking;
 use codewhale::host::{BackendChoice, ExecOutcome, ExecRequest, ExitKind, HostSettings};
 use codewhale::policy::{SandboxMode, SandboxPolicy};
 

@@ -4,7 +4,7 @@
 //! stage shares codewhale's memory, so this is where a mistake would
 //! show), cancellation taking down a `setsid` daemon, signal exits.
 
-use codewhale::host::select::run_blocking;
+use codewhale::host::run_blocking;
 use codewhale::host::{
     BackendChoice, CancelToken, ExecOutcome, ExecRequest, ExitKind, HostSettings,
 };

@@ -208,6 +208,9 @@ mod tests {
             4,
             "`touch x` is not read-only",
         );
+        // Gate 9 named the policy's mode; the note repeats it.
+        let mut d = d;
+        d.sandbox = Some(SandboxMode::WorkspaceWrite);
         let r = resolve_headless(&d, &ctx(false));
         assert!(!r.run);
         assert_eq!(r.outcome, "no_response");

@@ -119,7 +119,10 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
         }
         Err(e) => {
             let cat = match &e {
-                HostError::Unavailable { .. } | HostError::Policy(_) => "sandbox_unavailable",
+                HostError::Unavailable { .. }
+                | HostError::NoBackend { .. }
+                | HostError::Policy(_) => "sandbox_unavailable",
+                HostError::Cancelled => "interrupted",
                 HostError::NotFound(_) => "command_not_found",
                 HostError::NotExecutable { .. } => "not_executable",
                 HostError::Io { .. }

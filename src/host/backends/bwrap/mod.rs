@@ -128,6 +128,14 @@ pub fn placeholder_base() -> PathBuf {
         .join(format!("codewhale-{uid}"))
 }
 
+/// The empty file and directory bound over not-yet-existing protected
+/// paths (created by `placeholders::sources` before a run; `explain`
+/// shows the same names).
+pub fn placeholder_sources() -> (PathBuf, PathBuf) {
+    let base = placeholder_base();
+    (base.join("empty-file"), base.join("empty-dir"))
+}
+
 /// The namespaces `--unshare-all` creates (minus net with `--share-net`).
 const ALL_NAMESPACES: &[&str] = &["user", "ipc", "pid", "net", "uts", "cgroup", "mount"];
 

@@ -48,7 +48,7 @@ fn ensure_base() -> Result<PathBuf, HostError> {
     let meta = std::fs::symlink_metadata(&base).map_err(|e| io("checking", e))?;
     if !meta.is_dir() || meta.uid() != uid {
         return Err(HostError::Unavailable {
-            backend: "bwrap".into(),
+            backend: crate::host::BackendKind::Bwrap,
             reason: format!("{} is not a directory owned by uid {uid}", base.display()),
             remedy: Some(format!("remove {} and retry", base.display())),
         });
@@ -64,8 +64,7 @@ fn ensure_base() -> Result<PathBuf, HostError> {
 pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
     let base = ensure_base()?;
     let io = |what: &str, e| HostError::io(format!("{what} {}", base.display()), e);
-    let file = base.join("empty-file");
-    let dir = base.join("empty-dir");
+    let (file, dir) = crate::host::backends::bwrap::placeholder_sources();
     if !file.is_file() {
         std::fs::write(&file, b"").map_err(|e| io("creating placeholder in", e))?;
     }

@@ -79,7 +79,7 @@ pub const REMEDY: &str = "enable Landlock (boot with lsm=landlock,... on a kerne
 
 fn unavailable(reason: String) -> HostError {
     HostError::Unavailable {
-        backend: "landlock".into(),
+        backend: crate::host::BackendKind::Landlock,
         reason,
         remedy: Some(REMEDY.into()),
     }
