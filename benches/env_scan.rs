@@ -203,7 +203,10 @@ fn main() {
         stamps.scan(&big);
         st.push(t.elapsed());
     }
-    line("scan, 200,000-file workspace, warm, stamps only (no watch)", st);
+    line(
+        "scan, 200,000-file workspace, warm, stamps only (no watch)",
+        st,
+    );
     println!(
         "warm per-call overhead of the big tree: {:.3} ms ({:.1}x the 10-file baseline); after one change {:.1}x",
         wb - ws,

@@ -334,7 +334,6 @@ impl EnvScanCache {
             }
             self.relist(&dir, &mut stats);
         }
-        self.drop_unreachable(root);
         let out = self.collect();
         self.last = Some(out.clone());
         stats.reused = self.dirs.len().saturating_sub(stats.listed);
@@ -369,11 +368,11 @@ impl EnvScanCache {
                 },
                 // Gone or replaced: the parent's listing no longer names it.
                 Ok(_) => {
-                    self.dirs.remove(&d);
+                    self.drop_subtree(&d);
                     continue;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    self.dirs.remove(&d);
+                    self.drop_subtree(&d);
                     continue;
                 }
                 Err(e) => Listing::failed(
@@ -386,35 +385,37 @@ impl EnvScanCache {
                     e,
                 ),
             };
+            // Subdirectories gone from this listing (removed, renamed
+            // away): forget what was cached below them.
+            if let Some(old) = self.dirs.get(&d) {
+                let removed: Vec<PathBuf> = old
+                    .subdirs
+                    .iter()
+                    .filter(|n| listing.subdirs.binary_search(n).is_err())
+                    .map(|n| d.join(n))
+                    .collect();
+                for r in removed {
+                    self.drop_subtree(&r);
+                }
+            }
             stack.extend(listing.subdirs.iter().map(|n| d.join(n)));
             self.dirs.insert(d, listing);
         }
     }
 
-    /// Forget (and stop watching) directories no listing leads to any more.
+    /// Forget (and stop watching) `top` and everything cached below it.
     #[cfg(target_os = "linux")]
-    fn drop_unreachable(&mut self, root: &Path) {
-        let mut reachable = std::collections::HashSet::with_capacity(self.dirs.len());
-        let mut stack = vec![root.to_path_buf()];
-        while let Some(d) = stack.pop() {
-            if let Some(l) = self.dirs.get(&d) {
-                stack.extend(l.subdirs.iter().map(|n| d.join(n)));
-                reachable.insert(d);
-            }
-        }
-        let w = self.watch.as_mut();
+    fn drop_subtree(&mut self, top: &Path) {
         let gone: Vec<PathBuf> = self
             .dirs
             .keys()
-            .filter(|k| !reachable.contains(*k))
+            .filter(|k| k.starts_with(top))
             .cloned()
             .collect();
-        if let Some(w) = w {
-            for g in &gone {
-                w.remove(g);
-            }
-        }
         for g in gone {
+            if let Some(w) = self.watch.as_mut() {
+                w.remove(&g);
+            }
             self.dirs.remove(&g);
         }
     }
