@@ -84,6 +84,7 @@ struct Listing {
     problems: Vec<String>,
     /// The directory itself could not be listed (watch mode keeps it to
     /// retry on every call; named in `unmasked`).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     failed: Option<String>,
 }
 
