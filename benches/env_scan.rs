@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The workspace `.env` scan at monorepo scale (issue #14 part 3).
 //!
 //! Generates a 200,000-file tree (100 packages × 20 modules × 10

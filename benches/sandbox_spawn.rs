@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! `codewhale sandbox run -- true` vs the same bwrap argv run directly vs
 //! bare `true`, measured in one process, interleaved, medians + ratios.
 //!

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Config layering: the project override only tightens, reports what it
 //! ignores, rejects symlinks and fails loudly when invalid.
 

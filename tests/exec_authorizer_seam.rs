@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The loop against the `Authorizer` seam, in-process, with a table-driven
 //! authorizer standing in for the nine-gate pipeline: a floor deny is never
 //! released by `--auto`, a hook's ask is approved by `--auto` (and then
@@ -5,12 +6,12 @@
 
 mod support;
 
-use codewhale::agent::authorizer::{AuthDecision, DecidedBy, Decision, TableAuthorizer};
+use codewhale::agent::authorizer::{DecidedBy, Decision, Gate, TableAuthorizer, Verdict};
 use codewhale::agent::tools::{guard::FsGuard, ToolContext};
 use codewhale::agent::{run_exec, Emitter, ExecOptions, OutputFormat};
 use codewhale::host::HostSettings;
 use codewhale::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
-use codewhale::provider::registry::{KeySource, ProviderSettings, WireFormat};
+use codewhale::provider::registry::ProviderSettings;
 use codewhale::provider::{Provider, RetryPolicy};
 use codewhale::session::SessionLog;
 use serde_json::{json, Value};
@@ -30,8 +31,8 @@ impl Write for Buf {
     }
 }
 
-fn d(decision: Decision, by: DecidedBy, gate: u8, reason: &str) -> AuthDecision {
-    AuthDecision::new(decision, by, gate, reason)
+fn d(decision: Decision, by: DecidedBy, gate: u8, reason: &str) -> Verdict {
+    Verdict::decided(decision, by, Gate::ALL[usize::from(gate) - 1], reason)
 }
 
 fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
@@ -63,15 +64,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         cancel: codewhale::host::CancelToken::new(),
     };
     let provider = Provider::new(
-        ProviderSettings {
-            id: "custom".into(),
-            wire: WireFormat::OpenAiCompatible,
-            base_url: model.base_url(),
-            model: "scripted".into(),
-            api_key: None,
-            key_source: KeySource::NotNeeded,
-            price: None,
-        },
+        ProviderSettings::openai_compatible("custom", &model.base_url(), "scripted"),
         RetryPolicy::default(),
     )
     .unwrap();
@@ -97,6 +90,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         disallowed_tools: Vec::new(),
         max_turns: 5,
         config: Value::Null,
+        instruction_imports: false,
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (_tx, rx) = tokio::sync::watch::channel(false);

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Provider error paths against the scripted model: 401, 429 with
 //! Retry-After, 500 then success, a stream cut mid-way, a refused
 //! non-loopback http:// base URL, and a missing key.
@@ -199,7 +200,7 @@ fn ollama_fallback_when_nothing_is_configured() {
     let reqs = model.requests();
     assert_eq!(reqs.len(), 1);
     assert_eq!(
-        reqs[0].body["model"], "scripted-llama",
+        reqs[0].body["model"], "scripted-llama:latest",
         "embedding model skipped"
     );
     assert_eq!(

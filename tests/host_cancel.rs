@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(unix)]
 //! Cancellation through the public host API: the token (and dropping the
 //! `host::run` future) stops a long command within a second, killing its

@@ -1,4 +1,5 @@
 #![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The library path (as the agent loop uses it) on a machine where no
 //! codewhale command ran before: the first `host::run` must create the
 //! per-user directory itself (issue #14, part 1).

@@ -1,4 +1,5 @@
 #![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The first sandboxed command on a machine where no codewhale command ran
 //! before: the per-user directory (`$XDG_RUNTIME_DIR/codewhale-<uid>` or
 //! `$TMPDIR/codewhale-<uid>`) does not exist, and must be made by the run

@@ -1,12 +1,16 @@
 //! The turn loop of `codewhale exec`.
 
-use super::authorizer::{resolve_headless, Authorizer, DecidedBy, ToolCallRequest, TurnContext};
+use super::authorizer::{
+    Authorizer, DecidedBy, Decision, Gate, ToolCallRequest, TurnContext, Verdict,
+};
 use super::output::Emitter;
 use super::snapshots::{changes_files, RunSnapshots};
 use super::tools::{self, ToolContext, ToolOutput, ToolStatus, ALL_TOOLS};
 use crate::policy::SandboxMode;
-use crate::provider::{ChatRequest, Message, Provider, ToolCall, Usage};
-use crate::session::{Event, SessionError, SessionLog, Verdict};
+use crate::provider::cost::{self, Price};
+use crate::provider::router::{self, Routed, Router};
+use crate::provider::{ChatRequest, Completion, Message, Provider, ProviderError, ToolCall, Usage};
+use crate::session::{Event, SessionError, SessionLog};
 use serde_json::{json, Value};
 use std::time::Instant;
 use tokio::sync::watch;
@@ -25,6 +29,16 @@ pub struct ExecOptions {
     /// What the configuration layers did (files read, keys ignored,
     /// warnings), echoed in the `metadata` event.
     pub config: Value,
+    /// `project_instruction_imports` from the user config: also read
+    /// `CLAUDE.md`, `.cursorrules`, `.github/copilot-instructions.md`.
+    pub instruction_imports: bool,
+}
+
+/// Where a run's model answers come from: one provider, or the router.
+#[derive(Clone, Copy)]
+pub enum Models<'a> {
+    Single(&'a Provider),
+    Routed(&'a Router),
 }
 
 /// How the run ended.
@@ -69,7 +83,9 @@ fn approval_label(auto: bool) -> &'static str {
 struct Loop<'a> {
     opts: &'a ExecOptions,
     ctx: &'a ToolContext,
-    provider: &'a Provider,
+    models: Models<'a>,
+    /// The provider and model of the latest turn (the first one before any).
+    current: (String, String),
     authz: &'a dyn Authorizer,
     out: &'a mut Emitter,
     log: &'a mut SessionLog,
@@ -81,6 +97,7 @@ struct Loop<'a> {
     total_cost: Option<f64>,
     answer: String,
     turns: u32,
+    instructions: Vec<super::prompt::LoadedInstruction>,
 }
 
 enum Stop {
@@ -110,9 +127,7 @@ pub async fn run_exec(
     run_exec_with_snapshots(opts, ctx, provider, authz, out, log, &mut snaps, interrupt).await
 }
 
-/// Run the loop to the end. Every outcome is reported on `out` and closed
-/// in the session file (if the session file itself fails, that is the error).
-/// Turns that can change files are snapshotted through `snaps`.
+/// [`run_exec_models`] with one provider.
 #[allow(clippy::too_many_arguments)]
 pub async fn run_exec_with_snapshots(
     opts: &ExecOptions,
@@ -124,15 +139,50 @@ pub async fn run_exec_with_snapshots(
     snaps: &mut RunSnapshots,
     interrupt: watch::Receiver<bool>,
 ) -> ExecReport {
+    run_exec_models(
+        opts,
+        ctx,
+        Models::Single(provider),
+        authz,
+        out,
+        log,
+        snaps,
+        interrupt,
+    )
+    .await
+}
+
+/// Run the loop to the end. Every outcome is reported on `out` and closed
+/// in the session file (if the session file itself fails, that is the error).
+/// Turns that can change files are snapshotted through `snaps`.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_exec_models(
+    opts: &ExecOptions,
+    ctx: &ToolContext,
+    models: Models<'_>,
+    authz: &dyn Authorizer,
+    out: &mut Emitter,
+    log: &mut SessionLog,
+    snaps: &mut RunSnapshots,
+    interrupt: watch::Receiver<bool>,
+) -> ExecReport {
     let offered = offered_tools(
         opts.auto,
         opts.allowed_tools.as_deref(),
         &opts.disallowed_tools,
     );
+    let current = match models {
+        Models::Single(p) => (p.settings.id.clone(), p.settings.model.clone()),
+        Models::Routed(r) => r
+            .first(router::TurnKind::Plan)
+            .map(|p| (p.settings.id.clone(), p.settings.model.clone()))
+            .unwrap_or_else(|| ("router".into(), "auto".into())),
+    };
     let mut l = Loop {
         opts,
         ctx,
-        provider,
+        models,
+        current,
         authz,
         out,
         log,
@@ -144,6 +194,7 @@ pub async fn run_exec_with_snapshots(
         total_cost: Some(0.0),
         answer: String::new(),
         turns: 0,
+        instructions: Vec::new(),
     };
     let result = l.drive().await;
     l.finish(result)
@@ -159,20 +210,62 @@ impl Loop<'_> {
     }
 
     async fn drive(&mut self) -> Result<&'static str, Stop> {
-        let (system, agents_md) = super::prompt::system_prompt(&self.ctx.guard, &self.offered);
-        let s = &self.provider.settings;
+        let (system, instructions, skipped) = super::prompt::system_prompt(
+            &self.ctx.guard,
+            &self.offered,
+            self.opts.instruction_imports,
+        );
+        let (provider_id, model_id) = self.current.clone();
+        let wire = match self.models {
+            Models::Single(p) => Some(p.settings.wire),
+            Models::Routed(r) => r.first(router::TurnKind::Plan).map(|p| p.settings.wire),
+        };
         self.log.append(
             0,
             Event::ThreadStarted {
                 cwd: self.ctx.guard.workspace().to_path_buf(),
-                provider: s.id.clone(),
-                model: s.model.clone(),
+                provider: provider_id.clone(),
+                model: model_id.clone(),
                 approval: approval_label(self.opts.auto).into(),
                 sandbox: self.ctx.policy.mode.as_str().into(),
                 codewhale_version: env!("CARGO_PKG_VERSION").into(),
             },
         )?;
         self.snaps.announce(self.log, self.out)?;
+        for (path, why) in &skipped {
+            self.out
+                .note(&format!("instructions: {} not read: {why}", path.display()));
+        }
+        for f in &instructions {
+            self.out.note(&format!(
+                "instructions: {} ({} bytes{})",
+                f.path.display(),
+                f.bytes,
+                if f.truncated {
+                    format!(", truncated from {}", f.file_bytes)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        let files: Vec<Value> = instructions
+            .iter()
+            .map(|f| serde_json::to_value(f).unwrap_or(Value::Null))
+            .collect();
+        self.log.append(
+            0,
+            Event::Instructions {
+                event_v: 1,
+                files: files.clone(),
+                imports: self.opts.instruction_imports,
+            },
+        )?;
+        let agents_md = instructions
+            .iter()
+            .rev()
+            .find(|f| f.kind == "agents_md")
+            .map(|f| f.path.clone());
+        self.instructions = instructions;
         let enforcement = match self.ctx.policy.mode {
             m if m.is_sandboxed() => {
                 format!("os-sandbox ({m}); each tool_result names the backend")
@@ -183,7 +276,9 @@ impl Loop<'_> {
         self.out.event(
             "metadata",
             json!({
-                "provider": s.id, "model": s.model, "wire": s.wire,
+                "provider": provider_id, "model": model_id, "wire": wire,
+                "routing": matches!(self.models, Models::Routed(_)),
+                "instructions": files,
                 "approval": approval_label(self.opts.auto),
                 "sandbox": self.ctx.policy.mode.as_str(),
                 "enforcement": enforcement,
@@ -213,16 +308,22 @@ impl Loop<'_> {
                 messages: &messages,
                 tools: &specs,
             };
-            let completion = {
+            let (result, routed, price) = {
                 let out = &mut *self.out;
                 let mut on_text = |t: &str| out.content(t);
                 let mut intr = self.interrupt.clone();
+                let models = self.models;
+                let fut = complete_turn(models, turn, &system, &messages, req, &mut on_text);
                 tokio::select! {
-                    r = self.provider.complete(req, &mut on_text) => r.map_err(Stop::Provider)?,
+                    r = fut => r,
                     _ = intr.wait_for(|v| *v) => return Err(Stop::Interrupted),
                 }
             };
-            self.usage(turn, completion.usage)?;
+            if let Some(r) = &routed {
+                self.record_choice(turn, r)?;
+            }
+            let completion = result.map_err(Stop::Provider)?;
+            self.usage(turn, completion.usage, price.as_ref())?;
             if !completion.text.is_empty() {
                 self.answer = completion.text.clone();
                 self.log.append(
@@ -255,23 +356,64 @@ impl Loop<'_> {
         Ok("max_turns")
     }
 
-    fn usage(&mut self, turn: u32, usage: Option<Usage>) -> Result<(), Stop> {
+    /// The router's choice for this turn, in the stream and the record.
+    fn record_choice(&mut self, turn: u32, r: &Routed) -> Result<(), Stop> {
+        self.current = (r.used.provider.clone(), r.used.model.clone());
+        let failed: Vec<Value> = r
+            .failed
+            .iter()
+            .map(|f| serde_json::to_value(f).unwrap_or(Value::Null))
+            .collect();
+        self.out.event(
+            "model_choice",
+            json!({"turn": turn, "kind": r.choice.kind.as_str(),
+                   "provider": r.choice.target.provider, "model": r.choice.target.model,
+                   "reason": r.choice.reason,
+                   "used_provider": r.used.provider, "used_model": r.used.model,
+                   "failed": failed}),
+        );
+        self.log.append(
+            turn,
+            Event::ModelChoice {
+                event_v: 1,
+                kind: r.choice.kind.as_str().into(),
+                provider: r.choice.target.provider.clone(),
+                model: r.choice.target.model.clone(),
+                reason: r.choice.reason.clone(),
+                used_provider: r.used.provider.clone(),
+                used_model: r.used.model.clone(),
+                failed,
+            },
+        )?;
+        Ok(())
+    }
+
+    fn usage(
+        &mut self,
+        turn: u32,
+        usage: Option<Usage>,
+        price: Option<&Price>,
+    ) -> Result<(), Stop> {
         let u = usage.unwrap_or_default();
-        self.total.input_tokens += u.input_tokens;
-        self.total.output_tokens += u.output_tokens;
-        let cost = match (usage, self.provider.settings.price) {
-            (Some(u), Some(p)) => Some(p.cost(u.input_tokens, u.output_tokens)),
+        self.total.add(&u);
+        // No usage reported, or no price: unknown, never 0.
+        let cost = match (usage, price) {
+            (Some(u), Some(p)) => p.cost(&u),
             _ => None,
         };
         self.total_cost = match (self.total_cost, cost) {
             (Some(a), Some(b)) => Some(a + b),
             _ => None,
         };
+        let (provider, model) = self.current.clone();
         self.out.event(
             "turn_usage",
-            json!({"turn": turn, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+            json!({"turn": turn, "provider": provider, "model": model,
+                   "input_tokens": u.input_tokens, "cached_input_tokens": u.cached_input_tokens,
+                   "cache_write_tokens": u.cache_write_tokens,
+                   "output_tokens": u.output_tokens, "reasoning_tokens": u.reasoning_tokens,
                    "usage_reported": usage.is_some(),
-                   "cost_usd": cost, "cost": cost_label(cost)}),
+                   "price": price, "cost_usd": cost, "cost": cost::label(cost)}),
         );
         self.log.append(
             turn,
@@ -279,6 +421,12 @@ impl Loop<'_> {
                 input_tokens: u.input_tokens,
                 output_tokens: u.output_tokens,
                 cost_usd: cost,
+                cached_input_tokens: Some(u.cached_input_tokens),
+                cache_write_tokens: Some(u.cache_write_tokens),
+                reasoning_tokens: u.reasoning_tokens,
+                usage_reported: Some(usage.is_some()),
+                provider: Some(provider),
+                model: Some(model),
             },
         )?;
         Ok(())
@@ -316,10 +464,10 @@ impl Loop<'_> {
             return self.record_result(turn, call, "not_run", o, 0);
         }
         let command = (call.name == "shell")
-            .then(|| tools::shell::command_text(&args))
+            .then(|| crate::catalogue::shell_command_line(&args))
             .flatten();
         let tctx = self.turn_ctx();
-        let decision = if self.offered.contains(&call.name.as_str()) {
+        let v = if self.offered.contains(&call.name.as_str()) {
             self.authz
                 .authorize(
                     &ToolCallRequest {
@@ -332,50 +480,42 @@ impl Loop<'_> {
                 )
                 .await
         } else {
-            super::AuthDecision::new(
-                super::Decision::Deny,
+            Verdict::decided(
+                Decision::Deny,
                 DecidedBy::Posture,
-                2,
+                Gate::Admission,
                 &format!("tool `{}` is not available in this run", call.name),
             )
         };
         // Gate 9's mode is the policy's: the gates were handed it, so
-        // nothing here can disagree with the tools' sandbox.
-        let r = resolve_headless(&decision, &tctx);
+        // nothing here can disagree with the tools' sandbox. The verdict
+        // is final (gate 8 answered any question the headless way).
+        let record = crate::session::Verdict::from(&v);
         self.out.event(
             "approval",
-            json!({"call_id": call.id, "tool": call.name, "decision": decision.decision.as_str(),
-                   "outcome": r.outcome, "decided_by": r.decided_by.as_str(),
-                   "asked_by": (decision.decision == super::Decision::Ask).then(|| decision.decided_by.as_str()),
-                   "hold": decision.hold,
-                   "gate": decision.gate, "reason": r.reason, "trace": decision.trace}),
+            json!({"call_id": call.id, "tool": call.name, "decision": record.decision,
+                   "outcome": record.outcome, "decided_by": record.decided_by,
+                   "asked_by": record.asked_by, "hold": v.held(),
+                   "gate": record.gate, "reason": record.reason, "trace": v.trace_lines()}),
         );
         self.log.append(
             turn,
             Event::Approval {
                 call_id: call.id.clone(),
-                verdict: Verdict {
-                    decision: decision.decision.as_str().into(),
-                    outcome: r.outcome.into(),
-                    decided_by: r.decided_by.as_str().into(),
-                    asked_by: (decision.decision == super::Decision::Ask)
-                        .then(|| decision.decided_by.as_str().into()),
-                    gate: Some(decision.gate),
-                    reason: r.reason.clone(),
-                },
+                verdict: record,
             },
         )?;
-        if !r.run {
-            let msg = match r.outcome {
+        if !v.is_allowed() {
+            let msg = match v.outcome() {
                 "no_response" => format!(
                     "not run: {} (asked for approval; no response in a headless run)",
-                    r.reason
+                    v.reason
                 ),
                 _ => format!(
                     "not run: denied by {} (gate {}): {}",
-                    r.decided_by.as_str(),
-                    decision.gate,
-                    r.reason
+                    v.decided_by.as_str(),
+                    v.reported_gate().number(),
+                    v.reason
                 ),
             };
             let o = ToolOutput {
@@ -430,7 +570,7 @@ impl Loop<'_> {
             "tool_result",
             json!({"call_id": call.id, "tool": call.name, "status": status,
                    "duration_ms": ms, "truncated": o.truncated, "error_category": o.error_category,
-                   "exit_code": o.exit_code, "enforcement": o.enforcement,
+                   "exit_code": o.exit_code, "enforcement": o.enforcement, "enforced": o.enforced,
                    "files_touched": o.files_touched, "output": o.content}),
         );
         self.log.append(
@@ -444,6 +584,7 @@ impl Loop<'_> {
                 files_touched: o.files_touched.clone(),
                 error_category: o.error_category.map(str::to_string),
                 enforcement: o.enforcement.clone(),
+                enforced: o.enforced.as_deref().cloned(),
                 output: o.content.clone(),
                 truncated: o.truncated,
             },
@@ -505,11 +646,16 @@ impl Loop<'_> {
         }
         let summary = json!({
             "status": status, "exit_code": code, "answer": self.answer,
-            "provider": self.provider.settings.id, "model": self.provider.settings.model,
+            "provider": self.current.0, "model": self.current.1,
             "approval": approval_label(self.opts.auto), "sandbox": self.ctx.policy.mode.as_str(),
             "turns": self.turns,
-            "usage": {"input_tokens": self.total.input_tokens, "output_tokens": self.total.output_tokens},
-            "cost_usd": self.total_cost, "cost": cost_label(self.total_cost),
+            "usage": {"input_tokens": self.total.input_tokens,
+                      "cached_input_tokens": self.total.cached_input_tokens,
+                      "cache_write_tokens": self.total.cache_write_tokens,
+                      "output_tokens": self.total.output_tokens,
+                      "reasoning_tokens": self.total.reasoning_tokens},
+            "cost_usd": self.total_cost, "cost": cost::label(self.total_cost),
+            "instructions": self.instructions,
             "tool_calls": self.calls,
             "session_file": self.log.path(),
             "snapshots": self.snaps.metadata(),
@@ -518,7 +664,11 @@ impl Loop<'_> {
         self.out.event(
             "done",
             json!({"status": status, "exit_code": code, "turns": self.turns,
-                   "session_file": self.log.path(), "cost": cost_label(self.total_cost)}),
+                   "session_file": self.log.path(), "cost": cost::label(self.total_cost),
+                   "input_tokens": self.total.input_tokens,
+                   "cached_input_tokens": self.total.cached_input_tokens,
+                   "output_tokens": self.total.output_tokens,
+                   "reasoning_tokens": self.total.reasoning_tokens}),
         );
         self.out.summary(summary.clone());
         ExecReport {
@@ -529,14 +679,51 @@ impl Loop<'_> {
     }
 }
 
-fn cost_label(c: Option<f64>) -> String {
-    match c {
-        Some(c) => format!("{c:.6} USD"),
-        None => "unknown".into(),
+/// One turn's completion from a single provider or the router, with the
+/// router's record and the price of the model that answered.
+async fn complete_turn(
+    models: Models<'_>,
+    turn: u32,
+    system: &str,
+    messages: &[Message],
+    req: ChatRequest<'_>,
+    on_text: &mut dyn FnMut(&str),
+) -> (
+    Result<Completion, ProviderError>,
+    Option<Routed>,
+    Option<Price>,
+) {
+    match models {
+        Models::Single(p) => (
+            p.complete(req, on_text).await,
+            None,
+            p.settings.price.clone(),
+        ),
+        Models::Routed(r) => {
+            let est = router::estimate_tokens(system, messages);
+            let kind = router::classify(turn, est, r.plan.long_context_tokens, messages);
+            let Some(choice) = r.plan.choose(kind) else {
+                let e = ProviderError::Setup {
+                    provider: "router".into(),
+                    message: format!("no model for turn kind {}", kind.as_str()),
+                };
+                return (Err(e), None, None);
+            };
+            match r.complete(choice, req, on_text).await {
+                Ok((c, routed)) => {
+                    let price = r
+                        .provider(&routed.used)
+                        .and_then(|p| p.settings.price.clone());
+                    (Ok(c), Some(routed), price)
+                }
+                Err((e, routed)) => (Err(e), Some(routed), None),
+            }
+        }
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -560,7 +747,7 @@ mod tests {
 
     #[test]
     fn unknown_cost_is_never_zero() {
-        assert_eq!(cost_label(None), "unknown");
-        assert_eq!(cost_label(Some(0.0)), "0.000000 USD");
+        assert_eq!(cost::label(None), "unknown");
+        assert_eq!(cost::label(Some(0.0)), "0.000000 USD");
     }
 }

@@ -125,6 +125,10 @@ pub struct Posture {
     pub approval: Approval,
     /// No human can answer a question (headless `exec`, CI).
     pub headless: bool,
+    /// Headless only (`exec --auto`): gate 8 approves an ordinary or rule
+    /// question itself — the sandbox stays — and never releases a hold.
+    #[serde(default)]
+    pub auto_approve: bool,
     /// The call runs as a background task (nobody watches it finish).
     pub background: bool,
     /// `allow_shell = false` in the merged settings.
@@ -143,6 +147,7 @@ impl Posture {
             mode,
             approval,
             headless: false,
+            auto_approve: false,
             background: false,
             shell_disabled: false,
         }
@@ -187,11 +192,16 @@ impl Posture {
     /// One line for reports; `sandbox` is the mode the context resolved.
     pub fn describe(&self, sandbox: SandboxMode) -> String {
         format!(
-            "mode={} approval={} sandbox={}{}{}{}",
+            "mode={} approval={} sandbox={}{}{}{}{}",
             self.mode.as_str(),
             self.approval.as_str(),
             sandbox,
             if self.headless { " headless" } else { "" },
+            if self.headless && self.auto_approve {
+                " auto-approve"
+            } else {
+                ""
+            },
             if self.background { " background" } else { "" },
             if self.shell_disabled {
                 " allow_shell=false"
@@ -203,6 +213,7 @@ impl Posture {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

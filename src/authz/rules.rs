@@ -441,5 +441,6 @@ pub fn load_user_rules(file: &Path, home: Option<&Path>) -> Result<Vec<Rule>, Fi
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "rules_tests.rs"]
 mod tests;

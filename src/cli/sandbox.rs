@@ -170,13 +170,21 @@ fn run_cmd(args: RunArgs) -> i32 {
         {
             eprintln!(
                 "codewhale: note: using the landlock tier ({})",
-                out.enforcement.partial.first().map_or("", String::as_str)
+                out.enforcement
+                    .partial
+                    .first()
+                    .map_or(String::new(), |p| p.reason.clone())
             );
         }
         if !out.enforcement.is_sandboxed() {
             eprintln!(
                 "codewhale: warning: ran UNSANDBOXED ({})",
-                out.enforcement.partial.join("; ")
+                out.enforcement
+                    .partial
+                    .iter()
+                    .map(|p| p.reason.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
             );
         }
     }

@@ -152,6 +152,7 @@ impl SandboxContext {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::authz::{Approval, Mode};

@@ -140,6 +140,7 @@ pub fn configured_backend(policy: &SandboxPolicy, settings: &HostSettings) -> Se
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

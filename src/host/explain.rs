@@ -314,6 +314,7 @@ mod imp {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::policy::SandboxMode;

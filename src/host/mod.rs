@@ -24,7 +24,10 @@ pub use backend::{BackendChoice, BackendKind};
 #[cfg(target_os = "linux")]
 pub use backends::bwrap::helper::main as helper_main;
 pub use dispatch::run_blocking;
-pub use enforcement::{Enforcement, EnforcementLevel};
+pub use enforcement::{
+    Enforcement, EnforcementLevel, EnforcementSummary, LandlockStatus, Namespace, NetworkEnforcer,
+    PartialItem, Shortfall,
+};
 pub use error::HostError;
 pub use request::{CancelToken, CapturedOutput, ExecOutcome, ExecRequest, ExitKind, StdinSpec};
 pub use select::{select, Selection};

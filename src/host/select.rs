@@ -271,5 +271,6 @@ fn auto(facts: &Facts, allow_unsandboxed: bool) -> Result<Selection, HostError> 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "select_tests.rs"]
 mod tests;

@@ -3,15 +3,17 @@
 
 use super::model::*;
 use super::sanitize::{
-    clip, first_line, COMMAND_LIMIT, ERROR_LIMIT, PATH_LIMIT, QUERY_LIMIT, TITLE_LIMIT,
+    clip, first_line, COMMAND_LIMIT, ERROR_LIMIT, PARTIAL_LIMIT, PATH_LIMIT, QUERY_LIMIT,
+    TITLE_LIMIT,
 };
 use super::ReceiptError;
+use crate::host::EnforcementSummary;
 use crate::session::{ChangedFile, Event, Record, Verdict};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::agent::tools::{READ_TOOLS, WRITE_TOOLS};
+use crate::catalogue;
 
 /// Everything recorded about one tool call.
 #[derive(Default)]
@@ -31,6 +33,7 @@ struct Result_ {
     files_touched: Vec<std::path::PathBuf>,
     error_category: Option<String>,
     enforcement: Option<String>,
+    enforced: Option<EnforcementSummary>,
     output: String,
 }
 
@@ -103,6 +106,12 @@ pub fn build(
     let mut turn_changes: Vec<ChangedFile> = Vec::new();
     let mut snapshot_errors = 0u64;
     let mut saw_file_changes = false;
+    let mut usage = UsageTotals {
+        cost_usd: Some(0.0),
+        reasoning_tokens: Some(0),
+        ..UsageTotals::default()
+    };
+    let mut instructions: Vec<InstructionFile> = Vec::new();
 
     for r in records {
         match &r.event {
@@ -133,7 +142,49 @@ pub fn build(
                     reason: reason.as_deref().map(|r| first_line(r, ERROR_LIMIT)),
                 };
             }
+            Event::Instructions { files, .. } => {
+                instructions = files
+                    .iter()
+                    .map(|f| InstructionFile {
+                        path: clip(f["path"].as_str().unwrap_or(""), PATH_LIMIT),
+                        kind: clip(f["kind"].as_str().unwrap_or(""), PATH_LIMIT),
+                        bytes: f["bytes"].as_u64().unwrap_or(0),
+                        truncated: f["truncated"].as_bool().unwrap_or(false),
+                    })
+                    .collect();
+            }
             _ if !in_scope(r) => {}
+            Event::TurnUsage {
+                input_tokens,
+                output_tokens,
+                cost_usd,
+                cached_input_tokens,
+                reasoning_tokens,
+                usage_reported,
+                provider,
+                model,
+                ..
+            } => {
+                if *usage_reported == Some(false) {
+                    usage.turns_unreported += 1;
+                } else {
+                    usage.turns_reported += 1;
+                }
+                usage.input_tokens += input_tokens;
+                usage.output_tokens += output_tokens;
+                usage.cached_input_tokens += cached_input_tokens.unwrap_or(0);
+                usage.reasoning_tokens = usage
+                    .reasoning_tokens
+                    .zip(*reasoning_tokens)
+                    .map(|(a, b)| a + b);
+                usage.cost_usd = usage.cost_usd.zip(*cost_usd).map(|(a, b)| a + b);
+                if let (Some(p), Some(m)) = (provider, model) {
+                    let pm = clip(&format!("{p}/{m}"), PATH_LIMIT);
+                    if !usage.models.contains(&pm) {
+                        usage.models.push(pm);
+                    }
+                }
+            }
             Event::ToolCall {
                 call_id,
                 tool,
@@ -163,6 +214,7 @@ pub fn build(
                 files_touched,
                 error_category,
                 enforcement,
+                enforced,
                 output,
                 ..
             } => {
@@ -174,6 +226,7 @@ pub fn build(
                         files_touched: files_touched.clone(),
                         error_category: error_category.clone(),
                         enforcement: enforcement.clone(),
+                        enforced: enforced.clone(),
                         output: output.clone(),
                     });
                 }
@@ -226,6 +279,7 @@ pub fn build(
                     files: Vec::new(),
                     reason: Some(reason.clone()),
                     enforcement: None,
+                    enforced: None,
                 })
             }
             Item::Call(id) => match calls.get(id) {
@@ -305,6 +359,18 @@ pub fn build(
         source,
         postures,
         totals,
+        usage: {
+            // No usage record in scope: nothing is known, not "free".
+            if usage.turns_reported + usage.turns_unreported == 0 {
+                usage.cost_usd = None;
+                usage.reasoning_tokens = None;
+            }
+            UsageTotals {
+                cost: crate::provider::cost::label(usage.cost_usd),
+                ..usage
+            }
+        },
+        instructions,
         actions,
         omitted_actions: omitted,
         not_recorded,
@@ -325,9 +391,9 @@ fn call_action(
     postures: &mut Postures,
 ) -> Option<Action> {
     let tool = c.tool.as_str();
-    let is_shell = tool == "shell";
-    let is_write = WRITE_TOOLS.contains(&tool);
-    let is_read = READ_TOOLS.contains(&tool);
+    let is_shell = tool == catalogue::SHELL;
+    let is_write = catalogue::is_write(tool);
+    let is_read = catalogue::is_read(tool);
     let verdict = c.verdict.as_ref();
     let outcome = verdict.map(|v| v.outcome.as_str());
     let asked = verdict.is_some_and(|v| v.decision == "ask");
@@ -442,7 +508,7 @@ fn call_action(
         arg_str(&c.args, "path").map(|p| clip(p, PATH_LIMIT))
     };
     let command = if is_shell {
-        crate::agent::tools::shell::command_text(&c.args)
+        catalogue::shell_command_line(&c.args)
             .or_else(|| arg_str(&c.args, "_raw").map(str::to_string))
             .map(|s| clip(&s, COMMAND_LIMIT))
     } else {
@@ -476,7 +542,34 @@ fn call_action(
                 .filter(|_| status == ActionStatus::Failed)
         }),
         enforcement: enforcement.map(|e| clip(&e, ERROR_LIMIT)),
+        enforced: c
+            .result
+            .as_ref()
+            .filter(|_| ran)
+            .and_then(|r| r.enforced.as_ref())
+            .map(enforced),
     })
+}
+
+/// The host's report for the receipt: every path and reason masked,
+/// escaped and clipped like the rest of the recorded text.
+fn enforced(e: &EnforcementSummary) -> Enforced {
+    Enforced {
+        backend: e.backend,
+        level: e.level,
+        partial: e
+            .partial
+            .iter()
+            .map(|p| PartialEntry {
+                item: p.item,
+                path: p
+                    .path
+                    .as_ref()
+                    .map(|p| clip(&p.display().to_string(), PATH_LIMIT)),
+                reason: clip(&p.reason, PARTIAL_LIMIT),
+            })
+            .collect(),
+    }
 }
 
 fn relative(p: &Path, workspace: Option<&Path>) -> String {

@@ -3,6 +3,7 @@
 //! lays it out (and picks code-span fences that the text cannot break).
 
 use super::model::*;
+use crate::host::EnforcementLevel;
 use std::fmt::Write;
 
 /// Render `r` as Markdown.
@@ -11,15 +12,51 @@ pub fn render(r: &Receipt) -> String {
     let _ = writeln!(s, "# Receipt: {}\n", r.title);
     let _ = writeln!(s, "{}\n", meta_line(r));
     let _ = writeln!(s, "{}\n", totals_line(&r.totals));
+    let _ = writeln!(s, "{}\n", usage_line(&r.usage));
+    if !r.instructions.is_empty() {
+        let files: Vec<String> = r
+            .instructions
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}{}",
+                    code(&f.path),
+                    if f.truncated { " (truncated)" } else { "" }
+                )
+            })
+            .collect();
+        let _ = writeln!(s, "**Instructions loaded:** {}\n", files.join(", "));
+    }
     if r.actions.is_empty() {
         s.push_str("No actions recorded.\n\n");
     }
+    // The last command's sandbox report, so an identical one is not
+    // listed again item by item.
+    let mut last: Option<(u64, &Enforced)> = None;
     for a in &r.actions {
         let _ = writeln!(s, "{}. {}", a.n, action_line(a));
         if a.kind == ActionKind::Command {
             for f in &a.files {
                 let _ = writeln!(s, "   - {}", file_phrase(f));
             }
+        }
+        if let Some(e) = &a.enforced {
+            match last {
+                Some((n, prev)) if prev == e && !e.partial.is_empty() => {
+                    let _ = writeln!(
+                        s,
+                        "   - {}: the same {} as action {n}",
+                        sandbox_phrase(e),
+                        plural(e.partial.len() as u64, "item", "items")
+                    );
+                }
+                _ => {
+                    for p in &e.partial {
+                        let _ = writeln!(s, "   - {}: {}", sandbox_phrase(e), partial_phrase(p));
+                    }
+                }
+            }
+            last = Some((a.n, e));
         }
     }
     if !r.actions.is_empty() {
@@ -45,6 +82,29 @@ pub fn render(r: &Receipt) -> String {
     }
     let _ = writeln!(s, "\n> {}", r.claim_ceiling);
     s
+}
+
+fn usage_line(u: &UsageTotals) -> String {
+    if u.turns_reported + u.turns_unreported == 0 {
+        return "**Model usage:** none recorded · cost unknown".into();
+    }
+    let reasoning = match u.reasoning_tokens {
+        Some(n) => n.to_string(),
+        None => "not reported".into(),
+    };
+    let unreported = if u.turns_unreported > 0 {
+        format!(" ({} turn(s) reported no usage)", u.turns_unreported)
+    } else {
+        String::new()
+    };
+    format!(
+        "**Model usage:** {} turn(s){unreported} · tokens in {} (cached {}) / out {} (reasoning {reasoning}) · cost {}",
+        u.turns_reported + u.turns_unreported,
+        u.input_tokens,
+        u.cached_input_tokens,
+        u.output_tokens,
+        u.cost
+    )
 }
 
 fn meta_line(r: &Receipt) -> String {
@@ -167,6 +227,23 @@ fn what(a: &Action) -> String {
     }
 }
 
+/// How a command was sandboxed: `bwrap full`, `landlock partial`,
+/// `opensandbox external`, `unsandboxed`.
+fn sandbox_phrase(e: &Enforced) -> String {
+    match e.level {
+        EnforcementLevel::Unsandboxed => "unsandboxed".into(),
+        l => format!("{} {l}", e.backend),
+    }
+}
+
+/// `write-protect `/ws/.git/hooks`: why`.
+fn partial_phrase(p: &PartialEntry) -> String {
+    match &p.path {
+        Some(path) => format!("{} {}: {}", p.item, code(path), p.reason),
+        None => format!("{}: {}", p.item, p.reason),
+    }
+}
+
 fn tail(a: &Action) -> String {
     let mut s = String::new();
     if let Some(ms) = a.duration_ms {
@@ -178,6 +255,9 @@ fn tail(a: &Action) -> String {
         {
             let _ = write!(s, " · approved by {}", d.label());
         }
+    }
+    if let Some(e) = &a.enforced {
+        let _ = write!(s, " · sandbox: {}", sandbox_phrase(e));
     }
     s
 }

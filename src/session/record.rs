@@ -1,12 +1,18 @@
-//! The session record format (`codewhale.session`, version 1): one JSON
+//! The session record format (`codewhale.session`, version 2): one JSON
 //! object per line. Receipts and undo read these; every field here is part
 //! of the documented format (`docs/EXEC.md`), so changes bump [`VERSION`].
+//!
+//! Versions: 1 had only the enforcement label on a `tool_result`; 2 adds
+//! `enforced` (backend, level, partial items). Files written by version 1
+//! still read (a missing `enforced` is `None`), and one file may hold both
+//! (recovery appends version-2 records to an old file).
 
+use crate::host::EnforcementSummary;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 pub const SCHEMA: &str = "codewhale.session";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// One committed line: envelope + event.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -37,6 +43,22 @@ pub struct Verdict {
     pub asked_by: Option<String>,
     pub gate: Option<u8>,
     pub reason: String,
+}
+
+/// The record of a pipeline verdict: what the gates said, what happened,
+/// who decided (the documented strings, so the format does not follow the
+/// authorization types).
+impl From<&crate::authz::Verdict> for Verdict {
+    fn from(v: &crate::authz::Verdict) -> Self {
+        Verdict {
+            decision: v.gates_said().as_str().into(),
+            outcome: v.outcome().into(),
+            decided_by: v.decided_by.as_str().into(),
+            asked_by: v.asked_by().map(|b| b.as_str().into()),
+            gate: Some(v.reported_gate().number()),
+            reason: v.reason.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -81,6 +103,10 @@ pub enum Event {
         error_category: Option<String>,
         /// The enforcement label of a command run (`unsandboxed` when none).
         enforcement: Option<String>,
+        /// What the host enforced for a command run (version 2; absent in
+        /// version-1 records).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        enforced: Option<EnforcementSummary>,
         /// What went back to the model (capped).
         output: String,
         truncated: bool,
@@ -90,6 +116,46 @@ pub enum Event {
         output_tokens: u64,
         /// `None` = the price is unknown (never reported as 0).
         cost_usd: Option<f64>,
+        /// Added after v1 (absent in older files): cached input tokens (a
+        /// subset of `input_tokens`), cache writes, reasoning tokens (a
+        /// subset of `output_tokens`; `None` = not reported by the wire
+        /// format), whether the provider reported usage at all, and the
+        /// provider/model that answered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cached_input_tokens: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_write_tokens: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning_tokens: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage_reported: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
+    /// The project instruction files that went into the system prompt
+    /// (thread level). Added after v1; its own format is `event_v`.
+    Instructions {
+        event_v: u32,
+        /// `[{path, kind, bytes, file_bytes, truncated}]`.
+        files: Vec<serde_json::Value>,
+        /// Whether `project_instruction_imports` was on (user config).
+        imports: bool,
+    },
+    /// `model = "auto"`: which model the router chose for this turn and
+    /// why, and which one answered (after fallbacks). Added after v1.
+    ModelChoice {
+        event_v: u32,
+        /// `plan`, `edit`, `review`, `long_context`, `default`.
+        kind: String,
+        provider: String,
+        model: String,
+        reason: String,
+        used_provider: String,
+        used_model: String,
+        /// Models that failed first: `[{target: {provider, model}, error}]`.
+        failed: Vec<serde_json::Value>,
     },
     TurnCompleted,
     /// The turn did not finish: Ctrl-C, an error, or (found on recovery) a

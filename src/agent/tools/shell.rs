@@ -42,29 +42,6 @@ pub fn argv(args: &Value) -> Result<Vec<String>, String> {
     }
 }
 
-/// The command as one line of text (for gates and logs).
-pub fn command_text(args: &Value) -> Option<String> {
-    match args.get("command")? {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(a) => Some(
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(|s| {
-                    if s.chars()
-                        .any(|c| c.is_whitespace() || "'\"\\$`".contains(c))
-                    {
-                        format!("'{}'", s.replace('\'', "'\\''"))
-                    } else {
-                        s.to_string()
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
-        _ => None,
-    }
-}
-
 pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     let argv = match argv(args) {
         Ok(a) => a,
@@ -105,7 +82,8 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
             };
             out.truncated |= o.stdout.truncated || o.stderr.truncated;
             out.exit_code = Some(code);
-            out.enforcement = Some(enforcement_summary(&o.enforcement));
+            out.enforcement = Some(o.enforcement.label.clone());
+            out.enforced = Some(Box::new(o.enforcement.summary()));
             if code != 0 && o.enforcement.is_sandboxed() {
                 if let Some(m) = DENIAL_MARKERS.iter().find(|m| stderr.contains(*m)) {
                     out.sandbox_denied = Some(Box::new(SandboxDenial {
@@ -137,28 +115,8 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     }
 }
 
-/// The enforcement line of a tool result (stream-json, session records,
-/// receipts): the label, plus `(partial…)` when the run was partial, naming
-/// every deny-read path that was not masked (a `.env` the scan could not
-/// reach) so the one line says what may have been readable.
-fn enforcement_summary(e: &crate::host::Enforcement) -> String {
-    if e.level != crate::host::EnforcementLevel::Partial {
-        return e.label.clone();
-    }
-    let unmasked: Vec<&str> = e
-        .partial
-        .iter()
-        .filter(|p| p.contains("not masked"))
-        .map(String::as_str)
-        .collect();
-    if unmasked.is_empty() {
-        format!("{} (partial)", e.label)
-    } else {
-        format!("{} (partial: {})", e.label, unmasked.join("; "))
-    }
-}
-
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -176,13 +134,5 @@ mod tests {
         assert!(argv(&json!({"command": ""})).is_err());
         assert!(argv(&json!({"command": [1]})).is_err());
         assert!(argv(&json!({})).is_err());
-    }
-
-    #[test]
-    fn command_text_quotes_array_parts() {
-        assert_eq!(
-            command_text(&json!({"command": ["sh", "-c", "test -f x && echo ok"]})).unwrap(),
-            "sh -c 'test -f x && echo ok'"
-        );
     }
 }

@@ -126,6 +126,7 @@ pub fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;

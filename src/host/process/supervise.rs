@@ -601,5 +601,6 @@ fn supervise_loop(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "supervise_tests.rs"]
 mod tests;

@@ -29,6 +29,7 @@ pub mod placeholders;
 #[cfg(target_os = "linux")]
 pub mod spawn;
 
+use crate::host::enforcement::{Namespace, PartialItem, Shortfall};
 use crate::policy::resolve::{PathEntry, PathKind, ResolvedPolicy};
 use serde::Serialize;
 use std::ffi::OsString;
@@ -72,9 +73,9 @@ pub struct BwrapPlan {
     /// Missing protected paths (mount points to clean up after the run).
     pub placeholders: Vec<Placeholder>,
     /// Namespaces the argv creates.
-    pub namespaces: Vec<&'static str>,
+    pub namespaces: Vec<Namespace>,
     /// Policy entries the plan could not express (for `Enforcement.partial`).
-    pub skipped: Vec<String>,
+    pub skipped: Vec<PartialItem>,
 }
 
 fn lossy_args<S: serde::Serializer>(a: &[OsString], s: S) -> Result<S::Ok, S::Error> {
@@ -137,7 +138,15 @@ pub fn placeholder_sources() -> (PathBuf, PathBuf) {
 }
 
 /// The namespaces `--unshare-all` creates (minus net with `--share-net`).
-const ALL_NAMESPACES: &[&str] = &["user", "ipc", "pid", "net", "uts", "cgroup", "mount"];
+const ALL_NAMESPACES: &[Namespace] = &[
+    Namespace::User,
+    Namespace::Ipc,
+    Namespace::Pid,
+    Namespace::Net,
+    Namespace::Uts,
+    Namespace::Cgroup,
+    Namespace::Mount,
+];
 
 struct Argv(Vec<OsString>);
 
@@ -170,10 +179,10 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
     a.flag("--new-session");
     a.flag("--die-with-parent");
     a.flag("--unshare-all");
-    let mut namespaces: Vec<&'static str> = ALL_NAMESPACES.to_vec();
+    let mut namespaces = ALL_NAMESPACES.to_vec();
     if policy.network {
         a.flag("--share-net");
-        namespaces.retain(|n| *n != "net");
+        namespaces.retain(|n| *n != Namespace::Net);
     }
     a.two("--ro-bind", Path::new("/"), Path::new("/"));
     a.one("--dev", Path::new("/dev"));
@@ -249,7 +258,11 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
 
     let mut masked = Vec::new();
     // Deny-read paths resolution could not establish: not masked, so partial.
-    let mut skipped = policy.unmasked.clone();
+    let mut skipped: Vec<PartialItem> = policy
+        .unmasked
+        .iter()
+        .map(|n| PartialItem::new(Shortfall::DenyRead, n.clone()))
+        .collect();
     for e in &policy.deny_read {
         absolute(&e.path)?;
         match e.kind {
@@ -266,9 +279,10 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
             // entry; a mount on the link would land on the target anyway.
             PathKind::Symlink => {
                 if e.target.is_none() {
-                    skipped.push(format!(
-                        "deny-read {} is a dangling symlink; nothing to hide",
-                        e.path.display()
+                    skipped.push(PartialItem::at(
+                        Shortfall::DenyRead,
+                        &e.path,
+                        "a dangling symlink; nothing to hide",
                     ));
                 }
             }

@@ -4,7 +4,7 @@
 
 use super::helper::{HelperSpec, HelperStatus, SUBCOMMAND};
 use crate::host::backends::bwrap::{plan, BwrapOptions, BwrapPlan, Placeholder};
-use crate::host::enforcement::{Enforcement, EnforcementLevel};
+use crate::host::enforcement::{Enforcement, EnforcementLevel, LandlockStatus, NetworkEnforcer};
 use crate::host::process::supervise;
 use crate::host::request::{ExecOutcome, ExecRequest};
 use crate::host::seccomp::SeccompOptions;
@@ -209,17 +209,19 @@ fn enforcement(
     }
     // Landlock inside bwrap is defence in depth: the mounts already enforce
     // the policy, so a kernel without it changes the label, not the level.
-    let landlock_on = landlock.as_ref().is_some_and(|l| l.status != "not");
+    let landlock_on = landlock
+        .as_ref()
+        .is_some_and(|l| l.status != LandlockStatus::Not);
     if landlock_on {
         label.push_str("+landlock");
     }
-    let mut network_enforced_by: Vec<String> = if policy.network {
+    let mut network_enforced_by = if policy.network {
         Vec::new()
     } else {
-        vec!["netns".into(), "seccomp".into()]
+        vec![NetworkEnforcer::Netns, NetworkEnforcer::Seccomp]
     };
     if !policy.network && landlock_on && landlock.as_ref().is_some_and(|l| l.abi >= 4) {
-        network_enforced_by.push("landlock-net".into());
+        network_enforced_by.push(NetworkEnforcer::LandlockNet);
     }
     Enforcement {
         backend: BackendKind::Bwrap,
@@ -230,7 +232,7 @@ fn enforcement(
             EnforcementLevel::Partial
         },
         label,
-        namespaces: plan.namespaces.iter().map(|s| s.to_string()).collect(),
+        namespaces: plan.namespaces.clone(),
         network_allowed: policy.network,
         network_enforced_by,
         no_new_privs: nnp,
@@ -387,6 +389,7 @@ pub fn run(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

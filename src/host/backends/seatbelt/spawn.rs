@@ -15,6 +15,7 @@
 //! - Seatbelt's own failures (`sandbox-exec: …` first stderr line) become
 //!   typed errors instead of a command exit code.
 
+use crate::host::enforcement::{policy_items, NetworkEnforcer, PartialItem, Shortfall};
 use crate::host::process::supervise;
 use crate::host::seatbelt::{self, DarwinHost, SeatbeltProfile, SeatbeltSignal, SANDBOX_EXEC};
 use crate::host::{
@@ -102,12 +103,22 @@ fn enforcement(
     plan: &SeatbeltProfile,
     env_removed: Vec<String>,
 ) -> Enforcement {
-    let mut partial: Vec<String> = plan.notes.clone();
-    partial.extend(resolved.notes.iter().cloned());
-    partial.extend(resolved.unmasked.iter().cloned());
-    partial.push(
-        "no parent-death signal on macOS: if codewhale is killed, the command (and a descendant that called setsid itself) can outlive the run".into(),
+    let mut partial: Vec<PartialItem> = plan
+        .notes
+        .iter()
+        .map(|n| PartialItem::new(Shortfall::SeatbeltProfile, n.clone()))
+        .collect();
+    partial.extend(policy_items(&resolved.notes));
+    partial.extend(
+        resolved
+            .unmasked
+            .iter()
+            .map(|n| PartialItem::new(Shortfall::DenyRead, n.clone())),
     );
+    partial.push(PartialItem::new(
+        Shortfall::Supervision,
+        "no parent-death signal on macOS: if codewhale is killed, the command (and a descendant that called setsid itself) can outlive the run",
+    ));
     Enforcement {
         backend: BackendKind::Seatbelt,
         mode: resolved.mode,
@@ -118,7 +129,7 @@ fn enforcement(
         network_enforced_by: if resolved.network {
             Vec::new()
         } else {
-            vec!["seatbelt".into()]
+            vec![NetworkEnforcer::Seatbelt]
         },
         no_new_privs: false,
         capabilities_dropped: false,

@@ -100,6 +100,7 @@ pub fn utf8_command(argv: &[String]) -> Option<WinCommand> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
