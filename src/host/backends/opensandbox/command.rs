@@ -304,6 +304,12 @@ impl OpenSandboxSession {
                 .map(|n| PartialItem::new(Shortfall::Remote, n)),
         );
         partial.extend(policy_items(&resolved.notes));
+        partial.extend(
+            resolved
+                .unmasked
+                .iter()
+                .map(|n| PartialItem::new(Shortfall::DenyRead, n.clone())),
+        );
         if resolved.egress.is_some() {
             partial.push(PartialItem::new(
                 Shortfall::Network,
