@@ -131,6 +131,18 @@ fn run_selected(
     req: &ExecRequest,
     note: Option<String>,
 ) -> Result<ExecOutcome, HostError> {
+    let mut out = run_backend(sel, policy, settings, req, note)?;
+    out.enforcement.settle_level();
+    Ok(out)
+}
+
+fn run_backend(
+    sel: &Selection,
+    policy: &SandboxPolicy,
+    settings: &HostSettings,
+    req: &ExecRequest,
+    note: Option<String>,
+) -> Result<ExecOutcome, HostError> {
     match sel.backend {
         BackendKind::None => {
             let mut out = run_unsandboxed(policy, req, &sel.why)?;
@@ -271,14 +283,20 @@ pub(super) async fn run_opensandbox(
     let resolved = crate::policy::resolve(policy, &crate::policy::HostFacts::detect())?;
     let token = req.cancel.clone();
     let run = super::opensandbox::run(cfg, &resolved, req);
+    let settle = |r: Result<ExecOutcome, HostError>| {
+        r.map(|mut o| {
+            o.enforcement.settle_level();
+            o
+        })
+    };
     let Some(token) = token else {
-        return run.await;
+        return settle(run.await);
     };
     tokio::pin!(run);
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     loop {
         tokio::select! {
-            out = &mut run => return out,
+            out = &mut run => return settle(out),
             _ = tick.tick() => {
                 if token.is_cancelled() {
                     return Err(HostError::Cancelled);

@@ -376,6 +376,16 @@ impl Enforcement {
     pub fn is_sandboxed(&self) -> bool {
         !matches!(self.level, EnforcementLevel::Unsandboxed)
     }
+
+    /// The one rule between the items and the level: a report that lists
+    /// anything not enforced is never `full`. Applied by the dispatcher to
+    /// every outcome, whichever backend (or later step, such as the egress
+    /// report) added the item.
+    pub fn settle_level(&mut self) {
+        if self.level == EnforcementLevel::Full && !self.partial.is_empty() {
+            self.level = EnforcementLevel::Partial;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -152,3 +152,16 @@ fn opensandbox_needs_its_configuration_on_any_os() {
         );
     }
 }
+
+#[test]
+fn a_report_with_items_is_never_full() {
+    use crate::host::enforcement::{Enforcement, EnforcementLevel};
+    let mut e = Enforcement::unsandboxed(SandboxMode::WorkspaceWrite, "x");
+    e.level = EnforcementLevel::Full;
+    e.settle_level();
+    assert_eq!(e.level, EnforcementLevel::Partial);
+    e.partial.clear();
+    e.level = EnforcementLevel::Full;
+    e.settle_level();
+    assert_eq!(e.level, EnforcementLevel::Full);
+}
