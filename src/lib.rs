@@ -14,5 +14,6 @@ pub mod host;
 pub mod policy;
 pub mod provider;
 pub mod receipt;
+pub mod runtime;
 pub mod session;
 pub mod snapshot;
