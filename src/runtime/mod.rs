@@ -6,5 +6,17 @@ pub mod coalesce;
 pub mod event;
 pub mod log;
 pub mod model;
+mod owner;
 pub mod pending;
 pub mod projection;
+pub mod store;
+
+pub use event::{LogRecord, NewEvent, EVENT_NAMES};
+pub use model::{
+    ItemKind, ItemStatus, ThreadRecord, TurnItemRecord, TurnRecord, TurnStatus, TurnUsage,
+    RESTART_ERROR,
+};
+pub use pending::{Answer, RequestKind, SettleError, Settlement};
+pub use store::{
+    runtime_dir, NewThread, OpenReport, Runtime, RuntimeError, Subscription, ThreadPatch,
+};
