@@ -19,7 +19,7 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use codewhale::host::linux::landlock::{plan, prepare, LandlockOptions, Tier};
+    use codewhale::host::backends::landlock::{plan, prepare, LandlockOptions, Tier};
     use codewhale::policy::{resolve, HostFacts, ResolvedPolicy, SandboxMode, SandboxPolicy};
     use std::fs;
     use std::os::unix::process::CommandExt;

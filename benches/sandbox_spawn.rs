@@ -33,8 +33,8 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use codewhale::host::linux::bwrap::{plan, BwrapOptions};
-    use codewhale::host::linux::placeholders;
+    use codewhale::host::backends::bwrap::placeholders;
+    use codewhale::host::backends::bwrap::{plan, BwrapOptions};
     use codewhale::host::select::run_blocking;
     use codewhale::host::{BackendChoice, ExecRequest, ExitKind, HostSettings};
     use codewhale::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};

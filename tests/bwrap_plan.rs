@@ -2,7 +2,7 @@
 //! against real fixture trees, checked by property and by snapshot (paths
 //! under the fixture are redacted to `[TMP]`). Pure: runs on every OS.
 
-use codewhale::host::linux::bwrap::{plan, BwrapOptions, BwrapPlan, PlanError};
+use codewhale::host::backends::bwrap::{plan, BwrapOptions, BwrapPlan, PlanError};
 use codewhale::policy::resolve::{PathEntry, PathKind};
 use codewhale::policy::{resolve, HostFacts, ResolvedPolicy, SandboxMode, SandboxPolicy};
 use std::fs;

@@ -10,7 +10,7 @@
 //! child's `HOME` is a temp home.
 #![cfg(target_os = "linux")]
 
-use codewhale::host::linux::landlock::{
+use codewhale::host::backends::landlock::{
     kernel_abi, plan, prepare, HoleStrategy, LandlockOptions, LandlockPlan, PartialKind,
     PreparedRuleset, Tier,
 };

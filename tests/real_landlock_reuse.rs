@@ -1,6 +1,6 @@
 #![cfg(not(feature = "nix-build-sandbox"))]
 //! The landlock tier reuses a prepared ruleset across runs of the same
-//! policy (`host/linux/landlock_cache.rs`). These runs go through the
+//! policy (`host/backends/landlock/cache.rs`). These runs go through the
 //! library, as the agent's tool calls do (one process, many runs), and
 //! check that reuse never carries a stale ruleset into the next run: a
 //! `.env` one run creates is unreadable in the next, and a file one run

@@ -1,5 +1,5 @@
 #![cfg(not(feature = "nix-build-sandbox"))]
-//! The landlock tier's forked stage (`host/linux/forked_stage`), through
+//! The landlock tier's forked stage (`host/backends/landlock/stage/`), through
 //! the library as the agent uses it: concurrent runs in one process (the
 //! stage shares codewhale's memory, so this is where a mistake would
 //! show), cancellation taking down a `setsid` daemon, signal exits.

@@ -14,7 +14,7 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 fn run() -> i32 {
-    use codewhale::host::linux::helper;
+    use codewhale::host::backends::bwrap::helper;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     match args.as_slice() {
         [sub, flag, spec, dashes, command @ ..]

@@ -158,7 +158,7 @@ mod imp {
         let root = CString::new("/").map_err(|e| e.to_string())?;
         let dot = CString::new(".").map_err(|e| e.to_string())?;
         let tmpnode = CString::new("/tmp/codewhale-probe-node").map_err(|e| e.to_string())?;
-        let tiocsti = crate::host::linux::seccomp::TIOCSTI;
+        let tiocsti = crate::host::seccomp::TIOCSTI;
         // SAFETY (whole block): each call passes integers, null pointers
         // the kernel rejects with EFAULT, or pointers to live CStrings above.
         let r = unsafe {
@@ -258,7 +258,7 @@ mod imp {
                 "ioctl-tioclinux" => res(libc::syscall(
                     libc::SYS_ioctl,
                     0i32,
-                    crate::host::linux::seccomp::TIOCLINUX,
+                    crate::host::seccomp::TIOCLINUX,
                     0usize,
                 )),
                 "socket-inet" => socket(libc::AF_INET, libc::SOCK_STREAM),

@@ -6,8 +6,8 @@
 //! authorization rules file), then the flags given on the command line on top.
 
 use crate::config;
-use crate::host::linux::bwrap::{self, BwrapOptions};
-use crate::host::linux::seccomp::{self, SeccompOptions};
+use crate::host::backends::bwrap::{self, BwrapOptions};
+use crate::host::seccomp::{self, SeccompOptions};
 use crate::host::{BackendChoice, ExecOutcome, ExecRequest, HostError, HostSettings, StdinSpec};
 use crate::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
 use anyhow::Context;
@@ -81,7 +81,7 @@ pub struct ExplainArgs {
     pub json: bool,
 }
 
-/// `__sandbox-helper --spec JSON -- CMD…` (see `host::linux::helper`).
+/// `__sandbox-helper --spec JSON -- CMD…` (see `host::backends::bwrap::helper`).
 #[derive(Debug, Args)]
 pub struct HelperArgs {
     #[arg(long)]
@@ -237,7 +237,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| PathBuf::from("bwrap"));
     // The same helper executable a run would use.
     #[cfg(target_os = "linux")]
-    let exe = crate::host::linux::bwrap_spawn::default_helper_exe()
+    let exe = crate::host::backends::bwrap::spawn::default_helper_exe()
         .unwrap_or_else(|_| PathBuf::from("codewhale"));
     #[cfg(not(target_os = "linux"))]
     let exe = PathBuf::from("codewhale-sandbox-helper");
@@ -308,7 +308,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
 pub fn helper(args: HelperArgs) -> i32 {
     #[cfg(target_os = "linux")]
     {
-        crate::host::linux::helper::main(&args.spec, &args.command)
+        crate::host::backends::bwrap::helper::main(&args.spec, &args.command)
     }
     #[cfg(not(target_os = "linux"))]
     {

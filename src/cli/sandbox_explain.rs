@@ -11,9 +11,9 @@ use crate::policy::{ResolvedPolicy, SandboxPolicy};
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use crate::host::linux::landlock::{self, LandlockOptions, LandlockPlan, Tier};
-    use crate::host::linux::landlock_tier;
-    use crate::host::linux::seccomp;
+    use crate::host::backends::landlock::tier as landlock_tier;
+    use crate::host::backends::landlock::{self, LandlockOptions, LandlockPlan, Tier};
+    use crate::host::seccomp;
     use crate::policy::{ResolvedPolicy, SandboxPolicy};
 
     /// The stand-in for the per-run directory a run creates.
@@ -120,18 +120,18 @@ mod imp {
 /// assigned when a run starts; 3 and 4 are shown).
 pub fn helper_spec_json(
     resolved: &ResolvedPolicy,
-    seccomp: &crate::host::linux::seccomp::SeccompOptions,
+    seccomp: &crate::host::seccomp::SeccompOptions,
 ) -> String {
     #[cfg(target_os = "linux")]
     {
-        use crate::host::linux::helper::{HelperSpec, InsideBwrapLandlock};
+        use crate::host::backends::bwrap::helper::{HelperSpec, InsideBwrapLandlock};
         let spec = HelperSpec {
             status_fd: 3,
             lifeline_fd: Some(4),
             seccomp: *seccomp,
             landlock: Some(InsideBwrapLandlock::new(
                 resolved,
-                crate::host::linux::landlock_tier::max_abi_seam(),
+                crate::host::backends::landlock::tier::max_abi_seam(),
             )),
         };
         serde_json::to_string(&spec).unwrap_or_default()

@@ -4,7 +4,7 @@
 use super::checks::{self, UsernsFacts};
 use super::parse::{self, ContainerMarkers, ProcStatus};
 use super::report::{Row, Status};
-use crate::host::linux::landlock::rights::{FsAccess, NetAccess, ScopeSet, TARGET_ABI};
+use crate::host::backends::landlock::rights::{FsAccess, NetAccess, ScopeSet, TARGET_ABI};
 use crate::host::{HostError, HostSettings};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -40,8 +40,10 @@ pub fn container_kind() -> Option<String> {
 
 /// The bwrap row: which binary, its version, why that one.
 pub fn bwrap_row(settings: &HostSettings, workspace: &Path) -> Row {
-    let found =
-        crate::host::linux::bwrap_spawn::find_bwrap(settings.bwrap_path.as_deref(), &[workspace]);
+    let found = crate::host::backends::bwrap::spawn::find_bwrap(
+        settings.bwrap_path.as_deref(),
+        &[workspace],
+    );
     let path = match found {
         Ok(p) => p,
         Err(HostError::Unavailable { reason, remedy, .. }) => {
@@ -178,7 +180,7 @@ pub fn checks(settings: &HostSettings, workspace: &Path) -> Vec<Row> {
     vec![
         bwrap_row(settings, workspace),
         userns_row(),
-        landlock_row(crate::host::linux::landlock::kernel_abi()),
+        landlock_row(crate::host::backends::landlock::kernel_abi()),
         seccomp_row(&status),
         checks::container(container_kind().as_deref()),
     ]

@@ -5,20 +5,18 @@
 //! CLI, the agent loop, doctor) never spawn processes themselves.
 
 pub mod backend;
+pub mod backends;
 pub mod enforcement;
 pub mod error;
-pub mod linux;
-#[cfg(target_os = "macos")]
-pub mod macos;
-pub mod opensandbox;
 pub mod plain_spawn;
+pub mod process;
 pub mod request;
-pub mod seatbelt;
+pub mod seccomp;
 pub mod select;
 pub mod select_auto;
-#[cfg(target_os = "linux")]
-pub mod supervise;
-pub mod windows;
+
+// The backends' public faces, at their old short paths.
+pub use backends::{opensandbox, seatbelt, windows};
 
 pub use backend::{BackendChoice, BackendKind};
 pub use enforcement::{Enforcement, EnforcementLevel};
@@ -113,7 +111,9 @@ async fn run_local(
 ) -> Result<ExecOutcome, HostError> {
     if policy.mode.is_sandboxed() {
         return match settings.backend {
-            BackendChoice::Auto | BackendChoice::Seatbelt => macos::run(policy, req).await,
+            BackendChoice::Auto | BackendChoice::Seatbelt => {
+                seatbelt::spawn::run(policy, req).await
+            }
             BackendChoice::None if settings.allow_unsandboxed => {
                 plain_unsandboxed(policy, req, "--backend none requested").await
             }

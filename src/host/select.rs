@@ -81,9 +81,13 @@ pub(crate) fn run_bwrap(
         let mut writable: Vec<&std::path::Path> = vec![resolved.workspace.as_path()];
         writable.extend(resolved.writable_roots.iter().map(|r| r.path.as_path()));
         let bwrap =
-            super::linux::bwrap_spawn::find_bwrap(settings.bwrap_path.as_deref(), &writable)?;
-        match super::linux::bwrap_spawn::run(&resolved, &bwrap, settings.helper_exe.as_deref(), req)
-        {
+            super::backends::bwrap::spawn::find_bwrap(settings.bwrap_path.as_deref(), &writable)?;
+        match super::backends::bwrap::spawn::run(
+            &resolved,
+            &bwrap,
+            settings.helper_exe.as_deref(),
+            req,
+        ) {
             // A concurrent run's placeholder came or went: resolve again.
             Err(HostError::Stale(_)) if attempt < STALE_RETRIES => {
                 // Concurrent runs in the same root (parallel tool calls,
@@ -171,7 +175,7 @@ pub(crate) fn run_unsandboxed(
         .env_clear()
         .envs(&scrubbed.vars)
         .current_dir(req.cwd.as_ref().unwrap_or(&policy.workspace));
-    let sup = super::supervise::run(cmd, Vec::new(), req).map_err(|e| match e {
+    let sup = super::process::supervise::run(cmd, Vec::new(), req).map_err(|e| match e {
         HostError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
             HostError::NotExecutable {
                 path: resolved_program.clone(),

@@ -67,7 +67,7 @@ fn reason_of(e: &HostError) -> String {
 
 #[cfg(target_os = "linux")]
 pub fn landlock_available() -> Result<(), String> {
-    super::linux::landlock_tier::available()
+    super::backends::landlock::tier::available()
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -140,7 +140,7 @@ pub fn run_auto(
 
 #[cfg(target_os = "linux")]
 fn landlock_remedy() -> &'static str {
-    super::linux::landlock_tier::REMEDY
+    super::backends::landlock::tier::REMEDY
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -164,7 +164,7 @@ pub fn run_landlock(
         }
     }
     let resolved = resolve(policy, &HostFacts::detect())?;
-    super::linux::landlock_tier::run(&resolved, req, note)
+    super::backends::landlock::tier::run(&resolved, req, note)
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -29,9 +29,12 @@
 //!   more) and reported.
 
 pub mod apply;
+pub mod cache;
 pub mod complement;
 pub mod plan;
 pub mod rights;
+pub mod stage;
+pub mod tier;
 
 #[cfg(test)]
 mod plan_tests;

@@ -5,7 +5,7 @@
 //! directory as `TMPDIR`/`TMP`/`TEMP`) and builds it in the kernel, or
 //! reuses one it built for the same resolved policy while nothing it
 //! depends on changed (see `landlock_cache`). The forked stage (see
-//! `forked_stage`, no helper exec) then starts the command with a new
+//! `stage`, no helper exec) then starts the command with a new
 //! session, no_new_privs, every capability dropped, the ruleset and the
 //! seccomp filter (network off: every socket family but AF_UNIX, and
 //! `socket(AF_UNIX)` too, so host unix sockets such as docker.sock or an
@@ -21,13 +21,16 @@
 //! up). Signals and ptrace towards host processes are denied by Landlock's
 //! signal scope (ABI ≥ 6) and seccomp's ptrace rule.
 
-use super::forked_stage::{read_stage_status, Command as StageCommand, Stage, StageStatus};
-use super::landlock::{self, LandlockOptions, LandlockPlan, PartialKind, Tier};
-use super::landlock_cache;
-use super::seccomp::{denied_names, SeccompOptions};
+use crate::host::backends::landlock::cache as landlock_cache;
+use crate::host::backends::landlock::stage::{
+    read_stage_status, Command as StageCommand, Stage, StageStatus,
+};
+use crate::host::backends::landlock::{self, LandlockOptions, LandlockPlan, PartialKind, Tier};
 use crate::host::enforcement::{Enforcement, EnforcementLevel, LandlockReport, SeccompReport};
+use crate::host::process::supervise;
 use crate::host::request::{ExecOutcome, ExecRequest};
-use crate::host::{supervise, BackendKind, HostError};
+use crate::host::seccomp::{denied_names, SeccompOptions};
+use crate::host::{BackendKind, HostError};
 use crate::policy::ResolvedPolicy;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -299,7 +302,7 @@ pub fn enforcement(
         network_allowed: policy.network,
         network_enforced_by,
         // The stage checked no_new_privs and the empty capability sets
-        // before the command ran (see `forked_stage`).
+        // before the command ran (see `stage`).
         no_new_privs: true,
         capabilities_dropped: true,
         seccomp: Some(seccomp),

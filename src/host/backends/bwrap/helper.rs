@@ -19,11 +19,11 @@
 //! executable (shell semantics); 125 when a protection could not be applied
 //! (the command never runs unprotected).
 
-use super::caps;
-use super::landlock::{self, LandlockOptions, Tier};
-use super::seccomp::{denied_names, SeccompOptions};
-use super::seccomp_apply;
+use crate::host::backends::landlock::{self, LandlockOptions, Tier};
 use crate::host::enforcement::{LandlockReport, SeccompReport};
+use crate::host::process::caps;
+use crate::host::seccomp::apply as seccomp_apply;
+use crate::host::seccomp::{denied_names, SeccompOptions};
 use crate::policy::ResolvedPolicy;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
@@ -195,10 +195,11 @@ fn watch(lifeline: RawFd, program: &OsString, args: &[OsString]) -> i32 {
 
 /// Wait for the command `pid` or the lifeline, whichever comes first.
 fn watch_pid(lifeline: RawFd, pid: libc::pid_t) -> i32 {
-    let pidfd = super::reaper::pidfd(pid);
+    let pidfd = crate::host::process::reaper::pidfd(pid);
     // With no pidfd (old kernel) poll the lifeline with a timeout and
     // check the child in between.
-    while let Some(lifeline_fired) = super::reaper::wait_child_or_lifeline(lifeline, pidfd, -1, 100)
+    while let Some(lifeline_fired) =
+        crate::host::process::reaper::wait_child_or_lifeline(lifeline, pidfd, -1, 100)
     {
         if let Some(code) = reap(pid) {
             return code;

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 /// directory only we can write (checked, since the temp dir is shared).
 pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
     let uid = nix::unistd::getuid().as_raw();
-    let base = super::bwrap::placeholder_base();
+    let base = crate::host::backends::bwrap::placeholder_base();
     let io = |what: &str, e| HostError::io(format!("{what} {}", base.display()), e);
     match std::fs::create_dir(&base) {
         Ok(()) => {}
@@ -154,7 +154,7 @@ impl Guard {
     /// Lock `roots` (shared): from now on no other run removes
     /// placeholders there, so what resolution saw stays true.
     pub fn enter(roots: &[PathBuf]) -> Result<Guard, HostError> {
-        let base = super::bwrap::placeholder_base();
+        let base = crate::host::backends::bwrap::placeholder_base();
         let mut sorted: Vec<&PathBuf> = roots.iter().collect();
         sorted.sort();
         sorted.dedup();

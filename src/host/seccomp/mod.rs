@@ -2,11 +2,14 @@
 //!
 //! This module is pure (it compiles and is tested on every OS) so `sandbox
 //! explain` can print the table anywhere; the Linux-only compile-and-install
-//! step lives in `seccomp_apply.rs`.
+//! step lives in [`apply`].
 //!
 //! Every denial returns an errno rather than killing the process, so tools
 //! fail the way they would on a kernel without the feature (and print a
 //! useful message) instead of dying with SIGSYS.
+
+#[cfg(target_os = "linux")]
+pub mod apply;
 
 use serde::Serialize;
 

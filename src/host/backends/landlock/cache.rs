@@ -23,7 +23,7 @@
 //! returned afterwards. The kernel ruleset is duplicated per run
 //! (`PreparedRuleset::try_clone`: one `dup`).
 
-use super::landlock::{self, LandlockOptions, LandlockPlan, PreparedRuleset};
+use crate::host::backends::landlock::{self, LandlockOptions, LandlockPlan, PreparedRuleset};
 use crate::host::HostError;
 use crate::policy::ResolvedPolicy;
 use std::os::unix::fs::MetadataExt;
@@ -250,7 +250,7 @@ pub fn give_back(entry: Entry) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::linux::landlock::Tier;
+    use crate::host::backends::landlock::Tier;
     use crate::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
 
     fn setup() -> (tempfile::TempDir, ResolvedPolicy, LandlockOptions) {

@@ -2,7 +2,7 @@
 //! before `execve`.
 //!
 //! Both are `clone(CLONE_VM | CLONE_VFORK)` children (see the module docs
-//! of `forked_stage`): they share codewhale's memory, run on their own
+//! of `stage`): they share codewhale's memory, run on their own
 //! guarded stacks, and borrow the TLS of the thread that cloned them, which
 //! is suspended meanwhile. So they make system calls only (glibc's thin
 //! wrappers, whose one side effect is the borrowed `errno`), read the
@@ -140,7 +140,7 @@ fn reset_signal_dispositions() {
 /// Watch the command, the lifeline and re-parented orphans; then kill the
 /// whole tree. Returns the command's wait status.
 fn supervise(life: RawFd, command: libc::pid_t) -> i32 {
-    use super::super::reaper;
+    use crate::host::process::reaper;
     let pidfd = reaper::pidfd(command);
     let mut command_status: Option<i32> = None;
     loop {
@@ -162,7 +162,7 @@ fn supervise(life: RawFd, command: libc::pid_t) -> i32 {
             break;
         }
     }
-    super::super::reaper::kill_descendants(|pid, st| {
+    crate::host::process::reaper::kill_descendants(|pid, st| {
         if pid == command {
             command_status = Some(st);
         }

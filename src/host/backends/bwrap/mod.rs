@@ -22,6 +22,13 @@
 //! mount cannot pin a symlink's own directory entry, so the link could be
 //! replaced by a regular file inside the writable root.
 
+#[cfg(target_os = "linux")]
+pub mod helper;
+#[cfg(target_os = "linux")]
+pub mod placeholders;
+#[cfg(target_os = "linux")]
+pub mod spawn;
+
 use crate::policy::resolve::{PathEntry, PathKind, ResolvedPolicy};
 use serde::Serialize;
 use std::ffi::OsString;

@@ -265,7 +265,7 @@ impl PreparedRuleset {
 
     /// The kernel ruleset's fd, for applying it with the raw
     /// `landlock_restrict_self(fd, 0)` system call where the crate cannot
-    /// run (a `clone(CLONE_VM)` child, see `forked_stage`). `None` when the
+    /// run (a `clone(CLONE_VM)` child, see `stage`). `None` when the
     /// kernel enforces nothing (there is no ruleset then). The caller must
     /// set no_new_privs first; [`report`](Self::report) holds on success,
     /// as with [`restrict_self`](Self::restrict_self).

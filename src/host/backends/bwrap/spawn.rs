@@ -2,12 +2,13 @@
 //! placeholder sources and the status pipe, run the plan under
 //! supervision, read the helper's report, and clean up placeholders.
 
-use super::bwrap::{plan, BwrapOptions, BwrapPlan, Placeholder};
 use super::helper::{HelperSpec, HelperStatus, SUBCOMMAND};
-use super::seccomp::SeccompOptions;
+use crate::host::backends::bwrap::{plan, BwrapOptions, BwrapPlan, Placeholder};
 use crate::host::enforcement::{Enforcement, EnforcementLevel};
+use crate::host::process::supervise;
 use crate::host::request::{ExecOutcome, ExecRequest};
-use crate::host::{supervise, BackendKind, HostError};
+use crate::host::seccomp::SeccompOptions;
+use crate::host::{BackendKind, HostError};
 use crate::policy::ResolvedPolicy;
 use std::ffi::OsString;
 use std::io::Read;
@@ -313,7 +314,7 @@ pub fn run(
         seccomp: SeccompOptions::for_bwrap(policy.network),
         landlock: Some(super::helper::InsideBwrapLandlock::new(
             policy,
-            super::landlock_tier::max_abi_seam(),
+            crate::host::backends::landlock::tier::max_abi_seam(),
         )),
     };
     let cwd = req.cwd.clone().unwrap_or_else(|| policy.workspace.clone());

@@ -20,8 +20,8 @@
 //!   the group is killed too (a leftover background job does not survive),
 //!   before the child is reaped so its pid cannot have been reused.
 
-use super::request::{CapturedOutput, ExecRequest, ExitKind, StdinSpec};
-use super::HostError;
+use crate::host::request::{CapturedOutput, ExecRequest, ExitKind, StdinSpec};
+use crate::host::HostError;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -345,7 +345,7 @@ pub fn spawn(
 /// Spawn `cmd` (already carrying program, args, env and cwd) and supervise
 /// it according to `req`. `keep_fds` are passed to the child; the caller's
 /// copies are dropped right after the spawn.
-/// How often a cancellable run checks its [`super::request::CancelToken`].
+/// How often a cancellable run checks its [`crate::host::request::CancelToken`].
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 pub fn run(

@@ -21,7 +21,7 @@
 
 use super::child::harden_thread;
 use super::status::Step;
-use crate::host::linux::seccomp::SeccompOptions;
+use crate::host::seccomp::SeccompOptions;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};

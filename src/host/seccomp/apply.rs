@@ -1,10 +1,10 @@
-//! Compile the seccomp table ([`super::seccomp`]) to BPF and install it.
+//! Compile the seccomp table ([`super`]) to BPF and install it.
 //!
 //! One filter per errno (seccompiler gives a filter a single match action);
 //! the kernel runs every installed filter and the errno of the matching one
 //! wins over the others' `Allow`.
 
-use super::seccomp::{rules, ArgCondition, Errno, Rule, SeccompOptions};
+use super::{rules, ArgCondition, Errno, Rule, SeccompOptions};
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,

@@ -45,10 +45,10 @@ mod status;
 
 pub use status::{decode_status, read_stage_status, StageStatus, Step};
 
-use super::landlock::PreparedRuleset;
-use super::seccomp::SeccompOptions;
-use super::seccomp_apply;
-use crate::host::supervise::ChildEnds;
+use crate::host::backends::landlock::PreparedRuleset;
+use crate::host::process::supervise::ChildEnds;
+use crate::host::seccomp::apply as seccomp_apply;
+use crate::host::seccomp::SeccompOptions;
 use crate::host::HostError;
 use seccompiler::BpfProgram;
 use stack::Stack;
@@ -75,7 +75,7 @@ fn compiled(opts: &SeccompOptions) -> Result<Arc<Vec<BpfProgram>>, seccomp_apply
             return Ok(Arc::clone(p));
         }
     }
-    let progs = Arc::new(seccomp_apply::compile(&super::seccomp::rules(opts))?);
+    let progs = Arc::new(seccomp_apply::compile(&crate::host::seccomp::rules(opts))?);
     if let Ok(mut c) = cache.lock() {
         c.push((*opts, Arc::clone(&progs)));
     }
@@ -149,7 +149,7 @@ pub enum StageError {
     #[error(transparent)]
     Seccomp(#[from] seccomp_apply::SeccompError),
     #[error(transparent)]
-    Landlock(#[from] super::landlock::LandlockError),
+    Landlock(#[from] crate::host::backends::landlock::LandlockError),
     #[error("the command's {0} contains a NUL byte")]
     Nul(&'static str),
     #[error("mapping the stage's stacks: {0}")]

@@ -2,7 +2,7 @@
 //!
 //! [`profile`] turns a [`ResolvedPolicy`] into a [`SeatbeltProfile`]: the
 //! SBPL text handed to `/usr/bin/sandbox-exec -p` plus the `-D NAME=VALUE`
-//! parameters it references. Only the spawn step (`host::macos`) needs a Mac.
+//! parameters it references. Only the spawn step (`host::seatbelt::spawn`) needs a Mac.
 //!
 //! Invariants (checked by `tests/seatbelt_*.rs`):
 //! - The profile starts with `(deny default)`; there is no unconditional
@@ -24,6 +24,8 @@ mod denial;
 mod explain;
 mod plan;
 pub mod sexp;
+#[cfg(target_os = "macos")]
+pub mod spawn;
 
 pub use denial::{classify, DenyRecord, SeatbeltSignal};
 pub use explain::{explain, explain_policy, explain_with, SeatbeltExplain};
@@ -38,13 +40,13 @@ use std::path::PathBuf;
 pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
 
 /// Deny-default base: process, signals, sysctls, mach services.
-pub const BASE_SBPL: &str = include_str!("../../../sandbox-profiles/base.sbpl");
+pub const BASE_SBPL: &str = include_str!("../../../../sandbox-profiles/base.sbpl");
 /// `/dev/null`, `/dev/tty` and ptys.
-pub const DEVICES_SBPL: &str = include_str!("../../../sandbox-profiles/devices.sbpl");
+pub const DEVICES_SBPL: &str = include_str!("../../../../sandbox-profiles/devices.sbpl");
 /// Open reads (deny-read rules at the end take paths back out).
-pub const READ_ALL_SBPL: &str = include_str!("../../../sandbox-profiles/read-all.sbpl");
+pub const READ_ALL_SBPL: &str = include_str!("../../../../sandbox-profiles/read-all.sbpl");
 /// Network access, included only when the policy allows network.
-pub const NETWORK_SBPL: &str = include_str!("../../../sandbox-profiles/network.sbpl");
+pub const NETWORK_SBPL: &str = include_str!("../../../../sandbox-profiles/network.sbpl");
 
 /// One `-D NAME=VALUE` parameter.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
