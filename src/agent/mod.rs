@@ -19,6 +19,9 @@ pub mod tools;
 
 pub use authorizer::{AuthDecision, Authorizer, DecidedBy, Decision};
 pub use authz_adapter::{exec_posture, PipelineAuthorizer};
-pub use output::{Emitter, OutputFormat};
-pub use run::{run_exec, run_exec_with_snapshots, ExecOptions, ExecReport};
+pub use output::{Emitter, EventTap, OutputFormat};
+pub use run::{
+    run_exec, run_exec_with_approver, run_exec_with_snapshots, Approver, ExecOptions, ExecReport,
+    Headless,
+};
 pub use snapshots::RunSnapshots;

@@ -1,6 +1,8 @@
 //! The turn loop of `codewhale exec`.
 
-use super::authorizer::{resolve_headless, Authorizer, DecidedBy, ToolCallRequest, TurnContext};
+use super::authorizer::{
+    resolve_headless, Authorizer, DecidedBy, Resolution, ToolCallRequest, TurnContext,
+};
 use super::output::Emitter;
 use super::snapshots::{changes_files, RunSnapshots};
 use super::tools::{self, ToolContext, ToolOutput, ToolStatus, ALL_TOOLS};
@@ -67,11 +69,38 @@ fn approval_label(auto: bool) -> &'static str {
     }
 }
 
+/// Who answers a gate's question (`Ask`). `exec` has nobody
+/// ([`Headless`]); the runtime asks its clients and waits.
+pub trait Approver: Send + Sync {
+    fn resolve<'a>(
+        &'a self,
+        call: &'a ToolCallRequest,
+        decision: &'a super::AuthDecision,
+        ctx: &'a TurnContext,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Resolution> + Send + 'a>>;
+}
+
+/// Nobody can answer: [`resolve_headless`].
+pub struct Headless;
+
+impl Approver for Headless {
+    fn resolve<'a>(
+        &'a self,
+        _call: &'a ToolCallRequest,
+        decision: &'a super::AuthDecision,
+        ctx: &'a TurnContext,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Resolution> + Send + 'a>> {
+        let r = resolve_headless(decision, ctx);
+        Box::pin(async move { r })
+    }
+}
+
 struct Loop<'a> {
     opts: &'a ExecOptions,
     ctx: &'a ToolContext,
     provider: &'a Provider,
     authz: &'a dyn Authorizer,
+    approver: &'a dyn Approver,
     out: &'a mut Emitter,
     log: &'a mut SessionLog,
     snaps: &'a mut RunSnapshots,
@@ -125,6 +154,26 @@ pub async fn run_exec_with_snapshots(
     snaps: &mut RunSnapshots,
     interrupt: watch::Receiver<bool>,
 ) -> ExecReport {
+    run_exec_with_approver(
+        opts, ctx, provider, authz, &Headless, out, log, snaps, interrupt,
+    )
+    .await
+}
+
+/// [`run_exec_with_snapshots`] with questions answered by `approver`
+/// instead of the headless rules (the runtime's clients answer them).
+#[allow(clippy::too_many_arguments)]
+pub async fn run_exec_with_approver(
+    opts: &ExecOptions,
+    ctx: &ToolContext,
+    provider: &Provider,
+    authz: &dyn Authorizer,
+    approver: &dyn Approver,
+    out: &mut Emitter,
+    log: &mut SessionLog,
+    snaps: &mut RunSnapshots,
+    interrupt: watch::Receiver<bool>,
+) -> ExecReport {
     let offered = offered_tools(
         opts.auto,
         opts.allowed_tools.as_deref(),
@@ -135,6 +184,7 @@ pub async fn run_exec_with_snapshots(
         ctx,
         provider,
         authz,
+        approver,
         out,
         log,
         snaps,
@@ -321,18 +371,14 @@ impl Loop<'_> {
             .then(|| tools::shell::command_text(&args))
             .flatten();
         let tctx = self.turn_ctx();
+        let request = ToolCallRequest {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            args: args.clone(),
+            command,
+        };
         let decision = if self.offered.contains(&call.name.as_str()) {
-            self.authz
-                .authorize(
-                    &ToolCallRequest {
-                        call_id: call.id.clone(),
-                        tool: call.name.clone(),
-                        args: args.clone(),
-                        command,
-                    },
-                    &tctx,
-                )
-                .await
+            self.authz.authorize(&request, &tctx).await
         } else {
             super::AuthDecision::new(
                 super::Decision::Deny,
@@ -341,7 +387,13 @@ impl Loop<'_> {
                 &format!("tool `{}` is not available in this run", call.name),
             )
         };
-        let mut r = resolve_headless(&decision, &tctx);
+        let mut r = {
+            let mut intr = self.interrupt.clone();
+            tokio::select! {
+                r = self.approver.resolve(&request, &decision, &tctx) => r,
+                _ = intr.wait_for(|v| *v) => return Err(Stop::Interrupted),
+            }
+        };
         // Gate 9 must apply the mode the verdict names; the tools were built
         // for the run's mode, so a different one fails closed.
         if let Some(m) = decision

@@ -20,3 +20,6 @@ pub use pending::{Answer, RequestKind, SettleError, Settlement};
 pub use store::{
     runtime_dir, NewThread, OpenReport, Runtime, RuntimeError, Subscription, ThreadPatch,
 };
+pub mod approver;
+pub mod exec_client;
+pub mod tap;
