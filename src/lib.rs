@@ -15,5 +15,6 @@ pub mod policy;
 pub mod provider;
 pub mod receipt;
 pub mod runtime;
+pub mod server;
 pub mod session;
 pub mod snapshot;

@@ -21,7 +21,7 @@ pub use authorizer::{AuthDecision, Authorizer, DecidedBy, Decision};
 pub use authz_adapter::{exec_posture, PipelineAuthorizer};
 pub use output::{Emitter, EventTap, OutputFormat};
 pub use run::{
-    run_exec, run_exec_with_approver, run_exec_with_snapshots, Approver, ExecOptions, ExecReport,
-    Headless,
+    run_exec, run_exec_hooked, run_exec_with_snapshots, Approver, ExecOptions, ExecReport,
+    Headless, RunHooks,
 };
 pub use snapshots::RunSnapshots;

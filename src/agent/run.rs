@@ -101,6 +101,7 @@ struct Loop<'a> {
     provider: &'a Provider,
     authz: &'a dyn Authorizer,
     approver: &'a dyn Approver,
+    history: Vec<Message>,
     out: &'a mut Emitter,
     log: &'a mut SessionLog,
     snaps: &'a mut RunSnapshots,
@@ -154,21 +155,34 @@ pub async fn run_exec_with_snapshots(
     snaps: &mut RunSnapshots,
     interrupt: watch::Receiver<bool>,
 ) -> ExecReport {
-    run_exec_with_approver(
-        opts, ctx, provider, authz, &Headless, out, log, snaps, interrupt,
+    let hooks = RunHooks {
+        approver: &Headless,
+        history: Vec::new(),
+    };
+    run_exec_hooked(
+        opts, ctx, provider, authz, hooks, out, log, snaps, interrupt,
     )
     .await
 }
 
-/// [`run_exec_with_snapshots`] with questions answered by `approver`
-/// instead of the headless rules (the runtime's clients answer them).
+/// What a runtime-driven run adds to an `exec` run.
+pub struct RunHooks<'a> {
+    /// Who answers the gates' questions (exec: [`Headless`]).
+    pub approver: &'a dyn Approver,
+    /// Earlier messages of the conversation, sent before the prompt.
+    pub history: Vec<Message>,
+}
+
+/// [`run_exec_with_snapshots`] with `hooks`: questions answered by its
+/// approver instead of the headless rules (the runtime's clients answer
+/// them), and the thread's earlier messages in front of the prompt.
 #[allow(clippy::too_many_arguments)]
-pub async fn run_exec_with_approver(
+pub async fn run_exec_hooked(
     opts: &ExecOptions,
     ctx: &ToolContext,
     provider: &Provider,
     authz: &dyn Authorizer,
-    approver: &dyn Approver,
+    hooks: RunHooks<'_>,
     out: &mut Emitter,
     log: &mut SessionLog,
     snaps: &mut RunSnapshots,
@@ -184,7 +198,8 @@ pub async fn run_exec_with_approver(
         ctx,
         provider,
         authz,
-        approver,
+        approver: hooks.approver,
+        history: hooks.history,
         out,
         log,
         snaps,
@@ -254,9 +269,10 @@ impl Loop<'_> {
             },
         )?;
         let specs: Vec<_> = self.offered.iter().filter_map(|t| tools::spec(t)).collect();
-        let mut messages = vec![Message::User {
+        let mut messages = std::mem::take(&mut self.history);
+        messages.push(Message::User {
             text: self.opts.prompt.clone(),
-        }];
+        });
         for turn in 1..=self.opts.max_turns {
             self.turns = turn;
             self.log.append(turn, Event::TurnStarted)?;

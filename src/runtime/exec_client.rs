@@ -50,7 +50,7 @@ impl ExecThread {
             ..Default::default()
         })?;
         rt.claim(&t.id)?;
-        let turn = rt.start_turn(&t.id, Some(&spec.provider), Some(&spec.model))?;
+        let turn = rt.start_turn(&t.id, Some(&spec.provider), Some(&spec.model), Some(&t.id))?;
         let item = rt.start_item(&turn, ItemKind::UserMessage, json!({"text": spec.prompt}))?;
         rt.finish_item(&turn, &item.id, ItemStatus::Completed, json!({}))?;
         let tap = TapHandle::new(rt.clone(), turn.clone());

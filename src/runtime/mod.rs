@@ -21,5 +21,6 @@ pub use store::{
     runtime_dir, NewThread, OpenReport, Runtime, RuntimeError, Subscription, ThreadPatch,
 };
 pub mod approver;
+pub mod driver;
 pub mod exec_client;
 pub mod tap;

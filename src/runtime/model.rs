@@ -85,6 +85,14 @@ pub struct TurnRecord {
     pub usage: TurnUsage,
     /// Why the turn did not complete (a summary, never a provider body).
     pub error: Option<String>,
+    /// The session file (`<home>/sessions/<id>.jsonl`) the loop wrote for
+    /// this turn: what `codewhale receipts` and the receipt route read.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// What the turn cost, when the provider's price is known (`None` is
+    /// unknown, never 0).
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
 }
 
 /// What an item is.

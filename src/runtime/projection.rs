@@ -262,6 +262,8 @@ mod tests {
             duration_ms: None,
             usage: TurnUsage::default(),
             error: None,
+            session_id: None,
+            cost_usd: None,
         }
     }
 

@@ -395,6 +395,7 @@ impl Runtime {
         thread: &str,
         provider: Option<&str>,
         model: Option<&str>,
+        session_id: Option<&str>,
     ) -> Result<TurnRecord, RuntimeError> {
         self.thread(thread)?;
         let busy = self.read(|s| {
@@ -420,6 +421,8 @@ impl Runtime {
             duration_ms: None,
             usage: TurnUsage::default(),
             error: None,
+            session_id: session_id.map(str::to_string),
+            cost_usd: None,
         };
         self.append(vec![NewEvent::turn(
             "turn.started",
@@ -439,12 +442,18 @@ impl Runtime {
     }
 
     /// Record usage so far on an open turn (`turn.lifecycle`).
-    pub fn turn_usage(&self, id: &str, usage: TurnUsage) -> Result<(), RuntimeError> {
+    pub fn turn_usage(
+        &self,
+        id: &str,
+        usage: TurnUsage,
+        cost_usd: Option<f64>,
+    ) -> Result<(), RuntimeError> {
         let mut t = self.turn(id)?;
         if !t.status.is_open() {
             return Ok(());
         }
         t.usage = usage;
+        t.cost_usd = cost_usd;
         self.append(vec![NewEvent::turn(
             "turn.lifecycle",
             &t.thread_id.clone(),

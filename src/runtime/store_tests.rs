@@ -23,9 +23,9 @@ fn records_survive_a_restart_and_open_turns_are_interrupted() {
         let (rt, report) = Runtime::open_dir(dir.path()).unwrap();
         assert_eq!(report, OpenReport::default());
         let t = thread(&rt);
-        let turn = rt.start_turn(&t.id, Some("p"), Some("m")).unwrap();
+        let turn = rt.start_turn(&t.id, Some("p"), Some("m"), None).unwrap();
         assert!(matches!(
-            rt.start_turn(&t.id, None, None),
+            rt.start_turn(&t.id, None, None, None),
             Err(RuntimeError::Busy(_))
         ));
         let item = rt
@@ -55,7 +55,7 @@ fn a_claimed_threads_open_turn_is_not_interrupted_by_another_start() {
     let (rt, _) = Runtime::open_dir(dir.path()).unwrap();
     let t = thread(&rt);
     rt.claim(&t.id).unwrap();
-    let turn = rt.start_turn(&t.id, None, None).unwrap();
+    let turn = rt.start_turn(&t.id, None, None, None).unwrap();
     // Another opener (a second process would be the same: the lock is an
     // flock on its own open file description).
     let (other, report) = Runtime::open_dir(dir.path()).unwrap();
@@ -118,8 +118,8 @@ async fn subscribers_replay_then_follow_and_agree() {
     let (rt, _) = Runtime::open_dir(dir.path()).unwrap();
     let t = thread(&rt);
     let other = thread(&rt);
-    let turn = rt.start_turn(&t.id, None, None).unwrap();
-    rt.start_turn(&other.id, None, None).unwrap();
+    let turn = rt.start_turn(&t.id, None, None, None).unwrap();
+    rt.start_turn(&other.id, None, None, None).unwrap();
     let mut subs: Vec<Subscription> = (0..8).map(|_| rt.subscribe(&t.id, 0, None)).collect();
     let rt2 = rt.clone();
     let tid = turn.id.clone();
@@ -179,7 +179,7 @@ async fn an_answer_is_durable_before_the_engine_sees_it_and_settles_once() {
     let dir = tempfile::tempdir().unwrap();
     let (rt, _) = Runtime::open_dir(dir.path()).unwrap();
     let t = thread(&rt);
-    let turn = rt.start_turn(&t.id, None, None).unwrap();
+    let turn = rt.start_turn(&t.id, None, None, None).unwrap();
     let mut sub = rt.subscribe(&t.id, 0, None);
     let rt2 = rt.clone();
     let turn2 = turn.clone();
@@ -239,7 +239,7 @@ async fn a_timeout_denies_as_no_response_and_a_late_answer_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (rt, _) = Runtime::open_dir(dir.path()).unwrap();
     let t = thread(&rt);
-    let turn = rt.start_turn(&t.id, None, None).unwrap();
+    let turn = rt.start_turn(&t.id, None, None, None).unwrap();
     let (id, how) = rt
         .request(
             RequestKind::Approval,
@@ -267,7 +267,7 @@ async fn finishing_the_turn_cancels_its_requests_once() {
     let dir = tempfile::tempdir().unwrap();
     let (rt, _) = Runtime::open_dir(dir.path()).unwrap();
     let t = thread(&rt);
-    let turn = rt.start_turn(&t.id, None, None).unwrap();
+    let turn = rt.start_turn(&t.id, None, None, None).unwrap();
     let rt2 = rt.clone();
     let turn2 = turn.clone();
     let engine = tokio::spawn(async move {

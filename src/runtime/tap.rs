@@ -28,6 +28,8 @@ struct TapState {
     /// Approval facts waiting for the call's result.
     approvals: HashMap<String, Value>,
     usage: TurnUsage,
+    /// Sum of the model requests' costs; unknown once any one is.
+    cost: Option<f64>,
     error: Option<String>,
     failure: Option<RuntimeError>,
 }
@@ -64,6 +66,7 @@ impl TapHandle {
             calls: HashMap::new(),
             approvals: HashMap::new(),
             usage: TurnUsage::default(),
+            cost: Some(0.0),
             error: None,
             failure: None,
         })))
@@ -245,7 +248,11 @@ impl TapState {
                 let n = |k: &str| f.get(k).and_then(Value::as_u64).unwrap_or(0);
                 self.usage.input_tokens += n("input_tokens");
                 self.usage.output_tokens += n("output_tokens");
-                let r = self.rt.turn_usage(&self.turn.id, self.usage);
+                self.cost = match (self.cost, f.get("cost_usd").and_then(Value::as_f64)) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    _ => None,
+                };
+                let r = self.rt.turn_usage(&self.turn.id, self.usage, self.cost);
                 self.keep(r);
             }
             "error" => self.error = Some(s("message")),
