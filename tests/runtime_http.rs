@@ -625,3 +625,35 @@ fn insecure_no_auth_is_refused_off_loopback() {
     let o = f.run(&["serve", "--http", "--host", "10.1.2.3", "--insecure"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// The contract as a client nobody here wrote sees it: a Python
+/// standard-library script (tests/clients/runtime_client.py) written
+/// against docs/RUNTIME_API.md.
+#[test]
+fn python_stdlib_client_agrees() {
+    let model = ScriptedModel::start(
+        Wire::Anthropic,
+        vec![
+            call("p1", "write_file", json!({"path": "../py.txt", "content": "x"})),
+            reply("Denied, as asked."),
+        ],
+    );
+    let f = fixture(&model);
+    let s = start(&f, &["-C", f.ws.to_str().unwrap()]);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/runtime_client.py");
+    let o = std::process::Command::new("python3")
+        .arg(script)
+        .arg(&s.base)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
+        .env("NO_PROXY", "*")
+        .output()
+        .expect("python3 (installed by ci/setup)");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["last_status"], "completed");
+    assert!(!f.root.join("py.txt").exists());
+}
