@@ -634,13 +634,20 @@ fn python_stdlib_client_agrees() {
     let model = ScriptedModel::start(
         Wire::Anthropic,
         vec![
-            call("p1", "write_file", json!({"path": "../py.txt", "content": "x"})),
+            call(
+                "p1",
+                "write_file",
+                json!({"path": "../py.txt", "content": "x"}),
+            ),
             reply("Denied, as asked."),
         ],
     );
     let f = fixture(&model);
     let s = start(&f, &["-C", f.ws.to_str().unwrap()]);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/runtime_client.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/runtime_client.py"
+    );
     let o = std::process::Command::new("python3")
         .arg(script)
         .arg(&s.base)
@@ -651,7 +658,11 @@ fn python_stdlib_client_agrees() {
         .output()
         .expect("python3 (installed by ci/setup)");
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["ok"], true);
     assert_eq!(v["last_status"], "completed");

@@ -12,12 +12,13 @@ pub mod cors;
 pub mod error;
 pub mod git;
 pub mod http;
+pub mod stdio;
 pub mod usage;
 
 use crate::config::ConfigPaths;
 use crate::runtime::driver::Driver;
 use crate::runtime::Runtime;
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Args;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -159,14 +160,22 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
     }
     let driver = Driver::new(rt, &home, Duration::from_secs(args.approval_timeout));
     let default_model = default_model(&workspace, &home);
-    if args.stdio {
-        bail!("--stdio is not served yet");
-    }
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.workers as usize)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    if args.stdio {
+        let s = stdio::Stdio {
+            driver,
+            workspace,
+            default_model,
+        };
+        let code = tokio_rt.block_on(stdio::serve(s));
+        // Do not wait for a blocked stdin read or running turns.
+        tokio_rt.shutdown_background();
+        return Ok(code);
+    }
     tokio_rt.block_on(serve_http(
         args,
         driver,
