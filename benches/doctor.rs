@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The whole `codewhale doctor --json` run, as a user would start it
 //! (subprocess, fresh process each time so the per-process probe cache is
 //! cold), against a baseline measured in the same process: `codewhale

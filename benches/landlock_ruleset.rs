@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Cost of the Landlock layer, measured against baselines in the same process:
 //! - planning + preparing the complement ruleset for a home with 200 entries
 //!   and a workspace with 1,000 entries, vs. a trivial ruleset (the

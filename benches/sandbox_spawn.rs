@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! `codewhale sandbox run -- true` vs the same bwrap argv run directly vs
 //! bare `true`, measured in one process, interleaved, medians + ratios.
 //!
@@ -11,7 +12,7 @@
 //! plans but applies nothing), so the cost of Landlock in the bwrap hot
 //! path is the difference; and the landlock tier, both as
 //! `codewhale sandbox run --backend landlock -- true` and through the
-//! library (`host::select::run_blocking`, no CLI start-up), against bare
+//! library (`host::run_blocking`, no CLI start-up), against bare
 //! `true` spawned from this process (target ≤ 2×), and against the same
 //! `true` run unsandboxed through the same host. The landlock runs are
 //! timed first, in a loop of their own, interleaved with their own bare
@@ -35,7 +36,7 @@ fn main() {
 mod imp {
     use codewhale::host::backends::bwrap::placeholders;
     use codewhale::host::backends::bwrap::{plan, BwrapOptions};
-    use codewhale::host::select::run_blocking;
+    use codewhale::host::run_blocking;
     use codewhale::host::{BackendChoice, ExecRequest, ExitKind, HostSettings};
     use codewhale::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
     use std::process::{Command, Stdio};

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Snapshot cost on a generated 10,000-file workspace, against the same git
 //! plumbing run by hand in the same process (`harness = false`).
 //!

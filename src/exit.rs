@@ -19,3 +19,5 @@ pub const SANDBOX_SETUP: i32 = 125;
 pub const NOT_EXECUTABLE: i32 = 126;
 /// The command was not found.
 pub const NOT_FOUND: i32 = 127;
+/// Interrupted (Ctrl-C, a cancelled run): 128 + SIGINT.
+pub const INTERRUPTED: i32 = 130;

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! `codewhale permissions check|list` end to end (the done-when).
 
 use assert_cmd::Command;

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Config layering: the project override only tightens, reports what it
 //! ignores, rejects symlinks and fails loudly when invalid.
 
@@ -159,10 +160,12 @@ fn tightening_applies() {
     assert_eq!(s.max_subagents, Some(1));
     assert_eq!(s.model.as_deref(), Some("m2"));
     assert!(s.ignored.is_empty(), "{:?}", s.ignored);
-    // The posture built from it carries the narrowing.
+    // The posture built from it carries the shell switch; the sandbox
+    // context narrowed to that posture carries the mode.
     let p = s.posture(codewhale::authz::Mode::Work);
     assert!(p.shell_disabled);
-    assert_eq!(p.sandbox_mode(), SandboxMode::ReadOnly);
+    let ctx = codewhale::config::SandboxContext::from_settings(s, &Default::default());
+    assert_eq!(ctx.for_posture(&p).mode(), SandboxMode::ReadOnly);
 }
 
 #[test]

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! tool_call_before hooks run as real processes; their answers drive gate 3.
 #![cfg(unix)]
 

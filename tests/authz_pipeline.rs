@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Pipeline behaviour per gate and posture (the pure function, end to end).
 
 mod authz_common;
@@ -30,6 +31,7 @@ fn call_with(
             admission,
             workspace: Path::new(WS),
             floor: &floor,
+            sandbox: posture.implied_sandbox(),
         },
     )
 }

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Property tests of the pipeline's monotonicity.
 
 mod authz_common;

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The same dangerous commands spelled many ways: all denied or held.
 //! Ordinary commands stay allowed (no false holds).
 

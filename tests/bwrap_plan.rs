@@ -1,8 +1,10 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Planner tests for the bwrap backend: a matrix of policies resolved
 //! against real fixture trees, checked by property and by snapshot (paths
 //! under the fixture are redacted to `[TMP]`). Pure: runs on every OS.
 
 use codewhale::host::backends::bwrap::{plan, BwrapOptions, BwrapPlan, PlanError};
+use codewhale::host::Namespace;
 use codewhale::policy::resolve::{PathEntry, PathKind};
 use codewhale::policy::{resolve, HostFacts, ResolvedPolicy, SandboxMode, SandboxPolicy};
 use std::fs;
@@ -116,7 +118,7 @@ fn read_only_network_off() {
         !a.contains(&"--bind".to_string()),
         "RO binds nothing writable"
     );
-    assert!(p.namespaces.contains(&"net"));
+    assert!(p.namespaces.contains(&Namespace::Net));
     // Deny-read: directory → empty read-only tmpfs, file → /dev/null.
     let ssh = find(&a, &["--tmpfs", "[TMP]/home/.ssh"]).unwrap();
     assert_eq!(a[ssh + 2..ssh + 4], ["--remount-ro", "[TMP]/home/.ssh"]);
@@ -197,8 +199,8 @@ fn network_on_shares_the_net_namespace_only() {
     .unwrap();
     let a = args(&p, &f);
     assert_eq!(a.iter().filter(|x| *x == "--share-net").count(), 1);
-    assert!(!p.namespaces.contains(&"net"));
-    assert!(p.namespaces.contains(&"user") && p.namespaces.contains(&"pid"));
+    assert!(!p.namespaces.contains(&Namespace::Net));
+    assert!(p.namespaces.contains(&Namespace::User) && p.namespaces.contains(&Namespace::Pid));
     insta::assert_yaml_snapshot!("workspace_write_network_on", a);
 }
 

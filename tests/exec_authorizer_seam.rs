@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The loop against the `Authorizer` seam, in-process, with a table-driven
 //! authorizer standing in for the nine-gate pipeline: a floor deny is never
 //! released by `--auto`, a hook's ask is approved by `--auto` (and then
@@ -5,7 +6,7 @@
 
 mod support;
 
-use codewhale::agent::authorizer::{AuthDecision, DecidedBy, Decision, TableAuthorizer};
+use codewhale::agent::authorizer::{DecidedBy, Decision, Gate, TableAuthorizer, Verdict};
 use codewhale::agent::tools::{guard::FsGuard, ToolContext};
 use codewhale::agent::{run_exec, Emitter, ExecOptions, OutputFormat};
 use codewhale::host::HostSettings;
@@ -30,8 +31,8 @@ impl Write for Buf {
     }
 }
 
-fn d(decision: Decision, by: DecidedBy, gate: u8, reason: &str) -> AuthDecision {
-    AuthDecision::new(decision, by, gate, reason)
+fn d(decision: Decision, by: DecidedBy, gate: u8, reason: &str) -> Verdict {
+    Verdict::decided(decision, by, Gate::ALL[usize::from(gate) - 1], reason)
 }
 
 fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
@@ -92,7 +93,6 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
     let mut log = SessionLog::create(&ws.join("sessions")).unwrap();
     let opts = ExecOptions {
         prompt: "go".into(),
-        sandbox: SandboxMode::WorkspaceWrite,
         auto,
         allowed_tools: Some(vec!["shell".into()]),
         disallowed_tools: Vec::new(),

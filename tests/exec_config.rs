@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! `codewhale exec` reads everything through `config::load`: the project
 //! override tightens the sandbox (and `--no-project-config` skips it), an
 //! invalid override is an error naming file, line and key (exit 78), keys a

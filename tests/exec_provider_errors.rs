@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Provider error paths against the scripted model: 401, 429 with
 //! Retry-After, 500 then success, a stream cut mid-way, a refused
 //! non-loopback http:// base URL, and a missing key.

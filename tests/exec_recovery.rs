@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Crash recovery and Ctrl-C: a run killed mid-turn is repaired by the next
 //! start (uncommitted fragment removed, turn marked interrupted); a run
 //! interrupted with SIGINT closes its own session cleanly.

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! End-to-end `codewhale exec` against the scripted model, for both wire
 //! formats, through the real authorization pipeline: the file tools (which
 //! run in-process and need no OS sandbox), and the *decisions* on shell

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! `codewhale sandbox run --backend opensandbox` end to end: the real CLI
 //! binary, its config file, and the fake OpenSandbox server (real HTTP on
 //! 127.0.0.1, real `sh` processes standing for the remote sandbox).

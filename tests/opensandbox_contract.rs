@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Contract tests: every request body codewhale sends to OpenSandbox
 //! validates against the schemas of the vendored OpenAPI files in
 //! `../shared/opensandbox-spec/` (relative to the crate root; CI has it

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! End to end through `host::opensandbox::run` against the fake
 //! OpenSandbox server (real HTTP on 127.0.0.1, real `sh` processes).
 #![cfg(unix)]
@@ -101,7 +102,7 @@ async fn protected_paths_written_remotely_are_not_synced_back() {
         .enforcement
         .partial
         .iter()
-        .any(|p| p.contains("sync-back refused .envrc")));
+        .any(|p| p.reason.contains("sync-back refused .envrc")));
 }
 
 #[tokio::test]
@@ -293,7 +294,7 @@ async fn session_reuses_one_sandbox_and_recreates_a_vanished_one_once() {
         .enforcement
         .partial
         .iter()
-        .any(|p| p.contains("recreated")));
+        .any(|p| p.reason.contains("recreated")));
     s.close().await.unwrap();
     assert!(env.fake.live_sandboxes().is_empty());
 }
@@ -378,11 +379,9 @@ async fn a_file_changed_on_both_sides_keeps_the_host_version() {
         fs::read_to_string(env.ws.join("d.txt")).unwrap(),
         "remote\n"
     );
-    assert!(out
-        .enforcement
-        .partial
-        .iter()
-        .any(|p| p.contains("c.txt changed on the host during the command too")));
+    assert!(out.enforcement.partial.iter().any(|p| p
+        .reason
+        .contains("c.txt changed on the host during the command too")));
 }
 
 #[tokio::test]

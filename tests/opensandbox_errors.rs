@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Error paths of the OpenSandbox backend against the fake server: each
 //! error names the call, and maps to the documented exit code.
 #![cfg(unix)]

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
 //! `codewhale doctor --json` as a subprocess, deserialised into the
 //! library's own typed report (a renamed or retyped field fails here).

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The shell part of the `exec` end-to-end conversation: commands the model
 //! asks for run through the real execution host under the sandbox.
 //!

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
 //! Real Landlock tests: children restricted between fork and exec with a
 //! prepared ruleset try forbidden and allowed actions; every denial has a
@@ -455,7 +456,11 @@ fn report_reflects_the_kernel_and_the_seam() {
     assert_eq!(rep.target_abi, 7);
     assert_eq!(rep.abi, abi.min(7));
     if abi >= 7 {
-        assert_eq!(rep.status, "fully", "{rep:?}");
+        assert_eq!(
+            rep.status,
+            codewhale::host::LandlockStatus::Fully,
+            "{rep:?}"
+        );
         // Only grants for paths other tests removed meanwhile may be listed:
         // those make the sandbox stricter and do not lower the level.
         assert!(
@@ -465,14 +470,21 @@ fn report_reflects_the_kernel_and_the_seam() {
             "{rep:?}"
         );
     } else {
-        assert_eq!(rep.status, "partially", "{rep:?}");
+        assert_eq!(
+            rep.status,
+            codewhale::host::LandlockStatus::Partially,
+            "{rep:?}"
+        );
     }
     // "Landlock missing" through the seam: nothing enforced, and said so.
     let mut o = opts(&e);
     o.max_abi = Some(0);
     let none = plan(&r, &o).unwrap();
     let prepared = prepare(&none).unwrap();
-    assert_eq!(prepared.report().status, "not");
+    assert_eq!(
+        prepared.report().status,
+        codewhale::host::LandlockStatus::Not
+    );
     assert_eq!(prepared.report().abi, 0);
     assert!(!prepared.enforces_anything());
     let out = run_sandboxed(&none, &e, &[act("read", e.home.join(".ssh/id_rsa"))]);
@@ -485,7 +497,10 @@ fn report_reflects_the_kernel_and_the_seam() {
     o.max_abi = Some(3);
     let old = plan(&r, &o).unwrap();
     let prepared = prepare(&old).unwrap();
-    assert_eq!(prepared.report().status, "partially");
+    assert_eq!(
+        prepared.report().status,
+        codewhale::host::LandlockStatus::Partially
+    );
     assert!(prepared
         .report()
         .dropped

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
 //! The landlock tier reuses a prepared ruleset across runs of the same
 //! policy (`host/backends/landlock/cache.rs`). These runs go through the
@@ -7,7 +8,7 @@
 //! creates in a carved directory is readable in the next (the cached
 //! grants would miss it).
 
-use codewhale::host::select::run_blocking;
+use codewhale::host::run_blocking;
 use codewhale::host::{BackendChoice, ExecOutcome, ExecRequest, ExitKind, HostSettings};
 use codewhale::policy::{SandboxMode, SandboxPolicy};
 

@@ -1,10 +1,11 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
 //! The landlock tier's forked stage (`host/backends/landlock/stage/`), through
 //! the library as the agent uses it: concurrent runs in one process (the
 //! stage shares codewhale's memory, so this is where a mistake would
 //! show), cancellation taking down a `setsid` daemon, signal exits.
 
-use codewhale::host::select::run_blocking;
+use codewhale::host::run_blocking;
 use codewhale::host::{
     BackendChoice, CancelToken, ExecOutcome, ExecRequest, ExitKind, HostSettings,
 };

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
 //! The landlock tier's own "done when" checks, against the real binary:
 //! `auto` selection with bubblewrap removed from `PATH` (and with a
@@ -62,7 +63,8 @@ fn auto_without_bwrap_on_path_picks_the_landlock_tier_and_says_so() {
     assert_eq!(e["backend"], "landlock", "{e}");
     assert_eq!(e["level"], "partial", "{e}");
     assert_eq!(e["label"], "sandboxed: landlock+seccomp", "{e}");
-    assert!(e["partial"][0]
+    assert_eq!(e["partial"][0]["item"], "fallback", "{e}");
+    assert!(e["partial"][0]["reason"]
         .as_str()
         .is_some_and(|s| s.starts_with("auto: bubblewrap unavailable")));
     // Positive control: with bwrap on PATH the same invocation uses bwrap,

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Receipts of a recorded session (`tests/receipt_fixtures/session.jsonl`:
 //! edits, commands approved by you / the posture, a sandbox denial, calls
 //! denied by you, held by the floor and left without response, secrets,
@@ -40,7 +41,7 @@ fn markdown_of_one_turn() {
 fn json_matches_the_schema_and_the_record() {
     let v = json_of(&fixture(), None);
     validate(&v);
-    assert_eq!(v["schema"], "codewhale.receipt/v1");
+    assert_eq!(v["schema"], "codewhale.receipt/v2");
     assert_eq!(v["title"], "Fix the parser bug…");
     assert_eq!(v["source"]["session_id"], "20261129T101500-0123456789ab");
     assert_eq!(v["source"]["status"], "interrupted");
@@ -64,6 +65,11 @@ fn json_matches_the_schema_and_the_record() {
     assert_eq!(by("s1")["decided_by"], "you");
     assert_eq!(by("s1")["exit_code"], 0);
     assert_eq!(by("s1")["files"][0]["path"], "target-report.txt");
+    // A v1 session has the label only: the receipt says nothing it did not record.
+    assert!(by("s1")["enforcement"]
+        .as_str()
+        .is_some_and(|l| l.starts_with("bwrap")));
+    assert_eq!(by("s1")["enforced"], serde_json::Value::Null);
     assert_eq!(by("s2")["status"], "failed");
     assert_eq!(by("s2")["decided_by"], "sandbox");
     assert_eq!(by("s3")["status"], "stopped_at_approval");

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Table tests for what a receipt shows of recorded text: secrets masked,
 //! control and bidi characters escaped, then clipped — in that order.
 

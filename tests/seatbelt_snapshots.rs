@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Snapshot of the full Seatbelt profile + parameters for a matrix of
 //! policies (read-only / workspace-write × network × extra roots ×
 //! deny-read present / missing). Review changes with `cargo insta review`.

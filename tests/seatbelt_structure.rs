@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Structural and security-critical checks of every Seatbelt profile in the
 //! matrix, plus an end-to-end plan from a real `resolve()` on a temp tree.
 

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The Nix build's test skip switch skips exactly what it names.
 //!
 //! Inside the Nix build sandbox no test can create namespaces or nest

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! `codewhale undo` and `codewhale restore` as a user runs them.
 #![cfg(unix)]
 

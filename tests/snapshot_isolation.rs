@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The user's repository is never touched and secrets never enter the side
 //! repository — even with hostile `GIT_*` variables, a global config that
 //! sets a hooks path, hooks and an fsmonitor in the user's repo, and a

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Refusals: roots, homes, the store itself, over-limit workspaces, no git.
 //! Each refusal has a positive control that the same setup works when the
 //! condition is lifted, and checks that no store was created.

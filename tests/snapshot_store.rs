@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Snapshot / modify / undo / restore with real git on real files.
 #![cfg(unix)]
 

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! `codewhale restore` reads its trust through `config::load`: `trust =
 //! true`, or the Full Access approval posture — which a project override
 //! can take away (it may only tighten) but never grant.

@@ -1,16 +1,17 @@
 //! The seam between the loop and the authorization pipeline.
 //!
-//! The loop asks an [`Authorizer`] about every admitted tool call and then
-//! applies the headless rules itself ([`resolve_headless`]): in `exec`
-//! nobody can answer a question, so an `Ask` becomes "no response" (not
-//! run) unless `--auto`, which approves ordinary and rule questions but
-//! keeps the sandbox and never releases a *hold* (safety floor, hook ask,
-//! repository question) or a deny. The production authorizer is
+//! The loop asks an [`Authorizer`] about every admitted tool call and gets
+//! the pipeline's own [`Verdict`] back, already answered the headless way
+//! at gate 8 ([`crate::authz::verdict::headless_answer`]): in `exec`
+//! nobody can answer a question, so it gets "no response" (not run) unless
+//! `--auto`, which approves ordinary and rule questions but keeps the
+//! sandbox and never releases a *hold* (safety floor, hook ask, repository
+//! question) or a deny. One shape carries the decision from the gates to
+//! the stream and the session record; nothing turns an ask into a deny and
+//! back. The production authorizer is
 //! [`super::authz_adapter::PipelineAuthorizer`] over `crate::authz`;
 //! [`TableAuthorizer`] is for tests of the loop.
 
-use crate::policy::SandboxMode;
-use serde::Serialize;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -19,43 +20,11 @@ use std::pin::Pin;
 /// wins is `max`).
 pub use crate::authz::Decision;
 
-/// Who produced a decision: the pipeline's own vocabulary (with
-/// `NoResponse`, which only this loop sets).
+/// Who produced a decision: the pipeline's own vocabulary.
 pub use crate::authz::DecidedBy;
 
-/// What the gates said about one call, before the headless rules.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct AuthDecision {
-    pub decision: Decision,
-    /// For an `Ask`: who asked (the question is still open).
-    pub decided_by: DecidedBy,
-    /// The gate number (1–9) that produced the decision.
-    pub gate: u8,
-    pub reason: String,
-    /// For an `Ask`: a hold, released only by a person (never by `--auto`).
-    pub hold: bool,
-    /// The sandbox mode gate 9 must apply if the call runs (`None`: the
-    /// run's own mode; the loop refuses to run a call whose required mode
-    /// differs from the one its tools were built with).
-    pub sandbox: Option<SandboxMode>,
-    /// The gate-by-gate trace, one line per gate (empty when not kept).
-    pub trace: Vec<String>,
-}
-
-impl AuthDecision {
-    /// A decision with no hold, no sandbox requirement and no trace.
-    pub fn new(decision: Decision, decided_by: DecidedBy, gate: u8, reason: &str) -> Self {
-        AuthDecision {
-            decision,
-            decided_by,
-            gate,
-            reason: reason.to_string(),
-            hold: false,
-            sandbox: None,
-            trace: Vec::new(),
-        }
-    }
-}
+/// The pipeline's verdict, the one decision shape of the loop.
+pub use crate::authz::{AskKind, Gate, Verdict};
 
 /// One tool call as the gates see it.
 #[derive(Clone, Debug)]
@@ -71,7 +40,6 @@ pub struct ToolCallRequest {
 #[derive(Clone, Debug)]
 pub struct TurnContext {
     pub workspace: PathBuf,
-    pub sandbox: SandboxMode,
     /// `--auto`: questions are approved (the sandbox stays).
     pub auto: bool,
     /// Always true in `exec`: nobody can answer a question.
@@ -80,22 +48,25 @@ pub struct TurnContext {
 
 /// The future an [`Authorizer`] returns (boxed so the trait stays usable as
 /// `dyn Authorizer`; hooks run asynchronously before the gates).
-pub type AuthFuture<'a> = Pin<Box<dyn Future<Output = AuthDecision> + Send + 'a>>;
+pub type AuthFuture<'a> = Pin<Box<dyn Future<Output = Verdict> + Send + 'a>>;
 
 /// Gates 1–8 for one call (gate 9, the sandbox, is the tools and the host).
+/// In a headless run the verdict is final: never a pending `Ask`.
 pub trait Authorizer: Send + Sync {
     fn authorize<'a>(&'a self, call: &'a ToolCallRequest, ctx: &'a TurnContext) -> AuthFuture<'a>;
 }
 
 /// A test authorizer driven by an explicit table of (tool, command
-/// substring) → decision; the first match wins, else the fallback.
+/// substring) → what gates 1–7 say; the first match wins, else the
+/// fallback. A question is then answered by the same headless rule as the
+/// pipeline's gate 8.
 pub struct TableAuthorizer {
-    pub rules: Vec<(String, Option<String>, AuthDecision)>,
-    pub fallback: AuthDecision,
+    pub rules: Vec<(String, Option<String>, Verdict)>,
+    pub fallback: Verdict,
 }
 
 impl TableAuthorizer {
-    fn lookup(&self, call: &ToolCallRequest) -> AuthDecision {
+    fn lookup(&self, call: &ToolCallRequest) -> Verdict {
         self.rules
             .iter()
             .find(|(tool, needle, _)| {
@@ -112,73 +83,23 @@ impl TableAuthorizer {
 }
 
 impl Authorizer for TableAuthorizer {
-    fn authorize<'a>(&'a self, call: &'a ToolCallRequest, _ctx: &'a TurnContext) -> AuthFuture<'a> {
-        let d = self.lookup(call);
-        Box::pin(async move { d })
-    }
-}
-
-/// What the loop does with a decision in a headless run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resolution {
-    /// Whether the call runs.
-    pub run: bool,
-    /// `allow`, `deny` or `no_response`.
-    pub outcome: &'static str,
-    pub decided_by: DecidedBy,
-    pub reason: String,
-}
-
-/// Apply the headless rules: `Ask` → approved by `--auto` (sandbox kept)
-/// unless it is a hold, which `--auto` never releases (not run, decided by
-/// whoever held it); without `--auto` every question gets "no response".
-pub fn resolve_headless(d: &AuthDecision, ctx: &TurnContext) -> Resolution {
-    let r = |run, outcome, decided_by, reason: String| Resolution {
-        run,
-        outcome,
-        decided_by,
-        reason,
-    };
-    match d.decision {
-        Decision::Allow => r(true, "allow", d.decided_by, d.reason.clone()),
-        Decision::Deny => r(false, "deny", d.decided_by, d.reason.clone()),
-        Decision::Ask if ctx.auto && d.hold => r(
-            false,
-            "deny",
-            d.decided_by,
-            format!(
-                "{} — held by {}; --auto never releases a hold (only a person can)",
-                d.reason,
-                d.decided_by.as_str()
-            ),
-        ),
-        Decision::Ask if ctx.auto => r(
-            true,
-            "allow",
-            DecidedBy::Posture,
-            format!("{} — approved by --auto (sandbox {} kept)", d.reason, ctx.sandbox),
-        ),
-        Decision::Ask => r(
-            false,
-            "no_response",
-            DecidedBy::NoResponse,
-            format!(
-                "{} (asked by {}) — nobody can answer in a headless run (no response); rerun with --auto to approve",
-                d.reason,
-                d.decided_by.as_str()
-            ),
-        ),
+    fn authorize<'a>(&'a self, call: &'a ToolCallRequest, ctx: &'a TurnContext) -> AuthFuture<'a> {
+        let mut v = self.lookup(call);
+        if ctx.headless {
+            v = v.answer_headless(ctx.auto);
+        }
+        Box::pin(async move { v })
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
     fn ctx(auto: bool) -> TurnContext {
         TurnContext {
             workspace: "/w".into(),
-            sandbox: SandboxMode::WorkspaceWrite,
             auto,
             headless: true,
         }
@@ -201,41 +122,52 @@ mod tests {
 
     #[test]
     fn headless_ask_is_no_response_unless_auto() {
-        let d = AuthDecision::new(
+        let mut d = Verdict::decided(
             Decision::Ask,
             DecidedBy::Posture,
-            4,
+            Gate::Baseline,
             "`touch x` is not read-only",
         );
-        let r = resolve_headless(&d, &ctx(false));
-        assert!(!r.run);
-        assert_eq!(r.outcome, "no_response");
+        d.sandbox = Some(crate::policy::SandboxMode::WorkspaceWrite);
+        let r = d.clone().answer_headless(false);
+        assert!(!r.is_allowed());
+        assert_eq!(r.outcome(), "no_response");
         assert_eq!(r.decided_by, DecidedBy::NoResponse);
         assert!(r.reason.contains("asked by posture"), "{}", r.reason);
-        let r = resolve_headless(&d, &ctx(true));
-        assert!(r.run);
+        let r = d.answer_headless(true);
+        assert!(r.is_allowed());
         assert_eq!(r.decided_by, DecidedBy::Posture);
         assert!(r.reason.contains("workspace-write kept"), "{}", r.reason);
     }
 
     #[test]
     fn auto_never_releases_a_hold() {
-        let mut d = AuthDecision::new(Decision::Ask, DecidedBy::Floor, 6, "credential upload");
-        d.hold = true;
-        let r = resolve_headless(&d, &ctx(true));
-        assert!(!r.run);
-        assert_eq!(r.outcome, "deny");
+        let mut d = Verdict::decided(
+            Decision::Ask,
+            DecidedBy::Floor,
+            Gate::Floor,
+            "credential upload",
+        );
+        d.ask_kind = Some(AskKind::Hold);
+        let r = d.clone().answer_headless(true);
+        assert!(!r.is_allowed());
+        assert_eq!(r.outcome(), "deny");
         assert_eq!(r.decided_by, DecidedBy::Floor);
         // Positive control: the same question without the hold flag is approved.
-        d.hold = false;
-        assert!(resolve_headless(&d, &ctx(true)).run);
+        d.ask_kind = Some(AskKind::Ordinary);
+        assert!(d.answer_headless(true).is_allowed());
     }
 
     #[test]
     fn deny_is_never_released_by_auto() {
-        let d = AuthDecision::new(Decision::Deny, DecidedBy::Floor, 6, "credential upload");
-        let r = resolve_headless(&d, &ctx(true));
-        assert!(!r.run);
+        let d = Verdict::decided(
+            Decision::Deny,
+            DecidedBy::Floor,
+            Gate::Floor,
+            "credential upload",
+        );
+        let r = d.answer_headless(true);
+        assert!(!r.is_allowed());
         assert_eq!(r.decided_by, DecidedBy::Floor);
     }
 
@@ -247,10 +179,10 @@ mod tests {
 
     #[tokio::test]
     async fn table_authorizer_matches_command_substring() {
-        let deny = AuthDecision::new(Decision::Deny, DecidedBy::Rule, 5, "r");
+        let deny = Verdict::decided(Decision::Deny, DecidedBy::Rule, Gate::Rules, "r");
         let t = TableAuthorizer {
             rules: vec![("shell".into(), Some("rm -rf".into()), deny.clone())],
-            fallback: AuthDecision::new(Decision::Allow, DecidedBy::Posture, 4, "ok"),
+            fallback: Verdict::decided(Decision::Allow, DecidedBy::Posture, Gate::Baseline, "ok"),
         };
         let mut c = call("shell");
         assert_eq!(t.authorize(&c, &ctx(true)).await.decision, Decision::Allow);

@@ -4,49 +4,49 @@
 //! Per call: the user's `tool_call_before` hooks run first (gate 3's I/O,
 //! asynchronously), then the pure [`authz::authorize`] with the run's
 //! posture, the rules, the session grants, the tool registry and the floor
-//! facts. The posture is headless, so the pipeline itself turns a question
-//! nobody can answer into a deny at gate 8 and records the question in
-//! [`authz::Verdict::unanswered`]; this adapter hands that question back
-//! to the loop as an `Ask` (keeping who asked and whether it is a hold) so
-//! the loop's headless rule — `--auto` approves ordinary and rule
-//! questions, never a hold, never a deny — is applied in one place.
+//! facts. The posture is headless, so the pipeline's gate 8 answers every
+//! question itself — `--auto` (`Posture::auto_approve`) approves ordinary
+//! and rule questions, never a hold, never a deny; without it nobody
+//! answers — and records the question in [`authz::Verdict::question`].
+//! The verdict goes to the loop as it is.
 //!
 //! The posture for `exec` is built by [`exec_posture`]: `--auto` never
 //! removes the sandbox; only `--auto` with an explicit unsandboxed
 //! `--sandbox` is Full Access.
 
-use super::authorizer::{
-    AuthDecision, AuthFuture, Authorizer, Decision, ToolCallRequest, TurnContext,
-};
+use super::authorizer::{AuthFuture, Authorizer, ToolCallRequest, TurnContext};
 use crate::authz::{
-    self, hooks, Admission, Approval, AskKind, Context, FloorContext, HooksConfig, Mode, Posture,
-    RuleSet, SessionGrants, ToolCall, ToolKind, ToolRegistry, ToolSpec, Verdict,
+    self, hooks, Admission, Approval, Context, FloorContext, HooksConfig, Mode, Posture, RuleSet,
+    SessionGrants, ToolCall, ToolRegistry, Verdict,
 };
-use crate::config::Settings;
+use crate::config::{SandboxContext, Settings};
 use crate::policy::SandboxMode;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-/// The posture of a headless `exec` run, and notes on settings it did not
-/// apply (to be shown to the user).
+/// The posture of a headless `exec` run, the sandbox context narrowed to
+/// it, and notes on settings it did not apply (to be shown to the user).
 ///
-/// - Mode: Work. `headless = true` (nobody can answer).
+/// - Mode: Work. `headless = true` (nobody can answer); `auto_approve` is
+///   `--auto` (gate 8 approves ordinary and rule questions, never holds).
 /// - Approval: the settings' (user config, tightened by the project), except
 ///   that `full-access` is only honoured as `--auto` plus an explicit
 ///   unsandboxed `--sandbox` (`danger-full-access` / `external-sandbox`);
 ///   a configured `approval_policy = "full-access"` alone becomes `ask`,
 ///   because `exec` promises that only the flag removes the sandbox.
-/// - Sandbox: the posture's implied mode narrowed by the settings'
-///   `sandbox_mode` (which already holds `--sandbox` and the project's
-///   tightening), so without Full Access it is at least `workspace-write`.
+/// - Sandbox: [`SandboxContext::for_posture`]: the posture's implied mode
+///   narrowed by the context's (which already holds `--sandbox` and the
+///   project's tightening), so without Full Access it is at least
+///   `workspace-write`.
 pub fn exec_posture(
-    settings: &Settings,
+    ctx: SandboxContext,
     auto: bool,
     flag: Option<SandboxMode>,
-) -> (Posture, Vec<String>) {
+) -> (Posture, SandboxContext, Vec<String>) {
     let mut notes = Vec::new();
-    let mut p = settings.posture(Mode::Work);
+    let mut p = ctx.settings.posture(Mode::Work);
     p.headless = true;
+    p.auto_approve = auto;
     let explicit_unsandboxed = flag.is_some_and(|m| !m.is_sandboxed());
     if p.approval == Approval::FullAccess && !(auto && explicit_unsandboxed) {
         notes.push(
@@ -59,32 +59,27 @@ pub fn exec_posture(
     } else if auto && explicit_unsandboxed && p.approval != Approval::NeverRun {
         p.approval = Approval::FullAccess;
     }
+    let ctx = ctx.for_posture(&p);
     if let Some(m) = flag.filter(|m| !m.is_sandboxed()) {
         if !auto {
             notes.push(format!(
                 "--sandbox {m} without --auto: commands still run under `{}`",
-                p.sandbox_mode()
+                ctx.mode()
             ));
-        } else if p.sandbox_mode() != m {
+        } else if ctx.mode() != m {
             notes.push(format!(
                 "--sandbox {m} was narrowed to `{}` by the settings",
-                p.sandbox_mode()
+                ctx.mode()
             ));
         }
     }
-    (p, notes)
+    (p, ctx, notes)
 }
 
-/// The agent's tools as the pipeline's registry knows them (`search` is the
-/// agent's ripgrep-like reader).
+/// The agent's tools as the pipeline's registry knows them: the
+/// catalogue's built-ins, which include the agent's own (`search` too).
 pub fn exec_registry() -> ToolRegistry {
-    let mut r = ToolRegistry::builtin();
-    r.register(ToolSpec {
-        name: "search".into(),
-        kind: ToolKind::Read,
-        executable: true,
-    });
-    r
+    ToolRegistry::builtin()
 }
 
 /// The nine gates for the agent loop.
@@ -96,16 +91,20 @@ pub struct PipelineAuthorizer {
     admission: Admission,
     floor: FloorContext,
     workspace: PathBuf,
+    /// The sandbox context's mode, handed to the gates (gate 9 names it).
+    sandbox: SandboxMode,
     /// `a` answers (none in a headless run today, but the pipeline consults
     /// them and an interactive front end will add them).
     grants: Mutex<SessionGrants>,
 }
 
 impl PipelineAuthorizer {
-    /// Everything the gates consult, taken once from the resolved settings.
-    pub fn new(settings: &Settings, posture: Posture) -> Self {
+    /// Everything the gates consult, taken once from the resolved settings;
+    /// `sandbox` is the mode of the run's policy.
+    pub fn new(settings: &Settings, posture: Posture, sandbox: SandboxMode) -> Self {
         PipelineAuthorizer {
             posture,
+            sandbox,
             rules: settings.rules.clone(),
             hooks: settings.user.hooks.clone(),
             registry: exec_registry(),
@@ -146,60 +145,9 @@ impl PipelineAuthorizer {
                 admission: &self.admission,
                 workspace: &self.workspace,
                 floor: &self.floor,
+                sandbox: self.sandbox,
             },
         )
-    }
-}
-
-fn decision(d: authz::Decision) -> Decision {
-    match d {
-        authz::Decision::Allow => Decision::Allow,
-        authz::Decision::Ask => Decision::Ask,
-        authz::Decision::Deny => Decision::Deny,
-    }
-}
-
-/// One line per gate, as `codewhale permissions check` prints them.
-fn trace_lines(v: &Verdict) -> Vec<String> {
-    v.trace
-        .iter()
-        .map(|g| {
-            format!(
-                "{}. {}: {} → {}{} {}",
-                g.gate.number(),
-                g.gate.name(),
-                g.produced.map(authz::Decision::as_str).unwrap_or("-"),
-                g.running.as_str(),
-                g.by.map(|b| format!(" [{b}]")).unwrap_or_default(),
-                g.note
-            )
-        })
-        .collect()
-}
-
-/// The verdict in the loop's terms. A question the headless gate 8 could
-/// not ask comes back as that question (`Ask`, who asked, hold or not).
-pub fn map_verdict(v: &Verdict) -> AuthDecision {
-    let trace = trace_lines(v);
-    if let (authz::Decision::Deny, Some(q)) = (v.decision, &v.unanswered) {
-        return AuthDecision {
-            decision: Decision::Ask,
-            decided_by: q.asked_by,
-            gate: q.gate.number(),
-            reason: q.reason.clone(),
-            hold: q.kind == AskKind::Hold,
-            sandbox: v.sandbox,
-            trace,
-        };
-    }
-    AuthDecision {
-        decision: decision(v.decision),
-        decided_by: v.decided_by,
-        gate: v.gate.number(),
-        reason: v.reason.clone(),
-        hold: v.ask_kind == Some(AskKind::Hold),
-        sandbox: v.sandbox_mode(),
-        trace,
     }
 }
 
@@ -208,11 +156,12 @@ impl Authorizer for PipelineAuthorizer {
         Box::pin(async move {
             let call = self.tool_call(req);
             let answers = hooks::run_before(&self.hooks, &call).await;
-            map_verdict(&self.decide(&call, &answers))
+            self.decide(&call, &answers)
         })
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "authz_adapter_tests.rs"]
 mod tests;

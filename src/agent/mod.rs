@@ -6,7 +6,8 @@
 //! [`crate::host::run`]); every tool call passes admission (offered tools,
 //! `--allowed-tools`/`--disallowed-tools`, deny wins) and an [`Authorizer`]
 //! before it runs; an `ask` in a headless run is "no response" unless
-//! `--auto`, and `--auto` never removes the sandbox; every step is a
+//! `--auto` (gate 8 answers it; the loop gets the final verdict), and
+//! `--auto` never removes the sandbox; every step is a
 //! durable session event before the next one starts.
 
 pub mod authorizer;
@@ -17,7 +18,7 @@ pub mod run;
 pub mod snapshots;
 pub mod tools;
 
-pub use authorizer::{AuthDecision, Authorizer, DecidedBy, Decision};
+pub use authorizer::{Authorizer, DecidedBy, Decision, Verdict};
 pub use authz_adapter::{exec_posture, PipelineAuthorizer};
 pub use output::{Emitter, EventTap, OutputFormat};
 pub use run::{

@@ -182,6 +182,7 @@ impl Emitter {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};

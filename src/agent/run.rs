@@ -1,14 +1,14 @@
 //! The turn loop of `codewhale exec`.
 
 use super::authorizer::{
-    resolve_headless, Authorizer, DecidedBy, Resolution, ToolCallRequest, TurnContext,
+    Authorizer, DecidedBy, Decision, Gate, ToolCallRequest, TurnContext, Verdict,
 };
 use super::output::Emitter;
 use super::snapshots::{changes_files, RunSnapshots};
 use super::tools::{self, ToolContext, ToolOutput, ToolStatus, ALL_TOOLS};
 use crate::policy::SandboxMode;
 use crate::provider::{ChatRequest, Message, Provider, ToolCall, Usage};
-use crate::session::{Event, SessionError, SessionLog, Verdict};
+use crate::session::{Event, SessionError, SessionLog};
 use serde_json::{json, Value};
 use std::time::Instant;
 use tokio::sync::watch;
@@ -17,7 +17,6 @@ use tokio::sync::watch;
 #[derive(Clone, Debug)]
 pub struct ExecOptions {
     pub prompt: String,
-    pub sandbox: SandboxMode,
     /// `--auto`: approve what the gates ask about; the sandbox stays.
     pub auto: bool,
     /// `--allowed-tools` (None = not given).
@@ -69,30 +68,38 @@ fn approval_label(auto: bool) -> &'static str {
     }
 }
 
-/// Who answers a gate's question (`Ask`). `exec` has nobody
-/// ([`Headless`]); the runtime asks its clients and waits.
+/// Who answers a question gate 8 left open. `exec` has nobody: its
+/// posture is headless, so the pipeline already answered ([`Headless`]
+/// passes the verdict through); the runtime asks its clients and waits.
 pub trait Approver: Send + Sync {
-    fn resolve<'a>(
+    fn settle<'a>(
         &'a self,
         call: &'a ToolCallRequest,
-        decision: &'a super::AuthDecision,
+        verdict: Verdict,
         ctx: &'a TurnContext,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Resolution> + Send + 'a>>;
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Verdict> + Send + 'a>>;
 }
 
-/// Nobody can answer: [`resolve_headless`].
+/// The verdict stays as the gates left it.
 pub struct Headless;
 
 impl Approver for Headless {
-    fn resolve<'a>(
+    fn settle<'a>(
         &'a self,
         _call: &'a ToolCallRequest,
-        decision: &'a super::AuthDecision,
-        ctx: &'a TurnContext,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Resolution> + Send + 'a>> {
-        let r = resolve_headless(decision, ctx);
-        Box::pin(async move { r })
+        verdict: Verdict,
+        _ctx: &'a TurnContext,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Verdict> + Send + 'a>> {
+        Box::pin(async move { verdict })
     }
+}
+
+/// What a runtime-driven run adds to an `exec` run.
+pub struct RunHooks<'a> {
+    /// Who answers open questions (exec: [`Headless`]).
+    pub approver: &'a dyn Approver,
+    /// Earlier messages of the conversation, sent before the prompt.
+    pub history: Vec<Message>,
 }
 
 struct Loop<'a> {
@@ -165,17 +172,9 @@ pub async fn run_exec_with_snapshots(
     .await
 }
 
-/// What a runtime-driven run adds to an `exec` run.
-pub struct RunHooks<'a> {
-    /// Who answers the gates' questions (exec: [`Headless`]).
-    pub approver: &'a dyn Approver,
-    /// Earlier messages of the conversation, sent before the prompt.
-    pub history: Vec<Message>,
-}
-
-/// [`run_exec_with_snapshots`] with `hooks`: questions answered by its
-/// approver instead of the headless rules (the runtime's clients answer
-/// them), and the thread's earlier messages in front of the prompt.
+/// [`run_exec_with_snapshots`] with `hooks`: open questions answered by
+/// its approver (the runtime's clients), and the thread's earlier messages
+/// in front of the prompt.
 #[allow(clippy::too_many_arguments)]
 pub async fn run_exec_hooked(
     opts: &ExecOptions,
@@ -219,7 +218,6 @@ impl Loop<'_> {
     fn turn_ctx(&self) -> TurnContext {
         TurnContext {
             workspace: self.ctx.guard.workspace().to_path_buf(),
-            sandbox: self.opts.sandbox,
             auto: self.opts.auto,
             headless: true,
         }
@@ -235,12 +233,12 @@ impl Loop<'_> {
                 provider: s.id.clone(),
                 model: s.model.clone(),
                 approval: approval_label(self.opts.auto).into(),
-                sandbox: self.opts.sandbox.as_str().into(),
+                sandbox: self.ctx.policy.mode.as_str().into(),
                 codewhale_version: env!("CARGO_PKG_VERSION").into(),
             },
         )?;
         self.snaps.announce(self.log, self.out)?;
-        let enforcement = match self.opts.sandbox {
+        let enforcement = match self.ctx.policy.mode {
             m if m.is_sandboxed() => {
                 format!("os-sandbox ({m}); each tool_result names the backend")
             }
@@ -252,7 +250,7 @@ impl Loop<'_> {
             json!({
                 "provider": s.id, "model": s.model, "wire": s.wire,
                 "approval": approval_label(self.opts.auto),
-                "sandbox": self.opts.sandbox.as_str(),
+                "sandbox": self.ctx.policy.mode.as_str(),
                 "enforcement": enforcement,
                 "tools": self.offered,
                 "agents_md": agents_md,
@@ -384,7 +382,7 @@ impl Loop<'_> {
             return self.record_result(turn, call, "not_run", o, 0);
         }
         let command = (call.name == "shell")
-            .then(|| tools::shell::command_text(&args))
+            .then(|| crate::catalogue::shell_command_line(&args))
             .flatten();
         let tctx = self.turn_ctx();
         let request = ToolCallRequest {
@@ -393,71 +391,56 @@ impl Loop<'_> {
             args: args.clone(),
             command,
         };
-        let decision = if self.offered.contains(&call.name.as_str()) {
+        let v = if self.offered.contains(&call.name.as_str()) {
             self.authz.authorize(&request, &tctx).await
         } else {
-            super::AuthDecision::new(
-                super::Decision::Deny,
+            Verdict::decided(
+                Decision::Deny,
                 DecidedBy::Posture,
-                2,
+                Gate::Admission,
                 &format!("tool `{}` is not available in this run", call.name),
             )
         };
-        let mut r = {
+        // Gate 9's mode is the policy's: the gates were handed it, so
+        // nothing here can disagree with the tools' sandbox. The verdict
+        // is final (gate 8 answered any question the headless way).
+        // A question gate 8 left open (not in exec: its posture is
+        // headless) waits for the approver; Ctrl-C still stops the turn.
+        let v = if v.needs_answer() {
             let mut intr = self.interrupt.clone();
             tokio::select! {
-                r = self.approver.resolve(&request, &decision, &tctx) => r,
+                v = self.approver.settle(&request, v, &tctx) => v,
                 _ = intr.wait_for(|v| *v) => return Err(Stop::Interrupted),
             }
+        } else {
+            v
         };
-        // Gate 9 must apply the mode the verdict names; the tools were built
-        // for the run's mode, so a different one fails closed.
-        if let Some(m) = decision
-            .sandbox
-            .filter(|m| r.run && *m != self.ctx.policy.mode)
-        {
-            r.run = false;
-            r.outcome = "deny";
-            r.decided_by = DecidedBy::Sandbox;
-            r.reason = format!(
-                "the verdict requires the `{m}` sandbox but this run's tools use `{}`; not run",
-                self.ctx.policy.mode
-            );
-        }
+        let record = crate::session::Verdict::from(&v);
         self.out.event(
             "approval",
-            json!({"call_id": call.id, "tool": call.name, "decision": decision.decision.as_str(),
-                   "outcome": r.outcome, "decided_by": r.decided_by.as_str(),
-                   "asked_by": (decision.decision == super::Decision::Ask).then(|| decision.decided_by.as_str()),
-                   "hold": decision.hold,
-                   "gate": decision.gate, "reason": r.reason, "trace": decision.trace}),
+            json!({"call_id": call.id, "tool": call.name, "decision": record.decision,
+                   "outcome": record.outcome, "decided_by": record.decided_by,
+                   "asked_by": record.asked_by, "hold": v.held(),
+                   "gate": record.gate, "reason": record.reason, "trace": v.trace_lines()}),
         );
         self.log.append(
             turn,
             Event::Approval {
                 call_id: call.id.clone(),
-                verdict: Verdict {
-                    decision: decision.decision.as_str().into(),
-                    outcome: r.outcome.into(),
-                    decided_by: r.decided_by.as_str().into(),
-                    asked_by: (decision.decision == super::Decision::Ask)
-                        .then(|| decision.decided_by.as_str().into()),
-                    gate: Some(decision.gate),
-                    reason: r.reason.clone(),
-                },
+                verdict: record,
             },
         )?;
-        if !r.run {
-            let msg = match r.outcome {
+        if !v.is_allowed() {
+            let msg = match v.outcome() {
                 "no_response" => format!(
                     "not run: {} (asked for approval; no response in a headless run)",
-                    r.reason
+                    v.reason
                 ),
                 _ => format!(
                     "not run: denied by {} (gate {}): {}",
-                    r.decided_by.as_str(),
-                    decision.gate,
-                    r.reason
+                    v.decided_by.as_str(),
+                    v.reported_gate().number(),
+                    v.reason
                 ),
             };
             let o = ToolOutput {
@@ -512,7 +495,7 @@ impl Loop<'_> {
             "tool_result",
             json!({"call_id": call.id, "tool": call.name, "status": status,
                    "duration_ms": ms, "truncated": o.truncated, "error_category": o.error_category,
-                   "exit_code": o.exit_code, "enforcement": o.enforcement,
+                   "exit_code": o.exit_code, "enforcement": o.enforcement, "enforced": o.enforced,
                    "files_touched": o.files_touched, "output": o.content}),
         );
         self.log.append(
@@ -526,6 +509,7 @@ impl Loop<'_> {
                 files_touched: o.files_touched.clone(),
                 error_category: o.error_category.map(str::to_string),
                 enforcement: o.enforcement.clone(),
+                enforced: o.enforced.as_deref().cloned(),
                 output: o.content.clone(),
                 truncated: o.truncated,
             },
@@ -588,7 +572,7 @@ impl Loop<'_> {
         let summary = json!({
             "status": status, "exit_code": code, "answer": self.answer,
             "provider": self.provider.settings.id, "model": self.provider.settings.model,
-            "approval": approval_label(self.opts.auto), "sandbox": self.opts.sandbox.as_str(),
+            "approval": approval_label(self.opts.auto), "sandbox": self.ctx.policy.mode.as_str(),
             "turns": self.turns,
             "usage": {"input_tokens": self.total.input_tokens, "output_tokens": self.total.output_tokens},
             "cost_usd": self.total_cost, "cost": cost_label(self.total_cost),
@@ -619,6 +603,7 @@ fn cost_label(c: Option<f64>) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -16,7 +16,6 @@
 //! not a precondition for the tools.
 
 use super::output::Emitter;
-use super::tools::WRITE_TOOLS;
 use crate::session::{ChangedFile, Event, SessionError, SessionLog, SNAPSHOT_EVENTS_VERSION};
 use crate::snapshot::{Label, Opened, SnapshotId, SnapshotMeta, SnapshotStore};
 use serde_json::{json, Value};
@@ -26,7 +25,7 @@ pub const EXEC_REQUEST: u64 = 1;
 
 /// Tools whose calls can change files (and so are snapshotted first).
 pub fn changes_files(tool: &str) -> bool {
-    WRITE_TOOLS.contains(&tool) || tool == "shell"
+    crate::catalogue::is_write(tool) || tool == crate::catalogue::SHELL
 }
 
 /// The store of this run, or why there is none.

@@ -8,7 +8,10 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 /// The name of the shell tool.
-pub const SHELL_TOOL: &str = "shell";
+pub const SHELL_TOOL: &str = crate::catalogue::SHELL;
+
+/// What a tool can do: the catalogue's kinds.
+pub use crate::catalogue::ToolKind;
 
 /// One tool call from the model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,14 +54,7 @@ impl ToolCall {
         if let Some(c) = &self.command {
             return Some(c.clone());
         }
-        match self.args.get("command")? {
-            serde_json::Value::String(s) => Some(s.clone()),
-            serde_json::Value::Array(a) => {
-                let words: Option<Vec<&str>> = a.iter().map(|v| v.as_str()).collect();
-                shlex::try_join(words?).ok()
-            }
-            _ => None,
-        }
+        crate::catalogue::shell_command_line(&self.args)
     }
 
     /// The paths a file tool targets (`path`, `file_path`, `paths`, and the
@@ -97,24 +93,6 @@ impl ToolCall {
     }
 }
 
-/// What a tool can do (decides its baseline approval at gate 4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ToolKind {
-    /// Reads the workspace (read_file, list_dir, grep, glob).
-    Read,
-    /// Searches or fetches the web (allowed in Plan).
-    Web,
-    /// Writes files.
-    Write,
-    /// Runs shell commands.
-    Shell,
-    /// An MCP server's tool.
-    Mcp,
-    /// Starts a sub-agent.
-    Subagent,
-}
-
 /// One registered tool.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolSpec {
@@ -137,30 +115,17 @@ impl Default for ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// The built-in tools.
+    /// The built-in tools (the catalogue's table).
     pub fn builtin() -> Self {
-        use ToolKind::*;
-        let t = |name: &str, kind| ToolSpec {
-            name: name.into(),
-            kind,
-            executable: true,
-        };
         ToolRegistry {
-            tools: vec![
-                t(SHELL_TOOL, Shell),
-                t("read_file", Read),
-                t("list_dir", Read),
-                t("grep", Read),
-                t("glob", Read),
-                t("update_plan", Read),
-                t("web_search", Web),
-                t("web_fetch", Web),
-                t("write_file", Write),
-                t("edit_file", Write),
-                t("apply_patch", Write),
-                t("delete_file", Write),
-                t("spawn_agent", Subagent),
-            ],
+            tools: crate::catalogue::TOOLS
+                .iter()
+                .map(|t| ToolSpec {
+                    name: t.name.into(),
+                    kind: t.kind,
+                    executable: true,
+                })
+                .collect(),
         }
     }
 

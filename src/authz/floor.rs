@@ -452,5 +452,6 @@ pub fn destructive_unknown_target(p: &Piece) -> Option<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "floor_tests.rs"]
 mod tests;

@@ -11,7 +11,8 @@ use super::posture::{Approval, Mode, Posture};
 use super::readonly;
 use super::shell::Analysis;
 use super::unicode;
-use super::verdict::{AskKind, DecidedBy, Decision, Gate, Question};
+use super::verdict::{headless_answer, AskKind, DecidedBy, Decision, Gate, Question};
+use crate::policy::SandboxMode;
 use std::path::Path;
 
 pub(super) fn gate_admission(
@@ -23,16 +24,7 @@ pub(super) fn gate_admission(
     executable: bool,
 ) {
     let name = call.tool.as_str();
-    let deny = |acc: &mut Acc, why: &str| {
-        acc.tighten(
-            Gate::Admission,
-            Decision::Deny,
-            DecidedBy::Posture,
-            None,
-            false,
-            why,
-        )
-    };
+    let deny = |acc: &mut Acc, why: &str| acc.deny(Gate::Admission, DecidedBy::Posture, why);
     let listed = |l: &[String]| l.iter().any(|t| t == name);
     let Some(kind) = kind else {
         return deny(acc, &format!("unknown tool `{name}`"));
@@ -66,12 +58,12 @@ pub(super) fn gate_admission(
             &format!("Plan mode reads and searches only: `{name}` is not admitted"),
         );
     }
-    acc.note(Gate::Admission, None, None, &format!("`{name}` admitted"));
+    acc.pass(Gate::Admission, &format!("`{name}` admitted"));
 }
 
 pub(super) fn gate_hooks(acc: &mut Acc, hooks: &[HookAnswer]) {
     if hooks.is_empty() {
-        acc.note(Gate::Hooks, None, None, "no hook ran");
+        acc.pass(Gate::Hooks, "no hook ran");
         return;
     }
     // Fold deny > ask > allow; a hard deny (exit 2) outranks a soft one.
@@ -79,26 +71,11 @@ pub(super) fn gate_hooks(acc: &mut Acc, hooks: &[HookAnswer]) {
     if let Some(h) = worst {
         let note = format!("{} (hook `{}`)", h.reason, h.hook);
         match h.decision {
-            Decision::Deny => acc.tighten(
+            Decision::Deny => acc.deny_hard(Gate::Hooks, DecidedBy::Hook, &note),
+            Decision::Ask => acc.hold(Gate::Hooks, DecidedBy::Hook, &note),
+            Decision::Allow => acc.allowed(
                 Gate::Hooks,
-                Decision::Deny,
                 DecidedBy::Hook,
-                None,
-                true,
-                &note,
-            ),
-            Decision::Ask => acc.tighten(
-                Gate::Hooks,
-                Decision::Ask,
-                DecidedBy::Hook,
-                Some(AskKind::Hold),
-                false,
-                &note,
-            ),
-            Decision::Allow => acc.note(
-                Gate::Hooks,
-                Some(Decision::Allow),
-                Some(DecidedBy::Hook),
                 &format!("{} hook(s): no objection", hooks.len()),
             ),
         }
@@ -135,25 +112,15 @@ pub(super) fn gate_baseline(
     let full = posture.approval == Approval::FullAccess;
     let auto = posture.approval == Approval::AutoReview;
     let ordinary = |acc: &mut Acc, why: &str| {
-        acc.tighten(
-            Gate::Baseline,
-            Decision::Ask,
-            DecidedBy::Posture,
-            Some(AskKind::Ordinary),
-            false,
-            why,
-        );
+        acc.ask(Gate::Baseline, DecidedBy::Posture, AskKind::Ordinary, why);
         if auto {
             acc.to_reviewer = true;
         }
     };
     match kind {
-        Some(ToolKind::Read | ToolKind::Web) => acc.note(
-            Gate::Baseline,
-            Some(Decision::Allow),
-            Some(DecidedBy::Posture),
-            "reads only",
-        ),
+        Some(ToolKind::Read | ToolKind::Web) => {
+            acc.allowed(Gate::Baseline, DecidedBy::Posture, "reads only")
+        }
         Some(ToolKind::Write) => {
             let cwd = if call.cwd.as_os_str().is_empty() {
                 ctx.workspace
@@ -161,21 +128,15 @@ pub(super) fn gate_baseline(
                 call.cwd.as_path()
             };
             if full {
-                acc.note(
-                    Gate::Baseline,
-                    Some(Decision::Allow),
-                    Some(DecidedBy::Posture),
-                    "Full Access",
-                );
+                acc.allowed(Gate::Baseline, DecidedBy::Posture, "Full Access");
             } else if paths.is_empty() {
                 ordinary(acc, "file write with no recognisable target path");
             } else if let Some(out) = paths.iter().find(|p| !inside(p, cwd, ctx.workspace)) {
                 ordinary(acc, &format!("writes `{out}` outside the workspace"));
             } else {
-                acc.note(
+                acc.allowed(
                     Gate::Baseline,
-                    Some(Decision::Allow),
-                    Some(DecidedBy::Posture),
+                    DecidedBy::Posture,
                     "edits inside the workspace apply without asking",
                 );
             }
@@ -184,56 +145,32 @@ pub(super) fn gate_baseline(
             let Some(a) = analysis else { return };
             let ro = readonly::is_read_only(a);
             if posture.mode == Mode::Plan && !ro {
-                acc.tighten(
+                acc.deny(
                     Gate::Baseline,
-                    Decision::Deny,
                     DecidedBy::Posture,
-                    None,
-                    false,
                     "Plan mode: only read-only shell commands run",
                 );
             } else if full {
-                acc.note(
-                    Gate::Baseline,
-                    Some(Decision::Allow),
-                    Some(DecidedBy::Posture),
-                    "Full Access",
-                );
+                acc.allowed(Gate::Baseline, DecidedBy::Posture, "Full Access");
             } else if let Some(f) = &a.failure {
-                acc.tighten(
+                acc.hold(
                     Gate::Baseline,
-                    Decision::Ask,
                     DecidedBy::Posture,
-                    Some(AskKind::Hold),
-                    false,
                     &format!("the command could not be fully analysed ({f}); held"),
                 );
             } else if let Some(u) = a.pieces.iter().find_map(|p| p.uncertain.clone()) {
-                acc.tighten(
-                    Gate::Baseline,
-                    Decision::Ask,
-                    DecidedBy::Posture,
-                    Some(AskKind::Hold),
-                    false,
-                    &format!("{u}; held"),
-                );
+                acc.hold(Gate::Baseline, DecidedBy::Posture, &format!("{u}; held"));
             } else if ro {
-                acc.note(
-                    Gate::Baseline,
-                    Some(Decision::Allow),
-                    Some(DecidedBy::Posture),
-                    "read-only command",
-                );
+                acc.allowed(Gate::Baseline, DecidedBy::Posture, "read-only command");
             } else if auto
-                && posture.sandbox_mode().is_sandboxed()
+                && ctx.sandbox.is_sandboxed()
                 && a.pieces.iter().all(|p| {
                     readonly::piece_is_read_only(p) || readonly::piece_is_sandboxed_build(p)
                 })
             {
-                acc.note(
+                acc.allowed(
                     Gate::Baseline,
-                    Some(Decision::Allow),
-                    Some(DecidedBy::Posture),
+                    DecidedBy::Posture,
                     "auto-review (deterministic): build/test command inside the sandbox",
                 );
             } else {
@@ -248,12 +185,7 @@ pub(super) fn gate_baseline(
         }
         Some(ToolKind::Mcp | ToolKind::Subagent) => {
             if full {
-                acc.note(
-                    Gate::Baseline,
-                    Some(Decision::Allow),
-                    Some(DecidedBy::Posture),
-                    "Full Access",
-                );
+                acc.allowed(Gate::Baseline, DecidedBy::Posture, "Full Access");
             } else {
                 ordinary(acc, "this tool needs approval");
             }
@@ -270,7 +202,7 @@ pub(super) fn gate_floor(
     ctx: &Context<'_>,
 ) {
     let (Some(cmd), Some(a)) = (command, analysis) else {
-        acc.note(Gate::Floor, None, None, "not a shell command");
+        acc.pass(Gate::Floor, "not a shell command");
         return;
     };
     let destructive = a
@@ -279,32 +211,17 @@ pub(super) fn gate_floor(
         .find_map(|p| floor::destructive(p).filter(|_| p.background || posture.no_human()));
     if posture.approval == Approval::FullAccess {
         match destructive {
-            Some(d) => acc.tighten(
+            Some(d) => acc.deny_hard(
                 Gate::Floor,
-                Decision::Deny,
                 DecidedBy::Floor,
-                None,
-                true,
                 &format!("{d} in a background/headless run (fatal even in Full Access)"),
             ),
-            None => acc.note(
-                Gate::Floor,
-                None,
-                None,
-                "safety floor skipped (Full Access)",
-            ),
+            None => acc.pass(Gate::Floor, "safety floor skipped (Full Access)"),
         }
         return;
     }
     if let Some(msg) = unicode::rejection(cmd) {
-        acc.tighten(
-            Gate::Floor,
-            Decision::Deny,
-            DecidedBy::Floor,
-            None,
-            true,
-            &msg,
-        );
+        acc.deny_hard(Gate::Floor, DecidedBy::Floor, &msg);
         return;
     }
     // Everything on the floor that holds the call for a human, in order.
@@ -316,31 +233,21 @@ pub(super) fn gate_floor(
     ];
     let mut any = false;
     for r in holds.into_iter().flatten() {
-        acc.tighten(
-            Gate::Floor,
-            Decision::Ask,
-            DecidedBy::Floor,
-            Some(AskKind::Hold),
-            false,
-            &r,
-        );
+        acc.hold(Gate::Floor, DecidedBy::Floor, &r);
         any = true;
     }
     if posture.approval == Approval::AutoReview {
         if let Some(r) = high_risk(a) {
-            acc.tighten(
+            acc.deny(
                 Gate::Floor,
-                Decision::Deny,
                 DecidedBy::Floor,
-                None,
-                false,
                 &format!("auto-review (deterministic): high risk — {r}"),
             );
             any = true;
         }
     }
     if !any {
-        acc.note(Gate::Floor, None, None, "nothing on the safety floor");
+        acc.pass(Gate::Floor, "nothing on the safety floor");
     }
 }
 
@@ -373,64 +280,59 @@ fn high_risk(a: &Analysis) -> Option<String> {
     None
 }
 
-pub(super) fn gate_human(acc: &mut Acc, posture: &Posture, grants: &SessionGrants, key: &str) {
+pub(super) fn gate_human(
+    acc: &mut Acc,
+    posture: &Posture,
+    grants: &SessionGrants,
+    key: &str,
+    sandbox: SandboxMode,
+) {
     if acc.decision != Decision::Ask {
         let note = if acc.denied() {
             "not reached"
         } else {
             "no question"
         };
-        acc.note(Gate::Human, None, None, note);
+        acc.pass(Gate::Human, note);
         return;
     }
     let kind = acc.ask_kind.unwrap_or(AskKind::Hold);
     if posture.approval == Approval::NeverRun {
-        acc.tighten(
+        acc.deny(
             Gate::Human,
-            Decision::Deny,
             DecidedBy::Posture,
-            None,
-            false,
             &format!("approval policy never-run: {}", acc.reason.clone()),
         );
     } else if posture.approval == Approval::FullAccess {
         let r = format!("Full Access auto-approves: {}", acc.reason);
-        acc.set(Gate::Human, Decision::Allow, DecidedBy::Posture, &r);
+        acc.waive(Gate::Human, DecidedBy::Posture, &r);
     } else if kind != AskKind::Hold && grants.covers(key) {
-        acc.set(
+        acc.waive(
             Gate::Human,
-            Decision::Allow,
             DecidedBy::SessionRule,
             &format!("approved for the session (`{key}`)"),
         );
     } else if acc.to_reviewer && kind == AskKind::Ordinary && !posture.headless {
-        acc.note(
+        acc.would_ask(
             Gate::Human,
-            Some(Decision::Ask),
-            Some(DecidedBy::Posture),
+            DecidedBy::Posture,
             "goes to the model reviewer",
         );
     } else if posture.no_human() {
-        acc.unanswered = Some(Question {
+        let q = Question {
             asked_by: acc.by,
             gate: acc.gate,
             kind,
             reason: acc.reason.clone(),
-        });
-        let r = format!("no one can answer (headless): {}", acc.reason);
-        acc.tighten(
-            Gate::Human,
-            Decision::Deny,
-            DecidedBy::Posture,
-            None,
-            false,
-            &r,
-        );
+        };
+        match headless_answer(&q, posture.auto_approve, Some(sandbox)) {
+            (Decision::Allow, by, r) => acc.waive(Gate::Human, by, &r),
+            (_, by, r) => acc.deny(Gate::Human, by, &r),
+        }
+        acc.question = Some(q);
     } else {
-        acc.note(
+        acc.waiting(
             Gate::Human,
-            Some(Decision::Ask),
-            None,
             "waiting for you (y once / a this kind / n deny)",
         );
     }

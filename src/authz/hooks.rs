@@ -258,6 +258,7 @@ pub fn run_before_blocking(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -3,7 +3,7 @@
 //! # API (for the agent loop)
 //!
 //! ```text
-//! let posture = Posture { mode, approval, configured_sandbox, headless, background, shell_disabled };
+//! let posture = Posture { mode, approval, headless, auto_approve, background, shell_disabled };
 //! let call    = ToolCall::shell("cargo test", cwd)       // or ToolCall::new(tool, json_args, cwd)
 //! let answers = hooks::run_before(&settings.hooks, &call).await;   // gate 3's I/O, done first
 //! let verdict = authorize(&call, &posture, &Context { rules, hooks: &answers, grants,

@@ -19,6 +19,7 @@ use super::repo::{self, RepoFinding};
 use super::rules::{RuleQuery, RuleSet};
 use super::shell::{self, Analysis};
 use super::verdict::{AskKind, DecidedBy, Decision, Gate, GateOutcome, Question, Verdict};
+use crate::policy::SandboxMode;
 use std::path::Path;
 
 /// Everything besides the call and the posture that the gates consult.
@@ -31,6 +32,10 @@ pub struct Context<'a> {
     pub admission: &'a Admission,
     pub workspace: &'a Path,
     pub floor: &'a FloorContext,
+    /// The mode the call runs under if allowed: the sandbox context's
+    /// policy mode, handed in as a plain value (gate 9 names it; the gates
+    /// never derive it).
+    pub sandbox: SandboxMode,
 }
 
 /// The running state while the gates are applied.
@@ -42,7 +47,7 @@ pub(super) struct Acc {
     pub(super) ask_kind: Option<AskKind>,
     pub(super) hard: bool,
     pub(super) to_reviewer: bool,
-    pub(super) unanswered: Option<Question>,
+    pub(super) question: Option<Question>,
     pub(super) trace: Vec<GateOutcome>,
 }
 
@@ -56,14 +61,70 @@ impl Acc {
             ask_kind: None,
             hard: false,
             to_reviewer: false,
-            unanswered: None,
+            question: None,
             trace: Vec::new(),
         }
     }
 
+    /// A deny something else may still be outranked by (a hard deny wins
+    /// over it).
+    pub(super) fn deny(&mut self, gate: Gate, by: DecidedBy, reason: &str) {
+        self.tighten(gate, Decision::Deny, by, None, false, reason);
+    }
+
+    /// A deny nothing may override (rules-file deny, hook exit 2, floor
+    /// reject, repository block).
+    pub(super) fn deny_hard(&mut self, gate: Gate, by: DecidedBy, reason: &str) {
+        self.tighten(gate, Decision::Deny, by, None, true, reason);
+    }
+
+    /// A question, released as its `kind` allows.
+    pub(super) fn ask(&mut self, gate: Gate, by: DecidedBy, kind: AskKind, reason: &str) {
+        self.tighten(gate, Decision::Ask, by, Some(kind), false, reason);
+    }
+
+    /// A question only an explicit human `y` releases.
+    pub(super) fn hold(&mut self, gate: Gate, by: DecidedBy, reason: &str) {
+        self.ask(gate, by, AskKind::Hold, reason);
+    }
+
+    /// The gate allows the call (it explains an allowed call; it never
+    /// loosens an earlier ask or deny).
+    pub(super) fn allowed(&mut self, gate: Gate, by: DecidedBy, reason: &str) {
+        self.note(gate, Some(Decision::Allow), Some(by), reason);
+    }
+
+    /// Replace the outcome with an allow: only where the spec permits a
+    /// loosening (gate 5's allow over an ordinary ask, gate 8's answers).
+    pub(super) fn waive(&mut self, gate: Gate, by: DecidedBy, reason: &str) {
+        self.set(gate, Decision::Allow, by, reason);
+    }
+
+    /// The gate has nothing to say.
+    pub(super) fn pass(&mut self, gate: Gate, note: &str) {
+        self.note(gate, None, None, note);
+    }
+
+    /// The gate has nothing to decide, but `by` is who it speaks for (the
+    /// posture at gate 1, the sandbox at gate 9).
+    pub(super) fn pass_by(&mut self, gate: Gate, by: DecidedBy, note: &str) {
+        self.note(gate, None, Some(by), note);
+    }
+
+    /// A question the gate would raise but the posture does not (a rule's
+    /// ask in Full Access; one routed to the model reviewer): traced only.
+    pub(super) fn would_ask(&mut self, gate: Gate, by: DecidedBy, note: &str) {
+        self.note(gate, Some(Decision::Ask), Some(by), note);
+    }
+
+    /// The question stays open for the human at gate 8.
+    pub(super) fn waiting(&mut self, gate: Gate, note: &str) {
+        self.note(gate, Some(Decision::Ask), None, note);
+    }
+
     /// Strictest wins: adopt `d` when it is stricter (or, for two asks, when
     /// it is less releasable).
-    pub(super) fn tighten(
+    fn tighten(
         &mut self,
         gate: Gate,
         d: Decision,
@@ -86,9 +147,8 @@ impl Acc {
         self.note(gate, Some(d), Some(by), reason);
     }
 
-    /// Replace the outcome (only used where the spec permits a loosening:
-    /// gate 5's allow over an ordinary ask, gate 8's answers).
-    pub(super) fn set(&mut self, gate: Gate, d: Decision, by: DecidedBy, reason: &str) {
+    /// Replace the outcome (see [`Acc::waive`]).
+    fn set(&mut self, gate: Gate, d: Decision, by: DecidedBy, reason: &str) {
         self.decision = d;
         self.by = by;
         self.gate = gate;
@@ -100,13 +160,7 @@ impl Acc {
         self.note(gate, Some(d), Some(by), reason);
     }
 
-    pub(super) fn note(
-        &mut self,
-        gate: Gate,
-        produced: Option<Decision>,
-        by: Option<DecidedBy>,
-        note: &str,
-    ) {
+    fn note(&mut self, gate: Gate, produced: Option<Decision>, by: Option<DecidedBy>, note: &str) {
         if produced == Some(Decision::Allow) && self.decision == Decision::Allow && by.is_some() {
             // The latest explicit allow explains an allowed call.
             self.reason = note.to_string();
@@ -143,11 +197,10 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
     let full = posture.approval == Approval::FullAccess;
 
     // Gate 1: settings and posture.
-    acc.note(
+    acc.pass_by(
         Gate::Settings,
-        None,
-        Some(DecidedBy::Posture),
-        &posture.describe(),
+        DecidedBy::Posture,
+        &posture.describe(ctx.sandbox),
     );
 
     // Gate 2: mode and tool admission.
@@ -188,32 +241,20 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
         };
         let out = ctx.rules.evaluate(&q);
         match out.decision {
-            None => acc.note(Gate::Rules, None, None, "no rule matches"),
-            Some(Decision::Deny) => acc.tighten(
-                Gate::Rules,
-                Decision::Deny,
-                DecidedBy::Rule,
-                None,
-                out.hard,
-                &out.because,
-            ),
+            None => acc.pass(Gate::Rules, "no rule matches"),
+            Some(Decision::Deny) if out.hard => {
+                acc.deny_hard(Gate::Rules, DecidedBy::Rule, &out.because)
+            }
+            Some(Decision::Deny) => acc.deny(Gate::Rules, DecidedBy::Rule, &out.because),
             Some(Decision::Ask) => {
                 if full {
-                    acc.note(
+                    acc.would_ask(
                         Gate::Rules,
-                        Some(Decision::Ask),
-                        Some(DecidedBy::Rule),
+                        DecidedBy::Rule,
                         &format!("{} — does not prompt in Full Access", out.because),
                     );
                 } else {
-                    acc.tighten(
-                        Gate::Rules,
-                        Decision::Ask,
-                        DecidedBy::Rule,
-                        Some(AskKind::Rule),
-                        false,
-                        &out.because,
-                    )
+                    acc.ask(Gate::Rules, DecidedBy::Rule, AskKind::Rule, &out.because)
                 }
             }
             Some(Decision::Allow) => {
@@ -222,17 +263,15 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
                     && acc.ask_kind == Some(AskKind::Ordinary)
                     && certain
                 {
-                    acc.set(
+                    acc.waive(
                         Gate::Rules,
-                        Decision::Allow,
                         DecidedBy::Rule,
                         &format!("{} waives the ordinary approval", out.because),
                     );
                 } else {
-                    acc.note(
+                    acc.allowed(
                         Gate::Rules,
-                        Some(Decision::Allow),
-                        Some(DecidedBy::Rule),
+                        DecidedBy::Rule,
                         &format!("{} (allow waives only an ordinary approval)", out.because),
                     );
                 }
@@ -267,47 +306,31 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
             call.cwd.as_path()
         };
         match repo::check(&written, cwd, ctx.workspace, ctx.floor) {
-            Some(RepoFinding::Block(r)) => acc.tighten(
+            Some(RepoFinding::Block(r)) => {
+                acc.deny_hard(Gate::Repository, DecidedBy::Repository, &r)
+            }
+            Some(RepoFinding::Question(r)) if full => acc.deny_hard(
                 Gate::Repository,
-                Decision::Deny,
                 DecidedBy::Repository,
-                None,
-                true,
-                &r,
-            ),
-            Some(RepoFinding::Question(r)) if full => acc.tighten(
-                Gate::Repository,
-                Decision::Deny,
-                DecidedBy::Repository,
-                None,
-                true,
                 &format!("{r} (a repository question is a block in Full Access)"),
             ),
-            Some(RepoFinding::Question(r)) => acc.tighten(
-                Gate::Repository,
-                Decision::Ask,
-                DecidedBy::Repository,
-                Some(AskKind::Hold),
-                false,
-                &r,
-            ),
-            None => acc.note(Gate::Repository, None, None, "no protected path written"),
+            Some(RepoFinding::Question(r)) => acc.hold(Gate::Repository, DecidedBy::Repository, &r),
+            None => acc.pass(Gate::Repository, "no protected path written"),
         }
     }
 
     // Gate 8: human approval — what can be answered without asking.
     let key = grant_key(call, analysis.as_ref());
-    gate_human(&mut acc, posture, ctx.grants, &key);
+    gate_human(&mut acc, posture, ctx.grants, &key, ctx.sandbox);
 
     // Gate 9: worker permissions + sandbox (enforced when the host runs it).
-    let sandbox = posture.sandbox_mode();
+    let sandbox = ctx.sandbox;
     if acc.denied() {
-        acc.note(Gate::Sandbox, None, None, "not reached");
+        acc.pass(Gate::Sandbox, "not reached");
     } else {
-        acc.note(
+        acc.pass_by(
             Gate::Sandbox,
-            None,
-            Some(DecidedBy::Sandbox),
+            DecidedBy::Sandbox,
             &format!("runs under the `{sandbox}` sandbox policy"),
         );
     }
@@ -327,7 +350,7 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
             && !posture.headless,
         grant_key: key,
         sandbox: Some(sandbox),
-        unanswered: acc.unanswered,
+        question: acc.question,
         trace: acc.trace,
     }
 }

@@ -83,11 +83,12 @@ impl Mode {
 pub struct Posture {
     pub mode: Mode,
     pub approval: Approval,
-    /// The sandbox mode the settings allow at most (`sandbox_mode` of the
-    /// merged config). The posture's own implied mode is tightened by it.
-    pub configured_sandbox: Option<SandboxMode>,
     /// No human can answer a question (headless `exec`, CI).
     pub headless: bool,
+    /// Headless only (`exec --auto`): gate 8 approves an ordinary or rule
+    /// question itself — the sandbox stays — and never releases a hold.
+    #[serde(default)]
+    pub auto_approve: bool,
     /// The call runs as a background task (nobody watches it finish).
     pub background: bool,
     /// `allow_shell = false` in the merged settings.
@@ -105,8 +106,8 @@ impl Posture {
         Posture {
             mode,
             approval,
-            configured_sandbox: None,
             headless: false,
+            auto_approve: false,
             background: false,
             shell_disabled: false,
         }
@@ -125,16 +126,19 @@ impl Posture {
         }
     }
 
-    /// The sandbox mode gate 9 applies: the posture's, narrowed by settings.
+    /// The sandbox mode a turn in this posture runs under when the settings
+    /// allow at most `configured`: the posture's implied mode, narrowed.
+    /// Called once, by the sandbox context (`config::SandboxContext`),
+    /// which stores the result in the policy; nothing else derives it.
     ///
     /// `external-sandbox` in the settings is kept as such when the posture
     /// would have no sandbox anyway (the user says a container encloses us).
-    pub fn sandbox_mode(&self) -> SandboxMode {
+    pub fn sandbox_under(&self, configured: SandboxMode) -> SandboxMode {
         let implied = self.implied_sandbox();
-        match self.configured_sandbox {
-            None => implied,
-            Some(cfg) if cfg.strictness() == implied.strictness() && !implied.is_sandboxed() => cfg,
-            Some(cfg) => implied.tighten(cfg),
+        if configured.strictness() == implied.strictness() && !implied.is_sandboxed() {
+            configured
+        } else {
+            implied.tighten(configured)
         }
     }
 
@@ -145,13 +149,19 @@ impl Posture {
         self.headless
     }
 
-    pub fn describe(&self) -> String {
+    /// One line for reports; `sandbox` is the mode the context resolved.
+    pub fn describe(&self, sandbox: SandboxMode) -> String {
         format!(
-            "mode={} approval={} sandbox={}{}{}{}",
+            "mode={} approval={} sandbox={}{}{}{}{}",
             self.mode.as_str(),
             self.approval.as_str(),
-            self.sandbox_mode(),
+            sandbox,
             if self.headless { " headless" } else { "" },
+            if self.headless && self.auto_approve {
+                " auto-approve"
+            } else {
+                ""
+            },
             if self.background { " background" } else { "" },
             if self.shell_disabled {
                 " allow_shell=false"
@@ -163,41 +173,54 @@ impl Posture {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
     #[test]
     fn sandbox_by_posture() {
         assert_eq!(
-            Posture::new(Mode::Plan, Approval::FullAccess).sandbox_mode(),
+            Posture::new(Mode::Plan, Approval::FullAccess).implied_sandbox(),
             SandboxMode::ReadOnly
         );
         assert_eq!(
-            Posture::new(Mode::Work, Approval::Ask).sandbox_mode(),
+            Posture::new(Mode::Work, Approval::Ask).implied_sandbox(),
             SandboxMode::WorkspaceWrite
         );
         assert_eq!(
-            Posture::new(Mode::Work, Approval::AutoReview).sandbox_mode(),
+            Posture::new(Mode::Work, Approval::AutoReview).implied_sandbox(),
             SandboxMode::WorkspaceWrite
         );
         assert_eq!(
-            Posture::new(Mode::Operate, Approval::FullAccess).sandbox_mode(),
+            Posture::new(Mode::Operate, Approval::FullAccess).implied_sandbox(),
             SandboxMode::DangerFullAccess
         );
     }
 
     #[test]
     fn settings_only_narrow() {
-        let mut p = Posture::new(Mode::Work, Approval::FullAccess);
-        p.configured_sandbox = Some(SandboxMode::WorkspaceWrite);
-        assert_eq!(p.sandbox_mode(), SandboxMode::WorkspaceWrite);
-        p.configured_sandbox = Some(SandboxMode::ExternalSandbox);
-        assert_eq!(p.sandbox_mode(), SandboxMode::ExternalSandbox);
-        let mut q = Posture::new(Mode::Work, Approval::Ask);
-        q.configured_sandbox = Some(SandboxMode::DangerFullAccess);
-        assert_eq!(q.sandbox_mode(), SandboxMode::WorkspaceWrite);
-        q.configured_sandbox = Some(SandboxMode::ReadOnly);
-        assert_eq!(q.sandbox_mode(), SandboxMode::ReadOnly);
+        let p = Posture::new(Mode::Work, Approval::FullAccess);
+        assert_eq!(
+            p.sandbox_under(SandboxMode::DangerFullAccess),
+            SandboxMode::DangerFullAccess
+        );
+        assert_eq!(
+            p.sandbox_under(SandboxMode::WorkspaceWrite),
+            SandboxMode::WorkspaceWrite
+        );
+        assert_eq!(
+            p.sandbox_under(SandboxMode::ExternalSandbox),
+            SandboxMode::ExternalSandbox
+        );
+        let q = Posture::new(Mode::Work, Approval::Ask);
+        assert_eq!(
+            q.sandbox_under(SandboxMode::DangerFullAccess),
+            SandboxMode::WorkspaceWrite
+        );
+        assert_eq!(
+            q.sandbox_under(SandboxMode::ReadOnly),
+            SandboxMode::ReadOnly
+        );
     }
 
     #[test]

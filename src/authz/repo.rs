@@ -200,6 +200,7 @@ pub fn check(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::authz::shell::analyze;

@@ -30,7 +30,7 @@ use super::floor;
 use super::readonly::git_subcommand;
 use super::shell::{Analysis, Piece};
 use super::verdict::Decision;
-use crate::config::error::{self as cerr, ConfigError};
+use crate::toml_file::{self as cerr, FileError};
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -364,7 +364,7 @@ pub fn parse_rules(
     text: &str,
     layer: Layer,
     home: Option<&Path>,
-) -> Result<Vec<Rule>, ConfigError> {
+) -> Result<Vec<Rule>, FileError> {
     let raw: RawFile = toml::from_str(text).map_err(|e| cerr::from_toml(file, text, &e))?;
     let mut rules = Vec::new();
     for (i, spanned) in raw.rules.iter().enumerate() {
@@ -389,7 +389,7 @@ pub fn parse_rules(
         if r.tool.trim().is_empty() {
             return Err(err("tool", "empty tool name"));
         }
-        let tokens = |s: &str, key: &str| -> Result<Vec<String>, ConfigError> {
+        let tokens = |s: &str, key: &str| -> Result<Vec<String>, FileError> {
             let t = shlex::split(s).ok_or_else(|| err(key, "unbalanced quotes"))?;
             if t.is_empty() {
                 return Err(err(key, "empty command"));
@@ -429,11 +429,11 @@ pub fn parse_rules(
 }
 
 /// Load the user's `permissions.toml` (absent file = no rules).
-pub fn load_user_rules(file: &Path, home: Option<&Path>) -> Result<Vec<Rule>, ConfigError> {
+pub fn load_user_rules(file: &Path, home: Option<&Path>) -> Result<Vec<Rule>, FileError> {
     match std::fs::read_to_string(file) {
         Ok(text) => parse_rules(file, &text, Layer::User, home),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(source) => Err(ConfigError::Read {
+        Err(source) => Err(FileError::Read {
             file: file.to_path_buf(),
             source,
         }),
@@ -441,5 +441,6 @@ pub fn load_user_rules(file: &Path, home: Option<&Path>) -> Result<Vec<Rule>, Co
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "rules_tests.rs"]
 mod tests;

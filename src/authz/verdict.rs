@@ -58,8 +58,8 @@ pub enum DecidedBy {
     Repository,
     /// The OS or external sandbox (gate 9).
     Sandbox,
-    /// A question nobody answered (`exec` without `--auto`: headless, no
-    /// human at gate 8). Set by the agent loop, never by the gates.
+    /// A question nobody answered (headless without `--auto`: no human at
+    /// gate 8).
     NoResponse,
 }
 
@@ -187,16 +187,16 @@ pub struct Verdict {
     /// The sandbox mode the call runs under at gate 9 (`None` when denied).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxMode>,
-    /// Headless only: the question gate 8 turned into a deny because no one
-    /// could answer it (who asked, at which gate, how it may be released).
-    /// Lets a headless caller report the asker and apply its own policy
-    /// (`exec --auto` approves ordinary and rule questions, never holds).
+    /// Headless only: the question gate 8 answered with no person there
+    /// (approved by `--auto`, held, or left without a response): who asked,
+    /// at which gate, how it may be released. The verdict's own fields say
+    /// how it was answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unanswered: Option<Question>,
+    pub question: Option<Question>,
     pub trace: Vec<GateOutcome>,
 }
 
-/// A question as it stood before gate 8 (see [`Verdict::unanswered`]).
+/// A question as it stood before gate 8 (see [`Verdict::question`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Question {
     pub asked_by: DecidedBy,
@@ -205,7 +205,154 @@ pub struct Question {
     pub reason: String,
 }
 
+/// How gate 8 answers `q` when no person is there (headless): `--auto`
+/// (`auto`) approves an ordinary or rule question — the sandbox `sandbox`
+/// stays — and never a hold, which stays the asker's deny; without `--auto`
+/// nobody answers (`no response`). The pipeline's gate 8 and
+/// [`Verdict::answer_headless`] both use this, so there is one rule.
+pub fn headless_answer(
+    q: &Question,
+    auto: bool,
+    sandbox: Option<SandboxMode>,
+) -> (Decision, DecidedBy, String) {
+    match (auto, q.kind) {
+        (true, AskKind::Hold) => (
+            Decision::Deny,
+            q.asked_by,
+            format!(
+                "{} — held by {}; --auto never releases a hold (only a person can)",
+                q.reason, q.asked_by
+            ),
+        ),
+        (true, _) => (
+            Decision::Allow,
+            DecidedBy::Posture,
+            match sandbox {
+                Some(m) => format!("{} — approved by --auto (sandbox {m} kept)", q.reason),
+                None => format!("{} — approved by --auto", q.reason),
+            },
+        ),
+        (false, _) => (
+            Decision::Deny,
+            DecidedBy::NoResponse,
+            format!(
+                "{} (asked by {}) — nobody can answer in a headless run (no response); rerun with --auto to approve",
+                q.reason, q.asked_by
+            ),
+        ),
+    }
+}
+
 impl Verdict {
+    /// A verdict decided at `gate` with nothing else to say (no question
+    /// kind, no sandbox, no trace): for callers that decide before the
+    /// pipeline (a tool the run does not offer) and for tests.
+    pub fn decided(decision: Decision, decided_by: DecidedBy, gate: Gate, reason: &str) -> Self {
+        Verdict {
+            decision,
+            decided_by,
+            gate,
+            reason: reason.to_string(),
+            ask_kind: (decision == Decision::Ask).then_some(AskKind::Ordinary),
+            hard: false,
+            to_reviewer: false,
+            grant_key: String::new(),
+            sandbox: None,
+            question: None,
+            trace: Vec::new(),
+        }
+    }
+
+    /// Answer a pending question the headless way ([`headless_answer`]);
+    /// any other verdict is returned as it is.
+    pub fn answer_headless(mut self, auto: bool) -> Verdict {
+        if self.decision != Decision::Ask {
+            return self;
+        }
+        let q = Question {
+            asked_by: self.decided_by,
+            gate: self.gate,
+            kind: self.ask_kind.unwrap_or(AskKind::Hold),
+            reason: self.reason.clone(),
+        };
+        let (d, by, reason) = headless_answer(&q, auto, self.sandbox);
+        self.decision = d;
+        self.decided_by = by;
+        self.gate = Gate::Human;
+        self.reason = reason.clone();
+        self.ask_kind = None;
+        self.to_reviewer = false;
+        self.question = Some(q);
+        if let Some(g) = self.trace.iter_mut().find(|g| g.gate == Gate::Human) {
+            g.produced = Some(d);
+            g.running = d;
+            g.by = Some(by);
+            g.note = reason;
+        }
+        self
+    }
+
+    /// What the gates said before a headless gate 8 answered: `Ask` when
+    /// it answered a question, else the decision itself.
+    pub fn gates_said(&self) -> Decision {
+        if self.question.is_some() {
+            Decision::Ask
+        } else {
+            self.decision
+        }
+    }
+
+    /// What happened: `allow` (it runs), `no_response` (a question nobody
+    /// answered) or `deny`.
+    pub fn outcome(&self) -> &'static str {
+        match (self.decision, self.decided_by) {
+            (Decision::Allow, _) => "allow",
+            (_, DecidedBy::NoResponse) => "no_response",
+            _ => "deny",
+        }
+    }
+
+    /// For a question: who asked.
+    pub fn asked_by(&self) -> Option<DecidedBy> {
+        match (&self.question, self.decision) {
+            (Some(q), _) => Some(q.asked_by),
+            (None, Decision::Ask) => Some(self.decided_by),
+            _ => None,
+        }
+    }
+
+    /// Whether the question (answered headless, or still pending) is a hold.
+    pub fn held(&self) -> bool {
+        match &self.question {
+            Some(q) => q.kind == AskKind::Hold,
+            None => self.is_hold(),
+        }
+    }
+
+    /// The gate to report: the one that asked, for a question gate 8
+    /// answered headless; else the deciding gate.
+    pub fn reported_gate(&self) -> Gate {
+        self.question.as_ref().map_or(self.gate, |q| q.gate)
+    }
+
+    /// One line per gate, as `codewhale permissions check` prints them.
+    pub fn trace_lines(&self) -> Vec<String> {
+        self.trace
+            .iter()
+            .map(|g| {
+                format!(
+                    "{}. {}: {} → {}{} {}",
+                    g.gate.number(),
+                    g.gate.name(),
+                    g.produced.map(Decision::as_str).unwrap_or("-"),
+                    g.running.as_str(),
+                    g.by.map(|b| format!(" [{b}]")).unwrap_or_default(),
+                    g.note
+                )
+            })
+            .collect()
+    }
+
     /// Whether the tool call may run now (gate 9 still applies).
     pub fn is_allowed(&self) -> bool {
         self.decision == Decision::Allow
@@ -293,6 +440,7 @@ impl Verdict {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -1,11 +1,11 @@
 //! The in-sandbox helper stage as its own small executable.
 //!
 //! Every sandboxed spawn executes the helper once inside bwrap. The full
-//! `codewhale` binary links the TLS stack (OpenSSL) and the whole CLI; this
-//! entry point links neither (the linker drops what it never calls), which
-//! makes the per-spawn cost smaller. It takes exactly the argv of the
+//! `codewhale` binary links the TLS stack (rustls on Linux) and the whole
+//! CLI; this entry point links neither (the linker drops what it never
+//! calls), which makes the per-spawn cost smaller. It takes exactly the argv of the
 //! hidden subcommand: `__sandbox-helper --spec JSON -- CMD [ARGS…]`.
-//! `bwrap_spawn` uses it when it sits next to the running `codewhale`, and
+//! `host::backends::bwrap::spawn` uses it when it sits next to the running `codewhale`, and
 //! falls back to `codewhale __sandbox-helper` otherwise.
 
 fn main() {

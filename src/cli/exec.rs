@@ -6,7 +6,7 @@ use crate::agent::{
     exec_posture, run_exec_with_snapshots, Emitter, ExecOptions, OutputFormat, PipelineAuthorizer,
     RunSnapshots,
 };
-use crate::config::{self, LoadOptions, Settings};
+use crate::config::{self, LoadOptions, RulesFile, SandboxContext, SandboxFlags, Settings};
 use crate::host::BackendChoice;
 use crate::policy::{resolve, HostFacts, SandboxMode};
 use crate::provider::auth::AuthStore;
@@ -141,10 +141,11 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
     };
     let workspace = std::fs::canonicalize(&workspace)
         .with_context(|| format!("workspace {}", workspace.display()))?;
-    let settings = load_settings(&args, &workspace)?;
-    let (posture, posture_notes) = exec_posture(&settings, args.auto, args.sandbox);
-    let mut config_report = config_report(&settings, args.no_project_config, &posture_notes);
-    config_report["posture"] = posture.describe().into();
+    let sandbox = load_context(&args, &workspace)?;
+    let (posture, sandbox, posture_notes) = exec_posture(sandbox, args.auto, args.sandbox);
+    let settings = &sandbox.settings;
+    let mut config_report = config_report(settings, args.no_project_config, &posture_notes);
+    config_report["posture"] = posture.describe(sandbox.mode()).into();
     for line in settings
         .warnings
         .iter()
@@ -165,7 +166,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
                 .unwrap_or_default()
         ));
     }
-    let cfg = ExecConfig::from_settings(&settings)?;
+    let cfg = ExecConfig::from_settings(settings)?;
     let store = AuthStore::new(&home);
     let env = |n: &str| std::env::var(n).ok();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -212,10 +213,8 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
     }
     let provider = Provider::new(provider_settings, RetryPolicy::default())?;
 
-    // Gate 9's mode is the posture's (the verdicts carry the same one).
-    let mode = posture.sandbox_mode();
-    let policy = settings.sandbox_policy(mode);
-    let resolved = resolve(&policy, &HostFacts::detect())?;
+    // The one policy every call of this run uses (gate 9 is handed its mode).
+    let resolved = resolve(&sandbox.policy, &HostFacts::detect())?;
     // Undo snapshots: same store lookup as `codewhale undo`; a refusal or a
     // failure to open switches them off for this run (every surface says
     // so) and the run goes on.
@@ -225,21 +224,13 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
     let mut snaps = RunSnapshots::from_open(
         SnapshotStore::open(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
     );
-    let mut host = settings.host_settings();
-    if let Some(b) = args.backend {
-        host.backend = b;
-    }
-    if !mode.is_sandboxed() {
-        // Chosen explicitly (--auto --sandbox danger-full-access / external-sandbox).
-        host.allow_unsandboxed = true;
-    }
+    let authorizer = PipelineAuthorizer::new(settings, posture, sandbox.mode());
     let ctx = ToolContext {
         guard: FsGuard::new(&resolved),
-        policy,
-        host,
+        policy: sandbox.policy.clone(),
+        host: sandbox.host.clone(),
         cancel: crate::host::CancelToken::new(),
     };
-    let authorizer = PipelineAuthorizer::new(&settings, posture);
     let (rt, rt_report) = exec_client::open(&home)?;
     note_runtime_recovery(&mut out, &rt_report);
     let mut log = SessionLog::create(&sessions_dir(&home))?;
@@ -264,7 +255,6 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
     let mut out = out.with_tap(thread.tap());
     let opts = ExecOptions {
         prompt,
-        sandbox: mode,
         auto: args.auto,
         allowed_tools: args.allowed_tools,
         disallowed_tools: args.disallowed_tools,
@@ -316,14 +306,19 @@ fn note_runtime_recovery(out: &mut crate::agent::Emitter, r: &crate::runtime::Op
     }
 }
 
-/// Resolve every configuration layer once (`--sandbox` and `--model` are
-/// CLI overrides; the project override can only tighten them).
-fn load_settings(args: &ExecArgs, workspace: &std::path::Path) -> anyhow::Result<Settings> {
+/// Resolve every configuration layer once through the one sandbox context
+/// (`--sandbox`, `--backend` and `--model` are CLI overrides; the project
+/// override can only tighten them).
+fn load_context(args: &ExecArgs, workspace: &std::path::Path) -> anyhow::Result<SandboxContext> {
     let mut o = LoadOptions::new(workspace);
-    o.overrides.sandbox_mode = args.sandbox;
     o.overrides.model = args.model.clone();
-    o.no_project_config = args.no_project_config;
-    Ok(config::load(&o)?)
+    let flags = SandboxFlags {
+        mode: args.sandbox,
+        backend: args.backend,
+        no_project_config: args.no_project_config,
+        ..SandboxFlags::default()
+    };
+    Ok(SandboxContext::load_with(&mut o, &flags, RulesFile::Load)?)
 }
 
 /// What the layers did, for the `metadata` event.

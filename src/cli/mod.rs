@@ -7,7 +7,6 @@ pub mod permissions;
 pub mod probe;
 pub mod receipts;
 pub mod sandbox;
-pub mod sandbox_explain;
 pub mod setup;
 pub mod undo;
 

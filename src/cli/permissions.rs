@@ -124,6 +124,10 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
     posture.background = a.background;
     let floor = settings.floor_context();
     let grants = SessionGrants::default();
+    // The same sandbox context a run in this posture would get.
+    let sandbox = config::SandboxContext::from_settings(settings.clone(), &Default::default())
+        .for_posture(&posture)
+        .mode();
     let ctx = Context {
         rules: &settings.rules,
         hooks: &answers,
@@ -132,6 +136,7 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
         admission: &settings.user.tools,
         workspace: &settings.workspace,
         floor: &floor,
+        sandbox,
     };
     let verdict = authz::authorize(&call, &posture, &ctx);
     let analysis = call.command_line().map(|c| shell::analyze(&c));

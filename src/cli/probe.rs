@@ -159,7 +159,7 @@ mod imp {
         let dot = CString::new(".").map_err(|e| e.to_string())?;
         let tmpnode = CString::new("/tmp/codewhale-probe-node").map_err(|e| e.to_string())?;
         let tiocsti = crate::host::seccomp::TIOCSTI;
-        // SAFETY (whole block): each call passes integers, null pointers
+        // SAFETY: (whole block) each call passes integers, null pointers
         // the kernel rejects with EFAULT, or pointers to live CStrings above.
         let r = unsafe {
             match name {

@@ -6,10 +6,8 @@
 //! authorization rules file), then the flags given on the command line on top.
 
 use crate::config;
-use crate::host::backends::bwrap::{self, BwrapOptions};
-use crate::host::seccomp::{self, SeccompOptions};
-use crate::host::{BackendChoice, ExecOutcome, ExecRequest, HostError, HostSettings, StdinSpec};
-use crate::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
+use crate::host::{BackendChoice, ExecOutcome, ExecRequest, HostSettings, StdinSpec};
+use crate::policy::{SandboxMode, SandboxPolicy};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::ffi::OsString;
@@ -81,7 +79,7 @@ pub struct ExplainArgs {
     pub json: bool,
 }
 
-/// `__sandbox-helper --spec JSON -- CMD…` (see `host::backends::bwrap::helper`).
+/// `__sandbox-helper --spec JSON -- CMD…` (see `host::helper_main`).
 #[derive(Debug, Args)]
 pub struct HelperArgs {
     #[arg(long)]
@@ -91,7 +89,9 @@ pub struct HelperArgs {
 }
 
 impl PolicyArgs {
-    /// The policy and host settings: config layers first, flags on top.
+    /// The policy and host settings through the one sandbox context
+    /// (`config::SandboxContext`): the user config, these flags on top,
+    /// then the project's tighten-only override. The rules file is not read.
     fn resolve_settings(
         &self,
         allow_unsandboxed: bool,
@@ -100,27 +100,23 @@ impl PolicyArgs {
             Some(w) => w.clone(),
             None => std::env::current_dir().context("reading the current directory")?,
         };
-        let mut opts = config::LoadOptions::new(&workspace);
-        opts.no_project_config = self.no_project_config;
-        let settings = config::load_sandbox(&opts)?;
-        for w in &settings.warnings {
+        let flags = config::SandboxFlags {
+            mode: self.mode,
+            network: self.network,
+            writable_roots: self.writable_roots.clone(),
+            backend: self.backend,
+            bwrap_path: self.bwrap_path.clone(),
+            allow_unsandboxed,
+            no_project_config: self.no_project_config,
+        };
+        let ctx = config::SandboxContext::load(&workspace, &flags, config::RulesFile::Skip)?;
+        for w in &ctx.settings.warnings {
             eprintln!("codewhale: {w}");
         }
-        let mode = self.mode.unwrap_or(settings.sandbox_mode);
-        let mut p = settings.sandbox_policy(mode);
-        if self.network {
-            p.network = true;
+        for k in &ctx.settings.ignored {
+            eprintln!("codewhale: {k}");
         }
-        p.writable_roots.extend(self.writable_roots.iter().cloned());
-        let mut h = settings.host_settings();
-        if let Some(b) = self.backend {
-            h.backend = b;
-        }
-        if let Some(b) = &self.bwrap_path {
-            h.bwrap_path = Some(b.clone());
-        }
-        h.allow_unsandboxed |= allow_unsandboxed;
-        Ok((p, h))
+        Ok((ctx.policy, ctx.host))
     }
 }
 
@@ -158,17 +154,9 @@ fn run_cmd(args: RunArgs) -> i32 {
     req.tee = true;
     req.stdin = StdinSpec::Inherit;
     req.timeout = args.timeout_ms.map(Duration::from_millis);
-    let result = if settings.backend == BackendChoice::Opensandbox || !cfg!(target_os = "linux") {
-        // The async backends (remote, macOS, Windows) go through host::run.
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| HostError::io("starting the async runtime", e))
-            .and_then(|rt| rt.block_on(crate::host::run(&policy, &settings, req)))
-    } else {
-        // Linux local backends: no runtime on the hot path (see PERFORMANCE.md).
-        crate::host::select::run_blocking(&policy, &settings, &req)
-    };
+    // The one dispatcher, blocking: no async runtime on the hot path
+    // (OpenSandbox builds its own; see PERFORMANCE.md).
+    let result = crate::host::run_blocking(&policy, &settings, &req);
     let code = match &result {
         Ok(out) => out.shell_code(),
         Err(e) => {
@@ -182,13 +170,21 @@ fn run_cmd(args: RunArgs) -> i32 {
         {
             eprintln!(
                 "codewhale: note: using the landlock tier ({})",
-                out.enforcement.partial.first().map_or("", String::as_str)
+                out.enforcement
+                    .partial
+                    .first()
+                    .map_or(String::new(), |p| p.reason.clone())
             );
         }
         if !out.enforcement.is_sandboxed() {
             eprintln!(
                 "codewhale: warning: ran UNSANDBOXED ({})",
-                out.enforcement.partial.join("; ")
+                out.enforcement
+                    .partial
+                    .iter()
+                    .map(|p| p.reason.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
             );
         }
     }
@@ -216,91 +212,17 @@ fn outcome_json(out: &ExecOutcome) -> serde_json::Value {
 
 fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
     let (policy, settings) = args.policy.resolve_settings(false)?;
-    if settings.backend == BackendChoice::Seatbelt {
-        // The Seatbelt planner is pure: its profile can be read on any OS.
-        let e = crate::host::seatbelt::explain_policy(&policy)?;
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&e)?);
-        } else {
-            print!("{}", e.render_text());
-        }
-        return Ok(());
-    }
-    let resolved = resolve(&policy, &HostFacts::detect())
-        .with_context(|| format!("resolving the policy for {}", policy.workspace.display()))?;
-    let seccomp_opts = SeccompOptions::for_bwrap(resolved.network);
-    let bwrap_bin = args
-        .policy
-        .bwrap_path
-        .clone()
-        .or_else(|| which::which("bwrap").ok())
-        .unwrap_or_else(|| PathBuf::from("bwrap"));
-    // The same helper executable a run would use.
-    #[cfg(target_os = "linux")]
-    let exe = crate::host::backends::bwrap::spawn::default_helper_exe()
-        .unwrap_or_else(|_| PathBuf::from("codewhale"));
-    #[cfg(not(target_os = "linux"))]
-    let exe = PathBuf::from("codewhale-sandbox-helper");
-    let base = bwrap::placeholder_base();
-    // The fd numbers are assigned when a run starts; 3 and 4 are shown.
-    let spec = super::sandbox_explain::helper_spec_json(&resolved, &seccomp_opts);
-    let opts = BwrapOptions {
-        bwrap: bwrap_bin,
-        cwd: resolved.workspace.clone(),
-        placeholder_file: base.join("empty-file"),
-        placeholder_dir: base.join("empty-dir"),
-        helper: Some((
-            exe,
-            vec!["__sandbox-helper".into(), "--spec".into(), spec.into()],
-        )),
-        command: vec!["CMD".into(), "ARGS…".into()],
+    let format = if args.json {
+        crate::host::explain::Format::Json
+    } else {
+        crate::host::explain::Format::Text
     };
-    if settings.backend == BackendChoice::Landlock {
-        return super::sandbox_explain::landlock(&policy, &resolved, args.json);
+    let text = crate::host::explain::explain(&policy, &settings, format)
+        .with_context(|| format!("explaining the policy for {}", policy.workspace.display()))?;
+    print!("{text}");
+    if format == crate::host::explain::Format::Json {
+        println!();
     }
-    let plan = bwrap::plan(&resolved, &opts);
-    let rules = seccomp::rules(&seccomp_opts);
-    if args.json {
-        let v = serde_json::json!({
-            "policy": policy,
-            "resolved": resolved,
-            "backend": settings.backend,
-            "bwrap": match &plan { Ok(p) => serde_json::to_value(p)?, Err(e) => serde_json::json!({"error": e.to_string()}) },
-            "seccomp": rules,
-            "landlock": super::sandbox_explain::inside_bwrap_json(&resolved),
-        });
-        println!("{}", serde_json::to_string_pretty(&v)?);
-        return Ok(());
-    }
-    println!("mode: {}   network: {}", resolved.mode, resolved.network);
-    println!("workspace: {}", resolved.workspace.display());
-    println!("writable roots:");
-    for r in &resolved.writable_roots {
-        println!("  {}  ({})", r.path.display(), r.reason);
-    }
-    println!("write-protected:");
-    for r in &resolved.protected {
-        println!("  {} [{:?}]  ({})", r.path.display(), r.kind, r.reason);
-    }
-    println!("deny-read:");
-    for r in resolved.existing_deny_read() {
-        println!("  {}  ({})", r.path.display(), r.reason);
-    }
-    for n in &resolved.notes {
-        println!("note: {n}");
-    }
-    match &plan {
-        Ok(p) => {
-            println!("bwrap argv (status fd assigned at run time):");
-            println!("  {}", p.display());
-        }
-        Err(e) => println!("bwrap: refuses to run: {e}"),
-    }
-    println!("seccomp (helper stage, after no_new_privs and dropping all capabilities):");
-    for r in &rules {
-        println!("  {}", seccomp::describe(r));
-    }
-    super::sandbox_explain::inside_bwrap_text(&resolved);
     Ok(())
 }
 
@@ -308,7 +230,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<()> {
 pub fn helper(args: HelperArgs) -> i32 {
     #[cfg(target_os = "linux")]
     {
-        crate::host::backends::bwrap::helper::main(&args.spec, &args.command)
+        crate::host::helper_main(&args.spec, &args.command)
     }
     #[cfg(not(target_os = "linux"))]
     {

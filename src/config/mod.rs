@@ -12,11 +12,13 @@
 pub mod error;
 pub mod paths;
 pub mod project;
+pub mod sandbox_context;
 pub mod user;
 
 pub use error::{ConfigError, Location};
 pub use paths::ConfigPaths;
 pub use project::IgnoredKey;
+pub use sandbox_context::{RulesFile, SandboxContext, SandboxFlags};
 pub use user::{SandboxSection, UserConfig};
 
 use crate::authz::rules::{self, RuleSet};
@@ -92,10 +94,11 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// The posture for a turn in `mode` (approval and sandbox from settings).
+    /// The posture for a turn in `mode` (approval and shell use from
+    /// settings; the sandbox mode is the sandbox context's, see
+    /// [`SandboxContext::for_posture`]).
     pub fn posture(&self, mode: Mode) -> Posture {
         let mut p = Posture::new(mode, self.approval);
-        p.configured_sandbox = Some(self.sandbox_mode);
         p.shell_disabled = !self.allow_shell;
         p
     }

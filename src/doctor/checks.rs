@@ -171,6 +171,7 @@ pub fn container(kind: Option<&str>) -> Row {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use std::path::PathBuf;

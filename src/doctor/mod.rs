@@ -27,7 +27,7 @@ pub mod select;
 
 pub use report::{ApiKeyReport, Platform, Report, Row, SandboxReport, Status};
 
-use crate::config::{self, LoadOptions};
+use crate::config::{self, LoadOptions, RulesFile, SandboxContext, SandboxFlags};
 
 use crate::policy::SandboxMode;
 use std::path::PathBuf;
@@ -141,9 +141,15 @@ fn provider(
 pub fn run(opts: &Options) -> Report {
     let started = Instant::now();
     let mut checks = Vec::new();
-    let load = LoadOptions::new(&opts.workspace);
+    let mut load = LoadOptions::new(&opts.workspace);
     let config_path = load.paths.user_config().0;
-    let settings = match config::load(&load) {
+    // The same sandbox context as every other client (no flags here).
+    let context = SandboxContext::load_with(&mut load, &SandboxFlags::default(), RulesFile::Load);
+    let (settings, context) = match context {
+        Ok(c) => (Ok(c.settings.clone()), Some(c)),
+        Err(e) => (Err(e), None),
+    };
+    let settings = match settings {
         Ok(s) => {
             for w in &s.warnings {
                 checks.push(Row::new(
@@ -167,14 +173,11 @@ pub fn run(opts: &Options) -> Report {
         .as_ref()
         .map(|s| s.user_file.is_some())
         .unwrap_or_else(|| config_path.exists());
-    let mode = settings
+    let mode = context
         .as_ref()
-        .map(|s| s.sandbox_mode)
+        .map(|c| c.mode())
         .unwrap_or(SandboxMode::WorkspaceWrite);
-    let mut host = settings
-        .as_ref()
-        .map(|s| s.host_settings())
-        .unwrap_or_default();
+    let mut host = context.map(|c| c.host).unwrap_or_default();
     host.helper_exe = opts.exe.clone();
     let section = settings
         .as_ref()

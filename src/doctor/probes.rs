@@ -10,7 +10,9 @@
 
 use super::parse::ProcStatus;
 use super::report::{Row, Status};
-use crate::host::{ExecOutcome, ExecRequest, ExitKind, HostError, HostSettings};
+use crate::host::{
+    ExecOutcome, ExecRequest, ExitKind, HostError, HostSettings, PartialItem, Shortfall,
+};
 use crate::policy::SandboxPolicy;
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
@@ -437,8 +439,11 @@ fn known_limitation(mut r: Row, path: &Path, outcome: Option<&ExecOutcome>) -> R
         o.enforcement
             .partial
             .iter()
-            .find(|l| l.contains("not enforced") && l.contains(needle.as_ref()))
-            .cloned()
+            .find(|p| {
+                p.item != Shortfall::OverRestricted
+                    && (p.path.as_deref() == Some(path) || p.line().contains(needle.as_ref()))
+            })
+            .map(PartialItem::line)
     });
     if let Some(line) = declared {
         r.status = Status::Warn;

@@ -206,7 +206,7 @@ impl Report {
         );
         if let Some(e) = &sb.enforcement {
             for p in &e.partial {
-                let _ = writeln!(s, "  only partially enforced: {p}");
+                let _ = writeln!(s, "  only partially enforced: {}", p.line());
             }
         }
         if let Some(k) = &self.api_key {
@@ -248,6 +248,7 @@ impl Report {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -263,6 +264,7 @@ mod tests {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod render_tests {
     use super::*;
 

@@ -1,9 +1,11 @@
 //! Which backend the host would use here — the single place doctor asks.
 //!
-//! `auto` on Linux is the host's own decision (`host::select_auto`): bwrap
-//! if its functional probe passes (cached per process), else the landlock
-//! tier if the kernel enforces Landlock, else nothing (runs fail with 125).
+//! It renders the host's own pure [`crate::host::select`] (the same value a
+//! run dispatches on), with bwrap's state taken from its functional probe
+//! (cached per process): bwrap if the probe passes, else the landlock tier
+//! if the kernel enforces Landlock, else nothing (runs fail with 125).
 
+use crate::host::select::{BwrapState, Facts, Os};
 use crate::host::{BackendChoice, BackendKind, HostError, HostSettings};
 use crate::policy::SandboxPolicy;
 
@@ -28,137 +30,117 @@ impl Selection {
     }
 }
 
-fn unavailable_parts(e: HostError) -> (String, Option<String>) {
-    match e {
-        HostError::Unavailable { reason, remedy, .. } => (reason, remedy),
-        other => (other.to_string(), None),
-    }
-}
-
-/// bwrap, proven by running `true` under it (the host's cached probe).
-fn try_bwrap(
-    policy: &SandboxPolicy,
-    settings: &HostSettings,
-) -> Result<(), (String, Option<String>)> {
-    if cfg!(not(target_os = "linux")) {
-        return Err(("bubblewrap exists only on Linux".into(), None));
-    }
-    crate::host::select::probe_bwrap(policy, settings).map_err(unavailable_parts)
-}
-
 /// The fix for a missing bubblewrap.
 const BWRAP_FIX: &str = "install bubblewrap (Debian/Ubuntu: sudo apt install bubblewrap) and make sure user namespaces are allowed (see the userns row)";
 
+/// One line per backend the facts speak of.
+fn considered(f: &Facts) -> Vec<String> {
+    let bwrap = match &f.bwrap {
+        BwrapState::Works => "bwrap: ok".to_string(),
+        BwrapState::Untried => "bwrap: not probed".to_string(),
+        BwrapState::Broken(r) => format!("bwrap: {r}"),
+    };
+    let landlock = match &f.landlock {
+        Ok(()) => "landlock: ok".to_string(),
+        Err(e) => format!("landlock: {e}"),
+    };
+    vec![bwrap, landlock]
+}
+
 /// The backend `--backend auto` selects on this host.
 pub fn auto_backend(policy: &SandboxPolicy, settings: &HostSettings) -> Selection {
-    if cfg!(target_os = "windows") {
-        return Selection::none(
-            crate::host::windows::NO_SANDBOX_NOTICE,
-            None,
-            vec!["none: Windows has no OS sandbox".into()],
-        );
-    }
-    if cfg!(target_os = "macos") {
-        return Selection::none(
-            "doctor does not probe Seatbelt runs yet",
-            Some("see the seatbelt row: sandbox-exec itself is checked".into()),
-            vec!["seatbelt: not probed".into()],
-        );
-    }
-    let sel = crate::host::select_auto::select_auto(policy, settings);
-    let considered: Vec<String> = sel
-        .considered
-        .iter()
-        .map(|(k, r)| match r {
-            Ok(()) => format!("{k}: ok"),
-            Err(e) => format!("{k}: {e}"),
-        })
-        .collect();
-    let why_not = |kind: BackendKind| {
-        sel.considered
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .and_then(|(_, r)| r.clone().err())
-            .unwrap_or_default()
+    let settings = HostSettings {
+        backend: BackendChoice::Auto,
+        ..settings.clone()
     };
-    match sel.chosen {
-        Some(BackendKind::Bwrap) => Selection {
+    configured_backend(policy, &settings)
+}
+
+/// The backend for the configured choice (`[sandbox] backend`): the host's
+/// own [`crate::host::select`], with bwrap's state from a functional probe
+/// (running `true` under it, cached per process) instead of a run's.
+pub fn configured_backend(policy: &SandboxPolicy, settings: &HostSettings) -> Selection {
+    match settings.backend {
+        BackendChoice::Opensandbox => {
+            return Selection::none(
+                "configured backend opensandbox is remote: doctor does not probe it yet",
+                None,
+                vec![],
+            )
+        }
+        BackendChoice::None => {
+            return Selection::none(
+                "configured backend none: commands run without a sandbox",
+                Some("set [sandbox] backend = \"auto\"".into()),
+                vec![],
+            )
+        }
+        BackendChoice::Auto | BackendChoice::Seatbelt if cfg!(target_os = "macos") => {
+            return Selection::none(
+                "doctor does not probe Seatbelt runs yet",
+                Some("see the seatbelt row: sandbox-exec itself is checked".into()),
+                vec!["seatbelt: not probed".into()],
+            )
+        }
+        _ => {}
+    }
+    let auto = settings.backend == BackendChoice::Auto;
+    let (sel, facts) = crate::host::dispatch::probed_selection(policy, settings);
+    let considered = considered(&facts);
+    let bwrap_why = match &facts.bwrap {
+        BwrapState::Broken(r) => r.clone(),
+        _ => String::new(),
+    };
+    match sel {
+        Ok(s) if s.backend == BackendKind::Bwrap => Selection {
             chosen: Some(BackendKind::Bwrap),
-            reason: "bwrap started and ran the probe command".into(),
+            reason: if auto {
+                "bwrap started and ran the probe command".into()
+            } else {
+                "configured backend bwrap started".into()
+            },
             remedy: None,
             considered,
         },
-        Some(BackendKind::Landlock) => Selection {
+        Ok(s) if s.backend == BackendKind::Landlock => Selection {
             chosen: Some(BackendKind::Landlock),
-            reason: format!(
-                "bwrap unavailable ({}); the landlock tier (no namespaces) enforces what the kernel allows",
-                why_not(BackendKind::Bwrap)
-            ),
-            remedy: Some(BWRAP_FIX.into()),
+            reason: if auto {
+                format!(
+                    "bwrap unavailable ({bwrap_why}); the landlock tier (no namespaces) enforces what the kernel allows"
+                )
+            } else {
+                "configured backend landlock: the kernel enforces Landlock".into()
+            },
+            remedy: auto.then(|| BWRAP_FIX.into()),
             considered,
         },
-        _ => Selection::none(
-            format!(
-                "no sandbox: bwrap unavailable ({}); landlock unavailable ({})",
-                why_not(BackendKind::Bwrap),
-                why_not(BackendKind::Landlock)
-            ),
+        Ok(s) => Selection::none(s.why, Some(BWRAP_FIX.into()), considered),
+        Err(HostError::Unavailable {
+            backend,
+            reason,
+            remedy,
+        }) => Selection::none(
+            format!("configured backend {backend}: {reason}"),
+            remedy.or_else(|| Some("set [sandbox] backend = \"auto\"".into())),
+            considered,
+        ),
+        Err(HostError::NoBackend { reason, remedy }) if facts.os == Os::Linux => Selection::none(
+            format!("no sandbox: {reason}"),
             Some(format!(
-                "{BWRAP_FIX}; or run on a kernel with Landlock enabled (Linux 5.13+, `lsm=landlock,…` on the kernel command line)"
+                "{BWRAP_FIX}; or {}",
+                remedy.unwrap_or_else(|| facts.landlock_remedy.clone())
             )),
             considered,
         ),
-    }
-}
-
-/// The backend for the configured choice (`[sandbox] backend`).
-pub fn configured_backend(policy: &SandboxPolicy, settings: &HostSettings) -> Selection {
-    match settings.backend {
-        BackendChoice::Auto => auto_backend(policy, settings),
-        BackendChoice::Bwrap => match try_bwrap(policy, settings) {
-            Ok(()) => Selection {
-                chosen: Some(BackendKind::Bwrap),
-                reason: "configured backend bwrap started".into(),
-                remedy: None,
-                considered: vec!["bwrap (configured): ok".into()],
-            },
-            Err((why, remedy)) => {
-                Selection::none(format!("configured backend bwrap: {why}"), remedy, vec![])
-            }
-        },
-        BackendChoice::Landlock => match crate::host::select_auto::landlock_available() {
-            Ok(()) => Selection {
-                chosen: Some(BackendKind::Landlock),
-                reason: "configured backend landlock: the kernel enforces Landlock".into(),
-                remedy: None,
-                considered: vec!["landlock (configured): ok".into()],
-            },
-            Err(why) => Selection::none(
-                format!("configured backend landlock: {why}"),
-                Some("set [sandbox] backend = \"auto\"".into()),
-                vec![],
-            ),
-        },
-        BackendChoice::Seatbelt if cfg!(not(target_os = "macos")) => Selection::none(
-            "configured backend seatbelt exists only on macOS",
-            Some("set [sandbox] backend = \"auto\"".into()),
-            vec![],
-        ),
-        BackendChoice::Seatbelt => auto_backend(policy, settings),
-        BackendChoice::Opensandbox => Selection::none(
-            "configured backend opensandbox is remote: doctor does not probe it yet",
-            None,
-            vec![],
-        ),
-        BackendChoice::None => Selection::none(
-            "configured backend none: commands run without a sandbox",
-            Some("set [sandbox] backend = \"auto\"".into()),
-            vec![],
-        ),
+        Err(HostError::NoBackend { reason, remedy }) => {
+            Selection::none(reason, remedy, vec!["none: no OS sandbox here".into()])
+        }
+        Err(e) => Selection::none(e.to_string(), None, considered),
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -175,7 +157,7 @@ mod tests {
     fn explicit_choices_that_cannot_sandbox_here_select_nothing_with_a_reason() {
         // Landlock: chosen exactly when the kernel (and the test seam) allow it.
         let l = with(BackendChoice::Landlock);
-        match crate::host::select_auto::landlock_available() {
+        match crate::host::dispatch::landlock_available() {
             Ok(()) => assert_eq!(l.chosen, Some(BackendKind::Landlock)),
             Err(why) => {
                 assert_eq!(l.chosen, None);

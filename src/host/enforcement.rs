@@ -1,5 +1,9 @@
 //! What was really in force for a run. A status, not a bool: every backend
 //! fills in what it applied and lists what it could not.
+//!
+//! Every field is typed (enums serialised in kebab-case), so a consumer of
+//! `--report-json`, stream-json, the session file or a receipt compares
+//! stable ids, never the wording of a message.
 
 use super::BackendKind;
 use crate::policy::SandboxMode;
@@ -21,11 +25,233 @@ pub enum EnforcementLevel {
     Unsandboxed,
 }
 
+impl EnforcementLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnforcementLevel::Full => "full",
+            EnforcementLevel::Partial => "partial",
+            EnforcementLevel::External => "external",
+            EnforcementLevel::Unsandboxed => "unsandboxed",
+        }
+    }
+}
+
+impl std::fmt::Display for EnforcementLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The kernel's answer to `landlock_restrict_self`: how much of the
+/// requested ruleset it enforces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LandlockStatus {
+    /// Nothing (no Landlock, or an empty ruleset).
+    #[default]
+    Not,
+    /// Some requested rights are unknown to the kernel's ABI.
+    Partially,
+    /// Everything requested.
+    Fully,
+}
+
+impl LandlockStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LandlockStatus::Not => "not",
+            LandlockStatus::Partially => "partially",
+            LandlockStatus::Fully => "fully",
+        }
+    }
+}
+
+/// A Linux namespace a backend created for the command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Namespace {
+    User,
+    Mount,
+    Pid,
+    Net,
+    Ipc,
+    Uts,
+    Cgroup,
+}
+
+impl Namespace {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Namespace::User => "user",
+            Namespace::Mount => "mount",
+            Namespace::Pid => "pid",
+            Namespace::Net => "net",
+            Namespace::Ipc => "ipc",
+            Namespace::Uts => "uts",
+            Namespace::Cgroup => "cgroup",
+        }
+    }
+}
+
+/// What keeps a command off the network when the policy denies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkEnforcer {
+    /// An empty network namespace (bwrap without `--share-net`).
+    Netns,
+    /// The seccomp filter's `socket()` rules.
+    Seccomp,
+    /// Landlock's TCP bind/connect rights (ABI ≥ 4).
+    LandlockNet,
+    /// The Seatbelt profile's `(deny network*)`.
+    Seatbelt,
+    /// The egress policy of the OpenSandbox deployment (outside codewhale).
+    OpensandboxEgressPolicy,
+}
+
+/// What a [`PartialItem`] is about: a stable id. Everything except
+/// [`Shortfall::OverRestricted`] leaves something the policy asked for
+/// unprotected; `over-restricted` blocks something the policy allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shortfall {
+    /// A deny-read path that stays readable.
+    DenyRead,
+    /// A write-protected path that stays writable.
+    WriteProtect,
+    /// Something the policy allows that is blocked (e.g. no private `/tmp`
+    /// without a mount namespace, a carved directory).
+    OverRestricted,
+    /// The kernel has no Landlock, or the test seam disabled it.
+    Landlock,
+    /// A Landlock access right the kernel's ABI does not have.
+    LandlockRight,
+    /// A limit of the landlock tier that holds whatever the paths are.
+    TierLimit,
+    /// The capability bounding set could not be cleared.
+    CapabilityBoundingSet,
+    /// Something policy resolution could not do (a scan limit, a missing
+    /// cache directory).
+    Policy,
+    /// `auto` fell back to a weaker backend (why).
+    Fallback,
+    /// Isolation is the external sandbox's, not codewhale's.
+    ExternalIsolation,
+    /// A note from the remote backend's run (sync, reuse, interruption).
+    Remote,
+    /// What the Seatbelt profile cannot express.
+    SeatbeltProfile,
+    /// Process supervision cannot hold every descendant.
+    Supervision,
+    /// The command ran without any sandbox (why).
+    NoSandbox,
+}
+
+impl Shortfall {
+    /// Every id (the receipt schema lists the same ones).
+    pub const ALL: [Shortfall; 14] = [
+        Shortfall::DenyRead,
+        Shortfall::WriteProtect,
+        Shortfall::OverRestricted,
+        Shortfall::Landlock,
+        Shortfall::LandlockRight,
+        Shortfall::TierLimit,
+        Shortfall::CapabilityBoundingSet,
+        Shortfall::Policy,
+        Shortfall::Fallback,
+        Shortfall::ExternalIsolation,
+        Shortfall::Remote,
+        Shortfall::SeatbeltProfile,
+        Shortfall::Supervision,
+        Shortfall::NoSandbox,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shortfall::DenyRead => "deny-read",
+            Shortfall::WriteProtect => "write-protect",
+            Shortfall::OverRestricted => "over-restricted",
+            Shortfall::Landlock => "landlock",
+            Shortfall::LandlockRight => "landlock-right",
+            Shortfall::TierLimit => "tier-limit",
+            Shortfall::CapabilityBoundingSet => "capability-bounding-set",
+            Shortfall::Policy => "policy",
+            Shortfall::Fallback => "fallback",
+            Shortfall::ExternalIsolation => "external-isolation",
+            Shortfall::Remote => "remote",
+            Shortfall::SeatbeltProfile => "seatbelt-profile",
+            Shortfall::Supervision => "supervision",
+            Shortfall::NoSandbox => "no-sandbox",
+        }
+    }
+}
+
+impl std::fmt::Display for Shortfall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One thing the policy asked for that this run did not enforce exactly.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartialItem {
+    pub item: Shortfall,
+    /// The path it concerns, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// Why, in words (what stays open, or what is blocked).
+    pub reason: String,
+}
+
+impl PartialItem {
+    pub fn new(item: Shortfall, reason: impl Into<String>) -> Self {
+        PartialItem {
+            item,
+            path: None,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn at(item: Shortfall, path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        PartialItem {
+            item,
+            path: Some(path.into()),
+            reason: reason.into(),
+        }
+    }
+
+    /// One line of text: `item: path: reason` (doctor, `sandbox run`).
+    pub fn line(&self) -> String {
+        match &self.path {
+            Some(p) => format!("{}: {}: {}", self.item, p.display(), self.reason),
+            None => format!("{}: {}", self.item, self.reason),
+        }
+    }
+}
+
+/// The policy resolver's notes (what it could not set up, e.g. a scan that
+/// stopped at its limit) as report items.
+pub fn policy_items(notes: &[String]) -> impl Iterator<Item = PartialItem> + '_ {
+    notes
+        .iter()
+        .map(|n| PartialItem::new(Shortfall::Policy, n.clone()))
+}
+
+/// The part of an [`Enforcement`] that travels with every command's result
+/// (tool result, session record, stream-json, receipts): which backend, how
+/// much it enforced, and each item it did not, with its reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnforcementSummary {
+    pub backend: BackendKind,
+    pub level: EnforcementLevel,
+    pub partial: Vec<PartialItem>,
+}
+
 /// Result of applying Landlock.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LandlockReport {
-    /// `fully`, `partially` or `not` enforced (the kernel's answer).
-    pub status: String,
+    /// How much of the ruleset the kernel enforces.
+    pub status: LandlockStatus,
     /// The ABI version in use (0 = none).
     pub abi: u32,
     /// The ABI the code was written against.
@@ -62,12 +288,12 @@ pub struct Enforcement {
     /// One human label used everywhere (doctor, receipts, stream-json):
     /// e.g. `sandboxed: bwrap+seccomp+landlock` or `unsandboxed`.
     pub label: String,
-    /// Namespaces created (`user`, `mount`, `pid`, `net`, `ipc`, `uts`, `cgroup`).
-    pub namespaces: Vec<String>,
+    /// Namespaces created.
+    pub namespaces: Vec<Namespace>,
     /// Whether the command could reach the network.
     pub network_allowed: bool,
-    /// How network denial was enforced (`netns`, `seccomp`, `landlock-net`).
-    pub network_enforced_by: Vec<String>,
+    /// How network denial was enforced.
+    pub network_enforced_by: Vec<NetworkEnforcer>,
     pub no_new_privs: bool,
     pub capabilities_dropped: bool,
     pub seccomp: Option<SeccompReport>,
@@ -79,7 +305,7 @@ pub struct Enforcement {
     /// Environment variable *names* removed (never values).
     pub env_removed: Vec<String>,
     /// Everything the policy asked for that this run did not enforce.
-    pub partial: Vec<String>,
+    pub partial: Vec<PartialItem>,
     pub external: Option<ExternalReport>,
 }
 
@@ -101,12 +327,55 @@ impl Enforcement {
             masked_paths: Vec::new(),
             protected_paths: Vec::new(),
             env_removed: Vec::new(),
-            partial: vec![why.to_string()],
+            partial: vec![PartialItem::new(Shortfall::NoSandbox, why)],
             external: None,
+        }
+    }
+
+    /// What travels with the command's result (see [`EnforcementSummary`]).
+    pub fn summary(&self) -> EnforcementSummary {
+        EnforcementSummary {
+            backend: self.backend,
+            level: self.level,
+            partial: self.partial.clone(),
         }
     }
 
     pub fn is_sandboxed(&self) -> bool {
         !matches!(self.level, EnforcementLevel::Unsandboxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_serialise_as_their_stable_names() {
+        for s in Shortfall::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        for (st, name) in [
+            (LandlockStatus::Not, "not"),
+            (LandlockStatus::Partially, "partially"),
+            (LandlockStatus::Fully, "fully"),
+        ] {
+            assert_eq!(serde_json::to_value(st).unwrap(), name);
+            assert_eq!(st.as_str(), name);
+        }
+        assert_eq!(
+            serde_json::to_value(NetworkEnforcer::LandlockNet).unwrap(),
+            "landlock-net"
+        );
+        assert_eq!(serde_json::to_value(Namespace::Cgroup).unwrap(), "cgroup");
+        let p = PartialItem::at(Shortfall::WriteProtect, "/w/.git", "writable");
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            r#"{"item":"write-protect","path":"/w/.git","reason":"writable"}"#
+        );
+        assert_eq!(p.line(), "write-protect: /w/.git: writable");
+        let no_path: PartialItem =
+            serde_json::from_str(r#"{"item":"tier-limit","reason":"r"}"#).unwrap();
+        assert_eq!(no_path, PartialItem::new(Shortfall::TierLimit, "r"));
     }
 }

@@ -1,209 +1,276 @@
-//! Backend selection and dispatch.
+//! Pure backend selection: [`select`] turns the mode, the backend asked
+//! for and what is known about this machine ([`Facts`]) into a
+//! [`Selection`] — the backend a run uses, what it falls back to when that
+//! backend's set-up fails before the command starts, and why. No I/O: it
+//! compiles and is tested for every OS; `doctor`, `sandbox explain` and the
+//! dispatcher ([`super::dispatch`]) all render or run the same value.
 //!
-//! - `danger-full-access` / `external-sandbox` run without a local sandbox
-//!   and are labelled so.
-//! - An explicit `--backend bwrap` is used without probing (the hot path);
-//!   a setup failure is still reported as exit 125 from the helper's
-//!   status pipe.
-//! - `--backend auto` on Linux: bwrap → landlock tier → unavailable (see
-//!   [`super::select_auto`]): bwrap runs the command directly and only a
-//!   *setup* failure (the command never ran) falls back.
+//! Rules:
+//! - `danger-full-access` / `external-sandbox` ask for no local sandbox:
+//!   backend `none`, labelled so (never silently).
+//! - An explicit `--backend` is used as asked (no probing, no fallback);
+//!   `--backend none` is an explicit request to run unsandboxed.
+//! - `--backend auto`: Linux bwrap → landlock tier → unavailable; macOS
+//!   Seatbelt; Windows and other OSes have no backend. bwrap is not probed
+//!   first (the hot path): it runs the command, and only its *set-up*
+//!   failure (typed: [`super::HostError::Unavailable`] naming bwrap, the
+//!   command never started) moves on to the fallback, which the dispatcher
+//!   gets by selecting again with that failure in the facts.
 //! - Nothing falls back to unsandboxed silently: that needs
-//!   `allow_unsandboxed` (or `--backend none`), and the label says so.
+//!   `allow_unsandboxed`, and the label says so.
 
-use super::request::{ExecOutcome, ExecRequest};
-use super::{BackendChoice, EnforcementLevel, HostError, HostSettings};
-use crate::policy::{SandboxMode, SandboxPolicy};
-use std::time::Duration;
+use super::{BackendChoice, BackendKind, HostError};
+use crate::policy::SandboxMode;
+use serde::Serialize;
 
-/// How often a run re-resolves after a concurrent run changed a protected path.
-#[cfg(target_os = "linux")]
-const STALE_RETRIES: u32 = 12;
+/// The operating system selection is made for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Os {
+    Linux,
+    Macos,
+    Windows,
+    Other,
+}
 
-/// Timeout of the functional probe.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-
-pub(crate) fn not_built(backend: &str, why: &str) -> HostError {
-    HostError::Unavailable {
-        backend: backend.into(),
-        reason: why.into(),
-        remedy: Some("use --backend auto or --backend bwrap on Linux".into()),
+impl Os {
+    /// The OS this binary was built for.
+    pub fn current() -> Self {
+        if cfg!(target_os = "linux") {
+            Os::Linux
+        } else if cfg!(target_os = "macos") {
+            Os::Macos
+        } else if cfg!(windows) {
+            Os::Windows
+        } else {
+            Os::Other
+        }
     }
 }
 
-/// Run one command under `policy` (blocking; see [`super::run`]).
-pub fn run_blocking(
-    policy: &SandboxPolicy,
-    settings: &HostSettings,
-    req: &ExecRequest,
-) -> Result<ExecOutcome, HostError> {
-    match policy.mode {
+/// What is known about bubblewrap in this process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "state", content = "reason")]
+pub enum BwrapState {
+    /// Not tried yet: `auto` runs the command under it directly.
+    Untried,
+    /// A run or probe worked.
+    Works,
+    /// Its set-up failed (the command never started): why.
+    Broken(String),
+}
+
+/// The facts selection depends on (gathered by the dispatcher or doctor).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Facts {
+    pub os: Os,
+    pub bwrap: BwrapState,
+    /// The landlock tier's availability (kernel ABI, the test seam).
+    pub landlock: Result<(), String>,
+    /// The fix to suggest when Landlock is missing.
+    pub landlock_remedy: String,
+    /// Whether an `[opensandbox]` section is configured.
+    pub opensandbox_configured: bool,
+}
+
+impl Facts {
+    /// The same facts, after `backend`'s set-up failed with `reason`.
+    pub fn with_failure(mut self, backend: BackendKind, reason: &str) -> Self {
+        match backend {
+            BackendKind::Bwrap => self.bwrap = BwrapState::Broken(reason.to_string()),
+            BackendKind::Landlock => self.landlock = Err(reason.to_string()),
+            _ => {}
+        }
+        self
+    }
+}
+
+/// Why the run has no sandbox, when it has none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unsandboxed {
+    /// `danger-full-access`: no sandbox by request.
+    FullAccess,
+    /// `external-sandbox`: isolation is provided outside codewhale.
+    External,
+    /// `--backend none`, or nothing available and `allow_unsandboxed`.
+    Allowed,
+}
+
+/// What a run will use, what it falls back to, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Selection {
+    pub backend: BackendKind,
+    /// The backend a set-up failure of `backend` moves to (`auto` only).
+    pub fallback: Option<BackendKind>,
+    /// Set when `backend` is `none`.
+    pub unsandboxed: Option<Unsandboxed>,
+    /// One line: why this backend.
+    pub why: String,
+}
+
+impl Selection {
+    fn new(backend: BackendKind, why: impl Into<String>) -> Self {
+        Selection {
+            backend,
+            fallback: None,
+            unsandboxed: None,
+            why: why.into(),
+        }
+    }
+
+    fn none(kind: Unsandboxed, why: impl Into<String>) -> Self {
+        Selection {
+            unsandboxed: Some(kind),
+            ..Selection::new(BackendKind::None, why)
+        }
+    }
+}
+
+fn only_on(backend: BackendKind, os: &str) -> HostError {
+    HostError::Unavailable {
+        backend,
+        reason: format!("the {backend} backend exists only on {os}"),
+        remedy: Some(
+            "use --backend auto (bwrap or the landlock tier on Linux, Seatbelt on macOS)".into(),
+        ),
+    }
+}
+
+/// Select the backend for a run (see the module docs).
+pub fn select(
+    mode: SandboxMode,
+    choice: BackendChoice,
+    allow_unsandboxed: bool,
+    facts: &Facts,
+) -> Result<Selection, HostError> {
+    match mode {
         SandboxMode::DangerFullAccess => {
-            return run_unsandboxed(policy, req, "danger-full-access: no sandbox by request")
+            return Ok(Selection::none(
+                Unsandboxed::FullAccess,
+                "danger-full-access: no sandbox by request",
+            ))
         }
         SandboxMode::ExternalSandbox => {
-            let mut out = run_unsandboxed(
-                policy,
-                req,
+            return Ok(Selection::none(
+                Unsandboxed::External,
                 "external-sandbox: isolation is provided outside codewhale",
-            )?;
-            out.enforcement.level = EnforcementLevel::External;
-            out.enforcement.label = "external-sandbox".into();
-            return Ok(out);
+            ))
         }
         SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite => {}
     }
-    match settings.backend {
-        BackendChoice::None => run_unsandboxed(policy, req, "--backend none requested"),
-        BackendChoice::Bwrap => run_bwrap(policy, settings, req),
-        BackendChoice::Auto => super::select_auto::run_auto(policy, settings, req),
-        BackendChoice::Landlock => super::select_auto::run_landlock(policy, settings, req, None),
-        BackendChoice::Seatbelt => Err(super::seatbelt::unavailable_here()),
-        // Dispatched (async) by `host::run` before reaching here.
-        BackendChoice::Opensandbox => Err(not_built(
-            "opensandbox",
-            "the OpenSandbox backend runs through host::run, not run_blocking",
+    match choice {
+        BackendChoice::None => Ok(Selection::none(
+            Unsandboxed::Allowed,
+            "--backend none requested",
         )),
+        BackendChoice::Opensandbox if facts.opensandbox_configured => Ok(Selection::new(
+            BackendKind::Opensandbox,
+            "--backend opensandbox: the configured deployment",
+        )),
+        BackendChoice::Opensandbox => Err(HostError::Unavailable {
+            backend: BackendKind::Opensandbox,
+            reason: "no [opensandbox] configuration".into(),
+            remedy: Some(
+                "add an [opensandbox] section with url (and api_key or OPEN_SANDBOX_API_KEY) to the config".into(),
+            ),
+        }),
+        BackendChoice::Bwrap if facts.os == Os::Linux => {
+            Ok(Selection::new(BackendKind::Bwrap, "--backend bwrap"))
+        }
+        BackendChoice::Bwrap => Err(only_on(BackendKind::Bwrap, "Linux")),
+        BackendChoice::Landlock if facts.os == Os::Linux => landlock_or(
+            facts,
+            allow_unsandboxed,
+            "--backend landlock".into(),
+            || {
+                Err(HostError::Unavailable {
+                    backend: BackendKind::Landlock,
+                    reason: facts.landlock.clone().err().unwrap_or_default(),
+                    remedy: Some(facts.landlock_remedy.clone()),
+                })
+            },
+        ),
+        BackendChoice::Landlock => Err(only_on(BackendKind::Landlock, "Linux")),
+        BackendChoice::Seatbelt if facts.os == Os::Macos => {
+            Ok(Selection::new(BackendKind::Seatbelt, "--backend seatbelt"))
+        }
+        BackendChoice::Seatbelt => Err(only_on(BackendKind::Seatbelt, "macOS")),
+        BackendChoice::Auto => auto(facts, allow_unsandboxed),
     }
 }
 
-#[cfg(target_os = "linux")]
-pub(crate) fn run_bwrap(
-    policy: &SandboxPolicy,
-    settings: &HostSettings,
-    req: &ExecRequest,
-) -> Result<ExecOutcome, HostError> {
-    use crate::policy::{resolve, HostFacts};
-    let facts = HostFacts::detect();
-    let mut attempt = 0;
-    loop {
-        let resolved = resolve(policy, &facts)?;
-        let mut writable: Vec<&std::path::Path> = vec![resolved.workspace.as_path()];
-        writable.extend(resolved.writable_roots.iter().map(|r| r.path.as_path()));
-        let bwrap =
-            super::backends::bwrap::spawn::find_bwrap(settings.bwrap_path.as_deref(), &writable)?;
-        match super::backends::bwrap::spawn::run(
-            &resolved,
-            &bwrap,
-            settings.helper_exe.as_deref(),
-            req,
-        ) {
-            // A concurrent run's placeholder came or went: resolve again.
-            Err(HostError::Stale(_)) if attempt < STALE_RETRIES => {
-                // Concurrent runs in the same root (parallel tool calls,
-                // doctor's probes) keep adding and removing placeholders:
-                // back off a little more each time so they settle instead
-                // of racing in lock-step until the retries run out.
-                attempt += 1;
-                std::thread::sleep(Duration::from_millis(5 * u64::from(attempt)));
-            }
-            other => return other,
-        }
+/// The landlock tier if available, else unsandboxed when allowed, else `none`.
+fn landlock_or(
+    facts: &Facts,
+    allow_unsandboxed: bool,
+    why: String,
+    none: impl FnOnce() -> Result<Selection, HostError>,
+) -> Result<Selection, HostError> {
+    match &facts.landlock {
+        Ok(()) => Ok(Selection::new(BackendKind::Landlock, why)),
+        Err(ll) if allow_unsandboxed => Ok(Selection::none(
+            Unsandboxed::Allowed,
+            format!("landlock tier unavailable ({ll}); --allow-unsandboxed given"),
+        )),
+        Err(_) => none(),
     }
 }
 
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn run_bwrap(
-    _policy: &SandboxPolicy,
-    _settings: &HostSettings,
-    _req: &ExecRequest,
-) -> Result<ExecOutcome, HostError> {
-    Err(not_built("bwrap", "bubblewrap exists only on Linux"))
-}
-
-/// The functional probe, cached per process and per configured bwrap path:
-/// the first answer for a path stands (also for `doctor`).
-pub fn probe_bwrap(policy: &SandboxPolicy, settings: &HostSettings) -> Result<(), HostError> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    type Cache = Mutex<HashMap<Option<std::path::PathBuf>, Result<(), String>>>;
-    static PROBE: OnceLock<Cache> = OnceLock::new();
-    let cache = PROBE.get_or_init(|| Mutex::new(HashMap::new()));
-    let known = cache
-        .lock()
-        .ok()
-        .and_then(|m| m.get(&settings.bwrap_path).cloned());
-    let answer = match known {
-        Some(a) => a,
-        None => {
-            let mut req = ExecRequest::new(vec!["true".into()]);
-            req.timeout = Some(PROBE_TIMEOUT);
-            req.output_cap = 16 * 1024;
-            let probe_policy = SandboxPolicy::new(SandboxMode::ReadOnly, &policy.workspace);
-            let a = match run_bwrap(&probe_policy, settings, &req) {
-                Ok(out) if out.exit == super::ExitKind::Code(0) => Ok(()),
-                Ok(out) => Err(format!(
-                    "probe `true` under bwrap exited with {:?}: {}",
-                    out.exit,
-                    out.stderr.text().trim()
-                )),
-                Err(HostError::Unavailable { reason, .. }) => Err(reason),
-                Err(e) => Err(e.to_string()),
-            };
-            if let Ok(mut m) = cache.lock() {
-                m.insert(settings.bwrap_path.clone(), a.clone());
+fn auto(facts: &Facts, allow_unsandboxed: bool) -> Result<Selection, HostError> {
+    match facts.os {
+        Os::Linux => match &facts.bwrap {
+            BwrapState::Untried | BwrapState::Works => {
+                let mut s = Selection::new(BackendKind::Bwrap, "auto: bubblewrap");
+                // What a set-up failure of bwrap would move to.
+                let after = facts.clone().with_failure(BackendKind::Bwrap, "set-up failed");
+                s.fallback = auto(&after, allow_unsandboxed).ok().map(|f| f.backend);
+                Ok(s)
             }
-            a
-        }
-    };
-    answer.map_err(|reason| HostError::Unavailable {
-        backend: "bwrap".into(),
-        reason,
-        remedy: None,
-    })
+            BwrapState::Broken(bw) => landlock_or(
+                facts,
+                allow_unsandboxed,
+                format!("auto: bubblewrap unavailable ({bw}); fell back to the landlock tier"),
+                || {
+                    let ll = facts.landlock.clone().err().unwrap_or_default();
+                    Err(HostError::NoBackend {
+                        reason: format!("bwrap: {bw}; landlock: {ll}"),
+                        remedy: Some(format!(
+                            "either make bubblewrap work, or {}",
+                            facts.landlock_remedy
+                        )),
+                    })
+                },
+            )
+            .map(|mut s| {
+                if s.backend == BackendKind::None {
+                    s.why = format!(
+                        "no sandbox available (bwrap: {bw}; landlock: {}); --allow-unsandboxed given",
+                        facts.landlock.clone().err().unwrap_or_default()
+                    );
+                }
+                s
+            }),
+        },
+        Os::Macos => Ok(Selection::new(BackendKind::Seatbelt, "auto: Seatbelt")),
+        Os::Windows | Os::Other if allow_unsandboxed => Ok(Selection::none(
+            Unsandboxed::Allowed,
+            "no OS sandbox backend on this OS; --allow-unsandboxed given",
+        )),
+        Os::Windows | Os::Other => Err(HostError::NoBackend {
+            reason: if facts.os == Os::Windows {
+                super::windows::NO_SANDBOX_NOTICE.to_string()
+            } else {
+                "codewhale has no OS sandbox backend on this OS".to_string()
+            },
+            remedy: Some(
+                "pass --allow-unsandboxed to run anyway (labelled `unsandboxed`), or use --sandbox danger-full-access knowingly".into(),
+            ),
+        }),
+    }
 }
 
-#[cfg(target_os = "linux")]
-pub(crate) fn run_unsandboxed(
-    policy: &SandboxPolicy,
-    req: &ExecRequest,
-    why: &str,
-) -> Result<ExecOutcome, HostError> {
-    let Some((program, args)) = req.argv.split_first() else {
-        return Err(HostError::NotFound(String::new()));
-    };
-    let base_env: Vec<(String, String)> = match &req.env {
-        Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        None => std::env::vars().collect(),
-    };
-    let scrubbed = policy.env.apply(base_env);
-    let path_var = scrubbed.vars.get("PATH").cloned();
-    let resolved_program = which::which_in(program, path_var, &policy.workspace)
-        .map_err(|_| HostError::NotFound(program.clone()))?;
-    let mut cmd = std::process::Command::new(&resolved_program);
-    cmd.args(args)
-        .env_clear()
-        .envs(&scrubbed.vars)
-        .current_dir(req.cwd.as_ref().unwrap_or(&policy.workspace));
-    let sup = super::process::supervise::run(cmd, Vec::new(), req).map_err(|e| match e {
-        HostError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
-            HostError::NotExecutable {
-                path: resolved_program.clone(),
-                reason: source.to_string(),
-            }
-        }
-        other => other,
-    })?;
-    let mut enforcement = super::Enforcement::unsandboxed(policy.mode, why);
-    enforcement.env_removed = scrubbed.removed;
-    Ok(ExecOutcome {
-        exit: sup.exit,
-        timed_out: sup.timed_out,
-        duration: sup.duration,
-        stdout: sup.stdout,
-        stderr: sup.stderr,
-        enforcement,
-    })
-}
-
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn run_unsandboxed(
-    _policy: &SandboxPolicy,
-    _req: &ExecRequest,
-    _why: &str,
-) -> Result<ExecOutcome, HostError> {
-    Err(not_built(
-        "none",
-        "process supervision is only implemented on Linux in this build",
-    ))
-}
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "select_tests.rs"]
+mod tests;

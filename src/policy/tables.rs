@@ -259,6 +259,7 @@ pub fn is_env_file_name(name: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -167,6 +167,7 @@ fn restrict(_f: &std::fs::File) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -79,6 +79,7 @@ fn parse_providers(file: &Path) -> Result<BTreeMap<String, ProviderEntry>, Confi
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::config::{load, ConfigPaths, LoadOptions};

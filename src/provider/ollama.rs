@@ -38,6 +38,7 @@ pub fn pick_chat_model(tags: &serde_json::Value) -> Option<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -339,5 +339,6 @@ fn is_loopback(url: &reqwest::Url) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "registry_tests.rs"]
 mod tests;

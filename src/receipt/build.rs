@@ -3,15 +3,17 @@
 
 use super::model::*;
 use super::sanitize::{
-    clip, first_line, COMMAND_LIMIT, ERROR_LIMIT, PATH_LIMIT, QUERY_LIMIT, TITLE_LIMIT,
+    clip, first_line, COMMAND_LIMIT, ERROR_LIMIT, PARTIAL_LIMIT, PATH_LIMIT, QUERY_LIMIT,
+    TITLE_LIMIT,
 };
 use super::ReceiptError;
+use crate::host::EnforcementSummary;
 use crate::session::{ChangedFile, Event, Record, Verdict};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::agent::tools::{READ_TOOLS, WRITE_TOOLS};
+use crate::catalogue;
 
 /// Everything recorded about one tool call.
 #[derive(Default)]
@@ -31,6 +33,7 @@ struct Result_ {
     files_touched: Vec<std::path::PathBuf>,
     error_category: Option<String>,
     enforcement: Option<String>,
+    enforced: Option<EnforcementSummary>,
     output: String,
 }
 
@@ -163,6 +166,7 @@ pub fn build(
                 files_touched,
                 error_category,
                 enforcement,
+                enforced,
                 output,
                 ..
             } => {
@@ -174,6 +178,7 @@ pub fn build(
                         files_touched: files_touched.clone(),
                         error_category: error_category.clone(),
                         enforcement: enforcement.clone(),
+                        enforced: enforced.clone(),
                         output: output.clone(),
                     });
                 }
@@ -226,6 +231,7 @@ pub fn build(
                     files: Vec::new(),
                     reason: Some(reason.clone()),
                     enforcement: None,
+                    enforced: None,
                 })
             }
             Item::Call(id) => match calls.get(id) {
@@ -325,9 +331,9 @@ fn call_action(
     postures: &mut Postures,
 ) -> Option<Action> {
     let tool = c.tool.as_str();
-    let is_shell = tool == "shell";
-    let is_write = WRITE_TOOLS.contains(&tool);
-    let is_read = READ_TOOLS.contains(&tool);
+    let is_shell = tool == catalogue::SHELL;
+    let is_write = catalogue::is_write(tool);
+    let is_read = catalogue::is_read(tool);
     let verdict = c.verdict.as_ref();
     let outcome = verdict.map(|v| v.outcome.as_str());
     let asked = verdict.is_some_and(|v| v.decision == "ask");
@@ -442,7 +448,7 @@ fn call_action(
         arg_str(&c.args, "path").map(|p| clip(p, PATH_LIMIT))
     };
     let command = if is_shell {
-        crate::agent::tools::shell::command_text(&c.args)
+        catalogue::shell_command_line(&c.args)
             .or_else(|| arg_str(&c.args, "_raw").map(str::to_string))
             .map(|s| clip(&s, COMMAND_LIMIT))
     } else {
@@ -476,7 +482,34 @@ fn call_action(
                 .filter(|_| status == ActionStatus::Failed)
         }),
         enforcement: enforcement.map(|e| clip(&e, ERROR_LIMIT)),
+        enforced: c
+            .result
+            .as_ref()
+            .filter(|_| ran)
+            .and_then(|r| r.enforced.as_ref())
+            .map(enforced),
     })
+}
+
+/// The host's report for the receipt: every path and reason masked,
+/// escaped and clipped like the rest of the recorded text.
+fn enforced(e: &EnforcementSummary) -> Enforced {
+    Enforced {
+        backend: e.backend,
+        level: e.level,
+        partial: e
+            .partial
+            .iter()
+            .map(|p| PartialEntry {
+                item: p.item,
+                path: p
+                    .path
+                    .as_ref()
+                    .map(|p| clip(&p.display().to_string(), PATH_LIMIT)),
+                reason: clip(&p.reason, PARTIAL_LIMIT),
+            })
+            .collect(),
+    }
 }
 
 fn relative(p: &Path, workspace: Option<&Path>) -> String {

@@ -3,6 +3,7 @@
 //! lays it out (and picks code-span fences that the text cannot break).
 
 use super::model::*;
+use crate::host::EnforcementLevel;
 use std::fmt::Write;
 
 /// Render `r` as Markdown.
@@ -14,12 +15,33 @@ pub fn render(r: &Receipt) -> String {
     if r.actions.is_empty() {
         s.push_str("No actions recorded.\n\n");
     }
+    // The last command's sandbox report, so an identical one is not
+    // listed again item by item.
+    let mut last: Option<(u64, &Enforced)> = None;
     for a in &r.actions {
         let _ = writeln!(s, "{}. {}", a.n, action_line(a));
         if a.kind == ActionKind::Command {
             for f in &a.files {
                 let _ = writeln!(s, "   - {}", file_phrase(f));
             }
+        }
+        if let Some(e) = &a.enforced {
+            match last {
+                Some((n, prev)) if prev == e && !e.partial.is_empty() => {
+                    let _ = writeln!(
+                        s,
+                        "   - {}: the same {} as action {n}",
+                        sandbox_phrase(e),
+                        plural(e.partial.len() as u64, "item", "items")
+                    );
+                }
+                _ => {
+                    for p in &e.partial {
+                        let _ = writeln!(s, "   - {}: {}", sandbox_phrase(e), partial_phrase(p));
+                    }
+                }
+            }
+            last = Some((a.n, e));
         }
     }
     if !r.actions.is_empty() {
@@ -167,6 +189,23 @@ fn what(a: &Action) -> String {
     }
 }
 
+/// How a command was sandboxed: `bwrap full`, `landlock partial`,
+/// `opensandbox external`, `unsandboxed`.
+fn sandbox_phrase(e: &Enforced) -> String {
+    match e.level {
+        EnforcementLevel::Unsandboxed => "unsandboxed".into(),
+        l => format!("{} {l}", e.backend),
+    }
+}
+
+/// `write-protect `/ws/.git/hooks`: why`.
+fn partial_phrase(p: &PartialEntry) -> String {
+    match &p.path {
+        Some(path) => format!("{} {}: {}", p.item, code(path), p.reason),
+        None => format!("{}: {}", p.item, p.reason),
+    }
+}
+
 fn tail(a: &Action) -> String {
     let mut s = String::new();
     if let Some(ms) = a.duration_ms {
@@ -178,6 +217,9 @@ fn tail(a: &Action) -> String {
         {
             let _ = write!(s, " · approved by {}", d.label());
         }
+    }
+    if let Some(e) = &a.enforced {
+        let _ = write!(s, " · sandbox: {}", sandbox_phrase(e));
     }
     s
 }

@@ -1,11 +1,13 @@
-//! The receipt document, `codewhale.receipt/v1`. Every field here is part of
+//! The receipt document, `codewhale.receipt/v2`. Every field here is part of
 //! the documented schema (`docs/RECEIPTS.md`, `docs/receipt.schema.json`):
 //! changing one means a new schema version.
 
+use crate::host::{BackendKind, EnforcementLevel, Shortfall};
 use serde::Serialize;
 
-/// The schema id written into every receipt.
-pub const RECEIPT_SCHEMA: &str = "codewhale.receipt/v1";
+/// The schema id written into every receipt. v2 added
+/// [`Action::enforced`].
+pub const RECEIPT_SCHEMA: &str = "codewhale.receipt/v2";
 
 /// Actions listed in one receipt; the rest are counted in `omitted_actions`.
 pub const MAX_ACTIONS: usize = 2_000;
@@ -204,6 +206,29 @@ pub struct Action {
     pub reason: Option<String>,
     /// The enforcement label a command ran under.
     pub enforcement: Option<String>,
+    /// How the command was sandboxed: backend, level and every item the
+    /// backend did not enforce, with its reason. `None` when no command
+    /// ran, or the session predates these records (session format v1).
+    pub enforced: Option<Enforced>,
+}
+
+/// What the host reported it enforced for one command.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Enforced {
+    pub backend: BackendKind,
+    pub level: EnforcementLevel,
+    pub partial: Vec<PartialEntry>,
+}
+
+/// One thing the backend did not enforce as the policy asked.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PartialEntry {
+    /// Stable id (`deny-read`, `write-protect`, `over-restricted`, …).
+    pub item: Shortfall,
+    /// Masked, escaped, clipped.
+    pub path: Option<String>,
+    /// Masked, escaped, clipped to 320 characters.
+    pub reason: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -214,4 +239,28 @@ pub struct FileEntry {
     pub added_lines: Option<u64>,
     pub removed_lines: Option<u64>,
     pub binary: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::host::Shortfall;
+
+    /// The schema's list of partial item ids is the host's list.
+    #[test]
+    fn schema_lists_every_partial_item_id() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../docs/receipt.schema.json")).unwrap();
+        assert_eq!(
+            schema["properties"]["schema"]["const"],
+            super::RECEIPT_SCHEMA
+        );
+        let ids: Vec<&str> = schema["$defs"]["partial_item"]["properties"]["item"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let ours: Vec<&str> = Shortfall::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(ids, ours);
+    }
 }

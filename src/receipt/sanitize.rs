@@ -15,6 +15,8 @@ pub const COMMAND_LIMIT: usize = 200;
 pub const QUERY_LIMIT: usize = 120;
 /// An error line is shown up to this many characters.
 pub const ERROR_LIMIT: usize = 160;
+/// The reason of a partial sandbox item is shown up to this many characters.
+pub const PARTIAL_LIMIT: usize = 320;
 /// A receipt title (the first line of the prompt).
 pub const TITLE_LIMIT: usize = 80;
 /// A path is shown up to this many characters.
@@ -158,6 +160,7 @@ pub fn first_line(text: &str, limit: usize) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

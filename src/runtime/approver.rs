@@ -1,20 +1,23 @@
-//! Gate 8 with a person behind it: a question the gates ask becomes a
-//! pending approval that a runtime client answers (`POST
-//! /v1/approvals/{id}`, JSON-RPC `approval/decide`). Allows and denies of
-//! the gates pass through unchanged; nothing here can turn a deny into an
-//! allow. With the thread's `auto_approve`, ordinary questions are approved
-//! as `exec --auto` does (never a hold; the sandbox stays) — holds still go
-//! to the person.
+//! Gate 8 with a person behind it: a question the pipeline leaves open
+//! (the runtime's posture is not headless) becomes a pending approval that
+//! a runtime client answers (`POST /v1/approvals/{id}`, JSON-RPC
+//! `approval/decide`). Verdicts that are already final pass through
+//! unchanged; nothing here can turn a deny into an allow. With the
+//! thread's `auto_approve`, ordinary questions are approved as `exec
+//! --auto` does (never a hold; the sandbox stays) — holds still go to the
+//! person.
 //!
-//! `remember` is recorded with the decision but grants nothing yet (there
-//! is no session-rule store in the runtime).
+//! `remember` is recorded with the decision but grants nothing yet: the
+//! answer is applied as "this call only".
 
 use super::pending::{Answer, RequestKind, Settlement};
 use super::store::Runtime;
 use super::tap::TapHandle;
 use super::TurnRecord;
-use crate::agent::authorizer::{resolve_headless, Resolution, ToolCallRequest, TurnContext};
-use crate::agent::{Approver, AuthDecision, DecidedBy, Decision};
+use crate::agent::authorizer::{ToolCallRequest, TurnContext};
+use crate::agent::{Approver, DecidedBy, Verdict};
+use crate::authz::call::SessionGrants;
+use crate::authz::pipeline::HumanAnswer;
 use serde_json::json;
 use std::future::Future;
 use std::pin::Pin;
@@ -30,28 +33,30 @@ pub struct RuntimeApprover {
 }
 
 impl Approver for RuntimeApprover {
-    fn resolve<'a>(
+    fn settle<'a>(
         &'a self,
         call: &'a ToolCallRequest,
-        d: &'a AuthDecision,
-        ctx: &'a TurnContext,
-    ) -> Pin<Box<dyn Future<Output = Resolution> + Send + 'a>> {
+        v: Verdict,
+        _ctx: &'a TurnContext,
+    ) -> Pin<Box<dyn Future<Output = Verdict> + Send + 'a>> {
         Box::pin(async move {
-            if d.decision != Decision::Ask || (self.auto_approve && !d.hold) {
-                let mut c = ctx.clone();
-                c.auto = self.auto_approve;
-                return resolve_headless(d, &c);
+            if !v.needs_answer() {
+                return v;
             }
+            if self.auto_approve && !v.is_hold() {
+                return v.answer_headless(true);
+            }
+            let asked_by = v.asked_by().map(|b| b.as_str());
             let payload = json!({
                 "tool": call.tool,
                 "tool_call_id": call.call_id,
                 "command": call.command,
-                "reason": d.reason,
-                "asked_by": d.decided_by.as_str(),
-                "gate": d.gate,
-                "hold": d.hold,
-                // A rule caused the question: say which (explanatory only).
-                "matched_rule": (d.decided_by == DecidedBy::Rule).then(|| d.reason.clone()),
+                "reason": v.reason,
+                "asked_by": asked_by,
+                "gate": v.reported_gate().number(),
+                "hold": v.is_hold(),
+                // A rule caused the question: say so (explanatory only).
+                "matched_rule": (v.asked_by() == Some(DecidedBy::Rule)).then(|| v.reason.clone()),
                 "timeout_ms": self.timeout.as_millis() as u64,
             });
             let item = self.tap.item_of_call(&call.call_id);
@@ -65,51 +70,15 @@ impl Approver for RuntimeApprover {
                     self.timeout,
                 )
                 .await;
-            let r = |run, outcome, decided_by, reason: String| Resolution {
-                run,
-                outcome,
-                decided_by,
-                reason,
-            };
+            let mut grants = SessionGrants::default();
             match res {
-                Ok((_, Settlement::Answered(Answer::Approval { allow: true, .. }))) => r(
-                    true,
-                    "allow",
-                    DecidedBy::You,
-                    format!("{} — approved by the runtime client", d.reason),
-                ),
-                Ok((_, Settlement::Answered(_))) => r(
-                    false,
-                    "deny",
-                    DecidedBy::You,
-                    format!("{} — denied by the runtime client", d.reason),
-                ),
-                Ok((_, Settlement::TimedOut)) => r(
-                    false,
-                    "no_response",
-                    DecidedBy::NoResponse,
-                    format!(
-                        "{} (asked by {}) — no response within {} s",
-                        d.reason,
-                        d.decided_by.as_str(),
-                        self.timeout.as_secs()
-                    ),
-                ),
-                Ok((_, Settlement::Canceled(why))) => r(
-                    false,
-                    "no_response",
-                    DecidedBy::NoResponse,
-                    format!("{} — the question was withdrawn ({why})", d.reason),
-                ),
-                Err(e) => r(
-                    false,
-                    "deny",
-                    DecidedBy::NoResponse,
-                    format!(
-                        "{} — the question could not be recorded ({e}); not run",
-                        d.reason
-                    ),
-                ),
+                Ok((_, Settlement::Answered(Answer::Approval { allow: true, .. }))) => {
+                    v.answer(HumanAnswer::Once, &mut grants)
+                }
+                Ok((_, Settlement::Answered(_))) => v.answer(HumanAnswer::Deny, &mut grants),
+                // Timed out, withdrawn with the turn, or not recordable:
+                // nobody answered.
+                _ => v.answer_headless(false),
             }
         })
     }

@@ -20,7 +20,7 @@ use crate::agent::{
     exec_posture, run_exec_hooked, Emitter, ExecOptions, OutputFormat, PipelineAuthorizer,
     RunHooks, RunSnapshots,
 };
-use crate::config::{self, LoadOptions};
+use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags};
 use crate::policy::{resolve, HostFacts};
 use crate::provider::auth::AuthStore;
 use crate::provider::config::ExecConfig;
@@ -323,9 +323,14 @@ fn prepare(home: &Path, t: &ThreadRecord, prompt: String) -> Result<Prepared, Dr
     if !t.model.is_empty() {
         o.overrides.model = Some(t.model.clone());
     }
-    let settings = config::load(&o).map_err(setup)?;
-    let (posture, _notes) = exec_posture(&settings, t.auto_approve, None);
-    let cfg = ExecConfig::from_settings(&settings).map_err(setup)?;
+    let sandbox = SandboxContext::load_with(&mut o, &SandboxFlags::default(), RulesFile::Load)
+        .map_err(setup)?;
+    let (mut posture, sandbox, _notes) = exec_posture(sandbox, t.auto_approve, None);
+    // A person can answer here: gate 8 leaves questions open for the
+    // runtime's clients (the approver applies `auto_approve`).
+    posture.headless = false;
+    let settings = &sandbox.settings;
+    let cfg = ExecConfig::from_settings(settings).map_err(setup)?;
     let store = AuthStore::new(home);
     let env = |n: &str| std::env::var(n).ok();
     let model = (!t.model.is_empty()).then_some(t.model.as_str());
@@ -337,29 +342,22 @@ fn prepare(home: &Path, t: &ThreadRecord, prompt: String) -> Result<Prepared, Dr
         )));
     }
     let provider = Provider::new(ps, RetryPolicy::default()).map_err(setup)?;
-    let mode = posture.sandbox_mode();
-    let policy = settings.sandbox_policy(mode);
-    let resolved = resolve(&policy, &HostFacts::detect()).map_err(setup)?;
+    let resolved = resolve(&sandbox.policy, &HostFacts::detect()).map_err(setup)?;
     let snap_opts = SnapshotOptions::from_env()
         .unwrap_or_else(|| SnapshotOptions::new(home))
         .with_resolved_policy(&resolved);
     let snaps = RunSnapshots::from_open(
         SnapshotStore::open(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
     );
-    let mut host = settings.host_settings();
-    if !mode.is_sandboxed() {
-        host.allow_unsandboxed = true;
-    }
+    let authorizer = PipelineAuthorizer::new(settings, posture, sandbox.mode());
     let ctx = ToolContext {
         guard: FsGuard::new(&resolved),
-        policy,
-        host,
+        policy: sandbox.policy.clone(),
+        host: sandbox.host.clone(),
         cancel: crate::host::CancelToken::new(),
     };
-    let authorizer = PipelineAuthorizer::new(&settings, posture);
     let opts = ExecOptions {
         prompt,
-        sandbox: mode,
         auto: t.auto_approve,
         allowed_tools: Some(thread_tools(t)),
         disallowed_tools: Vec::new(),

@@ -51,7 +51,7 @@ pub struct TapSummary {
 fn tool_kind(tool: &str) -> ItemKind {
     match tool {
         "shell" => ItemKind::CommandExecution,
-        t if crate::agent::tools::WRITE_TOOLS.contains(&t) => ItemKind::FileChange,
+        t if crate::agent::snapshots::changes_files(t) => ItemKind::FileChange,
         _ => ItemKind::ToolCall,
     }
 }

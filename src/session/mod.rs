@@ -50,5 +50,6 @@ pub fn sessions_dir(home: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "store_tests.rs"]
 mod tests;

@@ -1,12 +1,18 @@
-//! The session record format (`codewhale.session`, version 1): one JSON
+//! The session record format (`codewhale.session`, version 2): one JSON
 //! object per line. Receipts and undo read these; every field here is part
 //! of the documented format (`docs/EXEC.md`), so changes bump [`VERSION`].
+//!
+//! Versions: 1 had only the enforcement label on a `tool_result`; 2 adds
+//! `enforced` (backend, level, partial items). Files written by version 1
+//! still read (a missing `enforced` is `None`), and one file may hold both
+//! (recovery appends version-2 records to an old file).
 
+use crate::host::EnforcementSummary;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 pub const SCHEMA: &str = "codewhale.session";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// One committed line: envelope + event.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -37,6 +43,22 @@ pub struct Verdict {
     pub asked_by: Option<String>,
     pub gate: Option<u8>,
     pub reason: String,
+}
+
+/// The record of a pipeline verdict: what the gates said, what happened,
+/// who decided (the documented strings, so the format does not follow the
+/// authorization types).
+impl From<&crate::authz::Verdict> for Verdict {
+    fn from(v: &crate::authz::Verdict) -> Self {
+        Verdict {
+            decision: v.gates_said().as_str().into(),
+            outcome: v.outcome().into(),
+            decided_by: v.decided_by.as_str().into(),
+            asked_by: v.asked_by().map(|b| b.as_str().into()),
+            gate: Some(v.reported_gate().number()),
+            reason: v.reason.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -81,6 +103,10 @@ pub enum Event {
         error_category: Option<String>,
         /// The enforcement label of a command run (`unsandboxed` when none).
         enforcement: Option<String>,
+        /// What the host enforced for a command run (version 2; absent in
+        /// version-1 records).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        enforced: Option<EnforcementSummary>,
         /// What went back to the model (capped).
         output: String,
         truncated: bool,

@@ -110,3 +110,77 @@ fn sessions_dir_is_private() {
     let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o700);
 }
+
+/// A file written by session format v1 (the receipt fixture, recorded
+/// before `enforced` existed) still reads, and a v2 record appended to it
+/// (as recovery does) reads beside the old ones.
+#[test]
+fn version_1_records_still_read_beside_version_2() {
+    use crate::host::{BackendKind, EnforcementLevel, EnforcementSummary, PartialItem, Shortfall};
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/receipt_fixtures/session.jsonl");
+    let old = std::fs::read_to_string(&fixture).unwrap();
+    assert!(
+        old.lines().all(|l| l.contains(r#""v": 1"#)),
+        "not a v1 fixture"
+    );
+    let recs = read_records(&fixture).unwrap();
+    let shell = recs
+        .iter()
+        .find_map(|r| match &r.event {
+            Event::ToolResult {
+                tool,
+                enforcement,
+                enforced,
+                ..
+            } if tool == "shell" => Some((enforcement.clone(), enforced.clone())),
+            _ => None,
+        })
+        .expect("the fixture has a shell result");
+    assert!(shell.0.as_deref().is_some_and(|l| l.starts_with("bwrap")));
+    assert_eq!(shell.1, None);
+
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("mixed.jsonl");
+    let summary = EnforcementSummary {
+        backend: BackendKind::Landlock,
+        level: EnforcementLevel::Partial,
+        partial: vec![PartialItem::at(
+            Shortfall::WriteProtect,
+            "/w/.git/hooks",
+            "writable",
+        )],
+    };
+    let last = recs.last().unwrap();
+    let new = Record {
+        schema: SCHEMA.into(),
+        v: VERSION,
+        seq: last.seq + 1,
+        ts: "2026-12-01T00:00:00Z".into(),
+        thread: last.thread.clone(),
+        turn: 3,
+        event: Event::ToolResult {
+            call_id: "s9".into(),
+            tool: "shell".into(),
+            status: "ok".into(),
+            exit_code: Some(0),
+            duration_ms: 1,
+            files_touched: Vec::new(),
+            error_category: None,
+            enforcement: Some("sandboxed: landlock+seccomp".into()),
+            enforced: Some(summary.clone()),
+            output: String::new(),
+            truncated: false,
+        },
+    };
+    let line = serde_json::to_string(&new).unwrap();
+    assert!(
+        line.contains(r#""item":"write-protect""#) && line.contains(r#""level":"partial""#),
+        "{line}"
+    );
+    std::fs::write(&path, format!("{old}{line}\n")).unwrap();
+    let mixed = read_records(&path).unwrap();
+    assert_eq!(mixed.len(), recs.len() + 1);
+    assert_eq!(mixed.last().unwrap(), &new);
+    assert_eq!(VERSION, 2);
+}

@@ -133,6 +133,7 @@ pub fn check_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

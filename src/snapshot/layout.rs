@@ -133,6 +133,7 @@ pub fn deny_read_pathspecs(workspace: &Path, deny_read: &[PathBuf]) -> Vec<Strin
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

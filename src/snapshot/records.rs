@@ -105,6 +105,7 @@ impl Records {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::snapshot::types::{Label, SnapshotMeta};

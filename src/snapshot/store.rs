@@ -467,6 +467,7 @@ pub fn parse_diff_tree(out: &[u8]) -> Result<Vec<FileChange>, SnapshotError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

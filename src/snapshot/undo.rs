@@ -80,6 +80,7 @@ pub fn plan_undo(records: &[SnapshotRecord], scope: &UndoScope) -> Result<UndoPl
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::snapshot::types::SnapshotMeta;

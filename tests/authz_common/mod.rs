@@ -49,6 +49,9 @@ pub fn verdict_with(
         admission: &admission,
         workspace: Path::new(WS),
         floor: &floor,
+        // What the sandbox context gives this posture with no setting
+        // narrowing it.
+        sandbox: posture.implied_sandbox(),
     };
     authorize(&ToolCall::shell(cmd, WS), posture, &ctx)
 }

@@ -139,10 +139,24 @@ pub fn path_without_bwrap() -> &'static Path {
 }
 
 /// Whether `run`'s report lists a partial item containing every needle.
+/// An item reads `<item> (<effect>) <path>: <reason>`, the effect being
+/// `over-restricted` for that item and `not enforced` for every other.
 pub fn reported_partial(r: &Run, needles: &[&str]) -> bool {
     r.enforcement()["partial"].as_array().is_some_and(|a| {
         a.iter()
-            .filter_map(|v| v.as_str())
+            .map(|v| {
+                let item = v["item"].as_str().unwrap_or("");
+                let effect = if item == "over-restricted" {
+                    "over-restricted"
+                } else {
+                    "not enforced"
+                };
+                format!(
+                    "{item} ({effect}) {}: {}",
+                    v["path"].as_str().unwrap_or(""),
+                    v["reason"].as_str().unwrap_or("")
+                )
+            })
             .any(|line| needles.iter().all(|n| line.contains(n)))
     })
 }

@@ -96,7 +96,7 @@ pub fn assert_seq_contiguous(recs: &[Value]) {
     for (i, r) in recs.iter().enumerate() {
         assert_eq!(r["seq"].as_u64(), Some(i as u64 + 1), "record {i}: {r}");
         assert_eq!(r["schema"], "codewhale.session");
-        assert_eq!(r["v"], 1);
+        assert_eq!(r["v"], codewhale::session::VERSION);
     }
 }
 

@@ -189,5 +189,6 @@ pub fn edit_file(args: &Value, g: &FsGuard) -> R {
 }
 
 #[cfg(all(test, unix))]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "files_tests.rs"]
 mod tests;

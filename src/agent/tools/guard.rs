@@ -165,5 +165,6 @@ fn real_path(lexical: &Path) -> PathBuf {
 }
 
 #[cfg(all(test, unix))]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "guard_tests.rs"]
 mod tests;

@@ -7,7 +7,7 @@ pub mod guard;
 pub mod patch;
 pub mod shell;
 
-use crate::host::HostSettings;
+use crate::host::{EnforcementSummary, HostSettings};
 use crate::policy::SandboxPolicy;
 use crate::provider::ToolSpec;
 use guard::{FsGuard, GuardError};
@@ -18,23 +18,9 @@ use std::path::PathBuf;
 /// Bytes of tool output sent back to the model.
 pub const MODEL_OUTPUT_CAP: usize = 64 * 1024;
 
-/// Every tool, in the order offered.
-pub const ALL_TOOLS: &[&str] = &[
-    "read_file",
-    "list_dir",
-    "search",
-    "write_file",
-    "edit_file",
-    "apply_patch",
-    "shell",
-];
-
-/// The tools that only read (run without asking in Ask; never snapshotted).
-pub const READ_TOOLS: &[&str] = &["read_file", "list_dir", "search"];
-
-/// The file tools that write: snapshotted before they run, and shown as
-/// file changes in receipts.
-pub const WRITE_TOOLS: &[&str] = &["write_file", "edit_file", "apply_patch"];
+/// Every tool this loop has an executor for, in the order offered (from
+/// [`crate::catalogue`], which also says what each one does).
+pub const ALL_TOOLS: &[&str] = &crate::catalogue::AGENT_TOOLS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -73,7 +59,11 @@ pub struct ToolOutput {
     pub error_category: Option<&'static str>,
     pub exit_code: Option<i32>,
     pub files_touched: Vec<PathBuf>,
+    /// The enforcement label of a command run.
     pub enforcement: Option<String>,
+    /// What the host enforced for a command run: backend, level and each
+    /// partial item with its reason (boxed for the same reason as below).
+    pub enforced: Option<Box<EnforcementSummary>>,
     /// Boxed: keeps `ToolOutput` small as the error type of the tools.
     pub sandbox_denied: Option<Box<SandboxDenial>>,
 }
@@ -89,6 +79,7 @@ impl ToolOutput {
             exit_code: None,
             files_touched: Vec::new(),
             enforcement: None,
+            enforced: None,
             sandbox_denied: None,
         }
     }
@@ -223,6 +214,7 @@ pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -42,29 +42,6 @@ pub fn argv(args: &Value) -> Result<Vec<String>, String> {
     }
 }
 
-/// The command as one line of text (for gates and logs).
-pub fn command_text(args: &Value) -> Option<String> {
-    match args.get("command")? {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(a) => Some(
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(|s| {
-                    if s.chars()
-                        .any(|c| c.is_whitespace() || "'\"\\$`".contains(c))
-                    {
-                        format!("'{}'", s.replace('\'', "'\\''"))
-                    } else {
-                        s.to_string()
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
-        _ => None,
-    }
-}
-
 pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     let argv = match argv(args) {
         Ok(a) => a,
@@ -106,6 +83,7 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
             out.truncated |= o.stdout.truncated || o.stderr.truncated;
             out.exit_code = Some(code);
             out.enforcement = Some(o.enforcement.label.clone());
+            out.enforced = Some(Box::new(o.enforcement.summary()));
             if code != 0 && o.enforcement.is_sandboxed() {
                 if let Some(m) = DENIAL_MARKERS.iter().find(|m| stderr.contains(*m)) {
                     out.sandbox_denied = Some(Box::new(SandboxDenial {
@@ -119,7 +97,10 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
         }
         Err(e) => {
             let cat = match &e {
-                HostError::Unavailable { .. } | HostError::Policy(_) => "sandbox_unavailable",
+                HostError::Unavailable { .. }
+                | HostError::NoBackend { .. }
+                | HostError::Policy(_) => "sandbox_unavailable",
+                HostError::Cancelled => "interrupted",
                 HostError::NotFound(_) => "command_not_found",
                 HostError::NotExecutable { .. } => "not_executable",
                 HostError::Io { .. }
@@ -135,6 +116,7 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -152,13 +134,5 @@ mod tests {
         assert!(argv(&json!({"command": ""})).is_err());
         assert!(argv(&json!({"command": [1]})).is_err());
         assert!(argv(&json!({})).is_err());
-    }
-
-    #[test]
-    fn command_text_quotes_array_parts() {
-        assert_eq!(
-            command_text(&json!({"command": ["sh", "-c", "test -f x && echo ok"]})).unwrap(),
-            "sh -c 'test -f x && echo ok'"
-        );
     }
 }

@@ -442,5 +442,6 @@ fn find_exec(piece: &Piece, out: &mut Vec<Piece>, budget: &mut usize) -> Result<
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "unwrap_tests.rs"]
 mod tests;

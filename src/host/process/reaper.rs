@@ -307,6 +307,7 @@ fn scan_proc(me: libc::pid_t, out: &mut [libc::pid_t]) -> usize {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -23,7 +23,7 @@
 use crate::host::request::{CapturedOutput, ExecRequest, ExitKind, StdinSpec};
 use crate::host::HostError;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -86,18 +86,12 @@ fn do_spawn(cmd: &mut Command, light_keep: Option<&[RawFd]>) -> std::io::Result<
     }
 }
 
-/// Whether the calling thread is the process's main thread. It lives as
-/// long as the process (Rust's `main` returning ends the process), so a
-/// parent-death signal tied to it fires exactly when codewhale dies.
-fn on_main_thread() -> bool {
-    // SAFETY: gettid and getpid have no preconditions.
-    unsafe { libc::gettid() == libc::getpid() }
-}
+use super::os;
 
 /// Spawn `cmd` on the spawner thread — or right here on the main thread
 /// (one-shot CLI runs: no thread to start, no hand-off).
 fn spawn_on_spawner(mut cmd: Command, light_keep: Option<Vec<RawFd>>) -> Result<Child, HostError> {
-    if on_main_thread() {
+    if os::is_main_thread() {
         return do_spawn(&mut cmd, light_keep.as_deref())
             .map_err(|e| HostError::io("spawning the command", e));
     }
@@ -142,30 +136,13 @@ fn light_spawn(cmd: &mut Command, keep: &[RawFd]) -> std::io::Result<Child> {
 }
 
 /// Mark every fd from 3 up close-on-exec, then clear the flag on `keep`.
-/// Runs between fork and exec: async-signal-safe calls only.
+/// Async-signal-safe: [`prepare`] runs it between fork and exec; the light
+/// spawn runs it in codewhale itself, under [`SPAWN_LOCK`], and re-marks
+/// `keep` right after its spawn.
 fn fd_sweep(keep: &[RawFd]) -> std::io::Result<()> {
-    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only flips flags on the
-    // child's own descriptor table.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3u32,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
-    if rc != 0 {
-        // Kernels before 5.11: walk the table up to the soft limit.
-        // SAFETY: sysconf has no memory effects.
-        let max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
-        let max = if max <= 0 { 4096 } else { max.min(1 << 20) } as RawFd;
-        for fd in 3..max {
-            // SAFETY: F_SETFD on a possibly-closed fd fails harmlessly with EBADF.
-            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-        }
-    }
+    os::cloexec_from_3();
     for &fd in keep {
-        // SAFETY: clearing FD_CLOEXEC on an fd the parent handed to us.
+        // SAFETY: clearing FD_CLOEXEC on an fd the caller handed to us.
         if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
@@ -185,14 +162,11 @@ pub fn prepare(cmd: &mut Command, keep_fds: Vec<RawFd>, parent_death: bool) {
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if parent_death {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The parent may have died between fork and prctl.
-                if libc::getppid() != parent {
-                    libc::_exit(125);
-                }
+            // Where the OS has a parent-death signal (Linux) it is armed;
+            // elsewhere the group kill at the end of the run is the bound.
+            if parent_death && os::set_parent_death_signal()? && libc::getppid() != parent {
+                // The parent died between fork and prctl.
+                libc::_exit(125);
             }
             fd_sweep(&keep_fds)
         });
@@ -266,16 +240,12 @@ fn set_nonblocking(fd: RawFd) {
 }
 
 /// An fd that becomes readable when `pid` exits (not reaped): a pidfd, or
-/// on kernels without `pidfd_open` (< 5.3) a pipe fed by a waiter thread.
+/// (kernels before 5.3, other Unixes) a pipe fed by a waiter thread.
 fn exit_notifier(pid: i32) -> Result<OwnedFd, HostError> {
-    // SAFETY: pidfd_open on our own, not yet reaped child.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd >= 0 {
-        // SAFETY: the kernel just returned this fd to us.
-        return Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+    if let Some(fd) = os::pidfd_open(pid) {
+        return Ok(fd);
     }
-    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|e| HostError::io("creating the exit pipe", e.into()))?;
+    let (r, w) = os::pipe_cloexec().map_err(|e| HostError::io("creating the exit pipe", e))?;
     std::thread::spawn(move || {
         wait_exited_no_reap(pid);
         drop(w);
@@ -394,10 +364,7 @@ pub fn run_raw(
     req: &ExecRequest,
     lifeline: OwnedFd,
 ) -> Result<Supervised, HostError> {
-    let pipe = || {
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| HostError::io("creating the output pipes", e.into()))
-    };
+    let pipe = || os::pipe_cloexec().map_err(|e| HostError::io("creating the output pipes", e));
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let (stdin_child, stdin_ours) = match req.stdin {
@@ -634,5 +601,6 @@ fn supervise_loop(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "supervise_tests.rs"]
 mod tests;

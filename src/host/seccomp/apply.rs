@@ -201,6 +201,7 @@ pub fn install(opts: &SeccompOptions) -> Result<(), SeccompError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -249,6 +249,7 @@ pub fn describe(rule: &Rule) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -29,6 +29,7 @@ pub mod placeholders;
 #[cfg(target_os = "linux")]
 pub mod spawn;
 
+use crate::host::enforcement::{Namespace, PartialItem, Shortfall};
 use crate::policy::resolve::{PathEntry, PathKind, ResolvedPolicy};
 use serde::Serialize;
 use std::ffi::OsString;
@@ -72,9 +73,9 @@ pub struct BwrapPlan {
     /// Missing protected paths (mount points to clean up after the run).
     pub placeholders: Vec<Placeholder>,
     /// Namespaces the argv creates.
-    pub namespaces: Vec<&'static str>,
+    pub namespaces: Vec<Namespace>,
     /// Policy entries the plan could not express (for `Enforcement.partial`).
-    pub skipped: Vec<String>,
+    pub skipped: Vec<PartialItem>,
 }
 
 fn lossy_args<S: serde::Serializer>(a: &[OsString], s: S) -> Result<S::Ok, S::Error> {
@@ -128,8 +129,24 @@ pub fn placeholder_base() -> PathBuf {
         .join(format!("codewhale-{uid}"))
 }
 
+/// The empty file and directory bound over not-yet-existing protected
+/// paths (created by `placeholders::sources` before a run; `explain`
+/// shows the same names).
+pub fn placeholder_sources() -> (PathBuf, PathBuf) {
+    let base = placeholder_base();
+    (base.join("empty-file"), base.join("empty-dir"))
+}
+
 /// The namespaces `--unshare-all` creates (minus net with `--share-net`).
-const ALL_NAMESPACES: &[&str] = &["user", "ipc", "pid", "net", "uts", "cgroup", "mount"];
+const ALL_NAMESPACES: &[Namespace] = &[
+    Namespace::User,
+    Namespace::Ipc,
+    Namespace::Pid,
+    Namespace::Net,
+    Namespace::Uts,
+    Namespace::Cgroup,
+    Namespace::Mount,
+];
 
 struct Argv(Vec<OsString>);
 
@@ -162,10 +179,10 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
     a.flag("--new-session");
     a.flag("--die-with-parent");
     a.flag("--unshare-all");
-    let mut namespaces: Vec<&'static str> = ALL_NAMESPACES.to_vec();
+    let mut namespaces = ALL_NAMESPACES.to_vec();
     if policy.network {
         a.flag("--share-net");
-        namespaces.retain(|n| *n != "net");
+        namespaces.retain(|n| *n != Namespace::Net);
     }
     a.two("--ro-bind", Path::new("/"), Path::new("/"));
     a.one("--dev", Path::new("/dev"));
@@ -257,9 +274,10 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
             // entry; a mount on the link would land on the target anyway.
             PathKind::Symlink => {
                 if e.target.is_none() {
-                    skipped.push(format!(
-                        "deny-read {} is a dangling symlink; nothing to hide",
-                        e.path.display()
+                    skipped.push(PartialItem::at(
+                        Shortfall::DenyRead,
+                        &e.path,
+                        "a dangling symlink; nothing to hide",
                     ));
                 }
             }

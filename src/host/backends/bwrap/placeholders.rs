@@ -37,7 +37,7 @@ pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
     let meta = std::fs::symlink_metadata(&base).map_err(|e| io("checking", e))?;
     if !meta.is_dir() || meta.uid() != uid {
         return Err(HostError::Unavailable {
-            backend: "bwrap".into(),
+            backend: crate::host::BackendKind::Bwrap,
             reason: format!("{} is not a directory owned by uid {uid}", base.display()),
             remedy: Some(format!("remove {} and retry", base.display())),
         });
@@ -45,8 +45,7 @@ pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
     // Each mode is set only when it differs: a `chmod` to the same mode
     // still writes the inode (ctime), and this runs on every spawn.
     set_mode(&base, &meta, 0o700).map_err(|e| io("securing", e))?;
-    let file = base.join("empty-file");
-    let dir = base.join("empty-dir");
+    let (file, dir) = crate::host::backends::bwrap::placeholder_sources();
     if !file.is_file() {
         std::fs::write(&file, b"").map_err(|e| io("creating placeholder in", e))?;
     }
@@ -154,6 +153,10 @@ impl Guard {
     /// Lock `roots` (shared): from now on no other run removes
     /// placeholders there, so what resolution saw stays true.
     pub fn enter(roots: &[PathBuf]) -> Result<Guard, HostError> {
+        // The locks live beside the placeholder sources: create (and check
+        // the owner of) that directory first, or the first run on a fresh
+        // machine fails to open its lock file.
+        sources()?;
         let base = crate::host::backends::bwrap::placeholder_base();
         let mut sorted: Vec<&PathBuf> = roots.iter().collect();
         sorted.sort();

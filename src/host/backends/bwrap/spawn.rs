@@ -4,7 +4,7 @@
 
 use super::helper::{HelperSpec, HelperStatus, SUBCOMMAND};
 use crate::host::backends::bwrap::{plan, BwrapOptions, BwrapPlan, Placeholder};
-use crate::host::enforcement::{Enforcement, EnforcementLevel};
+use crate::host::enforcement::{Enforcement, EnforcementLevel, LandlockStatus, NetworkEnforcer};
 use crate::host::process::supervise;
 use crate::host::request::{ExecOutcome, ExecRequest};
 use crate::host::seccomp::SeccompOptions;
@@ -49,7 +49,7 @@ fn untrusted(candidate: &Path, writable: &[&Path], from_path: bool) -> Option<St
 /// does not exist). The result is canonical (symlinks resolved).
 pub fn find_bwrap(configured: Option<&Path>, writable: &[&Path]) -> Result<PathBuf, HostError> {
     let unavailable = |reason: String, remedy: &str| HostError::Unavailable {
-        backend: "bwrap".into(),
+        backend: crate::host::BackendKind::Bwrap,
         reason,
         remedy: Some(remedy.into()),
     };
@@ -101,15 +101,7 @@ pub fn options(
 ) -> Result<BwrapOptions, HostError> {
     let (placeholder_file, placeholder_dir) = super::placeholders::sources()?;
     let helper = match spec {
-        Some(spec) => {
-            let exe = match helper_exe {
-                Some(p) => p.to_path_buf(),
-                None => default_helper_exe()?,
-            };
-            let json = serde_json::to_string(spec)
-                .map_err(|e| HostError::io("encoding the helper spec", e.into()))?;
-            Some((exe, vec![SUBCOMMAND.into(), "--spec".into(), json.into()]))
-        }
+        Some(spec) => Some(helper_argv(spec, helper_exe)?),
         None => None,
     };
     Ok(BwrapOptions {
@@ -120,6 +112,21 @@ pub fn options(
         helper,
         command,
     })
+}
+
+/// The helper stage's executable and argv for `spec` (what bwrap execs in
+/// the sandbox; `sandbox explain` shows the same).
+pub fn helper_argv(
+    spec: &HelperSpec,
+    helper_exe: Option<&Path>,
+) -> Result<(PathBuf, Vec<OsString>), HostError> {
+    let exe = match helper_exe {
+        Some(p) => p.to_path_buf(),
+        None => default_helper_exe()?,
+    };
+    let json = serde_json::to_string(spec)
+        .map_err(|e| HostError::io("encoding the helper spec", e.into()))?;
+    Ok((exe, vec![SUBCOMMAND.into(), "--spec".into(), json.into()]))
 }
 
 /// The small `codewhale-sandbox-helper` next to this executable when it is
@@ -166,7 +173,7 @@ pub fn classify_failure(stderr: &str) -> HostError {
         )
     };
     HostError::Unavailable {
-        backend: "bwrap".into(),
+        backend: crate::host::BackendKind::Bwrap,
         reason: if text.is_empty() {
             reason.to_string()
         } else {
@@ -202,17 +209,19 @@ fn enforcement(
     }
     // Landlock inside bwrap is defence in depth: the mounts already enforce
     // the policy, so a kernel without it changes the label, not the level.
-    let landlock_on = landlock.as_ref().is_some_and(|l| l.status != "not");
+    let landlock_on = landlock
+        .as_ref()
+        .is_some_and(|l| l.status != LandlockStatus::Not);
     if landlock_on {
         label.push_str("+landlock");
     }
-    let mut network_enforced_by: Vec<String> = if policy.network {
+    let mut network_enforced_by = if policy.network {
         Vec::new()
     } else {
-        vec!["netns".into(), "seccomp".into()]
+        vec![NetworkEnforcer::Netns, NetworkEnforcer::Seccomp]
     };
     if !policy.network && landlock_on && landlock.as_ref().is_some_and(|l| l.abi >= 4) {
-        network_enforced_by.push("landlock-net".into());
+        network_enforced_by.push(NetworkEnforcer::LandlockNet);
     }
     Enforcement {
         backend: BackendKind::Bwrap,
@@ -223,7 +232,7 @@ fn enforcement(
             EnforcementLevel::Partial
         },
         label,
-        namespaces: plan.namespaces.iter().map(|s| s.to_string()).collect(),
+        namespaces: plan.namespaces.clone(),
         network_allowed: policy.network,
         network_enforced_by,
         no_new_privs: nnp,
@@ -321,7 +330,7 @@ pub fn run(
     let command = req.argv.iter().map(OsString::from).collect();
     let opts = options(bwrap, &cwd, Some(&spec), helper_exe, command)?;
     let plan = plan(policy, &opts).map_err(|e| HostError::Unavailable {
-        backend: "bwrap".into(),
+        backend: crate::host::BackendKind::Bwrap,
         reason: e.to_string(),
         remedy: None,
     })?;
@@ -349,7 +358,7 @@ pub fn run(
     let status = match status {
         Some(HelperStatus::SetupFailed { error }) => {
             return Err(HostError::Unavailable {
-                backend: "bwrap".into(),
+                backend: crate::host::BackendKind::Bwrap,
                 reason: format!("the in-sandbox helper failed: {error}"),
                 remedy: None,
             })
@@ -357,7 +366,7 @@ pub fn run(
         Some(s) => s,
         None if sup.timed_out => {
             return Err(HostError::Unavailable {
-                backend: "bwrap".into(),
+                backend: crate::host::BackendKind::Bwrap,
                 reason: "timed out before the sandbox was set up".into(),
                 remedy: None,
             })
@@ -380,6 +389,7 @@ pub fn run(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -12,7 +12,7 @@
 use super::plan::LandlockPlan;
 use super::rights::{FsAccess, NetAccess, ScopeSet, FILE_RIGHTS, TARGET_ABI};
 use super::LandlockError;
-use crate::host::enforcement::LandlockReport;
+use crate::host::enforcement::{LandlockReport, LandlockStatus};
 use landlock::{
     AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, RestrictionStatus,
     Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
@@ -36,28 +36,15 @@ pub fn kernel_abi() -> u32 {
     u32::try_from(v).unwrap_or(0)
 }
 
-/// How much of the prepared ruleset the kernel will enforce.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Level {
-    Not,
-    Partially,
-    Fully,
-}
+/// How much of the prepared ruleset the kernel will enforce (the report's
+/// own type: `Not < Partially < Fully`).
+type Level = LandlockStatus;
 
-impl Level {
-    fn as_str(self) -> &'static str {
-        match self {
-            Level::Not => "not",
-            Level::Partially => "partially",
-            Level::Fully => "fully",
-        }
-    }
-    fn from_status(s: &RulesetStatus) -> Level {
-        match s {
-            RulesetStatus::FullyEnforced => Level::Fully,
-            RulesetStatus::PartiallyEnforced => Level::Partially,
-            RulesetStatus::NotEnforced => Level::Not,
-        }
+fn level_of(s: &RulesetStatus) -> Level {
+    match s {
+        RulesetStatus::FullyEnforced => Level::Fully,
+        RulesetStatus::PartiallyEnforced => Level::Partially,
+        RulesetStatus::NotEnforced => Level::Not,
     }
 }
 
@@ -204,7 +191,7 @@ pub fn prepare(plan: &LandlockPlan) -> Result<PreparedRuleset, LandlockError> {
         created,
         crate_level,
         report: LandlockReport {
-            status: final_level.as_str().to_string(),
+            status: final_level,
             abi: effective,
             target_abi: TARGET_ABI,
             dropped,
@@ -246,14 +233,14 @@ impl PreparedRuleset {
     /// Allocation-free on success: fit for `pre_exec`.
     pub fn restrict_self(&mut self) -> Result<(), LandlockError> {
         let Some(created) = self.created.take() else {
-            return if self.crate_level == Level::Not && self.report.status == "not" {
+            return if self.crate_level == Level::Not && self.report.status == Level::Not {
                 Ok(())
             } else {
                 Err(LandlockError::AlreadyApplied)
             };
         };
         let status: RestrictionStatus = created.restrict_self()?;
-        let got = Level::from_status(&status.ruleset);
+        let got = level_of(&status.ruleset);
         if got < self.crate_level {
             return Err(LandlockError::Weaker {
                 expected: self.crate_level.as_str(),
@@ -272,7 +259,7 @@ impl PreparedRuleset {
     pub fn into_fd(mut self) -> Result<Option<std::os::fd::OwnedFd>, LandlockError> {
         match self.created.take() {
             Some(created) => Ok(created.into()),
-            None if self.crate_level == Level::Not && self.report.status == "not" => Ok(None),
+            None if self.crate_level == Level::Not && self.report.status == Level::Not => Ok(None),
             None => Err(LandlockError::AlreadyApplied),
         }
     }
@@ -311,6 +298,7 @@ pub fn apply(plan: &LandlockPlan) -> Result<LandlockReport, LandlockError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use landlock::{Access, ABI};

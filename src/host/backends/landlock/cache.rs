@@ -248,6 +248,7 @@ pub fn give_back(entry: Entry) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::host::backends::landlock::Tier;

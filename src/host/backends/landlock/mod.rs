@@ -37,6 +37,7 @@ pub mod stage;
 pub mod tier;
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod plan_tests;
 
 pub use apply::{apply, kernel_abi, prepare, PreparedRuleset};

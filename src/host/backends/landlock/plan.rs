@@ -10,6 +10,7 @@ use super::rights::{
     READ_CONTENT, READ_DIR, SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL, TARGET_ABI,
 };
 use super::{HoleStrategy, LandlockError, LandlockOptions, Tier};
+use crate::host::enforcement::{PartialItem as ReportItem, Shortfall};
 use crate::policy::resolve::{PathKind, ResolvedPolicy};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -76,21 +77,29 @@ pub enum PartialKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PartialItem {
     pub kind: PartialKind,
+    /// The report's id for it (`over-restricted` for every over-restricted item).
+    pub item: Shortfall,
     #[serde(serialize_with = "lossy_opt", skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
     pub detail: String,
 }
 
 impl PartialItem {
-    fn new(kind: PartialKind, path: Option<&Path>, detail: impl Into<String>) -> Self {
+    fn new(
+        kind: PartialKind,
+        item: Shortfall,
+        path: Option<&Path>,
+        detail: impl Into<String>,
+    ) -> Self {
         PartialItem {
             kind,
+            item,
             path: path.map(Path::to_path_buf),
             detail: detail.into(),
         }
     }
 
-    /// One line for `Enforcement::partial`.
+    /// One line of text for `sandbox explain`.
     pub fn line(&self) -> String {
         let kind = match self.kind {
             PartialKind::NotEnforced => "landlock: not enforced",
@@ -99,6 +108,15 @@ impl PartialItem {
         match &self.path {
             Some(p) => format!("{kind}: {}: {}", p.display(), self.detail),
             None => format!("{kind}: {}", self.detail),
+        }
+    }
+
+    /// The item as the run's report lists it (`Enforcement::partial`).
+    pub fn report(&self) -> ReportItem {
+        ReportItem {
+            item: self.item,
+            path: self.path.clone(),
+            reason: self.detail.clone(),
         }
     }
 }
@@ -134,7 +152,12 @@ pub struct LandlockPlan {
 }
 
 impl LandlockPlan {
-    /// The `partial` items as report lines.
+    /// The `partial` items as the run's report lists them.
+    pub fn partial_report(&self) -> Vec<ReportItem> {
+        self.partial.iter().map(PartialItem::report).collect()
+    }
+
+    /// The `partial` items as text lines (`sandbox explain`).
     pub fn partial_lines(&self) -> Vec<String> {
         self.partial.iter().map(PartialItem::line).collect()
     }
@@ -233,6 +256,7 @@ pub fn plan(
     if abi == 0 {
         partial.push(PartialItem::new(
             PartialKind::NotEnforced,
+ Shortfall::Landlock,
             None,
             if opts.kernel_abi == 0 {
                 "the kernel has no Landlock (not built in, or not enabled at boot: add `landlock` to the `lsm=` boot parameter)"
@@ -244,6 +268,7 @@ pub fn plan(
     for d in &dropped {
         partial.push(PartialItem::new(
             PartialKind::NotEnforced,
+            Shortfall::LandlockRight,
             None,
             format!("{d}: the kernel offers ABI {}", abi),
         ));
@@ -300,6 +325,7 @@ pub fn plan(
                     rules.add(t, true, READ_CONTENT.union(READ_DIR).union(write_tree), RuleWhy::Tmp);
                     partial.push(PartialItem::new(
                         PartialKind::OverRestricted,
+ Shortfall::OverRestricted,
                         Some(Path::new("/tmp")),
                         format!(
                             "no private /tmp without a mount namespace: the host's /tmp is not writable; TMPDIR points at {}",
@@ -309,6 +335,7 @@ pub fn plan(
                 }
                 None if resolved.private_tmp => partial.push(PartialItem::new(
                     PartialKind::OverRestricted,
+ Shortfall::OverRestricted,
                     Some(Path::new("/tmp")),
                     "no private /tmp without a mount namespace and no per-run directory given: nothing temporary is writable",
                 )),
@@ -377,6 +404,7 @@ fn plan_reads(
             if e.target.is_none() {
                 partial.push(PartialItem::new(
                     PartialKind::NotEnforced,
+                    Shortfall::DenyRead,
                     Some(&e.path),
                     "deny-read symlink does not resolve; whatever it will point at is not carved",
                 ));
@@ -390,6 +418,7 @@ fn plan_reads(
                 HoleStrategy::Yield => {
                     partial.push(PartialItem::new(
                         PartialKind::NotEnforced,
+ Shortfall::DenyRead,
                         Some(&real),
                         format!(
                             "deny-read inside writable root {}: readable (carving it would make files created in its directory unreadable)",
@@ -400,6 +429,7 @@ fn plan_reads(
                 }
                 HoleStrategy::Carve => partial.push(PartialItem::new(
                     PartialKind::OverRestricted,
+ Shortfall::OverRestricted,
                     Some(&real),
                     format!(
                         "kept unreadable inside writable root {}: files created during the run directly in {} are not readable or executable",
@@ -423,6 +453,7 @@ fn plan_reads(
     for (dir, err) in &walk.unlistable {
         partial.push(PartialItem::new(
             PartialKind::OverRestricted,
+            Shortfall::OverRestricted,
             Some(dir),
             format!(
                 "could not be listed for the complement walk ({err}): nothing in it is readable"
@@ -455,6 +486,7 @@ fn plan_writes(
             for h in &holes {
                 partial.push(PartialItem::new(
                     PartialKind::NotEnforced,
+ Shortfall::WriteProtect,
                     Some(h),
                     format!(
                         "write-protected inside writable root {}: writable (Landlock cannot protect it without forbidding new files in {})",
@@ -473,6 +505,7 @@ fn plan_writes(
         carved.sort();
         partial.push(PartialItem::new(
             PartialKind::OverRestricted,
+ Shortfall::OverRestricted,
             Some(root),
             format!(
                 "write-protected paths are carved out: entries cannot be created, removed or renamed directly in {} (e.g. `git commit` cannot create .git/index.lock)",
@@ -482,6 +515,7 @@ fn plan_writes(
         for (dir, err) in &walk.unlistable {
             partial.push(PartialItem::new(
                 PartialKind::OverRestricted,
+ Shortfall::OverRestricted,
                 Some(dir),
                 format!("could not be listed for the complement walk ({err}): nothing in it is writable"),
             ));
@@ -500,7 +534,8 @@ fn add_stats(total: &mut WalkStats, s: &WalkStats) {
 /// Limits of the no-namespace tier that hold whatever the paths are.
 fn push_tier_limits(resolved: &ResolvedPolicy, partial: &mut Vec<PartialItem>) {
     use PartialKind::NotEnforced;
-    let mut add = |d: &str| partial.push(PartialItem::new(NotEnforced, None, d));
+    let mut add =
+        |d: &str| partial.push(PartialItem::new(NotEnforced, Shortfall::TierLimit, None, d));
     add("deny-read paths are resolved once: a matching file created later in a readable directory (e.g. a new .env.local) is readable");
     add("names inside deny-read directories can be listed and stat()ed (read-dir stays granted so / and ~ are listable; Landlock never restricts stat)");
     add("a hard link or bind mount elsewhere that reaches a deny-read file is readable (rules follow directories, not a file's other names)");

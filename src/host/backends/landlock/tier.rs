@@ -26,7 +26,10 @@ use crate::host::backends::landlock::stage::{
     read_stage_status, Command as StageCommand, Stage, StageStatus,
 };
 use crate::host::backends::landlock::{self, LandlockOptions, LandlockPlan, PartialKind, Tier};
-use crate::host::enforcement::{Enforcement, EnforcementLevel, LandlockReport, SeccompReport};
+use crate::host::enforcement::{
+    policy_items, Enforcement, EnforcementLevel, LandlockReport, LandlockStatus, NetworkEnforcer,
+    PartialItem, SeccompReport, Shortfall,
+};
 use crate::host::process::supervise;
 use crate::host::request::{ExecOutcome, ExecRequest};
 use crate::host::seccomp::{denied_names, SeccompOptions};
@@ -79,7 +82,7 @@ pub const REMEDY: &str = "enable Landlock (boot with lsm=landlock,... on a kerne
 
 fn unavailable(reason: String) -> HostError {
     HostError::Unavailable {
-        backend: "landlock".into(),
+        backend: crate::host::BackendKind::Landlock,
         reason,
         remedy: Some(REMEDY.into()),
     }
@@ -222,7 +225,9 @@ pub fn run(
     }
     let mut enforcement = result?;
     if let Some(n) = note {
-        enforcement.partial.insert(0, n);
+        enforcement
+            .partial
+            .insert(0, PartialItem::new(Shortfall::Fallback, n));
     }
     Ok(ExecOutcome {
         exit: sup.exit,
@@ -265,29 +270,29 @@ pub fn enforcement(
     let skipped = not_enforced(plan);
     let mut network_enforced_by = Vec::new();
     if !policy.network {
-        network_enforced_by.push("seccomp".to_string());
+        network_enforced_by.push(NetworkEnforcer::Seccomp);
         if !plan.handled_net.is_empty() && landlock.abi >= 4 {
-            network_enforced_by.push("landlock-net".to_string());
+            network_enforced_by.push(NetworkEnforcer::LandlockNet);
         }
     }
-    let mut partial = plan.partial_lines();
+    let mut partial = plan.partial_report();
     partial.extend(
         landlock
             .dropped
             .iter()
             .filter(|d| !plan.dropped.contains(d))
-            .map(|d| format!("landlock: dropped: {d}")),
+            .map(|d| PartialItem::new(Shortfall::LandlockRight, format!("dropped: {d}"))),
     );
-    partial.extend(policy.notes.iter().cloned());
+    partial.extend(policy_items(&policy.notes));
     if !bounding_set_clearable() {
-        partial.push(
-            "capabilities: the bounding set is not cleared (no CAP_SETPCAP and no user namespace); \
+        partial.push(PartialItem::new(
+            Shortfall::CapabilityBoundingSet,
+            "the bounding set is not cleared (no CAP_SETPCAP and no user namespace); \
              effective, permitted, inheritable and ambient are empty and no_new_privs keeps \
-             setuid binaries and file capabilities from raising privileges"
-                .into(),
-        );
+             setuid binaries and file capabilities from raising privileges",
+        ));
     }
-    let level = if partial.is_empty() && landlock.status == "fully" {
+    let level = if partial.is_empty() && landlock.status == LandlockStatus::Fully {
         EnforcementLevel::Full
     } else {
         EnforcementLevel::Partial

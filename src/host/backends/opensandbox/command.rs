@@ -19,7 +19,9 @@ use super::error::OpenSandboxError;
 use super::events::StreamEvent;
 use super::execd::{ExecdClient, RunCommandRequest};
 use super::session::{terminal_code, OpenSandboxSession};
-use crate::host::enforcement::ExternalReport;
+use crate::host::enforcement::{
+    policy_items, ExternalReport, NetworkEnforcer, PartialItem, Shortfall,
+};
 use crate::host::{
     BackendKind, CapturedOutput, Enforcement, EnforcementLevel, ExecOutcome, ExecRequest, ExitKind,
     StdinSpec,
@@ -290,11 +292,18 @@ impl OpenSandboxSession {
         synced_back: Vec<std::path::PathBuf>,
         sync_refused: Vec<std::path::PathBuf>,
     ) -> Enforcement {
-        let mut partial = vec![format!(
-            "external sandbox: {ISOLATION_NOTE}; codewhale enforces only what it uploads and what it accepts back"
+        let mut partial = vec![PartialItem::new(
+            Shortfall::ExternalIsolation,
+            format!(
+                "{ISOLATION_NOTE}; codewhale enforces only what it uploads and what it accepts back"
+            ),
         )];
-        partial.append(&mut self.notes);
-        partial.extend(resolved.notes.iter().cloned());
+        partial.extend(
+            self.notes
+                .drain(..)
+                .map(|n| PartialItem::new(Shortfall::Remote, n)),
+        );
+        partial.extend(policy_items(&resolved.notes));
         Enforcement {
             backend: BackendKind::Opensandbox,
             mode: resolved.mode,
@@ -305,7 +314,7 @@ impl OpenSandboxSession {
             network_enforced_by: if resolved.network {
                 Vec::new()
             } else {
-                vec!["opensandbox-egress-policy".to_string()]
+                vec![NetworkEnforcer::OpensandboxEgressPolicy]
             },
             no_new_privs: false,
             capabilities_dropped: false,
@@ -331,6 +340,7 @@ impl OpenSandboxSession {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::policy::{resolve, HostFacts, SandboxPolicy};

@@ -382,5 +382,6 @@ fn find_line(file: &Path, key: &str) -> Option<usize> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "config_tests.rs"]
 mod tests;

@@ -163,6 +163,7 @@ fn decode(raw: Raw) -> StreamEvent {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -199,5 +199,6 @@ fn nested_git(names: &[String]) -> Option<&'static str> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "guard_tests.rs"]
 mod tests;

@@ -57,7 +57,10 @@ pub async fn run(
         outcome
             .enforcement
             .partial
-            .push(format!("deleting the sandbox failed: {e}"));
+            .push(crate::host::PartialItem::new(
+                crate::host::Shortfall::Remote,
+                format!("deleting the sandbox failed: {e}"),
+            ));
     }
     Ok(outcome)
 }

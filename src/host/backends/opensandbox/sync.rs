@@ -295,5 +295,6 @@ pub fn root_gitignore(workspace: &Path) -> ignore::gitignore::Gitignore {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "sync_tests.rs"]
 mod tests;

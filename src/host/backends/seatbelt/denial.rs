@@ -111,6 +111,7 @@ pub fn classify(stderr: &str, sandbox_log: Option<&str>) -> Option<SeatbeltSigna
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -160,7 +160,7 @@ pub enum SeatbeltError {
 impl From<SeatbeltError> for HostError {
     fn from(e: SeatbeltError) -> Self {
         HostError::Unavailable {
-            backend: "seatbelt".into(),
+            backend: crate::host::BackendKind::Seatbelt,
             reason: e.to_string(),
             remedy: None,
         }
@@ -189,7 +189,7 @@ pub fn unavailable_here() -> HostError {
 /// [`unavailable_here`] for a named OS (testable everywhere).
 pub fn unavailable_on(os: &str) -> HostError {
     HostError::Unavailable {
-        backend: "seatbelt".into(),
+        backend: crate::host::BackendKind::Seatbelt,
         reason: format!("Seatbelt exists only on macOS (this host runs {os})"),
         remedy: Some(
             "use --backend auto (bwrap or landlock on Linux); `codewhale sandbox explain --backend seatbelt` shows the profile on any OS"

@@ -135,6 +135,7 @@ pub fn params_used(forms: &[Sexp]) -> BTreeSet<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

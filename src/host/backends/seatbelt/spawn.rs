@@ -1,9 +1,9 @@
 //! macOS spawn step: `/usr/bin/sandbox-exec -p PROFILE -DK=V … -- CMD`.
 //!
 //! Thin on purpose: the profile and parameters come from the pure planner
-//! ([`crate::host::seatbelt`]), supervision from the stop-gap
-//! [`plain_spawn`] (new session, group kill at exit and timeout, capped
-//! output) until the host's own supervision lands. This file is compiled
+//! ([`crate::host::seatbelt`]), supervision from the host's one Unix
+//! supervisor ([`crate::host::process::supervise`]: new session, fd sweep,
+//! group kill at exit, timeout and cancel, capped output). This file is compiled
 //! only on macOS (`cfg` on its `mod` line) and cannot be exercised on the
 //! Linux CI; `ci/macos-escape` is the test a maintainer with a Mac runs.
 //!
@@ -15,18 +15,20 @@
 //! - Seatbelt's own failures (`sandbox-exec: …` first stderr line) become
 //!   typed errors instead of a command exit code.
 
+use crate::host::enforcement::{policy_items, NetworkEnforcer, PartialItem, Shortfall};
+use crate::host::process::supervise;
 use crate::host::seatbelt::{self, DarwinHost, SeatbeltProfile, SeatbeltSignal, SANDBOX_EXEC};
 use crate::host::{
-    plain_spawn, BackendKind, Enforcement, EnforcementLevel, ExecOutcome, ExecRequest, HostError,
+    BackendKind, Enforcement, EnforcementLevel, ExecOutcome, ExecRequest, HostError,
 };
 use crate::policy::{self, HostFacts, ResolvedPolicy, SandboxPolicy};
 use std::path::Path;
 
 /// Run `req` under a Seatbelt profile planned from `policy`.
-pub async fn run(policy: &SandboxPolicy, req: ExecRequest) -> Result<ExecOutcome, HostError> {
+pub fn run(policy: &SandboxPolicy, req: &ExecRequest) -> Result<ExecOutcome, HostError> {
     if !Path::new(SANDBOX_EXEC).is_file() {
         return Err(HostError::Unavailable {
-            backend: "seatbelt".into(),
+            backend: crate::host::BackendKind::Seatbelt,
             reason: format!("{SANDBOX_EXEC} is missing"),
             remedy: Some("sandbox-exec ships with macOS; check the system installation".into()),
         });
@@ -54,7 +56,7 @@ pub async fn run(policy: &SandboxPolicy, req: ExecRequest) -> Result<ExecOutcome
         env.vars
             .insert("TMPDIR".into(), tmp_path.to_string_lossy().into_owned());
     }
-    let mut cmd = tokio::process::Command::new(SANDBOX_EXEC);
+    let mut cmd = std::process::Command::new(SANDBOX_EXEC);
     cmd.args(plan.sandbox_exec_args(&req.argv));
     cmd.env_clear().envs(&env.vars);
     cmd.current_dir(
@@ -62,13 +64,19 @@ pub async fn run(policy: &SandboxPolicy, req: ExecRequest) -> Result<ExecOutcome
             .clone()
             .unwrap_or_else(|| resolved.workspace.clone()),
     );
-    plain_spawn::new_session(&mut cmd);
-
     let enforcement = enforcement(&resolved, &plan, env.removed.clone());
-    let outcome = plain_spawn::run(cmd, &req.argv[0], &req, enforcement).await?;
+    let sup = supervise::run(cmd, Vec::new(), req)?;
+    let outcome = ExecOutcome {
+        exit: sup.exit,
+        timed_out: sup.timed_out,
+        duration: sup.duration,
+        stdout: sup.stdout,
+        stderr: sup.stderr,
+        enforcement,
+    };
     match seatbelt::classify(&outcome.stderr.text(), None) {
         Some(SeatbeltSignal::SetupFailed { message }) => Err(HostError::Unavailable {
-            backend: "seatbelt".into(),
+            backend: crate::host::BackendKind::Seatbelt,
             reason: format!("sandbox-exec could not apply the profile: {message}"),
             remedy: Some(
                 "run `codewhale sandbox explain --backend seatbelt` and report the profile; nested sandboxes are not supported".into(),
@@ -95,11 +103,16 @@ fn enforcement(
     plan: &SeatbeltProfile,
     env_removed: Vec<String>,
 ) -> Enforcement {
-    let mut partial: Vec<String> = plan.notes.clone();
-    partial.extend(resolved.notes.iter().cloned());
-    partial.push(
-        "supervision is the stop-gap plain spawn: a descendant that calls setsid itself can outlive the run".into(),
-    );
+    let mut partial: Vec<PartialItem> = plan
+        .notes
+        .iter()
+        .map(|n| PartialItem::new(Shortfall::SeatbeltProfile, n.clone()))
+        .collect();
+    partial.extend(policy_items(&resolved.notes));
+    partial.push(PartialItem::new(
+        Shortfall::Supervision,
+        "no parent-death signal on macOS: if codewhale is killed, the command (and a descendant that called setsid itself) can outlive the run",
+    ));
     Enforcement {
         backend: BackendKind::Seatbelt,
         mode: resolved.mode,
@@ -110,7 +123,7 @@ fn enforcement(
         network_enforced_by: if resolved.network {
             Vec::new()
         } else {
-            vec!["seatbelt".into()]
+            vec![NetworkEnforcer::Seatbelt]
         },
         no_new_privs: false,
         capabilities_dropped: false,

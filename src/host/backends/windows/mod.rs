@@ -1,8 +1,8 @@
 //! Windows: no OS sandbox, flagged and never silent.
 //!
-//! codewhale has no sandbox backend on Windows. The decision of what to do
-//! there is pure and compiled on every OS (tested on Linux by passing the
-//! OS): `read-only` / `workspace-write` refuse with exit 125 unless the user
+//! codewhale has no sandbox backend on Windows. What to do there is the
+//! host's pure selection (`host::select`, tested for every OS):
+//! `read-only` / `workspace-write` refuse with exit 125 unless the user
 //! passed `--allow-unsandboxed`, and every run that goes ahead is labelled
 //! `unsandboxed`. Only the spawn step (`spawn.rs`) is Windows-only.
 //!
@@ -14,74 +14,9 @@ mod spawn;
 #[cfg(windows)]
 pub use spawn::run;
 
-use crate::host::{Enforcement, HostError};
-use crate::policy::SandboxMode;
-
 /// What `doctor` (and every refusal) says about Windows.
 pub const NO_SANDBOX_NOTICE: &str =
     "no OS sandbox on Windows: commands are protected only by approval prompts and repository rules";
-
-/// The OS a decision is made for (injectable so tests run anywhere).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TargetOs {
-    Linux,
-    Macos,
-    Windows,
-    Other,
-}
-
-impl TargetOs {
-    /// The OS this binary was built for.
-    pub fn current() -> Self {
-        Self::from_name(std::env::consts::OS)
-    }
-
-    /// From a `std::env::consts::OS` name.
-    pub fn from_name(os: &str) -> Self {
-        match os {
-            "linux" => TargetOs::Linux,
-            "macos" => TargetOs::Macos,
-            "windows" => TargetOs::Windows,
-            _ => TargetOs::Other,
-        }
-    }
-}
-
-/// What `sandbox run` should do on this OS.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RunDecision {
-    /// The OS has sandbox backends: select and run one as usual.
-    UseBackend,
-    /// Run without a sandbox, with this report (label `unsandboxed`).
-    Unsandboxed(Box<Enforcement>),
-}
-
-/// Decide how `sandbox run` proceeds on `os` for `mode`.
-///
-/// On Windows a sandboxed mode is refused (exit 125, naming the flag)
-/// unless `allow_unsandboxed`; `danger-full-access` and `external-sandbox`
-/// ask for no local sandbox and run as such. Other OSes use their backends.
-pub fn run_decision(
-    os: TargetOs,
-    mode: SandboxMode,
-    allow_unsandboxed: bool,
-) -> Result<RunDecision, HostError> {
-    if os != TargetOs::Windows {
-        return Ok(RunDecision::UseBackend);
-    }
-    if mode.is_sandboxed() && !allow_unsandboxed {
-        return Err(HostError::Unavailable {
-            backend: "none".into(),
-            reason: format!("{NO_SANDBOX_NOTICE}; refusing to run in {mode} mode"),
-            remedy: Some(
-                "pass --allow-unsandboxed to run anyway (labelled `unsandboxed`), or use --sandbox danger-full-access knowingly".into(),
-            ),
-        });
-    }
-    Ok(RunDecision::Unsandboxed(Box::new(
-        Enforcement::unsandboxed(mode, NO_SANDBOX_NOTICE),
-    )))
-}
 
 /// The prefix that switches `cmd.exe`'s code page to UTF-8 for the command.
 pub const CMD_UTF8_PREFIX: &str = "chcp 65001>nul & ";
@@ -165,52 +100,12 @@ pub fn utf8_command(argv: &[String]) -> Option<WinCommand> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
     fn v(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn windows_refuses_sandboxed_modes_without_the_flag() {
-        for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
-            let e = run_decision(TargetOs::Windows, mode, false).expect_err("refused");
-            assert_eq!(e.exit_code(), 125);
-            let msg = e.to_string();
-            assert!(msg.contains(NO_SANDBOX_NOTICE), "{msg}");
-            assert!(msg.contains("--allow-unsandboxed"), "{msg}");
-            let Ok(RunDecision::Unsandboxed(enf)) = run_decision(TargetOs::Windows, mode, true)
-            else {
-                panic!("allowed with the flag");
-            };
-            assert_eq!(enf.label, "unsandboxed");
-            assert!(!enf.is_sandboxed());
-            assert_eq!(enf.mode, mode);
-            assert_eq!(enf.partial, vec![NO_SANDBOX_NOTICE.to_string()]);
-        }
-    }
-
-    #[test]
-    fn windows_full_access_runs_unsandboxed_without_the_flag() {
-        for mode in [SandboxMode::DangerFullAccess, SandboxMode::ExternalSandbox] {
-            assert!(matches!(
-                run_decision(TargetOs::Windows, mode, false),
-                Ok(RunDecision::Unsandboxed(e)) if e.label == "unsandboxed"
-            ));
-        }
-    }
-
-    #[test]
-    fn other_oses_use_their_backends() {
-        for os in [TargetOs::Linux, TargetOs::Macos, TargetOs::Other] {
-            assert_eq!(
-                run_decision(os, SandboxMode::ReadOnly, false).expect("ok"),
-                RunDecision::UseBackend
-            );
-        }
-        assert_eq!(TargetOs::from_name("windows"), TargetOs::Windows);
-        assert_eq!(TargetOs::from_name("freebsd"), TargetOs::Other);
     }
 
     #[test]

@@ -112,6 +112,7 @@ fn worker(opts: SeccompOptions, rx: Arc<Mutex<Receiver<Job>>>, idle: Arc<AtomicU
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use std::time::Duration;

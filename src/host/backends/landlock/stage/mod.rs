@@ -275,6 +275,7 @@ fn start(mut stage: Stage, hello_w: OwnedFd, hardened: Result<(), (Step, i32)>) 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -106,6 +106,7 @@ pub fn read_stage_status(read_end: std::os::fd::OwnedFd) -> StageStatus {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

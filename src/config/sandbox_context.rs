@@ -1,0 +1,234 @@
+//! The one sandbox context: flags + user config + project override →
+//! the policy and the host settings, for every client (`exec`, `sandbox
+//! run`, `sandbox explain`, `doctor`, and every later front end).
+//!
+//! Precedence is one rule for every command:
+//!
+//! 1. the user config (`sandbox_mode`, `[sandbox]`, `[opensandbox]`);
+//! 2. the command line (`--sandbox`, `--network`, `--writable-root`,
+//!    `--backend`, `--bwrap-path`, `--allow-unsandboxed`) on top, in any
+//!    direction: the user typed it;
+//! 3. the project override `<repo>/.codewhale/config.toml`, which can only
+//!    tighten `sandbox_mode` (skipped with `--no-project-config`);
+//! 4. for an agent turn, the posture's own implied mode (Plan → read-only,
+//!    Full Access → none) narrowed by the result of 1–3
+//!    ([`Posture::sandbox_under`]).
+//!
+//! The result's mode lives in one place only: [`SandboxContext::policy`].
+//! The gates are handed it as a plain value (gate 9 names it; nothing
+//! re-derives it), the tools run under it, and the records carry what the
+//! host reported.
+
+use super::{load, load_sandbox, ConfigError, LoadOptions, Settings};
+use crate::authz::Posture;
+use crate::host::{BackendChoice, HostSettings};
+use crate::policy::{SandboxMode, SandboxPolicy};
+use std::path::PathBuf;
+
+/// What a client was told on its command line (or by its API caller).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SandboxFlags {
+    /// `--sandbox MODE`.
+    pub mode: Option<SandboxMode>,
+    /// `--network`: allow network access.
+    pub network: bool,
+    /// `--writable-root DIR` (repeatable).
+    pub writable_roots: Vec<PathBuf>,
+    /// `--backend B`.
+    pub backend: Option<BackendChoice>,
+    /// `--bwrap-path PATH`.
+    pub bwrap_path: Option<PathBuf>,
+    /// `--allow-unsandboxed`.
+    pub allow_unsandboxed: bool,
+    /// `--no-project-config`.
+    pub no_project_config: bool,
+}
+
+/// Whether the user's `permissions.toml` is read with the settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RulesFile {
+    /// The agent and anything that authorizes calls.
+    Load,
+    /// `sandbox run|explain`: the rules are never consulted there, so the
+    /// file is not read (start-up cost, and a broken rules file has no
+    /// bearing on a sandboxed run).
+    Skip,
+}
+
+/// The resolved settings, the policy every call of this client runs under,
+/// and the host settings that pick and configure the backend.
+#[derive(Clone, Debug)]
+pub struct SandboxContext {
+    pub settings: Settings,
+    pub policy: SandboxPolicy,
+    pub host: HostSettings,
+}
+
+impl SandboxContext {
+    /// Resolve every layer for a client without a posture (`sandbox run`,
+    /// `sandbox explain`, `doctor`): the mode is the configured one.
+    pub fn load(
+        workspace: impl Into<PathBuf>,
+        flags: &SandboxFlags,
+        rules: RulesFile,
+    ) -> Result<Self, ConfigError> {
+        let mut opts = LoadOptions::new(workspace);
+        Self::load_with(&mut opts, flags, rules)
+    }
+
+    /// [`Self::load`] with caller-provided load options (config paths,
+    /// other overrides such as `--model`); `flags` are applied to them.
+    pub fn load_with(
+        opts: &mut LoadOptions,
+        flags: &SandboxFlags,
+        rules: RulesFile,
+    ) -> Result<Self, ConfigError> {
+        if flags.mode.is_some() {
+            opts.overrides.sandbox_mode = flags.mode;
+        }
+        opts.no_project_config |= flags.no_project_config;
+        let settings = match rules {
+            RulesFile::Load => load(opts)?,
+            RulesFile::Skip => load_sandbox(opts)?,
+        };
+        Ok(Self::from_settings(settings, flags))
+    }
+
+    /// Build the context from already-resolved settings (whose
+    /// `sandbox_mode` holds `--sandbox` and the project's tightening).
+    pub fn from_settings(settings: Settings, flags: &SandboxFlags) -> Self {
+        let mut policy = settings.sandbox_policy(settings.sandbox_mode);
+        if flags.network {
+            policy.network = true;
+        }
+        policy
+            .writable_roots
+            .extend(flags.writable_roots.iter().cloned());
+        let mut host = settings.host_settings();
+        if let Some(b) = flags.backend {
+            host.backend = b;
+        }
+        if let Some(b) = &flags.bwrap_path {
+            host.bwrap_path = Some(b.clone());
+        }
+        host.allow_unsandboxed |= flags.allow_unsandboxed;
+        SandboxContext {
+            settings,
+            policy,
+            host,
+        }
+    }
+
+    /// Narrow the context to an agent turn's posture (step 4 of the module
+    /// docs). A mode without a sandbox was chosen explicitly (the posture
+    /// is Full Access, which only an explicit flag or setting reaches), so
+    /// the host may run unsandboxed for it; the label says so.
+    pub fn for_posture(mut self, posture: &Posture) -> Self {
+        let mode = posture.sandbox_under(self.policy.mode);
+        self.set_mode(mode);
+        if !mode.is_sandboxed() {
+            self.host.allow_unsandboxed = true;
+        }
+        self
+    }
+
+    /// Change the mode, keeping the network setting's meaning: a mode's
+    /// default network applies unless the user turned it on.
+    fn set_mode(&mut self, mode: SandboxMode) {
+        if mode == self.policy.mode {
+            return;
+        }
+        let user_network = self.policy.network != self.policy.mode.default_network();
+        self.policy.mode = mode;
+        if !user_network {
+            self.policy.network = mode.default_network();
+        }
+    }
+
+    /// The mode every call of this context runs under.
+    pub fn mode(&self) -> SandboxMode {
+        self.policy.mode
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::authz::{Approval, Mode};
+    use crate::config::ConfigPaths;
+
+    fn opts(dir: &std::path::Path) -> LoadOptions {
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let mut o = LoadOptions::new(dir.join("ws"));
+        o.paths = ConfigPaths::from_parts(Some(home), None, None);
+        o
+    }
+
+    #[test]
+    fn flag_then_project_tightens() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().join("ws");
+        std::fs::create_dir_all(ws.join(".codewhale")).unwrap();
+        std::fs::write(
+            ws.join(".codewhale/config.toml"),
+            "sandbox_mode = \"read-only\"\n",
+        )
+        .unwrap();
+        let flags = SandboxFlags {
+            mode: Some(SandboxMode::WorkspaceWrite),
+            ..Default::default()
+        };
+        let c = SandboxContext::load_with(&mut opts(d.path()), &flags, RulesFile::Skip).unwrap();
+        assert_eq!(c.mode(), SandboxMode::ReadOnly);
+        let flags = SandboxFlags {
+            no_project_config: true,
+            ..flags
+        };
+        let c = SandboxContext::load_with(&mut opts(d.path()), &flags, RulesFile::Skip).unwrap();
+        assert_eq!(c.mode(), SandboxMode::WorkspaceWrite);
+    }
+
+    #[test]
+    fn posture_narrows_and_full_access_needs_no_fallback_flag() {
+        let d = tempfile::tempdir().unwrap();
+        let flags = SandboxFlags::default();
+        let base = SandboxContext::load_with(&mut opts(d.path()), &flags, RulesFile::Skip).unwrap();
+        assert_eq!(base.mode(), SandboxMode::WorkspaceWrite);
+        let plan = base
+            .clone()
+            .for_posture(&Posture::new(Mode::Plan, Approval::Ask));
+        assert_eq!(plan.mode(), SandboxMode::ReadOnly);
+        assert!(!plan.host.allow_unsandboxed);
+        // Full Access implies no sandbox, but the configured mode caps it.
+        let full = base
+            .clone()
+            .for_posture(&Posture::new(Mode::Work, Approval::FullAccess));
+        assert_eq!(full.mode(), SandboxMode::WorkspaceWrite);
+        let flags = SandboxFlags {
+            mode: Some(SandboxMode::DangerFullAccess),
+            ..Default::default()
+        };
+        let open = SandboxContext::load_with(&mut opts(d.path()), &flags, RulesFile::Skip)
+            .unwrap()
+            .for_posture(&Posture::new(Mode::Work, Approval::FullAccess));
+        assert_eq!(open.mode(), SandboxMode::DangerFullAccess);
+        assert!(open.host.allow_unsandboxed);
+        assert!(open.policy.network);
+    }
+
+    #[test]
+    fn network_flag_survives_narrowing() {
+        let d = tempfile::tempdir().unwrap();
+        let flags = SandboxFlags {
+            network: true,
+            ..Default::default()
+        };
+        let c = SandboxContext::load_with(&mut opts(d.path()), &flags, RulesFile::Skip)
+            .unwrap()
+            .for_posture(&Posture::new(Mode::Plan, Approval::Ask));
+        assert_eq!(c.mode(), SandboxMode::ReadOnly);
+        assert!(c.policy.network);
+    }
+}
