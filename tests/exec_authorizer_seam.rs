@@ -11,7 +11,7 @@ use codewhale::agent::tools::{guard::FsGuard, ToolContext};
 use codewhale::agent::{run_exec, Emitter, ExecOptions, OutputFormat};
 use codewhale::host::HostSettings;
 use codewhale::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
-use codewhale::provider::registry::{KeySource, ProviderSettings, WireFormat};
+use codewhale::provider::registry::ProviderSettings;
 use codewhale::provider::{Provider, RetryPolicy};
 use codewhale::session::SessionLog;
 use serde_json::{json, Value};
@@ -64,15 +64,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         cancel: codewhale::host::CancelToken::new(),
     };
     let provider = Provider::new(
-        ProviderSettings {
-            id: "custom".into(),
-            wire: WireFormat::OpenAiCompatible,
-            base_url: model.base_url(),
-            model: "scripted".into(),
-            api_key: None,
-            key_source: KeySource::NotNeeded,
-            price: None,
-        },
+        ProviderSettings::openai_compatible("custom", &model.base_url(), "scripted"),
         RetryPolicy::default(),
     )
     .unwrap();
@@ -98,6 +90,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         disallowed_tools: Vec::new(),
         max_turns: 5,
         config: Value::Null,
+        instruction_imports: false,
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (_tx, rx) = tokio::sync::watch::channel(false);

@@ -200,7 +200,7 @@ fn ollama_fallback_when_nothing_is_configured() {
     let reqs = model.requests();
     assert_eq!(reqs.len(), 1);
     assert_eq!(
-        reqs[0].body["model"], "scripted-llama",
+        reqs[0].body["model"], "scripted-llama:latest",
         "embedding model skipped"
     );
     assert_eq!(

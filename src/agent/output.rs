@@ -169,8 +169,33 @@ impl Emitter {
             }
             "sandbox_denied" => format!("  sandbox denied: {}", s("reason")),
             "turn_usage" => format!(
-                "  tokens in {} / out {} · cost {}",
+                "  tokens in {} (cached {}) / out {} (reasoning {}) · cost {}",
                 f["input_tokens"],
+                f["cached_input_tokens"],
+                f["output_tokens"],
+                match &f["reasoning_tokens"] {
+                    Value::Null => "not reported".to_string(),
+                    v => v.to_string(),
+                },
+                s("cost")
+            ),
+            "model_choice" => {
+                let mut line = format!("model {}/{} ({})", s("provider"), s("model"), s("reason"));
+                if s("used_provider") != s("provider") || s("used_model") != s("model") {
+                    line.push_str(&format!(
+                        " → fell back to {}/{}",
+                        s("used_provider"),
+                        s("used_model")
+                    ));
+                }
+                line
+            }
+            "done" => format!(
+                "done: {} · {} turn(s) · tokens in {} (cached {}) / out {} · cost {}",
+                s("status"),
+                f["turns"],
+                f["input_tokens"],
+                f["cached_input_tokens"],
                 f["output_tokens"],
                 s("cost")
             ),

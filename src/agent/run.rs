@@ -7,7 +7,9 @@ use super::output::Emitter;
 use super::snapshots::{changes_files, RunSnapshots};
 use super::tools::{self, ToolContext, ToolOutput, ToolStatus, ALL_TOOLS};
 use crate::policy::SandboxMode;
-use crate::provider::{ChatRequest, Message, Provider, ToolCall, Usage};
+use crate::provider::cost::{self, Price};
+use crate::provider::router::{self, Routed, Router};
+use crate::provider::{ChatRequest, Completion, Message, Provider, ProviderError, ToolCall, Usage};
 use crate::session::{Event, SessionError, SessionLog};
 use serde_json::{json, Value};
 use std::time::Instant;
@@ -27,6 +29,16 @@ pub struct ExecOptions {
     /// What the configuration layers did (files read, keys ignored,
     /// warnings), echoed in the `metadata` event.
     pub config: Value,
+    /// `project_instruction_imports` from the user config: also read
+    /// `CLAUDE.md`, `.cursorrules`, `.github/copilot-instructions.md`.
+    pub instruction_imports: bool,
+}
+
+/// Where a run's model answers come from: one provider, or the router.
+#[derive(Clone, Copy)]
+pub enum Models<'a> {
+    Single(&'a Provider),
+    Routed(&'a Router),
 }
 
 /// How the run ended.
@@ -105,7 +117,9 @@ pub struct RunHooks<'a> {
 struct Loop<'a> {
     opts: &'a ExecOptions,
     ctx: &'a ToolContext,
-    provider: &'a Provider,
+    models: Models<'a>,
+    /// The provider and model of the latest turn (the first one before any).
+    current: (String, String),
     authz: &'a dyn Authorizer,
     approver: &'a dyn Approver,
     history: Vec<Message>,
@@ -119,6 +133,7 @@ struct Loop<'a> {
     total_cost: Option<f64>,
     answer: String,
     turns: u32,
+    instructions: Vec<super::prompt::LoadedInstruction>,
 }
 
 enum Stop {
@@ -148,9 +163,7 @@ pub async fn run_exec(
     run_exec_with_snapshots(opts, ctx, provider, authz, out, log, &mut snaps, interrupt).await
 }
 
-/// Run the loop to the end. Every outcome is reported on `out` and closed
-/// in the session file (if the session file itself fails, that is the error).
-/// Turns that can change files are snapshotted through `snaps`.
+/// [`run_exec_models`] with one provider.
 #[allow(clippy::too_many_arguments)]
 pub async fn run_exec_with_snapshots(
     opts: &ExecOptions,
@@ -162,24 +175,48 @@ pub async fn run_exec_with_snapshots(
     snaps: &mut RunSnapshots,
     interrupt: watch::Receiver<bool>,
 ) -> ExecReport {
-    let hooks = RunHooks {
-        approver: &Headless,
-        history: Vec::new(),
-    };
-    run_exec_hooked(
-        opts, ctx, provider, authz, hooks, out, log, snaps, interrupt,
+    run_exec_models(
+        opts,
+        ctx,
+        Models::Single(provider),
+        authz,
+        out,
+        log,
+        snaps,
+        interrupt,
     )
     .await
 }
 
-/// [`run_exec_with_snapshots`] with `hooks`: open questions answered by
-/// its approver (the runtime's clients), and the thread's earlier messages
-/// in front of the prompt.
+/// Run the loop to the end. Every outcome is reported on `out` and closed
+/// in the session file (if the session file itself fails, that is the error).
+/// Turns that can change files are snapshotted through `snaps`.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_exec_models(
+    opts: &ExecOptions,
+    ctx: &ToolContext,
+    models: Models<'_>,
+    authz: &dyn Authorizer,
+    out: &mut Emitter,
+    log: &mut SessionLog,
+    snaps: &mut RunSnapshots,
+    interrupt: watch::Receiver<bool>,
+) -> ExecReport {
+    let hooks = RunHooks {
+        approver: &Headless,
+        history: Vec::new(),
+    };
+    run_exec_hooked(opts, ctx, models, authz, hooks, out, log, snaps, interrupt).await
+}
+
+/// [`run_exec_models`] with `hooks`: open questions answered by its
+/// approver (the runtime's clients), and the thread's earlier messages in
+/// front of the prompt.
 #[allow(clippy::too_many_arguments)]
 pub async fn run_exec_hooked(
     opts: &ExecOptions,
     ctx: &ToolContext,
-    provider: &Provider,
+    models: Models<'_>,
     authz: &dyn Authorizer,
     hooks: RunHooks<'_>,
     out: &mut Emitter,
@@ -192,10 +229,18 @@ pub async fn run_exec_hooked(
         opts.allowed_tools.as_deref(),
         &opts.disallowed_tools,
     );
+    let current = match models {
+        Models::Single(p) => (p.settings.id.clone(), p.settings.model.clone()),
+        Models::Routed(r) => r
+            .first(router::TurnKind::Plan)
+            .map(|p| (p.settings.id.clone(), p.settings.model.clone()))
+            .unwrap_or_else(|| ("router".into(), "auto".into())),
+    };
     let mut l = Loop {
         opts,
         ctx,
-        provider,
+        models,
+        current,
         authz,
         approver: hooks.approver,
         history: hooks.history,
@@ -209,6 +254,7 @@ pub async fn run_exec_hooked(
         total_cost: Some(0.0),
         answer: String::new(),
         turns: 0,
+        instructions: Vec::new(),
     };
     let result = l.drive().await;
     l.finish(result)
@@ -224,20 +270,62 @@ impl Loop<'_> {
     }
 
     async fn drive(&mut self) -> Result<&'static str, Stop> {
-        let (system, agents_md) = super::prompt::system_prompt(&self.ctx.guard, &self.offered);
-        let s = &self.provider.settings;
+        let (system, instructions, skipped) = super::prompt::system_prompt(
+            &self.ctx.guard,
+            &self.offered,
+            self.opts.instruction_imports,
+        );
+        let (provider_id, model_id) = self.current.clone();
+        let wire = match self.models {
+            Models::Single(p) => Some(p.settings.wire),
+            Models::Routed(r) => r.first(router::TurnKind::Plan).map(|p| p.settings.wire),
+        };
         self.log.append(
             0,
             Event::ThreadStarted {
                 cwd: self.ctx.guard.workspace().to_path_buf(),
-                provider: s.id.clone(),
-                model: s.model.clone(),
+                provider: provider_id.clone(),
+                model: model_id.clone(),
                 approval: approval_label(self.opts.auto).into(),
                 sandbox: self.ctx.policy.mode.as_str().into(),
                 codewhale_version: env!("CARGO_PKG_VERSION").into(),
             },
         )?;
         self.snaps.announce(self.log, self.out)?;
+        for (path, why) in &skipped {
+            self.out
+                .note(&format!("instructions: {} not read: {why}", path.display()));
+        }
+        for f in &instructions {
+            self.out.note(&format!(
+                "instructions: {} ({} bytes{})",
+                f.path.display(),
+                f.bytes,
+                if f.truncated {
+                    format!(", truncated from {}", f.file_bytes)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        let files: Vec<Value> = instructions
+            .iter()
+            .map(|f| serde_json::to_value(f).unwrap_or(Value::Null))
+            .collect();
+        self.log.append(
+            0,
+            Event::Instructions {
+                event_v: 1,
+                files: files.clone(),
+                imports: self.opts.instruction_imports,
+            },
+        )?;
+        let agents_md = instructions
+            .iter()
+            .rev()
+            .find(|f| f.kind == "agents_md")
+            .map(|f| f.path.clone());
+        self.instructions = instructions;
         let enforcement = match self.ctx.policy.mode {
             m if m.is_sandboxed() => {
                 format!("os-sandbox ({m}); each tool_result names the backend")
@@ -248,7 +336,9 @@ impl Loop<'_> {
         self.out.event(
             "metadata",
             json!({
-                "provider": s.id, "model": s.model, "wire": s.wire,
+                "provider": provider_id, "model": model_id, "wire": wire,
+                "routing": matches!(self.models, Models::Routed(_)),
+                "instructions": files,
                 "approval": approval_label(self.opts.auto),
                 "sandbox": self.ctx.policy.mode.as_str(),
                 "enforcement": enforcement,
@@ -279,16 +369,22 @@ impl Loop<'_> {
                 messages: &messages,
                 tools: &specs,
             };
-            let completion = {
+            let (result, routed, price) = {
                 let out = &mut *self.out;
                 let mut on_text = |t: &str| out.content(t);
                 let mut intr = self.interrupt.clone();
+                let models = self.models;
+                let fut = complete_turn(models, turn, &system, &messages, req, &mut on_text);
                 tokio::select! {
-                    r = self.provider.complete(req, &mut on_text) => r.map_err(Stop::Provider)?,
+                    r = fut => r,
                     _ = intr.wait_for(|v| *v) => return Err(Stop::Interrupted),
                 }
             };
-            self.usage(turn, completion.usage)?;
+            if let Some(r) = &routed {
+                self.record_choice(turn, r)?;
+            }
+            let completion = result.map_err(Stop::Provider)?;
+            self.usage(turn, completion.usage, price.as_ref())?;
             if !completion.text.is_empty() {
                 self.answer = completion.text.clone();
                 self.log.append(
@@ -321,23 +417,64 @@ impl Loop<'_> {
         Ok("max_turns")
     }
 
-    fn usage(&mut self, turn: u32, usage: Option<Usage>) -> Result<(), Stop> {
+    /// The router's choice for this turn, in the stream and the record.
+    fn record_choice(&mut self, turn: u32, r: &Routed) -> Result<(), Stop> {
+        self.current = (r.used.provider.clone(), r.used.model.clone());
+        let failed: Vec<Value> = r
+            .failed
+            .iter()
+            .map(|f| serde_json::to_value(f).unwrap_or(Value::Null))
+            .collect();
+        self.out.event(
+            "model_choice",
+            json!({"turn": turn, "kind": r.choice.kind.as_str(),
+                   "provider": r.choice.target.provider, "model": r.choice.target.model,
+                   "reason": r.choice.reason,
+                   "used_provider": r.used.provider, "used_model": r.used.model,
+                   "failed": failed}),
+        );
+        self.log.append(
+            turn,
+            Event::ModelChoice {
+                event_v: 1,
+                kind: r.choice.kind.as_str().into(),
+                provider: r.choice.target.provider.clone(),
+                model: r.choice.target.model.clone(),
+                reason: r.choice.reason.clone(),
+                used_provider: r.used.provider.clone(),
+                used_model: r.used.model.clone(),
+                failed,
+            },
+        )?;
+        Ok(())
+    }
+
+    fn usage(
+        &mut self,
+        turn: u32,
+        usage: Option<Usage>,
+        price: Option<&Price>,
+    ) -> Result<(), Stop> {
         let u = usage.unwrap_or_default();
-        self.total.input_tokens += u.input_tokens;
-        self.total.output_tokens += u.output_tokens;
-        let cost = match (usage, self.provider.settings.price) {
-            (Some(u), Some(p)) => Some(p.cost(u.input_tokens, u.output_tokens)),
+        self.total.add(&u);
+        // No usage reported, or no price: unknown, never 0.
+        let cost = match (usage, price) {
+            (Some(u), Some(p)) => p.cost(&u),
             _ => None,
         };
         self.total_cost = match (self.total_cost, cost) {
             (Some(a), Some(b)) => Some(a + b),
             _ => None,
         };
+        let (provider, model) = self.current.clone();
         self.out.event(
             "turn_usage",
-            json!({"turn": turn, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+            json!({"turn": turn, "provider": provider, "model": model,
+                   "input_tokens": u.input_tokens, "cached_input_tokens": u.cached_input_tokens,
+                   "cache_write_tokens": u.cache_write_tokens,
+                   "output_tokens": u.output_tokens, "reasoning_tokens": u.reasoning_tokens,
                    "usage_reported": usage.is_some(),
-                   "cost_usd": cost, "cost": cost_label(cost)}),
+                   "price": price, "cost_usd": cost, "cost": cost::label(cost)}),
         );
         self.log.append(
             turn,
@@ -345,6 +482,12 @@ impl Loop<'_> {
                 input_tokens: u.input_tokens,
                 output_tokens: u.output_tokens,
                 cost_usd: cost,
+                cached_input_tokens: Some(u.cached_input_tokens),
+                cache_write_tokens: Some(u.cache_write_tokens),
+                reasoning_tokens: u.reasoning_tokens,
+                usage_reported: Some(usage.is_some()),
+                provider: Some(provider),
+                model: Some(model),
             },
         )?;
         Ok(())
@@ -571,11 +714,16 @@ impl Loop<'_> {
         }
         let summary = json!({
             "status": status, "exit_code": code, "answer": self.answer,
-            "provider": self.provider.settings.id, "model": self.provider.settings.model,
+            "provider": self.current.0, "model": self.current.1,
             "approval": approval_label(self.opts.auto), "sandbox": self.ctx.policy.mode.as_str(),
             "turns": self.turns,
-            "usage": {"input_tokens": self.total.input_tokens, "output_tokens": self.total.output_tokens},
-            "cost_usd": self.total_cost, "cost": cost_label(self.total_cost),
+            "usage": {"input_tokens": self.total.input_tokens,
+                      "cached_input_tokens": self.total.cached_input_tokens,
+                      "cache_write_tokens": self.total.cache_write_tokens,
+                      "output_tokens": self.total.output_tokens,
+                      "reasoning_tokens": self.total.reasoning_tokens},
+            "cost_usd": self.total_cost, "cost": cost::label(self.total_cost),
+            "instructions": self.instructions,
             "tool_calls": self.calls,
             "session_file": self.log.path(),
             "snapshots": self.snaps.metadata(),
@@ -584,7 +732,11 @@ impl Loop<'_> {
         self.out.event(
             "done",
             json!({"status": status, "exit_code": code, "turns": self.turns,
-                   "session_file": self.log.path(), "cost": cost_label(self.total_cost)}),
+                   "session_file": self.log.path(), "cost": cost::label(self.total_cost),
+                   "input_tokens": self.total.input_tokens,
+                   "cached_input_tokens": self.total.cached_input_tokens,
+                   "output_tokens": self.total.output_tokens,
+                   "reasoning_tokens": self.total.reasoning_tokens}),
         );
         self.out.summary(summary.clone());
         ExecReport {
@@ -595,10 +747,46 @@ impl Loop<'_> {
     }
 }
 
-fn cost_label(c: Option<f64>) -> String {
-    match c {
-        Some(c) => format!("{c:.6} USD"),
-        None => "unknown".into(),
+/// One turn's completion from a single provider or the router, with the
+/// router's record and the price of the model that answered.
+async fn complete_turn(
+    models: Models<'_>,
+    turn: u32,
+    system: &str,
+    messages: &[Message],
+    req: ChatRequest<'_>,
+    on_text: &mut dyn FnMut(&str),
+) -> (
+    Result<Completion, ProviderError>,
+    Option<Routed>,
+    Option<Price>,
+) {
+    match models {
+        Models::Single(p) => (
+            p.complete(req, on_text).await,
+            None,
+            p.settings.price.clone(),
+        ),
+        Models::Routed(r) => {
+            let est = router::estimate_tokens(system, messages);
+            let kind = router::classify(turn, est, r.plan.long_context_tokens, messages);
+            let Some(choice) = r.plan.choose(kind) else {
+                let e = ProviderError::Setup {
+                    provider: "router".into(),
+                    message: format!("no model for turn kind {}", kind.as_str()),
+                };
+                return (Err(e), None, None);
+            };
+            match r.complete(choice, req, on_text).await {
+                Ok((c, routed)) => {
+                    let price = r
+                        .provider(&routed.used)
+                        .and_then(|p| p.settings.price.clone());
+                    (Ok(c), Some(routed), price)
+                }
+                Err((e, routed)) => (Err(e), Some(routed), None),
+            }
+        }
     }
 }
 
@@ -627,7 +815,7 @@ mod tests {
 
     #[test]
     fn unknown_cost_is_never_zero() {
-        assert_eq!(cost_label(None), "unknown");
-        assert_eq!(cost_label(Some(0.0)), "0.000000 USD");
+        assert_eq!(cost::label(None), "unknown");
+        assert_eq!(cost::label(Some(0.0)), "0.000000 USD");
     }
 }

@@ -3,8 +3,9 @@
 
 use crate::config::{self, ConfigPaths, LoadOptions};
 use crate::provider::auth::AuthStore;
+use crate::provider::catalogue;
 use crate::provider::config::ExecConfig;
-use crate::provider::registry::{self, find_key, KeySource};
+use crate::provider::registry::{find_key, KeySource};
 use anyhow::{bail, Context};
 use clap::Subcommand;
 use std::collections::BTreeSet;
@@ -79,10 +80,7 @@ fn run_inner(cmd: AuthCommand) -> anyhow::Result<()> {
             o.paths = paths;
             o.no_project_config = true;
             let cfg = ExecConfig::from_settings(&config::load(&o)?)?;
-            let mut ids: BTreeSet<String> = registry::BUILTINS
-                .iter()
-                .map(|b| b.id.to_string())
-                .collect();
+            let mut ids: BTreeSet<String> = catalogue::ids().map(str::to_string).collect();
             ids.extend(cfg.providers.keys().cloned());
             ids.extend(store.ids()?);
             let env = |n: &str| std::env::var(n).ok();
@@ -114,7 +112,7 @@ fn run_inner(cmd: AuthCommand) -> anyhow::Result<()> {
                     } else {
                         mark
                     };
-                    println!("{id:<12} {mark:<8} {src}");
+                    println!("{id:<18} {mark:<8} {src}");
                 }
             }
         }

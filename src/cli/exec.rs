@@ -3,7 +3,7 @@
 
 use crate::agent::tools::{guard::FsGuard, ToolContext, ALL_TOOLS};
 use crate::agent::{
-    exec_posture, run_exec_with_snapshots, Emitter, ExecOptions, OutputFormat, PipelineAuthorizer,
+    exec_posture, run_exec_models, Emitter, ExecOptions, OutputFormat, PipelineAuthorizer,
     RunSnapshots,
 };
 use crate::config::{self, LoadOptions, RulesFile, SandboxContext, SandboxFlags, Settings};
@@ -11,8 +11,6 @@ use crate::host::BackendChoice;
 use crate::policy::{resolve, HostFacts, SandboxMode};
 use crate::provider::auth::AuthStore;
 use crate::provider::config::ExecConfig;
-use crate::provider::registry::{self, KeySource};
-use crate::provider::{ollama, Provider, RetryPolicy};
 use crate::runtime::exec_client::{self, ExecThread, ExecThreadSpec};
 use crate::session::{recover_all, sessions_dir, SessionLog};
 use crate::snapshot::{SnapshotOptions, SnapshotStore};
@@ -25,11 +23,12 @@ use std::path::PathBuf;
 pub struct ExecArgs {
     /// The task. Absent or `-`: read it from stdin.
     pub prompt: Option<String>,
-    /// Provider id (deepseek, openai, openrouter, xai, mistral, moonshot,
-    /// ollama, vllm, sglang, anthropic, or a [providers.NAME] from config).
+    /// Provider id: any of `codewhale models list` (deepseek, openai,
+    /// anthropic, google, groq, ollama, …) or a [providers.NAME] from config.
     #[arg(long)]
     pub provider: Option<String>,
-    /// Model (default: the provider's; `deepseek-flash` is an alias).
+    /// Model (default: the provider's; a local runtime's first listed
+    /// model; `auto` routes per turn by the `[router]` config).
     #[arg(long, short = 'm')]
     pub model: Option<String>,
     /// Approve what the gates would ask about. Keeps the sandbox
@@ -174,44 +173,15 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let mut provider_settings = registry::select(
+    let resolved_models = super::exec_models::resolve(
         args.provider.as_deref(),
         args.model.as_deref(),
         &cfg,
         &store,
         &env,
+        &runtime,
+        &mut out,
     )?;
-    if provider_settings.key_source == KeySource::Missing
-        && args.provider.is_none()
-        && cfg.provider.is_none()
-    {
-        let root = std::env::var("OLLAMA_HOST")
-            .ok()
-            .filter(|h| h.starts_with("http://") || h.starts_with("https://"))
-            .unwrap_or_else(|| ollama::DEFAULT_ROOT.to_string());
-        if let Some(model) = runtime.block_on(ollama::first_chat_model(&root)) {
-            let mut s = registry::select(Some("ollama"), Some(&model), &cfg, &store, &env)?;
-            s.base_url = format!("{}/v1", root.trim_end_matches('/'));
-            registry::check_base_url("ollama", &s.base_url, false)?;
-            out.note(&format!(
-                "no provider is configured; using the local Ollama at {root} with model {model}"
-            ));
-            provider_settings = s;
-        }
-    }
-    if provider_settings.key_source == KeySource::Missing {
-        let var = registry::builtin(&provider_settings.id)
-            .and_then(|b| b.key_env)
-            .unwrap_or("the provider's key variable");
-        bail!(crate::provider::ProviderError::Setup {
-            provider: provider_settings.id.clone(),
-            message: format!(
-                "no API key for model {}: set {var}, run `codewhale auth set --provider {}`, or pick another --provider",
-                provider_settings.model, provider_settings.id
-            ),
-        });
-    }
-    let provider = Provider::new(provider_settings, RetryPolicy::default())?;
 
     // The one policy every call of this run uses (gate 9 is handed its mode).
     let resolved = resolve(&sandbox.policy, &HostFacts::detect())?;
@@ -244,8 +214,14 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         ExecThreadSpec {
             thread_id: log.thread().to_string(),
             workspace: ctx.guard.workspace().to_path_buf(),
-            provider: provider.settings.id.clone(),
-            model: provider.settings.model.clone(),
+            provider: match &resolved_models {
+                super::exec_models::Resolved::Single(p) => p.settings.id.clone(),
+                super::exec_models::Resolved::Routed(_) => "router".into(),
+            },
+            model: match &resolved_models {
+                super::exec_models::Resolved::Single(p) => p.settings.model.clone(),
+                super::exec_models::Resolved::Routed(_) => super::exec_models::AUTO.into(),
+            },
             agent: !offered.is_empty(),
             allow_shell: offered.contains(&"shell"),
             auto: args.auto,
@@ -260,6 +236,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         disallowed_tools: args.disallowed_tools,
         max_turns: args.max_turns.max(1),
         config: config_report,
+        instruction_imports: settings.user.project_instruction_imports.unwrap_or(false),
     };
     let report = runtime.block_on(async {
         thread.spawn_ticker();
@@ -269,10 +246,10 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
                 let _ = tx.send(true);
             }
         });
-        run_exec_with_snapshots(
+        run_exec_models(
             &opts,
             &ctx,
-            &provider,
+            resolved_models.models(),
             &authorizer,
             &mut out,
             &mut log,

@@ -3,6 +3,8 @@
 pub mod auth;
 pub mod doctor;
 pub mod exec;
+pub mod exec_models;
+pub mod models;
 pub mod permissions;
 pub mod probe;
 pub mod receipts;
@@ -30,6 +32,9 @@ pub enum Command {
     /// Manage provider keys (stored locally, mode 0600, never printed).
     #[command(subcommand)]
     Auth(auth::AuthCommand),
+    /// The provider catalogue: ids, endpoints, default models, prices.
+    #[command(subcommand)]
+    Models(models::ModelsCommand),
     /// Revert the most recent request's file changes in one step.
     Undo(undo::UndoArgs),
     /// Restore the working folder to snapshot N, or list snapshots (`--list`).
@@ -66,6 +71,7 @@ pub fn main() -> i32 {
         Command::Sandbox(cmd) => sandbox::run(cmd),
         Command::Exec(args) => exec::run(args),
         Command::Auth(cmd) => auth::run(cmd),
+        Command::Models(cmd) => models::run(cmd),
         Command::Undo(args) => undo::run_undo(args),
         Command::Restore(args) => undo::run_restore(args),
         Command::Permissions(cmd) => permissions::run(cmd),

@@ -32,6 +32,8 @@ pub const KNOWN_KEYS: &[&str] = &[
     "mcp_servers",
     "tui",
     "agent",
+    "router",
+    "project_instruction_imports",
 ];
 
 /// `Debug` is written by hand: raw sections (providers, opensandbox, …) may
@@ -61,6 +63,11 @@ pub struct UserConfig {
     pub mcp_servers: Option<toml::Table>,
     pub tui: Option<toml::Table>,
     pub agent: Option<toml::Table>,
+    /// `model = "auto"` routing rules (owned by `provider/router`; kept raw).
+    pub router: Option<toml::Table>,
+    /// Also read `CLAUDE.md`, `.cursorrules` and
+    /// `.github/copilot-instructions.md` into the prompt (user config only).
+    pub project_instruction_imports: Option<bool>,
 }
 
 fn table_keys(t: Option<&toml::Table>) -> Option<Vec<&String>> {
@@ -88,6 +95,11 @@ impl std::fmt::Debug for UserConfig {
             .field("mcp_servers", &table_keys(self.mcp_servers.as_ref()))
             .field("tui", &table_keys(self.tui.as_ref()))
             .field("agent", &table_keys(self.agent.as_ref()))
+            .field("router", &table_keys(self.router.as_ref()))
+            .field(
+                "project_instruction_imports",
+                &self.project_instruction_imports,
+            )
             .finish()
     }
 }

@@ -4,6 +4,11 @@
 //! (`text` or `tool_use` with id and name), `content_block_delta`
 //! (`text_delta` or `input_json_delta` fragments), `content_block_stop`,
 //! `message_delta` (stop reason, output usage), `message_stop`; `error`.
+//!
+//! Usage: `input_tokens` excludes cache reads and writes, which come as
+//! `cache_read_input_tokens` and `cache_creation_input_tokens`; all three
+//! are added into [`Usage::input_tokens`]. Thinking tokens are part of
+//! `output_tokens` and not reported apart (`reasoning_tokens: None`).
 
 use super::{ChatRequest, Completion, Message, ToolCall, Usage};
 use serde_json::{json, Value};
@@ -94,6 +99,18 @@ pub struct Accumulator {
 }
 
 impl Accumulator {
+    fn input(&mut self, u: &Value) {
+        let n = |k: &str| u[k].as_u64().unwrap_or(0);
+        let (fresh, read, write) = (
+            n("input_tokens"),
+            n("cache_read_input_tokens"),
+            n("cache_creation_input_tokens"),
+        );
+        self.usage.input_tokens = fresh + read + write;
+        self.usage.cached_input_tokens = read;
+        self.usage.cache_write_tokens = write;
+    }
+
     /// Feed one SSE event. `Ok(true)` at `message_stop`.
     pub fn feed(
         &mut self,
@@ -110,7 +127,7 @@ impl Accumulator {
         match kind {
             "message_start" => {
                 let u = &v["message"]["usage"];
-                self.usage.input_tokens = u["input_tokens"].as_u64().unwrap_or(0);
+                self.input(u);
                 self.usage.output_tokens = u["output_tokens"].as_u64().unwrap_or(0);
             }
             "content_block_start" => {
@@ -146,8 +163,13 @@ impl Accumulator {
                 if let Some(r) = v["delta"]["stop_reason"].as_str() {
                     self.stop_reason = Some(r.to_string());
                 }
-                if let Some(o) = v["usage"]["output_tokens"].as_u64() {
+                let u = &v["usage"];
+                if let Some(o) = u["output_tokens"].as_u64() {
                     self.usage.output_tokens = o;
+                }
+                // Newer streams repeat the cumulative input counts here.
+                if u["input_tokens"].is_u64() {
+                    self.input(u);
                 }
             }
             "message_stop" => {
@@ -238,6 +260,8 @@ mod tests {
         assert_eq!(c.tool_calls[0].id, "tu1");
         assert_eq!(c.tool_calls[0].arguments, r#"{"path":"a"}"#);
         assert_eq!(c.usage.unwrap().output_tokens, 7);
+        assert_eq!(c.usage.unwrap().input_tokens, 12);
+        assert_eq!(c.usage.unwrap().reasoning_tokens, None);
         assert_eq!(c.stop_reason.as_deref(), Some("tool_use"));
     }
 
@@ -265,6 +289,20 @@ mod tests {
         );
         assert_eq!(b["messages"].as_array().unwrap().len(), 1);
         assert_eq!(b["messages"][0]["content"][1]["is_error"], true);
+    }
+
+    #[test]
+    fn cache_reads_and_writes_are_added_into_input() {
+        let mut a = Accumulator::default();
+        let start = r#"{"type":"message_start","message":{"usage":{"input_tokens":5,"cache_read_input_tokens":90,"cache_creation_input_tokens":3,"output_tokens":1}}}"#;
+        a.feed("message_start", start, &mut |_| {}).unwrap();
+        a.feed("message_stop", r#"{"type":"message_stop"}"#, &mut |_| {})
+            .unwrap();
+        let u = a.finish().unwrap().usage.unwrap();
+        assert_eq!(
+            (u.input_tokens, u.cached_input_tokens, u.cache_write_tokens),
+            (98, 90, 3)
+        );
     }
 
     #[test]

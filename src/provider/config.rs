@@ -17,7 +17,8 @@ use std::path::Path;
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderEntry {
-    /// `openai-compatible` or `anthropic`.
+    /// `openai-compatible`, `anthropic` or `azure-openai` (default: the
+    /// built-in id's wire format, else `openai-compatible`).
     pub kind: Option<String>,
     pub base_url: Option<String>,
     pub api_key: Option<String>,
@@ -31,6 +32,11 @@ pub struct ProviderEntry {
     pub price_input_per_mtok: Option<f64>,
     /// USD per million output tokens.
     pub price_output_per_mtok: Option<f64>,
+    /// USD per million cached input tokens (without it, a turn with cached
+    /// tokens costs `unknown`).
+    pub price_cached_input_per_mtok: Option<f64>,
+    /// Azure OpenAI `api-version` (default: the latest GA data-plane one).
+    pub api_version: Option<String>,
 }
 
 /// What `exec` reads from the user config today.
@@ -42,13 +48,18 @@ pub struct ExecConfig {
     pub model: Option<String>,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderEntry>,
+    /// `[router]`, for `model = "auto"`.
+    #[serde(default)]
+    pub router: Option<crate::provider::router::RouterConfig>,
 }
 
-/// Only the `providers` table, for re-reading it with spans.
+/// Only the tables this module types, for re-reading them with spans.
 #[derive(Deserialize)]
 struct ProvidersOnly {
     #[serde(default)]
     providers: BTreeMap<String, ProviderEntry>,
+    #[serde(default)]
+    router: Option<crate::provider::router::RouterConfig>,
 }
 
 impl ExecConfig {
@@ -56,26 +67,30 @@ impl ExecConfig {
     /// file is re-read for the `[providers]` tables so a bad key is reported
     /// with its file, line and dotted key.
     pub fn from_settings(settings: &Settings) -> Result<Self, ConfigError> {
-        let providers = match &settings.user_file {
-            Some(file) if !settings.user.providers.is_empty() => parse_providers(file)?,
-            _ => BTreeMap::new(),
+        let typed = match &settings.user_file {
+            Some(file) if !settings.user.providers.is_empty() || settings.user.router.is_some() => {
+                parse_providers(file)?
+            }
+            _ => ProvidersOnly {
+                providers: BTreeMap::new(),
+                router: None,
+            },
         };
         Ok(ExecConfig {
             provider: settings.user.provider.clone(),
             model: settings.model.clone(),
-            providers,
+            providers: typed.providers,
+            router: typed.router,
         })
     }
 }
 
-fn parse_providers(file: &Path) -> Result<BTreeMap<String, ProviderEntry>, ConfigError> {
+fn parse_providers(file: &Path) -> Result<ProvidersOnly, ConfigError> {
     let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Read {
         file: file.to_path_buf(),
         source,
     })?;
-    let typed: ProvidersOnly =
-        toml::from_str(&text).map_err(|e| crate::config::error::from_toml(file, &text, &e))?;
-    Ok(typed.providers)
+    toml::from_str(&text).map_err(|e| crate::config::error::from_toml(file, &text, &e))
 }
 
 #[cfg(test)]

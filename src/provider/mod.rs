@@ -1,6 +1,8 @@
-//! Model providers: one neutral conversation type, two wire formats
-//! (OpenAI-compatible Chat Completions and Anthropic Messages, both streamed
-//! over SSE), a registry of built-in ids, a local key store and retries.
+//! Model providers: one neutral conversation type, three wire formats
+//! (OpenAI-compatible Chat Completions, Azure OpenAI deployments and
+//! Anthropic Messages, all streamed over SSE), the catalogue of built-in ids
+//! with list prices, local-runtime discovery, the `model = "auto"` router,
+//! a local key store and retries.
 //!
 //! Invariants: keys never appear in errors, logs or `Debug` output; a plain
 //! `http://` base URL is refused unless it is loopback or explicitly allowed;
@@ -8,10 +10,15 @@
 
 pub mod anthropic;
 pub mod auth;
+pub mod catalogue;
+mod catalogue_data;
 pub mod config;
-pub mod ollama;
+pub mod cost;
+pub mod discovery;
 pub mod openai;
 pub mod registry;
+pub mod router;
+pub mod wire;
 
 pub use registry::{ProviderSettings, WireFormat};
 
@@ -63,10 +70,37 @@ pub struct ChatRequest<'a> {
     pub tools: &'a [ToolSpec],
 }
 
+/// Tokens of one response, normalised across wire formats:
+/// `input_tokens` counts every prompt token, cached ones included
+/// (Anthropic reports them apart; they are added back), and
+/// `output_tokens` includes reasoning tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Prompt tokens served from the provider's cache (a subset of input).
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Prompt tokens written to the cache (Anthropic `cache_creation_input_tokens`).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Reasoning tokens (a subset of output), when the format reports them
+    /// (`None`: not reported, e.g. Anthropic's Messages stream).
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl Usage {
+    pub fn add(&mut self, o: &Usage) {
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.cached_input_tokens += o.cached_input_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
+        self.reasoning_tokens = match (self.reasoning_tokens, o.reasoning_tokens) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+    }
 }
 
 /// One finished model response.
@@ -103,6 +137,9 @@ pub enum ProviderError {
         provider: String,
         model: String,
         detail: String,
+        /// The response had started (text may have been shown): another
+        /// model must not silently answer in its place.
+        mid_stream: bool,
     },
     #[error("provider {provider}, model {model}: bad response: {detail}")]
     Protocol {
@@ -113,6 +150,18 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
+    /// Whether another model may be tried instead (the router): a
+    /// transient failure before any of the response arrived.
+    pub fn allows_fallback(&self) -> bool {
+        matches!(
+            self,
+            ProviderError::Transient {
+                mid_stream: false,
+                ..
+            }
+        )
+    }
+
     pub fn is_transient(&self) -> bool {
         matches!(self, ProviderError::Transient { .. })
     }
@@ -201,6 +250,16 @@ impl Provider {
             provider: self.settings.id.clone(),
             model: self.settings.model.clone(),
             detail,
+            mid_stream: false,
+        }
+    }
+
+    fn cut(&self, detail: String) -> ProviderError {
+        ProviderError::Transient {
+            provider: self.settings.id.clone(),
+            model: self.settings.model.clone(),
+            detail,
+            mid_stream: true,
         }
     }
 
@@ -254,28 +313,7 @@ impl Provider {
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Completion, Attempt> {
         let s = &self.settings;
-        let builder = match s.wire {
-            WireFormat::OpenAiCompatible => {
-                let url = format!("{}/chat/completions", s.base_url.trim_end_matches('/'));
-                let mut b = self.http.post(url).json(&openai::body(&s.model, req));
-                if let Some(k) = &s.api_key {
-                    b = b.bearer_auth(k.expose());
-                }
-                b
-            }
-            WireFormat::Anthropic => {
-                let url = format!("{}/v1/messages", s.base_url.trim_end_matches('/'));
-                let mut b = self
-                    .http
-                    .post(url)
-                    .header("anthropic-version", "2023-06-01")
-                    .json(&anthropic::body(&s.model, req));
-                if let Some(k) = &s.api_key {
-                    b = b.header("x-api-key", k.expose());
-                }
-                b
-            }
-        };
+        let builder = wire::request(&self.http, s, req);
         let resp = match builder.send().await {
             Ok(r) => r,
             Err(e) => {
@@ -314,10 +352,12 @@ impl Provider {
         let mut oai = openai::Accumulator::default();
         let mut ant = anthropic::Accumulator::default();
         while let Some(ev) = events.next().await {
-            let ev = ev
-                .map_err(|e| Attempt::Fail(self.transient(format!("stream broke mid-way: {e}"))))?;
+            let ev =
+                ev.map_err(|e| Attempt::Fail(self.cut(format!("stream broke mid-way: {e}"))))?;
             let step = match s.wire {
-                WireFormat::OpenAiCompatible => oai.feed(&ev.data, on_text),
+                WireFormat::OpenAiCompatible | WireFormat::AzureOpenAi => {
+                    oai.feed(&ev.data, on_text)
+                }
                 WireFormat::Anthropic => ant.feed(&ev.event, &ev.data, on_text),
             };
             match step {
@@ -327,11 +367,11 @@ impl Provider {
             }
         }
         let done = match s.wire {
-            WireFormat::OpenAiCompatible => oai.finish(),
+            WireFormat::OpenAiCompatible | WireFormat::AzureOpenAi => oai.finish(),
             WireFormat::Anthropic => ant.finish(),
         };
         done.ok_or_else(|| {
-            Attempt::Fail(self.transient(
+            Attempt::Fail(self.cut(
                 "stream ended before the response was complete (connection cut mid-way)".into(),
             ))
         })

@@ -3,13 +3,18 @@
 //! Stream shape: `data: {"choices":[{"delta":{"content":…,"tool_calls":[{"index":0,
 //! "id":…,"function":{"name":…,"arguments":"<fragment>"}}]},"finish_reason":…}]}`,
 //! an optional usage chunk (`stream_options.include_usage`), then `data: [DONE]`.
+//!
+//! Usage: `prompt_tokens` (all input), `completion_tokens` (all output),
+//! `prompt_tokens_details.cached_tokens` (OpenAI; DeepSeek reports
+//! `prompt_cache_hit_tokens`) and `completion_tokens_details.reasoning_tokens`.
 
 use super::{ChatRequest, Completion, Message, ToolCall, Usage};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// The JSON body for one streamed request.
-pub fn body(model: &str, req: ChatRequest<'_>) -> Value {
+/// The JSON body for one streamed request. `stream_usage` asks for the
+/// final usage chunk; a few compatibility APIs reject the field.
+pub fn body(model: &str, req: ChatRequest<'_>, stream_usage: bool) -> Value {
     let mut messages = vec![json!({"role": "system", "content": req.system})];
     for m in req.messages {
         messages.push(match m {
@@ -36,8 +41,10 @@ pub fn body(model: &str, req: ChatRequest<'_>) -> Value {
         "model": model,
         "messages": messages,
         "stream": true,
-        "stream_options": {"include_usage": true},
     });
+    if stream_usage {
+        body["stream_options"] = json!({"include_usage": true});
+    }
     if !req.tools.is_empty() {
         body["tools"] = req
             .tools
@@ -49,6 +56,21 @@ pub fn body(model: &str, req: ChatRequest<'_>) -> Value {
             .collect();
     }
     body
+}
+
+/// One `usage` object of the Chat Completions format.
+pub fn parse_usage(u: &Value) -> Usage {
+    let cached = u["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .or_else(|| u["prompt_cache_hit_tokens"].as_u64())
+        .unwrap_or(0);
+    Usage {
+        input_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
+        output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+        cached_input_tokens: cached,
+        cache_write_tokens: 0,
+        reasoning_tokens: u["completion_tokens_details"]["reasoning_tokens"].as_u64(),
+    }
 }
 
 #[derive(Default)]
@@ -85,10 +107,7 @@ impl Accumulator {
             return Err(format!("error in stream: {err}"));
         }
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
-            self.usage = Some(Usage {
-                input_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
-                output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
-            });
+            self.usage = Some(parse_usage(u));
         }
         for choice in v["choices"].as_array().into_iter().flatten() {
             let delta = &choice["delta"];
@@ -176,6 +195,26 @@ mod tests {
     }
 
     #[test]
+    fn usage_reads_cached_and_reasoning_tokens() {
+        let u = parse_usage(&json!({"prompt_tokens": 100, "completion_tokens": 30,
+            "prompt_tokens_details": {"cached_tokens": 60},
+            "completion_tokens_details": {"reasoning_tokens": 12}}));
+        assert_eq!(
+            (
+                u.input_tokens,
+                u.cached_input_tokens,
+                u.output_tokens,
+                u.reasoning_tokens
+            ),
+            (100, 60, 30, Some(12))
+        );
+        // DeepSeek's spelling of the cache hit.
+        let u = parse_usage(&json!({"prompt_tokens": 10, "completion_tokens": 1,
+            "prompt_cache_hit_tokens": 7, "prompt_cache_miss_tokens": 3}));
+        assert_eq!((u.cached_input_tokens, u.reasoning_tokens), (7, None));
+    }
+
+    #[test]
     fn unfinished_stream_is_none() {
         let mut a = Accumulator::default();
         a.feed(r#"{"choices":[{"delta":{"content":"x"}}]}"#, &mut |_| {})
@@ -213,7 +252,9 @@ mod tests {
                 messages: &msgs,
                 tools: &tools,
             },
+            true,
         );
+        assert_eq!(b["stream_options"]["include_usage"], true);
         assert_eq!(b["messages"][0]["role"], "system");
         assert_eq!(b["messages"][2]["tool_calls"][0]["id"], "c1");
         assert_eq!(b["messages"][3]["tool_call_id"], "c1");

@@ -1,123 +1,63 @@
-//! Built-in provider ids, model aliases, list prices, and the selection of
-//! one provider for a run (CLI flag > user config > default), including where
-//! its key comes from.
+//! The selection of one provider for a run (CLI flag > user config >
+//! default) from the catalogue and the user's `[providers.*]` tables,
+//! including where its key comes from and its price.
 
 use super::auth::{ApiKey, AuthStore};
+use super::catalogue::{self, Entry};
 use super::config::{ExecConfig, ProviderEntry};
+use super::cost::Price;
 use super::ProviderError;
 use serde::Serialize;
 
-/// The two wire formats codewhale speaks.
+/// The wire formats codewhale speaks.
+/// Serialised as the config's `kind` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
 pub enum WireFormat {
-    /// `POST {base}/chat/completions`, SSE, `tools` / `tool_calls`.
+    /// `POST {base}/chat/completions`, SSE, `tools` / `tool_calls`, bearer key.
+    #[serde(rename = "openai-compatible")]
     OpenAiCompatible,
     /// `POST {base}/v1/messages`, SSE, `tool_use` / `tool_result` blocks.
+    #[serde(rename = "anthropic")]
     Anthropic,
+    /// Azure OpenAI: the OpenAI stream at
+    /// `{endpoint}/openai/deployments/{deployment}/chat/completions?api-version=V`
+    /// with an `api-key` header; the "model" is the deployment name.
+    #[serde(rename = "azure-openai")]
+    AzureOpenAi,
 }
 
-/// One built-in provider.
-#[derive(Clone, Copy, Debug)]
-pub struct Builtin {
-    pub id: &'static str,
-    pub wire: WireFormat,
-    pub base_url: &'static str,
-    pub default_model: &'static str,
-    /// Environment variable holding the key (`None`: a local runtime, no key).
-    pub key_env: Option<&'static str>,
+impl WireFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WireFormat::OpenAiCompatible => "openai-compatible",
+            WireFormat::Anthropic => "anthropic",
+            WireFormat::AzureOpenAi => "azure-openai",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "openai-compatible" => Some(WireFormat::OpenAiCompatible),
+            "anthropic" => Some(WireFormat::Anthropic),
+            "azure-openai" => Some(WireFormat::AzureOpenAi),
+            _ => None,
+        }
+    }
 }
+
+/// The Azure OpenAI data-plane version used when config sets none (the
+/// latest GA inference release listed in Azure's REST reference).
+pub const AZURE_API_VERSION: &str = "2024-10-21";
 
 /// The default provider when nothing else is configured.
 pub const DEFAULT_PROVIDER: &str = "deepseek";
 
-const fn b(
-    id: &'static str,
-    wire: WireFormat,
-    base_url: &'static str,
-    default_model: &'static str,
-    key_env: Option<&'static str>,
-) -> Builtin {
-    Builtin {
-        id,
-        wire,
-        base_url,
-        default_model,
-        key_env,
-    }
-}
-
-use WireFormat::{Anthropic, OpenAiCompatible as Oai};
-
-pub const BUILTINS: &[Builtin] = &[
-    b(
-        "deepseek",
-        Oai,
-        "https://api.deepseek.com/v1",
-        "deepseek-flash",
-        Some("DEEPSEEK_API_KEY"),
-    ),
-    b(
-        "openai",
-        Oai,
-        "https://api.openai.com/v1",
-        "gpt-4o-mini",
-        Some("OPENAI_API_KEY"),
-    ),
-    b(
-        "openrouter",
-        Oai,
-        "https://openrouter.ai/api/v1",
-        "openai/gpt-4o-mini",
-        Some("OPENROUTER_API_KEY"),
-    ),
-    b(
-        "xai",
-        Oai,
-        "https://api.x.ai/v1",
-        "grok-3-mini",
-        Some("XAI_API_KEY"),
-    ),
-    b(
-        "mistral",
-        Oai,
-        "https://api.mistral.ai/v1",
-        "mistral-small-latest",
-        Some("MISTRAL_API_KEY"),
-    ),
-    b(
-        "moonshot",
-        Oai,
-        "https://api.moonshot.ai/v1",
-        "kimi-k2-0711-preview",
-        Some("MOONSHOT_API_KEY"),
-    ),
-    b("ollama", Oai, "http://localhost:11434/v1", "llama3.1", None),
-    b("vllm", Oai, "http://localhost:8000/v1", "default", None),
-    b("sglang", Oai, "http://localhost:30000/v1", "default", None),
-    b(
-        "anthropic",
-        Anthropic,
-        "https://api.anthropic.com",
-        "claude-sonnet-4-5",
-        Some("ANTHROPIC_API_KEY"),
-    ),
-];
-
 /// Short names accepted for `--model` and rewritten before the request.
 pub const MODEL_ALIASES: &[(&str, &str)] = &[("deepseek-flash", "deepseek-chat")];
 
-/// List prices in USD per million tokens (input, output) for models whose
-/// price is published and stable. Anything else reports `cost: unknown`.
-/// Config `price_*_per_mtok` overrides these.
-pub const PRICES: &[(&str, f64, f64)] = &[
-    ("gpt-4o-mini", 0.15, 0.60),
-    ("gpt-4o", 2.50, 10.00),
-    ("claude-sonnet-4-5", 3.00, 15.00),
-];
-
-pub fn builtin(id: &str) -> Option<&'static Builtin> {
-    BUILTINS.iter().find(|b| b.id == id)
+/// The catalogue row of a built-in id.
+pub fn builtin(id: &str) -> Option<&'static Entry> {
+    catalogue::get(id)
 }
 
 pub fn resolve_alias(model: &str) -> &str {
@@ -126,20 +66,6 @@ pub fn resolve_alias(model: &str) -> &str {
         .find(|(a, _)| *a == model)
         .map(|(_, m)| *m)
         .unwrap_or(model)
-}
-
-/// Price per million tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Price {
-    pub input_per_mtok: f64,
-    pub output_per_mtok: f64,
-}
-
-impl Price {
-    pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> f64 {
-        (input_tokens as f64 * self.input_per_mtok + output_tokens as f64 * self.output_per_mtok)
-            / 1_000_000.0
-    }
 }
 
 /// Where a key came from (shown by `auth list`; the value never is).
@@ -160,11 +86,37 @@ pub struct ProviderSettings {
     pub id: String,
     pub wire: WireFormat,
     pub base_url: String,
-    /// The model as sent on the wire (aliases resolved).
+    /// The model as sent on the wire (aliases resolved; for Azure the
+    /// deployment name).
     pub model: String,
     pub api_key: Option<ApiKey>,
     pub key_source: KeySource,
     pub price: Option<Price>,
+    /// Azure's `api-version` query parameter.
+    pub api_version: Option<String>,
+    /// Ask for the final usage chunk (`stream_options.include_usage`).
+    pub stream_usage: bool,
+    /// A local runtime (no key; the model may be discovered).
+    pub local: bool,
+}
+
+impl ProviderSettings {
+    /// Settings for an OpenAI-compatible endpoint with no key and no price
+    /// (tests and embedders).
+    pub fn openai_compatible(id: &str, base_url: &str, model: &str) -> Self {
+        ProviderSettings {
+            id: id.into(),
+            wire: WireFormat::OpenAiCompatible,
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            key_source: KeySource::NotNeeded,
+            price: None,
+            api_version: None,
+            stream_usage: true,
+            local: false,
+        }
+    }
 }
 
 /// Look up the key for `id`: environment, then `auth set` store, then config.
@@ -191,9 +143,11 @@ pub fn find_key(
     if let Some(k) = entry.and_then(|e| e.api_key.clone()) {
         return Ok((Some(ApiKey::new(k)), KeySource::Config));
     }
+    // A custom provider with an `api_key_env` expects a key; a custom one
+    // without any key setting (a local gateway) does not.
     let needed = match builtin(id) {
         Some(b) => b.key_env.is_some(),
-        None => false,
+        None => entry.is_some_and(|e| e.api_key_env.is_some()),
     };
     Ok((
         None,
@@ -205,7 +159,8 @@ pub fn find_key(
     ))
 }
 
-/// Choose the provider and model for a run.
+/// Choose the provider and model for a run. A local runtime's model may be
+/// empty here (no `--model`, no config): the caller discovers it.
 pub fn select(
     provider: Option<&str>,
     model: Option<&str>,
@@ -218,52 +173,49 @@ pub fn select(
         .or_else(|| cfg.provider.clone())
         .unwrap_or_else(|| DEFAULT_PROVIDER.to_string());
     let entry = cfg.providers.get(&id);
-    let unknown = || ProviderError::Setup {
+    let row = builtin(&id);
+    let setup = |message: String| ProviderError::Setup {
         provider: id.clone(),
-        message: format!(
-            "unknown provider; built-in ids: {}; or declare [providers.{id}] in the user config",
-            BUILTINS.iter().map(|b| b.id).collect::<Vec<_>>().join(", ")
-        ),
+        message,
     };
-    let (wire, base_url, default_model) = match (builtin(&id), entry) {
-        (_, Some(e)) if e.kind.is_some() || e.base_url.is_some() => {
-            let wire = match e.kind.as_deref() {
-                Some("openai-compatible") | None => WireFormat::OpenAiCompatible,
-                Some("anthropic") => WireFormat::Anthropic,
-                Some(other) => {
-                    return Err(ProviderError::Setup {
-                        provider: id.clone(),
-                        message: format!(
-                            "[providers.{id}] kind = \"{other}\": expected \"openai-compatible\" or \"anthropic\""
-                        ),
-                    })
-                }
-            };
-            let base = e
-                .base_url
-                .clone()
-                .or_else(|| builtin(&id).map(|b| b.base_url.to_string()))
-                .ok_or_else(|| ProviderError::Setup {
-                    provider: id.clone(),
-                    message: format!("[providers.{id}] needs base_url"),
-                })?;
-            let m = e
-                .model
-                .clone()
-                .or_else(|| builtin(&id).map(|b| b.default_model.to_string()));
-            (wire, base, m)
-        }
-        (Some(b), _) => (
-            b.wire,
-            b.base_url.to_string(),
-            Some(
-                entry
-                    .and_then(|e| e.model.clone())
-                    .unwrap_or_else(|| b.default_model.to_string()),
-            ),
-        ),
-        (None, _) => return Err(unknown()),
+    if row.is_none() && entry.is_none_or(|e| e.base_url.is_none()) {
+        return Err(setup(format!(
+            "unknown provider; built-in ids: {} (`codewhale models list`); or declare [providers.{id}] with base_url in the user config",
+            catalogue::ids().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let wire = match entry.and_then(|e| e.kind.as_deref()) {
+        Some(k) => WireFormat::parse(k).ok_or_else(|| {
+            setup(format!(
+                "[providers.{id}] kind = \"{k}\": expected \"openai-compatible\", \"anthropic\" or \"azure-openai\""
+            ))
+        })?,
+        None => row.map(|r| r.wire).unwrap_or(WireFormat::OpenAiCompatible),
     };
+    let base_url = match (entry.and_then(|e| e.base_url.clone()), row) {
+        (Some(b), _) => b,
+        (None, Some(r)) => match r
+            .base_url_env
+            .and_then(env)
+            .filter(|v| !v.trim().is_empty())
+        {
+            Some(b) => b.trim().to_string(),
+            None if r.needs_base_url => {
+                return Err(setup(format!(
+                    "needs your resource's endpoint: set base_url in [providers.{id}]{}",
+                    r.base_url_env
+                        .map(|v| format!(" or the {v} environment variable"))
+                        .unwrap_or_default()
+                )))
+            }
+            None => r.base_url.to_string(),
+        },
+        (None, None) => return Err(setup(format!("[providers.{id}] needs base_url"))),
+    };
+    let default_model = entry
+        .and_then(|e| e.model.clone())
+        .or_else(|| row.map(|r| r.default_model.to_string()))
+        .filter(|m| !m.is_empty());
     let model = model
         .map(str::to_string)
         .or_else(|| {
@@ -273,37 +225,59 @@ pub fn select(
                 None
             }
         })
-        .or(default_model)
-        .ok_or_else(|| ProviderError::Setup {
-            provider: id.clone(),
-            message: "no model: pass --model or set model in [providers.NAME]".into(),
-        })?;
+        .or(default_model);
+    let local = row.is_some_and(|r| r.local);
+    let model = match model {
+        Some(m) => m,
+        None if local => String::new(),
+        None => {
+            return Err(setup(
+                "no model: pass --model or set model in [providers.NAME]".into(),
+            ))
+        }
+    };
     let allow_http = entry.map(|e| e.allow_insecure_http).unwrap_or(false);
     check_base_url(&id, &base_url, allow_http)?;
     let (api_key, key_source) = find_key(&id, entry, store, env)?;
     let wire_model = resolve_alias(&model).to_string();
-    let price = match entry.and_then(|e| e.price_input_per_mtok.zip(e.price_output_per_mtok)) {
-        Some((i, o)) => Some(Price {
-            input_per_mtok: i,
-            output_per_mtok: o,
-        }),
-        None => PRICES
-            .iter()
-            .find(|(m, _, _)| *m == wire_model)
-            .map(|(_, i, o)| Price {
-                input_per_mtok: *i,
-                output_per_mtok: *o,
-            }),
-    };
     Ok(ProviderSettings {
+        price: price_for(&id, &model, &wire_model, entry),
+        api_version: (wire == WireFormat::AzureOpenAi).then(|| {
+            entry
+                .and_then(|e| e.api_version.clone())
+                .unwrap_or_else(|| AZURE_API_VERSION.to_string())
+        }),
+        stream_usage: row.map(|r| r.stream_usage).unwrap_or(true),
+        local,
         id,
         wire,
         base_url,
         model: wire_model,
         api_key,
         key_source,
-        price,
     })
+}
+
+/// Config prices win; then the catalogue's list price for the model as the
+/// user named it or as it goes on the wire.
+fn price_for(
+    id: &str,
+    model: &str,
+    wire_model: &str,
+    entry: Option<&ProviderEntry>,
+) -> Option<Price> {
+    if let Some((i, o)) = entry.and_then(|e| e.price_input_per_mtok.zip(e.price_output_per_mtok)) {
+        return Some(Price {
+            input_per_mtok: i,
+            cached_input_per_mtok: entry.and_then(|e| e.price_cached_input_per_mtok),
+            output_per_mtok: o,
+            source: format!("config [providers.{id}]"),
+            date: None,
+        });
+    }
+    catalogue::price(id, model)
+        .or_else(|| catalogue::price(id, wire_model))
+        .map(|p| Price::from_list(&p))
 }
 
 /// Refuse plain `http://` to anything but loopback unless explicitly allowed:

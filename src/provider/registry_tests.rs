@@ -81,17 +81,115 @@ fn plain_http_only_to_loopback_unless_allowed() {
 #[test]
 fn local_runtimes_need_no_key() {
     let (_t, s) = store();
-    for id in ["ollama", "vllm", "sglang"] {
+    for id in ["ollama", "vllm", "sglang", "lmstudio", "jan"] {
         let p = select(Some(id), None, &ExecConfig::default(), &s, &no_env).unwrap();
         assert_eq!(p.key_source, KeySource::NotNeeded, "{id}");
     }
 }
 
 #[test]
-fn cost_uses_price_per_million() {
-    let p = Price {
-        input_per_mtok: 1.0,
-        output_per_mtok: 2.0,
+fn config_price_wins_and_names_its_source() {
+    let (_t, s) = store();
+    let mut providers = BTreeMap::new();
+    providers.insert(
+        "openai".to_string(),
+        ProviderEntry {
+            price_input_per_mtok: Some(1.0),
+            price_output_per_mtok: Some(2.0),
+            ..Default::default()
+        },
+    );
+    let cfg = ExecConfig {
+        providers,
+        ..Default::default()
     };
-    assert!((p.cost(1_000_000, 500_000) - 2.0).abs() < 1e-9);
+    let p = select(Some("openai"), Some("gpt-4o-mini"), &cfg, &s, &no_env).unwrap();
+    let price = p.price.unwrap();
+    assert_eq!(price.input_per_mtok, 1.0);
+    assert_eq!(price.cached_input_per_mtok, None);
+    assert!(price.source.contains("config"));
+}
+
+#[test]
+fn every_catalogue_id_selects_with_an_explicit_model() {
+    let (_t, s) = store();
+    let env = |n: &str| {
+        (n == "AZURE_OPENAI_ENDPOINT").then(|| "https://res.openai.azure.com".to_string())
+    };
+    for e in catalogue::all() {
+        let p = select(
+            Some(e.id),
+            Some("some-model"),
+            &ExecConfig::default(),
+            &s,
+            &env,
+        )
+        .unwrap_or_else(|err| panic!("{}: {err}", e.id));
+        assert_eq!(p.id, e.id);
+        assert_eq!(p.model, "some-model");
+        assert_eq!(p.wire, e.wire);
+        let expect = if e.local {
+            KeySource::NotNeeded
+        } else {
+            KeySource::Missing
+        };
+        assert_eq!(p.key_source, expect, "{}", e.id);
+    }
+}
+
+#[test]
+fn azure_needs_an_endpoint_and_gets_an_api_version() {
+    let (_t, s) = store();
+    let e = select(
+        Some("azure-openai"),
+        None,
+        &ExecConfig::default(),
+        &s,
+        &no_env,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("AZURE_OPENAI_ENDPOINT"), "{e}");
+    let env =
+        |n: &str| (n == "AZURE_OPENAI_ENDPOINT").then(|| "https://r.openai.azure.com".to_string());
+    let p = select(
+        Some("azure-openai"),
+        Some("dep"),
+        &ExecConfig::default(),
+        &s,
+        &env,
+    )
+    .unwrap();
+    assert_eq!(p.api_version.as_deref(), Some(AZURE_API_VERSION));
+    assert_eq!(p.base_url, "https://r.openai.azure.com");
+}
+
+#[test]
+fn base_url_override_keeps_the_builtin_wire() {
+    let (_t, s) = store();
+    let mut providers = BTreeMap::new();
+    providers.insert(
+        "anthropic".to_string(),
+        ProviderEntry {
+            base_url: Some("http://127.0.0.1:9".into()),
+            ..Default::default()
+        },
+    );
+    let cfg = ExecConfig {
+        providers,
+        ..Default::default()
+    };
+    let p = select(Some("anthropic"), None, &cfg, &s, &no_env).unwrap();
+    assert_eq!(p.wire, WireFormat::Anthropic);
+    assert_eq!(p.model, "claude-sonnet-5-5");
+    // The catalogue price of the default model applies.
+    assert_eq!(p.price.unwrap().input_per_mtok, 2.0);
+}
+
+#[test]
+fn local_runtime_without_model_is_left_for_discovery() {
+    let (_t, s) = store();
+    let p = select(Some("vllm"), None, &ExecConfig::default(), &s, &no_env).unwrap();
+    assert_eq!(p.model, "");
+    assert!(p.local);
 }

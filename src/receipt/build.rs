@@ -106,6 +106,12 @@ pub fn build(
     let mut turn_changes: Vec<ChangedFile> = Vec::new();
     let mut snapshot_errors = 0u64;
     let mut saw_file_changes = false;
+    let mut usage = UsageTotals {
+        cost_usd: Some(0.0),
+        reasoning_tokens: Some(0),
+        ..UsageTotals::default()
+    };
+    let mut instructions: Vec<InstructionFile> = Vec::new();
 
     for r in records {
         match &r.event {
@@ -136,7 +142,49 @@ pub fn build(
                     reason: reason.as_deref().map(|r| first_line(r, ERROR_LIMIT)),
                 };
             }
+            Event::Instructions { files, .. } => {
+                instructions = files
+                    .iter()
+                    .map(|f| InstructionFile {
+                        path: clip(f["path"].as_str().unwrap_or(""), PATH_LIMIT),
+                        kind: clip(f["kind"].as_str().unwrap_or(""), PATH_LIMIT),
+                        bytes: f["bytes"].as_u64().unwrap_or(0),
+                        truncated: f["truncated"].as_bool().unwrap_or(false),
+                    })
+                    .collect();
+            }
             _ if !in_scope(r) => {}
+            Event::TurnUsage {
+                input_tokens,
+                output_tokens,
+                cost_usd,
+                cached_input_tokens,
+                reasoning_tokens,
+                usage_reported,
+                provider,
+                model,
+                ..
+            } => {
+                if *usage_reported == Some(false) {
+                    usage.turns_unreported += 1;
+                } else {
+                    usage.turns_reported += 1;
+                }
+                usage.input_tokens += input_tokens;
+                usage.output_tokens += output_tokens;
+                usage.cached_input_tokens += cached_input_tokens.unwrap_or(0);
+                usage.reasoning_tokens = usage
+                    .reasoning_tokens
+                    .zip(*reasoning_tokens)
+                    .map(|(a, b)| a + b);
+                usage.cost_usd = usage.cost_usd.zip(*cost_usd).map(|(a, b)| a + b);
+                if let (Some(p), Some(m)) = (provider, model) {
+                    let pm = clip(&format!("{p}/{m}"), PATH_LIMIT);
+                    if !usage.models.contains(&pm) {
+                        usage.models.push(pm);
+                    }
+                }
+            }
             Event::ToolCall {
                 call_id,
                 tool,
@@ -311,6 +359,18 @@ pub fn build(
         source,
         postures,
         totals,
+        usage: {
+            // No usage record in scope: nothing is known, not "free".
+            if usage.turns_reported + usage.turns_unreported == 0 {
+                usage.cost_usd = None;
+                usage.reasoning_tokens = None;
+            }
+            UsageTotals {
+                cost: crate::provider::cost::label(usage.cost_usd),
+                ..usage
+            }
+        },
+        instructions,
         actions,
         omitted_actions: omitted,
         not_recorded,

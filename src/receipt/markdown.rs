@@ -12,6 +12,21 @@ pub fn render(r: &Receipt) -> String {
     let _ = writeln!(s, "# Receipt: {}\n", r.title);
     let _ = writeln!(s, "{}\n", meta_line(r));
     let _ = writeln!(s, "{}\n", totals_line(&r.totals));
+    let _ = writeln!(s, "{}\n", usage_line(&r.usage));
+    if !r.instructions.is_empty() {
+        let files: Vec<String> = r
+            .instructions
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}{}",
+                    code(&f.path),
+                    if f.truncated { " (truncated)" } else { "" }
+                )
+            })
+            .collect();
+        let _ = writeln!(s, "**Instructions loaded:** {}\n", files.join(", "));
+    }
     if r.actions.is_empty() {
         s.push_str("No actions recorded.\n\n");
     }
@@ -67,6 +82,29 @@ pub fn render(r: &Receipt) -> String {
     }
     let _ = writeln!(s, "\n> {}", r.claim_ceiling);
     s
+}
+
+fn usage_line(u: &UsageTotals) -> String {
+    if u.turns_reported + u.turns_unreported == 0 {
+        return "**Model usage:** none recorded · cost unknown".into();
+    }
+    let reasoning = match u.reasoning_tokens {
+        Some(n) => n.to_string(),
+        None => "not reported".into(),
+    };
+    let unreported = if u.turns_unreported > 0 {
+        format!(" ({} turn(s) reported no usage)", u.turns_unreported)
+    } else {
+        String::new()
+    };
+    format!(
+        "**Model usage:** {} turn(s){unreported} · tokens in {} (cached {}) / out {} (reasoning {reasoning}) · cost {}",
+        u.turns_reported + u.turns_unreported,
+        u.input_tokens,
+        u.cached_input_tokens,
+        u.output_tokens,
+        u.cost
+    )
 }
 
 fn meta_line(r: &Receipt) -> String {

@@ -26,6 +26,10 @@ pub struct Receipt {
     pub source: Source,
     pub postures: Postures,
     pub totals: Totals,
+    /// Tokens and cost of the model calls in the covered turns.
+    pub usage: UsageTotals,
+    /// Project instruction files that went into the system prompt.
+    pub instructions: Vec<InstructionFile>,
     pub actions: Vec<Action>,
     /// Actions beyond [`MAX_ACTIONS`] (counted in `totals`, not listed).
     pub omitted_actions: u64,
@@ -97,6 +101,38 @@ pub struct Totals {
     pub failed_turns: u64,
     /// All actions, listed or omitted.
     pub actions: u64,
+}
+
+/// Model usage summed over the covered turns' `turn_usage` records.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct UsageTotals {
+    /// Turns whose provider reported usage.
+    pub turns_reported: u64,
+    /// Turns without a usage report (their tokens are not in the sums).
+    pub turns_unreported: u64,
+    pub input_tokens: u64,
+    /// Of `input_tokens`, served from the provider's cache (0 in sessions
+    /// recorded before this was kept).
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+    /// Of `output_tokens`; `None` when any turn's format did not report it.
+    pub reasoning_tokens: Option<u64>,
+    /// `None` when any turn's price was unknown (never shown as 0).
+    pub cost_usd: Option<f64>,
+    /// `"0.001234 USD"` or `"unknown"`.
+    pub cost: String,
+    /// `provider/model` pairs that answered, in order of first use.
+    pub models: Vec<String>,
+}
+
+/// One instruction file the run read into its prompt.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InstructionFile {
+    pub path: String,
+    /// `agents_md` or `import`.
+    pub kind: String,
+    pub bytes: u64,
+    pub truncated: bool,
 }
 
 /// Questions the gates asked, and how they were answered.

@@ -17,7 +17,7 @@ use super::store::{Runtime, RuntimeError};
 use super::tap::TapHandle;
 use crate::agent::tools::{guard::FsGuard, ToolContext, ALL_TOOLS};
 use crate::agent::{
-    exec_posture, run_exec_hooked, Emitter, ExecOptions, OutputFormat, PipelineAuthorizer,
+    exec_posture, run_exec_hooked, Emitter, ExecOptions, Models, OutputFormat, PipelineAuthorizer,
     RunHooks, RunSnapshots,
 };
 use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags};
@@ -186,7 +186,7 @@ impl Driver {
                 let report = run_exec_hooked(
                     &p.opts,
                     &p.ctx,
-                    &p.provider,
+                    Models::Single(&p.provider),
                     &p.authorizer,
                     hooks,
                     &mut out,
@@ -363,6 +363,7 @@ fn prepare(home: &Path, t: &ThreadRecord, prompt: String) -> Result<Prepared, Dr
         disallowed_tools: Vec::new(),
         max_turns: 20,
         config: json!({"source": "runtime"}),
+        instruction_imports: settings.user.project_instruction_imports.unwrap_or(false),
     };
     Ok(Prepared {
         opts,

@@ -116,6 +116,46 @@ pub enum Event {
         output_tokens: u64,
         /// `None` = the price is unknown (never reported as 0).
         cost_usd: Option<f64>,
+        /// Added after v1 (absent in older files): cached input tokens (a
+        /// subset of `input_tokens`), cache writes, reasoning tokens (a
+        /// subset of `output_tokens`; `None` = not reported by the wire
+        /// format), whether the provider reported usage at all, and the
+        /// provider/model that answered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cached_input_tokens: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_write_tokens: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning_tokens: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage_reported: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
+    /// The project instruction files that went into the system prompt
+    /// (thread level). Added after v1; its own format is `event_v`.
+    Instructions {
+        event_v: u32,
+        /// `[{path, kind, bytes, file_bytes, truncated}]`.
+        files: Vec<serde_json::Value>,
+        /// Whether `project_instruction_imports` was on (user config).
+        imports: bool,
+    },
+    /// `model = "auto"`: which model the router chose for this turn and
+    /// why, and which one answered (after fallbacks). Added after v1.
+    ModelChoice {
+        event_v: u32,
+        /// `plan`, `edit`, `review`, `long_context`, `default`.
+        kind: String,
+        provider: String,
+        model: String,
+        reason: String,
+        used_provider: String,
+        used_model: String,
+        /// Models that failed first: `[{target: {provider, model}, error}]`.
+        failed: Vec<serde_json::Value>,
     },
     TurnCompleted,
     /// The turn did not finish: Ctrl-C, an error, or (found on recovery) a

@@ -39,6 +39,17 @@ pub enum Step {
     Cut { text: String },
     /// Stream `text` partially, then stay silent forever.
     Hang { text: String },
+    /// A complete text reply whose usage object is exactly `usage`: the
+    /// final usage chunk (OpenAI) or `message_start.message.usage`
+    /// (Anthropic; `output_tokens` also goes into `message_delta`).
+    ReplyWithUsage { text: String, usage: Value },
+}
+
+pub fn reply_with_usage(text: &str, usage: Value) -> Step {
+    Step::ReplyWithUsage {
+        text: text.into(),
+        usage,
+    }
 }
 
 pub fn reply(text: &str) -> Step {
@@ -66,9 +77,14 @@ pub fn raw_call(id: &str, name: &str, raw: &str) -> Step {
 #[derive(Clone, Debug)]
 pub struct Seen {
     pub path: String,
+    /// The query string (Azure's `api-version`).
+    pub query: Option<String>,
     pub body: Value,
     pub authorization: Option<String>,
     pub x_api_key: Option<String>,
+    /// Azure's key header.
+    pub api_key: Option<String>,
+    pub at: std::time::Instant,
 }
 
 struct Shared {
@@ -105,7 +121,16 @@ impl ScriptedModel {
                 let app = Router::new()
                     .route("/v1/chat/completions", post(handle))
                     .route("/v1/messages", post(handle))
+                    // Azure OpenAI's deployment URL (same stream as OpenAI).
+                    .route(
+                        "/openai/deployments/{deployment}/chat/completions",
+                        post(handle),
+                    )
+                    // Anthropic-compatible bases with a path prefix
+                    // (`https://api.minimax.io/anthropic` → `/anthropic/v1/messages`).
+                    .route("/anthropic/v1/messages", post(handle))
                     .route("/api/tags", axum::routing::get(tags))
+                    .route("/v1/models", axum::routing::get(models))
                     .with_state(s2);
                 let _ = axum::serve(l, app).await;
             });
@@ -137,9 +162,31 @@ impl ScriptedModel {
     }
 }
 
-/// Ollama's model list, for the no-configuration fallback.
+/// Ollama's model list, for the no-configuration fallback. Shape of
+/// `GET /api/tags` from Ollama's `docs/api.md` ("List Local Models"): name,
+/// model, modified_at, size, digest, details{format, family, families,
+/// parameter_size, quantization_level}. The embedding model comes first so
+/// the client must skip it.
 async fn tags() -> axum::Json<Value> {
-    axum::Json(json!({"models": [{"name": "nomic-embed-text"}, {"name": "scripted-llama"}]}))
+    let model = |name: &str, family: &str| {
+        json!({"name": name, "model": name, "modified_at": "2026-11-30T12:00:00Z",
+               "size": 274302450u64, "digest": "0a109f422b47e3a30ba2b10eca18548e944e8a23073ee3f3e947efcf3c45e59f",
+               "details": {"parent_model": "", "format": "gguf", "family": family,
+                           "families": [family], "parameter_size": "137M", "quantization_level": "F16"}})
+    };
+    axum::Json(json!({"models": [
+        model("nomic-embed-text:latest", "nomic-bert"),
+        model("scripted-llama:latest", "llama"),
+    ]}))
+}
+
+/// `GET /v1/models` as OpenAI's API reference ("List models") and vLLM's
+/// OpenAI-compatible server answer it: `{"object":"list","data":[{"id",
+/// "object":"model","created","owned_by"}]}`.
+async fn models() -> axum::Json<Value> {
+    axum::Json(json!({"object": "list", "data": [
+        {"id": "scripted-served", "object": "model", "created": 1764547200, "owned_by": "scripted"}
+    ]}))
 }
 
 async fn handle(
@@ -157,9 +204,12 @@ async fn handle(
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     s.seen.lock().unwrap().push(Seen {
         path: uri.path().to_string(),
+        query: uri.query().map(str::to_string),
         body,
         authorization: h("authorization"),
         x_api_key: h("x-api-key"),
+        api_key: h("api-key"),
+        at: std::time::Instant::now(),
     });
     let step = s.steps.lock().unwrap().pop_front();
     let Some(step) = step else {
@@ -189,6 +239,10 @@ async fn handle(
         Step::Reply { text, calls } => sse(match s.wire {
             Wire::OpenAi => openai_stream(&text, &calls),
             Wire::Anthropic => anthropic_stream(&text, &calls),
+        }),
+        Step::ReplyWithUsage { text, usage } => sse(match s.wire {
+            Wire::OpenAi => openai_stream_usage(&text, &[], usage),
+            Wire::Anthropic => anthropic_stream_usage(&text, &[], usage),
         }),
         Step::Cut { text } => {
             let head = partial(s.wire, &text);
@@ -255,6 +309,14 @@ fn partial(wire: Wire, text: &str) -> String {
 }
 
 fn openai_stream(text: &str, calls: &[(String, String, String)]) -> String {
+    openai_stream_usage(
+        text,
+        calls,
+        json!({"prompt_tokens":100,"completion_tokens":20}),
+    )
+}
+
+fn openai_stream_usage(text: &str, calls: &[(String, String, String)], usage: Value) -> String {
     let mut out = String::new();
     if !text.is_empty() {
         let (a, b) = halves(text);
@@ -275,15 +337,22 @@ fn openai_stream(text: &str, calls: &[(String, String, String)]) -> String {
         "tool_calls"
     };
     out += &data(json!({"choices":[{"index":0,"delta":{},"finish_reason":finish}]}));
-    out += &data(json!({"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":20}}));
+    out += &data(json!({"choices":[],"usage":usage}));
     out += "data: [DONE]\n\n";
     out
 }
 
 fn anthropic_stream(text: &str, calls: &[(String, String, String)]) -> String {
+    anthropic_stream_usage(text, calls, json!({"input_tokens":100,"output_tokens":20}))
+}
+
+fn anthropic_stream_usage(text: &str, calls: &[(String, String, String)], usage: Value) -> String {
+    let mut start_usage = usage.clone();
+    start_usage["output_tokens"] = json!(1);
+    let out_tokens = usage["output_tokens"].as_u64().unwrap_or(0);
     let mut out = named(
         "message_start",
-        json!({"type":"message_start","message":{"usage":{"input_tokens":100,"output_tokens":1}}}),
+        json!({"type":"message_start","message":{"usage":start_usage}}),
     );
     let mut idx = 0;
     if !text.is_empty() {
@@ -329,7 +398,7 @@ fn anthropic_stream(text: &str, calls: &[(String, String, String)]) -> String {
     };
     out += &named(
         "message_delta",
-        json!({"type":"message_delta","delta":{"stop_reason":stop},"usage":{"output_tokens":20}}),
+        json!({"type":"message_delta","delta":{"stop_reason":stop},"usage":{"output_tokens":out_tokens}}),
     );
     out += &named("message_stop", json!({"type":"message_stop"}));
     out

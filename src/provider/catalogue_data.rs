@@ -1,0 +1,263 @@
+//! The catalogue rows. Each row names the page its base URL and key
+//! variable were checked against (read through the project's document
+//! search on 2026-12-01); rows marked "not re-checked" carry the value the
+//! provider has long documented but were not confirmed from a stored page
+//! in this change. Prices are only filled in where a page stated them.
+
+use super::catalogue::{Entry, KnownModel, ListPrice};
+use super::registry::WireFormat::{self, Anthropic, AzureOpenAi, OpenAiCompatible as Oai};
+
+const NO_MODELS: &[KnownModel] = &[];
+
+const fn m(id: &'static str, context_window: Option<u32>) -> KnownModel {
+    KnownModel {
+        id,
+        context_window,
+        price: None,
+    }
+}
+
+const fn mp(id: &'static str, context_window: Option<u32>, price: ListPrice) -> KnownModel {
+    KnownModel {
+        id,
+        context_window,
+        price: Some(price),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+const fn hosted(
+    id: &'static str,
+    name: &'static str,
+    wire: WireFormat,
+    base_url: &'static str,
+    default_model: &'static str,
+    key_env: &'static str,
+    models: &'static [KnownModel],
+    source: &'static str,
+) -> Entry {
+    Entry {
+        id,
+        name,
+        wire,
+        base_url,
+        base_url_env: None,
+        needs_base_url: false,
+        default_model,
+        key_env: Some(key_env),
+        local: false,
+        stream_usage: true,
+        models,
+        source,
+    }
+}
+
+const fn local(
+    id: &'static str,
+    name: &'static str,
+    base_url: &'static str,
+    source: &'static str,
+) -> Entry {
+    Entry {
+        id,
+        name,
+        wire: Oai,
+        base_url,
+        base_url_env: None,
+        needs_base_url: false,
+        default_model: "",
+        key_env: None,
+        local: true,
+        stream_usage: true,
+        models: NO_MODELS,
+        source,
+    }
+}
+
+const ANTHROPIC_MODELS: &[KnownModel] = &[
+    mp(
+        "claude-sonnet-5-5",
+        Some(1_000_000),
+        ListPrice {
+            input: 2.00,
+            // The model page shows $0.20 cache reads; later reports say it
+            // was cut on 2026-10-07. Not confirmed: left unknown.
+            cached_input: None,
+            output: 10.00,
+            date: "2026-12-01",
+            source: "https://platform.claude.com/docs/en/models/sonnet-5-5/overview",
+        },
+    ),
+    mp(
+        "claude-sonnet-4-5",
+        None,
+        ListPrice {
+            input: 3.00,
+            cached_input: None,
+            output: 15.00,
+            date: "2025-11-25",
+            source:
+                "https://docs.rs/cogito-claude (quoting Anthropic's pricing page, as of 2025-11-25)",
+        },
+    ),
+];
+
+const OPENAI_MODELS: &[KnownModel] = &[
+    m("gpt-5.6", None),
+    mp(
+        "gpt-4o-mini",
+        Some(128_000),
+        ListPrice {
+            input: 0.15,
+            cached_input: Some(0.075),
+            output: 0.60,
+            date: "2026-05-27",
+            source: "https://github.com/CommitBrief/commitbrief/wiki/Provider-OpenAI (rates from openai.com/api/pricing)",
+        },
+    ),
+    mp(
+        "gpt-4o",
+        Some(128_000),
+        ListPrice {
+            input: 2.50,
+            cached_input: Some(1.25),
+            output: 10.00,
+            date: "2026-05-27",
+            source: "https://github.com/CommitBrief/commitbrief/wiki/Provider-OpenAI (rates from openai.com/api/pricing)",
+        },
+    ),
+];
+
+const DEEPSEEK_MODELS: &[KnownModel] = &[
+    // Priced by time of day (peak / off-peak); one list price does not
+    // describe it, so it stays unknown.
+    m("deepseek-flash", None),
+    m("deepseek-chat", None),
+];
+
+const MINIMAX_MODELS: &[KnownModel] = &[
+    m("MiniMax-M2.7", Some(204_800)),
+    m("MiniMax-M2.5", Some(204_800)),
+];
+
+const STEPFUN_MODELS: &[KnownModel] = &[m("step-3.5-flash", Some(262_144))];
+
+const AZURE: Entry = Entry {
+    id: "azure-openai",
+    name: "Azure OpenAI (deployment URLs, api-version)",
+    wire: AzureOpenAi,
+    base_url: "https://YOUR-RESOURCE.openai.azure.com",
+    base_url_env: Some("AZURE_OPENAI_ENDPOINT"),
+    needs_base_url: true,
+    // The deployment name; Azure routes by deployment, not model.
+    default_model: "gpt-4o-mini",
+    key_env: Some("AZURE_OPENAI_API_KEY"),
+    local: false,
+    stream_usage: true,
+    models: NO_MODELS,
+    source: "https://learn.microsoft.com/en-us/azure/ai-services/openai/reference ({endpoint}/openai/deployments/{deployment}/chat/completions?api-version=; data-plane inference GA 2024-10-21; api-key header)",
+};
+
+const COHERE: Entry = Entry {
+    // The compatibility API rejects `stream_options`, so no usage chunk is
+    // requested; its turns report `usage_reported: false`.
+    stream_usage: false,
+    ..hosted(
+        "cohere",
+        "Cohere (Compatibility API)",
+        Oai,
+        "https://api.cohere.ai/compatibility/v1",
+        "command-a-03-2025",
+        "COHERE_API_KEY",
+        &[m("command-a-03-2025", None)],
+        "https://docs.cohere.com/docs/compatibility-api; stream_options rejection: https://strandsagents.com/docs/user-guide/concepts/model-providers/cohere/",
+    )
+};
+
+pub const ENTRIES: &[Entry] = &[
+    hosted("deepseek", "DeepSeek", Oai, "https://api.deepseek.com/v1", "deepseek-flash", "DEEPSEEK_API_KEY", DEEPSEEK_MODELS,
+        "https://api-docs.deepseek.com (base URL not re-checked; default model per the upstream defaults table; pricing page: https://api-docs.deepseek.com/quick_start/pricing-details-usd)"),
+    hosted("openai", "OpenAI", Oai, "https://api.openai.com/v1", "gpt-5.6", "OPENAI_API_KEY", OPENAI_MODELS,
+        "https://developers.openai.com/api/docs (Chat Completions; base URL not re-checked)"),
+    hosted("anthropic", "Anthropic", Anthropic, "https://api.anthropic.com", "claude-sonnet-5-5", "ANTHROPIC_API_KEY", ANTHROPIC_MODELS,
+        "https://platform.claude.com/docs (Messages API; base URL not re-checked; prices from the model pages)"),
+    hosted("google", "Google Gemini (OpenAI compatibility)", Oai, "https://generativelanguage.googleapis.com/v1beta/openai", "gemini-3.1-pro-preview", "GEMINI_API_KEY",
+        &[m("gemini-3.1-pro-preview", None)],
+        "https://ai.google.dev/gemini-api/docs/openai (base https://generativelanguage.googleapis.com/v1beta/openai/)"),
+    hosted("xai", "xAI", Oai, "https://api.x.ai/v1", "grok-4.6", "XAI_API_KEY", &[m("grok-4.6", None)],
+        "https://docs.x.ai (OpenAI-compatible; not re-checked)"),
+    hosted("openrouter", "OpenRouter", Oai, "https://openrouter.ai/api/v1", "openrouter/auto", "OPENROUTER_API_KEY", NO_MODELS,
+        "https://openrouter.ai/docs (not re-checked)"),
+    hosted("mistral", "Mistral", Oai, "https://api.mistral.ai/v1", "mistral-small-latest", "MISTRAL_API_KEY", NO_MODELS,
+        "https://docs.mistral.ai (not re-checked)"),
+    hosted("moonshot", "Moonshot (Kimi)", Oai, "https://api.moonshot.ai/v1", "kimi-k2-0711-preview", "MOONSHOT_API_KEY", NO_MODELS,
+        "https://platform.moonshot.ai/docs (not re-checked)"),
+    hosted("groq", "Groq", Oai, "https://api.groq.com/openai/v1", "llama-3.3-70b-versatile", "GROQ_API_KEY", NO_MODELS,
+        "https://console.groq.com/docs/openai"),
+    hosted("together", "Together AI", Oai, "https://api.together.xyz/v1", "meta-llama/Llama-3.3-70B-Instruct-Turbo", "TOGETHER_API_KEY", NO_MODELS,
+        "https://docs.together.ai (not re-checked)"),
+    hosted("fireworks", "Fireworks AI", Oai, "https://api.fireworks.ai/inference/v1", "accounts/fireworks/models/llama-v3p1-70b-instruct", "FIREWORKS_API_KEY", NO_MODELS,
+        "https://docs.pipecat.ai/server/services/llm/fireworks (base_url default); https://fireworks.ai/docs"),
+    hosted("deepinfra", "DeepInfra", Oai, "https://api.deepinfra.com/v1/openai", "meta-llama/Meta-Llama-3.1-8B-Instruct", "DEEPINFRA_API_KEY", NO_MODELS,
+        "https://deepinfra.com/docs (OpenAI API under /v1/openai, not /v1)"),
+    hosted("cerebras", "Cerebras", Oai, "https://api.cerebras.ai/v1", "gpt-oss-120b", "CEREBRAS_API_KEY", NO_MODELS,
+        "https://inference-docs.cerebras.ai"),
+    hosted("perplexity", "Perplexity", Oai, "https://api.perplexity.ai", "sonar", "PERPLEXITY_API_KEY", NO_MODELS,
+        "https://docs.perplexity.ai (not re-checked)"),
+    COHERE,
+    hosted("zai", "Z.ai (GLM, global)", Oai, "https://api.z.ai/api/paas/v4", "glm-4.6", "ZAI_API_KEY", NO_MODELS,
+        "https://docs.z.ai; endpoints as listed at https://docs.jambonz.org/guides/features/bring-your-own-llm/z-ai-glm"),
+    hosted("zhipu", "Zhipu BigModel (GLM, China)", Oai, "https://open.bigmodel.cn/api/paas/v4", "glm-4.6", "ZHIPUAI_API_KEY", NO_MODELS,
+        "https://open.bigmodel.cn/dev/api; endpoint as listed at https://docs.jambonz.org/guides/features/bring-your-own-llm/z-ai-glm"),
+    hosted("qwen", "Qwen (DashScope compatible mode, Singapore)", Oai, "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "qwen-plus", "DASHSCOPE_API_KEY", NO_MODELS,
+        "https://www.alibabacloud.com/help/en/model-studio/compatibility-of-openai-with-dashscope"),
+    hosted("qwen-cn", "Qwen (DashScope compatible mode, Beijing)", Oai, "https://dashscope.aliyuncs.com/compatible-mode/v1", "qwen-plus", "DASHSCOPE_API_KEY", NO_MODELS,
+        "https://www.alibabacloud.com/help/en/model-studio/compatibility-of-openai-with-dashscope"),
+    hosted("baichuan", "Baichuan", Oai, "https://api.baichuan-ai.com/v1", "Baichuan4-Turbo", "BAICHUAN_API_KEY", NO_MODELS,
+        "https://platform.baichuan-ai.com/docs/api (endpoint /v1/chat/completions as used by langchain_community)"),
+    hosted("minimax", "MiniMax (global)", Oai, "https://api.minimax.io/v1", "MiniMax-M2.7", "MINIMAX_API_KEY", MINIMAX_MODELS,
+        "https://platform.minimax.io/docs/api-reference/text-openai-api (context windows from the China page of the same doc)"),
+    hosted("minimax-cn", "MiniMax (China)", Oai, "https://api.minimaxi.com/v1", "MiniMax-M2.7", "MINIMAX_API_KEY", MINIMAX_MODELS,
+        "https://platform.minimaxi.com/docs/api-reference/text-openai-api"),
+    hosted("minimax-anthropic", "MiniMax (Anthropic-compatible)", Anthropic, "https://api.minimax.io/anthropic", "MiniMax-M2.7", "MINIMAX_API_KEY", MINIMAX_MODELS,
+        "https://platform.minimax.io/docs (Anthropic-compatible base https://api.minimax.io/anthropic, per https://www.developersdigest.tech/reference/api-compatibility/minimax)"),
+    hosted("stepfun", "StepFun", Oai, "https://api.stepfun.com/v1", "step-3.5-flash", "STEPFUN_API_KEY", STEPFUN_MODELS,
+        "https://platform.stepfun.com/docs/api-reference/models/retrieve (context window per docs.openclaw.ai/providers/stepfun)"),
+    hosted("siliconflow", "SiliconFlow (global)", Oai, "https://api.siliconflow.com/v1", "deepseek-ai/DeepSeek-V3", "SILICONFLOW_API_KEY", NO_MODELS,
+        "https://docs.siliconflow.com/en/api-reference/chat-completions/chat-completions"),
+    hosted("siliconflow-cn", "SiliconFlow (China)", Oai, "https://api.siliconflow.cn/v1", "deepseek-ai/DeepSeek-V3", "SILICONFLOW_API_KEY", NO_MODELS,
+        "https://docs.siliconflow.cn/docs/userguide/quickstart"),
+    hosted("novita", "Novita AI", Oai, "https://api.novita.ai/openai", "deepseek/deepseek-v3-0324", "NOVITA_API_KEY", NO_MODELS,
+        "https://novita.ai/docs (base as used by https://docs.pipecat.ai/server/services/llm/novita)"),
+    hosted("hyperbolic", "Hyperbolic", Oai, "https://api.hyperbolic.xyz/v1", "meta-llama/Llama-3.3-70B-Instruct", "HYPERBOLIC_API_KEY", NO_MODELS,
+        "https://docs.hyperbolic.xyz (not re-checked)"),
+    hosted("nebius", "Nebius Token Factory", Oai, "https://api.tokenfactory.nebius.com/v1", "meta-llama/Meta-Llama-3.1-70B-Instruct", "NEBIUS_API_KEY", NO_MODELS,
+        "https://docs.tokenfactory.nebius.com/api-reference/introduction"),
+    hosted("sambanova", "SambaNova Cloud", Oai, "https://api.sambanova.ai/v1", "Meta-Llama-3.3-70B-Instruct", "SAMBANOVA_API_KEY", NO_MODELS,
+        "https://docs.sambanova.ai (not re-checked)"),
+    hosted("lambda", "Lambda Inference", Oai, "https://api.lambda.ai/v1", "llama3.3-70b-instruct-fp8", "LAMBDA_API_KEY", NO_MODELS,
+        "https://docs.lambda.ai (not re-checked; the service may have been retired)"),
+    hosted("github-models", "GitHub Models", Oai, "https://models.github.ai/inference", "openai/gpt-4.1", "GITHUB_TOKEN", NO_MODELS,
+        "https://docs.github.com/en/github-models/quickstart (POST /inference/chat/completions, PAT with models scope)"),
+    AZURE,
+    hosted("bedrock", "Amazon Bedrock (OpenAI-compatible endpoint, us-east-1)", Oai, "https://bedrock-runtime.us-east-1.amazonaws.com/openai/v1", "openai.gpt-oss-120b-1:0", "AWS_BEARER_TOKEN_BEDROCK", NO_MODELS,
+        "https://docs.aws.amazon.com/bedrock/latest/userguide/inference-chat-completions.html (bedrock-runtime.{region}.amazonaws.com/openai/v1; Bedrock API key as bearer); other regions: set base_url"),
+    hosted("nvidia-nim", "NVIDIA NIM (API catalog)", Oai, "https://integrate.api.nvidia.com/v1", "meta/llama-3.3-70b-instruct", "NVIDIA_API_KEY", NO_MODELS,
+        "https://build.nvidia.com (base https://integrate.api.nvidia.com/v1)"),
+    hosted("huggingface", "Hugging Face Inference Providers (router)", Oai, "https://router.huggingface.co/v1", "openai/gpt-oss-120b", "HF_TOKEN", NO_MODELS,
+        "https://huggingface.co/docs/inference-providers (router https://router.huggingface.co/v1)"),
+    local("ollama", "Ollama", "http://localhost:11434/v1",
+        "https://github.com/ollama/ollama/blob/main/docs/api.md (GET /api/tags shape, default port 11434; OpenAI compatibility under /v1)"),
+    local("vllm", "vLLM", "http://localhost:8000/v1",
+        "https://docs.vllm.ai (OpenAI-compatible server, default port 8000; not re-checked)"),
+    local("sglang", "SGLang", "http://localhost:30000/v1",
+        "https://docs.sglang.ai (OpenAI-compatible server, default port 30000; not re-checked)"),
+    local("lmstudio", "LM Studio", "http://localhost:1234/v1",
+        "https://lmstudio.ai/docs (local server, default port 1234; not re-checked)"),
+    local("llamacpp-server", "llama.cpp server", "http://localhost:8080/v1",
+        "https://github.com/ggml-org/llama.cpp/tree/master/tools/server (default port 8080; not re-checked)"),
+    local("localai", "LocalAI", "http://localhost:8080/v1",
+        "https://localai.io (default port 8080; not re-checked)"),
+    local("jan", "Jan", "http://localhost:1337/v1",
+        "https://jan.ai/docs (local API server, default port 1337; not re-checked)"),
+];

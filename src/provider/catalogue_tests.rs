@@ -1,0 +1,146 @@
+use super::*;
+use std::collections::BTreeSet;
+
+fn is_loopback_http(u: &reqwest::Url) -> bool {
+    u.scheme() == "http"
+        && matches!(
+            u.host(),
+            Some(url::Host::Domain("localhost"))
+                | Some(url::Host::Ipv4(std::net::Ipv4Addr::LOCALHOST))
+        )
+}
+
+#[test]
+fn at_least_forty_unique_ids() {
+    let ids: BTreeSet<&str> = ids().collect();
+    assert_eq!(ids.len(), all().len(), "duplicate ids");
+    assert!(ids.len() >= 40, "{}", ids.len());
+    for id in &ids {
+        assert!(
+            id.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+            "{id}"
+        );
+    }
+}
+
+#[test]
+fn every_url_is_https_or_loopback_for_local_ones() {
+    for e in all() {
+        let u = reqwest::Url::parse(e.base_url).unwrap_or_else(|err| panic!("{}: {err}", e.id));
+        if e.local {
+            assert!(
+                is_loopback_http(&u),
+                "{}: local runtime not on loopback",
+                e.id
+            );
+            assert!(e.key_env.is_none(), "{}", e.id);
+        } else {
+            assert_eq!(u.scheme(), "https", "{}", e.id);
+            assert!(
+                e.key_env.is_some(),
+                "{}: hosted without a key variable",
+                e.id
+            );
+            assert!(!e.default_model.is_empty(), "{}", e.id);
+        }
+        assert!(!e.source.is_empty(), "{}: no source", e.id);
+    }
+}
+
+#[test]
+fn every_price_carries_a_date_and_source() {
+    for e in all() {
+        for m in e.models {
+            if let Some(p) = m.price {
+                let d: Vec<&str> = p.date.split('-').collect();
+                assert!(
+                    d.len() == 3
+                        && d[0].len() == 4
+                        && d[1].len() == 2
+                        && d[2].len() == 2
+                        && d.iter().all(|x| x.chars().all(|c| c.is_ascii_digit())),
+                    "{}/{}: date {:?}",
+                    e.id,
+                    m.id,
+                    p.date
+                );
+                assert!(p.source.starts_with("https://"), "{}/{}", e.id, m.id);
+                assert!(p.input > 0.0 && p.output > 0.0, "{}/{}", e.id, m.id);
+            }
+        }
+    }
+}
+
+#[test]
+fn upstream_defaults_table_holds() {
+    for (id, model) in [
+        ("anthropic", "claude-sonnet-5-5"),
+        ("openai", "gpt-5.6"),
+        ("google", "gemini-3.1-pro-preview"),
+        ("xai", "grok-4.6"),
+        ("deepseek", "deepseek-flash"),
+    ] {
+        assert_eq!(get(id).unwrap().default_model, model, "{id}");
+    }
+}
+
+#[test]
+fn issue_named_services_are_present() {
+    for id in [
+        "google",
+        "groq",
+        "together",
+        "fireworks",
+        "deepinfra",
+        "cerebras",
+        "perplexity",
+        "cohere",
+        "zai",
+        "zhipu",
+        "qwen",
+        "baichuan",
+        "minimax",
+        "stepfun",
+        "siliconflow",
+        "novita",
+        "hyperbolic",
+        "nebius",
+        "sambanova",
+        "lambda",
+        "github-models",
+        "azure-openai",
+        "bedrock",
+        "nvidia-nim",
+        "huggingface",
+        "lmstudio",
+        "llamacpp-server",
+        "localai",
+        "jan",
+        "ollama",
+        "vllm",
+        "sglang",
+    ] {
+        assert!(get(id).is_some(), "{id}");
+    }
+}
+
+#[test]
+fn docs_table_is_in_step_with_the_catalogue() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/PROVIDERS.md"))
+        .expect("docs/PROVIDERS.md");
+    for e in all() {
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` | {} |", e.id, e.name)))
+            .unwrap_or_else(|| panic!("docs/PROVIDERS.md has no catalogue row for {}", e.id));
+        assert!(
+            row.contains(&format!("`{}`", e.base_url)),
+            "{}: {row}",
+            e.id
+        );
+        if let Some(k) = e.key_env {
+            assert!(row.contains(&format!("`{k}`")), "{}: {row}", e.id);
+        }
+    }
+}

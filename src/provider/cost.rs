@@ -1,0 +1,130 @@
+//! Cost arithmetic: a turn's tokens times the model's price. A price that
+//! is unknown, or a token kind the price does not cover, makes the cost
+//! unknown (`None`), never 0.
+
+use super::catalogue::ListPrice;
+use super::Usage;
+use serde::Serialize;
+
+/// USD per million tokens.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    /// `None`: cached input tokens have no known price.
+    pub cached_input_per_mtok: Option<f64>,
+    pub output_per_mtok: f64,
+    /// Where the price came from (`config`, or the catalogue's source).
+    pub source: String,
+    /// When it was read (catalogue prices), if known.
+    pub date: Option<String>,
+}
+
+impl Price {
+    pub fn from_list(p: &ListPrice) -> Self {
+        Price {
+            input_per_mtok: p.input,
+            cached_input_per_mtok: p.cached_input,
+            output_per_mtok: p.output,
+            source: p.source.to_string(),
+            date: Some(p.date.to_string()),
+        }
+    }
+
+    /// The cost of one turn. `input_tokens` includes the cached ones
+    /// (normalised by the wire parsers); they are billed at the cached
+    /// rate. Reasoning tokens are part of `output_tokens` on every wire
+    /// format we parse, so they are not billed twice. Cache writes
+    /// (Anthropic) have their own rate, which the table does not carry.
+    pub fn cost(&self, u: &Usage) -> Option<f64> {
+        if u.cache_write_tokens > 0 {
+            return None;
+        }
+        let cached = u.cached_input_tokens.min(u.input_tokens);
+        let fresh = u.input_tokens - cached;
+        let cached_cost = match (cached, self.cached_input_per_mtok) {
+            (0, _) => 0.0,
+            (n, Some(p)) => n as f64 * p,
+            (_, None) => return None,
+        };
+        Some(
+            (fresh as f64 * self.input_per_mtok
+                + cached_cost
+                + u.output_tokens as f64 * self.output_per_mtok)
+                / 1_000_000.0,
+        )
+    }
+}
+
+/// `"0.001234 USD"` or `"unknown"`.
+pub fn label(c: Option<f64>) -> String {
+    match c {
+        Some(c) => format!("{c:.6} USD"),
+        None => "unknown".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::catalogue;
+
+    fn usage(input: u64, cached: u64, output: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            cached_input_tokens: cached,
+            output_tokens: output,
+            ..Usage::default()
+        }
+    }
+
+    #[test]
+    fn every_catalogue_price_table_computes_by_hand() {
+        // For each priced model: 1M fresh input + 1M output costs input +
+        // output; cached tokens cost the cached rate or make it unknown.
+        let mut seen = 0;
+        for e in catalogue::all() {
+            for m in e.models {
+                let Some(lp) = m.price else { continue };
+                seen += 1;
+                let p = Price::from_list(&lp);
+                let c = p.cost(&usage(1_000_000, 0, 1_000_000)).unwrap();
+                assert!(
+                    (c - (lp.input + lp.output)).abs() < 1e-9,
+                    "{} {}",
+                    e.id,
+                    m.id
+                );
+                let c = p.cost(&usage(2_000_000, 500_000, 0));
+                match lp.cached_input {
+                    Some(ci) => {
+                        let want = 1.5 * lp.input + 0.5 * ci;
+                        assert!((c.unwrap() - want).abs() < 1e-9, "{} {}", e.id, m.id);
+                    }
+                    None => assert_eq!(c, None, "{} {}", e.id, m.id),
+                }
+            }
+        }
+        assert!(seen >= 3, "the catalogue lost its priced models");
+    }
+
+    #[test]
+    fn gpt_4o_mini_turn_by_hand() {
+        let p = Price::from_list(&catalogue::price("openai", "gpt-4o-mini").unwrap());
+        // 10k input of which 4k cached, 2k output:
+        // 6000*0.15 + 4000*0.075 + 2000*0.60 = 900 + 300 + 1200 = 2400 µ$.
+        let c = p.cost(&usage(10_000, 4_000, 2_000)).unwrap();
+        assert!((c - 0.0024).abs() < 1e-12, "{c}");
+    }
+
+    #[test]
+    fn cache_writes_and_unknown_prices_are_unknown_not_zero() {
+        let p = Price::from_list(&catalogue::price("anthropic", "claude-sonnet-5-5").unwrap());
+        let mut u = usage(100, 0, 10);
+        assert!(p.cost(&u).is_some());
+        u.cache_write_tokens = 5;
+        assert_eq!(p.cost(&u), None);
+        assert_eq!(label(None), "unknown");
+        assert_eq!(label(Some(0.0)), "0.000000 USD");
+        assert!(catalogue::price("openai", "gpt-5.6").is_none());
+    }
+}
