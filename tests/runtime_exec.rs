@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! `codewhale exec` as a client of the runtime: its run is a thread in the
 //! shared event log (same id as its session, so `receipts` finds it), and a
 //! run killed mid-turn is repaired by the next start (torn tail cut, its

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! `codewhale app-server --stdio`: JSON-RPC 2.0 over a real process's
 //! stdin/stdout, and the drift guard that pins its method list and the
 //! event envelope to the snapshot fixtures in tests/fixtures/runtime/.
