@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! `codewhale doctor --json` as a subprocess, deserialised into the
 //! library's own typed report (a renamed or retyped field fails here).
 //!

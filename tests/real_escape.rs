@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Escape catalogue, filesystem items (1–16, 35, 38, plus the issue's
 //! "done when" checks), against the real binary and a real sandbox, for
 //! every `(tier, mode)`. Each denial has a positive control and a check of

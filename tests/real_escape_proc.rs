@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Escape catalogue, process / kernel / network items (13, 14, 17–34, 36,
 //! 37) and the exit-code map, against the real binary and a real sandbox,
 //! for every `(tier, mode)`. Seccomp items use `codewhale __probe`, whose

@@ -1,3 +1,4 @@
+#![cfg(not(feature = "nix-build-sandbox"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The shell part of the `exec` end-to-end conversation: commands the model
 //! asks for run through the real execution host under the sandbox.
@@ -10,7 +11,6 @@
 //! upload is held by the safety floor (gate 6, `decided_by: floor`) and
 //! never reaches the host, even under `--auto`; a read-only command runs
 //! without `--auto` and without asking.
-#![cfg(not(feature = "nix-build-sandbox"))]
 
 mod support;
 

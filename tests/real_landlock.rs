@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Real Landlock tests: children restricted between fork and exec with a
 //! prepared ruleset try forbidden and allowed actions; every denial has a
 //! positive control, and host state is checked afterwards.

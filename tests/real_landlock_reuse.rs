@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The landlock tier reuses a prepared ruleset across runs of the same
 //! policy (`host/backends/landlock/cache.rs`). These runs go through the
 //! library, as the agent's tool calls do (one process, many runs), and

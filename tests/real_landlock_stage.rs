@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The landlock tier's forked stage (`host/backends/landlock/stage/`), through
 //! the library as the agent uses it: concurrent runs in one process (the
 //! stage shares codewhale's memory, so this is where a mistake would

@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The landlock tier's own "done when" checks, against the real binary:
 //! `auto` selection with bubblewrap removed from `PATH` (and with a
 //! configured bwrap path pointing nowhere), the refusal when Landlock is

@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! One precedence rule for every command (docs/CONFIG.md): the user
 //! config, then the command line, then the project's tighten-only
 //! override. A project `sandbox_mode = "read-only"` tightens

@@ -1,3 +1,4 @@
+#![cfg(not(feature = "nix-build-sandbox"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The full receipts + undo end to end, with a real shell command run
 //! through the execution host under the sandbox: the model edits one file,
@@ -11,7 +12,6 @@
 //! NEEDS THE REAL HOST: until the bubblewrap backend is merged, `host::run`
 //! is a placeholder that reports the sandbox as unavailable and this test
 //! fails with that message (a real-sandbox test never silently skips).
-#![cfg(not(feature = "nix-build-sandbox"))]
 
 mod receipt_support;
 mod support;

@@ -1,5 +1,5 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 #![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The host's pure selection fed with real facts (bwrap running `true`;
 //! the kernel's Landlock ABI) — the answer `codewhale doctor` shows — and
 //! the one dispatcher's fallback on a typed bwrap set-up failure.
