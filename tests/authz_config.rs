@@ -367,3 +367,105 @@ fn debug_output_never_shows_raw_section_values() {
     assert!(!dbg.contains("SECRET"), "{dbg}");
     assert!(dbg.contains("providers"));
 }
+
+/// The upstream documentation's own repository override, byte for byte
+/// (issue #14 part 4: it was rejected with `unknown variant on-request`).
+const DOCUMENTED_OVERRIDE: &str = r#"# <repository>/.codewhale/config.toml
+approval_policy = "on-request"
+sandbox_mode = "workspace-write"
+max_subagents = 2
+"#;
+
+#[test]
+fn the_documented_project_override_is_accepted_verbatim() {
+    let e = Env::new("");
+    e.project(DOCUMENTED_OVERRIDE);
+    let s = e.load().unwrap_or_else(|err| panic!("rejected: {err}"));
+    assert_eq!(s.approval, Approval::Ask, "on-request means ask");
+    assert_eq!(s.sandbox_mode, SandboxMode::WorkspaceWrite);
+    assert_eq!(s.max_subagents, Some(2));
+    assert!(s.ignored.is_empty(), "{:?}", s.ignored);
+
+    // From a looser user posture the override tightens to `ask`.
+    let e = Env::new("approval_policy = \"full-access\"\n");
+    e.project(DOCUMENTED_OVERRIDE);
+    assert_eq!(e.load().unwrap().approval, Approval::Ask);
+}
+
+#[test]
+fn the_documented_example_is_accepted_verbatim_as_user_config() {
+    let e = Env::new(DOCUMENTED_OVERRIDE);
+    let s = e.load().unwrap_or_else(|err| panic!("rejected: {err}"));
+    assert_eq!(s.approval, Approval::Ask);
+    assert_eq!(s.sandbox_mode, SandboxMode::WorkspaceWrite);
+    assert_eq!(s.max_subagents, Some(2));
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+}
+
+#[test]
+fn every_documented_approval_value_maps_onto_a_posture_in_both_files() {
+    for (value, posture) in [
+        ("untrusted", Approval::Ask),
+        ("on-request", Approval::Ask),
+        ("on-failure", Approval::AutoReview),
+        ("never", Approval::NeverRun),
+        // The posture names stay accepted.
+        ("full-access", Approval::FullAccess),
+        ("auto-review", Approval::AutoReview),
+        ("ask", Approval::Ask),
+        ("never-run", Approval::NeverRun),
+    ] {
+        let line = format!("approval_policy = \"{value}\"\n");
+        let e = Env::new(&line);
+        assert_eq!(e.load().unwrap().approval, posture, "user: {value}");
+        // Project: applied from the loosest user posture (tighten-only).
+        let e = Env::new("approval_policy = \"full-access\"\n");
+        e.project(&line);
+        assert_eq!(e.load().unwrap().approval, posture, "project: {value}");
+    }
+    // `never` from a repository tightens a user's `ask` to never-run.
+    let e = Env::new("approval_policy = \"ask\"\n");
+    e.project("approval_policy = \"never\"\n");
+    assert_eq!(e.load().unwrap().approval, Approval::NeverRun);
+    // `on-failure` (auto-review) from a repository cannot loosen `ask`.
+    let e = Env::new("approval_policy = \"untrusted\"\n");
+    e.project("approval_policy = \"on-failure\"\n");
+    let s = e.load().unwrap();
+    assert_eq!(s.approval, Approval::Ask);
+    assert_eq!(ignored_keys(&s), ["approval_policy"]);
+}
+
+#[test]
+fn a_bad_approval_value_names_file_line_key_and_every_accepted_value() {
+    let accepted = [
+        "untrusted",
+        "on-request",
+        "on-failure",
+        "never",
+        "full-access",
+        "auto-review",
+        "ask",
+        "never-run",
+    ];
+    let user = Env::new("model = \"m\"\napproval_policy = \"sometimes\"\n");
+    let user_msg = user.load().unwrap_err().to_string();
+    let proj = Env::new("");
+    let f = proj.project("\n\napproval_policy = \"sometimes\"\n");
+    let proj_msg = proj.load().unwrap_err().to_string();
+    for (msg, file, line) in [
+        (
+            &user_msg,
+            user.home.join(".codewhale/config.toml"),
+            "line 2",
+        ),
+        (&proj_msg, f, "line 3"),
+    ] {
+        assert!(msg.contains(&file.display().to_string()), "{msg}");
+        assert!(msg.contains(line), "{msg}");
+        assert!(msg.contains("key `approval_policy`"), "{msg}");
+        assert!(msg.contains("sometimes"), "{msg}");
+        for v in accepted {
+            assert!(msg.contains(v), "{v} missing from: {msg}");
+        }
+    }
+}

@@ -126,3 +126,39 @@ fn timeout_interrupts_the_remote_command() {
         "the fake server saw no DELETE /command"
     );
 }
+
+/// The issue #14 reproduction, verbatim: against a fake that parses the
+/// upload form as Go's `mime/multipart` does (a part without a filename is
+/// a value, invisible to execd), a `workspace-write` run uploads, runs,
+/// prints, exits with the command's code and syncs the new file back.
+#[test]
+fn workspace_write_run_against_an_execd_that_parses_multipart_like_go() {
+    let cli = Cli::start();
+    fs::write(cli.env.ws.join("input.txt"), "uploaded\n").unwrap();
+    let out = cli.run(&[
+        "--backend",
+        "opensandbox",
+        "--",
+        "sh",
+        "-c",
+        "echo hi; echo f > f; exit 3",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+    assert_eq!(fs::read_to_string(cli.env.ws.join("f")).unwrap(), "f\n");
+    let sh = cli.env.fake.state.lock();
+    assert!(
+        !sh.upload_metadata.is_empty(),
+        "nothing was uploaded through /files/upload"
+    );
+    assert!(
+        sh.upload_value_parts.is_empty(),
+        "parts without a filename (execd ignores them): {:?}",
+        sh.upload_value_parts
+    );
+}

@@ -272,13 +272,25 @@ async fn session_reuses_one_sandbox_and_recreates_a_vanished_one_once() {
         1,
         "the workspace is uploaded once per sandbox"
     );
-    let renews = env
-        .fake
-        .requests()
+    let reqs = env.fake.requests();
+    let renews = reqs
         .iter()
         .filter(|r| r.path.ends_with("/renew-expiration"))
         .count();
-    assert_eq!(renews, 2, "renewed before each command");
+    // Before each command: a renewal, or — when a renewal would not
+    // lengthen the sandbox's life (two commands in the same second) — a
+    // GET that checks it is still there. Never a shortening renewal.
+    let checks = reqs
+        .iter()
+        .filter(|r| r.method == "GET" && r.path == "/v1/sandboxes/sbx-1")
+        .count();
+    assert!(renews >= 1, "renewed before the first command");
+    assert!(renews + checks >= 2, "{renews} renewals, {checks} checks");
+    assert!(
+        env.fake.violations().is_empty(),
+        "{:?}",
+        env.fake.violations()
+    );
     // The deployment loses the sandbox: the next command recreates it once.
     env.fake.state.lock().sandboxes.clear();
     let c = s.exec(&r, ExecRequest::new(sh("cat state"))).await.unwrap();
@@ -447,4 +459,66 @@ async fn cancelling_the_run_interrupts_the_remote_command() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(!alive, "remote sleep {pid} still running");
+}
+
+/// A kept sandbox that already lives longer than a renewal would make it
+/// (created with a larger `timeout_s`): the lifecycle server would accept
+/// a shorter expiry, so the client must not send one.
+#[tokio::test]
+async fn renewing_never_shortens_a_kept_sandbox_life() {
+    let env = Env::start(|_| {}).await;
+    let r = env.resolved(SandboxMode::WorkspaceWrite);
+    let mut cfg = env.cfg.clone();
+    cfg.keep = true;
+    let s = OpenSandboxSession::open(&cfg, &r).await.expect("open");
+    let id = s.sandbox_id().to_string();
+    drop(s);
+    // Its expiry is a day away; this config's TTL is an hour.
+    let far = time::OffsetDateTime::now_utc() + time::Duration::days(1);
+    env.fake
+        .state
+        .lock()
+        .sandboxes
+        .get_mut(&id)
+        .unwrap()
+        .expires_at = Some(far);
+    cfg.timeout_s = Some(3600);
+    let mut s = OpenSandboxSession::open(&cfg, &r).await.expect("reopen");
+    assert_eq!(s.sandbox_id(), id, "the kept sandbox was reused");
+    let out = s.exec(&r, ExecRequest::new(sh("echo ok"))).await.unwrap();
+    assert_eq!(out.stdout.text(), "ok\n");
+    assert!(
+        env.fake.violations().is_empty(),
+        "{:?}",
+        env.fake.violations()
+    );
+    assert_eq!(
+        env.fake.state.lock().sandboxes[&id].expires_at,
+        Some(far),
+        "the expiry moved"
+    );
+    // Control: the fake does record a shortening renewal.
+    let lc = reqwest::Client::new();
+    let resp = lc
+        .post(format!(
+            "{}/v1/sandboxes/{id}/renew-expiration",
+            env.fake.lifecycle_url
+        ))
+        .header("OPEN-SANDBOX-API-KEY", fake_opensandbox::API_KEY)
+        .json(
+            &serde_json::json!({"expiresAt": codewhale::host::opensandbox::lifecycle::rfc3339(
+            time::OffsetDateTime::now_utc() + time::Duration::hours(1))}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        env.fake.violations().len(),
+        1,
+        "{:?}",
+        env.fake.violations()
+    );
+    let s2 = s;
+    s2.close().await.ok();
 }

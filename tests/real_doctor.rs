@@ -391,3 +391,59 @@ fn configured_danger_full_access_is_flagged() {
     assert!(m.summary.contains("WITHOUT a sandbox"), "{raw}");
     assert_eq!(code, 0, "a warning does not fail: {raw}");
 }
+
+/// A workspace directory the `.env` scan cannot list: doctor says
+/// `partial` and names it (issue #14 part 3). As root the run drops the
+/// capabilities that bypass file permissions, so the directory is
+/// unreadable to it as to any user.
+#[test]
+fn an_unscannable_workspace_directory_makes_doctor_partial_and_is_named() {
+    use std::os::unix::fs::PermissionsExt;
+    let e = env(None);
+    let locked = e.workspace.join("locked");
+    std::fs::create_dir_all(&locked).unwrap();
+    std::fs::write(locked.join(".env"), "S=1").unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut c = if root {
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--bounding-set=-dac_override,-dac_read_search",
+            "--inh-caps=-dac_override,-dac_read_search",
+            EXE,
+        ]);
+        c
+    } else {
+        Command::new(EXE)
+    };
+    c.args(["doctor", "--json", "-C"])
+        .arg(&e.workspace)
+        .env("HOME", &e.home)
+        .env("CODEWHALE_HOME", e.home.join(".codewhale"))
+        .env_remove("DEEPSEEK_API_KEY");
+    let out = c.output().unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let r: Report = serde_json::from_str(&stdout).unwrap_or_else(|err| panic!("{err}: {stdout}"));
+    let row = r
+        .checks
+        .iter()
+        .find(|c| c.id == "workspace.env-files")
+        .unwrap_or_else(|| panic!("no workspace.env-files row: {stdout}"));
+    assert_eq!(row.status, Status::Warn, "{row:?}");
+    assert!(
+        row.summary.contains("partial") && row.summary.contains("locked"),
+        "{row:?}"
+    );
+    assert_ne!(r.sandbox.level, "full", "{:?}", r.sandbox.level);
+    // Control: readable again, the row is ok and names the one .env.
+    let (r, _, _) = doctor(&e, None, &[]);
+    let row = r
+        .checks
+        .iter()
+        .find(|c| c.id == "workspace.env-files")
+        .unwrap();
+    assert_eq!(row.status, Status::Ok, "{row:?}");
+    assert!(row.summary.starts_with("1 .env"), "{row:?}");
+}

@@ -28,18 +28,7 @@ pub enum Mode {
 /// How much the human is asked. Ordered loosest → strictest, so the
 /// tighten-only merges of the config are `max`.
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-    Default,
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, clap::ValueEnum, Default,
 )]
 #[serde(rename_all = "kebab-case")]
 #[clap(rename_all = "kebab-case")]
@@ -49,12 +38,63 @@ pub enum Approval {
     FullAccess,
     /// Deterministic rules approve what they prove safe; the rest goes to a
     /// model reviewer (headless: deterministic layer only).
+    /// Also spelled `on-failure` (see [`Approval::parse`]).
+    #[value(alias = "on-failure")]
     AutoReview,
     /// Workspace edits apply; shell commands that are not read-only ask.
+    /// Also spelled `on-request` and `untrusted`.
     #[default]
+    #[value(alias = "on-request", alias = "untrusted")]
     Ask,
     /// Config-only: anything that would ask is denied instead.
+    /// Also spelled `never`.
+    #[value(alias = "never")]
     NeverRun,
+}
+
+/// Every spelling `approval_policy` accepts, with the posture it means.
+///
+/// The documented vocabulary (`untrusted`, `on-request`, `on-failure`,
+/// `never`, as in Codex's `approval_policy`) maps onto the four postures;
+/// the posture names themselves stay accepted. Where the documented word
+/// is looser than any posture that fits it, the stricter posture is
+/// chosen (`on-request` → `ask`: codewhale asks before every shell command
+/// that is not read-only, rather than only when the agent requests it).
+/// docs/CONFIG.md explains each mapping.
+pub const APPROVAL_SPELLINGS: &[(&str, Approval)] = &[
+    ("untrusted", Approval::Ask),
+    ("on-request", Approval::Ask),
+    ("on-failure", Approval::AutoReview),
+    ("never", Approval::NeverRun),
+    ("full-access", Approval::FullAccess),
+    ("auto-review", Approval::AutoReview),
+    ("ask", Approval::Ask),
+    ("never-run", Approval::NeverRun),
+];
+
+impl Approval {
+    /// The posture `s` names in either vocabulary; the error lists every
+    /// accepted value (config errors add the file, line and key).
+    pub fn parse(s: &str) -> Result<Approval, String> {
+        APPROVAL_SPELLINGS
+            .iter()
+            .find(|(name, _)| *name == s)
+            .map(|(_, a)| *a)
+            .ok_or_else(|| {
+                let all: Vec<&str> = APPROVAL_SPELLINGS.iter().map(|(n, _)| *n).collect();
+                format!(
+                    "unknown approval_policy `{s}`; accepted values: {}",
+                    all.join(", ")
+                )
+            })
+    }
+}
+
+impl<'de> Deserialize<'de> for Approval {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Approval::parse(&s).map_err(serde::de::Error::custom)
+    }
 }
 
 impl Approval {
@@ -228,5 +268,26 @@ mod tests {
         assert!(Approval::FullAccess < Approval::AutoReview);
         assert!(Approval::AutoReview < Approval::Ask);
         assert!(Approval::Ask < Approval::NeverRun);
+    }
+
+    #[test]
+    fn documented_spellings_map_onto_postures_and_names_stay_canonical() {
+        use clap::ValueEnum;
+        for (name, posture) in APPROVAL_SPELLINGS {
+            assert_eq!(Approval::parse(name), Ok(*posture), "{name}");
+            let v: Approval = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(v, *posture, "{name}");
+            assert_eq!(
+                Approval::from_str(name, false),
+                Ok(*posture),
+                "--approval {name}"
+            );
+        }
+        // Output keeps the posture names.
+        assert_eq!(serde_json::to_value(Approval::Ask).unwrap(), "ask");
+        let err = Approval::parse("sometimes").unwrap_err();
+        for (name, _) in APPROVAL_SPELLINGS {
+            assert!(err.contains(name), "{err}");
+        }
     }
 }

@@ -198,10 +198,17 @@ pub fn run(opts: &Options) -> Report {
     #[cfg(target_os = "windows")]
     checks.push(checks::windows_row());
 
+    let unmasked = workspace_env_files(&mut checks, &opts.workspace);
+
     #[cfg(target_os = "linux")]
-    let sandbox = sandbox_linux::sandbox(opts, &section, host, mode);
+    let mut sandbox = sandbox_linux::sandbox(opts, &section, host, mode);
     #[cfg(not(target_os = "linux"))]
-    let sandbox = sandbox(&section, host, mode);
+    let mut sandbox = sandbox(&section, host, mode);
+    // The probes run in a scratch workspace; in this one, a `.env` file the
+    // scan could not reach would be readable: never report `full` then.
+    if !unmasked.is_empty() && sandbox.level == "full" {
+        sandbox.level = "partial".into();
+    }
     Report {
         version: env!("CARGO_PKG_VERSION").into(),
         platform: platform(),
@@ -217,6 +224,43 @@ pub fn run(opts: &Options) -> Report {
         skills: Vec::new(),
         duration_ms: started.elapsed().as_millis() as u64,
     }
+}
+
+/// The `.env` scan of the user's workspace, as every sandboxed run there
+/// does it: a row saying how many are masked, or (warn, `partial`) which
+/// paths could not be scanned. Returns those paths' lines.
+fn workspace_env_files(rows: &mut Vec<Row>, workspace: &std::path::Path) -> Vec<String> {
+    let Ok(ws) = std::fs::canonicalize(workspace) else {
+        return Vec::new();
+    };
+    let scan = crate::policy::env_scan::scan_cached(&ws);
+    if scan.unmasked.is_empty() {
+        rows.push(Row::new(
+            "workspace.env-files",
+            "sandbox",
+            Status::Ok,
+            format!(
+                "{} .env file(s) in {} found and masked in sandboxed runs",
+                scan.files.len(),
+                ws.display()
+            ),
+        ));
+    } else {
+        rows.push(
+            Row::new(
+                "workspace.env-files",
+                "sandbox",
+                Status::Warn,
+                format!(
+                    "partial: .env files are not masked where the scan of {} could not look: {}",
+                    ws.display(),
+                    scan.unmasked.join("; ")
+                ),
+            )
+            .fix("make those directories readable by this user, or remove them from the workspace"),
+        );
+    }
+    scan.unmasked
 }
 
 pub(crate) fn unavailable(

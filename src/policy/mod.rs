@@ -10,6 +10,9 @@
 //!   the label says so everywhere.
 
 pub mod env;
+pub mod env_scan;
+pub mod facts;
+pub mod paths;
 pub mod resolve;
 pub mod tables;
 

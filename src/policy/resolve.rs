@@ -1,111 +1,28 @@
 //! Turning a [`SandboxPolicy`] into concrete paths, once, before planning.
 //!
 //! Resolution reads the filesystem (existence, symlinks, `.git` pointer
-//! files, a bounded scan for `.env` files) but never changes it. Every
+//! files, a scan for `.env` files) but never changes it. Every
 //! backend plans from the same [`ResolvedPolicy`], so the bwrap argv, the
 //! Landlock ruleset and the Seatbelt parameters agree by construction.
+//! Host facts live in [`super::facts`], path primitives in [`super::paths`].
 
+use super::paths::{
+    entry, expand, expand_user_entry, git_pointer_targets, kind_of, push_unique,
+    push_with_canonical, Canon,
+};
 use super::tables::{self, Anchor, Entry};
 use super::{EnvPolicy, LandlockHoles, SandboxMode, SandboxPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-/// Directories never descended into when looking for workspace `.env` files:
-/// large, generated, and not where secrets are kept.
-const ENV_SCAN_SKIP: &[&str] = &[
-    ".git",
-    "node_modules",
-    "target",
-    ".venv",
-    "venv",
-    "__pycache__",
-    "dist",
-    "build",
-    ".cache",
-];
-/// Bounds of the `.env` scan: the scan must stay cheap on huge workspaces.
-const ENV_SCAN_MAX_DEPTH: usize = 8;
-const ENV_SCAN_MAX_ENTRIES: usize = 50_000;
+pub use super::facts::HostFacts;
+pub use super::paths::{normalize, PathEntry, PathKind};
+
 /// Reasons of the writable roots that get the write-protected table
 /// (toolchain caches do not: see [`resolve`]).
 const WORKSPACE_REASON: &str = "the workspace";
 const EXTRA_ROOT_REASON: &str = "extra writable root";
-
-/// Facts about the host that resolution depends on (injectable for tests).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostFacts {
-    /// Home directory candidates: `$HOME` first, then the passwd entry if it differs.
-    pub homes: Vec<PathBuf>,
-    /// `$CARGO_HOME`, when set.
-    pub cargo_home: Option<PathBuf>,
-    /// `$XDG_CACHE_HOME`, when set.
-    pub xdg_cache_home: Option<PathBuf>,
-}
-
-impl HostFacts {
-    /// Read the facts from this process's environment and the password database.
-    pub fn detect() -> Self {
-        let mut homes = Vec::new();
-        if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-            homes.push(PathBuf::from(h));
-        }
-        if let Some(h) = passwd_home() {
-            if !homes.contains(&h) {
-                homes.push(h);
-            }
-        }
-        HostFacts {
-            homes,
-            cargo_home: std::env::var_os("CARGO_HOME").map(PathBuf::from),
-            xdg_cache_home: std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from),
-        }
-    }
-
-    fn primary_home(&self) -> Option<&Path> {
-        self.homes.first().map(PathBuf::as_path)
-    }
-}
-
-#[cfg(unix)]
-fn passwd_home() -> Option<PathBuf> {
-    nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|u| u.dir)
-}
-
-#[cfg(not(unix))]
-fn passwd_home() -> Option<PathBuf> {
-    None
-}
-
-/// What a path is on disk at resolution time (`symlink_metadata`, not followed).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PathKind {
-    Dir,
-    File,
-    Symlink,
-    /// Does not exist yet. `dir_hint` on the entry says what it would be.
-    Missing,
-    /// A socket, fifo or device.
-    Other,
-}
-
-/// One concrete path with why it is in the plan.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PathEntry {
-    /// The path as spelled (absolute, lexically normalised).
-    pub path: PathBuf,
-    pub kind: PathKind,
-    /// For a symlink: its fully resolved target (if that resolves).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<PathBuf>,
-    /// Whether the entry is (or would be created as) a directory.
-    pub dir_hint: bool,
-    pub reason: String,
-}
 
 /// The policy with every table expanded to concrete paths.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,6 +46,12 @@ pub struct ResolvedPolicy {
     pub landlock: LandlockHoles,
     /// Things resolution could not do (for the `Enforcement` report).
     pub notes: Vec<String>,
+    /// Deny-read paths resolution could not establish (a directory the
+    /// `.env` scan could not list, …), one line each naming the path and
+    /// why. Every backend adds these to the run's `partial` list: the run
+    /// is never `full` while a secret may be readable.
+    #[serde(default)]
+    pub unmasked: Vec<String>,
 }
 
 impl ResolvedPolicy {
@@ -161,212 +84,20 @@ pub enum ResolveError {
         source: std::io::Error,
     },
 }
-
-/// Lexically normalise an absolute path: drop `.`, fold `..` and `//`.
-pub fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
-fn kind_of(p: &Path) -> PathKind {
-    match std::fs::symlink_metadata(p) {
-        Ok(m) if m.file_type().is_symlink() => PathKind::Symlink,
-        Ok(m) if m.is_dir() => PathKind::Dir,
-        Ok(m) if m.is_file() => PathKind::File,
-        Ok(_) => PathKind::Other,
-        Err(_) => PathKind::Missing,
-    }
-}
-
-fn entry(path: PathBuf, dir_hint: bool, reason: &str) -> PathEntry {
-    let kind = kind_of(&path);
-    let target = if kind == PathKind::Symlink {
-        std::fs::canonicalize(&path).ok()
-    } else {
-        None
-    };
-    let dir_hint = match kind {
-        PathKind::Dir => true,
-        PathKind::File | PathKind::Other => false,
-        PathKind::Symlink => target.as_deref().map(Path::is_dir).unwrap_or(dir_hint),
-        PathKind::Missing => dir_hint,
-    };
-    PathEntry {
-        path,
-        kind,
-        target,
-        dir_hint,
-        reason: reason.to_string(),
-    }
-}
-
-/// Expand a table path with `*` components under `base`.
-fn expand(base: &Path, rel: &str) -> Vec<PathBuf> {
-    let mut acc = vec![base.to_path_buf()];
-    for part in rel.split('/') {
-        if part == "*" {
-            let mut next = Vec::new();
-            for dir in &acc {
-                if let Ok(rd) = std::fs::read_dir(dir) {
-                    let mut names: Vec<PathBuf> = rd
-                        .flatten()
-                        .map(|d| d.path())
-                        .filter(|p| p.is_dir())
-                        .collect();
-                    names.sort();
-                    next.extend(names);
-                }
-            }
-            acc = next;
-        } else {
-            for p in &mut acc {
-                p.push(part);
-            }
-        }
-    }
-    acc
-}
-
-/// Expand a user-config entry (`~/x`, `/abs`, or workspace-relative).
-fn expand_user_entry(raw: &str, facts: &HostFacts, workspace: &Path) -> Vec<PathBuf> {
-    if let Some(rest) = raw.strip_prefix("~/") {
-        facts
-            .homes
-            .iter()
-            .map(|h| normalize(&h.join(rest)))
-            .collect()
-    } else if raw.starts_with('/') {
-        vec![normalize(Path::new(raw))]
-    } else {
-        vec![normalize(&workspace.join(raw))]
-    }
-}
-
-/// Resolve the git pointer file at `root/.git` (worktrees, submodules):
-/// returns the pointed-to git dir and its common dir.
-fn git_pointer_targets(root: &Path) -> Vec<PathBuf> {
-    let dotgit = root.join(".git");
-    let Ok(text) = std::fs::read_to_string(&dotgit) else {
-        return Vec::new();
-    };
-    let Some(rel) = text.lines().next().and_then(|l| l.strip_prefix("gitdir:")) else {
-        return Vec::new();
-    };
-    let gitdir = normalize(&root.join(rel.trim()));
-    let mut out = vec![gitdir.clone()];
-    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
-        out.push(normalize(&gitdir.join(common.trim())));
-    }
-    out
-}
-
-/// Push `e` unless its path is already present.
-fn push_unique(list: &mut Vec<PathEntry>, seen: &mut BTreeSet<PathBuf>, e: PathEntry) {
-    if seen.insert(e.path.clone()) {
-        list.push(e);
-    }
-}
-
-/// `std::fs::canonicalize` with the parents' answers remembered for one
-/// resolution: the tables put dozens of entries under the same few
-/// directories (each home, the workspace), and `realpath` would walk
-/// every component of each of them again (resolution runs on every call).
-#[derive(Default)]
-struct Canon(std::collections::HashMap<PathBuf, Option<PathBuf>>);
-
-impl Canon {
-    /// The canonical form of `p`, or `None` when it does not exist (as
-    /// `canonicalize`): the parent's canonical form joined with the last
-    /// component, unless that component is a symlink (then resolved whole).
-    fn of(&mut self, p: &Path) -> Option<PathBuf> {
-        let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
-            return std::fs::canonicalize(p).ok();
-        };
-        let cp = self
-            .0
-            .entry(parent.to_path_buf())
-            .or_insert_with(|| std::fs::canonicalize(parent).ok())
-            .clone()?;
-        let meta = std::fs::symlink_metadata(p).ok()?;
-        if meta.file_type().is_symlink() {
-            return std::fs::canonicalize(p).ok();
-        }
-        Some(cp.join(name))
-    }
-}
-
-/// Add `path` and, when symlinks make it differ, its canonical form.
-fn push_with_canonical(
-    canon: &mut Canon,
-    list: &mut Vec<PathEntry>,
-    seen: &mut BTreeSet<PathBuf>,
-    path: PathBuf,
-    dir: bool,
-    reason: &str,
-) {
-    let e = entry(path.clone(), dir, reason);
-    // A path that does not exist has no canonical form (`canonicalize`
-    // fails on it): skip the per-component `readlink` walk, which is most
-    // of the resolution time for the (mostly absent) deny-read table.
-    let canonical = match e.kind {
-        PathKind::Missing => None,
-        _ => canon.of(&path),
-    };
-    push_unique(list, seen, e);
-    if let Some(c) = canonical {
-        if c != path {
-            push_unique(list, seen, entry(c, dir, reason));
-        }
-    }
-}
-
+/// Every workspace `.env` file (see [`super::env_scan`]); what could not
+/// be scanned goes to `unmasked`.
 fn scan_env_files(
     canon: &mut Canon,
     workspace: &Path,
     out: &mut Vec<PathEntry>,
     seen: &mut BTreeSet<PathBuf>,
-    notes: &mut Vec<String>,
+    unmasked: &mut Vec<String>,
 ) {
-    let mut count = 0usize;
-    let walker = walkdir::WalkDir::new(workspace)
-        .max_depth(ENV_SCAN_MAX_DEPTH)
-        .follow_links(false)
-        .into_iter()
-        .filter_entry(|d| {
-            d.depth() == 0
-                || !(d.file_type().is_dir() && ENV_SCAN_SKIP.iter().any(|s| d.file_name() == *s))
-        });
-    for d in walker.flatten() {
-        count += 1;
-        if count > ENV_SCAN_MAX_ENTRIES {
-            notes.push(format!(
-                "the .env scan stopped after {ENV_SCAN_MAX_ENTRIES} entries; deeper .env files are not masked"
-            ));
-            break;
-        }
-        if d.file_type().is_dir() {
-            continue;
-        }
-        if d.file_name().to_str().is_some_and(tables::is_env_file_name) {
-            push_with_canonical(
-                canon,
-                out,
-                seen,
-                d.path().to_path_buf(),
-                false,
-                tables::ENV_FILE_REASON,
-            );
-        }
+    let scan = super::env_scan::scan_cached(workspace);
+    for f in scan.files {
+        push_with_canonical(canon, out, seen, f, false, tables::ENV_FILE_REASON);
     }
+    unmasked.extend(scan.unmasked);
 }
 
 fn cache_roots(policy: &SandboxPolicy, facts: &HostFacts) -> Vec<(PathBuf, &'static str)> {
@@ -529,6 +260,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
     // Deny-read paths.
     let mut deny_read = Vec::new();
     let mut seen_deny = BTreeSet::new();
+    let mut unmasked = Vec::new();
     if policy.mode != SandboxMode::DangerFullAccess {
         let mut canon = Canon::default();
         for t in tables::DENY_READ {
@@ -551,7 +283,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
             &workspace,
             &mut deny_read,
             &mut seen_deny,
-            &mut notes,
+            &mut unmasked,
         );
     }
 
@@ -567,6 +299,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
         env: policy.env.clone(),
         landlock: policy.landlock,
         notes,
+        unmasked,
     })
 }
 

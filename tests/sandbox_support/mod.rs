@@ -317,6 +317,11 @@ impl Fx {
             .current_dir(&self.ws)
             .env("HOME", &self.home)
             .env("GIT_CONFIG_NOSYSTEM", "1")
+            // A fresh machine: no per-user codewhale directory exists yet
+            // (a run must never depend on an earlier command making it).
+            // Neither directory exists; the host creates what it needs.
+            .env("TMPDIR", self.root.join("host-tmp"))
+            .env("XDG_RUNTIME_DIR", self.root.join("host-runtime"))
             // Hermetic: no cache roots of the real user become writable.
             .env_remove("CARGO_HOME")
             .env_remove("XDG_CACHE_HOME")

@@ -186,5 +186,6 @@ pub fn resolved(c: Cell) -> ResolvedPolicy {
         env: EnvPolicy::default(),
         landlock: Default::default(),
         notes: Vec::new(),
+        unmasked: Vec::new(),
     }
 }

@@ -55,6 +55,9 @@ impl Fixture {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", &self.home)
             .env("CODEWHALE_HOME", &self.cw_home)
+            // A fresh machine: no per-user codewhale directory exists yet.
+            .env("TMPDIR", self.root.join("host-tmp"))
+            .env("XDG_RUNTIME_DIR", self.root.join("host-runtime"))
             .current_dir(&self.ws)
             .stdin(std::process::Stdio::null());
         c

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
 type S = AxState<Arc<State>>;
@@ -192,13 +192,29 @@ async fn run(AxState(st): S, headers: HeaderMap, Json(body): Json<Value>) -> Res
         ] {
             let (tx, st) = (tx.clone(), st.clone());
             readers.push(tokio::spawn(async move {
-                let Some(pipe) = pipe else { return };
-                let mut lines = BufReader::new(pipe).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let ev = json!({"type": kind, "text": line, "timestamp": now_ms()});
-                    if tx.send(Ok(frame(&st, ev))).await.is_err() {
-                        break;
+                let Some(mut pipe) = pipe else { return };
+                // execd's `readFromPos` (components/execd/pkg/runtime/
+                // command_common.go): `\n` and `\r` both end a line (a
+                // `\r\n` pair once), the text goes without its terminator,
+                // a blank line is sent as "\n", and the unterminated rest
+                // is flushed when the command ends.
+                let mut split = LineSplit::default();
+                let mut buf = [0u8; 4096];
+                loop {
+                    let n = match pipe.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    for text in split.feed(&buf[..n]) {
+                        let ev = json!({"type": kind, "text": text, "timestamp": now_ms()});
+                        if tx.send(Ok(frame(&st, ev))).await.is_err() {
+                            return;
+                        }
                     }
+                }
+                if let Some(text) = split.finish() {
+                    let ev = json!({"type": kind, "text": text, "timestamp": now_ms()});
+                    let _ = tx.send(Ok(frame(&st, ev))).await;
                 }
             }));
         }
@@ -212,7 +228,7 @@ async fn run(AxState(st): S, headers: HeaderMap, Json(body): Json<Value>) -> Res
                     if tx
                         .send(Ok(frame(
                             &st,
-                            json!({"type": "ping", "timestamp": now_ms()}),
+                            json!({"type": "ping", "text": "pong", "timestamp": now_ms()}),
                         )))
                         .await
                         .is_err()
@@ -305,61 +321,117 @@ async fn interrupt(AxState(st): S, RawQuery(q): RawQuery, headers: HeaderMap) ->
     }
 }
 
+/// `POST /files/upload` as execd's `UploadFile`
+/// (`components/execd/pkg/web/controller/filesystem_upload.go`): the form
+/// is parsed as Go's `mime/multipart` does (`Reader.ReadForm`): a part
+/// with a `filename` in its Content-Disposition is a *file*, one without is
+/// a *value*. execd reads only `form.File["metadata"]` and
+/// `form.File["file"]`, so a metadata part sent without a filename is
+/// invisible to it: `400 INVALID_FILE_METADATA "metadata file is missing"`.
+/// Metadata and file parts are paired by index and must be equally many.
 async fn upload(AxState(st): S, headers: HeaderMap, mut mp: Multipart) -> Response {
     st.record("execd", "POST", "/files/upload", "", &headers, None);
     if let Err(r) = check(&st, &headers, "/files/upload") {
         return r;
     }
-    let mut meta: Option<Value> = None;
-    while let Ok(Some(field)) = mp.next_field().await {
-        match field.name().unwrap_or("") {
-            "metadata" => {
-                let text = field.text().await.unwrap_or_default();
-                match serde_json::from_str::<Value>(&text) {
-                    Ok(v) => {
-                        st.lock().upload_metadata.push(v.clone());
-                        meta = Some(v);
-                    }
-                    Err(e) => {
-                        return error(StatusCode::BAD_REQUEST, "INVALID_METADATA", &e.to_string())
-                    }
-                }
+    // form.File[name], in order; values (no filename) are kept apart and
+    // never read, as execd never reads form.Value.
+    let mut metadata_files: Vec<Bytes> = Vec::new();
+    let mut file_files: Vec<Bytes> = Vec::new();
+    let mut values: Vec<String> = Vec::new();
+    loop {
+        let field = match mp.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => {
+                // c.ctx.MultipartForm() failed.
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "INVALID_FILE",
+                    &format!("multipart form is empty ({e})"),
+                );
             }
-            "file" => {
-                let Some(m) = meta.take() else {
-                    return error(
-                        StatusCode::BAD_REQUEST,
-                        "INVALID_REQUEST",
-                        "file part without metadata part",
-                    );
-                };
-                let Some(path) = m
-                    .get("path")
-                    .and_then(Value::as_str)
-                    .and_then(|p| inside_root(&st, p))
-                else {
-                    return error(
-                        StatusCode::BAD_REQUEST,
-                        "INVALID_PATH",
-                        "path missing or outside the sandbox root",
-                    );
-                };
-                let bytes = field.bytes().await.unwrap_or_default();
-                if let Some(parent) = path.parent() {
-                    let _ = std::fs::create_dir_all(parent);
-                }
-                if let Err(e) = std::fs::write(&path, &bytes) {
-                    return error(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "RUNTIME_ERROR",
-                        &e.to_string(),
-                    );
-                }
-                if let Some(mode) = m.get("mode").and_then(Value::as_u64) {
-                    set_mode(&path, &mode.to_string());
-                }
+        };
+        let name = field.name().unwrap_or("").to_string();
+        let is_file = field.file_name().is_some();
+        let bytes = field.bytes().await.unwrap_or_default();
+        match (is_file, name.as_str()) {
+            (true, "metadata") => metadata_files.push(bytes),
+            (true, "file") => file_files.push(bytes),
+            (true, _) => {}
+            (false, _) => values.push(name),
+        }
+    }
+    if !values.is_empty() {
+        st.lock().upload_value_parts.extend(values);
+    }
+    if metadata_files.is_empty() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_FILE_METADATA",
+            "metadata file is missing",
+        );
+    }
+    if file_files.is_empty() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_FILE_CONTENT",
+            "file is missing",
+        );
+    }
+    if metadata_files.len() != file_files.len() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_FILE",
+            &format!(
+                "metadata and file count mismatch: {} vs {}",
+                metadata_files.len(),
+                file_files.len()
+            ),
+        );
+    }
+    for (meta, bytes) in metadata_files.iter().zip(&file_files) {
+        let m: Value = match serde_json::from_slice(meta) {
+            Ok(v) => v,
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "INVALID_FILE_METADATA",
+                    &format!("invalid metadata format. {e}"),
+                )
             }
-            _ => {}
+        };
+        st.lock().upload_metadata.push(m.clone());
+        let Some(raw) = m
+            .get("path")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+        else {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "INVALID_FILE_METADATA",
+                "metadata path is empty",
+            );
+        };
+        let Some(path) = inside_root(&st, raw) else {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "INVALID_PATH",
+                "path outside the fake's sandbox root",
+            );
+        };
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        if let Err(e) = std::fs::write(&path, bytes) {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "RUNTIME_ERROR",
+                &e.to_string(),
+            );
+        }
+        if let Some(mode) = m.get("mode").and_then(Value::as_u64) {
+            set_mode(&path, &mode.to_string());
         }
     }
     StatusCode::OK.into_response()
@@ -404,5 +476,38 @@ async fn download(AxState(st): S, RawQuery(q): RawQuery, headers: HeaderMap) -> 
         )
             .into_response(),
         Err(_) => error(StatusCode::NOT_FOUND, "FILE_NOT_FOUND", "file not found"),
+    }
+}
+
+/// Line splitting as execd's `readFromPos` does it.
+#[derive(Default)]
+struct LineSplit {
+    buf: Vec<u8>,
+    last_cr: bool,
+}
+
+impl LineSplit {
+    fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        for &b in bytes {
+            if b == b'\n' || b == b'\r' {
+                if !self.buf.is_empty() {
+                    out.push(String::from_utf8_lossy(&self.buf).into_owned());
+                    self.buf.clear();
+                } else if !(b == b'\n' && self.last_cr) {
+                    out.push("\n".to_string());
+                }
+                self.last_cr = b == b'\r';
+                continue;
+            }
+            self.last_cr = false;
+            self.buf.push(b);
+        }
+        out
+    }
+
+    fn finish(&mut self) -> Option<String> {
+        (!self.buf.is_empty())
+            .then(|| String::from_utf8_lossy(&std::mem::take(&mut self.buf)).into_owned())
     }
 }

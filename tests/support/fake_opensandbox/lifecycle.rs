@@ -46,13 +46,18 @@ fn query_pairs(q: &Option<String>) -> Vec<(String, String)> {
         .collect()
 }
 
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
 fn sandbox_json(id: &str, s: &Sbx) -> Value {
     json!({
         "id": id,
         "status": {"state": s.state, "reason": "fake", "message": "fake sandbox"},
         "metadata": s.metadata,
         "entrypoint": s.entrypoint,
-        "expiresAt": "2030-01-01T00:00:00Z",
+        "expiresAt": s.expires_at.map(rfc3339),
         "createdAt": "2026-01-01T00:00:00Z",
     })
 }
@@ -125,7 +130,13 @@ async fn create(AxState(st): S, headers: HeaderMap, Json(body): Json<Value>) -> 
     let mut sh = st.lock();
     sh.next_id += 1;
     let id = format!("sbx-{}", sh.next_id);
+    // `timeout` seconds from now; `null` = manual cleanup (no expiry).
+    let expires_at = body
+        .get("timeout")
+        .and_then(Value::as_i64)
+        .map(|t| time::OffsetDateTime::now_utc() + time::Duration::seconds(t));
     let s = Sbx {
+        expires_at,
         state: "Pending".into(),
         polls: 0,
         metadata,
@@ -213,14 +224,51 @@ async fn renew(
     if let Err(r) = auth(&headers) {
         return r;
     }
-    if !st.lock().sandboxes.contains_key(&id) {
+    // As the lifecycle server: `ensure_future_expiration`
+    // (server/src/services/validators.py) only requires a future time —
+    // a *shorter* expiry is accepted (recorded here as a violation of the
+    // client's rule never to shorten); a sandbox without expiry cannot
+    // gain one (409, server/src/services/docker.py `renew_expiration`).
+    let Some(new) = body.get("expiresAt").and_then(Value::as_str).and_then(|s| {
+        time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+    }) else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "INVALID_REQUEST",
+            "expiresAt must be an RFC 3339 date-time",
+        );
+    };
+    if new <= time::OffsetDateTime::now_utc() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_EXPIRATION",
+            "New expiration time must be in the future.",
+        );
+    }
+    let mut sh = st.lock();
+    let Some(sbx) = sh.sandboxes.get_mut(&id) else {
         return error(
             StatusCode::NOT_FOUND,
             "SANDBOX_NOT_FOUND",
             "no such sandbox",
         );
+    };
+    let Some(current) = sbx.expires_at else {
+        return error(
+            StatusCode::CONFLICT,
+            "INVALID_EXPIRATION",
+            &format!("Sandbox {id} does not have automatic expiration enabled."),
+        );
+    };
+    sbx.expires_at = Some(new);
+    if new < current {
+        sh.violations.push(format!(
+            "renew of {id} shortened its life from {} to {}",
+            rfc3339(current),
+            rfc3339(new)
+        ));
     }
-    Json(json!({"expiresAt": body["expiresAt"]})).into_response()
+    Json(json!({"expiresAt": rfc3339(new)})).into_response()
 }
 
 async fn endpoint(

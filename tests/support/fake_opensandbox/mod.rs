@@ -78,6 +78,8 @@ pub struct Sbx {
     pub polls: usize,
     pub metadata: BTreeMap<String, String>,
     pub entrypoint: Value,
+    /// `None`: created with `timeout: null` (manual cleanup, no expiry).
+    pub expires_at: Option<time::OffsetDateTime>,
 }
 
 #[derive(Default)]
@@ -85,6 +87,9 @@ pub struct Shared {
     pub requests: Vec<Recorded>,
     /// Upload `metadata` parts (FileMetadata JSON).
     pub upload_metadata: Vec<Value>,
+    /// Names of upload parts sent without a filename (Go puts them in
+    /// `form.Value`, which execd never reads).
+    pub upload_value_parts: Vec<String>,
     pub violations: Vec<String>,
     pub sandboxes: BTreeMap<String, Sbx>,
     pub deleted: Vec<String>,

@@ -70,6 +70,7 @@ impl InsideBwrapLandlock {
         policy.deny_read.clear();
         policy.homes.clear();
         policy.notes.clear();
+        policy.unmasked.clear();
         policy.env = Default::default();
         InsideBwrapLandlock { policy, max_abi }
     }

@@ -257,7 +257,12 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
     }
 
     let mut masked = Vec::new();
-    let mut skipped = Vec::new();
+    // Deny-read paths resolution could not establish: not masked, so partial.
+    let mut skipped: Vec<PartialItem> = policy
+        .unmasked
+        .iter()
+        .map(|n| PartialItem::new(Shortfall::DenyRead, n.clone()))
+        .collect();
     for e in &policy.deny_read {
         absolute(&e.path)?;
         match e.kind {

@@ -23,13 +23,24 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// Read-only, empty sources for placeholder mounts, in a per-user
-/// directory only we can write (checked, since the temp dir is shared).
-pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
+/// The per-user base directory (see [`crate::host::backends::bwrap::placeholder_base`]),
+/// created when missing and checked to be ours and private.
+///
+/// Every entry point of this module goes through here first: on a fresh
+/// machine (first run, a tmpfs `/tmp` after a reboot, a tmp cleaner) the
+/// directory does not exist, and the root locks live in it.
+fn ensure_base() -> Result<PathBuf, HostError> {
+    use std::os::unix::fs::DirBuilderExt;
     let uid = nix::unistd::getuid().as_raw();
     let base = crate::host::backends::bwrap::placeholder_base();
     let io = |what: &str, e| HostError::io(format!("{what} {}", base.display()), e);
-    match std::fs::create_dir(&base) {
+    // Recursive: a `$TMPDIR` that does not exist yet is created too (0700
+    // for every component created here; existing ones are left alone).
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&base)
+    {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(io("creating", e)),
@@ -45,6 +56,14 @@ pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
     // Each mode is set only when it differs: a `chmod` to the same mode
     // still writes the inode (ctime), and this runs on every spawn.
     set_mode(&base, &meta, 0o700).map_err(|e| io("securing", e))?;
+    Ok(base)
+}
+
+/// Read-only, empty sources for placeholder mounts, in a per-user
+/// directory only we can write (checked, since the temp dir is shared).
+pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
+    let base = ensure_base()?;
+    let io = |what: &str, e| HostError::io(format!("{what} {}", base.display()), e);
     let (file, dir) = crate::host::backends::bwrap::placeholder_sources();
     if !file.is_file() {
         std::fs::write(&file, b"").map_err(|e| io("creating placeholder in", e))?;
@@ -153,11 +172,10 @@ impl Guard {
     /// Lock `roots` (shared): from now on no other run removes
     /// placeholders there, so what resolution saw stays true.
     pub fn enter(roots: &[PathBuf]) -> Result<Guard, HostError> {
-        // The locks live beside the placeholder sources: create (and check
-        // the owner of) that directory first, or the first run on a fresh
-        // machine fails to open its lock file.
-        sources()?;
-        let base = crate::host::backends::bwrap::placeholder_base();
+        if roots.is_empty() {
+            return Ok(Guard { roots: Vec::new() });
+        }
+        let base = ensure_base()?;
         let mut sorted: Vec<&PathBuf> = roots.iter().collect();
         sorted.sort();
         sorted.dedup();

@@ -198,6 +198,15 @@ fn plan_new(
     plan_err: impl Fn(String) -> HostError,
 ) -> Result<Entry, HostError> {
     sweep_leftovers();
+    // A `$TMPDIR` that does not exist yet (fresh machine, cleaned tmp) is
+    // created rather than failing the run; private to us, as `mktemp -d` would.
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(std::env::temp_dir());
+    }
     let tmp = tempfile::Builder::new()
         .prefix(&format!("{RUN_DIR_PREFIX}{}-", std::process::id()))
         .tempdir()

@@ -284,6 +284,13 @@ pub fn enforcement(
             .map(|d| PartialItem::new(Shortfall::LandlockRight, format!("dropped: {d}"))),
     );
     partial.extend(policy_items(&policy.notes));
+    // Deny-read paths resolution could not establish (a .env not masked).
+    partial.extend(
+        policy
+            .unmasked
+            .iter()
+            .map(|n| PartialItem::new(Shortfall::DenyRead, n.clone())),
+    );
     if !bounding_set_clearable() {
         partial.push(PartialItem::new(
             Shortfall::CapabilityBoundingSet,

@@ -304,6 +304,12 @@ impl OpenSandboxSession {
                 .map(|n| PartialItem::new(Shortfall::Remote, n)),
         );
         partial.extend(policy_items(&resolved.notes));
+        partial.extend(
+            resolved
+                .unmasked
+                .iter()
+                .map(|n| PartialItem::new(Shortfall::DenyRead, n.clone())),
+        );
         Enforcement {
             backend: BackendKind::Opensandbox,
             mode: resolved.mode,

@@ -178,7 +178,8 @@ impl ExecdClient {
         Ok(())
     }
 
-    /// `POST /files/upload` of one file (metadata part, then file part).
+    /// `POST /files/upload` of one file: a `metadata` file part (the
+    /// `FileMetadata` JSON), then the `file` part; both carry a filename.
     pub async fn upload(
         &self,
         meta: &FileMetadata,
@@ -197,7 +198,13 @@ impl ExecdClient {
         let form = reqwest::multipart::Form::new()
             .part(
                 "metadata",
+                // A file part (with a filename), as the official SDKs send
+                // it: execd reads `form.File["metadata"]`, and Go's
+                // multipart parser files a part without a filename under
+                // the form's values, where execd never looks (400
+                // INVALID_FILE_METADATA "metadata file is missing").
                 reqwest::multipart::Part::text(meta_json)
+                    .file_name("metadata.json")
                     .mime_str("application/json")
                     .map_err(bad_mime)?,
             )

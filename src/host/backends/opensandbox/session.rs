@@ -38,6 +38,38 @@ pub struct OpenSandboxSession {
     pub(super) synced_up: usize,
     pub(super) notes: Vec<String>,
     recreated: bool,
+    /// The sandbox's expiry as the server last reported it (`expiresAt` of
+    /// `GET /sandboxes/{id}`), pushed forward by every renewal we make.
+    expires_at: Option<time::OffsetDateTime>,
+}
+
+/// Parse an `expiresAt` value (RFC 3339); `None` when absent or unreadable.
+fn parse_expiry(s: Option<&str>) -> Option<time::OffsetDateTime> {
+    time::OffsetDateTime::parse(s?, &time::format_description::well_known::Rfc3339).ok()
+}
+
+/// The expiry to ask for before a command, or `None` to leave the sandbox
+/// alone. The lifecycle server accepts any future time, *shorter ones
+/// included* (`ensure_future_expiration` in
+/// `server/src/services/validators.py` only checks "in the future"), so
+/// renewing a sandbox that already lives longer (a kept sandbox created
+/// with a larger `timeout_s`, or renewed by another run) would cut its
+/// life short: never ask for less than it has.
+pub fn renew_target(
+    known: Option<time::OffsetDateTime>,
+    now: time::OffsetDateTime,
+    ttl_s: u64,
+) -> Option<time::OffsetDateTime> {
+    let mut target = now + time::Duration::seconds(ttl_s as i64);
+    // Sent with whole seconds (`lifecycle::rfc3339`): round up, so the
+    // truncation cannot pull the expiry below what the TTL promises.
+    if target.nanosecond() > 0 {
+        target = target.replace_nanosecond(0).unwrap_or(target) + time::Duration::SECOND;
+    }
+    match known {
+        Some(k) if k >= target => None,
+        _ => Some(target),
+    }
 }
 
 /// Labels identifying the sandbox of this workspace and network setting.
@@ -83,11 +115,11 @@ impl OpenSandboxSession {
         if cfg.keep {
             reuse = lifecycle.find(&labels).await?.into_iter().next();
         }
-        let (id, execd) = match reuse {
+        let (id, (execd, expires_at)) = match reuse {
             Some(sbx) => match Self::attach(cfg, &lifecycle, &sbx.id).await {
-                Ok(execd) => {
+                Ok(attached) => {
                     notes.push(format!("reused sandbox {}", sbx.id));
-                    (sbx.id, execd)
+                    (sbx.id, attached)
                 }
                 Err(e) if e.is_gone() || matches!(e, OpenSandboxError::SandboxDead { .. }) => {
                     notes.push(format!(
@@ -110,6 +142,7 @@ impl OpenSandboxSession {
             synced_up: 0,
             notes,
             recreated: false,
+            expires_at,
         })
     }
 
@@ -121,10 +154,10 @@ impl OpenSandboxSession {
         cfg: &OpenSandboxConfig,
         lifecycle: &LifecycleClient,
         resolved: &ResolvedPolicy,
-    ) -> Result<(String, ExecdClient), OpenSandboxError> {
+    ) -> Result<(String, (ExecdClient, Option<time::OffsetDateTime>)), OpenSandboxError> {
         let created = lifecycle.create(&create_request(cfg, resolved)).await?;
         match Self::attach(cfg, lifecycle, &created.id).await {
-            Ok(execd) => Ok((created.id, execd)),
+            Ok(attached) => Ok((created.id, attached)),
             Err(e) => {
                 // Never leave a half-started sandbox behind, even with
                 // `keep`: keeping is for sandboxes that work.
@@ -135,17 +168,26 @@ impl OpenSandboxSession {
     }
 
     /// Wait for `Running`, get the execd endpoint, wait for `/ping`.
+    /// Also returns the sandbox's expiry as the server reports it.
     async fn attach(
         cfg: &OpenSandboxConfig,
         lifecycle: &LifecycleClient,
         id: &str,
-    ) -> Result<ExecdClient, OpenSandboxError> {
+    ) -> Result<(ExecdClient, Option<time::OffsetDateTime>), OpenSandboxError> {
         let deadline = Instant::now() + Duration::from_secs(cfg.ready_timeout_s);
         let interval = Duration::from_millis(cfg.poll_interval_ms);
+        let expires_at;
         loop {
-            let SandboxInfo { status, .. } = lifecycle.get(id).await?;
+            let SandboxInfo {
+                status,
+                expires_at: exp,
+                ..
+            } = lifecycle.get(id).await?;
             match status.state.as_str() {
-                "Running" => break,
+                "Running" => {
+                    expires_at = parse_expiry(exp.as_deref());
+                    break;
+                }
                 "Failed" | "Terminated" | "Stopping" => {
                     return Err(OpenSandboxError::SandboxDead {
                         id: id.to_string(),
@@ -177,7 +219,7 @@ impl OpenSandboxSession {
         let execd = ExecdClient::new(cfg, &ep)?;
         loop {
             match execd.ping().await {
-                Ok(()) => return Ok(execd),
+                Ok(()) => return Ok((execd, expires_at)),
                 Err(e @ OpenSandboxError::Auth { .. }) => return Err(e),
                 Err(e) if Instant::now() >= deadline => {
                     return Err(OpenSandboxError::NotReady {
@@ -195,7 +237,7 @@ impl OpenSandboxSession {
 
     /// Push the expiration out to a full TTL from now before every command
     /// (one small lifecycle call), so a long session never expires under
-    /// us. A sandbox that vanished (404) is recreated once and the
+    /// us — but never pull it in (see [`renew_target`]). A sandbox that vanished (404) is recreated once and the
     /// workspace uploaded again.
     pub(super) async fn keep_alive(
         &mut self,
@@ -204,19 +246,33 @@ impl OpenSandboxSession {
         let Some(ttl) = self.cfg.timeout_s else {
             return Ok(());
         };
-        let until = time::OffsetDateTime::now_utc() + time::Duration::seconds(ttl as i64);
-        match self.lifecycle.renew(&self.sandbox_id, until).await {
-            Ok(()) => {}
+        let step = match renew_target(self.expires_at, time::OffsetDateTime::now_utc(), ttl) {
+            Some(until) => self
+                .lifecycle
+                .renew(&self.sandbox_id, until)
+                .await
+                .map(|()| Some(until)),
+            // It already lives longer than a renewal would make it: only
+            // check it is still there (and learn its current expiry).
+            None => self
+                .lifecycle
+                .get(&self.sandbox_id)
+                .await
+                .map(|info| parse_expiry(info.expires_at.as_deref())),
+        };
+        match step {
+            Ok(exp) => self.expires_at = exp.or(self.expires_at),
             Err(e) if e.is_gone() && !self.recreated => {
                 self.recreated = true;
                 self.notes.push(format!(
                     "sandbox {} disappeared; recreated it and uploaded the workspace again",
                     self.sandbox_id
                 ));
-                let (id, execd) =
+                let (id, (execd, expires_at)) =
                     Self::create_and_attach(&self.cfg, &self.lifecycle, resolved).await?;
                 self.sandbox_id = id;
                 self.execd = execd;
+                self.expires_at = expires_at;
                 self.baseline = None;
             }
             // 409: the sandbox cannot be renewed in its state (e.g. the
@@ -488,5 +544,51 @@ pub fn terminal_code(ev: &StreamEvent) -> Result<i32, OpenSandboxError> {
             call: "POST /command".into(),
             detail: format!("{other:?} is not a terminal event"),
         }),
+    }
+}
+
+#[cfg(test)]
+mod renew_tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn renewal_never_shortens_a_sandbox_life() {
+        let now = datetime!(2026-01-01 12:00 UTC);
+        // Unknown expiry, or one sooner than a full TTL: renew to now + TTL.
+        assert_eq!(
+            renew_target(None, now, 3600),
+            Some(datetime!(2026-01-01 13:00 UTC))
+        );
+        assert_eq!(
+            renew_target(Some(datetime!(2026-01-01 12:10 UTC)), now, 3600),
+            Some(datetime!(2026-01-01 13:00 UTC))
+        );
+        // Already living longer (kept sandbox created with a larger TTL):
+        // a renewal would cut it short, so none is sent.
+        assert_eq!(
+            renew_target(Some(datetime!(2026-01-02 00:00 UTC)), now, 3600),
+            None
+        );
+        assert_eq!(
+            renew_target(Some(datetime!(2026-01-01 13:00 UTC)), now, 3600),
+            None
+        );
+        // Sub-second now: rounded up, never truncated below now + TTL.
+        let now = datetime!(2026-01-01 12:00:00.4 UTC);
+        assert_eq!(
+            renew_target(Some(datetime!(2026-01-01 13:00:00.2 UTC)), now, 3600),
+            Some(datetime!(2026-01-01 13:00:01 UTC))
+        );
+    }
+
+    #[test]
+    fn expiry_is_read_from_rfc3339() {
+        assert_eq!(
+            parse_expiry(Some("2030-01-01T00:00:00Z")),
+            Some(datetime!(2030-01-01 00:00 UTC))
+        );
+        assert_eq!(parse_expiry(Some("soon")), None);
+        assert_eq!(parse_expiry(None), None);
     }
 }

@@ -109,6 +109,12 @@ fn enforcement(
         .map(|n| PartialItem::new(Shortfall::SeatbeltProfile, n.clone()))
         .collect();
     partial.extend(policy_items(&resolved.notes));
+    partial.extend(
+        resolved
+            .unmasked
+            .iter()
+            .map(|n| PartialItem::new(Shortfall::DenyRead, n.clone())),
+    );
     partial.push(PartialItem::new(
         Shortfall::Supervision,
         "no parent-death signal on macOS: if codewhale is killed, the command (and a descendant that called setsid itself) can outlive the run",

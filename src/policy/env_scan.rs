@@ -1,0 +1,776 @@
+//! Finding every workspace `.env` / `.env.*` file, at any depth, in any
+//! repository size — and saying so when one could not be looked for.
+//!
+//! There is no depth or entry bound: a bound would leave a secret readable
+//! while the report said `full`. Whatever the walk cannot read (a
+//! directory it may not list, an entry whose type it cannot learn) is
+//! returned in [`EnvScan::unmasked`], which every backend adds to the
+//! run's `partial` list.
+//!
+//! Cost: a one-shot call walks the tree once (`readdir` per directory,
+//! entry types from `d_type`, no `stat` per file), like `find` pruned the
+//! same way. A long-lived process (the agent loop) keeps an
+//! [`EnvScanCache`] per workspace: on the next call each directory is
+//! `lstat`ed and, when its identity and mtime are unchanged, its listing
+//! is reused without reading it. A directory's mtime changes whenever an
+//! entry is created, removed or renamed in it — exactly the events that
+//! can add a `.env` or a subdirectory. File contents do not matter here.
+//!
+//! Racy timestamps: a directory changed within [`RACY_WINDOW`] of the scan
+//! that listed it could change again within the same timestamp tick
+//! without its mtime moving, so such a listing is never trusted and is
+//! read again next time (git's racy-index rule).
+
+use super::tables;
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+/// Directories never descended into when looking for workspace `.env`
+/// files: large, generated, and not where secrets are kept.
+pub const ENV_SCAN_SKIP: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    "dist",
+    "build",
+    ".cache",
+];
+
+/// A listing made this close to a directory's last change is re-read on
+/// the next call (covers filesystems with 1–2 s timestamp granularity).
+pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// The result of one scan.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EnvScan {
+    /// Every `.env`/`.env.*` entry found (sorted), as paths under the root.
+    pub files: Vec<PathBuf>,
+    /// What could not be scanned, one line each, naming the path and the
+    /// reason: `.env` files there are not masked.
+    pub unmasked: Vec<String>,
+}
+
+/// What changed between two cached scans (for tests and benchmarks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Directories whose listing was read (`readdir`).
+    pub listed: usize,
+    /// Directories whose cached listing was reused after one `lstat`.
+    pub reused: usize,
+}
+
+/// Identity and change time of a directory, from `lstat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+}
+
+#[derive(Clone, Debug)]
+struct Listing {
+    stamp: Stamp,
+    /// Whether the listing was made too close to the directory's mtime.
+    racy: bool,
+    subdirs: Vec<OsString>,
+    env_files: Vec<OsString>,
+    /// Entries whose type could not be read (named in `unmasked`).
+    problems: Vec<String>,
+    /// The directory itself could not be listed (watch mode keeps it to
+    /// retry on every call; named in `unmasked`).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    failed: Option<String>,
+}
+
+impl Listing {
+    #[cfg(target_os = "linux")]
+    fn failed(dir: &Path, stamp: Stamp, e: std::io::Error) -> Listing {
+        Listing {
+            stamp,
+            racy: true,
+            subdirs: Vec::new(),
+            env_files: Vec::new(),
+            problems: Vec::new(),
+            failed: Some(format!(
+                "could not list {} for .env files ({e}); a .env file there is not masked",
+                dir.display()
+            )),
+        }
+    }
+}
+
+/// Listings of one workspace's directories, keyed by path.
+#[derive(Debug, Default)]
+pub struct EnvScanCache {
+    dirs: HashMap<PathBuf, Listing>,
+    /// Scans done with this cache (the watch starts on the second: a
+    /// one-shot process never pays for it).
+    calls: u32,
+    /// Linux: an inotify watch on every listed directory, once the cache
+    /// is reused; then a call with no events costs one `read`.
+    #[cfg(target_os = "linux")]
+    watch: Option<watch::Watch>,
+    /// The watch could not be set up (watch limit, …): stamps only.
+    #[cfg(target_os = "linux")]
+    watch_failed: bool,
+    /// The last result (served as is while the watch reports nothing).
+    last: Option<EnvScan>,
+}
+
+#[cfg(unix)]
+fn stamp(meta: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    Stamp {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        mtime: (meta.mtime(), meta.mtime_nsec()),
+    }
+}
+
+#[cfg(not(unix))]
+fn stamp(meta: &std::fs::Metadata) -> Stamp {
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+        .map(|d| (d.as_secs() as i64, i64::from(d.subsec_nanos())))
+        .unwrap_or((0, 0));
+    Stamp {
+        dev: 0,
+        ino: 0,
+        mtime,
+    }
+}
+
+fn is_racy(meta: &std::fs::Metadata, now: SystemTime) -> bool {
+    match meta.modified() {
+        Ok(m) => m + RACY_WINDOW > now,
+        Err(_) => true,
+    }
+}
+
+fn skipped(name: &std::ffi::OsStr) -> bool {
+    ENV_SCAN_SKIP.iter().any(|s| name == *s)
+}
+
+/// Read one directory's listing.
+fn list(dir: &Path, stamp: Stamp, racy: bool) -> Result<Listing, std::io::Error> {
+    let mut l = Listing {
+        stamp,
+        racy,
+        subdirs: Vec::new(),
+        env_files: Vec::new(),
+        problems: Vec::new(),
+        failed: None,
+    };
+    for entry in std::fs::read_dir(dir)? {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                l.problems.push(format!(
+                    "could not finish listing {} for .env files ({e}); a .env file there may not be masked",
+                    dir.display()
+                ));
+                break;
+            }
+        };
+        let name = entry.file_name();
+        // `d_type`: no `stat` per entry on Linux.
+        let ft = match entry.file_type() {
+            Ok(ft) => ft,
+            Err(e) => {
+                l.problems.push(format!(
+                    "could not learn the type of {} ({e}); if it is a .env file or a directory holding one, it is not masked",
+                    entry.path().display()
+                ));
+                continue;
+            }
+        };
+        if ft.is_dir() {
+            if !skipped(&name) {
+                l.subdirs.push(name);
+            }
+        } else if name.to_str().is_some_and(tables::is_env_file_name) {
+            l.env_files.push(name);
+        }
+    }
+    l.subdirs.sort();
+    l.env_files.sort();
+    Ok(l)
+}
+
+impl EnvScanCache {
+    /// Scan `root`, reusing every listing whose directory did not change
+    /// since the previous call on this cache.
+    pub fn scan(&mut self, root: &Path) -> (EnvScan, ScanStats) {
+        self.calls += 1;
+        #[cfg(target_os = "linux")]
+        {
+            if let Some(r) = self.scan_watched(root) {
+                return r;
+            }
+            if self.calls >= 2 && self.watch.is_none() && !self.watch_failed {
+                match watch::Watch::new() {
+                    Ok(w) => self.watch = Some(w),
+                    Err(_) => self.watch_failed = true,
+                }
+            }
+        }
+        let r = self.scan_stamps(root);
+        self.last = Some(r.0.clone());
+        r
+    }
+
+    /// Every directory `lstat`ed; a listing reused when its stamp is unchanged.
+    fn scan_stamps(&mut self, root: &Path) -> (EnvScan, ScanStats) {
+        let now = SystemTime::now();
+        let mut out = EnvScan::default();
+        let mut stats = ScanStats::default();
+        let mut next: HashMap<PathBuf, Listing> = HashMap::with_capacity(self.dirs.len());
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            // Watch first, then look: a change after this point is reported.
+            #[cfg(target_os = "linux")]
+            self.watch_dir(&dir);
+            let meta = match std::fs::symlink_metadata(&dir) {
+                Ok(m) if m.is_dir() => m,
+                // Replaced by a file or a symlink since the parent was
+                // listed: nothing to descend into (a `.env` named so is
+                // found through the parent's next listing).
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir != root => continue,
+                Err(e) => {
+                    out.unmasked.push(format!(
+                        "could not scan {} for .env files ({e}); a .env file there is not masked",
+                        dir.display()
+                    ));
+                    continue;
+                }
+            };
+            let st = stamp(&meta);
+            let listing = match self.dirs.remove(&dir) {
+                Some(old) if old.stamp == st && !old.racy => {
+                    stats.reused += 1;
+                    old
+                }
+                _ => match list(&dir, st, is_racy(&meta, now)) {
+                    Ok(l) => {
+                        stats.listed += 1;
+                        l
+                    }
+                    Err(e) => {
+                        out.unmasked.push(format!(
+                            "could not list {} for .env files ({e}); a .env file there is not masked",
+                            dir.display()
+                        ));
+                        // Kept (racy, so re-read next time) for watch mode,
+                        // which retries failed listings on every call.
+                        #[cfg(target_os = "linux")]
+                        next.insert(dir.clone(), Listing::failed(&dir, st, e));
+                        continue;
+                    }
+                },
+            };
+            out.files
+                .extend(listing.env_files.iter().map(|n| dir.join(n)));
+            out.unmasked.extend(listing.problems.iter().cloned());
+            stack.extend(listing.subdirs.iter().rev().map(|n| dir.join(n)));
+            next.insert(dir, listing);
+        }
+        self.dirs = next;
+        out.files.sort();
+        (out, stats)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn watch_dir(&mut self, dir: &Path) {
+        if let Some(w) = self.watch.as_mut() {
+            if w.add(dir).is_err() {
+                // Out of watches (or not allowed): fall back to stamps for
+                // good; a directory we cannot watch must not be trusted.
+                self.watch = None;
+                self.watch_failed = true;
+            }
+        }
+    }
+
+    /// With a live watch: apply what changed since the last call and
+    /// return the result, or `None` to do a full stamp scan instead.
+    #[cfg(target_os = "linux")]
+    fn scan_watched(&mut self, root: &Path) -> Option<(EnvScan, ScanStats)> {
+        let w = self.watch.as_mut()?;
+        let last = self.last.clone()?;
+        let changes = match w.drain() {
+            Some(c) => c,
+            None => {
+                // Queue overflow or the root itself went away: start over.
+                self.watch = None;
+                self.dirs.clear();
+                return None;
+            }
+        };
+        if changes.dirty.is_empty() && last.unmasked.is_empty() {
+            let stats = ScanStats {
+                listed: 0,
+                reused: self.dirs.len(),
+            };
+            return Some((last, stats));
+        }
+        let mut stats = ScanStats::default();
+        // Directories that changed, and those that could not be listed
+        // last time (a mode change on them is reported on their parent).
+        let mut todo: Vec<PathBuf> = changes.dirty.into_iter().collect();
+        todo.extend(self.failed_dirs());
+        todo.sort();
+        todo.dedup();
+        for dir in todo {
+            if !dir.starts_with(root) {
+                continue;
+            }
+            self.relist(&dir, &mut stats);
+        }
+        let out = self.collect();
+        self.last = Some(out.clone());
+        stats.reused = self.dirs.len().saturating_sub(stats.listed);
+        Some((out, stats))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn failed_dirs(&self) -> Vec<PathBuf> {
+        self.dirs
+            .iter()
+            .filter(|(_, l)| l.failed.is_some())
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+
+    /// List `dir` again and walk any subdirectory that is new.
+    #[cfg(target_os = "linux")]
+    fn relist(&mut self, dir: &Path, stats: &mut ScanStats) {
+        let mut stack = vec![dir.to_path_buf()];
+        let mut first = true;
+        while let Some(d) = stack.pop() {
+            if !first && self.dirs.get(&d).is_some_and(|l| l.failed.is_none()) {
+                continue;
+            }
+            first = false;
+            self.watch_dir(&d);
+            stats.listed += 1;
+            let listing = match std::fs::symlink_metadata(&d) {
+                Ok(m) if m.is_dir() => match list(&d, stamp(&m), true) {
+                    Ok(l) => l,
+                    Err(e) => Listing::failed(&d, stamp(&m), e),
+                },
+                // Gone or replaced: the parent's listing no longer names it.
+                Ok(_) => {
+                    self.drop_subtree(&d);
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    self.drop_subtree(&d);
+                    continue;
+                }
+                Err(e) => Listing::failed(
+                    &d,
+                    Stamp {
+                        dev: 0,
+                        ino: 0,
+                        mtime: (0, 0),
+                    },
+                    e,
+                ),
+            };
+            // Subdirectories gone from this listing (removed, renamed
+            // away): forget what was cached below them.
+            if let Some(old) = self.dirs.get(&d) {
+                let removed: Vec<PathBuf> = old
+                    .subdirs
+                    .iter()
+                    .filter(|n| listing.subdirs.binary_search(n).is_err())
+                    .map(|n| d.join(n))
+                    .collect();
+                for r in removed {
+                    self.drop_subtree(&r);
+                }
+            }
+            stack.extend(listing.subdirs.iter().map(|n| d.join(n)));
+            self.dirs.insert(d, listing);
+        }
+    }
+
+    /// Forget (and stop watching) `top` and everything cached below it.
+    #[cfg(target_os = "linux")]
+    fn drop_subtree(&mut self, top: &Path) {
+        let gone: Vec<PathBuf> = self
+            .dirs
+            .keys()
+            .filter(|k| k.starts_with(top))
+            .cloned()
+            .collect();
+        for g in gone {
+            if let Some(w) = self.watch.as_mut() {
+                w.remove(&g);
+            }
+            self.dirs.remove(&g);
+        }
+    }
+
+    /// The result from the cached listings (memory only).
+    #[cfg(target_os = "linux")]
+    fn collect(&self) -> EnvScan {
+        let mut out = EnvScan::default();
+        for (dir, l) in &self.dirs {
+            out.files.extend(l.env_files.iter().map(|n| dir.join(n)));
+            out.unmasked.extend(l.problems.iter().cloned());
+            out.unmasked.extend(l.failed.iter().cloned());
+        }
+        out.files.sort();
+        out.unmasked.sort();
+        out
+    }
+
+    /// A cache that never sets up a watch (stamps only, as on other
+    /// systems or when the watch limit is reached).
+    pub fn stamps_only() -> EnvScanCache {
+        EnvScanCache {
+            #[cfg(target_os = "linux")]
+            watch_failed: true,
+            ..EnvScanCache::default()
+        }
+    }
+
+    /// Directories currently cached.
+    pub fn len(&self) -> usize {
+        self.dirs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod watch {
+    //! inotify on every cached directory: entries created, removed or
+    //! renamed in it, its own metadata (a mode change can make it
+    //! listable), and it disappearing.
+    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+    use std::collections::{BTreeSet, HashMap};
+    use std::path::{Path, PathBuf};
+
+    pub struct Watch {
+        ino: Inotify,
+        by_wd: HashMap<WatchDescriptor, PathBuf>,
+        by_path: HashMap<PathBuf, WatchDescriptor>,
+    }
+
+    impl std::fmt::Debug for Watch {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "Watch({} dirs)", self.by_path.len())
+        }
+    }
+
+    /// What happened since the last drain.
+    pub struct Changes {
+        pub dirty: BTreeSet<PathBuf>,
+    }
+
+    impl Watch {
+        pub fn new() -> nix::Result<Watch> {
+            Ok(Watch {
+                ino: Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?,
+                by_wd: HashMap::new(),
+                by_path: HashMap::new(),
+            })
+        }
+
+        pub fn add(&mut self, dir: &Path) -> nix::Result<()> {
+            if self.by_path.contains_key(dir) {
+                return Ok(());
+            }
+            let mask = AddWatchFlags::IN_CREATE
+                | AddWatchFlags::IN_DELETE
+                | AddWatchFlags::IN_MOVED_FROM
+                | AddWatchFlags::IN_MOVED_TO
+                | AddWatchFlags::IN_ATTRIB
+                | AddWatchFlags::IN_DELETE_SELF
+                | AddWatchFlags::IN_MOVE_SELF
+                | AddWatchFlags::IN_ONLYDIR
+                | AddWatchFlags::IN_DONT_FOLLOW;
+            match self.ino.add_watch(dir, mask) {
+                Ok(wd) => {
+                    self.by_wd.insert(wd, dir.to_path_buf());
+                    self.by_path.insert(dir.to_path_buf(), wd);
+                    Ok(())
+                }
+                // Not a directory any more, or gone: nothing to watch; its
+                // parent's events cover it.
+                Err(nix::errno::Errno::ENOTDIR | nix::errno::Errno::ENOENT) => Ok(()),
+                // Unreadable: listing it fails too and it is retried.
+                Err(nix::errno::Errno::EACCES) => Ok(()),
+                Err(e) => Err(e),
+            }
+        }
+
+        pub fn remove(&mut self, dir: &Path) {
+            if let Some(wd) = self.by_path.remove(dir) {
+                // A moved directory keeps its watch (one per inode): when
+                // the wd now belongs to the new path, only forget the old.
+                if self.by_wd.get(&wd).map(PathBuf::as_path) == Some(dir) {
+                    self.by_wd.remove(&wd);
+                    let _ = self.ino.rm_watch(wd);
+                }
+            }
+        }
+
+        /// Directories to list again; `None` when the queue overflowed
+        /// (events were lost: everything must be looked at again).
+        pub fn drain(&mut self) -> Option<Changes> {
+            let mut dirty = BTreeSet::new();
+            loop {
+                let events = match self.ino.read_events() {
+                    Ok(ev) => ev,
+                    Err(nix::errno::Errno::EAGAIN) => break,
+                    Err(_) => return None,
+                };
+                if events.is_empty() {
+                    break;
+                }
+                for ev in events {
+                    if ev.mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
+                        return None;
+                    }
+                    let Some(dir) = self.by_wd.get(&ev.wd).cloned() else {
+                        continue;
+                    };
+                    if ev.mask.contains(AddWatchFlags::IN_IGNORED) {
+                        self.by_wd.remove(&ev.wd);
+                        self.by_path.remove(&dir);
+                    }
+                    // Changes of the directory itself concern its parent's
+                    // listing too (moved, deleted, mode changed).
+                    if ev.name.is_none() {
+                        if let Some(parent) = dir.parent() {
+                            dirty.insert(parent.to_path_buf());
+                        }
+                    }
+                    dirty.insert(dir);
+                }
+            }
+            Some(Changes { dirty })
+        }
+    }
+}
+
+/// One cache per workspace root for this process: the agent, the TUI and
+/// the server resolve the same workspace on every call.
+static CACHES: Mutex<Option<HashMap<PathBuf, EnvScanCache>>> = Mutex::new(None);
+
+/// Scan `root` with this process's cache for it (see the module docs).
+pub fn scan_cached(root: &Path) -> EnvScan {
+    let mut guard = CACHES.lock().unwrap_or_else(|p| p.into_inner());
+    let caches = guard.get_or_insert_with(HashMap::new);
+    let cache = caches.entry(root.to_path_buf()).or_default();
+    cache.scan(root).0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn write(p: &Path) {
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, "S=1").unwrap();
+    }
+
+    /// Set a directory's mtime into the past so its listing is not racy.
+    fn age(p: &Path) {
+        let old = SystemTime::now() - Duration::from_secs(60);
+        fs::File::open(p).unwrap().set_modified(old).unwrap();
+    }
+
+    fn age_tree(root: &Path) {
+        for e in walkdir::WalkDir::new(root) {
+            let e = e.unwrap();
+            if e.file_type().is_dir() {
+                age(e.path());
+            }
+        }
+    }
+
+    #[test]
+    fn finds_env_files_at_any_depth_and_skips_dependency_dirs() {
+        let t = tempfile::tempdir().unwrap();
+        let mut deep = t.path().to_path_buf();
+        for i in 0..20 {
+            deep.push(format!("d{i}"));
+        }
+        write(&deep.join(".env"));
+        write(&t.path().join(".env.local"));
+        write(&t.path().join(".env.example"));
+        write(&t.path().join("node_modules/x/.env"));
+        write(&t.path().join("a/target/.env"));
+        let (s, _) = EnvScanCache::default().scan(t.path());
+        assert_eq!(
+            s.files,
+            vec![t.path().join(".env.local"), deep.join(".env")]
+                .into_iter()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+        );
+        assert!(s.unmasked.is_empty(), "{:?}", s.unmasked);
+    }
+
+    #[test]
+    fn a_warm_scan_lists_only_what_changed_and_sees_new_files() {
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..10 {
+            write(&t.path().join(format!("pkg{i}/src/main.rs")));
+        }
+        age_tree(t.path());
+        let mut c = EnvScanCache::stamps_only();
+        let (s, st) = c.scan(t.path());
+        assert!(s.files.is_empty());
+        assert_eq!(st.listed, 21);
+        let (_, st) = c.scan(t.path());
+        assert_eq!((st.listed, st.reused), (0, 21), "nothing changed");
+
+        // A new .env deep inside: only its directory is listed again.
+        write(&t.path().join("pkg3/src/.env"));
+        let (s, st) = c.scan(t.path());
+        assert_eq!(s.files, vec![t.path().join("pkg3/src/.env")]);
+        assert_eq!(st.listed, 1, "{st:?}");
+        // Just changed: racy, so listed once more, then trusted.
+        let (s, st) = c.scan(t.path());
+        assert_eq!(st.listed, 1);
+        assert_eq!(s.files.len(), 1);
+        age(&t.path().join("pkg3/src"));
+        let (_, st) = c.scan(t.path());
+        assert_eq!(st.listed, 1, "the aged dir's stamp changed: read once");
+        let (s, st) = c.scan(t.path());
+        assert_eq!((st.listed, s.files.len()), (0, 1));
+
+        // A new subdirectory holding a .env (made in one step, with an
+        // aged parent stamp): found through the parent's new mtime.
+        write(&t.path().join("pkg5/new/deeper/.env.production"));
+        let (s, _) = c.scan(t.path());
+        assert!(s
+            .files
+            .contains(&t.path().join("pkg5/new/deeper/.env.production")));
+        // Removed: gone from the result and from the cache.
+        fs::remove_dir_all(t.path().join("pkg5/new")).unwrap();
+        let (s, _) = c.scan(t.path());
+        assert_eq!(s.files, vec![t.path().join("pkg3/src/.env")]);
+    }
+
+    #[test]
+    fn a_renamed_directory_is_not_served_from_its_old_listing() {
+        let t = tempfile::tempdir().unwrap();
+        write(&t.path().join("a/x.txt"));
+        write(&t.path().join("b/.env"));
+        age_tree(t.path());
+        let mut c = EnvScanCache::stamps_only();
+        c.scan(t.path());
+        // Swap a and b: same names, other inodes.
+        fs::rename(t.path().join("a"), t.path().join("tmp")).unwrap();
+        fs::rename(t.path().join("b"), t.path().join("a")).unwrap();
+        fs::rename(t.path().join("tmp"), t.path().join("b")).unwrap();
+        age(t.path());
+        let (s, _) = c.scan(t.path());
+        assert_eq!(s.files, vec![t.path().join("a/.env")]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_unreadable_directory_is_named_as_not_masked() {
+        use std::os::unix::fs::PermissionsExt;
+        // Root reads every directory regardless of its mode.
+        if nix::unistd::geteuid().is_root() {
+            let t = tempfile::tempdir().unwrap();
+            // A path that cannot be listed as root either: a file posing
+            // as the root of the scan fails with ENOTDIR.
+            write(&t.path().join("f"));
+            let (s, _) = EnvScanCache::default().scan(&t.path().join("f/sub"));
+            assert_eq!(s.unmasked.len(), 1, "{:?}", s.unmasked);
+            assert!(s.unmasked[0].contains("f/sub"), "{:?}", s.unmasked);
+            return;
+        }
+        let t = tempfile::tempdir().unwrap();
+        write(&t.path().join("locked/.env"));
+        fs::set_permissions(t.path().join("locked"), fs::Permissions::from_mode(0o000)).unwrap();
+        let (s, _) = EnvScanCache::default().scan(t.path());
+        fs::set_permissions(t.path().join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(s.files.is_empty());
+        assert_eq!(s.unmasked.len(), 1, "{:?}", s.unmasked);
+        assert!(s.unmasked[0].contains("locked"), "{:?}", s.unmasked);
+        assert!(s.unmasked[0].contains("not masked"), "{:?}", s.unmasked);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_watch_serves_unchanged_calls_and_follows_every_change() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        for i in 0..5 {
+            write(&root.join(format!("p{i}/src/lib.rs")));
+        }
+        let mut c = EnvScanCache::default();
+        c.scan(&root); // one-shot: no watch yet
+        let (_, st) = c.scan(&root); // second call sets the watch up
+        assert!(st.listed + st.reused > 0);
+        assert!(c.watch.is_some(), "no inotify watch");
+        let (s, st) = c.scan(&root);
+        assert_eq!(st.listed, 0, "nothing changed: {st:?}");
+        assert!(s.files.is_empty());
+
+        // New .env deep inside: only its directory is listed.
+        write(&root.join("p2/src/.env"));
+        let (s, st) = c.scan(&root);
+        assert_eq!(s.files, vec![root.join("p2/src/.env")]);
+        assert_eq!(st.listed, 1, "{st:?}");
+        // A new subtree in one step.
+        fs::create_dir_all(root.join("p3/a/b/c")).unwrap();
+        write(&root.join("p3/a/b/c/.env.local"));
+        let (s, _) = c.scan(&root);
+        assert!(s.files.contains(&root.join("p3/a/b/c/.env.local")), "{s:?}");
+        // A file renamed to .env.
+        write(&root.join("p4/src/notes"));
+        c.scan(&root);
+        fs::rename(
+            root.join("p4/src/notes"),
+            root.join("p4/src/.env.production"),
+        )
+        .unwrap();
+        let (s, _) = c.scan(&root);
+        assert!(s.files.contains(&root.join("p4/src/.env.production")));
+        // A directory moved elsewhere in the tree keeps being followed.
+        fs::rename(root.join("p3/a"), root.join("p0/moved")).unwrap();
+        let (s, _) = c.scan(&root);
+        assert!(
+            s.files.contains(&root.join("p0/moved/b/c/.env.local")),
+            "{s:?}"
+        );
+        assert!(!s.files.contains(&root.join("p3/a/b/c/.env.local")));
+        write(&root.join("p0/moved/b/.env"));
+        let (s, _) = c.scan(&root);
+        assert!(s.files.contains(&root.join("p0/moved/b/.env")), "{s:?}");
+        // Removed: gone.
+        fs::remove_dir_all(root.join("p0/moved")).unwrap();
+        let (s, _) = c.scan(&root);
+        assert!(
+            !s.files.iter().any(|f| f.starts_with(root.join("p0"))),
+            "{s:?}"
+        );
+        // Every answer equals a fresh scan's.
+        let (fresh, _) = EnvScanCache::default().scan(&root);
+        assert_eq!(c.scan(&root).0, fresh);
+    }
+}
