@@ -16,6 +16,8 @@ pub mod net;
 pub mod policy;
 pub mod provider;
 pub mod receipt;
+pub mod runtime;
+pub mod server;
 pub mod session;
 pub mod snapshot;
 pub mod toml_file;

@@ -20,8 +20,9 @@ pub mod tools;
 
 pub use authorizer::{Authorizer, DecidedBy, Decision, Verdict};
 pub use authz_adapter::{exec_posture, PipelineAuthorizer};
-pub use output::{Emitter, OutputFormat};
+pub use output::{Emitter, EventTap, OutputFormat};
 pub use run::{
-    run_exec, run_exec_models, run_exec_with_snapshots, ExecOptions, ExecReport, Models,
+    run_exec, run_exec_hooked, run_exec_models, run_exec_with_snapshots, Approver, ExecOptions,
+    ExecReport, Headless, Models, RunHooks,
 };
 pub use snapshots::RunSnapshots;

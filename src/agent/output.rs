@@ -22,6 +22,16 @@ pub enum OutputFormat {
     Json,
 }
 
+/// A second reader of everything the loop reports (the runtime records
+/// each event as thread/turn/item events). It sees every event in every
+/// output format, before it is written.
+pub trait EventTap: Send {
+    /// A streamed piece of the model's answer.
+    fn content(&mut self, text: &str);
+    /// One stream event (the `type` and its fields, as in `stream-json`).
+    fn event(&mut self, ty: &str, fields: &Value);
+}
+
 /// Writes events in the chosen format. Output errors (a closed pipe) are
 /// ignored here: the session file is the durable record.
 pub struct Emitter {
@@ -30,6 +40,7 @@ pub struct Emitter {
     err: Box<dyn Write + Send>,
     /// Text mode: whether stdout ends with a newline.
     at_line_start: bool,
+    tap: Option<Box<dyn EventTap>>,
 }
 
 impl Emitter {
@@ -43,7 +54,14 @@ impl Emitter {
             out,
             err,
             at_line_start: true,
+            tap: None,
         }
+    }
+
+    /// Also hand every event to `tap`.
+    pub fn with_tap(mut self, tap: Box<dyn EventTap>) -> Self {
+        self.tap = Some(tap);
+        self
     }
 
     pub fn stdio(format: OutputFormat) -> Self {
@@ -60,6 +78,9 @@ impl Emitter {
 
     /// A streamed piece of the model's answer.
     pub fn content(&mut self, text: &str) {
+        if let Some(t) = &mut self.tap {
+            t.content(text);
+        }
         match self.format {
             OutputFormat::Text => {
                 let _ = self.out.write_all(text.as_bytes());
@@ -80,6 +101,9 @@ impl Emitter {
 
     /// One stream event. `fields` must be an object.
     pub fn event(&mut self, ty: &str, fields: Value) {
+        if let Some(t) = &mut self.tap {
+            t.event(ty, &fields);
+        }
         match self.format {
             OutputFormat::StreamJson => {
                 let mut v =

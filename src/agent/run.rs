@@ -80,6 +80,40 @@ fn approval_label(auto: bool) -> &'static str {
     }
 }
 
+/// Who answers a question gate 8 left open. `exec` has nobody: its
+/// posture is headless, so the pipeline already answered ([`Headless`]
+/// passes the verdict through); the runtime asks its clients and waits.
+pub trait Approver: Send + Sync {
+    fn settle<'a>(
+        &'a self,
+        call: &'a ToolCallRequest,
+        verdict: Verdict,
+        ctx: &'a TurnContext,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Verdict> + Send + 'a>>;
+}
+
+/// The verdict stays as the gates left it.
+pub struct Headless;
+
+impl Approver for Headless {
+    fn settle<'a>(
+        &'a self,
+        _call: &'a ToolCallRequest,
+        verdict: Verdict,
+        _ctx: &'a TurnContext,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Verdict> + Send + 'a>> {
+        Box::pin(async move { verdict })
+    }
+}
+
+/// What a runtime-driven run adds to an `exec` run.
+pub struct RunHooks<'a> {
+    /// Who answers open questions (exec: [`Headless`]).
+    pub approver: &'a dyn Approver,
+    /// Earlier messages of the conversation, sent before the prompt.
+    pub history: Vec<Message>,
+}
+
 struct Loop<'a> {
     opts: &'a ExecOptions,
     ctx: &'a ToolContext,
@@ -87,6 +121,8 @@ struct Loop<'a> {
     /// The provider and model of the latest turn (the first one before any).
     current: (String, String),
     authz: &'a dyn Authorizer,
+    approver: &'a dyn Approver,
+    history: Vec<Message>,
     out: &'a mut Emitter,
     log: &'a mut SessionLog,
     snaps: &'a mut RunSnapshots,
@@ -166,6 +202,28 @@ pub async fn run_exec_models(
     snaps: &mut RunSnapshots,
     interrupt: watch::Receiver<bool>,
 ) -> ExecReport {
+    let hooks = RunHooks {
+        approver: &Headless,
+        history: Vec::new(),
+    };
+    run_exec_hooked(opts, ctx, models, authz, hooks, out, log, snaps, interrupt).await
+}
+
+/// [`run_exec_models`] with `hooks`: open questions answered by its
+/// approver (the runtime's clients), and the thread's earlier messages in
+/// front of the prompt.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_exec_hooked(
+    opts: &ExecOptions,
+    ctx: &ToolContext,
+    models: Models<'_>,
+    authz: &dyn Authorizer,
+    hooks: RunHooks<'_>,
+    out: &mut Emitter,
+    log: &mut SessionLog,
+    snaps: &mut RunSnapshots,
+    interrupt: watch::Receiver<bool>,
+) -> ExecReport {
     let offered = offered_tools(
         opts.auto,
         opts.allowed_tools.as_deref(),
@@ -184,6 +242,8 @@ pub async fn run_exec_models(
         models,
         current,
         authz,
+        approver: hooks.approver,
+        history: hooks.history,
         out,
         log,
         snaps,
@@ -297,9 +357,10 @@ impl Loop<'_> {
             },
         )?;
         let specs: Vec<_> = self.offered.iter().filter_map(|t| tools::spec(t)).collect();
-        let mut messages = vec![Message::User {
+        let mut messages = std::mem::take(&mut self.history);
+        messages.push(Message::User {
             text: self.opts.prompt.clone(),
-        }];
+        });
         for turn in 1..=self.opts.max_turns {
             self.turns = turn;
             self.log.append(turn, Event::TurnStarted)?;
@@ -467,18 +528,14 @@ impl Loop<'_> {
             .then(|| crate::catalogue::shell_command_line(&args))
             .flatten();
         let tctx = self.turn_ctx();
+        let request = ToolCallRequest {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            args: args.clone(),
+            command,
+        };
         let v = if self.offered.contains(&call.name.as_str()) {
-            self.authz
-                .authorize(
-                    &ToolCallRequest {
-                        call_id: call.id.clone(),
-                        tool: call.name.clone(),
-                        args: args.clone(),
-                        command,
-                    },
-                    &tctx,
-                )
-                .await
+            self.authz.authorize(&request, &tctx).await
         } else {
             Verdict::decided(
                 Decision::Deny,
@@ -490,6 +547,17 @@ impl Loop<'_> {
         // Gate 9's mode is the policy's: the gates were handed it, so
         // nothing here can disagree with the tools' sandbox. The verdict
         // is final (gate 8 answered any question the headless way).
+        // A question gate 8 left open (not in exec: its posture is
+        // headless) waits for the approver; Ctrl-C still stops the turn.
+        let v = if v.needs_answer() {
+            let mut intr = self.interrupt.clone();
+            tokio::select! {
+                v = self.approver.settle(&request, v, &tctx) => v,
+                _ = intr.wait_for(|v| *v) => return Err(Stop::Interrupted),
+            }
+        } else {
+            v
+        };
         let record = crate::session::Verdict::from(&v);
         self.out.event(
             "approval",

@@ -11,6 +11,7 @@ use crate::host::BackendChoice;
 use crate::policy::{resolve, HostFacts, SandboxMode};
 use crate::provider::auth::AuthStore;
 use crate::provider::config::ExecConfig;
+use crate::runtime::exec_client::{self, ExecThread, ExecThreadSpec};
 use crate::session::{recover_all, sessions_dir, SessionLog};
 use crate::snapshot::{SnapshotOptions, SnapshotStore};
 use anyhow::{bail, Context};
@@ -208,7 +209,34 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         host: sandbox.host.clone(),
         cancel: crate::host::CancelToken::new(),
     };
+    let (rt, rt_report) = exec_client::open(&home)?;
+    note_runtime_recovery(&mut out, &rt_report);
     let mut log = SessionLog::create(&sessions_dir(&home))?;
+    let offered = crate::agent::run::offered_tools(
+        args.auto,
+        args.allowed_tools.as_deref(),
+        &args.disallowed_tools,
+    );
+    let mut thread = ExecThread::start(
+        rt,
+        ExecThreadSpec {
+            thread_id: log.thread().to_string(),
+            workspace: ctx.guard.workspace().to_path_buf(),
+            provider: match &resolved_models {
+                super::exec_models::Resolved::Single(p) => p.settings.id.clone(),
+                super::exec_models::Resolved::Routed(_) => "router".into(),
+            },
+            model: match &resolved_models {
+                super::exec_models::Resolved::Single(p) => p.settings.model.clone(),
+                super::exec_models::Resolved::Routed(_) => super::exec_models::AUTO.into(),
+            },
+            agent: !offered.is_empty(),
+            allow_shell: offered.contains(&"shell"),
+            auto: args.auto,
+            prompt: prompt.clone(),
+        },
+    )?;
+    let mut out = out.with_tap(thread.tap());
     let opts = ExecOptions {
         prompt,
         auto: args.auto,
@@ -219,6 +247,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         instruction_imports: settings.user.project_instruction_imports.unwrap_or(false),
     };
     let report = runtime.block_on(async {
+        thread.spawn_ticker();
         let (tx, rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -237,7 +266,29 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         )
         .await
     });
+    // The run's outcome is the loop's; a runtime record that could not be
+    // written is said, not turned into a different exit code.
+    if let Err(e) = runtime.block_on(async { thread.finish(&report.status) }) {
+        out.note(&format!(
+            "the runtime record of this run is incomplete: {e}"
+        ));
+    }
     Ok(report.exit_code)
+}
+
+/// Say what opening the runtime store repaired (nothing to say normally).
+fn note_runtime_recovery(out: &mut crate::agent::Emitter, r: &crate::runtime::OpenReport) {
+    if let Some(t) = &r.torn {
+        out.note(&format!(
+            "runtime event log: removed {} uncommitted byte(s) (seq {} skipped)",
+            t.truncated_bytes, t.skipped_seq
+        ));
+    }
+    for turn in &r.interrupted_turns {
+        out.note(&format!(
+            "runtime: turn {turn} marked interrupted (its process ended mid-turn)"
+        ));
+    }
 }
 
 /// Resolve every configuration layer once through the one sandbox context

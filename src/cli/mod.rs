@@ -54,6 +54,11 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Setup status: sandbox kind and level, config path, provider key presence.
     Setup(setup::SetupArgs),
+    /// Serve the runtime: HTTP/SSE (`--http`) or JSON-RPC on stdio
+    /// (`--stdio`). See docs/RUNTIME_API.md.
+    AppServer(crate::server::AppServerArgs),
+    /// Alias of `app-server --http` (with `--insecure` for `--insecure-no-auth`).
+    Serve(crate::server::ServeArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -75,6 +80,8 @@ pub fn main() -> i32 {
         Command::Receipts(args) => receipts::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Setup(args) => setup::run(args),
+        Command::AppServer(args) => crate::server::run(args),
+        Command::Serve(args) => crate::server::run_serve(args),
     }
 }
 

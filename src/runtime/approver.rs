@@ -1,0 +1,85 @@
+//! Gate 8 with a person behind it: a question the pipeline leaves open
+//! (the runtime's posture is not headless) becomes a pending approval that
+//! a runtime client answers (`POST /v1/approvals/{id}`, JSON-RPC
+//! `approval/decide`). Verdicts that are already final pass through
+//! unchanged; nothing here can turn a deny into an allow. With the
+//! thread's `auto_approve`, ordinary questions are approved as `exec
+//! --auto` does (never a hold; the sandbox stays) — holds still go to the
+//! person.
+//!
+//! `remember` is recorded with the decision but grants nothing yet: the
+//! answer is applied as "this call only".
+
+use super::pending::{Answer, RequestKind, Settlement};
+use super::store::Runtime;
+use super::tap::TapHandle;
+use super::TurnRecord;
+use crate::agent::authorizer::{ToolCallRequest, TurnContext};
+use crate::agent::{Approver, DecidedBy, Verdict};
+use crate::authz::call::SessionGrants;
+use crate::authz::pipeline::HumanAnswer;
+use serde_json::json;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+pub struct RuntimeApprover {
+    pub rt: Runtime,
+    pub turn: TurnRecord,
+    pub tap: TapHandle,
+    pub auto_approve: bool,
+    /// How long a question waits before it is denied as `no response`.
+    pub timeout: Duration,
+}
+
+impl Approver for RuntimeApprover {
+    fn settle<'a>(
+        &'a self,
+        call: &'a ToolCallRequest,
+        v: Verdict,
+        _ctx: &'a TurnContext,
+    ) -> Pin<Box<dyn Future<Output = Verdict> + Send + 'a>> {
+        Box::pin(async move {
+            if !v.needs_answer() {
+                return v;
+            }
+            if self.auto_approve && !v.is_hold() {
+                return v.answer_headless(true);
+            }
+            let asked_by = v.asked_by().map(|b| b.as_str());
+            let payload = json!({
+                "tool": call.tool,
+                "tool_call_id": call.call_id,
+                "command": call.command,
+                "reason": v.reason,
+                "asked_by": asked_by,
+                "gate": v.reported_gate().number(),
+                "hold": v.is_hold(),
+                // A rule caused the question: say so (explanatory only).
+                "matched_rule": (v.asked_by() == Some(DecidedBy::Rule)).then(|| v.reason.clone()),
+                "timeout_ms": self.timeout.as_millis() as u64,
+            });
+            let item = self.tap.item_of_call(&call.call_id);
+            let res = self
+                .rt
+                .request(
+                    RequestKind::Approval,
+                    &self.turn,
+                    item.as_deref(),
+                    payload,
+                    self.timeout,
+                )
+                .await;
+            let mut grants = SessionGrants::default();
+            match res {
+                Ok((_, Settlement::Answered(Answer::Approval { allow: true, .. }))) => {
+                    v.answer(HumanAnswer::Once, &mut grants)
+                }
+                Ok((_, Settlement::Answered(_))) => v.answer(HumanAnswer::Deny, &mut grants),
+                // Timed out, withdrawn with the turn, or not recordable:
+                // nobody answered.
+                _ => v.answer_headless(false),
+            }
+        })
+    }
+}

@@ -1,0 +1,244 @@
+//! The durable records the runtime serves: threads, turns and turn items.
+//!
+//! They are projections: the event log is the only thing written, and each
+//! record is rebuilt by folding the log ([`super::projection`]). Every
+//! field here is part of the served API (`docs/RUNTIME_API.md`).
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// A conversation: settings that apply to each of its turns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRecord {
+    pub id: String,
+    /// RFC 3339 UTC.
+    pub created_at: String,
+    pub updated_at: String,
+    pub model: String,
+    pub workspace: PathBuf,
+    /// `agent` (tools offered) or `chat` (answers without tools).
+    pub mode: String,
+    pub system_prompt: Option<String>,
+    pub latest_turn_id: Option<String>,
+    pub archived: bool,
+    pub title: Option<String>,
+    /// Whether the `shell` tool is offered in this thread's turns.
+    pub allow_shell: bool,
+    /// Whether the workspace's project configuration is trusted.
+    pub trust_mode: bool,
+    /// Approve what the gates ask about (never a hold, never a deny; the
+    /// sandbox stays), like `exec --auto`.
+    pub auto_approve: bool,
+}
+
+/// A turn's lifecycle. `queued` and `in_progress` are open; the others are
+/// terminal and never change again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    Queued,
+    InProgress,
+    Completed,
+    Failed,
+    Interrupted,
+    Canceled,
+}
+
+impl TurnStatus {
+    pub fn is_open(self) -> bool {
+        matches!(self, TurnStatus::Queued | TurnStatus::InProgress)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnStatus::Queued => "queued",
+            TurnStatus::InProgress => "in_progress",
+            TurnStatus::Completed => "completed",
+            TurnStatus::Failed => "failed",
+            TurnStatus::Interrupted => "interrupted",
+            TurnStatus::Canceled => "canceled",
+        }
+    }
+}
+
+/// Tokens one turn used (0 when the provider reported nothing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_tokens: u64,
+    pub reasoning_tokens: u64,
+}
+
+/// One request to the model and everything it led to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    pub id: String,
+    pub thread_id: String,
+    pub status: TurnStatus,
+    pub effective_provider: Option<String>,
+    pub effective_model: Option<String>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub completed_at: Option<String>,
+    pub duration_ms: Option<u64>,
+    pub usage: TurnUsage,
+    /// Why the turn did not complete (a summary, never a provider body).
+    pub error: Option<String>,
+    /// The session file (`<home>/sessions/<id>.jsonl`) the loop wrote for
+    /// this turn: what `codewhale receipts` and the receipt route read.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// What the turn cost, when the provider's price is known (`None` is
+    /// unknown, never 0).
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+}
+
+/// What an item is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemKind {
+    UserMessage,
+    AgentMessage,
+    ToolCall,
+    FileChange,
+    CommandExecution,
+    ContextCompaction,
+    Status,
+    Error,
+}
+
+impl ItemKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::UserMessage => "user_message",
+            ItemKind::AgentMessage => "agent_message",
+            ItemKind::ToolCall => "tool_call",
+            ItemKind::FileChange => "file_change",
+            ItemKind::CommandExecution => "command_execution",
+            ItemKind::ContextCompaction => "context_compaction",
+            ItemKind::Status => "status",
+            ItemKind::Error => "error",
+        }
+    }
+}
+
+/// An item's lifecycle; same open/terminal split as [`TurnStatus`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemStatus {
+    Queued,
+    InProgress,
+    Completed,
+    Failed,
+    Interrupted,
+    Canceled,
+}
+
+impl ItemStatus {
+    pub fn is_open(self) -> bool {
+        matches!(self, ItemStatus::Queued | ItemStatus::InProgress)
+    }
+}
+
+/// One step inside a turn: a message, a tool call, a status line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnItemRecord {
+    pub id: String,
+    pub turn_id: String,
+    pub kind: ItemKind,
+    pub status: ItemStatus,
+    /// Kind-specific facts (`text` of a message, `tool`/`call_id`/`status`
+    /// of a call, …). Never a secret; user-input answers are never here.
+    pub metadata: serde_json::Value,
+}
+
+/// The error every turn and item left open by a dead process gets.
+pub const RESTART_ERROR: &str = "Interrupted by process restart";
+
+/// A fresh id with a readable prefix (`thr_`, `turn_`, `item_`, `appr_`).
+pub fn new_id(prefix: &str) -> String {
+    let u = uuid::Uuid::new_v4().simple().to_string();
+    format!("{prefix}_{}", &u[..16])
+}
+
+/// RFC 3339 UTC with milliseconds, the one timestamp format of the log.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(time::macros::format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+        ))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_names_are_the_contract() {
+        let all = [
+            TurnStatus::Queued,
+            TurnStatus::InProgress,
+            TurnStatus::Completed,
+            TurnStatus::Failed,
+            TurnStatus::Interrupted,
+            TurnStatus::Canceled,
+        ];
+        let names: Vec<String> = all
+            .iter()
+            .map(|s| {
+                serde_json::to_value(s)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "queued",
+                "in_progress",
+                "completed",
+                "failed",
+                "interrupted",
+                "canceled"
+            ]
+        );
+        for s in all {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        assert!(TurnStatus::Queued.is_open() && TurnStatus::InProgress.is_open());
+        assert!(!TurnStatus::Completed.is_open() && !TurnStatus::Interrupted.is_open());
+    }
+
+    #[test]
+    fn item_kinds_are_the_contract() {
+        let all = [
+            ItemKind::UserMessage,
+            ItemKind::AgentMessage,
+            ItemKind::ToolCall,
+            ItemKind::FileChange,
+            ItemKind::CommandExecution,
+            ItemKind::ContextCompaction,
+            ItemKind::Status,
+            ItemKind::Error,
+        ];
+        for k in all {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        assert_eq!(ItemKind::CommandExecution.as_str(), "command_execution");
+    }
+
+    #[test]
+    fn timestamps_have_millisecond_precision() {
+        let t = now_rfc3339();
+        assert!(t.ends_with('Z'), "{t}");
+        let frac = t.rsplit('.').next().unwrap();
+        assert_eq!(frac.len(), 4, "{t}");
+        assert!(new_id("thr").starts_with("thr_"));
+        assert_ne!(new_id("thr"), new_id("thr"));
+    }
+}

@@ -1,0 +1,274 @@
+//! The agent loop's events as runtime items: the loop reports through its
+//! [`EventTap`] seam and this turns each report into thread/turn/item
+//! events of one runtime turn. Streamed text is coalesced
+//! ([`super::coalesce`]) before it is sequenced; a ticker publishes what
+//! waits when the age bound passes without another fragment.
+//!
+//! The tap cannot fail the loop (the session file stays the loop's own
+//! durable record): the first error is kept and reported by the caller.
+
+use super::coalesce::Coalescer;
+use super::model::{ItemKind, ItemStatus, TurnItemRecord, TurnRecord, TurnUsage};
+use super::store::{Runtime, RuntimeError};
+use super::NewEvent;
+use crate::agent::EventTap;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+struct TapState {
+    rt: Runtime,
+    turn: TurnRecord,
+    coalescer: Coalescer,
+    /// The agent message being streamed.
+    message: Option<TurnItemRecord>,
+    /// Tool call id → item id (open items).
+    calls: HashMap<String, String>,
+    /// Approval facts waiting for the call's result.
+    approvals: HashMap<String, Value>,
+    usage: TurnUsage,
+    /// Sum of the model requests' costs; unknown once any one is.
+    cost: Option<f64>,
+    error: Option<String>,
+    failure: Option<RuntimeError>,
+}
+
+/// Shared between the loop's tap and the ticker.
+#[derive(Clone)]
+pub struct TapHandle(Arc<Mutex<TapState>>);
+
+/// What the turn added up to.
+#[derive(Debug, Default)]
+pub struct TapSummary {
+    pub usage: TurnUsage,
+    /// The loop's `error` event, if it sent one.
+    pub error: Option<String>,
+    /// The first runtime write that failed.
+    pub failure: Option<RuntimeError>,
+}
+
+fn tool_kind(tool: &str) -> ItemKind {
+    match tool {
+        "shell" => ItemKind::CommandExecution,
+        t if crate::agent::snapshots::changes_files(t) => ItemKind::FileChange,
+        _ => ItemKind::ToolCall,
+    }
+}
+
+impl TapHandle {
+    pub fn new(rt: Runtime, turn: TurnRecord) -> Self {
+        TapHandle(Arc::new(Mutex::new(TapState {
+            rt,
+            turn,
+            coalescer: Coalescer::default(),
+            message: None,
+            calls: HashMap::new(),
+            approvals: HashMap::new(),
+            usage: TurnUsage::default(),
+            cost: Some(0.0),
+            error: None,
+            failure: None,
+        })))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut TapState) -> R) -> R {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut s)
+    }
+
+    /// The tap to give the loop's emitter.
+    pub fn tap(&self) -> Box<dyn EventTap> {
+        Box::new(RuntimeTap(self.clone()))
+    }
+
+    /// The item of a tool call the loop reported (for approvals).
+    pub fn item_of_call(&self, call_id: &str) -> Option<String> {
+        self.with(|s| s.calls.get(call_id).cloned())
+    }
+
+    /// Publish waiting text whose age bound has passed.
+    pub fn tick(&self) {
+        self.with(|s| {
+            if let Some(text) = s.coalescer.tick(Instant::now()) {
+                s.publish_delta(&text);
+            }
+        });
+    }
+
+    /// Run [`TapHandle::tick`] every few milliseconds until dropped.
+    pub fn spawn_ticker(&self) -> tokio::task::JoinHandle<()> {
+        let h = self.clone();
+        tokio::spawn(async move {
+            let mut iv = tokio::time::interval(Duration::from_millis(8));
+            loop {
+                iv.tick().await;
+                h.tick();
+            }
+        })
+    }
+
+    /// Close what is open (the message; calls without a result) and hand
+    /// back the totals.
+    pub fn close(&self) -> TapSummary {
+        self.with(|s| {
+            s.close_message();
+            TapSummary {
+                usage: s.usage,
+                error: s.error.take(),
+                failure: s.failure.take(),
+            }
+        })
+    }
+}
+
+impl TapState {
+    fn keep(&mut self, r: Result<(), RuntimeError>) {
+        if let Err(e) = r {
+            self.failure.get_or_insert(e);
+        }
+    }
+
+    fn publish_delta(&mut self, text: &str) {
+        let Some(item) = self.message.clone() else {
+            return;
+        };
+        let r = self.rt.item_delta(&self.turn, &item, text);
+        self.keep(r);
+    }
+
+    fn close_message(&mut self) {
+        if let Some(text) = self.coalescer.take() {
+            self.publish_delta(&text);
+        }
+        if let Some(item) = self.message.take() {
+            let r = self
+                .rt
+                .finish_item(&self.turn, &item.id, ItemStatus::Completed, json!({}))
+                .map(drop);
+            self.keep(r);
+        }
+    }
+
+    fn content(&mut self, text: &str) {
+        if self.message.is_none() {
+            match self
+                .rt
+                .start_item(&self.turn, ItemKind::AgentMessage, json!({"text": ""}))
+            {
+                Ok(i) => self.message = Some(i),
+                Err(e) => {
+                    self.failure.get_or_insert(e);
+                    return;
+                }
+            }
+        }
+        if let Some(t) = self.coalescer.push(text, Instant::now()) {
+            self.publish_delta(&t);
+        }
+    }
+
+    fn event(&mut self, ty: &str, f: &Value) {
+        let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        match ty {
+            "content" => return,
+            "metadata" | "done" => {}
+            _ => self.close_message(),
+        }
+        match ty {
+            "tool_use" => {
+                let tool = s("tool");
+                let meta = json!({"call_id": s("call_id"), "tool": tool, "args": f.get("args")});
+                match self.rt.start_item(&self.turn, tool_kind(&tool), meta) {
+                    Ok(i) => {
+                        self.calls.insert(s("call_id"), i.id);
+                    }
+                    Err(e) => {
+                        self.failure.get_or_insert(e);
+                    }
+                }
+            }
+            "approval" => {
+                let keep = [
+                    "decision",
+                    "outcome",
+                    "decided_by",
+                    "asked_by",
+                    "gate",
+                    "reason",
+                    "hold",
+                ];
+                let v: serde_json::Map<String, Value> = keep
+                    .iter()
+                    .filter_map(|k| f.get(*k).map(|v| (k.to_string(), v.clone())))
+                    .collect();
+                self.approvals.insert(s("call_id"), Value::Object(v));
+            }
+            "sandbox_denied" => {
+                let item = self.calls.get(&s("call_id")).cloned();
+                let ev = NewEvent {
+                    event: "sandbox.denied",
+                    thread_id: Some(self.turn.thread_id.clone()),
+                    turn_id: Some(self.turn.id.clone()),
+                    item_id: item,
+                    payload: json!({"call_id": s("call_id"), "tool": s("tool"), "path": f.get("path"),
+                                    "reason": s("reason"), "inferred": f.get("inferred")}),
+                };
+                let r = self.rt.append(vec![ev]).map(drop);
+                self.keep(r);
+            }
+            "tool_result" => {
+                let call = s("call_id");
+                let Some(item_id) = self.calls.remove(&call) else {
+                    return;
+                };
+                let status = match s("status").as_str() {
+                    "ok" => ItemStatus::Completed,
+                    _ => ItemStatus::Failed,
+                };
+                // The output itself stays in the session file (it can hold
+                // anything a command printed); the item keeps the facts.
+                let mut meta = json!({
+                    "status": s("status"), "exit_code": f.get("exit_code"),
+                    "duration_ms": f.get("duration_ms"), "files_touched": f.get("files_touched"),
+                    "error_category": f.get("error_category"), "enforcement": f.get("enforcement"),
+                    "truncated": f.get("truncated"),
+                    "output_bytes": f.get("output").and_then(Value::as_str).map_or(0, str::len),
+                });
+                if let Some(a) = self.approvals.remove(&call) {
+                    meta["approval"] = a;
+                }
+                let r = self
+                    .rt
+                    .finish_item(&self.turn, &item_id, status, meta)
+                    .map(drop);
+                self.keep(r);
+            }
+            "turn_usage" => {
+                let n = |k: &str| f.get(k).and_then(Value::as_u64).unwrap_or(0);
+                self.usage.input_tokens += n("input_tokens");
+                self.usage.output_tokens += n("output_tokens");
+                self.cost = match (self.cost, f.get("cost_usd").and_then(Value::as_f64)) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    _ => None,
+                };
+                let r = self.rt.turn_usage(&self.turn.id, self.usage, self.cost);
+                self.keep(r);
+            }
+            "error" => self.error = Some(s("message")),
+            _ => {}
+        }
+    }
+}
+
+struct RuntimeTap(TapHandle);
+
+impl EventTap for RuntimeTap {
+    fn content(&mut self, text: &str) {
+        self.0.with(|s| s.content(text));
+    }
+
+    fn event(&mut self, ty: &str, fields: &Value) {
+        self.0.with(|s| s.event(ty, fields));
+    }
+}

@@ -1,0 +1,273 @@
+//! `codewhale app-server`: the runtime served over HTTP/SSE (`--http`) or
+//! newline-delimited JSON-RPC 2.0 on stdio (`--stdio`). The server holds no
+//! state of its own: threads, turns, items, events and pending requests are
+//! the runtime's ([`crate::runtime`]).
+//!
+//! Invariants: the token is never printed or logged; `--insecure-no-auth`
+//! is refused unless the bind address is loopback; `/health` and
+//! `/v1/runtime/info` are the only public routes.
+
+pub mod auth;
+pub mod cors;
+pub mod error;
+pub mod git;
+pub mod http;
+pub mod stdio;
+pub mod usage;
+
+use crate::config::ConfigPaths;
+use crate::runtime::driver::Driver;
+use crate::runtime::Runtime;
+use anyhow::Context;
+use clap::Args;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct AppServerArgs {
+    /// Serve the HTTP/SSE runtime API (`/v1/*`).
+    #[arg(long, required_unless_present = "stdio", conflicts_with = "stdio")]
+    pub http: bool,
+    /// Serve JSON-RPC 2.0 on stdin/stdout (one message per line).
+    #[arg(long)]
+    pub stdio: bool,
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to bind (0: any free port; the chosen one is printed on stderr).
+    #[arg(long, default_value_t = 7878)]
+    pub port: u16,
+    /// Async worker threads (1–8).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub workers: u8,
+    /// The runtime token (else CODEWHALE_RUNTIME_TOKEN, else
+    /// DEEPSEEK_RUNTIME_TOKEN, else a generated one that is not printed).
+    #[arg(long, value_name = "TOKEN")]
+    pub auth_token: Option<String>,
+    /// No token at all (only with a loopback --host).
+    #[arg(long)]
+    pub insecure_no_auth: bool,
+    /// Another allowed browser origin (repeatable; no wildcards).
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    pub cors_origin: Vec<String>,
+    /// Seconds a question waits for a client before it is denied as
+    /// `no response`.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub approval_timeout: u64,
+    /// Workspace of threads that name none (default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+/// `codewhale serve --http`: the same server under the older flag names.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Serve the HTTP/SSE runtime API (the only mode of this alias).
+    #[arg(long, required = true)]
+    pub http: bool,
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    #[arg(long, default_value_t = 7878)]
+    pub port: u16,
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub workers: u8,
+    #[arg(long, value_name = "TOKEN")]
+    pub auth_token: Option<String>,
+    /// No token at all (only with a loopback --host).
+    #[arg(long)]
+    pub insecure: bool,
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    pub cors_origin: Vec<String>,
+}
+
+impl From<ServeArgs> for AppServerArgs {
+    fn from(s: ServeArgs) -> Self {
+        AppServerArgs {
+            http: s.http,
+            stdio: false,
+            host: s.host,
+            port: s.port,
+            workers: s.workers,
+            auth_token: s.auth_token,
+            insecure_no_auth: s.insecure,
+            cors_origin: s.cors_origin,
+            approval_timeout: 300,
+            workspace: None,
+        }
+    }
+}
+
+pub fn run_serve(args: ServeArgs) -> i32 {
+    run(args.into())
+}
+
+pub fn run(args: AppServerArgs) -> i32 {
+    match run_inner(args) {
+        Ok(code) => code,
+        Err(e) => {
+            crate::cli::report_error(&e);
+            crate::exit::FAILURE
+        }
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
+    if args.insecure_no_auth && !is_loopback(&args.host) {
+        eprintln!(
+            "codewhale: --insecure-no-auth needs a loopback --host (127.0.0.1, ::1, localhost), not `{}`",
+            args.host
+        );
+        return Ok(crate::exit::USAGE);
+    }
+    let paths = ConfigPaths::from_env();
+    let home = paths.codewhale_home.clone();
+    let workspace = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().context("current directory")?,
+    };
+    let workspace = std::fs::canonicalize(&workspace)
+        .with_context(|| format!("workspace {}", workspace.display()))?;
+    let origins = match cors::from_config(&home).and_then(|cfg| {
+        cors::allow_list(
+            &args.cors_origin,
+            std::env::var("DEEPSEEK_CORS_ORIGINS").ok(),
+            cfg,
+        )
+    }) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("codewhale: {e}");
+            return Ok(crate::exit::USAGE);
+        }
+    };
+    let env = |n: &str| std::env::var(n).ok();
+    let auth = auth::Auth::resolve(args.auth_token.as_deref(), &env, args.insecure_no_auth);
+    let (rt, report) = Runtime::open(&home)?;
+    if let Some(t) = &report.torn {
+        eprintln!(
+            "codewhale: runtime event log: removed {} uncommitted byte(s) (seq {} skipped)",
+            t.truncated_bytes, t.skipped_seq
+        );
+    }
+    for t in &report.interrupted_turns {
+        eprintln!("codewhale: runtime: turn {t} marked interrupted (its process ended mid-turn)");
+    }
+    let driver = Driver::new(rt, &home, Duration::from_secs(args.approval_timeout));
+    let default_model = default_model(&workspace, &home);
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.workers as usize)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    if args.stdio {
+        let s = stdio::Stdio {
+            driver,
+            workspace,
+            default_model,
+        };
+        let code = tokio_rt.block_on(stdio::serve(s));
+        // Do not wait for a blocked stdin read or running turns.
+        tokio_rt.shutdown_background();
+        return Ok(code);
+    }
+    tokio_rt.block_on(serve_http(
+        args,
+        driver,
+        auth,
+        workspace,
+        default_model,
+        origins,
+    ))
+}
+
+/// The model a thread gets when it names none: the configured provider's.
+fn default_model(workspace: &std::path::Path, home: &std::path::Path) -> String {
+    let settings = crate::config::load(&crate::config::LoadOptions::new(workspace)).ok();
+    let cfg = settings
+        .as_ref()
+        .and_then(|s| crate::provider::config::ExecConfig::from_settings(s).ok());
+    let store = crate::provider::auth::AuthStore::new(home);
+    let env = |n: &str| std::env::var(n).ok();
+    cfg.and_then(|c| crate::provider::registry::select(None, None, &c, &store, &env).ok())
+        .map(|s| s.model)
+        .unwrap_or_default()
+}
+
+async fn serve_http(
+    args: AppServerArgs,
+    driver: Driver,
+    auth: auth::Auth,
+    workspace: PathBuf,
+    default_model: String,
+    origins: Vec<String>,
+) -> anyhow::Result<i32> {
+    let host: IpAddr = if args.host == "localhost" {
+        IpAddr::from([127, 0, 0, 1])
+    } else {
+        args.host
+            .parse()
+            .with_context(|| format!("--host `{}` is not an IP address", args.host))?
+    };
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(host, args.port))
+        .await
+        .with_context(|| format!("binding {}:{}", args.host, args.port))?;
+    let addr = listener.local_addr()?;
+    // Records other processes (exec runs) commit reach subscribers here.
+    let rt = driver.runtime().clone();
+    tokio::spawn(async move {
+        let mut iv = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            iv.tick().await;
+            let r = rt.clone();
+            if let Ok(Err(e)) = tokio::task::spawn_blocking(move || r.refresh()).await {
+                eprintln!("codewhale: runtime event log: {e}");
+            }
+        }
+    });
+    let auth_note = match auth.source {
+        auth::TokenSource::Disabled => "auth disabled (--insecure-no-auth)".to_string(),
+        s => format!("token from {}", s.as_str()),
+    };
+    let state = Arc::new(http::AppState {
+        driver,
+        auth,
+        workspace,
+        default_model,
+    });
+    let app = http::router(state, cors::layer(&origins));
+    eprintln!("codewhale app-server: listening on http://{addr} ({auth_note})");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("serving")?;
+    Ok(crate::exit::OK)
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let term = signal(SignalKind::terminate());
+        match term {
+            Ok(mut t) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = t.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,698 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
+//! `codewhale app-server --http` as a real process on loopback, spoken to
+//! with reqwest (and, in `python_stdlib_client_agrees`, a Python
+//! standard-library client nobody here shares code with), with the
+//! scripted model server of the exec tests as the provider.
+#![cfg(unix)]
+
+mod support;
+
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+use support::scripted_model::{call, reply, ScriptedModel, Step, Wire};
+use support::Fixture;
+
+const TOKEN: &str = "test-token-5f2c9e1d";
+
+struct Server {
+    child: Child,
+    base: String,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(f: &Fixture, extra: &[&str]) -> Server {
+    let tmp = f.root.join("tmp");
+    let xdg = f.root.join("xdg");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(&xdg).unwrap();
+    let mut args = vec!["app-server", "--http", "--port", "0"];
+    args.extend_from_slice(extra);
+    let mut c = f.cmd(&args);
+    c.env("TMPDIR", tmp)
+        .env("XDG_RUNTIME_DIR", xdg)
+        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let base = loop {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "server exited before listening"
+        );
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline);
+    };
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(line.clone()));
+    let s2 = stderr.clone();
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+        s2.lock().unwrap().push_str(&rest);
+    });
+    Server {
+        child,
+        base,
+        stderr,
+    }
+}
+
+/// The scripted model as the configured default provider.
+fn fixture(model: &ScriptedModel) -> Fixture {
+    Fixture::with_config(&format!(
+        "provider = \"custom\"\n[providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"test-key\"\nmodel = \"scripted\"\n",
+        model.kind(),
+        model.base_url()
+    ))
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
+async fn api(s: &Server, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut r = client()
+        .request(method, format!("{}{path}", s.base))
+        .bearer_auth(TOKEN);
+    if let Some(b) = body {
+        r = r.json(&b);
+    }
+    let resp = r.send().await.unwrap();
+    let code = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (
+        code,
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
+    )
+}
+
+/// Read SSE envelopes until `stop` says so (or 30 s pass).
+async fn read_events(
+    s: &Server,
+    thread: &str,
+    since: u64,
+    mut stop: impl FnMut(&[Value]) -> bool,
+) -> Vec<Value> {
+    let resp = client()
+        .get(format!(
+            "{}/v1/threads/{thread}/events?since_seq={since}",
+            s.base
+        ))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut es = resp.bytes_stream().eventsource();
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !stop(&out) {
+        let ev = tokio::time::timeout_at(deadline, es.next())
+            .await
+            .unwrap_or_else(|_| panic!("events in time; so far: {out:#?}"))
+            .expect("stream open")
+            .unwrap();
+        let v: Value = serde_json::from_str(&ev.data).unwrap();
+        assert_eq!(ev.id, v["seq"].to_string(), "id: line is the seq");
+        assert_eq!(ev.event, v["event"].as_str().unwrap());
+        out.push(v);
+    }
+    out
+}
+
+/// The session file id the runtime recorded for a turn.
+async fn body_session(s: &Server, turn: &str) -> Value {
+    let (_, list) = api(s, reqwest::Method::GET, "/v1/threads?limit=500", None).await;
+    for t in list["threads"].as_array().unwrap() {
+        let (_, d) = api(
+            s,
+            reqwest::Method::GET,
+            &format!("/v1/threads/{}", t["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+        for tr in d["turns"].as_array().unwrap() {
+            if tr["id"] == turn {
+                return tr["session_id"].clone();
+            }
+        }
+    }
+    panic!("no turn {turn}")
+}
+
+fn has(evs: &[Value], name: &str) -> bool {
+    evs.iter().any(|e| e["event"] == name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            // Outside the workspace: an ordinary question (gate 4), which
+            // the client approves; the sandbox (gate 9) still refuses it.
+            call(
+                "c1",
+                "write_file",
+                json!({"path": "../outside.txt", "content": "yes\n"}),
+            ),
+            // The same question unanswered: denied as `no response`.
+            call(
+                "c2",
+                "write_file",
+                json!({"path": "../outside2.txt", "content": "no\n"}),
+            ),
+            reply("Could not write outside."),
+        ],
+    );
+    let f = fixture(&model);
+    let s = start(
+        &f,
+        &["-C", f.ws.to_str().unwrap(), "--approval-timeout", "3"],
+    );
+
+    let (code, body) = api(
+        &s,
+        reqwest::Method::POST,
+        "/v1/threads",
+        Some(json!({"title": "t"})),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let thread = body["thread"]["id"].as_str().unwrap().to_string();
+    assert_eq!(body["thread"]["model"], "scripted");
+    assert_eq!(body["thread"]["auto_approve"], false);
+
+    let (code, body) = api(
+        &s,
+        reqwest::Method::POST,
+        &format!("/v1/threads/{thread}/turns"),
+        Some(json!({"prompt": "write the file"})),
+    )
+    .await;
+    assert_eq!(code, 202, "{body}");
+    let turn = body["turn"]["id"].as_str().unwrap().to_string();
+
+    // Follow until the question is asked.
+    let evs = read_events(&s, &thread, 0, |e| has(e, "approval.required")).await;
+    let req = evs
+        .iter()
+        .find(|e| e["event"] == "approval.required")
+        .unwrap();
+    let approval = req["payload"]["approval_id"].as_str().unwrap().to_string();
+    assert_eq!(req["payload"]["tool"], "write_file");
+    assert_eq!(req["payload"]["tool_call_id"], "c1");
+    assert_eq!(req["payload"]["gate"], 4);
+    // A reconnecting client sees the question in the snapshot.
+    let (_, detail) = api(
+        &s,
+        reqwest::Method::GET,
+        &format!("/v1/threads/{thread}"),
+        None,
+    )
+    .await;
+    assert_eq!(detail["pending_approvals"][0]["id"], approval.as_str());
+    assert!(detail["latest_seq"].as_u64().unwrap() >= req["seq"].as_u64().unwrap());
+
+    let (code, _) = api(
+        &s,
+        reqwest::Method::POST,
+        "/v1/approvals/appr_unknown",
+        Some(json!({"decision": "allow"})),
+    )
+    .await;
+    assert_eq!(code, 404);
+    let (code, body) = api(
+        &s,
+        reqwest::Method::POST,
+        &format!("/v1/approvals/{approval}"),
+        Some(json!({"decision": "maybe"})),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("maybe"),
+        "{body}"
+    );
+    let (code, body) = api(
+        &s,
+        reqwest::Method::POST,
+        &format!("/v1/approvals/{approval}"),
+        Some(json!({"decision": "allow"})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = api(
+        &s,
+        reqwest::Method::POST,
+        &format!("/v1/approvals/{approval}"),
+        Some(json!({"decision": "allow"})),
+    )
+    .await;
+    assert_eq!(code, 404, "a repeat is not found: {body}");
+    assert_eq!(body["error"]["code"], "not_found");
+
+    let all = read_events(&s, &thread, 0, |e| has(e, "turn.completed")).await;
+    assert_eq!(
+        all.iter()
+            .filter(|e| e["event"] == "approval.decided")
+            .count(),
+        1
+    );
+    let decided = all
+        .iter()
+        .find(|e| e["event"] == "approval.decided")
+        .unwrap();
+    assert_eq!(decided["payload"]["decision"], "allow");
+    let timeout: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["event"] == "approval.timeout")
+        .collect();
+    assert_eq!(timeout.len(), 1, "the second question timed out once");
+    assert_eq!(timeout[0]["payload"]["decided_by"], "no response");
+    let items: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["event"] == "item.failed")
+        .map(|e| &e["payload"]["item"])
+        .collect();
+    let c1 = items
+        .iter()
+        .find(|i| i["metadata"]["call_id"] == "c1")
+        .unwrap();
+    assert_eq!(c1["metadata"]["approval"]["decided_by"], "you", "{c1}");
+    assert_eq!(
+        c1["metadata"]["status"], "denied",
+        "the sandbox still refused: {c1}"
+    );
+    let c2 = items
+        .iter()
+        .find(|i| i["metadata"]["call_id"] == "c2")
+        .unwrap();
+    assert_eq!(c2["metadata"]["approval"]["outcome"], "no_response", "{c2}");
+    assert_eq!(c2["metadata"]["status"], "not_run");
+    assert!(has(&all, "sandbox.denied"));
+    let done = all.iter().find(|e| e["event"] == "turn.completed").unwrap();
+    assert_eq!(done["payload"]["turn"]["status"], "completed", "{done}");
+    assert!(!f.root.join("outside.txt").exists() && !f.root.join("outside2.txt").exists());
+    // Envelope and per-thread previous_seq.
+    let mut prev = 0;
+    for e in &all {
+        assert_eq!(e["schema_version"], 1);
+        assert_eq!(e["kind"], e["event"]);
+        assert_eq!(e["created_at"], e["timestamp"]);
+        assert_eq!(e["thread_id"], thread.as_str());
+        assert_eq!(e["previous_seq"].as_u64().unwrap(), prev);
+        prev = e["seq"].as_u64().unwrap();
+    }
+    // Replay from every cursor is exactly the suffix; Last-Event-ID too.
+    let seqs: Vec<u64> = all.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    for (i, c) in seqs.iter().enumerate().step_by(3) {
+        let want = seqs.len() - i - 1;
+        let got = read_events(&s, &thread, *c, |e| e.len() == want).await;
+        let got: Vec<u64> = got.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+        assert_eq!(got, seqs[i + 1..].to_vec());
+    }
+    let resp = client()
+        .get(format!("{}/v1/threads/{thread}/events?since_seq=0", s.base))
+        .bearer_auth(TOKEN)
+        .header("Last-Event-ID", seqs[seqs.len() - 2].to_string())
+        .send()
+        .await
+        .unwrap();
+    let first = resp
+        .bytes_stream()
+        .eventsource()
+        .next()
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.id, seqs[seqs.len() - 1].to_string());
+
+    // 8 concurrent subscribers see the same sequence.
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let base = s.base.clone();
+        let th = thread.clone();
+        let n = seqs.len();
+        tasks.push(tokio::spawn(async move {
+            let resp = client()
+                .get(format!("{base}/v1/threads/{th}/events"))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap();
+            let mut es = resp.bytes_stream().eventsource();
+            let mut got = Vec::new();
+            while got.len() < n {
+                got.push(es.next().await.unwrap().unwrap().id);
+            }
+            got
+        }));
+    }
+    let want: Vec<String> = seqs.iter().map(|s| s.to_string()).collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), want);
+    }
+
+    // The receipt of the turn, read-only from its session file.
+    let (code, r) = api(
+        &s,
+        reqwest::Method::GET,
+        &format!("/v1/threads/{thread}/turns/{turn}/receipt"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{r}");
+    assert!(
+        r["schema"]
+            .as_str()
+            .unwrap()
+            .starts_with("codewhale.receipt/"),
+        "{r}"
+    );
+    assert_eq!(r["source"]["session_id"], body_session(&s, &turn).await);
+    // Usage counts the turn.
+    let (_, u) = api(&s, reqwest::Method::GET, "/v1/usage?group_by=thread", None).await;
+    assert_eq!(u["buckets"][0]["key"], thread.as_str());
+    assert_eq!(u["totals"]["turns"], 1);
+    drop(s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_cors_and_bad_input_answers() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![Step::Hang { text: "x".into() }]);
+    let f = fixture(&model);
+    let s = start(
+        &f,
+        &[
+            "-C",
+            f.ws.to_str().unwrap(),
+            "--cors-origin",
+            "http://localhost:5173",
+        ],
+    );
+    let c = client();
+    // Public routes, and nothing else without the token.
+    assert_eq!(
+        c.get(format!("{}/health", s.base))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let info: Value = c
+        .get(format!("{}/v1/runtime/info", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(info["auth"]["required"], true);
+    let r = c
+        .get(format!("{}/v1/threads", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let b: Value = r.json().await.unwrap();
+    assert_eq!(b["error"]["code"], "unauthorized");
+    let q = c
+        .get(format!("{}/v1/threads?token={TOKEN}", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(q.status(), 401, "never from the query string");
+    for (h, v) in [
+        ("X-Codewhale-Runtime-Token", TOKEN.to_string()),
+        ("X-DeepSeek-Runtime-Token", TOKEN.to_string()),
+        ("Cookie", format!("codewhale_runtime_token={TOKEN}")),
+    ] {
+        let r = c
+            .get(format!("{}/v1/threads", s.base))
+            .header(h, v)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{h}");
+    }
+    let wrong = c
+        .get(format!("{}/v1/threads", s.base))
+        .bearer_auth("nope")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+
+    // CORS: listed origins only, and only the documented headers.
+    let pre = |origin: &str| {
+        c.request(reqwest::Method::OPTIONS, format!("{}/v1/threads", s.base))
+            .header("Origin", origin)
+            .header("Access-Control-Request-Method", "POST")
+            .header(
+                "Access-Control-Request-Headers",
+                "authorization,content-type",
+            )
+            .send()
+    };
+    let ok = pre("http://localhost:5173").await.unwrap();
+    assert_eq!(
+        ok.headers()["access-control-allow-origin"],
+        "http://localhost:5173"
+    );
+    let allowed = ok.headers()["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_lowercase();
+    assert!(
+        allowed.contains("x-codewhale-runtime-token") && !allowed.contains('*'),
+        "{allowed}"
+    );
+    let builtin = pre("tauri://localhost").await.unwrap();
+    assert_eq!(
+        builtin.headers()["access-control-allow-origin"],
+        "tauri://localhost"
+    );
+    let evil = pre("http://evil.example").await.unwrap();
+    assert!(evil.headers().get("access-control-allow-origin").is_none());
+
+    // Bad input: JSON errors naming the field.
+    let (code, t) = api(&s, reqwest::Method::POST, "/v1/threads", Some(json!({}))).await;
+    assert_eq!(code, 201);
+    let id = t["thread"]["id"].as_str().unwrap();
+    let (code, b) = api(
+        &s,
+        reqwest::Method::PATCH,
+        &format!("/v1/threads/{id}"),
+        Some(json!({"titel": "x"})),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(
+        b["error"]["message"].as_str().unwrap().contains("titel"),
+        "{b}"
+    );
+    let (code, b) = api(
+        &s,
+        reqwest::Method::PATCH,
+        &format!("/v1/threads/{id}"),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at least one field"),
+        "{b}"
+    );
+    let (code, b) = api(
+        &s,
+        reqwest::Method::PATCH,
+        &format!("/v1/threads/{id}"),
+        Some(json!({"title": "named"})),
+    )
+    .await;
+    assert_eq!((code, b["thread"]["title"].clone()), (200, json!("named")));
+    let (code, b) = api(
+        &s,
+        reqwest::Method::PATCH,
+        &format!("/v1/threads/{id}"),
+        Some(json!({"title": ""})),
+    )
+    .await;
+    assert_eq!((code, b["thread"]["title"].clone()), (200, Value::Null));
+    let (code, b) = api(
+        &s,
+        reqwest::Method::POST,
+        "/v1/threads",
+        Some(json!({"workspace": "/no/such/dir"})),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("workspace:"),
+        "{b}"
+    );
+    let (code, b) = api(
+        &s,
+        reqwest::Method::GET,
+        &format!("/v1/threads/{id}/events?since_seq=abc"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("since_seq"),
+        "{b}"
+    );
+    let (code, b) = api(
+        &s,
+        reqwest::Method::GET,
+        &format!("/v1/threads/{id}/events?replay_limit=5000"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 400, "{b}");
+    let (code, _) = api(&s, reqwest::Method::GET, "/v1/threads/thr_nope", None).await;
+    assert_eq!(code, 404);
+    let (code, b) = api(&s, reqwest::Method::GET, "/v1/nowhere", None).await;
+    assert_eq!(
+        (code, b["error"]["code"].clone()),
+        (404, json!("not_found"))
+    );
+    let big = "x".repeat(2 * 1024 * 1024);
+    let (code, b) = api(
+        &s,
+        reqwest::Method::POST,
+        "/v1/threads",
+        Some(json!({"title": big})),
+    )
+    .await;
+    assert_eq!(code, 413, "{b}");
+    assert_eq!(b["error"]["code"], "body_too_large");
+    let (code, b) = api(
+        &s,
+        reqwest::Method::POST,
+        &format!("/v1/threads/{id}/turns"),
+        Some(json!({"prompt": " "})),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("prompt:"),
+        "{b}"
+    );
+    let (code, b) = api(&s, reqwest::Method::GET, "/v1/usage?since=yesterday", None).await;
+    assert_eq!(code, 400);
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("since:"),
+        "{b}"
+    );
+
+    // The token is in none of the server's output.
+    drop(c);
+    let mut s = s;
+    let _ = s.child.kill();
+    let _ = s.child.wait();
+    let mut out = String::new();
+    s.child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let err = s.stderr.lock().unwrap().clone();
+    assert!(err.contains("listening on"), "{err}");
+    assert!(!out.contains(TOKEN) && !err.contains(TOKEN));
+}
+
+#[test]
+fn insecure_no_auth_is_refused_off_loopback() {
+    let f = Fixture::with_config("");
+    let o = f.run(&[
+        "app-server",
+        "--http",
+        "--host",
+        "0.0.0.0",
+        "--insecure-no-auth",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("loopback"));
+    let o = f.run(&["serve", "--http", "--host", "10.1.2.3", "--insecure"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// The contract as a client nobody here wrote sees it: a Python
+/// standard-library script (tests/clients/runtime_client.py) written
+/// against docs/RUNTIME_API.md.
+#[test]
+fn python_stdlib_client_agrees() {
+    let model = ScriptedModel::start(
+        Wire::Anthropic,
+        vec![
+            call(
+                "p1",
+                "write_file",
+                json!({"path": "../py.txt", "content": "x"}),
+            ),
+            reply("Denied, as asked."),
+        ],
+    );
+    let f = fixture(&model);
+    let s = start(&f, &["-C", f.ws.to_str().unwrap()]);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/runtime_client.py"
+    );
+    let o = std::process::Command::new("python3")
+        .arg(script)
+        .arg(&s.base)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
+        .env("NO_PROXY", "*")
+        .output()
+        .expect("python3 (installed by ci/setup)");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["last_status"], "completed");
+    assert!(!f.root.join("py.txt").exists());
+}
