@@ -1,3 +1,4 @@
+#![cfg(not(feature = "nix-build-sandbox"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! `network = "allowlist"` in the real sandbox, in every Linux tier
 //! (bwrap: empty netns + bridge; landlock: Landlock TCP port rule +
