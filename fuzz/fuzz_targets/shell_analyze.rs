@@ -34,6 +34,7 @@ fuzz_target!(|data: &[u8]| {
         admission: &admission,
         workspace: Path::new("/w"),
         floor: &floor,
+        sandbox: codewhale::policy::SandboxMode::WorkspaceWrite,
     };
     let v = authorize(&ToolCall::shell(cmd, "/w"), &Posture::new(Mode::Work, Approval::Ask), &ctx);
     if analysis.failure.is_some() {
