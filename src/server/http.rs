@@ -4,9 +4,7 @@ use super::auth::Auth;
 use super::error::{ApiError, ApiJson, ApiQuery};
 use super::usage;
 use crate::runtime::driver::Driver;
-use crate::runtime::{
-    Answer, ItemKind, NewThread, RequestKind, Runtime, Settlement, ThreadPatch, TurnRecord,
-};
+use crate::runtime::{Answer, ItemKind, RequestKind, Runtime, Settlement, ThreadPatch, TurnRecord};
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
@@ -194,24 +192,11 @@ async fn summary(State(s): St, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<
     Ok(Json(json!({ "items": items })))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CreateThread {
-    model: Option<String>,
-    workspace: Option<PathBuf>,
-    mode: Option<String>,
-    title: Option<String>,
-    system_prompt: Option<String>,
-    allow_shell: Option<bool>,
-    trust_mode: Option<bool>,
-    auto_approve: Option<bool>,
-}
-
 async fn create_thread(
     State(s): St,
-    ApiJson(b): ApiJson<CreateThread>,
+    ApiJson(b): ApiJson<super::CreateThread>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let ws = b.workspace.unwrap_or_else(|| s.workspace.clone());
+    let ws = b.workspace.clone().unwrap_or_else(|| s.workspace.clone());
     let ws = std::fs::canonicalize(&ws)
         .ok()
         .filter(|p| p.is_dir())
@@ -221,20 +206,7 @@ async fn create_thread(
                 format!("`{}` is not a directory", ws.display()),
             )
         })?;
-    let nt = NewThread {
-        id: None,
-        model: b
-            .model
-            .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| s.default_model.clone()),
-        workspace: ws,
-        mode: b.mode.unwrap_or_else(|| "agent".into()),
-        system_prompt: b.system_prompt,
-        title: b.title,
-        allow_shell: b.allow_shell.unwrap_or(true),
-        trust_mode: b.trust_mode.unwrap_or(false),
-        auto_approve: b.auto_approve.unwrap_or(false),
-    };
+    let nt = b.into_new_thread(ws, &s.default_model);
     let s2 = s.clone();
     let t = blocking(move || Ok(s2.rt().create_thread(nt)?)).await?;
     Ok((StatusCode::CREATED, Json(json!({ "thread": t }))))

@@ -271,3 +271,42 @@ async fn shutdown_signal() {
         let _ = tokio::signal::ctrl_c().await;
     }
 }
+
+/// The body of "create a thread", the same for HTTP (`POST /v1/threads`)
+/// and stdio (`thread/start`); unknown fields are refused by name.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateThread {
+    pub model: Option<String>,
+    pub workspace: Option<PathBuf>,
+    pub mode: Option<String>,
+    pub title: Option<String>,
+    pub system_prompt: Option<String>,
+    pub allow_shell: Option<bool>,
+    pub trust_mode: Option<bool>,
+    pub auto_approve: Option<bool>,
+}
+
+impl CreateThread {
+    /// The runtime's record for it, in the already-checked workspace `ws`.
+    pub(crate) fn into_new_thread(
+        self,
+        ws: PathBuf,
+        default_model: &str,
+    ) -> crate::runtime::NewThread {
+        crate::runtime::NewThread {
+            id: None,
+            model: self
+                .model
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| default_model.to_string()),
+            workspace: ws,
+            mode: self.mode.unwrap_or_else(|| "agent".into()),
+            system_prompt: self.system_prompt,
+            title: self.title,
+            allow_shell: self.allow_shell.unwrap_or(true),
+            trust_mode: self.trust_mode.unwrap_or(false),
+            auto_approve: self.auto_approve.unwrap_or(false),
+        }
+    }
+}

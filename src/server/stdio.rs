@@ -6,7 +6,7 @@
 //! notifications carrying the same envelope as SSE.
 
 use crate::runtime::driver::Driver;
-use crate::runtime::{Answer, NewThread, RequestKind, Settlement, ThreadPatch};
+use crate::runtime::{Answer, RequestKind, Settlement, ThreadPatch};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -229,18 +229,7 @@ fn subscribe(
     Ok(json!({"subscribed": p.thread_id, "since_seq": p.since_seq}))
 }
 
-#[derive(serde::Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct StartThread {
-    model: Option<String>,
-    workspace: Option<PathBuf>,
-    mode: Option<String>,
-    title: Option<String>,
-    system_prompt: Option<String>,
-    allow_shell: Option<bool>,
-    trust_mode: Option<bool>,
-    auto_approve: Option<bool>,
-}
+use super::CreateThread as StartThread;
 
 /// The patch's own fields are checked by [`ThreadPatch`] (unknown ones
 /// are refused by name there).
@@ -275,27 +264,14 @@ struct Decide {
 }
 
 fn new_thread(s: &Stdio, b: StartThread) -> Result<crate::runtime::ThreadRecord, RpcError> {
-    let ws = b.workspace.unwrap_or_else(|| s.workspace.clone());
+    let ws = b.workspace.clone().unwrap_or_else(|| s.workspace.clone());
     let ws = std::fs::canonicalize(&ws)
         .ok()
         .filter(|p| p.is_dir())
         .ok_or_else(|| params_err(format!("workspace: `{}` is not a directory", ws.display())))?;
     s.driver
         .runtime()
-        .create_thread(NewThread {
-            id: None,
-            model: b
-                .model
-                .filter(|m| !m.is_empty())
-                .unwrap_or_else(|| s.default_model.clone()),
-            workspace: ws,
-            mode: b.mode.unwrap_or_else(|| "agent".into()),
-            system_prompt: b.system_prompt,
-            title: b.title,
-            allow_shell: b.allow_shell.unwrap_or(true),
-            trust_mode: b.trust_mode.unwrap_or(false),
-            auto_approve: b.auto_approve.unwrap_or(false),
-        })
+        .create_thread(b.into_new_thread(ws, &s.default_model))
         .map_err(|e| from_api(e.into()))
 }
 
