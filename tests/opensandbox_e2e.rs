@@ -522,3 +522,53 @@ async fn renewing_never_shortens_a_kept_sandbox_life() {
     let s2 = s;
     s2.close().await.ok();
 }
+
+/// The request's cancel token ends a remote command through the public
+/// dispatcher (`host::run`), as it does for the local backends: the run
+/// returns `Cancelled` promptly and the remote command is interrupted
+/// (`DELETE /command`, which the fake answers by killing its process group,
+/// as execd does) — positive control: the command was running before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cancel_token_interrupts_a_remote_command() {
+    use codewhale::host::{BackendChoice, CancelToken, HostError, HostSettings};
+    use codewhale::policy::SandboxPolicy;
+    let env = Env::start(|_| {}).await;
+    let settings = HostSettings {
+        backend: BackendChoice::Opensandbox,
+        opensandbox: Some(env.cfg.clone()),
+        ..HostSettings::default()
+    };
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &env.ws);
+    let token = CancelToken::new();
+    let mut req = ExecRequest::new(sh("touch started && sleep 30"));
+    req.cancel = Some(token.clone());
+    let run = tokio::spawn(async move { codewhale::host::run(&policy, &settings, req).await });
+    let started = env.remote_ws.join("started");
+    let mut waited = 0;
+    while !started.exists() && waited < 500 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        waited += 1;
+    }
+    assert!(
+        started.exists(),
+        "control: the remote command never started"
+    );
+    let t = std::time::Instant::now();
+    token.cancel();
+    let out = run.await.unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert!(matches!(out, Err(HostError::Cancelled)), "{out:?}");
+    let mut waited = 0;
+    while env.fake.interrupted().is_empty() && waited < 250 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        waited += 1;
+    }
+    assert!(
+        !env.fake.interrupted().is_empty(),
+        "the remote command was not interrupted"
+    );
+}

@@ -80,9 +80,10 @@ pub async fn run(
     let mut req = req;
     let token = req.cancel.get_or_insert_with(CancelToken::new).clone();
     let mut guard = CancelOnDrop(Some(token));
-    let remote = policy.mode.is_sandboxed() && settings.backend == BackendChoice::Opensandbox;
+    // The same selection the dispatcher makes: only the remote backend is
+    // awaited here, everything local runs on a blocking thread.
+    let remote = dispatch::selection(policy, settings)?.backend == BackendKind::Opensandbox;
     let out = if remote {
-        dispatch::selection(policy, settings)?;
         dispatch::run_opensandbox(policy, settings, req).await
     } else {
         let policy = policy.clone();
