@@ -107,7 +107,10 @@ fn bwrap_here_every_probe_ok_and_exit_0() {
     assert_eq!(r.sandbox.level, "partial", "{raw}");
     let partial = &r.sandbox.enforcement.as_ref().expect("enforcement").partial;
     assert_eq!(partial.len(), 1, "{raw}");
-    assert!(partial[0].reason.contains("held only after the run"), "{raw}");
+    assert!(
+        partial[0].reason.contains("held only after the run"),
+        "{raw}"
+    );
     assert!(r
         .checks
         .iter()

@@ -14,13 +14,12 @@
 //! - after a SIGKILL the next codewhale command (any, here `--version`)
 //!   undoes what the dead run left; `doctor` says nothing is pending.
 
-#[path = "sandbox_support/mod.rs"]
-mod support;
+mod common;
 
+use common::sandbox::*;
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use support::*;
 
 fn ww_cases() -> Vec<Case> {
     cases().into_iter().filter(|c| c.ww()).collect()

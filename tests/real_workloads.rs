@@ -28,12 +28,11 @@
 //! Cost: one crate build (two tiny crates, no registry), a venv without
 //! upgrading pip; a few seconds per tier.
 
-#[path = "sandbox_support/mod.rs"]
-mod support;
+mod common;
 
+use common::sandbox::*;
 use std::fs;
 use std::path::{Path, PathBuf};
-use support::*;
 
 fn ww_cases() -> Vec<Case> {
     cases().into_iter().filter(|c| c.ww()).collect()
