@@ -84,7 +84,7 @@ fn git_status_shows_nothing_new_during_and_after_a_run() {
         let fx = Fx::new();
         let before = status(&fx, &[]);
         let mark = fx.ws.join("started.mark");
-        let mut child = fx
+        let child = fx
             .command(
                 &case,
                 &[],

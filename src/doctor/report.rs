@@ -324,6 +324,7 @@ mod render_tests {
             mcp: vec![],
             skills: vec![],
             duration_ms: 90,
+            integrity: IntegrityReport::default(),
         }
     }
 
