@@ -296,3 +296,36 @@ fn git_commit_rebase_stash_and_branch_switch_work_and_revert_nothing() {
         assert_eq!(fx.git(&fx.ws, &["log", "--format=%s"]).lines().count(), 3);
     }
 }
+
+/// `sandbox explain` says what holds during the run and what only after.
+#[test]
+fn explain_says_what_holds_during_and_only_after_the_run() {
+    let fx = Fx::new();
+    for (backend, during_hooks) in [("bwrap", true), ("landlock", false)] {
+        let out = std::process::Command::new(BIN)
+            .args(["sandbox", "explain", "--json", "--backend", backend, "-C"])
+            .arg(&fx.ws)
+            .env("HOME", &fx.home)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let has = |key: &str, p: &str| {
+            v[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x.as_str() == Some(&fx.ws.join(p).display().to_string()))
+        };
+        assert_eq!(has("protected_during_run", ".git/hooks"), during_hooks, "{backend}");
+        assert_eq!(has("protected_after_run", ".git/hooks"), !during_hooks, "{backend}");
+        assert!(has("protected_after_run", ".envrc"), "{backend}");
+        let text = std::process::Command::new(BIN)
+            .args(["sandbox", "explain", "--backend", backend, "-C"])
+            .arg(&fx.ws)
+            .env("HOME", &fx.home)
+            .output()
+            .unwrap();
+        let t = String::from_utf8_lossy(&text.stdout);
+        assert!(t.contains("held only after the run"), "{t}");
+    }
+}
