@@ -78,8 +78,11 @@ fn probe_errors_keep_the_server_serving_and_stdout_is_json_only() {
     let fam = replies[6]["result"]["methods"].as_array().unwrap();
     assert!(fam.iter().all(|m| {
         let m = m.as_str().unwrap();
-        m.starts_with("thread/") || m.starts_with("turn/") || m.starts_with("approval/")
+        ["thread/", "turn/", "approval/", "user_input/", "tool_call/"]
+            .iter()
+            .any(|p| m.starts_with(p))
     }));
+    assert!(fam.contains(&json!("turn/steer")) && fam.contains(&json!("thread/compact")));
     assert!(fam.contains(&json!("turn/start")));
     assert_eq!(replies[7]["error"]["code"], -32004);
     assert_eq!(replies[8]["error"]["code"], -32602);

@@ -62,6 +62,7 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
         .route("/approvals/{id}", post(approve))
         .route("/user-input/{thread}/{input}", post(user_input))
         .route("/usage", get(usage_route))
+        .route("/snapshots", get(snapshots))
         .route("/workspace/status", get(workspace_status))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
@@ -313,22 +314,33 @@ async fn interrupt(
     ))
 }
 
-/// Not offered: the agent loop cannot take a message mid-turn yet.
-async fn steer(Path((_id, _turn)): Path<(String, String)>) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "not_supported",
-        "steering a running turn is not supported by this runtime yet; interrupt it and start a new turn",
-    )
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Steer {
+    prompt: String,
 }
 
-/// Not offered: the agent loop has no compaction step yet.
-async fn compact(Path(_id): Path<String>) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "not_supported",
-        "manual compaction is not supported by this runtime yet",
-    )
+/// Inject user input into the running turn: recorded as a user message of
+/// the turn (`turn.steered`), sent to the model before its next request.
+async fn steer(
+    State(s): St,
+    Path((id, turn)): Path<(String, String)>,
+    ApiJson(b): ApiJson<Steer>,
+) -> Result<impl IntoResponse, ApiError> {
+    if b.prompt.trim().is_empty() {
+        return Err(ApiError::bad("prompt", "must not be empty"));
+    }
+    let s2 = s.clone();
+    let item = blocking(move || Ok(s2.driver.steer(&id, &turn, b.prompt)?)).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "item": item }))))
+}
+
+/// Manual compaction: a turn whose `context_compaction` item summarises
+/// the thread's history through its model.
+async fn compact(State(s): St, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    let s2 = s.clone();
+    let turn = blocking(move || Ok(s2.driver.compact(&id)?)).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "turn": turn }))))
 }
 
 #[derive(Deserialize)]
@@ -494,6 +506,37 @@ async fn usage_route(
         "since": q.since, "until": q.until, "group_by": by.as_str(),
         "totals": totals, "buckets": buckets,
     })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SnapshotsQuery {
+    limit: Option<String>,
+    thread_id: Option<String>,
+}
+
+/// The undo snapshots of the server's workspace (or a thread's), newest
+/// first, from the same store `codewhale undo` reads. Read-only: restoring
+/// is not served (the contract defers it).
+async fn snapshots(
+    State(s): St,
+    ApiQuery(q): ApiQuery<SnapshotsQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = match q.limit.as_deref() {
+        None => 20,
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=100).contains(n))
+            .ok_or_else(|| ApiError::bad("limit", format!("`{v}` is not between 1 and 100")))?,
+    };
+    let ws = match &q.thread_id {
+        Some(t) => s.rt().thread(t)?.workspace,
+        None => s.workspace.clone(),
+    };
+    let home = s.driver.home().to_path_buf();
+    let list = blocking(move || super::snapshots::list(&home, &ws, limit)).await?;
+    Ok(Json(list))
 }
 
 async fn workspace_status(State(s): St) -> Json<Value> {
