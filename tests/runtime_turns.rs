@@ -35,6 +35,10 @@ impl Drop for Server {
 }
 
 fn start(f: &Fixture, extra: &[&str]) -> Server {
+    start_env(f, extra, &[])
+}
+
+fn start_env(f: &Fixture, extra: &[&str], envs: &[(&str, String)]) -> Server {
     for d in ["tmp", "xdg"] {
         std::fs::create_dir_all(f.root.join(d)).unwrap();
     }
@@ -46,6 +50,7 @@ fn start(f: &Fixture, extra: &[&str]) -> Server {
     c.env("TMPDIR", f.root.join("tmp"))
         .env("XDG_RUNTIME_DIR", f.root.join("xdg"))
         .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let mut child = c.spawn().unwrap();
@@ -628,4 +633,96 @@ fn python_client_reconnects_mid_turn_without_gaps_or_duplicates() {
     assert_eq!(v["ok"], true, "{v}");
     assert!(v["before_drop"].as_u64().unwrap() >= 1);
     assert!(v["after_reconnect"].as_u64().unwrap() >= 1);
+}
+
+/// The server is killed while a turn waits for an approval; the next start
+/// closes the turn as `interrupted` with its terminal events durable (the
+/// request canceled, `turn.completed`), closes the turn's session file the
+/// way `exec` does, and the thread takes a new turn with higher seqs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_servers_open_turn_is_closed_durably_on_the_next_start() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call(
+                "k1",
+                "write_file",
+                json!({"path": "../k.txt", "content": "x"}),
+            ),
+            reply("back again"),
+        ],
+    );
+    let f = fixture(&model);
+    let s = start(&f, &["--approval-timeout", "60"]);
+    let thread = new_thread(&s, json!({})).await;
+    let turn = new_turn(&s, &thread, "go").await;
+    let before = events_until(&s, &thread, 0, |e| count(e, "approval.required") == 1).await;
+    let last_before = before.last().unwrap()["seq"].as_u64().unwrap();
+    drop(s); // SIGKILL
+
+    let s = start(&f, &[]);
+    let (_, d) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
+    let t = d["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == turn.as_str())
+        .unwrap();
+    assert_eq!(t["status"], "interrupted", "{t}");
+    assert_eq!(t["error"], "Interrupted by process restart");
+    assert!(d["pending_approvals"].as_array().unwrap().is_empty());
+    let all = events_until(&s, &thread, last_before, |e| {
+        count(e, "turn.completed") == 1
+    })
+    .await;
+    assert_eq!(all[0]["previous_seq"], last_before);
+    assert_eq!(count(&all, "approval.canceled"), 1, "{all:#?}");
+    let done = first(&all, "turn.completed");
+    assert_eq!(done["payload"]["turn"]["status"], "interrupted");
+    // The turn's session file is closed too (receipts read it).
+    let sid = t["session_id"].as_str().unwrap();
+    let sf = f.cw_home.join("sessions").join(format!("{sid}.jsonl"));
+    let text = std::fs::read_to_string(&sf).unwrap();
+    assert!(text.contains("\"type\":\"thread_completed\""), "{text}");
+    // The thread goes on; new seqs are higher than anything before.
+    new_turn(&s, &thread, "again").await;
+    let after = until_completed(&s, &thread, 2).await;
+    let last = after.last().unwrap();
+    assert_eq!(last["payload"]["turn"]["status"], "completed");
+    assert!(last["seq"].as_u64().unwrap() > done["seq"].as_u64().unwrap());
+}
+
+/// Server turns choose their provider the way `exec` does: with nothing
+/// configured and no key, a local Ollama (here the scripted server's
+/// `/api/tags` at `OLLAMA_HOST`) answers, and the turn says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_turns_use_the_ollama_fallback_like_exec() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply("hi from ollama")]);
+    let f = Fixture::with_config("");
+    let s = start_env(
+        &f,
+        &[],
+        &[("OLLAMA_HOST", format!("http://127.0.0.1:{}", model.port))],
+    );
+    let thread = new_thread(&s, json!({"mode": "chat"})).await;
+    new_turn(&s, &thread, "hi").await;
+    let all = until_completed(&s, &thread, 1).await;
+    let t = &first(&all, "turn.completed")["payload"]["turn"];
+    assert_eq!(t["status"], "completed", "{t}");
+    assert_eq!(t["effective_provider"], "ollama", "{t}");
+    assert_eq!(t["effective_model"], "scripted-llama:latest");
+    let note = all
+        .iter()
+        .filter(|e| e["event"] == "item.completed")
+        .map(|e| &e["payload"]["item"])
+        .find(|i| i["kind"] == "status")
+        .unwrap();
+    assert!(
+        note["metadata"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("using the local Ollama"),
+        "{note}"
+    );
+    assert_eq!(model.requests()[0].body["model"], "scripted-llama:latest");
 }
