@@ -8,16 +8,16 @@
 //! SSE reconnect mid-turn from a Python standard-library client.
 #![cfg(unix)]
 
-mod support;
+mod common;
 
+use common::cli::Fixture;
+use common::scripted_model::{call, reply, reply_with_usage, ScriptedModel, Step, Wire};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-use support::scripted_model::{call, reply, reply_with_usage, ScriptedModel, Step, Wire};
-use support::Fixture;
 
 const TOKEN: &str = "turns-token-8d41a7";
 
