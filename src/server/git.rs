@@ -55,7 +55,7 @@ pub fn dirty(ws: &Path) -> Option<bool> {
         .stderr(std::process::Stdio::null())
         .output()
         .ok()?;
-    out.status.success().then(|| !out.stdout.is_empty())
+    out.status.success().then_some(!out.stdout.is_empty())
 }
 
 fn resolve_ref(git: &Path, r: &str) -> Option<String> {
