@@ -726,3 +726,54 @@ async fn server_turns_use_the_ollama_fallback_like_exec() {
     );
     assert_eq!(model.requests()[0].body["model"], "scripted-llama:latest");
 }
+
+/// `dirty` in the thread summary and the workspace status is git's view:
+/// an untracked file makes the workspace dirty; a commit makes it clean.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summary_dirty_follows_git() {
+    let f = Fixture::with_config("");
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&f.ws)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("git (installed by ci/setup)");
+        assert!(o.status.success(), "{args:?}: {o:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(f.ws.join("new.txt"), "x\n").unwrap();
+    let s = start(&f, &[]);
+    let thread = new_thread(&s, json!({})).await;
+    let summary = |v: &Value| -> Value {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["id"] == thread.as_str())
+            .unwrap()
+            .clone()
+    };
+    let (_, v) = api(&s, "GET", "/v1/threads/summary", None).await;
+    let item = summary(&v);
+    assert_eq!(item["dirty"], true, "{item}");
+    assert_eq!(item["branch"], "main");
+    git(&["add", "new.txt"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "x",
+    ]);
+    let (_, v) = api(&s, "GET", "/v1/threads/summary", None).await;
+    let item = summary(&v);
+    assert_eq!(item["dirty"], false, "{item}");
+    assert_eq!(item["head"].as_str().unwrap().len(), 7);
+    let (_, w) = api(&s, "GET", "/v1/workspace/status", None).await;
+    assert_eq!(w["dirty"], false, "{w}");
+}

@@ -138,7 +138,12 @@ impl RuntimeTools {
                     self.timeout.as_secs()
                 ),
             ),
-            Ok((_, other)) => error("no_response", format!("ask_user: not answered ({other:?})")),
+            Ok((_, Settlement::Canceled(why))) => {
+                error("no_response", format!("ask_user: withdrawn ({why})"))
+            }
+            Ok((_, Settlement::Answered(_))) => {
+                error("runtime", "ask_user: an answer of another kind".into())
+            }
             Err(e) => error("runtime", format!("ask_user: {e}")),
         }
     }
@@ -180,7 +185,12 @@ impl RuntimeTools {
                     self.timeout.as_secs()
                 ),
             ),
-            Ok((_, other)) => error("no_response", format!("{name}: no result ({other:?})")),
+            Ok((_, Settlement::Canceled(why))) => {
+                error("no_response", format!("{name}: withdrawn ({why})"))
+            }
+            Ok((_, Settlement::Answered(_))) => {
+                error("runtime", format!("{name}: an answer of another kind"))
+            }
             Err(e) => error("runtime", format!("{name}: {e}")),
         }
     }

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+#[derive(Clone, Debug)]
 pub struct GitStatus {
     pub branch: Option<String>,
     pub head: Option<String>,

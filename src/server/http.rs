@@ -159,7 +159,15 @@ async fn list_threads(
 }
 
 async fn summary(State(s): St, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<Value>, ApiError> {
-    let threads = listed(&s, &q)?;
+    let s2 = s.clone();
+    // `dirty` runs `git status`: off the async workers, once per workspace.
+    blocking(move || summary_items(&s2, &q)).await.map(Json)
+}
+
+fn summary_items(s: &AppState, q: &ListQuery) -> Result<Value, ApiError> {
+    let threads = listed(s, q)?;
+    let mut git_of: std::collections::HashMap<PathBuf, super::git::GitStatus> =
+        std::collections::HashMap::new();
     let items: Vec<Value> = threads
         .iter()
         .map(|t| {
@@ -180,7 +188,9 @@ async fn summary(State(s): St, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<
                     .map(|t| t.status);
                 (preview, status)
             });
-            let git = super::git::status(&t.workspace);
+            let git = git_of
+                .entry(t.workspace.clone())
+                .or_insert_with(|| super::git::status(&t.workspace));
             json!({
                 "id": t.id, "title": t.title, "preview": preview, "model": t.model,
                 "mode": t.mode, "archived": t.archived, "updated_at": t.updated_at,
@@ -190,7 +200,7 @@ async fn summary(State(s): St, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<
             })
         })
         .collect();
-    Ok(Json(json!({ "items": items })))
+    Ok(json!({ "items": items }))
 }
 
 async fn create_thread(
@@ -539,9 +549,12 @@ async fn snapshots(
     Ok(Json(list))
 }
 
-async fn workspace_status(State(s): St) -> Json<Value> {
-    let g = super::git::status(&s.workspace);
-    Json(json!({"workspace": s.workspace, "branch": g.branch, "head": g.head, "dirty": g.dirty}))
+async fn workspace_status(State(s): St) -> Result<Json<Value>, ApiError> {
+    let ws = s.workspace.clone();
+    let g = blocking(move || Ok(super::git::status(&ws))).await?;
+    Ok(Json(
+        json!({"workspace": s.workspace, "branch": g.branch, "head": g.head, "dirty": g.dirty}),
+    ))
 }
 
 #[derive(Deserialize)]
