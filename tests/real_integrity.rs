@@ -316,8 +316,16 @@ fn explain_says_what_holds_during_and_only_after_the_run() {
                 .iter()
                 .any(|x| x.as_str() == Some(&fx.ws.join(p).display().to_string()))
         };
-        assert_eq!(has("protected_during_run", ".git/hooks"), during_hooks, "{backend}");
-        assert_eq!(has("protected_after_run", ".git/hooks"), !during_hooks, "{backend}");
+        assert_eq!(
+            has("protected_during_run", ".git/hooks"),
+            during_hooks,
+            "{backend}"
+        );
+        assert_eq!(
+            has("protected_after_run", ".git/hooks"),
+            !during_hooks,
+            "{backend}"
+        );
         assert!(has("protected_after_run", ".envrc"), "{backend}");
         let text = std::process::Command::new(BIN)
             .args(["sandbox", "explain", "--backend", backend, "-C"])
