@@ -17,9 +17,10 @@ use super::store::{Runtime, RuntimeError};
 use super::tap::TapHandle;
 use crate::agent::tools::{guard::FsGuard, ToolContext, ALL_TOOLS};
 use crate::agent::{
-    exec_posture, run_exec_hooked, Emitter, ExecOptions, Models, OutputFormat, PipelineAuthorizer,
-    RunHooks, RunSnapshots,
+    exec_posture_in, run_exec_hooked, Emitter, ExecOptions, Models, OutputFormat,
+    PipelineAuthorizer, RunHooks, RunSnapshots,
 };
+use crate::authz::Mode;
 use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags};
 use crate::policy::{resolve, HostFacts};
 use crate::provider::auth::AuthStore;
@@ -91,6 +92,18 @@ impl Driver {
     /// Start a turn on `thread_id` and return it (`in_progress`); the loop
     /// runs on its own OS thread until the model stops.
     pub fn start(&self, thread_id: &str, prompt: String) -> Result<TurnRecord, DriverError> {
+        self.start_in_mode(thread_id, prompt, Mode::Work)
+    }
+
+    /// [`Driver::start`] in the posture mode `mode` (Plan: reads only,
+    /// read-only sandbox; Work; Operate: Work's permissions — the loop
+    /// has no sub-agents or reviewer yet).
+    pub fn start_in_mode(
+        &self,
+        thread_id: &str,
+        prompt: String,
+        mode: Mode,
+    ) -> Result<TurnRecord, DriverError> {
         let _one = self.starting.lock().unwrap_or_else(|e| e.into_inner());
         let thread = self.rt.thread(thread_id)?;
         let busy = self.rt.read(|s| {
@@ -104,7 +117,7 @@ impl Driver {
             return Err(RuntimeError::Busy(thread_id.into()).into());
         }
         let history = self.history(thread_id);
-        let p = prepare(&self.home, &thread, prompt.clone())?;
+        let p = prepare(&self.home, &thread, prompt.clone(), mode)?;
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(
@@ -318,14 +331,19 @@ pub fn thread_tools(t: &ThreadRecord) -> Vec<String> {
 /// Resolve a thread's settings like `exec` resolves its flags (the same
 /// config layers, posture, provider registry, sandbox policy and
 /// snapshots).
-fn prepare(home: &Path, t: &ThreadRecord, prompt: String) -> Result<Prepared, DriverError> {
+fn prepare(
+    home: &Path,
+    t: &ThreadRecord,
+    prompt: String,
+    mode: Mode,
+) -> Result<Prepared, DriverError> {
     let mut o = LoadOptions::new(&t.workspace);
     if !t.model.is_empty() {
         o.overrides.model = Some(t.model.clone());
     }
     let sandbox = SandboxContext::load_with(&mut o, &SandboxFlags::default(), RulesFile::Load)
         .map_err(setup)?;
-    let (mut posture, sandbox, _notes) = exec_posture(sandbox, t.auto_approve, None);
+    let (mut posture, sandbox, _notes) = exec_posture_in(sandbox, t.auto_approve, None, mode);
     // A person can answer here: gate 8 leaves questions open for the
     // runtime's clients (the approver applies `auto_approve`).
     posture.headless = false;
