@@ -6,13 +6,13 @@
 //! tests: run `ci/setup`.
 #![cfg(unix)]
 
-mod support;
+mod common;
 
+use common::cli::Fixture;
+use common::scripted_model::{reply, ScriptedModel, Step, Wire};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::Command;
-use support::scripted_model::{reply, ScriptedModel, Step, Wire};
-use support::Fixture;
 
 /// The Python of venv `name` (`mcp1`: mcp 1.x + agent-client-protocol;
 /// `mcp2`: mcp 2.x), or a failure that says how to make it.

@@ -7,15 +7,15 @@
 //! handshake, and a cancelled MCP call killing its command.
 #![cfg(unix)]
 
-mod support;
+mod common;
 
+use common::cli::Fixture;
+use common::scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use support::scripted_model::{call, reply, ScriptedModel, Wire};
-use support::Fixture;
 
 /// One stdio JSON-RPC peer: every stdout line must be JSON.
 struct Conn {
