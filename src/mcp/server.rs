@@ -121,10 +121,14 @@ impl Gatekeeper {
             "reason": v.reason,
         });
         if !v.is_allowed() {
-            let why = if v.outcome() == "no_response" {
+            // The question the gates asked, in its own words: the
+            // headless reason's advice (`--auto`) is exec's, not ours.
+            let why = if let (Some(q), "no_response") = (&v.question, v.outcome()) {
                 format!(
-                    "not run: {} (the gates would ask for approval, and this MCP server cannot ask anyone, so it is denied)",
-                    v.reason
+                    "not run: {} (asked by {} at gate {}); this MCP server cannot ask anyone, so what would ask is denied. A rule in permissions.toml can allow it.",
+                    q.reason,
+                    q.asked_by.as_str(),
+                    q.gate.number()
                 )
             } else {
                 format!(
