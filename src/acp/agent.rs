@@ -23,7 +23,7 @@ use agent_client_protocol_schema::v1::{
 };
 use agent_client_protocol_schema::ProtocolVersion;
 use serde_json::{json, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -86,9 +86,6 @@ struct Session {
     mode: String,
     /// The running turn, if a prompt is in flight.
     turn: Option<String>,
-    /// `allow_always` answers: the session's rules (see
-    /// [`Question::rule_key`]); they live as long as this process.
-    rules: HashSet<String>,
 }
 
 pub struct Agent {
@@ -217,7 +214,6 @@ impl Agent {
                 cwd,
                 mode: "work".into(),
                 turn: None,
-                rules: HashSet::new(),
             },
         );
         let r = NewSessionResponse::new(t.id).modes(mode_state("work"));
@@ -255,7 +251,6 @@ impl Agent {
                 cwd,
                 mode: "work".into(),
                 turn: None,
-                rules: HashSet::new(),
             });
             e.mode.clone()
         };
@@ -402,25 +397,13 @@ impl Agent {
         }
     }
 
-    /// Put a question to the editor (or answer it from the session's
-    /// rules); the task settles the runtime's request with the answer.
+    /// Put a question to the editor; the task settles the runtime's
+    /// request with the answer. `allow_always` is `remember: true`, which
+    /// the runtime turns into the thread's session grant (the pipeline's
+    /// own session rule): later calls of the same kind pass gate 8
+    /// without a question, so they never reach this adapter.
     fn ask(self: &Arc<Self>, session: &str, q: Question) -> Option<tokio::task::JoinHandle<()>> {
         let rt = self.driver.runtime().clone();
-        let known = self
-            .sessions()
-            .get(session)
-            .is_some_and(|s| s.rules.contains(&q.rule_key()));
-        if known {
-            let how = Settlement::Answered(Answer::Approval {
-                allow: true,
-                remember: true,
-            });
-            if let Err(e) = rt.settle(&q.approval_id, Some(RequestKind::Approval), None, None, how)
-            {
-                eprintln!("codewhale serve --acp: session rule: {e}");
-            }
-            return None;
-        }
         let options = vec![
             PermissionOption::new("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
             PermissionOption::new(
@@ -446,8 +429,6 @@ impl Agent {
             }
         };
         let rx = self.peer.request("session/request_permission", params);
-        let me = self.clone();
-        let session = session.to_string();
         Some(tokio::spawn(async move {
             let reply = rx.await;
             let how = match reply {
@@ -459,15 +440,10 @@ impl Agent {
                                     allow: true,
                                     remember: false,
                                 }),
-                                "allow_always" => {
-                                    if let Some(s) = me.sessions().get_mut(&session) {
-                                        s.rules.insert(q.rule_key());
-                                    }
-                                    Settlement::Answered(Answer::Approval {
-                                        allow: true,
-                                        remember: true,
-                                    })
-                                }
+                                "allow_always" => Settlement::Answered(Answer::Approval {
+                                    allow: true,
+                                    remember: true,
+                                }),
                                 _ => Settlement::Answered(Answer::Approval {
                                     allow: false,
                                     remember: false,

@@ -42,22 +42,6 @@ pub struct Question {
     pub fields: ToolCallUpdateFields,
 }
 
-impl Question {
-    /// What `allow_always` remembers for the session: the tool and its
-    /// exact command (shell) or its first path (file tools).
-    pub fn rule_key(&self) -> String {
-        let what = self.command.clone().unwrap_or_else(|| {
-            self.fields
-                .locations
-                .as_ref()
-                .and_then(|l| l.first())
-                .map(|l| l.path.display().to_string())
-                .unwrap_or_default()
-        });
-        format!("{}\u{0}{what}", self.tool)
-    }
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub enum TurnEnd {
     Stop(StopReason),
@@ -425,7 +409,7 @@ mod tests {
     }
 
     #[test]
-    fn a_question_carries_the_call_and_its_rule_key() {
+    fn a_question_carries_the_call() {
         let mut m = Mapper::live(Path::new("/ws"), "t");
         m.map(&env(
             "item.started",
@@ -447,6 +431,5 @@ mod tests {
         assert_eq!(q.approval_id, "appr_1");
         assert_eq!(q.fields.title.as_deref(), Some("rm -rf build"));
         assert_eq!(q.fields.status, Some(ToolCallStatus::Pending));
-        assert_eq!(q.rule_key(), "shell\u{0}rm -rf build");
     }
 }
