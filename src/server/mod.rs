@@ -66,12 +66,13 @@ pub struct AppServerArgs {
 /// names; `--acp` is the ACP agent for editors ([`crate::acp`]); `--mcp`
 /// is codewhale's tools as an MCP stdio server ([`crate::mcp::server`]).
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["http", "acp", "mcp"])))]
 pub struct ServeArgs {
     /// Serve the HTTP/SSE runtime API.
-    #[arg(long, required_unless_present_any = ["acp", "mcp"], conflicts_with_all = ["acp", "mcp"])]
+    #[arg(long)]
     pub http: bool,
     /// Be an Agent Client Protocol agent on stdin/stdout (for editors).
-    #[arg(long, conflicts_with = "mcp")]
+    #[arg(long)]
     pub acp: bool,
     /// Serve codewhale's tools as an MCP server on stdin/stdout.
     #[arg(long)]
