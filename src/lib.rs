@@ -12,6 +12,7 @@ pub mod config;
 pub mod doctor;
 pub mod exit;
 pub mod host;
+pub mod mcp;
 pub mod net;
 pub mod policy;
 pub mod provider;

@@ -4,6 +4,7 @@ pub mod auth;
 pub mod doctor;
 pub mod exec;
 pub mod exec_models;
+pub mod mcp;
 pub mod models;
 pub mod permissions;
 pub mod probe;
@@ -59,6 +60,9 @@ pub enum Command {
     AppServer(crate::server::AppServerArgs),
     /// Alias of `app-server --http` (with `--insecure` for `--insecure-no-auth`).
     Serve(crate::server::ServeArgs),
+    /// MCP servers as tools: `~/.codewhale/mcp.json` (see docs/MCP.md).
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -82,6 +86,7 @@ pub fn main() -> i32 {
         Command::Setup(args) => setup::run(args),
         Command::AppServer(args) => crate::server::run(args),
         Command::Serve(args) => crate::server::run_serve(args),
+        Command::Mcp(cmd) => mcp::run(cmd),
     }
 }
 
