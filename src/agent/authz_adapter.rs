@@ -96,6 +96,10 @@ pub struct PipelineAuthorizer {
     /// `a` answers (none in a headless run today, but the pipeline consults
     /// them and an interactive front end will add them).
     grants: Mutex<SessionGrants>,
+    /// The run's MCP servers: their current tools are registered as
+    /// `ToolKind::Mcp` (asked about like any MCP call; annotations such as
+    /// `readOnlyHint` are not consulted).
+    mcp: Option<std::sync::Arc<crate::mcp::McpManager>>,
 }
 
 impl PipelineAuthorizer {
@@ -112,7 +116,14 @@ impl PipelineAuthorizer {
             floor: settings.floor_context(),
             workspace: settings.workspace.clone(),
             grants: Mutex::new(SessionGrants::default()),
+            mcp: None,
         }
+    }
+
+    /// Register the tools of `mcp` (as they are at each call).
+    pub fn with_mcp(mut self, mcp: std::sync::Arc<crate::mcp::McpManager>) -> Self {
+        self.mcp = Some(mcp);
+        self
     }
 
     pub fn posture(&self) -> &Posture {
@@ -134,6 +145,24 @@ impl PipelineAuthorizer {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone();
+        // An MCP tool exists for the gates while its server offers it.
+        let with_mcp;
+        let registry = match &self.mcp {
+            Some(m)
+                if crate::mcp::client_names::is_mcp(&call.tool)
+                    && m.tools().iter().any(|t| t.name == call.tool) =>
+            {
+                let mut r = self.registry.clone();
+                r.register(authz::ToolSpec {
+                    name: call.tool.clone(),
+                    kind: authz::ToolKind::Mcp,
+                    executable: true,
+                });
+                with_mcp = r;
+                &with_mcp
+            }
+            _ => &self.registry,
+        };
         authz::authorize(
             call,
             &self.posture,
@@ -141,7 +170,7 @@ impl PipelineAuthorizer {
                 rules: &self.rules,
                 hooks: answers,
                 grants: &grants,
-                registry: &self.registry,
+                registry,
                 admission: &self.admission,
                 workspace: &self.workspace,
                 floor: &self.floor,

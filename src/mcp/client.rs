@@ -448,6 +448,21 @@ impl McpManager {
     }
 }
 
+impl std::fmt::Debug for McpManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpManager")
+            .field("config_file", &self.spec.config_file)
+            .field(
+                "servers",
+                &lock(&self.servers)
+                    .iter()
+                    .map(|s| s.name.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
 impl Drop for McpManager {
     fn drop(&mut self) {
         self.stop_all();

@@ -355,6 +355,7 @@ fn prepare(home: &Path, t: &ThreadRecord, prompt: String) -> Result<Prepared, Dr
         policy: sandbox.policy.clone(),
         host: sandbox.host.clone(),
         cancel: crate::host::CancelToken::new(),
+        mcp: None,
     };
     let opts = ExecOptions {
         prompt,
