@@ -451,6 +451,20 @@ fn exec_calls_an_mcp_tool_and_the_receipt_counts_it() {
     let o = f.run(&["receipts", "--last", "--format", "json"]);
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["totals"]["mcp_calls"], 1, "{r}");
+    let action = r["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["kind"] == "mcp")
+        .unwrap_or_else(|| panic!("no mcp action: {r}"));
+    assert_eq!(action["tool"], "mcp__everything__echo", "{action}");
+    assert!(
+        action["enforcement"]
+            .as_str()
+            .unwrap()
+            .contains("mcp server `everything`"),
+        "{action}"
+    );
 }
 
 /// Without `--auto` the question about an MCP tool gets no response in a
@@ -532,4 +546,66 @@ fn mcp_tools_are_asked_about_and_rules_match_the_family() {
         .find(|e| e["type"] == "tool_result" && e["call_id"] == "c1")
         .unwrap();
     assert_eq!(r["output"], "Echo: ruled", "{r}");
+}
+
+/// The host's piped-stdio run (what every MCP server uses) on both Linux
+/// tiers: bytes written to the pipe reach the sandboxed `cat`, its answer
+/// comes back on the other pipe, stderr is appended to the log, and the
+/// cancel token ends the run (the caller's read end then sees EOF).
+#[test]
+fn host_runs_a_server_with_piped_stdio_on_bwrap_and_landlock() {
+    use codewhale::host::{BackendChoice, CancelToken, ExecRequest, ServerStdio};
+    use std::io::{BufRead, Write};
+    use std::sync::Arc;
+    for backend in [BackendChoice::Bwrap, BackendChoice::Landlock] {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        let log = ws.join("stderr.log");
+        let (child_in, our_in) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        let (our_out, child_out) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        let mut req = ExecRequest::new(vec![
+            "sh".into(),
+            "-c".into(),
+            "echo started >&2; exec cat".into(),
+        ]);
+        let cancel = CancelToken::new();
+        req.cancel = Some(cancel.clone());
+        req.stdio = Some(ServerStdio {
+            stdin: Arc::new(child_in),
+            stdout: Arc::new(child_out),
+            stderr_log: Some(log.clone()),
+        });
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
+        let settings = HostSettings {
+            backend,
+            helper_exe: Some(env!("CARGO_BIN_EXE_codewhale").into()),
+            ..HostSettings::default()
+        };
+        let run =
+            std::thread::spawn(move || codewhale::host::run_blocking(&policy, &settings, &req));
+        let mut to = std::fs::File::from(our_in);
+        let mut from = std::io::BufReader::new(std::fs::File::from(our_out));
+        writeln!(to, "{{\"jsonrpc\":\"2.0\",\"id\":1}}").unwrap();
+        let mut line = String::new();
+        from.read_line(&mut line).unwrap();
+        assert_eq!(line, "{\"jsonrpc\":\"2.0\",\"id\":1}\n", "{backend:?}");
+        cancel.cancel();
+        let out = run.join().unwrap().unwrap();
+        assert_eq!(
+            out.enforcement.backend.as_str(),
+            match backend {
+                BackendChoice::Bwrap => "bwrap",
+                _ => "landlock",
+            }
+        );
+        assert_eq!(
+            out.stdout.total, 0,
+            "stdout went to the pipe, not the capture"
+        );
+        assert!(out.stderr.text().contains("started"), "{backend:?}");
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut from, &mut rest).unwrap();
+        assert_eq!(rest, "", "EOF after the run");
+        assert!(std::fs::read_to_string(&log).unwrap().contains("started"));
+    }
 }

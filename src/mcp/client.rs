@@ -261,9 +261,10 @@ impl McpManager {
     }
 
     fn launch(&self, doc: McpFile) {
-        if let Err(e) = std::fs::create_dir_all(&self.spec.log_dir) {
-            // Logs are best effort; the status names the path anyway.
-            let _ = e;
+        // Logs are best effort; the status names the path anyway.
+        let _ = std::fs::create_dir_all(&self.spec.log_dir);
+        if doc.mcp_servers.values().any(|e| e.enabled) {
+            ensure_caches();
         }
         let mut list = Vec::new();
         for (name, entry) in doc.mcp_servers {
@@ -466,6 +467,23 @@ impl std::fmt::Debug for McpManager {
 impl Drop for McpManager {
     fn drop(&mut self) {
         self.stop_all();
+    }
+}
+
+/// The sandbox makes the npm and XDG caches writable only if they exist
+/// (`docs/SANDBOX.md`); on a fresh machine `npx`/`uvx` servers would then
+/// fail to start, so the two directories are created (empty) first.
+fn ensure_caches() {
+    let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) else {
+        return;
+    };
+    let home = PathBuf::from(home);
+    let xdg = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|x| !x.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".cache"));
+    for dir in [home.join(".npm"), xdg] {
+        let _ = std::fs::create_dir_all(dir);
     }
 }
 
