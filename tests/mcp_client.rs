@@ -609,3 +609,153 @@ fn host_runs_a_server_with_piped_stdio_on_bwrap_and_landlock() {
         assert!(std::fs::read_to_string(&log).unwrap().contains("started"));
     }
 }
+
+/// `app-server --http`: a turn in an agent thread gets the workspace's MCP
+/// tools, while `/health` keeps answering within 1 s throughout — during
+/// the slow server's start, the turn's wait for it, and the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn app_server_turn_calls_an_mcp_tool_and_health_keeps_answering() {
+    use std::io::BufRead;
+    const TOKEN: &str = "mcp-test-token-0b1c";
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call(
+                "c1",
+                "mcp__everything__echo",
+                json!({"message": "via runtime"}),
+            ),
+            reply("echoed"),
+        ],
+    );
+    let f = Fixture::with_config(&format!(
+        "provider = \"custom\"\n[providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"test-key\"\nmodel = \"scripted\"\n",
+        model.kind(),
+        model.base_url()
+    ));
+    let mut v = all_servers();
+    v["mcpServers"]["slow"]["startupTimeoutSec"] = json!(3);
+    write_mcp(&f.cw_home, &v);
+    for d in ["tmp", "xdg"] {
+        std::fs::create_dir_all(f.root.join(d)).unwrap();
+    }
+    let mut child = f
+        .cmd(&[
+            "app-server",
+            "--http",
+            "--port",
+            "0",
+            "-C",
+            f.ws.to_str().unwrap(),
+        ])
+        .env("TMPDIR", f.root.join("tmp"))
+        .env("XDG_RUNTIME_DIR", f.root.join("xdg"))
+        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let _guard = Kill(child);
+    let mut line = String::new();
+    let base = loop {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "server exited");
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let c = reqwest::Client::builder().no_proxy().build().unwrap();
+    let health = |c: reqwest::Client, base: String| async move {
+        let t = Instant::now();
+        let r = tokio::time::timeout(
+            Duration::from_secs(1),
+            c.get(format!("{base}/health")).send(),
+        )
+        .await
+        .expect("/health within 1 s")
+        .unwrap();
+        assert_eq!(r.status(), 200);
+        t.elapsed()
+    };
+    let r: Value = c
+        .post(format!("{base}/v1/threads"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"title": "mcp", "auto_approve": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let thread = r["thread"]["id"].as_str().unwrap().to_string();
+    let r: Value = c
+        .post(format!("{base}/v1/threads/{thread}/turns"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"prompt": "echo via mcp"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let turn = r["turn"]["id"].as_str().unwrap().to_string();
+    let t0 = Instant::now();
+    let mut checks = 0;
+    let status = loop {
+        health(c.clone(), base.clone()).await;
+        checks += 1;
+        let d: Value = c
+            .get(format!("{base}/v1/threads/{thread}"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let st = d["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == turn.as_str())
+            .map(|t| t["status"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default();
+        if st != "in_progress" && !st.is_empty() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "turn did not end");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(status, "completed");
+    // The turn waited for the slow server's timeout, and /health answered
+    // all along.
+    assert!(checks >= 10, "only {checks} health checks");
+    let reqs = model.requests();
+    let offered: Vec<String> = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        offered.iter().any(|t| t == "mcp__everything__echo"),
+        "{offered:?}"
+    );
+    let tool_msg = reqs[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "c1")
+        .cloned()
+        .unwrap();
+    assert_eq!(tool_msg["content"], "Echo: via runtime", "{tool_msg}");
+}

@@ -122,8 +122,13 @@ impl PipelineAuthorizer {
 
     /// Register the tools of `mcp` (as they are at each call).
     pub fn with_mcp(mut self, mcp: std::sync::Arc<crate::mcp::McpManager>) -> Self {
-        self.mcp = Some(mcp);
+        self.set_mcp(mcp);
         self
+    }
+
+    /// [`Self::with_mcp`] in place.
+    pub fn set_mcp(&mut self, mcp: std::sync::Arc<crate::mcp::McpManager>) {
+        self.mcp = Some(mcp);
     }
 
     pub fn posture(&self) -> &Posture {

@@ -240,10 +240,19 @@ impl McpManager {
     /// Read the configuration and start every enabled server, each on its
     /// own task; returns at once. Must be called inside a tokio runtime.
     pub fn start(spec: ManagerSpec) -> Result<Arc<McpManager>, McpConfigError> {
+        Self::start_on(spec, tokio::runtime::Handle::current())
+    }
+
+    /// [`Self::start`] with the servers' tasks on `runtime` (which must
+    /// outlive the manager's use).
+    pub fn start_on(
+        spec: ManagerSpec,
+        runtime: tokio::runtime::Handle,
+    ) -> Result<Arc<McpManager>, McpConfigError> {
         let doc = config::load(&spec.config_file)?;
         let m = Arc::new(McpManager {
             spec,
-            runtime: tokio::runtime::Handle::current(),
+            runtime,
             servers: Mutex::new(Vec::new()),
         });
         m.launch(doc);

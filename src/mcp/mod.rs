@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod client_names;
+pub mod client_pool;
 pub mod client_transport;
 pub mod config;
 

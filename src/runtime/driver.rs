@@ -63,6 +63,8 @@ pub struct Driver {
     active: Arc<Mutex<HashMap<String, watch::Sender<bool>>>>,
     /// Serializes starts (the busy check and the session file).
     starting: Arc<Mutex<()>>,
+    /// The MCP servers of `mcp.json`, one set per workspace (docs/MCP.md).
+    mcp: Arc<crate::mcp::client_pool::McpPool>,
 }
 
 fn setup<E: std::fmt::Display>(e: E) -> DriverError {
@@ -77,6 +79,7 @@ impl Driver {
             approval_timeout,
             active: Arc::new(Mutex::new(HashMap::new())),
             starting: Arc::new(Mutex::new(())),
+            mcp: Arc::default(),
         }
     }
 
@@ -104,7 +107,8 @@ impl Driver {
             return Err(RuntimeError::Busy(thread_id.into()).into());
         }
         let history = self.history(thread_id);
-        let p = prepare(&self.home, &thread, prompt.clone())?;
+        let mut p = prepare(&self.home, &thread, prompt.clone())?;
+        self.add_mcp(&mut p);
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(
@@ -140,6 +144,30 @@ impl Driver {
             return Err(setup(e));
         }
         Ok(turn)
+    }
+
+    /// An agent thread also offers the workspace's MCP tools (asked about
+    /// like any MCP call; the servers start in the background).
+    fn add_mcp(&self, p: &mut Prepared) {
+        if p.opts.allowed_tools.as_ref().is_none_or(|t| t.is_empty()) {
+            return;
+        }
+        match self.mcp.get(
+            &self.home,
+            &p.ctx.policy.workspace,
+            &p.ctx.policy,
+            &p.ctx.host,
+        ) {
+            Ok(Some(m)) => {
+                if let Some(t) = p.opts.allowed_tools.as_mut() {
+                    t.push("mcp__*".into());
+                }
+                p.ctx.mcp = Some(m.clone());
+                p.authorizer.set_mcp(m);
+            }
+            Ok(None) => {}
+            Err(e) => eprintln!("codewhale: MCP servers not started: {e}"),
+        }
     }
 
     fn forget(&self, turn: &str) {
@@ -179,6 +207,12 @@ impl Driver {
         {
             Ok(exec_rt) => exec_rt.block_on(async {
                 let ticker = tap.spawn_ticker();
+                if let Some(m) = &p.ctx.mcp {
+                    // This turn's first model call should see the tools of
+                    // servers still starting (bounded by their startup
+                    // timeout; only this turn waits, not the server).
+                    m.wait_settled(m.startup_bound()).await;
+                }
                 let hooks = RunHooks {
                     approver: &approver,
                     history,
