@@ -111,8 +111,8 @@ pub fn start(
     cancel: CancelToken,
 ) -> Result<Started, HostError> {
     let pipe = || {
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| HostError::io("creating the server's stdio pipes", e.into()))
+        crate::host::process::os::pipe_cloexec()
+            .map_err(|e| HostError::io("creating the server's stdio pipes", e))
     };
     let (child_in, our_in) = pipe()?;
     let (our_out, child_out) = pipe()?;
@@ -261,7 +261,7 @@ mod tests {
 
     #[tokio::test]
     async fn filter_passes_protocol_and_counts_junk() {
-        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        let (r, w) = crate::host::process::os::pipe_cloexec().unwrap();
         let from = tokio::net::unix::pipe::Receiver::from_owned_fd(r).unwrap();
         let mut tx = tokio::net::unix::pipe::Sender::from_owned_fd(w).unwrap();
         let (mut read, side) = tokio::io::duplex(4096);
