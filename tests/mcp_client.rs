@@ -10,17 +10,17 @@
 //! Not a `real_*` target: the unprivileged re-run stages only tracked
 //! files, without `target/ci-npm`.
 
-mod support;
+mod common;
 
 use codewhale::host::HostSettings;
 use codewhale::mcp::client::Phase;
 use codewhale::mcp::{ManagerSpec, McpManager};
 use codewhale::policy::{SandboxMode, SandboxPolicy};
+use common::cli::*;
+use common::scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use support::scripted_model::{call, reply, ScriptedModel, Wire};
-use support::*;
 
 /// `dist/index.js` of the pinned server-everything.
 fn everything_js() -> PathBuf {
