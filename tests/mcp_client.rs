@@ -759,3 +759,64 @@ async fn app_server_turn_calls_an_mcp_tool_and_health_keeps_answering() {
         .unwrap();
     assert_eq!(tool_msg["content"], "Echo: via runtime", "{tool_msg}");
 }
+
+/// A call past `toolTimeoutSec` ends as `mcp_timeout` (the server's
+/// `trigger-long-running-operation` takes 10 s; the limit is 1 s), and the
+/// cancel token (Ctrl-C) ends a call at once.
+#[test]
+fn tool_timeout_and_cancel_end_a_call() {
+    let f = Fixture::with_config("");
+    write_mcp(
+        &f.cw_home,
+        &json!({"mcpServers": {"everything": {
+            "command": "node",
+            "args": [everything_js().display().to_string(), "stdio"],
+            "toolTimeoutSec": 1
+        }}}),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &f.ws);
+        let mut spec = ManagerSpec::new(&f.cw_home, policy, HostSettings::default());
+        spec.host.helper_exe = Some(env!("CARGO_BIN_EXE_codewhale").into());
+        let m = McpManager::start(spec).unwrap();
+        m.wait_settled(Duration::from_secs(30)).await;
+        let long = json!({"duration": 10, "steps": 2});
+        let cancel = codewhale::host::CancelToken::new();
+        let t = Instant::now();
+        let e = m
+            .call("mcp__everything__trigger-long-running-operation", &long, &cancel)
+            .await
+            .unwrap_err();
+        assert_eq!(e.category, "mcp_timeout", "{e:?}");
+        assert!(e.message.contains("within 1 s"), "{e:?}");
+        assert!(t.elapsed() < Duration::from_secs(5));
+        let c2 = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            c2.cancel();
+        });
+        let t = Instant::now();
+        let e = m
+            .call("mcp__everything__trigger-long-running-operation", &long, &cancel)
+            .await
+            .unwrap_err();
+        assert_eq!(e.category, "cancelled", "{e:?}");
+        assert!(t.elapsed() < Duration::from_millis(900));
+        // Control: the server still answers a quick call.
+        let ok = m
+            .call(
+                "mcp__everything__echo",
+                &json!({"message": "still here"}),
+                &codewhale::host::CancelToken::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(ok.text, "Echo: still here");
+        m.stop_all();
+    });
+}
