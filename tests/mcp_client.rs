@@ -789,7 +789,11 @@ fn tool_timeout_and_cancel_end_a_call() {
         let cancel = codewhale::host::CancelToken::new();
         let t = Instant::now();
         let e = m
-            .call("mcp__everything__trigger-long-running-operation", &long, &cancel)
+            .call(
+                "mcp__everything__trigger-long-running-operation",
+                &long,
+                &cancel,
+            )
             .await
             .unwrap_err();
         assert_eq!(e.category, "mcp_timeout", "{e:?}");
@@ -802,7 +806,11 @@ fn tool_timeout_and_cancel_end_a_call() {
         });
         let t = Instant::now();
         let e = m
-            .call("mcp__everything__trigger-long-running-operation", &long, &cancel)
+            .call(
+                "mcp__everything__trigger-long-running-operation",
+                &long,
+                &cancel,
+            )
             .await
             .unwrap_err();
         assert_eq!(e.category, "cancelled", "{e:?}");
