@@ -149,6 +149,10 @@ fn mcp_list_json_reports_every_server() {
     let why = crash["last_error"].as_str().unwrap();
     assert!(why.contains("exited with code 3"), "{why}");
     assert!(why.contains("fatal: database is locked"), "{why}");
+    // Its run has ended: what the host enforced for it is in the status.
+    assert_eq!(crash["enforced"]["backend"], "bwrap", "{crash}");
+    assert!(crash["enforced"]["level"].is_string(), "{crash}");
+    assert_eq!(ev["enforced"], Value::Null, "still running: not known yet");
 
     let missing = by_name(servers, "missing");
     assert_eq!(missing["command_found"], false);

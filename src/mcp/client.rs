@@ -111,6 +111,9 @@ pub struct ServerStatus {
     pub server_info: Option<String>,
     pub startup_timeout_sec: u64,
     pub tool_timeout_sec: u64,
+    /// What the host reported it enforced for the server's run: known
+    /// once the process has ended (backend, level, partial items).
+    pub enforced: Option<crate::host::EnforcementSummary>,
 }
 
 /// A failed tool call.
@@ -145,6 +148,7 @@ struct State {
     junk: Arc<Mutex<StdoutJunk>>,
     backend: Option<String>,
     server_info: Option<String>,
+    enforced: Option<crate::host::EnforcementSummary>,
 }
 
 struct Server {
@@ -211,6 +215,7 @@ impl Server {
             server_info: s.server_info.clone(),
             startup_timeout_sec: self.entry.startup_timeout().as_secs(),
             tool_timeout_sec: self.entry.tool_timeout().as_secs(),
+            enforced: s.enforced.clone(),
         }
     }
 
@@ -301,6 +306,7 @@ impl McpManager {
                     junk: Arc::default(),
                     backend: None,
                     server_info: None,
+                    enforced: None,
                 }),
             });
             if server.entry.enabled {
@@ -549,6 +555,20 @@ fn log_tail(log: &Path) -> Option<String> {
     (!last.is_empty()).then(|| last.join(" | ").chars().take(400).collect())
 }
 
+/// Keep what the host enforced for the ended run, in the status and the log.
+fn record_end(server: &Server, out: &Result<ExecOutcome, HostError>) {
+    let Ok(o) = out else { return };
+    let summary = o.enforcement.summary();
+    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&server.log) {
+        let line = serde_json::to_string(&summary).unwrap_or_default();
+        let _ = std::io::Write::write_all(
+            &mut f,
+            format!("{LOG_MARKER} ended ({:?}); enforced: {line}\n", o.exit).as_bytes(),
+        );
+    }
+    lock(&server.state).enforced = Some(summary);
+}
+
 fn exit_reason(server: &Server, out: &Result<ExecOutcome, HostError>) -> String {
     let how = match out {
         Ok(o) => match o.exit {
@@ -557,7 +577,9 @@ fn exit_reason(server: &Server, out: &Result<ExecOutcome, HostError>) -> String 
         },
         Err(e) => format!("could not run: {e}"),
     };
-    match log_tail(&server.log) {
+    let tail = log_tail(&server.log);
+    record_end(server, out);
+    match tail {
         Some(t) => format!("{how}; stderr: {t} (log: {})", server.log.display()),
         None => format!("{how} (log: {})", server.log.display()),
     }
@@ -721,6 +743,9 @@ async fn run_server(server: Arc<Server>, host: HostSettings) {
             std::io::Error::other(e.to_string()),
         ))
     });
+    if server.stopping() || lock(&server.state).phase != Phase::Ready {
+        record_end(&server, &out);
+    }
     if !server.stopping() && lock(&server.state).phase == Phase::Ready {
         let why = format!(
             "the server {} after initialize; not restarted (reload to start it again)",

@@ -66,10 +66,21 @@ pub fn sources() -> Result<(PathBuf, PathBuf), HostError> {
     let io = |what: &str, e| HostError::io(format!("{what} {}", base.display()), e);
     let (file, dir) = crate::host::backends::bwrap::placeholder_sources();
     if !file.is_file() {
-        std::fs::write(&file, b"").map_err(|e| io("creating placeholder in", e))?;
+        match std::fs::write(&file, b"") {
+            Ok(()) => {}
+            // A concurrent first run made it (and may have made it 0444).
+            Err(_) if file.is_file() => {}
+            Err(e) => return Err(io("creating placeholder in", e)),
+        }
     }
     if !dir.is_dir() {
-        std::fs::create_dir(&dir).map_err(|e| io("creating placeholder in", e))?;
+        // Concurrent first runs (MCP servers start together) race here:
+        // the one that loses finds the directory made by the other.
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+            Err(e) => return Err(io("creating placeholder in", e)),
+        }
     }
     for (p, mode) in [(&file, 0o444), (&dir, 0o555)] {
         std::fs::metadata(p)
