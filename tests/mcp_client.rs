@@ -479,7 +479,8 @@ fn mcp_tools_are_asked_about_and_rules_match_the_family() {
     let model = ScriptedModel::start(
         Wire::OpenAi,
         vec![
-            // get-annotated-message is annotated readOnlyHint by the server.
+            // get-annotated-message is annotated `readOnlyHint: true` by the
+            // server (dist/tools/get-annotated-message.js).
             call(
                 "c1",
                 "mcp__everything__get-annotated-message",
@@ -831,4 +832,52 @@ fn tool_timeout_and_cancel_end_a_call() {
         assert_eq!(ok.text, "Echo: still here");
         m.stop_all();
     });
+}
+
+/// A server sees the scrubbed environment plus its entry's `env`: a
+/// secret-looking variable of codewhale's own environment does not reach
+/// it, the entry's token does (server-everything's `get-env` returns the
+/// server's `process.env`).
+#[test]
+fn servers_get_the_scrubbed_environment_plus_their_env() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call("c1", "mcp__everything__get-env", json!({})),
+            reply("ok"),
+        ],
+    );
+    let f = Fixture::new(&model, "");
+    write_mcp(
+        &f.cw_home,
+        &json!({"mcpServers": {"everything": {
+            "command": "node",
+            "args": [everything_js().display().to_string(), "stdio"],
+            "env": {"SERVICE_API_TOKEN": "given-on-purpose"}
+        }}}),
+    );
+    let o = f
+        .cmd(&[
+            "exec",
+            "--auto",
+            "--provider",
+            "custom",
+            "--output-format",
+            "stream-json",
+            "env",
+        ])
+        .env("MY_SECRET_TOKEN", "must-not-leak")
+        .env("PLAIN_SETTING", "visible")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let ev = stdout_lines(&o);
+    let r = ev
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["call_id"] == "c1")
+        .unwrap();
+    let out = r["output"].as_str().unwrap();
+    assert!(out.contains("given-on-purpose"), "{out}");
+    assert!(out.contains("PLAIN_SETTING"), "positive control: {out}");
+    assert!(!out.contains("must-not-leak"), "{out}");
 }
