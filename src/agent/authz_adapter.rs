@@ -22,7 +22,7 @@ use crate::authz::{
 use crate::config::{SandboxContext, Settings};
 use crate::policy::SandboxMode;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The posture of a headless `exec` run, the sandbox context narrowed to
 /// it, and notes on settings it did not apply (to be shown to the user).
@@ -93,9 +93,9 @@ pub struct PipelineAuthorizer {
     workspace: PathBuf,
     /// The sandbox context's mode, handed to the gates (gate 9 names it).
     sandbox: SandboxMode,
-    /// `a` answers (none in a headless run today, but the pipeline consults
-    /// them and an interactive front end will add them).
-    grants: Mutex<SessionGrants>,
+    /// "Always for this kind" answers (none in a headless `exec` run; a
+    /// runtime thread's `remember` adds them, shared with its approver).
+    grants: Arc<Mutex<SessionGrants>>,
     /// The run's MCP servers: their current tools are registered as
     /// `ToolKind::Mcp` (asked about like any MCP call; annotations such as
     /// `readOnlyHint` are not consulted).
@@ -115,7 +115,7 @@ impl PipelineAuthorizer {
             admission: settings.user.tools.clone(),
             floor: settings.floor_context(),
             workspace: settings.workspace.clone(),
-            grants: Mutex::new(SessionGrants::default()),
+            grants: Arc::new(Mutex::new(SessionGrants::default())),
             mcp: None,
         }
     }
@@ -129,6 +129,18 @@ impl PipelineAuthorizer {
     /// [`Self::with_mcp`] in place.
     pub fn set_mcp(&mut self, mcp: std::sync::Arc<crate::mcp::McpManager>) {
         self.mcp = Some(mcp);
+    }
+
+    /// Consult (and share) these session grants instead of a fresh set.
+    pub fn with_grants(mut self, grants: Arc<Mutex<SessionGrants>>) -> Self {
+        self.grants = grants;
+        self
+    }
+
+    /// Register a tool the run offers beyond the built-ins (the runtime's
+    /// `ask_user` and client-executed tools), so gate 2 knows it.
+    pub fn register_tool(&mut self, spec: authz::ToolSpec) {
+        self.registry.register(spec);
     }
 
     pub fn posture(&self) -> &Posture {

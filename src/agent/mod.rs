@@ -12,9 +12,11 @@
 
 pub mod authorizer;
 pub mod authz_adapter;
+pub mod models;
 pub mod output;
 pub mod prompt;
 pub mod run;
+pub mod setup;
 pub mod snapshots;
 pub mod tools;
 
@@ -23,6 +25,6 @@ pub use authz_adapter::{exec_posture, PipelineAuthorizer};
 pub use output::{Emitter, EventTap, OutputFormat};
 pub use run::{
     run_exec, run_exec_hooked, run_exec_models, run_exec_with_snapshots, Approver, ExecOptions,
-    ExecReport, Headless, Models, RunHooks,
+    ExecReport, ExtraOutput, ExtraTools, Headless, Models, RunHooks,
 };
 pub use snapshots::RunSnapshots;

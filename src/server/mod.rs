@@ -12,6 +12,7 @@ pub mod cors;
 pub mod error;
 pub mod git;
 pub mod http;
+pub mod snapshots;
 pub mod stdio;
 pub mod usage;
 
@@ -158,6 +159,23 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
     for t in &report.interrupted_turns {
         eprintln!("codewhale: runtime: turn {t} marked interrupted (its process ended mid-turn)");
     }
+    // The session files of turns a dead process left open are closed the
+    // same way `exec` closes them (receipts read them).
+    match crate::session::recover_all(&crate::session::sessions_dir(&home)) {
+        Ok(reports) => {
+            for r in reports {
+                eprintln!(
+                    "codewhale: recovered session {}: removed {} uncommitted byte(s){}",
+                    r.path.display(),
+                    r.truncated_bytes,
+                    r.interrupted_turn
+                        .map(|t| format!(", turn {t} marked interrupted"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        Err(e) => eprintln!("codewhale: session recovery: {e}"),
+    }
     let driver = Driver::new(rt, &home, Duration::from_secs(args.approval_timeout));
     let default_model = default_model(&workspace, &home);
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
@@ -285,6 +303,8 @@ pub(crate) struct CreateThread {
     pub allow_shell: Option<bool>,
     pub trust_mode: Option<bool>,
     pub auto_approve: Option<bool>,
+    /// Tools this client executes itself (see docs/RUNTIME_API.md).
+    pub client_tools: Option<Vec<crate::runtime::model::ClientTool>>,
 }
 
 impl CreateThread {
@@ -307,6 +327,7 @@ impl CreateThread {
             allow_shell: self.allow_shell.unwrap_or(true),
             trust_mode: self.trust_mode.unwrap_or(false),
             auto_approve: self.auto_approve.unwrap_or(false),
+            client_tools: self.client_tools.unwrap_or_default(),
         }
     }
 }
