@@ -43,8 +43,20 @@ pub fn exec_posture(
     auto: bool,
     flag: Option<SandboxMode>,
 ) -> (Posture, SandboxContext, Vec<String>) {
+    exec_posture_in(ctx, auto, flag, Mode::Work)
+}
+
+/// [`exec_posture`] in another mode (the runtime's clients pick one per
+/// turn: ACP's `session/set_mode`); Plan narrows the sandbox to
+/// read-only through the same [`SandboxContext::for_posture`].
+pub fn exec_posture_in(
+    ctx: SandboxContext,
+    auto: bool,
+    flag: Option<SandboxMode>,
+    mode: Mode,
+) -> (Posture, SandboxContext, Vec<String>) {
     let mut notes = Vec::new();
-    let mut p = ctx.settings.posture(Mode::Work);
+    let mut p = ctx.settings.posture(mode);
     p.headless = true;
     p.auto_approve = auto;
     let explicit_unsandboxed = flag.is_some_and(|m| !m.is_sandboxed());

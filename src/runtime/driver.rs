@@ -21,8 +21,10 @@ use super::tap::TapHandle;
 use crate::agent::models::Resolved;
 use crate::agent::setup::{prepare_run, ModelRequest, RunSetup};
 use crate::agent::tools::ALL_TOOLS;
-use crate::agent::{exec_posture, run_exec_hooked, Emitter, ExecOptions, OutputFormat, RunHooks};
-use crate::authz::{SessionGrants, ToolKind, ToolSpec as AuthzToolSpec};
+use crate::agent::{
+    exec_posture_in, run_exec_hooked, Emitter, ExecOptions, OutputFormat, RunHooks,
+};
+use crate::authz::{Mode, SessionGrants, ToolKind, ToolSpec as AuthzToolSpec};
 use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags};
 use crate::provider::{ChatRequest, Message};
 use crate::session::{read_records, sessions_dir, SessionLog};
@@ -139,12 +141,24 @@ impl Driver {
     /// Start a turn on `thread_id` and return it (`in_progress`); the loop
     /// runs on its own OS thread until the model stops.
     pub fn start(&self, thread_id: &str, prompt: String) -> Result<TurnRecord, DriverError> {
+        self.start_in_mode(thread_id, prompt, Mode::Work)
+    }
+
+    /// [`Driver::start`] in the posture mode `mode` (Plan: reads only,
+    /// read-only sandbox; Work; Operate: Work's permissions — the loop
+    /// has no sub-agents or reviewer yet). ACP's `session/set_mode`.
+    pub fn start_in_mode(
+        &self,
+        thread_id: &str,
+        prompt: String,
+        mode: Mode,
+    ) -> Result<TurnRecord, DriverError> {
         let _one = lock(&self.starting);
         let thread = self.rt.thread(thread_id)?;
         self.check_idle(thread_id)?;
         let history = self.history(thread_id);
         let grants = self.thread_grants(thread_id);
-        let mut p = prepare(&thread, prompt.clone(), grants)?;
+        let mut p = prepare(&thread, prompt.clone(), grants, mode)?;
         self.add_mcp(&mut p);
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
         self.rt.claim(thread_id)?;
@@ -415,7 +429,12 @@ impl Driver {
             )
             .into());
         }
-        let p = prepare(&thread, String::new(), self.thread_grants(thread_id))?;
+        let p = prepare(
+            &thread,
+            String::new(),
+            self.thread_grants(thread_id),
+            Mode::Work,
+        )?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(
             thread_id,
@@ -674,6 +693,7 @@ fn prepare(
     t: &ThreadRecord,
     prompt: String,
     grants: Arc<Mutex<SessionGrants>>,
+    mode: Mode,
 ) -> Result<Prepared, DriverError> {
     let mut o = LoadOptions::new(&t.workspace);
     if !t.model.is_empty() {
@@ -681,7 +701,7 @@ fn prepare(
     }
     let sandbox = SandboxContext::load_with(&mut o, &SandboxFlags::default(), RulesFile::Load)
         .map_err(setup)?;
-    let (mut posture, sandbox, _notes) = exec_posture(sandbox, t.auto_approve, None);
+    let (mut posture, sandbox, _notes) = exec_posture_in(sandbox, t.auto_approve, None, mode);
     // A person can answer here: gate 8 leaves questions open for the
     // runtime's clients (the approver applies `auto_approve`).
     posture.headless = false;
