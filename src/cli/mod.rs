@@ -7,6 +7,7 @@ pub mod exec;
 pub mod exec_models {
     pub use crate::agent::models::*;
 }
+pub mod mcp;
 pub mod models;
 pub mod permissions;
 pub mod probe;
@@ -62,6 +63,9 @@ pub enum Command {
     AppServer(crate::server::AppServerArgs),
     /// Alias of `app-server --http` (with `--insecure` for `--insecure-no-auth`).
     Serve(crate::server::ServeArgs),
+    /// MCP servers as tools: `~/.codewhale/mcp.json` (see docs/MCP.md).
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -86,6 +90,7 @@ pub fn main() -> i32 {
         Command::Setup(args) => setup::run(args),
         Command::AppServer(args) => crate::server::run(args),
         Command::Serve(args) => crate::server::run_serve(args),
+        Command::Mcp(cmd) => mcp::run(cmd),
     }
 }
 

@@ -183,10 +183,14 @@ pub fn run(opts: &Options) -> Report {
         .as_ref()
         .map(|s| s.user.sandbox.clone())
         .unwrap_or_default();
+    // The MCP servers of `~/.codewhale/mcp.json` (docs/MCP.md); a file
+    // that does not parse lists none (`codewhale mcp validate` says why).
     let mcp = settings
         .as_ref()
-        .and_then(|s| s.user.mcp_servers.as_ref())
-        .map(|t| t.keys().cloned().collect())
+        .and_then(|s| {
+            crate::mcp::config::load(&crate::mcp::config::path(&s.paths.codewhale_home)).ok()
+        })
+        .map(|d| d.mcp_servers.keys().cloned().collect())
         .unwrap_or_default();
     checks.push(checks::mode(mode));
     let (api_key, base_url, default_text_model) = provider(&mut checks, settings.as_ref());

@@ -134,7 +134,8 @@ pub struct Report {
     pub api_key: Option<ApiKeyReport>,
     pub base_url: Option<String>,
     pub default_text_model: Option<String>,
-    /// Configured MCP server names (filled by the MCP work; empty until then).
+    /// The server names in `~/.codewhale/mcp.json` (not started here:
+    /// `codewhale mcp list` starts and checks them).
     pub mcp: Vec<String>,
     /// Installed skills (filled by the skills work; empty until then).
     pub skills: Vec<String>,

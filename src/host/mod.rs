@@ -33,7 +33,9 @@ pub use enforcement::{
     PartialItem, Shortfall,
 };
 pub use error::HostError;
-pub use request::{CancelToken, CapturedOutput, ExecOutcome, ExecRequest, ExitKind, StdinSpec};
+pub use request::{
+    CancelToken, CapturedOutput, ExecOutcome, ExecRequest, ExitKind, ServerStdio, StdinSpec,
+};
 pub use select::{select, Selection};
 
 use crate::policy::SandboxPolicy;
