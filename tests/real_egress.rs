@@ -411,3 +411,62 @@ fn bad_network_flags_and_config_are_refused_naming_them() {
         "{err}"
     );
 }
+
+/// A repository's `.codewhale/config.toml` may shrink the network, never
+/// grow it: its extra host is ignored with a note naming file and key, its
+/// deny entry is applied; the allowed name (positive control) still works,
+/// and the origin sees exactly that one connection.
+#[test]
+fn a_project_override_can_only_shrink_the_allow_list() {
+    let rt = rt();
+    let origin = rt.block_on(Origin::start("origin"));
+    let port = origin.port();
+    for case in cases() {
+        let w = World::new();
+        std::fs::create_dir_all(w.fx.ws.join(".codewhale")).unwrap();
+        std::fs::write(
+            w.fx.ws.join(".codewhale/config.toml"),
+            "[sandbox.network]\nallow = [\"ok.test\", \"extra.test\", \"gone.test\"]\ndeny = [\"gone.test\"]\n",
+        )
+        .unwrap();
+        let before = origin.accepted();
+        let resolve =
+            "ok.test=127.0.0.1!loopback;extra.test=127.0.0.1!loopback;gone.test=127.0.0.1!loopback";
+        let script = format!(
+            "curl -sS --max-time 10 http://ok.test:{port}/ ; \
+             echo \"extra:$(curl -sS --max-time 5 http://extra.test:{port}/)\"; \
+             echo \"gone:$(curl -sS --max-time 5 http://gone.test:{port}/)\""
+        );
+        let r = w.run(
+            &case,
+            resolve,
+            &["--allow-domain", "ok.test", "--allow-domain", "gone.test"],
+            &script,
+        );
+        let out = &r.stdout;
+        assert!(
+            out.starts_with("hello from origin\n"),
+            "[{case}] {out}\n{}",
+            r.stderr
+        );
+        assert!(
+            out.contains("extra:codewhale egress proxy: extra.test:")
+                && out.contains("not in the allow list"),
+            "[{case}] {out}"
+        );
+        assert!(
+            out.contains("gone:codewhale egress proxy: gone.test:"),
+            "[{case}] {out}"
+        );
+        assert!(
+            r.stderr.contains(".codewhale/config.toml: `sandbox.network.allow` ignored: `extra.test` is not covered"),
+            "[{case}] {}",
+            r.stderr
+        );
+        assert_eq!(
+            origin.accepted(),
+            before + 1,
+            "[{case}] only the allowed name arrived"
+        );
+    }
+}
