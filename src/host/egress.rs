@@ -33,9 +33,13 @@ pub struct EgressRun {
     dir: Option<tempfile::TempDir>,
 }
 
-fn resolver(backend: BackendKind) -> Result<(Resolver, Vec<String>), HostError> {
-    match std::env::var(TEST_RESOLVE_ENV) {
-        Ok(spec) if !spec.trim().is_empty() => {
+fn resolver(spec: &EgressSpec, backend: BackendKind) -> Result<(Resolver, Vec<String>), HostError> {
+    let fixed = spec
+        .test_resolve
+        .clone()
+        .or_else(|| std::env::var(TEST_RESOLVE_ENV).ok());
+    match fixed {
+        Some(spec) if !spec.trim().is_empty() => {
             let fixed = FixedResolver::parse(&spec).map_err(|e| HostError::Unavailable {
                 backend,
                 reason: format!("{TEST_RESOLVE_ENV}: {e}"),
@@ -54,7 +58,7 @@ fn gate(spec: &EgressSpec, backend: BackendKind) -> Result<(Gate, Vec<String>), 
         reason: format!("[sandbox.network]: {e}"),
         remedy: None,
     })?;
-    let (resolver, names) = resolver(backend)?;
+    let (resolver, names) = resolver(spec, backend)?;
     // Without the interface list only this host's *public* addresses could
     // slip through (every private range is refused anyway).
     let local = LocalAddrs::of_this_host().unwrap_or_default();

@@ -126,7 +126,7 @@ pub async fn relay<C>(
             up.write_all(&prefix).await?;
         }
         #[cfg(target_os = "linux")]
-        if let Some(sock) = client.socket() {
+        if let Some(sock) = client.socket().filter(|_| !gate.copy_relay) {
             return crate::net::proxy::splice::relay(
                 sock,
                 SocketRef::Tcp(&up.inner),
