@@ -65,6 +65,20 @@ fn gate(spec: &EgressSpec, backend: BackendKind) -> Result<(Gate, Vec<String>), 
     Ok((Gate::new(policy, resolver, local, spec.limits()), names))
 }
 
+/// `GIT_SSH_COMMAND` for an allow-list command: git's ssh connects through
+/// `codewhale __egress-connect` (the helper binary, or this executable),
+/// so the proxy decides on the ssh host by name like on every other
+/// connection. Empty when the binary's path cannot be quoted for ssh.
+pub fn ssh_env(helper_exe: Option<&std::path::Path>) -> Vec<(String, String)> {
+    let exe = match helper_exe {
+        Some(p) => Some(p.to_path_buf()),
+        None => crate::host::backends::bwrap::spawn::default_helper_exe().ok(),
+    };
+    exe.and_then(|e| crate::net::connect::git_ssh_command(&e))
+        .map(|v| vec![("GIT_SSH_COMMAND".to_string(), v)])
+        .unwrap_or_default()
+}
+
 fn io_err(what: &'static str) -> impl FnOnce(std::io::Error) -> HostError {
     move |e| HostError::io(what, e)
 }
