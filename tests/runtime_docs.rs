@@ -3,11 +3,11 @@
 //! server (curl is a client nobody here wrote).
 #![cfg(unix)]
 
-mod support;
+mod common;
 
+use common::cli::Fixture;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use support::Fixture;
 
 fn examples() -> String {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/RUNTIME_API.md"))
@@ -78,4 +78,5 @@ fn the_documented_curl_examples_run() {
     );
     assert!(out.contains("event: thread.started"), "{out}");
     assert!(out.contains(r#""group_by":"model""#), "{out}");
+    assert!(out.contains("nothing to compact"), "{out}");
 }

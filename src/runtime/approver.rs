@@ -7,8 +7,11 @@
 //! --auto` does (never a hold; the sandbox stays) — holds still go to the
 //! person.
 //!
-//! `remember` is recorded with the decision but grants nothing yet: the
-//! answer is applied as "this call only".
+//! `remember` is "always for this kind": the answer becomes a session
+//! grant of the thread (the same grant an interactive `a` makes), so later
+//! calls of the same kind pass gate 8 "by session rule" without a
+//! question. A hold is never granted for the session (it is released one
+//! call at a time), and the grant lasts while this server runs.
 
 use super::pending::{Answer, RequestKind, Settlement};
 use super::store::Runtime;
@@ -21,6 +24,7 @@ use crate::authz::pipeline::HumanAnswer;
 use serde_json::json;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub struct RuntimeApprover {
@@ -30,6 +34,8 @@ pub struct RuntimeApprover {
     pub auto_approve: bool,
     /// How long a question waits before it is denied as `no response`.
     pub timeout: Duration,
+    /// The thread's session grants (shared with the authorizer).
+    pub grants: Arc<Mutex<SessionGrants>>,
 }
 
 impl Approver for RuntimeApprover {
@@ -70,10 +76,21 @@ impl Approver for RuntimeApprover {
                     self.timeout,
                 )
                 .await;
-            let mut grants = SessionGrants::default();
+            let mut grants = self.grants.lock().unwrap_or_else(|e| e.into_inner());
             match res {
-                Ok((_, Settlement::Answered(Answer::Approval { allow: true, .. }))) => {
-                    v.answer(HumanAnswer::Once, &mut grants)
+                Ok((
+                    _,
+                    Settlement::Answered(Answer::Approval {
+                        allow: true,
+                        remember,
+                    }),
+                )) => {
+                    let how = if remember {
+                        HumanAnswer::Session
+                    } else {
+                        HumanAnswer::Once
+                    };
+                    v.answer(how, &mut grants)
                 }
                 Ok((_, Settlement::Answered(_))) => v.answer(HumanAnswer::Deny, &mut grants),
                 // Timed out, withdrawn with the turn, or not recordable:
