@@ -106,8 +106,8 @@ pub fn read(file: &Path) -> Result<Option<(ProjectOverride, Vec<IgnoredKey>)>, C
             reason: "not allowed in a project override (only model, reasoning_effort, approval_policy, sandbox_mode, max_subagents, allow_shell, [sandbox] network)".into(),
         })
         .collect();
-    match table.get("sandbox") {
-        Some(toml::Value::Table(t)) => ignored.extend(
+    if let Some(toml::Value::Table(t)) = table.get("sandbox") {
+        ignored.extend(
             t.keys()
                 .filter(|k| k.as_str() != "network")
                 .map(|k| IgnoredKey {
@@ -115,8 +115,7 @@ pub fn read(file: &Path) -> Result<Option<(ProjectOverride, Vec<IgnoredKey>)>, C
                     key: format!("sandbox.{k}"),
                     reason: "not allowed in a project override (only `network` of [sandbox], and only to shrink it)".into(),
                 }),
-        ),
-        Some(_) | None => {}
+        );
     }
     Ok(Some((typed, ignored)))
 }

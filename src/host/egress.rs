@@ -69,6 +69,7 @@ fn gate(spec: &EgressSpec, backend: BackendKind) -> Result<(Gate, Vec<String>), 
 /// `codewhale __egress-connect` (the helper binary, or this executable),
 /// so the proxy decides on the ssh host by name like on every other
 /// connection. Empty when the binary's path cannot be quoted for ssh.
+#[cfg(target_os = "linux")]
 pub fn ssh_env(helper_exe: Option<&std::path::Path>) -> Vec<(String, String)> {
     let exe = match helper_exe {
         Some(p) => Some(p.to_path_buf()),

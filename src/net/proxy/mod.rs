@@ -9,6 +9,8 @@
 mod http;
 mod meter;
 mod rewind;
+// The splice relay (Linux) is the only reader of the bare socket.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod socket;
 mod socks;
 #[cfg(target_os = "linux")]
