@@ -715,7 +715,7 @@ impl Loop<'_> {
                 o = &mut fut => o,
                 _ = intr.wait_for(|v| *v) => {
                     // Kill the running command, then wait for the host to
-                    // finish (it removes its mount placeholders) so the
+                    // finish (its after-run integrity check) so the
                     // post-turn snapshot sees the workspace as it is.
                     self.ctx.cancel.cancel();
                     let _ = fut.await;

@@ -70,6 +70,7 @@ pub enum Command {
 
 /// Parse arguments, run, and return the process exit code.
 pub fn main() -> i32 {
+    recover_interrupted_runs();
     if let Some(code) = sandbox_run_fast_path() {
         return code;
     }
@@ -93,6 +94,31 @@ pub fn main() -> i32 {
         Command::Setup(args) => setup::run(args),
         Command::AppServer(args) => crate::server::run(args),
         Command::Serve(args) => crate::server::run_serve(args),
+    }
+}
+
+/// Before any command (except the in-sandbox helper, which runs inside a
+/// sandbox): undo what a codewhale run that died mid-command (SIGKILL)
+/// left in protected paths, and say so on stderr. Cheap when there is
+/// nothing to do: one directory listing.
+fn recover_interrupted_runs() {
+    #[cfg(unix)]
+    {
+        let helper = std::env::args_os()
+            .nth(1)
+            .is_some_and(|a| a == "__sandbox-helper");
+        if helper {
+            return;
+        }
+        for (ws, reverts) in crate::host::integrity::recover_all() {
+            for r in reverts {
+                eprintln!(
+                    "codewhale: integrity check of an interrupted run in {}: {}",
+                    ws.display(),
+                    r.line()
+                );
+            }
+        }
     }
 }
 

@@ -12,6 +12,8 @@ pub mod egress;
 pub mod enforcement;
 pub mod error;
 pub mod explain;
+#[cfg(unix)]
+pub mod integrity;
 pub mod process;
 pub mod request;
 pub mod seccomp;
