@@ -127,11 +127,19 @@ fn bwrap_here_every_probe_ok_and_exit_0() {
         "probe.deny-read",
         "probe.protected-path",
         "probe.network",
+        "probe.egress",
         "probe.no-new-privs",
         "probe.capabilities",
     ] {
         assert_eq!(probe(&r, id).status, Status::Ok, "{id}:\n{raw}");
     }
+    let eg = probe(&r, "probe.egress");
+    assert!(
+        eg.details
+            .iter()
+            .any(|d| d == "the listener accepted 1 connection(s)"),
+        "{raw}"
+    );
     assert_eq!(code, 0, "{raw}");
     // Never a secret: the key row says where a key would come from.
     let key = r.api_key.as_ref().expect("api_key");
@@ -267,6 +275,11 @@ fn bwrap_unavailable_reports_the_landlock_tier_and_partial_items() {
     ] {
         assert_eq!(probe(&r, id).status, Status::Ok, "{id}: {raw}");
     }
+    // The allow-list holds in the landlock tier too, but Landlock's TCP
+    // rule is per port, not per address: partial, said so.
+    let eg = probe(&r, "probe.egress");
+    assert_eq!(eg.status, Status::Warn, "{raw}");
+    assert!(eg.summary.contains("held, partial:"), "{raw}");
     assert_eq!(code, 0, "{raw}");
 }
 
@@ -328,6 +341,7 @@ fn probes_fail_when_nothing_is_enforced() {
         "probe.deny-read",
         "probe.protected-path",
         "probe.network",
+        "probe.egress",
         "probe.no-new-privs",
     ] {
         assert_eq!(

@@ -49,6 +49,10 @@ pub enum Command {
     /// Attempt one syscall and print its errno (for the sandbox tests).
     #[command(name = "__probe", hide = true)]
     Probe(probe::ProbeArgs),
+    /// ssh `ProxyCommand` inside an allow-list sandbox: HOST PORT through
+    /// the egress proxy, relayed over stdin/stdout.
+    #[command(name = "__egress-connect", hide = true)]
+    EgressConnect { host: String, port: String },
     /// The in-sandbox helper stage (started by bwrap, not by users).
     #[command(name = "__sandbox-helper", hide = true)]
     SandboxHelper(sandbox::HelperArgs),
@@ -84,6 +88,10 @@ pub fn main() -> i32 {
         Command::Restore(args) => undo::run_restore(args),
         Command::Permissions(cmd) => permissions::run(cmd),
         Command::Probe(args) => probe::run(args),
+        #[cfg(unix)]
+        Command::EgressConnect { host, port } => crate::net::connect::main(&host, &port),
+        #[cfg(not(unix))]
+        Command::EgressConnect { .. } => crate::exit::FAILURE,
         Command::SandboxHelper(args) => sandbox::helper(args),
         Command::Receipts(args) => receipts::run(args),
         Command::Doctor(args) => doctor::run(args),

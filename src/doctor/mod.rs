@@ -358,6 +358,7 @@ const PROBE_IDS: &[&str] = &[
     "probe.deny-read",
     "probe.protected-path",
     "probe.network",
+    "probe.egress",
     "probe.no-new-privs",
     "probe.capabilities",
 ];

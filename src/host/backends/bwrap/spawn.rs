@@ -353,6 +353,9 @@ pub fn run(
         scrubbed
             .vars
             .extend(crate::net::proxy_env(crate::host::egress::BRIDGE_PORT));
+        scrubbed
+            .vars
+            .extend(crate::host::egress::ssh_env(helper_exe));
     }
     let mut cmd = std::process::Command::new(&plan.argv[0]);
     cmd.args(&plan.argv[1..]);

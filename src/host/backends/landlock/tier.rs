@@ -168,6 +168,7 @@ pub fn run(
     }
     if let Some(port) = egress.as_ref().and_then(|e| e.tcp_port()) {
         scrubbed.vars.extend(crate::net::proxy_env(port));
+        scrubbed.vars.extend(crate::host::egress::ssh_env(None));
     }
     let Some(program) = req.argv.first() else {
         return Err(HostError::NotFound(String::new()));
