@@ -99,7 +99,8 @@ api_key = "x"
         "hooks",
         "mcp_servers",
         "mcp",
-        "sandbox",
+        "sandbox.backend",
+        "sandbox.deny_read",
         "tools",
         "opensandbox",
     ] {

@@ -62,7 +62,8 @@ impl Fresh {
         }
     }
 
-    /// Where the per-user directory must be after a bwrap run.
+    /// The per-user runtime directory (older versions kept bwrap's mount
+    /// placeholder sources there).
     fn base(&self) -> PathBuf {
         // SAFETY: getuid has no preconditions.
         let uid = unsafe { libc::getuid() };
@@ -113,13 +114,15 @@ fn the_first_sandbox_run_on_a_fresh_machine_works() {
                     String::from_utf8_lossy(&out.stderr)
                 );
                 assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n", "{what}");
-                if tier.name == "bwrap" && mode == "workspace-write" {
-                    assert!(
-                        f.base().is_dir(),
-                        "{what} {} was not made",
-                        f.base().display()
-                    );
+                if mode == "workspace-write" {
+                    // The after-run integrity check keeps its baselines in
+                    // codewhale's home, made on this first run.
+                    let state = f.home.join(".codewhale/integrity");
+                    assert!(state.is_dir(), "{what} {} was not made", state.display());
                 }
+                // Nothing needs the per-user runtime dir any more (bwrap's
+                // mount placeholders are gone): none is made.
+                assert!(!f.base().exists(), "{what} {} was made", f.base().display());
             }
         }
     }
