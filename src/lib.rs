@@ -21,3 +21,4 @@ pub mod server;
 pub mod session;
 pub mod snapshot;
 pub mod toml_file;
+pub mod tui;

@@ -22,7 +22,7 @@ use crate::authz::{
 use crate::config::{SandboxContext, Settings};
 use crate::policy::SandboxMode;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The posture of a headless `exec` run, the sandbox context narrowed to
 /// it, and notes on settings it did not apply (to be shown to the user).
@@ -95,7 +95,7 @@ pub struct PipelineAuthorizer {
     sandbox: SandboxMode,
     /// `a` answers (none in a headless run today, but the pipeline consults
     /// them and an interactive front end will add them).
-    grants: Mutex<SessionGrants>,
+    grants: Arc<Mutex<SessionGrants>>,
 }
 
 impl PipelineAuthorizer {
@@ -111,8 +111,16 @@ impl PipelineAuthorizer {
             admission: settings.user.tools.clone(),
             floor: settings.floor_context(),
             workspace: settings.workspace.clone(),
-            grants: Mutex::new(SessionGrants::default()),
+            grants: Arc::new(Mutex::new(SessionGrants::default())),
         }
+    }
+
+    /// Consult `grants` (shared with whoever records `a` answers: the
+    /// runtime approver of an interactive conversation) instead of a
+    /// fresh, empty set.
+    pub fn with_grants(mut self, grants: Arc<Mutex<SessionGrants>>) -> Self {
+        self.grants = grants;
+        self
     }
 
     pub fn posture(&self) -> &Posture {

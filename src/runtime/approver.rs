@@ -7,8 +7,11 @@
 //! --auto` does (never a hold; the sandbox stays) — holds still go to the
 //! person.
 //!
-//! `remember` is recorded with the decision but grants nothing yet: the
-//! answer is applied as "this call only".
+//! `remember` grants the same kind of call for the rest of the
+//! conversation only where the turn was started with shared session
+//! grants (the TUI's turns: [`super::driver::Driver::start_with`]); on
+//! turns without them (the server's) it is recorded but the answer is
+//! applied as "this call only".
 
 use super::pending::{Answer, RequestKind, Settlement};
 use super::store::Runtime;
@@ -21,6 +24,7 @@ use crate::authz::pipeline::HumanAnswer;
 use serde_json::json;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub struct RuntimeApprover {
@@ -30,6 +34,8 @@ pub struct RuntimeApprover {
     pub auto_approve: bool,
     /// How long a question waits before it is denied as `no response`.
     pub timeout: Duration,
+    /// The conversation's `a` answers, shared with the turn's authorizer.
+    pub grants: Option<Arc<Mutex<SessionGrants>>>,
 }
 
 impl Approver for RuntimeApprover {
@@ -70,12 +76,22 @@ impl Approver for RuntimeApprover {
                     self.timeout,
                 )
                 .await;
-            let mut grants = SessionGrants::default();
+            let mut scratch = SessionGrants::default();
             match res {
-                Ok((_, Settlement::Answered(Answer::Approval { allow: true, .. }))) => {
-                    v.answer(HumanAnswer::Once, &mut grants)
-                }
-                Ok((_, Settlement::Answered(_))) => v.answer(HumanAnswer::Deny, &mut grants),
+                Ok((
+                    _,
+                    Settlement::Answered(Answer::Approval {
+                        allow: true,
+                        remember,
+                    }),
+                )) => match (&self.grants, remember) {
+                    (Some(g), true) => {
+                        let mut g = g.lock().unwrap_or_else(|e| e.into_inner());
+                        v.answer(HumanAnswer::Session, &mut g)
+                    }
+                    _ => v.answer(HumanAnswer::Once, &mut scratch),
+                },
+                Ok((_, Settlement::Answered(_))) => v.answer(HumanAnswer::Deny, &mut scratch),
                 // Timed out, withdrawn with the turn, or not recordable:
                 // nobody answered.
                 _ => v.answer_headless(false),

@@ -20,6 +20,7 @@ use crate::agent::{
     exec_posture, run_exec_hooked, Emitter, ExecOptions, Models, OutputFormat, PipelineAuthorizer,
     RunHooks, RunSnapshots,
 };
+use crate::authz::{Approval, Mode, SessionGrants};
 use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags};
 use crate::policy::{resolve, HostFacts};
 use crate::provider::auth::AuthStore;
@@ -45,6 +46,17 @@ pub enum DriverError {
     Setup(String),
 }
 
+/// A turn's posture chosen by an interactive client (the TUI's Tab and
+/// Shift+Tab) instead of `exec`'s. The user's settings still narrow it:
+/// a configured `never-run` stays, the sandbox mode is the posture's
+/// implied mode tightened by the configured one, and the safety floor,
+/// repository rules and rules-file denies act in every posture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TurnPosture {
+    pub mode: Mode,
+    pub approval: Approval,
+}
+
 /// Everything one loop run needs.
 struct Prepared {
     opts: ExecOptions,
@@ -63,6 +75,9 @@ pub struct Driver {
     active: Arc<Mutex<HashMap<String, watch::Sender<bool>>>>,
     /// Serializes starts (the busy check and the session file).
     starting: Arc<Mutex<()>>,
+    /// Per thread: the `a` answers of interactive turns (kept for the
+    /// life of this process, like the conversation on screen).
+    grants: Arc<Mutex<HashMap<String, Arc<Mutex<SessionGrants>>>>>,
 }
 
 fn setup<E: std::fmt::Display>(e: E) -> DriverError {
@@ -77,6 +92,7 @@ impl Driver {
             approval_timeout,
             active: Arc::new(Mutex::new(HashMap::new())),
             starting: Arc::new(Mutex::new(())),
+            grants: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -91,6 +107,18 @@ impl Driver {
     /// Start a turn on `thread_id` and return it (`in_progress`); the loop
     /// runs on its own OS thread until the model stops.
     pub fn start(&self, thread_id: &str, prompt: String) -> Result<TurnRecord, DriverError> {
+        self.start_with(thread_id, prompt, None)
+    }
+
+    /// [`Driver::start`] with an interactive client's posture: questions
+    /// wait for the client, and an `a` answer (`remember`) grants that kind
+    /// of call for the rest of the thread's turns in this process.
+    pub fn start_with(
+        &self,
+        thread_id: &str,
+        prompt: String,
+        posture: Option<TurnPosture>,
+    ) -> Result<TurnRecord, DriverError> {
         let _one = self.starting.lock().unwrap_or_else(|e| e.into_inner());
         let thread = self.rt.thread(thread_id)?;
         let busy = self.rt.read(|s| {
@@ -104,7 +132,15 @@ impl Driver {
             return Err(RuntimeError::Busy(thread_id.into()).into());
         }
         let history = self.history(thread_id);
-        let p = prepare(&self.home, &thread, prompt.clone())?;
+        let grants = posture.map(|_| {
+            self.grants
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(thread_id.to_string())
+                .or_default()
+                .clone()
+        });
+        let p = prepare(&self.home, &thread, prompt.clone(), posture, grants.clone())?;
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(
@@ -128,7 +164,7 @@ impl Driver {
         let auto = thread.auto_approve;
         let spawned = std::thread::Builder::new()
             .name(format!("turn-{}", turn.id))
-            .spawn(move || d.run(p, t, auto, history, &mut log, rx));
+            .spawn(move || d.run(p, t, auto, grants, history, &mut log, rx));
         if let Err(e) = spawned {
             self.forget(&turn.id);
             self.rt.finish_turn(
@@ -155,6 +191,7 @@ impl Driver {
         mut p: Prepared,
         turn: TurnRecord,
         auto: bool,
+        grants: Option<Arc<Mutex<SessionGrants>>>,
         history: Vec<Message>,
         log: &mut SessionLog,
         rx: watch::Receiver<bool>,
@@ -172,6 +209,7 @@ impl Driver {
             tap: tap.clone(),
             auto_approve: auto,
             timeout: self.approval_timeout,
+            grants,
         };
         let status = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -318,14 +356,33 @@ pub fn thread_tools(t: &ThreadRecord) -> Vec<String> {
 /// Resolve a thread's settings like `exec` resolves its flags (the same
 /// config layers, posture, provider registry, sandbox policy and
 /// snapshots).
-fn prepare(home: &Path, t: &ThreadRecord, prompt: String) -> Result<Prepared, DriverError> {
+fn prepare(
+    home: &Path,
+    t: &ThreadRecord,
+    prompt: String,
+    chosen: Option<TurnPosture>,
+    grants: Option<Arc<Mutex<SessionGrants>>>,
+) -> Result<Prepared, DriverError> {
     let mut o = LoadOptions::new(&t.workspace);
     if !t.model.is_empty() {
         o.overrides.model = Some(t.model.clone());
     }
     let sandbox = SandboxContext::load_with(&mut o, &SandboxFlags::default(), RulesFile::Load)
         .map_err(setup)?;
-    let (mut posture, sandbox, _notes) = exec_posture(sandbox, t.auto_approve, None);
+    let (mut posture, sandbox) = match chosen {
+        None => {
+            let (p, s, _notes) = exec_posture(sandbox, t.auto_approve, None);
+            (p, s)
+        }
+        Some(c) => {
+            let mut p = sandbox.settings.posture(c.mode);
+            if p.approval != Approval::NeverRun {
+                p.approval = c.approval;
+            }
+            let s = sandbox.for_posture(&p);
+            (p, s)
+        }
+    };
     // A person can answer here: gate 8 leaves questions open for the
     // runtime's clients (the approver applies `auto_approve`).
     posture.headless = false;
@@ -349,7 +406,10 @@ fn prepare(home: &Path, t: &ThreadRecord, prompt: String) -> Result<Prepared, Dr
     let snaps = RunSnapshots::from_open(
         SnapshotStore::open(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
     );
-    let authorizer = PipelineAuthorizer::new(settings, posture, sandbox.mode());
+    let mut authorizer = PipelineAuthorizer::new(settings, posture, sandbox.mode());
+    if let Some(g) = grants {
+        authorizer = authorizer.with_grants(g);
+    }
     let ctx = ToolContext {
         guard: FsGuard::new(&resolved),
         policy: sandbox.policy.clone(),
