@@ -173,11 +173,25 @@ async fn event_loop(
     mut st: State,
 ) -> anyhow::Result<(i32, Vec<String>)> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Input>();
-    // Keys: crossterm's blocking reader on its own thread.
+    // Keys: crossterm's reader on its own thread. It polls with a short
+    // timeout instead of blocking in `read`, so the reader lock is free
+    // between polls for ratatui's cursor-position query (`clear` asks the
+    // terminal where the cursor is; a blocked `read` would starve it).
     let ktx = tx.clone();
     std::thread::Builder::new()
         .name("tui-keys".into())
         .spawn(move || loop {
+            if ktx.is_closed() {
+                return;
+            }
+            match ct::poll(Duration::from_millis(20)) {
+                Ok(false) => continue,
+                Ok(true) => {}
+                Err(_) => {
+                    let _ = ktx.send(Input::TermGone);
+                    return;
+                }
+            }
             match ct::read() {
                 Ok(ev) => {
                     if ktx.send(Input::Term(ev)).is_err() {
@@ -268,7 +282,16 @@ async fn event_loop(
                 app.perform(&mut st, fx, None);
             }
             Input::Term(CtEvent::Resize(_, _)) => {
-                guard.terminal.autoresize().context("resizing")?;
+                // Repaint everything: output written for the old size
+                // may have landed after the terminal changed, and a diff
+                // against the old frame would keep it on screen.
+                // (`resize`, not `clear`: clearing asks the terminal
+                // for the cursor position, which some never answer.)
+                let size = guard.terminal.size().context("reading the terminal size")?;
+                guard
+                    .terminal
+                    .resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))
+                    .context("resizing")?;
                 st.update(Event::Resize);
             }
             Input::Term(_) => {}

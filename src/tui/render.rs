@@ -25,7 +25,17 @@ const INPUT_MAX_ROWS: u16 = 6;
 pub fn draw(f: &mut Frame, st: &State, input: &TextArea) {
     let area = f.area();
     let footer_h = 1;
-    let flash_h = u16::from(st.flash.is_some());
+    // The flash line: a message, else while a turn runs how to stop it.
+    let flash_text = st.flash.clone().or_else(|| {
+        st.turn.as_ref().map(|_| {
+            if st.stopping {
+                "stopping…".to_string()
+            } else {
+                "working… Esc to stop".to_string()
+            }
+        })
+    });
+    let flash_h = u16::from(flash_text.is_some());
     let bottom = match &st.card {
         Some(c) => {
             let lines = card_lines(c, area.width);
@@ -55,7 +65,7 @@ pub fn draw(f: &mut Frame, st: &State, input: &TextArea) {
     ])
     .areas(area);
     transcript(f, st, body);
-    if let Some(m) = &st.flash {
+    if let Some(m) = &flash_text {
         f.render_widget(
             Paragraph::new(Line::from(Span::styled(
                 clip(m, flash.width as usize),
