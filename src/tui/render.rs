@@ -27,7 +27,8 @@ pub fn draw(f: &mut Frame, st: &State, input: &TextArea) {
     let footer_h = 1;
     // The flash line: a message, else while a turn runs how to stop it.
     let flash_text = st.flash.clone().or_else(|| {
-        st.turn.as_ref().map(|_| {
+        // (A card says how to stop on its own.)
+        st.turn.as_ref().filter(|_| st.card.is_none()).map(|_| {
             if st.stopping {
                 "stopping…".to_string()
             } else {
