@@ -246,3 +246,23 @@ fn wrap_is_exact() {
         .collect();
     assert_eq!(rows, ["abcd", "ef世", "界x"]);
 }
+
+#[test]
+fn docs_show_the_snapshots() {
+    // docs/TUI.md's screens are these snapshots, verbatim.
+    let doc = include_str!("../../docs/TUI.md");
+    for name in [
+        "transcript_with_diff_and_tool_cells",
+        "footer_per_posture",
+        "approval_card",
+        "card_falls_back_to_one_line_when_small",
+    ] {
+        let path = format!(
+            "{}/src/tui/snapshots/codewhale__tui__render__tests__{name}.snap",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let snap = std::fs::read_to_string(&path).unwrap();
+        let body: String = snap.split('\n').skip(4).collect::<Vec<_>>().join("\n");
+        assert!(doc.contains(body.trim_end()), "docs/TUI.md lacks the {name} snapshot");
+    }
+}
