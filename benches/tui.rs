@@ -40,8 +40,10 @@ fn footer() -> FooterInfo {
 }
 
 fn env(event: &str, item: Option<&str>, payload: serde_json::Value) -> Event {
-    Event::Runtime(json!({"event": event, "thread_id": "thr_b", "turn_id": "turn_b",
-                          "item_id": item, "payload": payload}))
+    Event::Runtime(
+        json!({"event": event, "thread_id": "thr_b", "turn_id": "turn_b",
+                          "item_id": item, "payload": payload}),
+    )
 }
 
 fn big_state(cells: usize) -> State {
@@ -51,7 +53,9 @@ fn big_state(cells: usize) -> State {
             0 => Cell::User(format!("request {i}: please look at src/lib.rs")),
             1 => Cell::Agent {
                 item_id: format!("m{i}"),
-                text: format!("## Step {i}\n\nI read **the file** and found `x`:\n\n- one\n- two\n"),
+                text: format!(
+                    "## Step {i}\n\nI read **the file** and found `x`:\n\n- one\n- two\n"
+                ),
                 pending: String::new(),
                 done: true,
             },
@@ -65,7 +69,12 @@ fn big_state(cells: usize) -> State {
     s
 }
 
-fn time_frames(s: &State, term: &mut Terminal<TestBackend>, input: &TextArea, n: usize) -> Vec<f64> {
+fn time_frames(
+    s: &State,
+    term: &mut Terminal<TestBackend>,
+    input: &TextArea,
+    n: usize,
+) -> Vec<f64> {
     (0..n)
         .map(|_| {
             let t = Instant::now();
@@ -96,14 +105,26 @@ fn keypress(streaming: bool) {
     let input = TextArea::default();
     let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
     let mut s = big_state(200);
-    s.update(env("turn.started", None, json!({"turn": {"session_id": "s"}})));
-    s.update(env("item.started", Some("live"), json!({"item": {"kind": "agent_message", "metadata": {}}})));
+    s.update(env(
+        "turn.started",
+        None,
+        json!({"turn": {"session_id": "s"}}),
+    ));
+    s.update(env(
+        "item.started",
+        Some("live"),
+        json!({"item": {"kind": "agent_message", "metadata": {}}}),
+    ));
     let mut lat = Vec::new();
     let mut since_tick = Duration::ZERO;
     for i in 0..2000u64 {
         // 5 ms of simulated time per key: one delta at 200/s.
         if streaming {
-            s.update(env("item.delta", Some("live"), json!({"delta": format!("word {i} ")})));
+            s.update(env(
+                "item.delta",
+                Some("live"),
+                json!({"delta": format!("word {i} ")}),
+            ));
             if i % 8 == 0 {
                 s.update(env("item.delta", Some("live"), json!({"delta": "\n"})));
             }
@@ -125,7 +146,11 @@ fn keypress(streaming: bool) {
     }
     println!(
         "keypress -> frame ({}): p50 {:.3} ms p99 {:.3} ms max {:.3} ms",
-        if streaming { "streaming 200 deltas/s" } else { "idle" },
+        if streaming {
+            "streaming 200 deltas/s"
+        } else {
+            "idle"
+        },
         pct(&mut lat, 0.5),
         pct(&mut lat, 0.99),
         pct(&mut lat, 1.0)
@@ -150,7 +175,11 @@ fn big_output() {
     let line = "x".repeat(99) + "\n";
     let out: String = line.repeat(2 * 1024 * 1024 / line.len());
     let mut s = State::new("thr_b", Approval::Ask, footer());
-    s.update(env("turn.started", None, json!({"turn": {"session_id": "s"}})));
+    s.update(env(
+        "turn.started",
+        None,
+        json!({"turn": {"session_id": "s"}}),
+    ));
     s.update(env(
         "item.started",
         Some("i"),

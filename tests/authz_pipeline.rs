@@ -280,7 +280,11 @@ fn human_answers_and_session_grants() {
         (again.decision, again.decided_by),
         (Decision::Allow, DecidedBy::SessionRule)
     );
-    assert_eq!(again.gates_said(), Decision::Ask, "asked, answered by the rule");
+    assert_eq!(
+        again.gates_said(),
+        Decision::Ask,
+        "asked, answered by the rule"
+    );
     // …but not a chain that adds another kind.
     let chain = verdict_with("cargo test && python3 x.py", &p, &rules(""), &[], &grants);
     assert_eq!(chain.decision, Decision::Ask);

@@ -88,7 +88,10 @@ impl Tui {
             ("HOME".into(), home.display().to_string()),
             ("CODEWHALE_HOME".into(), cw_home.display().to_string()),
             ("TMPDIR".into(), root.join("tmp").display().to_string()),
-            ("XDG_RUNTIME_DIR".into(), root.join("run").display().to_string()),
+            (
+                "XDG_RUNTIME_DIR".into(),
+                root.join("run").display().to_string(),
+            ),
             ("TERM".into(), "xterm-256color".into()),
         ];
         let pty = native_pty_system()
@@ -238,7 +241,11 @@ impl Tui {
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     }
 
@@ -266,7 +273,10 @@ fn boots_and_tab_and_shift_tab_cycle_the_posture() {
     let m = model(vec![]);
     let mut t = Tui::start(&m, |_| {});
     let s = t.wait_for("Ask codewhale", BOOT);
-    assert!(s.contains("Work") && s.contains("Ask ·") && s.contains("scripted"), "{s}");
+    assert!(
+        s.contains("Work") && s.contains("Ask ·") && s.contains("scripted"),
+        "{s}"
+    );
     t.send(b"\t");
     t.wait_for("Operate", Duration::from_secs(5));
     t.wait_for("sub-agents", Duration::from_secs(5));
@@ -340,7 +350,10 @@ fn a_then_the_same_kind_passes_by_session_rule() {
 
 /// Processes whose command line is exactly `argv`.
 fn procs_with(argv: &[&str]) -> Vec<u32> {
-    let want: Vec<u8> = argv.iter().flat_map(|a| [a.as_bytes(), b"\0"].concat()).collect();
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -352,7 +365,11 @@ fn procs_with(argv: &[&str]) -> Vec<u32> {
 #[test]
 fn esc_mid_tool_kills_the_sleep_within_a_second() {
     // A duration nobody else runs, so the process is ours to find.
-    let secs = format!("{}.{}", 40 + std::process::id() % 50, std::process::id() % 997);
+    let secs = format!(
+        "{}.{}",
+        40 + std::process::id() % 50,
+        std::process::id() % 997
+    );
     let m = model(vec![
         call("c1", "shell", json!({"command": format!("sleep {secs}")})),
         reply("unreachable"),
@@ -367,7 +384,11 @@ fn esc_mid_tool_kills_the_sleep_within_a_second() {
         if t.screen().contains("approval needed") {
             t.send(b"y");
         }
-        assert!(Instant::now() < deadline, "sleep never started:\n{}", t.screen());
+        assert!(
+            Instant::now() < deadline,
+            "sleep never started:\n{}",
+            t.screen()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     t.send(b"\x1b");
@@ -413,7 +434,11 @@ fn undo_restores_the_tree_byte_exact_and_leaves_git_alone() {
             "write_file",
             json!({"path": "blob.bin", "content": "not binary any more"}),
         ),
-        call("w3", "write_file", json!({"path": "new.txt", "content": "new"})),
+        call(
+            "w3",
+            "write_file",
+            json!({"path": "new.txt", "content": "new"}),
+        ),
         reply("rewrote them"),
     ]);
     let mut t = Tui::start(&m, |ws| {
@@ -469,21 +494,30 @@ fn hostile_escapes_in_a_file_shown_by_a_read_tool_do_nothing() {
     {
         let p = t.parser.lock().unwrap();
         assert!(p.callbacks().titles.is_empty(), "a title was set");
-        assert!(p.callbacks().clipboard.is_empty(), "the clipboard was written");
+        assert!(
+            p.callbacks().clipboard.is_empty(),
+            "the clipboard was written"
+        );
     }
     t.quit();
 }
 
 #[test]
 fn a_resize_storm_while_streaming_keeps_one_input_and_one_footer() {
-    let long: String = (1..=200).map(|i| format!("line {i} of a long answer\n")).collect();
+    let long: String = (1..=200)
+        .map(|i| format!("line {i} of a long answer\n"))
+        .collect();
     let m = model(vec![reply(&long)]);
     let mut t = Tui::start(&m, |_| {});
     t.wait_for("Ask codewhale", BOOT);
     t.type_text("talk a lot");
     t.send(b"\r");
     for i in 0..40u16 {
-        let (r, c) = if i % 3 == 0 { (5, 20) } else { (10 + i % 20, 40 + i * 2) };
+        let (r, c) = if i % 3 == 0 {
+            (5, 20)
+        } else {
+            (10 + i % 20, 40 + i * 2)
+        };
         t.resize(r, c);
         std::thread::sleep(Duration::from_millis(15));
     }
@@ -511,5 +545,8 @@ fn without_a_terminal_it_says_so_and_exits_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("needs a terminal") && e.contains("codewhale exec"), "{e}");
+    assert!(
+        e.contains("needs a terminal") && e.contains("codewhale exec"),
+        "{e}"
+    );
 }

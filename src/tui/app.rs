@@ -56,11 +56,9 @@ pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
     };
     let mut o = LoadOptions::new(&ws);
     let ctx = SandboxContext::load_with(&mut o, &SandboxFlags::default(), RulesFile::Load)?;
-    let permission = match ctx.settings.approval {
-        // The TUI cycles Ask → Auto-Review → Full Access; `never-run`
-        // stays as configured (the driver keeps it for every turn).
-        a => a,
-    };
+    // The configured posture is where Shift+Tab starts; a configured
+    // `never-run` stays for every turn (the driver keeps it).
+    let permission = ctx.settings.approval;
     let posture = Posture::new(Mode::Work, permission);
     let ctx = ctx.for_posture(&posture);
     let cfg = ExecConfig::from_settings(&ctx.settings)?;
@@ -150,7 +148,10 @@ pub fn run(setup: Setup) -> anyhow::Result<i32> {
     drop(guard);
     let (code, sessions) = res?;
     if let Some(s) = sessions.last() {
-        println!("codewhale: conversation {} — receipts: codewhale receipts {s}", thread.id);
+        println!(
+            "codewhale: conversation {} — receipts: codewhale receipts {s}",
+            thread.id
+        );
     }
     Ok(code)
 }
@@ -462,7 +463,12 @@ impl App<'_> {
             Some(n) => self
                 .sessions
                 .get((n as usize).wrapping_sub(1))
-                .with_context(|| format!("/receipts {n}: this conversation has {} turn(s)", self.sessions.len()))?,
+                .with_context(|| {
+                    format!(
+                        "/receipts {n}: this conversation has {} turn(s)",
+                        self.sessions.len()
+                    )
+                })?,
             None => self
                 .sessions
                 .last()
@@ -481,7 +487,10 @@ impl App<'_> {
         if m.is_empty() {
             return Event::Output {
                 error: false,
-                text: format!("model {} (provider {})", st.footer.model, st.footer.provider),
+                text: format!(
+                    "model {} (provider {})",
+                    st.footer.model, st.footer.provider
+                ),
             };
         }
         if m == "auto" {

@@ -164,7 +164,8 @@ impl Renderer {
                     _ => "• ".to_string(),
                 };
                 let p = self.prefix();
-                self.cur.push(Span::raw(format!("{p}{}{marker}", "  ".repeat(depth))));
+                self.cur
+                    .push(Span::raw(format!("{p}{}{marker}", "  ".repeat(depth))));
             }
             Tag::Emphasis => self
                 .styles
@@ -242,7 +243,8 @@ mod tests {
 
     #[test]
     fn blocks_become_lines() {
-        let out = text("# Plan\n\nDo **this** and `that`.\n\n- one\n- two\n\n```rust\nfn x() {}\n```\n");
+        let out =
+            text("# Plan\n\nDo **this** and `that`.\n\n- one\n- two\n\n```rust\nfn x() {}\n```\n");
         assert_eq!(
             out,
             [

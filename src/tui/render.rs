@@ -6,9 +6,7 @@
 
 use super::markdown;
 use super::sanitize::sanitize;
-use super::state::{
-    mode_label, permission_label, Card, Cell, Choice, FooterInfo, State, ToolCell,
-};
+use super::state::{mode_label, permission_label, Card, Cell, Choice, FooterInfo, State, ToolCell};
 use crate::authz::Approval;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -128,7 +126,7 @@ pub fn footer_line(st: &State, width: u16) -> Line<'static> {
             Style::default().fg(Color::Black).bg(Color::Cyan),
         ),
         Span::raw(" "),
-        Span::styled(format!("{}", permission_label(st.permission)), perm_style),
+        Span::styled(permission_label(st.permission), perm_style),
         Span::raw(" · "),
         Span::styled(sandbox, Style::default().fg(Color::Blue)),
         Span::raw(" · "),
@@ -297,7 +295,9 @@ pub fn cell_lines(cell: &Cell) -> Vec<Line<'static>> {
                 Line::from(vec![
                     Span::styled(
                         if i == 0 { "› " } else { "  " },
-                        Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+                        Style::default()
+                            .fg(Color::Cyan)
+                            .add_modifier(Modifier::BOLD),
                     ),
                     Span::raw(l.to_string()),
                 ])

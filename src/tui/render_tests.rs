@@ -55,12 +55,18 @@ fn text(b: &Buffer) -> String {
 }
 
 fn env(event: &str, item: Option<&str>, payload: serde_json::Value) -> Event {
-    Event::Runtime(json!({"event": event, "thread_id": "thr_1", "turn_id": "turn_1",
-                          "item_id": item, "payload": payload}))
+    Event::Runtime(
+        json!({"event": event, "thread_id": "thr_1", "turn_id": "turn_1",
+                          "item_id": item, "payload": payload}),
+    )
 }
 
 fn with_card(mut s: State) -> State {
-    s.update(env("turn.started", None, json!({"turn": {"session_id": "s1"}})));
+    s.update(env(
+        "turn.started",
+        None,
+        json!({"turn": {"session_id": "s1"}}),
+    ));
     s.update(env(
         "item.started",
         Some("i1"),
@@ -78,8 +84,14 @@ fn with_card(mut s: State) -> State {
 
 fn conversation() -> State {
     let mut s = st(Approval::Ask);
-    s.update(Event::Submit("Rename world to codewhale in hello.txt".into()));
-    s.update(env("turn.started", None, json!({"turn": {"session_id": "s1"}})));
+    s.update(Event::Submit(
+        "Rename world to codewhale in hello.txt".into(),
+    ));
+    s.update(env(
+        "turn.started",
+        None,
+        json!({"turn": {"session_id": "s1"}}),
+    ));
     s.update(env(
         "item.started",
         Some("i1"),
@@ -129,10 +141,20 @@ fn conversation() -> State {
 fn footer_per_posture() {
     let mut all = String::new();
     for p in [Approval::Ask, Approval::AutoReview, Approval::FullAccess] {
-        for m in [crate::authz::Mode::Plan, crate::authz::Mode::Work, crate::authz::Mode::Operate] {
+        for m in [
+            crate::authz::Mode::Plan,
+            crate::authz::Mode::Work,
+            crate::authz::Mode::Operate,
+        ] {
             let mut s = st(p);
             s.mode = m;
-            all.push_str(&text(&screen(&s, 80, 4)).lines().last().unwrap_or("").to_string());
+            all.push_str(
+                &text(&screen(&s, 80, 4))
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+                    .to_string(),
+            );
             all.push('\n');
         }
     }
@@ -175,7 +197,11 @@ fn approval_card_highlights_deny() {
         .unwrap();
     let col = line.find("[n no]").unwrap();
     let x = line[..col].chars().count() as u16 + 1;
-    assert_eq!(b[(x, row as u16)].bg, Color::Yellow, "deny is the highlighted default");
+    assert_eq!(
+        b[(x, row as u16)].bg,
+        Color::Yellow,
+        "deny is the highlighted default"
+    );
 }
 
 #[test]
@@ -202,7 +228,10 @@ fn narrow_width_wraps_without_losing_input_or_footer() {
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), h as usize);
         assert!(lines[h as usize - 1].contains("Work"), "{w}x{h}: {t}");
-        assert!(lines.iter().any(|l| l.starts_with('┌')), "{w}x{h}: input box: {t}");
+        assert!(
+            lines.iter().any(|l| l.starts_with('┌')),
+            "{w}x{h}: input box: {t}"
+        );
     }
     insta::assert_snapshot!(text(&screen(&s, 30, 12)));
 }
@@ -263,6 +292,9 @@ fn docs_show_the_snapshots() {
         );
         let snap = std::fs::read_to_string(&path).unwrap();
         let body: String = snap.split('\n').skip(4).collect::<Vec<_>>().join("\n");
-        assert!(doc.contains(body.trim_end()), "docs/TUI.md lacks the {name} snapshot");
+        assert!(
+            doc.contains(body.trim_end()),
+            "docs/TUI.md lacks the {name} snapshot"
+        );
     }
 }

@@ -24,18 +24,21 @@ mod tests {
     #[test]
     fn hostile_sequences_are_removed() {
         let hostile = concat!(
-            "a\x1b[2J\x1b[H",          // clear screen, home
-            "b\x1b]0;pwned title\x07",  // set title (BEL)
+            "a\x1b[2J\x1b[H",            // clear screen, home
+            "b\x1b]0;pwned title\x07",   // set title (BEL)
             "c\x1b]52;c;cHduZWQ=\x1b\\", // OSC 52 clipboard (ST)
-            "d\x1b[10;10H\x1b[5A",      // cursor moves
-            "e\x1bP+q544e\x1b\\",       // DCS
-            "f\r\x08\x07\u{9b}31m",     // CR, BS, BEL, C1 CSI
+            "d\x1b[10;10H\x1b[5A",       // cursor moves
+            "e\x1bP+q544e\x1b\\",        // DCS
+            "f\r\x08\x07\u{9b}31m",      // CR, BS, BEL, C1 CSI
             "g\tend\n"
         );
         let out = sanitize(hostile);
         assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
         assert!(!out.contains("pwned"), "{out:?}");
-        assert!(out.starts_with("abcdef") && out.ends_with("g    end\n"), "{out:?}");
+        assert!(
+            out.starts_with("abcdef") && out.ends_with("g    end\n"),
+            "{out:?}"
+        );
     }
 
     #[test]

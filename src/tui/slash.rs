@@ -18,15 +18,30 @@ pub enum Slash {
 
 /// Every command with its one-line help, in `/help` order.
 pub const COMMANDS: &[(&str, &str)] = &[
-    ("/undo", "revert the last request's file changes in one step"),
-    ("/restore N", "restore snapshot N (needs /trust on or Full Access)"),
+    (
+        "/undo",
+        "revert the last request's file changes in one step",
+    ),
+    (
+        "/restore N",
+        "restore snapshot N (needs /trust on or Full Access)",
+    ),
     ("/trust on|off", "allow /restore to jump to any snapshot"),
-    ("/receipts [N] [json]", "what the last turn did (as `codewhale receipts`)"),
+    (
+        "/receipts [N] [json]",
+        "what the last turn did (as `codewhale receipts`)",
+    ),
     ("/model [ID|auto]", "show or switch the model"),
     ("/provider", "show the provider and how to add a key"),
     ("/mode plan|work|operate", "switch the mode (Tab cycles it)"),
-    ("/clear", "clear the transcript on screen (the session keeps it)"),
-    ("/quit", "leave (also Ctrl-D on an empty input, Ctrl-C twice)"),
+    (
+        "/clear",
+        "clear the transcript on screen (the session keeps it)",
+    ),
+    (
+        "/quit",
+        "leave (also Ctrl-D on an empty input, Ctrl-C twice)",
+    ),
     ("/help", "this list"),
 ];
 
@@ -43,7 +58,9 @@ pub fn help() -> String {
     for (c, h) in COMMANDS {
         s.push_str(&format!("  {c:<26} {h}\n"));
     }
-    s.push_str("keys: Tab mode · Shift+Tab permissions · Esc stop · Ctrl-C interrupt/quit · Ctrl-D quit");
+    s.push_str(
+        "keys: Tab mode · Shift+Tab permissions · Esc stop · Ctrl-C interrupt/quit · Ctrl-D quit",
+    );
     s
 }
 
@@ -133,11 +150,24 @@ mod tests {
     fn errors_name_the_problem_and_list_commands() {
         let e = parse("/frobnicate").unwrap_err();
         assert!(e.contains("unknown command /frobnicate"), "{e}");
-        for c in ["/undo", "/restore", "/trust", "/receipts", "/model", "/provider", "/mode", "/clear", "/quit", "/help"] {
+        for c in [
+            "/undo",
+            "/restore",
+            "/trust",
+            "/receipts",
+            "/model",
+            "/provider",
+            "/mode",
+            "/clear",
+            "/quit",
+            "/help",
+        ] {
             assert!(e.contains(c), "{c} missing from {e}");
         }
         assert!(parse("/restore x").unwrap_err().contains("`x`"));
-        assert!(parse("/mode fast").unwrap_err().contains("plan|work|operate"));
+        assert!(parse("/mode fast")
+            .unwrap_err()
+            .contains("plan|work|operate"));
         assert!(parse("/undo now").unwrap_err().contains("no arguments"));
     }
 }

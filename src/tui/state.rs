@@ -204,9 +204,14 @@ pub enum Effect {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     /// A key and the app's clock in ms (for the Ctrl-C window).
-    Key { key: Key, at_ms: u64 },
+    Key {
+        key: Key,
+        at_ms: u64,
+    },
     /// The text area changed (after the app gave it a key or a paste).
-    DraftChanged { empty: bool },
+    DraftChanged {
+        empty: bool,
+    },
     Paste(String),
     /// The draft the app took after [`Effect::TakeDraft`].
     Submit(String),
@@ -215,9 +220,15 @@ pub enum Event {
     /// The commit clock (~16 ms): whole lines of streamed text appear.
     Tick,
     /// A command (undo, receipts, ...) finished: its text or its error.
-    Output { error: bool, text: String },
+    Output {
+        error: bool,
+        text: String,
+    },
     /// A tool call's output, read from the session file.
-    ToolOutput { call_id: String, text: String },
+    ToolOutput {
+        call_id: String,
+        text: String,
+    },
     /// The terminal changed size.
     Resize,
 }
@@ -282,7 +293,9 @@ impl State {
                     // A paste must never answer a card.
                     return Vec::new();
                 }
-                vec![Effect::InsertDraft(text.replace("\r\n", "\n").replace('\r', "\n"))]
+                vec![Effect::InsertDraft(
+                    text.replace("\r\n", "\n").replace('\r', "\n"),
+                )]
             }
             Event::Submit(text) => {
                 self.dirty = true;
@@ -326,7 +339,7 @@ impl State {
             self.quit_armed_at = None;
         }
         if self.card.is_some() {
-            return self.card_key(key, at_ms);
+            return self.card_key(key);
         }
         self.flash = None;
         match key {
@@ -423,7 +436,7 @@ impl State {
         }
     }
 
-    fn card_key(&mut self, key: Key, at_ms: u64) -> Vec<Effect> {
+    fn card_key(&mut self, key: Key) -> Vec<Effect> {
         let Some(card) = &mut self.card else {
             return Vec::new();
         };
@@ -433,18 +446,23 @@ impl State {
             Key::Char('n') | Key::Char('N') => Some(Choice::Deny),
             Key::Enter => Some(card.selected),
             Key::Left => {
-                let i = Choice::ALL.iter().position(|c| *c == card.selected).unwrap_or(2);
+                let i = Choice::ALL
+                    .iter()
+                    .position(|c| *c == card.selected)
+                    .unwrap_or(2);
                 card.selected = Choice::ALL[i.saturating_sub(1)];
                 None
             }
             Key::Right | Key::Tab => {
-                let i = Choice::ALL.iter().position(|c| *c == card.selected).unwrap_or(2);
+                let i = Choice::ALL
+                    .iter()
+                    .position(|c| *c == card.selected)
+                    .unwrap_or(2);
                 card.selected = Choice::ALL[(i + 1).min(2)];
                 None
             }
             Key::Esc | Key::CtrlC => {
                 // Esc aborts the turn (the runtime cancels the request).
-                let _ = at_ms;
                 self.card = None;
                 self.stopping = true;
                 return match &self.turn {
@@ -621,8 +639,7 @@ impl State {
                     }),
                     "command_execution" | "tool_call" | "file_change" => {
                         let meta = &item["metadata"];
-                        self.transcript
-                            .push(Cell::Tool(tool_cell(&item_id, meta)));
+                        self.transcript.push(Cell::Tool(tool_cell(&item_id, meta)));
                     }
                     _ => return fx,
                 }
@@ -663,12 +680,10 @@ impl State {
                 }
             }
             "approval.required" => {
-                let diff = self
+                let diff = self.tool_mut(&item_id).and_then(|c| c.diff.clone());
+                let path = self
                     .tool_mut(&item_id)
-                    .and_then(|c| c.diff.clone());
-                let path = self.tool_mut(&item_id).and_then(|c| {
-                    (c.tool != "shell").then(|| c.title.clone())
-                });
+                    .and_then(|c| (c.tool != "shell").then(|| c.title.clone()));
                 let command = p["command"].as_str().map(str::to_string);
                 self.card = Some(Card {
                     approval_id: s(&p, "approval_id"),
@@ -803,7 +818,11 @@ fn tool_cell(item_id: &str, meta: &Value) -> ToolCell {
         }
     };
     let diff = match tool.as_str() {
-        "edit_file" => Some(unified(&arg("path"), &arg("old_string"), &arg("new_string"))),
+        "edit_file" => Some(unified(
+            &arg("path"),
+            &arg("old_string"),
+            &arg("new_string"),
+        )),
         "write_file" => Some(unified(&arg("path"), "", &arg("content"))),
         _ => None,
     };

@@ -14,8 +14,10 @@ fn key_at(s: State, k: Key, at_ms: u64) -> (State, Vec<Effect>) {
 }
 
 fn env(event: &str, turn: Option<&str>, item: Option<&str>, payload: Value) -> Event {
-    Event::Runtime(json!({"event": event, "thread_id": "thr_1", "turn_id": turn,
-                          "item_id": item, "payload": payload}))
+    Event::Runtime(
+        json!({"event": event, "thread_id": "thr_1", "turn_id": turn,
+                          "item_id": item, "payload": payload}),
+    )
 }
 
 fn running() -> State {
@@ -163,7 +165,13 @@ fn card_letters_answer() {
 #[test]
 fn other_keys_and_pastes_never_answer_a_card_nor_reach_the_draft() {
     let s = with_card();
-    for k in [Key::Char('x'), Key::Other, Key::BackTab, Key::CtrlD, Key::Char(' ')] {
+    for k in [
+        Key::Char('x'),
+        Key::Other,
+        Key::BackTab,
+        Key::CtrlD,
+        Key::Char(' '),
+    ] {
         let (s2, fx) = key(s.clone(), k);
         assert!(fx.is_empty(), "{k:?} gave {fx:?}");
         assert!(s2.card.is_some());
@@ -270,8 +278,18 @@ fn streamed_text_commits_whole_lines_on_the_tick() {
         Some("m1"),
         json!({"item": {"kind": "agent_message", "metadata": {}}}),
     ));
-    let (s, _) = s.step(env("item.delta", Some("turn_1"), Some("m1"), json!({"delta": "# Ti"})));
-    let (s, _) = s.step(env("item.delta", Some("turn_1"), Some("m1"), json!({"delta": "tle\npart"})));
+    let (s, _) = s.step(env(
+        "item.delta",
+        Some("turn_1"),
+        Some("m1"),
+        json!({"delta": "# Ti"}),
+    ));
+    let (s, _) = s.step(env(
+        "item.delta",
+        Some("turn_1"),
+        Some("m1"),
+        json!({"delta": "tle\npart"}),
+    ));
     let agent = |s: &State| match &s.transcript[0] {
         Cell::Agent { text, pending, .. } => (text.clone(), pending.clone()),
         c => panic!("{c:?}"),
@@ -351,15 +369,19 @@ fn the_end_of_a_turn_frees_the_keys_and_reports_failures() {
     assert!(s.turn.is_none() && s.card.is_none());
     assert_eq!(s.footer.input_tokens, 10);
     assert_eq!(s.footer.cost_usd, None, "an unknown price is never $0");
-    assert!(matches!(s.transcript.last(), Some(Cell::Notice { text, .. }) if text.contains("interrupted")));
+    assert!(
+        matches!(s.transcript.last(), Some(Cell::Notice { text, .. }) if text.contains("interrupted"))
+    );
     let (s, _) = key(s, Key::Tab);
     assert_eq!(s.mode, Mode::Operate);
 }
 
 #[test]
 fn other_threads_are_ignored() {
-    let (s, _) = st().step(Event::Runtime(json!({"event": "turn.started", "thread_id": "thr_2",
-                                                 "turn_id": "t", "payload": {}})));
+    let (s, _) = st().step(Event::Runtime(
+        json!({"event": "turn.started", "thread_id": "thr_2",
+                                                 "turn_id": "t", "payload": {}}),
+    ));
     assert!(s.turn.is_none());
 }
 
@@ -367,7 +389,10 @@ fn other_threads_are_ignored() {
 fn restore_needs_trust_or_full_access() {
     let (s, fx) = st().step(Event::Submit("/restore 2".into()));
     assert!(fx.is_empty());
-    assert!(matches!(s.transcript.last(), Some(Cell::Notice { error: true, .. })));
+    assert!(matches!(
+        s.transcript.last(),
+        Some(Cell::Notice { error: true, .. })
+    ));
     let (s, _) = s.step(Event::Submit("/trust on".into()));
     let (_, fx) = s.step(Event::Submit("/restore 2".into()));
     assert_eq!(fx, vec![Effect::Restore(2)]);
