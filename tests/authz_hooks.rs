@@ -2,12 +2,12 @@
 //! tool_call_before hooks run as real processes; their answers drive gate 3.
 #![cfg(unix)]
 
-mod authz_common;
-use authz_common::*;
+mod common;
 use codewhale::authz::hooks::{run_before, HookSpec, HooksConfig};
 use codewhale::authz::{
     Approval, DecidedBy, Decision, Gate, Mode, Posture, SessionGrants, ToolCall,
 };
+use common::authz::*;
 use std::path::Path;
 
 fn spec(cmd: &str, strict: bool) -> HookSpec {

@@ -1,13 +1,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Pipeline behaviour per gate and posture (the pure function, end to end).
 
-mod authz_common;
-use authz_common::*;
+mod common;
 use codewhale::authz::{
     authorize, Admission, Approval, AskKind, Context, DecidedBy, Decision, Gate, HumanAnswer, Mode,
     Posture, RuleSet, SessionGrants, ToolCall, ToolKind, ToolRegistry, ToolSpec,
 };
 use codewhale::policy::SandboxMode;
+use common::authz::*;
 use serde_json::json;
 use std::path::Path;
 

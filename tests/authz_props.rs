@@ -1,11 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Property tests of the pipeline's monotonicity.
 
-mod authz_common;
-use authz_common::*;
+mod common;
 use codewhale::authz::{
     Approval, Decision, Gate, HookAnswer, HumanAnswer, Mode, Posture, SessionGrants,
 };
+use common::authz::*;
 use proptest::prelude::*;
 
 const PIECES: &[&str] = &[

@@ -2,9 +2,9 @@
 //! The same dangerous commands spelled many ways: all denied or held.
 //! Ordinary commands stay allowed (no false holds).
 
-mod authz_common;
-use authz_common::*;
+mod common;
 use codewhale::authz::{Approval, AskKind, Decision, Mode};
+use common::authz::*;
 
 /// (spelling, what it really does)
 const DANGEROUS: &[&str] = &[

@@ -6,14 +6,14 @@
 //! (never `/etc/hosts`). Every refusal has its positive control and a
 //! check on the origin's side that nothing arrived.
 
-mod egress_support;
+mod common;
 
 use codewhale::net::classify::LocalAddrs;
 use codewhale::net::proxy::{EgressProxy, Listen};
 use codewhale::net::{
     Decision, FixedResolver, Gate, Limits, NetworkMode, NetworkPolicy, Protocol, Resolver,
 };
-use egress_support::{curl, run, Origin, TlsOrigin};
+use common::egress::{curl, run, Origin, TlsOrigin};
 
 const LO: &str = "127.0.0.1";
 

@@ -4,7 +4,7 @@
 //! released by `--auto`, a hook's ask is approved by `--auto` (and then
 //! reaches the host), and without `--auto` the same ask gets no response.
 
-mod support;
+mod common;
 
 use codewhale::agent::authorizer::{DecidedBy, Decision, Gate, TableAuthorizer, Verdict};
 use codewhale::agent::tools::{guard::FsGuard, ToolContext};
@@ -14,10 +14,10 @@ use codewhale::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
 use codewhale::provider::registry::ProviderSettings;
 use codewhale::provider::{Provider, RetryPolicy};
 use codewhale::session::SessionLog;
+use common::scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use support::scripted_model::{call, reply, ScriptedModel, Wire};
 
 #[derive(Clone, Default)]
 struct Buf(Arc<Mutex<Vec<u8>>>);

@@ -8,11 +8,11 @@
 //! `unknown`). Also: `models list`, `auth list` over every id, local model
 //! discovery, the Ollama fallback at a port given by config.
 
-mod support;
+mod common;
 
+use common::cli::*;
+use common::scripted_model::{reply, reply_with_usage, ScriptedModel, Wire};
 use serde_json::{json, Value};
-use support::scripted_model::{reply, reply_with_usage, ScriptedModel, Wire};
-use support::*;
 
 /// `f.cmd` with the test's own TMPDIR (HOME and CODEWHALE_HOME are the
 /// fixture's already; the environment is otherwise cleared).

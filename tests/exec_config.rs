@@ -5,11 +5,11 @@
 //! project may not set are reported, and the user's `[sandbox] deny_read`
 //! reaches the file tools.
 
-mod support;
+mod common;
 
+use common::cli::*;
+use common::scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::{json, Value};
-use support::scripted_model::{call, reply, ScriptedModel, Wire};
-use support::*;
 
 fn by_call<'a>(events: &'a [Value], ty: &str, id: &str) -> &'a Value {
     events

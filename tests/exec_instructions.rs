@@ -6,11 +6,11 @@
 //! session record; and an instruction file is text for the model, never
 //! configuration.
 
-mod support;
+mod common;
 
+use common::cli::*;
+use common::scripted_model::{reply, ScriptedModel, Wire};
 use serde_json::Value;
-use support::scripted_model::{reply, ScriptedModel, Wire};
-use support::*;
 
 /// `f.cmd` with the test's own TMPDIR (HOME and CODEWHALE_HOME are the
 /// fixture's already; the environment is otherwise cleared).

@@ -3,11 +3,11 @@
 //! Retry-After, 500 then success, a stream cut mid-way, a refused
 //! non-loopback http:// base URL, and a missing key.
 
-mod support;
+mod common;
 
+use common::cli::*;
+use common::scripted_model::{reply, ScriptedModel, Step, Wire};
 use std::time::{Duration, Instant};
-use support::scripted_model::{reply, ScriptedModel, Step, Wire};
-use support::*;
 
 fn status(code: u16, retry_after: Option<u64>) -> Step {
     Step::Status {

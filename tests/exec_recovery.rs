@@ -4,14 +4,14 @@
 //! interrupted with SIGINT closes its own session cleanly.
 #![cfg(unix)]
 
-mod support;
+mod common;
 
+use common::cli::*;
+use common::scripted_model::{reply, ScriptedModel, Step, Wire};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use support::scripted_model::{reply, ScriptedModel, Step, Wire};
-use support::*;
 
 /// Wait until the single session file shows `turn_started` and the model
 /// has the request in hand (the run is now mid-turn).

@@ -6,11 +6,11 @@
 //! session record. Two scripted model servers on loopback play the two
 //! providers.
 
-mod support;
+mod common;
 
+use common::cli::*;
+use common::scripted_model::{reply, ScriptedModel, Step, Wire};
 use serde_json::Value;
-use support::scripted_model::{reply, ScriptedModel, Step, Wire};
-use support::*;
 
 /// `f.cmd` with the test's own TMPDIR (HOME and CODEWHALE_HOME are the
 /// fixture's already; the environment is otherwise cleared).

@@ -6,11 +6,11 @@
 //! status` allowed without asking). Running shell commands is in
 //! `tests/real_exec_shell.rs` (it needs the real execution host).
 
-mod support;
+mod common;
 
+use common::cli::*;
+use common::scripted_model::{call, raw_call, reply, ScriptedModel, Wire};
 use serde_json::{json, Value};
-use support::scripted_model::{call, raw_call, reply, ScriptedModel, Wire};
-use support::*;
 
 /// The text of the tool result for `id` in a recorded request body, and
 /// whether it was flagged as an error (Anthropic only; OpenAI has no flag).

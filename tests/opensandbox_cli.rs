@@ -4,10 +4,8 @@
 //! 127.0.0.1, real `sh` processes standing for the remote sandbox).
 #![cfg(unix)]
 
-#[path = "support/fake_opensandbox/mod.rs"]
-mod fake_opensandbox;
-#[path = "support/opensandbox_env.rs"]
-mod opensandbox_env;
+mod common;
+use common::{fake_opensandbox, opensandbox_env};
 
 use fake_opensandbox::{API_KEY, EXECD_TOKEN};
 use opensandbox_env::Env;

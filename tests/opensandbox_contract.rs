@@ -5,10 +5,8 @@
 //! there). Bodies are captured by the fake server during real runs.
 #![cfg(unix)]
 
-#[path = "support/fake_opensandbox/mod.rs"]
-mod fake_opensandbox;
-#[path = "support/opensandbox_env.rs"]
-mod opensandbox_env;
+mod common;
+use common::{fake_opensandbox, opensandbox_env};
 
 use codewhale::host::opensandbox;
 use codewhale::host::ExecRequest;

@@ -3,10 +3,8 @@
 //! OpenSandbox server (real HTTP on 127.0.0.1, real `sh` processes).
 #![cfg(unix)]
 
-#[path = "support/fake_opensandbox/mod.rs"]
-mod fake_opensandbox;
-#[path = "support/opensandbox_env.rs"]
-mod opensandbox_env;
+mod common;
+use common::{fake_opensandbox, opensandbox_env};
 
 use codewhale::host::opensandbox::{self, OpenSandboxSession};
 use codewhale::host::{BackendKind, EnforcementLevel, ExecRequest, ExitKind};

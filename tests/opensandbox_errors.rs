@@ -3,10 +3,8 @@
 //! error names the call, and maps to the documented exit code.
 #![cfg(unix)]
 
-#[path = "support/fake_opensandbox/mod.rs"]
-mod fake_opensandbox;
-#[path = "support/opensandbox_env.rs"]
-mod opensandbox_env;
+mod common;
+use common::opensandbox_env;
 
 use codewhale::host::opensandbox;
 use codewhale::host::{ExecRequest, HostError, StdinSpec};

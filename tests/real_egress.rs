@@ -8,16 +8,15 @@
 //! through `CODEWHALE_TEST_RESOLVE` (never `/etc/hosts`). Each denial has
 //! its positive control and a check on the listener's side.
 
-mod egress_support;
-mod sandbox_support;
+mod common;
 
 use std::io::Read;
 use std::os::unix::net::UnixListener;
 use std::process::Command;
 use std::time::Duration;
 
-use egress_support::{Origin, TlsOrigin};
-use sandbox_support::{tiers, Case, Fx, Mode, Run};
+use common::egress::{Origin, TlsOrigin};
+use common::sandbox::{tiers, Case, Fx, Mode, Run};
 use serde_json::Value;
 
 struct World {
@@ -166,7 +165,7 @@ fn allowed_name_works_and_every_other_way_out_fails() {
         let by = r.enforcement()["network_enforced_by"].as_array().unwrap();
         assert!(by.iter().any(|v| v == "egress-proxy"), "[{case}] {by:?}");
         assert!(
-            sandbox_support::reported_partial(&r, &["test resolver", "ok.test"]),
+            common::sandbox::reported_partial(&r, &["test resolver", "ok.test"]),
             "[{case}]"
         );
         assert!(
@@ -278,14 +277,14 @@ fn no_udp_no_dns_and_no_host_unix_sockets() {
 #[test]
 fn landlock_tier_reports_the_per_port_gap_and_fails_closed_without_abi_4() {
     let case = Case {
-        tier: &sandbox_support::LANDLOCK,
+        tier: &common::sandbox::LANDLOCK,
         mode: Mode::Ww,
     };
     let w = World::new();
     let r = w.run(&case, "", &["--allow-domain", "crates.io"], "true");
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        sandbox_support::reported_partial(&r, &["per port, not per address"]),
+        common::sandbox::reported_partial(&r, &["per port, not per address"]),
         "{}",
         r.enforcement()["partial"]
     );
@@ -366,7 +365,7 @@ fn byte_cap_from_the_config_cuts_a_download() {
 fn bad_network_flags_and_config_are_refused_naming_them() {
     let w = World::new();
     let run = |args: &[&str]| {
-        let out = Command::new(sandbox_support::BIN)
+        let out = Command::new(common::sandbox::BIN)
             .args(["sandbox", "run"])
             .args(args)
             .args(["--", "echo", "RAN"])

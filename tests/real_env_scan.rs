@@ -7,15 +7,14 @@
 //! Before the fix the scan stopped at depth 8 and after 50,000 entries,
 //! silently: such a `.env` was readable and the report said `full`.
 
-mod sandbox_support;
-mod support;
+mod common;
 
-use sandbox_support::*;
+use common::sandbox::*;
+use common::scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::json;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
-use support::scripted_model::{call, reply, ScriptedModel, Wire};
 
 const DEEP_MARK: &str = "DEEP-DOTENV-MARK";
 const LATE_MARK: &str = "LATE-DOTENV-MARK";
@@ -156,7 +155,7 @@ fn exec_stream_json_says_partial_and_names_what_is_not_masked() {
             reply("done"),
         ],
     );
-    let f = support::Fixture::new(&model, "");
+    let f = common::cli::Fixture::new(&model, "");
     let locked = f.ws.join("locked");
     fs::create_dir_all(&locked).unwrap();
     fs::write(locked.join(".env"), LOCKED_MARK).unwrap();
@@ -175,8 +174,8 @@ fn exec_stream_json_says_partial_and_names_what_is_not_masked() {
     }
     let o = without_dac_override(&cmd).output().unwrap();
     fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", support::stderr(&o));
-    let ev = support::stdout_lines(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", common::cli::stderr(&o));
+    let ev = common::cli::stdout_lines(&o);
     let s1 = ev
         .iter()
         .find(|e| e["type"] == "tool_result" && e["call_id"] == "s1")

@@ -6,11 +6,10 @@
 //! host state afterwards. Process, kernel and network items are in
 //! `real_escape_proc.rs`.
 
-#[path = "sandbox_support/mod.rs"]
-mod support;
+mod common;
 
+use common::sandbox::*;
 use std::fs;
-use support::*;
 
 #[test]
 fn done_when_workspace_write_and_home_write() {

@@ -6,15 +6,14 @@
 //! arguments make the unfiltered call return something other than EPERM
 //! (the control), so EPERM inside can only come from the filter.
 
-#[path = "sandbox_support/mod.rs"]
-mod support;
+mod common;
 
+use common::sandbox::*;
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
 use std::os::unix::net::UnixListener;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use support::*;
 
 fn probe_outside(name: &str, userns: bool) -> String {
     let mut c = Command::new(BIN);

@@ -12,14 +12,14 @@
 //! never reaches the host, even under `--auto`; a read-only command runs
 //! without `--auto` and without asking.
 
-mod support;
+mod common;
 
+use common::cli::*;
+use common::scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::json;
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use support::scripted_model::{call, reply, ScriptedModel, Wire};
-use support::*;
 
 /// A loopback listener that counts connections and keeps what it received.
 fn upload_sink() -> (u16, Arc<AtomicUsize>, Arc<std::sync::Mutex<Vec<u8>>>) {

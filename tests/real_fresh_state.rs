@@ -9,14 +9,13 @@
 //! exist yet, in both shapes a fresh machine has: no runtime directory at
 //! all (the temp dir is used), and an empty runtime directory.
 
-mod sandbox_support;
-mod support;
+mod common;
 
-use sandbox_support::{no_bwrap, path_without_bwrap, tiers, BIN};
+use common::sandbox::{no_bwrap, path_without_bwrap, tiers, BIN};
+use common::scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use support::scripted_model::{call, reply, ScriptedModel, Wire};
 
 /// A machine state where nothing of codewhale's exists yet.
 struct Fresh {
@@ -140,7 +139,7 @@ fn the_first_exec_on_a_fresh_machine_runs_its_shell_call() {
                 reply("done"),
             ],
         );
-        let fx = support::Fixture::new(&model, "");
+        let fx = common::cli::Fixture::new(&model, "");
         let f = Fresh::new(runtime_dir_exists);
         let mut c = fx.cmd(&[
             "exec",
@@ -155,8 +154,8 @@ fn the_first_exec_on_a_fresh_machine_runs_its_shell_call() {
         // The fixture's HOME holds the config dir; keep it (it is new too).
         c.env("HOME", &fx.home);
         let o = c.output().unwrap();
-        assert_eq!(o.status.code(), Some(0), "{}", support::stderr(&o));
-        let ev = support::stdout_lines(&o);
+        assert_eq!(o.status.code(), Some(0), "{}", common::cli::stderr(&o));
+        let ev = common::cli::stdout_lines(&o);
         let s1 = ev
             .iter()
             .find(|e| e["type"] == "tool_result" && e["call_id"] == "s1")

@@ -6,11 +6,10 @@
 //! also unavailable, the inside-bwrap Landlock report, and `sandbox
 //! explain --backend landlock --json`.
 
-#[path = "sandbox_support/mod.rs"]
-mod support;
+mod common;
 
+use common::sandbox::*;
 use std::process::{Command, Output, Stdio};
-use support::*;
 
 /// `sandbox run --backend auto` in the fixture, with `PATH` and extra env.
 fn auto(fx: &Fx, path: Option<&std::path::Path>, env: &[(&str, &str)], flags: &[&str]) -> Output {

@@ -8,13 +8,12 @@
 //! refused by the real sandbox and the host has no file afterwards; with
 //! `--no-project-config` (the positive control) both write it.
 
-mod sandbox_support;
-mod support;
+mod common;
 
-use sandbox_support::{no_bwrap, path_without_bwrap, tiers};
+use common::cli::{stderr, stdout_lines, Fixture};
+use common::sandbox::{no_bwrap, path_without_bwrap, tiers};
+use common::scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::json;
-use support::scripted_model::{call, reply, ScriptedModel, Wire};
-use support::{stderr, stdout_lines, Fixture};
 
 fn project_read_only(f: &Fixture) {
     std::fs::create_dir_all(f.ws.join(".codewhale")).unwrap();

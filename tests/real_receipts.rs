@@ -1,144 +1,22 @@
 #![cfg(not(feature = "nix-build-sandbox"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
-//! The full receipts + undo end to end, with a real shell command run
-//! through the execution host under the sandbox: the model edits one file,
-//! creates another with the edit tools, runs a command that creates a
-//! third, and asks for a tool that is not available in the run (it must
-//! not run). Then `receipts` lists all of it — including the file only the
-//! command wrote, found from the turn's snapshots — and `undo --last`
-//! brings the workspace back byte for byte (deleting the third file too)
-//! without touching the user's `.git`.
-//!
-//! NEEDS THE REAL HOST: until the bubblewrap backend is merged, `host::run`
-//! is a placeholder that reports the sandbox as unavailable and this test
-//! fails with that message (a real-sandbox test never silently skips).
+//! Receipts and undo with real shell commands through the execution host
+//! under the sandbox: the shared scenario (`common::receipt_scenario`, also
+//! run by `receipt_e2e` without the host), an interrupted turn, and the
+//! landlock tier's partial items reaching every receipt format.
 
-mod receipt_support;
-mod support;
+mod common;
 
-use receipt_support::*;
+use common::cli::*;
+use common::receipts::*;
+use common::scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::{json, Value};
-use support::scripted_model::{call, reply, ScriptedModel, Wire};
-use support::*;
 
+/// The receipts + undo scenario with the real host: the shell call runs
+/// under the sandbox, its file is in the receipt and undo removes it.
 #[test]
 fn shell_created_file_is_in_the_receipt_and_undone() {
-    let model = ScriptedModel::start(
-        Wire::Anthropic,
-        vec![
-            call(
-                "e1",
-                "edit_file",
-                json!({"path": "src/parse.rs", "old_string": "old()", "new_string": "new()"}),
-            ),
-            call(
-                "w1",
-                "write_file",
-                json!({"path": "notes.md", "content": "one\ntwo\n"}),
-            ),
-            call(
-                "s1",
-                "shell",
-                json!({"command": "sh -c 'printf \"three\\n\" > third.txt'"}),
-            ),
-            call(
-                "p1",
-                "apply_patch",
-                json!({"patch": "--- a/x\n+++ b/x\n@@ -0,0 +1 @@\n+x\n"}),
-            ),
-            reply("Done."),
-        ],
-    );
-    let f = Fixture::new(&model, "");
-    std::fs::create_dir_all(f.ws.join("src")).unwrap();
-    std::fs::write(f.ws.join("src/parse.rs"), "fn a() { old() }\n").unwrap();
-    user_repo(&f.ws, &f.home);
-    let before = tree(&f.ws);
-    let git_before = tree(&f.ws.join(".git"));
-
-    let o = f.run(&[
-        "exec",
-        "--auto",
-        "--provider",
-        "custom",
-        "--disallowed-tools",
-        "apply_patch",
-        "--output-format",
-        "stream-json",
-        "edit, write notes\nand make the third file",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    let ev = stdout_lines(&o);
-    let s1 = ev
-        .iter()
-        .find(|e| e["type"] == "tool_result" && e["call_id"] == "s1")
-        .expect("tool_result for s1");
-    assert_eq!(
-        s1["status"], "ok",
-        "the shell command did not run through the sandbox (this test needs the real \
-         execution host; the placeholder host reports it unavailable): {s1}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(f.ws.join("third.txt")).unwrap(),
-        "three\n"
-    );
-    assert!(!f.ws.join("x").exists(), "the disallowed apply_patch ran");
-
-    let o = f.run(&["receipts", "--last", "--format", "json"]);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
-    validate(&r);
-    let acts = r["actions"].as_array().unwrap();
-    let by = |id: &str| acts.iter().find(|a| a["call_id"] == id).unwrap().clone();
-    assert_eq!(by("e1")["files"][0]["path"], "src/parse.rs");
-    assert_eq!(by("w1")["files"][0]["path"], "notes.md");
-    let cmd = by("s1");
-    assert_eq!(cmd["kind"], "command");
-    assert_eq!(cmd["status"], "succeeded");
-    assert_eq!(cmd["exit_code"], 0);
-    assert_eq!(cmd["files"][0]["path"], "third.txt");
-    assert_eq!(cmd["files"][0]["change"], "added");
-    assert!(!r["postures"]["enforcement"].as_array().unwrap().is_empty());
-    let denied = by("p1");
-    assert_eq!(denied["status"], "blocked_before_start");
-    assert_eq!(r["totals"]["files_changed"], 3);
-    assert_eq!(r["totals"]["commands_run"], 1);
-
-    let o = f.run(&["receipts", "--last", "--format", "md"]);
-    let md = String::from_utf8(o.stdout).unwrap();
-    assert!(md.contains("did not apply a patch"), "{md}");
-    assert!(md.contains("   - created `third.txt` (+1 −0)"), "{md}");
-    // The enforcement label is the host's to word; the other tests pin it.
-    let md = normalise(&md, &f.root);
-    let md = regex::Regex::new(r"\(enforcement: .*\) · \[TIME\] → ")
-        .unwrap()
-        .replace(&md, "(enforcement: [ENFORCEMENT]) · [TIME] → ")
-        .into_owned();
-    // So is the backend and what it did not enforce (bwrap here, the
-    // landlock tier with bubblewrap hidden); the landlock test pins those.
-    let md = regex::Regex::new(r" · sandbox: [a-z]+(?: [a-z]+)?\n")
-        .unwrap()
-        .replace_all(&md, " · sandbox: [SANDBOX]\n")
-        .into_owned();
-    let md =
-        regex::Regex::new(r"(?m)^   - (?:bwrap|landlock|seatbelt|opensandbox|unsandboxed)[^\n]*\n")
-            .unwrap()
-            .replace_all(&md, "")
-            .into_owned();
-    insta::assert_snapshot!("real_receipts_md", md);
-
-    let o = f.run(&["undo", "--last"]);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    assert!(
-        !f.ws.join("third.txt").exists(),
-        "undo left the shell-made file"
-    );
-    assert_eq!(tree(&f.ws), before, "workspace not restored byte for byte");
-    assert_eq!(
-        tree(&f.ws.join(".git")),
-        git_before,
-        "the user's .git changed"
-    );
+    common::receipt_scenario::run(common::receipt_scenario::Host::Real);
 }
 
 /// Ctrl-C while a command runs: the turn is closed with a `post-turn`
@@ -151,7 +29,7 @@ fn interrupted_turn_keeps_its_changes() {
     use std::time::{Duration, Instant};
     let model = ScriptedModel::start(
         Wire::OpenAi,
-        vec![support::scripted_model::Step::Reply {
+        vec![common::scripted_model::Step::Reply {
             text: String::new(),
             calls: vec![
                 (

@@ -7,12 +7,10 @@
 //! the model asks for run in the real sandbox (hence `real_`); the checks
 //! are on the host afterwards: files, processes, `codewhale receipts`.
 
-#[path = "support/scripted_model/mod.rs"]
-#[allow(dead_code)]
-mod scripted_model;
+mod common;
 
 use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
-use scripted_model::{call, reply, ScriptedModel, Step, Wire};
+use common::scripted_model::{call, reply, ScriptedModel, Step, Wire};
 use serde_json::json;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

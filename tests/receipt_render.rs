@@ -5,10 +5,10 @@
 //! a bidi override, an interrupted turn): the Markdown snapshot, the JSON
 //! checked against the documented schema, and what must never appear.
 
-mod receipt_support;
+mod common;
 
 use codewhale::receipt::{self, MAX_ACTIONS};
-use receipt_support::validate;
+use common::receipts::validate;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

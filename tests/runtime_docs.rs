@@ -3,11 +3,11 @@
 //! server (curl is a client nobody here wrote).
 #![cfg(unix)]
 
-mod support;
+mod common;
 
+use common::cli::Fixture;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use support::Fixture;
 
 fn examples() -> String {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/RUNTIME_API.md"))

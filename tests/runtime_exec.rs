@@ -6,14 +6,14 @@
 //! pinned by tests/exec_*.rs, unchanged.
 #![cfg(unix)]
 
-mod support;
+mod common;
 
+use common::cli::*;
+use common::scripted_model::{call, reply, ScriptedModel, Step, Wire};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use support::scripted_model::{call, reply, ScriptedModel, Step, Wire};
-use support::*;
 
 fn log_path(f: &Fixture) -> std::path::PathBuf {
     f.cw_home.join("runtime").join("events.jsonl")

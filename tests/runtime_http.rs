@@ -5,16 +5,16 @@
 //! scripted model server of the exec tests as the provider.
 #![cfg(unix)]
 
-mod support;
+mod common;
 
+use common::cli::Fixture;
+use common::scripted_model::{call, reply, ScriptedModel, Step, Wire};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-use support::scripted_model::{call, reply, ScriptedModel, Step, Wire};
-use support::Fixture;
 
 const TOKEN: &str = "test-token-5f2c9e1d";
 

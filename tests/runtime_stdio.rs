@@ -4,14 +4,14 @@
 //! event envelope to the snapshot fixtures in tests/fixtures/runtime/.
 #![cfg(unix)]
 
-mod support;
+mod common;
 
+use common::cli::Fixture;
+use common::scripted_model::{reply, ScriptedModel, Wire};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use support::scripted_model::{reply, ScriptedModel, Wire};
-use support::Fixture;
 
 fn fixture(name: &str) -> Value {
     let p = format!(

@@ -3,10 +3,10 @@
 //! policies (read-only / workspace-write × network × extra roots ×
 //! deny-read present / missing). Review changes with `cargo insta review`.
 
-mod seatbelt_fixtures;
+mod common;
 
 use codewhale::host::seatbelt::{explain_with, profile_with};
-use seatbelt_fixtures::{host, matrix, resolved};
+use common::seatbelt::{host, matrix, resolved};
 
 #[test]
 fn profile_matrix_snapshots() {

@@ -2,12 +2,12 @@
 //! Structural and security-critical checks of every Seatbelt profile in the
 //! matrix, plus an end-to-end plan from a real `resolve()` on a temp tree.
 
-mod seatbelt_fixtures;
+mod common;
 
 use codewhale::host::seatbelt::sexp::{self, Sexp};
 use codewhale::host::seatbelt::{self, profile_with, DarwinHost, SeatbeltProfile};
 use codewhale::policy::{self, HostFacts, SandboxMode, SandboxPolicy};
-use seatbelt_fixtures::{host, matrix, resolved, Cell};
+use common::seatbelt::{host, matrix, resolved, Cell};
 use std::collections::BTreeSet;
 
 fn plan(c: Cell) -> SeatbeltProfile {

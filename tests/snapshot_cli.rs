@@ -2,11 +2,11 @@
 //! `codewhale undo` and `codewhale restore` as a user runs them.
 #![cfg(unix)]
 
-mod snapshot_support;
+mod common;
 
 use assert_cmd::Command;
 use codewhale::snapshot::{Label, SnapshotMeta};
-use snapshot_support::{files, Fixture};
+use common::snapshots::{files, Fixture};
 
 fn cw(f: &Fixture) -> Command {
     let mut c = Command::cargo_bin("codewhale").unwrap();

@@ -7,10 +7,10 @@
 //! One test in its own binary: it sets process-wide environment variables.
 #![cfg(unix)]
 
-mod snapshot_support;
+mod common;
 
 use codewhale::snapshot::{Label, SnapshotMeta, UndoScope};
-use snapshot_support::{contains, manifest, Fixture};
+use common::snapshots::{contains, manifest, Fixture};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;

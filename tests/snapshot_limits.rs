@@ -4,10 +4,10 @@
 //! condition is lifted, and checks that no store was created.
 #![cfg(unix)]
 
-mod snapshot_support;
+mod common;
 
 use codewhale::snapshot::{Disabled, Opened, SnapshotOptions, SnapshotStore};
-use snapshot_support::Fixture;
+use common::snapshots::Fixture;
 use std::path::Path;
 
 fn disabled(ws: &Path, opts: SnapshotOptions) -> Disabled {

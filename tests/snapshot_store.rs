@@ -2,10 +2,10 @@
 //! Snapshot / modify / undo / restore with real git on real files.
 #![cfg(unix)]
 
-mod snapshot_support;
+mod common;
 
 use codewhale::snapshot::{ChangeKind, Label, SnapshotError, SnapshotMeta, UndoScope};
-use snapshot_support::{files, Fixture};
+use common::snapshots::{files, Fixture};
 use std::process::Command;
 
 fn meta(session: &str, request: u64) -> SnapshotMeta {
@@ -346,8 +346,8 @@ fn resolved_policy_deny_read_is_excluded_after_open() {
     store.exclude_resolved_policy(&resolved);
     store.snapshot(Label::PreTurn(1), meta("s", 1)).unwrap();
     let objects = f.side_objects(&store);
-    assert!(snapshot_support::contains(&objects, "PLAIN-CONTROL-8"));
-    assert!(!snapshot_support::contains(
+    assert!(common::snapshots::contains(&objects, "PLAIN-CONTROL-8"));
+    assert!(!common::snapshots::contains(
         &objects,
         "DENY-READ-FROM-POLICY-7"
     ));
@@ -439,10 +439,10 @@ fn unreadable_files_are_skipped_with_a_warning_not_a_failure() {
     let id = store.snapshot(Label::PreTurn(1), meta("s", 1)).unwrap();
     let rec = store.get(id).unwrap().clone();
     let objects = f.side_objects(&store);
-    assert!(snapshot_support::contains(&objects, "fine\n"));
+    assert!(common::snapshots::contains(&objects, "fine\n"));
     if readable {
         assert!(rec.warnings.is_empty(), "{:?}", rec.warnings);
-        assert!(snapshot_support::contains(&objects, "private\n"));
+        assert!(common::snapshots::contains(&objects, "private\n"));
     } else {
         assert!(
             rec.warnings.iter().any(|w| w.contains("locked.txt")),

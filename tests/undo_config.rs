@@ -4,11 +4,11 @@
 //! can take away (it may only tighten) but never grant.
 #![cfg(unix)]
 
-mod snapshot_support;
+mod common;
 
 use assert_cmd::Command;
 use codewhale::snapshot::{Label, SnapshotMeta};
-use snapshot_support::Fixture;
+use common::snapshots::Fixture;
 
 fn cw(f: &Fixture) -> Command {
     let mut c = Command::cargo_bin("codewhale").unwrap();

@@ -3,9 +3,7 @@
 //! model, a workspace, and readers for stream-json and session files.
 #![allow(dead_code)]
 
-pub mod scripted_model;
-
-use scripted_model::ScriptedModel;
+use super::scripted_model::ScriptedModel;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -75,21 +75,4 @@ pub fn validate(v: &Value) {
     );
 }
 
-/// Replace what differs between runs (paths, ids, times, durations).
-pub fn normalise(md: &str, root: &Path) -> String {
-    let s = md.replace(&root.display().to_string(), "[ROOT]");
-    let re = |p: &str, with: &str, s: &str| {
-        regex::Regex::new(p)
-            .expect("re")
-            .replace_all(s, with)
-            .into_owned()
-    };
-    let s = re(r"\d{8}T\d{6}-[0-9a-f]{12}", "[THREAD]", &s);
-    let s = re(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "[TIME]", &s);
-    let s = re(r" · \d+\.\ds", " · [DUR]", &s);
-    re(
-        r"codewhale/[0-9a-f]{16}/[0-9a-f]{16}",
-        "codewhale/[STORE]",
-        &s,
-    )
-}
+pub use super::filters::normalise;

@@ -1,0 +1,37 @@
+//! The one test harness every integration test shares (`mod common;`).
+//!
+//! - [`cli`]: the CLI builder — a fixture with its own empty `HOME`,
+//!   `CODEWHALE_HOME`, `TMPDIR` and `XDG_RUNTIME_DIR` (a fresh machine for
+//!   every test), `codewhale …` commands with a clean environment, and
+//!   readers for stream-json and session files.
+//! - [`scripted_model`]: the scripted model server (real HTTP on loopback,
+//!   OpenAI and Anthropic wires) that the `exec`, runtime and adapter tests
+//!   drive the agent with.
+//! - [`filters`]: the insta filters that replace what differs between runs
+//!   (paths, thread ids, times, durations, store ids).
+//! - [`sandbox`]: the real-sandbox tiers and their claims, and runners that
+//!   check host state afterwards.
+//! - [`receipts`] and [`receipt_scenario`]: tree fingerprints, a user
+//!   `.git`, schema validation, and the one receipts + undo scenario run
+//!   with and without the real execution host.
+//! - [`snapshots`], [`authz`], [`seatbelt`]: fixtures of the snapshot store,
+//!   the gates and the Seatbelt profile tests.
+//! - [`fake_opensandbox`] + [`opensandbox_env`], [`egress`]: fake servers
+//!   (each behaviour cited from the real project) and loopback peers.
+//!
+//! Every test binary compiles the whole harness, so items one binary does
+//! not use are expected: dead code is allowed here and only here.
+#![allow(dead_code, unused_imports)]
+
+pub mod authz;
+pub mod cli;
+pub mod egress;
+pub mod fake_opensandbox;
+pub mod filters;
+pub mod opensandbox_env;
+pub mod receipt_scenario;
+pub mod receipts;
+pub mod sandbox;
+pub mod scripted_model;
+pub mod seatbelt;
+pub mod snapshots;
