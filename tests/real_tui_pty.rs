@@ -9,8 +9,8 @@
 
 mod common;
 
-use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
 use common::scripted_model::{call, reply, ScriptedModel, Step, Wire};
+use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
 use serde_json::json;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

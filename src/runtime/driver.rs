@@ -64,6 +64,8 @@ struct Prepared {
     provider: Provider,
     authorizer: PipelineAuthorizer,
     snaps: RunSnapshots,
+    /// The thread's `a` answers, for interactive turns.
+    grants: Option<Arc<Mutex<SessionGrants>>>,
 }
 
 #[derive(Clone)]
@@ -140,7 +142,7 @@ impl Driver {
                 .or_default()
                 .clone()
         });
-        let p = prepare(&self.home, &thread, prompt.clone(), posture, grants.clone())?;
+        let p = prepare(&self.home, &thread, prompt.clone(), posture, grants)?;
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(
@@ -164,7 +166,7 @@ impl Driver {
         let auto = thread.auto_approve;
         let spawned = std::thread::Builder::new()
             .name(format!("turn-{}", turn.id))
-            .spawn(move || d.run(p, t, auto, grants, history, &mut log, rx));
+            .spawn(move || d.run(p, t, auto, history, &mut log, rx));
         if let Err(e) = spawned {
             self.forget(&turn.id);
             self.rt.finish_turn(
@@ -191,7 +193,6 @@ impl Driver {
         mut p: Prepared,
         turn: TurnRecord,
         auto: bool,
-        grants: Option<Arc<Mutex<SessionGrants>>>,
         history: Vec<Message>,
         log: &mut SessionLog,
         rx: watch::Receiver<bool>,
@@ -209,7 +210,7 @@ impl Driver {
             tap: tap.clone(),
             auto_approve: auto,
             timeout: self.approval_timeout,
-            grants,
+            grants: p.grants.clone(),
         };
         let status = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -407,8 +408,8 @@ fn prepare(
         SnapshotStore::open(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
     );
     let mut authorizer = PipelineAuthorizer::new(settings, posture, sandbox.mode());
-    if let Some(g) = grants {
-        authorizer = authorizer.with_grants(g);
+    if let Some(g) = &grants {
+        authorizer = authorizer.with_grants(g.clone());
     }
     let ctx = ToolContext {
         guard: FsGuard::new(&resolved),
@@ -431,5 +432,6 @@ fn prepare(
         provider,
         authorizer,
         snaps,
+        grants,
     })
 }

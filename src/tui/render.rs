@@ -40,7 +40,7 @@ pub fn draw(f: &mut Frame, st: &State, input: &TextArea) {
             let lines = card_lines(c, area.width);
             let want = lines.len() as u16 + 2;
             // The card must leave one transcript row and the footer.
-            if area.width >= 24 && area.height >= want + footer_h + flash_h + 1 {
+            if area.width >= 24 && area.height > want + footer_h + flash_h {
                 BottomKind::Card(lines, want)
             } else {
                 BottomKind::CardLine

@@ -148,13 +148,7 @@ fn footer_per_posture() {
         ] {
             let mut s = st(p);
             s.mode = m;
-            all.push_str(
-                &text(&screen(&s, 80, 4))
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-                    .to_string(),
-            );
+            all.push_str(text(&screen(&s, 80, 4)).lines().last().unwrap_or(""));
             all.push('\n');
         }
     }

@@ -83,7 +83,7 @@ pub enum Cell {
         pending: String,
         done: bool,
     },
-    Tool(ToolCell),
+    Tool(Box<ToolCell>),
     Notice {
         error: bool,
         text: String,
@@ -639,7 +639,8 @@ impl State {
                     }),
                     "command_execution" | "tool_call" | "file_change" => {
                         let meta = &item["metadata"];
-                        self.transcript.push(Cell::Tool(tool_cell(&item_id, meta)));
+                        self.transcript
+                            .push(Cell::Tool(Box::new(tool_cell(&item_id, meta))));
                     }
                     _ => return fx,
                 }
@@ -757,14 +758,14 @@ impl State {
 
     fn tool_mut(&mut self, id: &str) -> Option<&mut ToolCell> {
         self.transcript.iter_mut().rev().find_map(|c| match c {
-            Cell::Tool(t) if t.item_id == id => Some(t),
+            Cell::Tool(t) if t.item_id == id => Some(t.as_mut()),
             _ => None,
         })
     }
 
     fn tool_mut_by_call(&mut self, id: &str) -> Option<&mut ToolCell> {
         self.transcript.iter_mut().rev().find_map(|c| match c {
-            Cell::Tool(t) if t.call_id == id => Some(t),
+            Cell::Tool(t) if t.call_id == id => Some(t.as_mut()),
             _ => None,
         })
     }
