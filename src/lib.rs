@@ -4,6 +4,7 @@
 // `unwrap_used`, `expect_used` and `undocumented_unsafe_blocks` are denied
 // for the whole crate in Cargo.toml's `[lints.clippy]`.
 
+pub mod acp;
 pub mod agent;
 pub mod authz;
 pub mod catalogue;
@@ -12,6 +13,7 @@ pub mod config;
 pub mod doctor;
 pub mod exit;
 pub mod host;
+pub mod mcp;
 pub mod net;
 pub mod policy;
 pub mod provider;

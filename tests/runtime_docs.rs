@@ -78,4 +78,5 @@ fn the_documented_curl_examples_run() {
     );
     assert!(out.contains("event: thread.started"), "{out}");
     assert!(out.contains(r#""group_by":"model""#), "{out}");
+    assert!(out.contains("nothing to compact"), "{out}");
 }

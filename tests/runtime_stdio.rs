@@ -78,8 +78,11 @@ fn probe_errors_keep_the_server_serving_and_stdout_is_json_only() {
     let fam = replies[6]["result"]["methods"].as_array().unwrap();
     assert!(fam.iter().all(|m| {
         let m = m.as_str().unwrap();
-        m.starts_with("thread/") || m.starts_with("turn/") || m.starts_with("approval/")
+        ["thread/", "turn/", "approval/", "user_input/", "tool_call/"]
+            .iter()
+            .any(|p| m.starts_with(p))
     }));
+    assert!(fam.contains(&json!("turn/steer")) && fam.contains(&json!("thread/compact")));
     assert!(fam.contains(&json!("turn/start")));
     assert_eq!(replies[7]["error"]["code"], -32004);
     assert_eq!(replies[8]["error"]["code"], -32602);
@@ -179,5 +182,104 @@ fn a_turn_over_stdio_streams_events_as_notifications() {
     assert_eq!(text, "Hello over stdio.");
     writeln!(stdin, r#"{{"jsonrpc":"2.0","id":9,"method":"shutdown"}}"#).unwrap();
     assert_eq!(read()["id"], 9);
+    assert!(child.wait().unwrap().success());
+}
+
+/// The steer, compact, user-input and client-tool methods mirror HTTP:
+/// unknown ids are -32004, a finished turn cannot be steered (-32602), and
+/// a compaction is a turn whose item holds the model's summary.
+#[test]
+fn steer_compact_and_answers_over_stdio() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![reply("first"), reply("stdio-summary-3301")],
+    );
+    let f = Fixture::with_config(&format!(
+        "provider = \"custom\"\n[providers.custom]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\napi_key = \"k\"\nmodel = \"scripted\"\n",
+        model.base_url()
+    ));
+    let mut child = stdio(&f);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut events = Vec::new();
+    // The reply to `id`, keeping the notifications that come before it.
+    let mut reply_to = |id: u64, events: &mut Vec<Value>| -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            assert!(Instant::now() < deadline);
+            let mut l = String::new();
+            out.read_line(&mut l).unwrap();
+            let m: Value = serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            if m["method"] == "event" {
+                events.push(m["params"].clone());
+            } else if m["id"] == id {
+                return m;
+            }
+        }
+    };
+    let mut send = |l: String| writeln!(stdin, "{l}").unwrap();
+    send(r#"{"jsonrpc":"2.0","id":1,"method":"thread/start","params":{}}"#.into());
+    let thread = reply_to(1, &mut events)["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    send(format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"thread/subscribe","params":{{"thread_id":"{thread}"}}}}"#
+    ));
+    reply_to(2, &mut events);
+    send(format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"turn/start","params":{{"thread_id":"{thread}","prompt":"hi"}}}}"#
+    ));
+    let turn = reply_to(3, &mut events)["result"]["turn"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut n = 10;
+    while !events.iter().any(|e| e["event"] == "turn.completed") {
+        send(format!(
+            r#"{{"jsonrpc":"2.0","id":{n},"method":"healthz"}}"#
+        ));
+        reply_to(n, &mut events);
+        n += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    send(format!(
+        r#"{{"jsonrpc":"2.0","id":4,"method":"turn/steer","params":{{"thread_id":"{thread}","turn_id":"{turn}","prompt":"late"}}}}"#
+    ));
+    assert_eq!(reply_to(4, &mut events)["error"]["code"], -32602);
+    send(format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"user_input/answer","params":{{"thread_id":"{thread}","input_id":"input_nope","answers":[]}}}}"#
+    ));
+    assert_eq!(reply_to(5, &mut events)["error"]["code"], -32004);
+    send(format!(
+        r#"{{"jsonrpc":"2.0","id":6,"method":"tool_call/result","params":{{"thread_id":"{thread}","turn_id":"{turn}","call_id":"call_nope","output":"x"}}}}"#
+    ));
+    assert_eq!(reply_to(6, &mut events)["error"]["code"], -32004);
+    send(format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"thread/compact","params":{{"thread_id":"{thread}"}}}}"#
+    ));
+    assert!(reply_to(7, &mut events)["result"]["turn"]["id"].is_string());
+    while events
+        .iter()
+        .filter(|e| e["event"] == "turn.completed")
+        .count()
+        < 2
+    {
+        send(format!(
+            r#"{{"jsonrpc":"2.0","id":{n},"method":"healthz"}}"#
+        ));
+        reply_to(n, &mut events);
+        n += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let summary = events
+        .iter()
+        .filter(|e| e["event"] == "item.completed")
+        .map(|e| &e["payload"]["item"])
+        .find(|i| i["kind"] == "context_compaction")
+        .unwrap();
+    assert_eq!(summary["metadata"]["summary"], "stdio-summary-3301");
+    send(r#"{"jsonrpc":"2.0","id":8,"method":"shutdown"}"#.into());
+    reply_to(8, &mut events);
     assert!(child.wait().unwrap().success());
 }

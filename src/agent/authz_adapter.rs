@@ -43,8 +43,20 @@ pub fn exec_posture(
     auto: bool,
     flag: Option<SandboxMode>,
 ) -> (Posture, SandboxContext, Vec<String>) {
+    exec_posture_in(ctx, auto, flag, Mode::Work)
+}
+
+/// [`exec_posture`] in another mode (the runtime's clients pick one per
+/// turn: ACP's `session/set_mode`); Plan narrows the sandbox to
+/// read-only through the same [`SandboxContext::for_posture`].
+pub fn exec_posture_in(
+    ctx: SandboxContext,
+    auto: bool,
+    flag: Option<SandboxMode>,
+    mode: Mode,
+) -> (Posture, SandboxContext, Vec<String>) {
     let mut notes = Vec::new();
-    let mut p = ctx.settings.posture(Mode::Work);
+    let mut p = ctx.settings.posture(mode);
     p.headless = true;
     p.auto_approve = auto;
     let explicit_unsandboxed = flag.is_some_and(|m| !m.is_sandboxed());
@@ -93,8 +105,8 @@ pub struct PipelineAuthorizer {
     workspace: PathBuf,
     /// The sandbox context's mode, handed to the gates (gate 9 names it).
     sandbox: SandboxMode,
-    /// `a` answers (none in a headless run today, but the pipeline consults
-    /// them and an interactive front end will add them).
+    /// "Always for this kind" answers (none in a headless `exec` run; a
+    /// runtime thread's `remember` adds them, shared with its approver).
     grants: Arc<Mutex<SessionGrants>>,
 }
 
@@ -115,12 +127,16 @@ impl PipelineAuthorizer {
         }
     }
 
-    /// Consult `grants` (shared with whoever records `a` answers: the
-    /// runtime approver of an interactive conversation) instead of a
-    /// fresh, empty set.
+    /// Consult (and share) these session grants instead of a fresh set.
     pub fn with_grants(mut self, grants: Arc<Mutex<SessionGrants>>) -> Self {
         self.grants = grants;
         self
+    }
+
+    /// Register a tool the run offers beyond the built-ins (the runtime's
+    /// `ask_user` and client-executed tools), so gate 2 knows it.
+    pub fn register_tool(&mut self, spec: authz::ToolSpec) {
+        self.registry.register(spec);
     }
 
     pub fn posture(&self) -> &Posture {

@@ -12,17 +12,19 @@
 
 pub mod authorizer;
 pub mod authz_adapter;
+pub mod models;
 pub mod output;
 pub mod prompt;
 pub mod run;
+pub mod setup;
 pub mod snapshots;
 pub mod tools;
 
 pub use authorizer::{Authorizer, DecidedBy, Decision, Verdict};
-pub use authz_adapter::{exec_posture, PipelineAuthorizer};
+pub use authz_adapter::{exec_posture, exec_posture_in, PipelineAuthorizer};
 pub use output::{Emitter, EventTap, OutputFormat};
 pub use run::{
     run_exec, run_exec_hooked, run_exec_models, run_exec_with_snapshots, Approver, ExecOptions,
-    ExecReport, Headless, Models, RunHooks,
+    ExecReport, ExtraOutput, ExtraTools, Headless, Models, RunHooks,
 };
 pub use snapshots::RunSnapshots;

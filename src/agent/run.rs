@@ -9,7 +9,9 @@ use super::tools::{self, ToolContext, ToolOutput, ToolStatus, ALL_TOOLS};
 use crate::policy::SandboxMode;
 use crate::provider::cost::{self, Price};
 use crate::provider::router::{self, Routed, Router};
-use crate::provider::{ChatRequest, Completion, Message, Provider, ProviderError, ToolCall, Usage};
+use crate::provider::{
+    ChatRequest, Completion, Message, Provider, ProviderError, ToolCall, ToolSpec, Usage,
+};
 use crate::session::{Event, SessionError, SessionLog};
 use serde_json::{json, Value};
 use std::time::Instant;
@@ -106,12 +108,58 @@ impl Approver for Headless {
     }
 }
 
+/// What a tool outside the built-ins returned: what goes to the model,
+/// and (when it must not be stored) what the session file and the output
+/// stream record instead.
+pub struct ExtraOutput {
+    pub output: ToolOutput,
+    /// Recorded in place of `output.content` (e.g. a user's answers, which
+    /// reach the model but are never stored).
+    pub record_as: Option<String>,
+}
+
+/// Tools a runtime-driven run offers beyond the built-ins: `ask_user`
+/// and client-executed tools. They pass admission and the gates like any
+/// other call; only their execution is here.
+pub trait ExtraTools: Send + Sync {
+    /// The specs offered to the model.
+    fn specs(&self) -> Vec<ToolSpec>;
+    /// Run `name` (one of [`ExtraTools::specs`]).
+    fn call<'a>(
+        &'a self,
+        call_id: &'a str,
+        name: &'a str,
+        args: &'a Value,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ExtraOutput> + Send + 'a>>;
+}
+
 /// What a runtime-driven run adds to an `exec` run.
 pub struct RunHooks<'a> {
     /// Who answers open questions (exec: [`Headless`]).
     pub approver: &'a dyn Approver,
     /// Earlier messages of the conversation, sent before the prompt.
     pub history: Vec<Message>,
+    /// A thread's own instructions, added to the loop's system prompt.
+    pub system_prompt: Option<String>,
+    /// User input steered into the running turn: each message is sent to
+    /// the model before its next request (a final answer with steered
+    /// input waiting is followed by another request).
+    pub steer: Option<std::sync::mpsc::Receiver<String>>,
+    /// Tools beyond the built-ins.
+    pub extra_tools: Option<&'a dyn ExtraTools>,
+}
+
+impl<'a> RunHooks<'a> {
+    /// Only an approver (no history, no steering, no extra tools).
+    pub fn new(approver: &'a dyn Approver) -> Self {
+        RunHooks {
+            approver,
+            history: Vec::new(),
+            system_prompt: None,
+            steer: None,
+            extra_tools: None,
+        }
+    }
 }
 
 struct Loop<'a> {
@@ -123,6 +171,11 @@ struct Loop<'a> {
     authz: &'a dyn Authorizer,
     approver: &'a dyn Approver,
     history: Vec<Message>,
+    system_extra: Option<String>,
+    steer: Option<std::sync::mpsc::Receiver<String>>,
+    steered: Vec<String>,
+    extra: Option<&'a dyn ExtraTools>,
+    extra_specs: Vec<ToolSpec>,
     out: &'a mut Emitter,
     log: &'a mut SessionLog,
     snaps: &'a mut RunSnapshots,
@@ -202,10 +255,7 @@ pub async fn run_exec_models(
     snaps: &mut RunSnapshots,
     interrupt: watch::Receiver<bool>,
 ) -> ExecReport {
-    let hooks = RunHooks {
-        approver: &Headless,
-        history: Vec::new(),
-    };
+    let hooks = RunHooks::new(&Headless);
     run_exec_hooked(opts, ctx, models, authz, hooks, out, log, snaps, interrupt).await
 }
 
@@ -244,6 +294,11 @@ pub async fn run_exec_hooked(
         authz,
         approver: hooks.approver,
         history: hooks.history,
+        system_extra: hooks.system_prompt.filter(|s| !s.trim().is_empty()),
+        steer: hooks.steer,
+        steered: Vec::new(),
+        extra_specs: hooks.extra_tools.map(|e| e.specs()).unwrap_or_default(),
+        extra: hooks.extra_tools,
         out,
         log,
         snaps,
@@ -270,11 +325,16 @@ impl Loop<'_> {
     }
 
     async fn drive(&mut self) -> Result<&'static str, Stop> {
-        let (system, instructions, skipped) = super::prompt::system_prompt(
-            &self.ctx.guard,
-            &self.offered,
-            self.opts.instruction_imports,
-        );
+        let mut names: Vec<&str> = self.offered.clone();
+        names.extend(self.extra_specs.iter().map(|s| s.name.as_str()));
+        let (mut system, instructions, skipped) =
+            super::prompt::system_prompt(&self.ctx.guard, &names, self.opts.instruction_imports);
+        if let Some(extra) = &self.system_extra {
+            // The thread's own instructions (a runtime client set them):
+            // text for the model like the project's, never configuration.
+            system.push_str("\n\n# Thread instructions\n\n");
+            system.push_str(extra);
+        }
         let (provider_id, model_id) = self.current.clone();
         let wire = match self.models {
             Models::Single(p) => Some(p.settings.wire),
@@ -356,13 +416,24 @@ impl Loop<'_> {
                 text: self.opts.prompt.clone(),
             },
         )?;
-        let specs: Vec<_> = self.offered.iter().filter_map(|t| tools::spec(t)).collect();
+        let mut specs: Vec<_> = self.offered.iter().filter_map(|t| tools::spec(t)).collect();
+        specs.extend(self.extra_specs.iter().cloned());
         let mut messages = std::mem::take(&mut self.history);
         messages.push(Message::User {
             text: self.opts.prompt.clone(),
         });
         for turn in 1..=self.opts.max_turns {
             self.turns = turn;
+            self.poll_steers();
+            for text in std::mem::take(&mut self.steered) {
+                self.log
+                    .append(turn, Event::UserMessage { text: text.clone() })?;
+                self.out.event(
+                    "steered",
+                    json!({"turn": turn, "chars": text.chars().count()}),
+                );
+                messages.push(Message::User { text });
+            }
             self.log.append(turn, Event::TurnStarted)?;
             let req = ChatRequest {
                 system: &system,
@@ -396,7 +467,17 @@ impl Loop<'_> {
             }
             if completion.tool_calls.is_empty() {
                 self.log.append(turn, Event::TurnCompleted)?;
-                return Ok("completed");
+                self.poll_steers();
+                if self.steered.is_empty() {
+                    return Ok("completed");
+                }
+                // Input was steered in while the model answered: it gets
+                // another request with that input after its answer.
+                messages.push(Message::Assistant {
+                    text: completion.text.clone(),
+                    tool_calls: Vec::new(),
+                });
+                continue;
             }
             messages.push(Message::Assistant {
                 text: completion.text.clone(),
@@ -415,6 +496,16 @@ impl Loop<'_> {
             self.log.append(turn, Event::TurnCompleted)?;
         }
         Ok("max_turns")
+    }
+
+    /// Move steered input that arrived into `steered` (sent before the next
+    /// request).
+    fn poll_steers(&mut self) {
+        if let Some(rx) = &self.steer {
+            while let Ok(t) = rx.try_recv() {
+                self.steered.push(t);
+            }
+        }
     }
 
     /// The router's choice for this turn, in the stream and the record.
@@ -534,7 +625,8 @@ impl Loop<'_> {
             args: args.clone(),
             command,
         };
-        let v = if self.offered.contains(&call.name.as_str()) {
+        let is_extra = self.extra_specs.iter().any(|s| s.name == call.name);
+        let v = if self.offered.contains(&call.name.as_str()) || is_extra {
             self.authz.authorize(&request, &tctx).await
         } else {
             Verdict::decided(
@@ -591,6 +683,23 @@ impl Loop<'_> {
                 ..ToolOutput::error("not_approved", msg)
             };
             return self.record_result(turn, call, "not_run", o, 0);
+        }
+        if let (true, Some(extra)) = (is_extra, self.extra) {
+            let started = Instant::now();
+            let mut intr = self.interrupt.clone();
+            let r = tokio::select! {
+                r = extra.call(&call.id, &call.name, &args) => r,
+                _ = intr.wait_for(|v| *v) => return Err(Stop::Interrupted),
+            };
+            let ms = started.elapsed().as_millis() as u64;
+            let status = r.output.status.as_str();
+            let for_model = r.output.content.clone();
+            let mut o = r.output;
+            if let Some(rec) = r.record_as {
+                o.content = rec;
+            }
+            let (_, is_error) = self.record_result(turn, call, status, o, ms)?;
+            return Ok((for_model, is_error));
         }
         if changes_files(&call.name) {
             let thread = self.log.thread().to_string();

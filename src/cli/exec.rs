@@ -1,19 +1,14 @@
 //! `codewhale exec`: resolve flags, config, provider and sandbox once, then
 //! hand over to the agent loop.
 
-use crate::agent::tools::{guard::FsGuard, ToolContext, ALL_TOOLS};
-use crate::agent::{
-    exec_posture, run_exec_models, Emitter, ExecOptions, OutputFormat, PipelineAuthorizer,
-    RunSnapshots,
-};
+use crate::agent::setup::{prepare_run, ModelRequest, RunSetup, SetupError};
+use crate::agent::tools::ALL_TOOLS;
+use crate::agent::{exec_posture, run_exec_models, Emitter, ExecOptions, OutputFormat};
 use crate::config::{self, LoadOptions, RulesFile, SandboxContext, SandboxFlags, Settings};
 use crate::host::BackendChoice;
-use crate::policy::{resolve, HostFacts, SandboxMode};
-use crate::provider::auth::AuthStore;
-use crate::provider::config::ExecConfig;
+use crate::policy::SandboxMode;
 use crate::runtime::exec_client::{self, ExecThread, ExecThreadSpec};
 use crate::session::{recover_all, sessions_dir, SessionLog};
-use crate::snapshot::{SnapshotOptions, SnapshotStore};
 use anyhow::{bail, Context};
 use clap::Args;
 use std::io::Read;
@@ -173,42 +168,32 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
                 .unwrap_or_default()
         ));
     }
-    let cfg = ExecConfig::from_settings(settings)?;
-    let store = AuthStore::new(&home);
-    let env = |n: &str| std::env::var(n).ok();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let resolved_models = super::exec_models::resolve(
-        args.provider.as_deref(),
-        args.model.as_deref(),
-        &cfg,
-        &store,
-        &env,
+    let RunSetup {
+        models: resolved_models,
+        mut snaps,
+        authorizer,
+        ctx,
+    } = prepare_run(
+        &sandbox,
+        posture,
+        ModelRequest {
+            provider: args.provider.as_deref(),
+            model: args.model.as_deref(),
+        },
+        Default::default(),
         &runtime,
-        &mut out,
-    )?;
-
-    // The one policy every call of this run uses (gate 9 is handed its mode).
-    let resolved = resolve(&sandbox.policy, &HostFacts::detect())?;
-    // Undo snapshots: same store lookup as `codewhale undo`; a refusal or a
-    // failure to open switches them off for this run (every surface says
-    // so) and the run goes on.
-    let snap_opts = SnapshotOptions::from_env()
-        .unwrap_or_else(|| SnapshotOptions::new(&home))
-        .with_resolved_policy(&resolved);
-    let mut snaps = RunSnapshots::from_open(
-        SnapshotStore::open(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
-    );
-    let authorizer = PipelineAuthorizer::new(settings, posture, sandbox.mode());
-    let ctx = ToolContext {
-        guard: FsGuard::new(&resolved),
-        policy: sandbox.policy.clone(),
-        host: sandbox.host.clone(),
-        cancel: crate::host::CancelToken::new(),
-    };
+        &mut |n: &str| out.note(n),
+    )
+    .map_err(|e| match e {
+        SetupError::Provider(p) => anyhow::Error::new(p),
+        SetupError::Config(c) => anyhow::Error::new(c),
+        SetupError::Policy(p) => anyhow::Error::new(p),
+    })?;
     let (rt, rt_report) = exec_client::open(&home)?;
     note_runtime_recovery(&mut out, &rt_report);
     let mut log = SessionLog::create(&sessions_dir(&home))?;
@@ -222,14 +207,8 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         ExecThreadSpec {
             thread_id: log.thread().to_string(),
             workspace: ctx.guard.workspace().to_path_buf(),
-            provider: match &resolved_models {
-                super::exec_models::Resolved::Single(p) => p.settings.id.clone(),
-                super::exec_models::Resolved::Routed(_) => "router".into(),
-            },
-            model: match &resolved_models {
-                super::exec_models::Resolved::Single(p) => p.settings.model.clone(),
-                super::exec_models::Resolved::Routed(_) => super::exec_models::AUTO.into(),
-            },
+            provider: resolved_models.provider_label(),
+            model: resolved_models.model_label(),
             agent: !offered.is_empty(),
             allow_shell: offered.contains(&"shell"),
             auto: args.auto,

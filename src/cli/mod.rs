@@ -3,7 +3,10 @@
 pub mod auth;
 pub mod doctor;
 pub mod exec;
-pub mod exec_models;
+/// Moved to [`crate::agent::models`] (shared with runtime turns).
+pub mod exec_models {
+    pub use crate::agent::models::*;
+}
 pub mod models;
 pub mod permissions;
 pub mod probe;

@@ -7,11 +7,11 @@
 //! --auto` does (never a hold; the sandbox stays) — holds still go to the
 //! person.
 //!
-//! `remember` grants the same kind of call for the rest of the
-//! conversation only where the turn was started with shared session
-//! grants (the TUI's turns: [`super::driver::Driver::start_with`]); on
-//! turns without them (the server's) it is recorded but the answer is
-//! applied as "this call only".
+//! `remember` is "always for this kind": the answer becomes a session
+//! grant of the thread (the same grant an interactive `a` makes), so later
+//! calls of the same kind pass gate 8 "by session rule" without a
+//! question. A hold is never granted for the session (it is released one
+//! call at a time), and the grant lasts while this server runs.
 
 use super::pending::{Answer, RequestKind, Settlement};
 use super::store::Runtime;
@@ -34,8 +34,8 @@ pub struct RuntimeApprover {
     pub auto_approve: bool,
     /// How long a question waits before it is denied as `no response`.
     pub timeout: Duration,
-    /// The conversation's `a` answers, shared with the turn's authorizer.
-    pub grants: Option<Arc<Mutex<SessionGrants>>>,
+    /// The thread's session grants (shared with the authorizer).
+    pub grants: Arc<Mutex<SessionGrants>>,
 }
 
 impl Approver for RuntimeApprover {
@@ -76,7 +76,7 @@ impl Approver for RuntimeApprover {
                     self.timeout,
                 )
                 .await;
-            let mut scratch = SessionGrants::default();
+            let mut grants = self.grants.lock().unwrap_or_else(|e| e.into_inner());
             match res {
                 Ok((
                     _,
@@ -84,14 +84,15 @@ impl Approver for RuntimeApprover {
                         allow: true,
                         remember,
                     }),
-                )) => match (&self.grants, remember) {
-                    (Some(g), true) => {
-                        let mut g = g.lock().unwrap_or_else(|e| e.into_inner());
-                        v.answer(HumanAnswer::Session, &mut g)
-                    }
-                    _ => v.answer(HumanAnswer::Once, &mut scratch),
-                },
-                Ok((_, Settlement::Answered(_))) => v.answer(HumanAnswer::Deny, &mut scratch),
+                )) => {
+                    let how = if remember {
+                        HumanAnswer::Session
+                    } else {
+                        HumanAnswer::Once
+                    };
+                    v.answer(how, &mut grants)
+                }
+                Ok((_, Settlement::Answered(_))) => v.answer(HumanAnswer::Deny, &mut grants),
                 // Timed out, withdrawn with the turn, or not recordable:
                 // nobody answered.
                 _ => v.answer_headless(false),

@@ -1,38 +1,38 @@
 //! Runtime-started turns (the server's): resolve the thread's settings the
-//! way `exec` resolves its flags, then run the same agent loop on a thread
-//! of its own, with gate-8 questions going to the runtime's clients
-//! ([`super::approver::RuntimeApprover`]) and every step recorded through
-//! the tap. Each turn also writes its own session file (`receipts` and the
-//! receipt route read it).
+//! way `exec` resolves its flags — through the same setup function
+//! ([`crate::agent::setup::prepare_run`]), so the router, the local-Ollama
+//! fallback, the sandbox policy and the snapshots are `exec`'s — then run
+//! the same agent loop on a thread of its own, with gate-8 questions going
+//! to the runtime's clients ([`super::approver::RuntimeApprover`]), the
+//! `ask_user` and client-executed tools answered by them
+//! ([`super::client_tools`]), steered input fed to the loop between model
+//! requests, and every step recorded through the tap. Each turn also
+//! writes its own session file (`receipts`, the receipt route and the
+//! history replay read it).
 //!
-//! What the loop cannot take yet is refused, not faked: steering a running
-//! turn and compaction are not offered; the thread's `system_prompt` is
-//! stored but the loop's own system prompt is what the model gets; earlier
-//! turns reach the model as their user and agent messages only (not their
-//! tool calls).
+//! Not applied: the thread's `trust_mode` (see docs/RUNTIME_API.md).
 
 use super::approver::RuntimeApprover;
-use super::model::{ItemKind, ItemStatus, ThreadRecord, TurnRecord, TurnStatus};
-use super::store::{Runtime, RuntimeError};
+use super::client_tools::RuntimeTools;
+use super::history::{self, Replay};
+use super::model::{ItemKind, ItemStatus, ThreadRecord, TurnRecord, TurnStatus, TurnUsage};
+use super::store::{Runtime, RuntimeError, ASK_USER};
 use super::tap::TapHandle;
-use crate::agent::tools::{guard::FsGuard, ToolContext, ALL_TOOLS};
+use crate::agent::models::Resolved;
+use crate::agent::setup::{prepare_run, ModelRequest, RunSetup};
+use crate::agent::tools::ALL_TOOLS;
 use crate::agent::{
-    exec_posture, run_exec_hooked, Emitter, ExecOptions, Models, OutputFormat, PipelineAuthorizer,
-    RunHooks, RunSnapshots,
+    exec_posture_in, run_exec_hooked, Emitter, ExecOptions, OutputFormat, RunHooks,
 };
-use crate::authz::{Approval, Mode, SessionGrants};
+use crate::authz::{Approval, Mode, SessionGrants, ToolKind, ToolSpec as AuthzToolSpec};
 use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags};
-use crate::policy::{resolve, HostFacts};
-use crate::provider::auth::AuthStore;
-use crate::provider::config::ExecConfig;
-use crate::provider::registry::{self, KeySource};
-use crate::provider::{Message, Provider, RetryPolicy};
-use crate::session::{sessions_dir, SessionLog};
-use crate::snapshot::{SnapshotOptions, SnapshotStore};
+use crate::policy::SandboxMode;
+use crate::provider::{ChatRequest, Message};
+use crate::session::{read_records, sessions_dir, SessionLog};
 use serde_json::json;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -46,26 +46,22 @@ pub enum DriverError {
     Setup(String),
 }
 
-/// A turn's posture chosen by an interactive client (the TUI's Tab and
-/// Shift+Tab) instead of `exec`'s. The user's settings still narrow it:
-/// a configured `never-run` stays, the sandbox mode is the posture's
-/// implied mode tightened by the configured one, and the safety floor,
-/// repository rules and rules-file denies act in every posture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TurnPosture {
-    pub mode: Mode,
-    pub approval: Approval,
-}
-
 /// Everything one loop run needs.
 struct Prepared {
     opts: ExecOptions,
-    ctx: ToolContext,
-    provider: Provider,
-    authorizer: PipelineAuthorizer,
-    snaps: RunSnapshots,
-    /// The thread's `a` answers, for interactive turns.
-    grants: Option<Arc<Mutex<SessionGrants>>>,
+    setup: RunSetup,
+    /// What setting up said for the user (a local model picked, routing).
+    notes: Vec<String>,
+    grants: Arc<Mutex<SessionGrants>>,
+}
+
+/// A turn this process runs.
+struct Active {
+    interrupt: watch::Sender<bool>,
+    /// Steered input, read by the loop before its next model request.
+    steer: mpsc::Sender<String>,
+    /// The steer items not yet known to be delivered.
+    steer_items: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -73,17 +69,30 @@ pub struct Driver {
     rt: Runtime,
     home: PathBuf,
     approval_timeout: Duration,
-    /// Turns running in this process → their interrupt switch.
-    active: Arc<Mutex<HashMap<String, watch::Sender<bool>>>>,
+    /// Turns running in this process.
+    active: Arc<Mutex<HashMap<String, Active>>>,
     /// Serializes starts (the busy check and the session file).
     starting: Arc<Mutex<()>>,
-    /// Per thread: the `a` answers of interactive turns (kept for the
-    /// life of this process, like the conversation on screen).
+    /// Each thread's "always for this kind" grants (`remember`), for as
+    /// long as this process runs.
     grants: Arc<Mutex<HashMap<String, Arc<Mutex<SessionGrants>>>>>,
 }
 
 fn setup<E: std::fmt::Display>(e: E) -> DriverError {
     DriverError::Setup(e.to_string())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A single-threaded async runtime for blocking setup work (model
+/// discovery) and for a turn's loop.
+fn local_runtime() -> Result<tokio::runtime::Runtime, DriverError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(setup)
 }
 
 impl Driver {
@@ -106,23 +115,14 @@ impl Driver {
         &self.home
     }
 
-    /// Start a turn on `thread_id` and return it (`in_progress`); the loop
-    /// runs on its own OS thread until the model stops.
-    pub fn start(&self, thread_id: &str, prompt: String) -> Result<TurnRecord, DriverError> {
-        self.start_with(thread_id, prompt, None)
+    fn thread_grants(&self, thread_id: &str) -> Arc<Mutex<SessionGrants>> {
+        lock(&self.grants)
+            .entry(thread_id.to_string())
+            .or_default()
+            .clone()
     }
 
-    /// [`Driver::start`] with an interactive client's posture: questions
-    /// wait for the client, and an `a` answer (`remember`) grants that kind
-    /// of call for the rest of the thread's turns in this process.
-    pub fn start_with(
-        &self,
-        thread_id: &str,
-        prompt: String,
-        posture: Option<TurnPosture>,
-    ) -> Result<TurnRecord, DriverError> {
-        let _one = self.starting.lock().unwrap_or_else(|e| e.into_inner());
-        let thread = self.rt.thread(thread_id)?;
+    fn check_idle(&self, thread_id: &str) -> Result<(), DriverError> {
         let busy = self.rt.read(|s| {
             s.thread_turns
                 .get(thread_id)
@@ -133,22 +133,51 @@ impl Driver {
         if busy {
             return Err(RuntimeError::Busy(thread_id.into()).into());
         }
+        Ok(())
+    }
+
+    /// Start a turn on `thread_id` and return it (`in_progress`); the loop
+    /// runs on its own OS thread until the model stops.
+    pub fn start(&self, thread_id: &str, prompt: String) -> Result<TurnRecord, DriverError> {
+        self.start_in_mode(thread_id, prompt, Mode::Work)
+    }
+
+    /// [`Driver::start`] in the posture mode `mode` (Plan: reads only,
+    /// read-only sandbox; Work; Operate: Work's permissions — the loop
+    /// has no sub-agents or reviewer yet). ACP's `session/set_mode`.
+    pub fn start_in_mode(
+        &self,
+        thread_id: &str,
+        prompt: String,
+        mode: Mode,
+    ) -> Result<TurnRecord, DriverError> {
+        self.start_with(thread_id, prompt, mode, None)
+    }
+
+    /// [`Driver::start_in_mode`] with the permission an interactive client
+    /// chose (the TUI's Shift+Tab) instead of the configured
+    /// `approval_policy`. A configured `never-run` stays; Full Access asks
+    /// for no sandbox the way `exec --auto --sandbox danger-full-access`
+    /// does, so the user's settings can still narrow it.
+    pub fn start_with(
+        &self,
+        thread_id: &str,
+        prompt: String,
+        mode: Mode,
+        approval: Option<Approval>,
+    ) -> Result<TurnRecord, DriverError> {
+        let _one = lock(&self.starting);
+        let thread = self.rt.thread(thread_id)?;
+        self.check_idle(thread_id)?;
         let history = self.history(thread_id);
-        let grants = posture.map(|_| {
-            self.grants
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(thread_id.to_string())
-                .or_default()
-                .clone()
-        });
-        let p = prepare(&self.home, &thread, prompt.clone(), posture, grants)?;
+        let grants = self.thread_grants(thread_id);
+        let p = prepare(&thread, prompt.clone(), grants, mode, approval)?;
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(
             thread_id,
-            Some(&p.provider.settings.id),
-            Some(&p.provider.settings.model),
+            Some(&p.setup.models.provider_label()),
+            Some(&p.setup.models.model_label()),
             Some(log.thread()),
         )?;
         let item = self
@@ -156,17 +185,28 @@ impl Driver {
             .start_item(&turn, ItemKind::UserMessage, json!({"text": prompt}))?;
         self.rt
             .finish_item(&turn, &item.id, ItemStatus::Completed, json!({}))?;
+        if !p.notes.is_empty() {
+            let n = self
+                .rt
+                .start_item(&turn, ItemKind::Status, json!({"notes": p.notes}))?;
+            self.rt
+                .finish_item(&turn, &n.id, ItemStatus::Completed, json!({}))?;
+        }
         let (tx, rx) = watch::channel(false);
-        self.active
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(turn.id.clone(), tx);
+        let (steer_tx, steer_rx) = mpsc::channel();
+        lock(&self.active).insert(
+            turn.id.clone(),
+            Active {
+                interrupt: tx,
+                steer: steer_tx,
+                steer_items: Vec::new(),
+            },
+        );
         let d = self.clone();
         let t = turn.clone();
-        let auto = thread.auto_approve;
         let spawned = std::thread::Builder::new()
             .name(format!("turn-{}", turn.id))
-            .spawn(move || d.run(p, t, auto, history, &mut log, rx));
+            .spawn(move || d.run(p, t, thread, history, &mut log, rx, steer_rx));
         if let Err(e) = spawned {
             self.forget(&turn.id);
             self.rt.finish_turn(
@@ -180,22 +220,22 @@ impl Driver {
         Ok(turn)
     }
 
-    fn forget(&self, turn: &str) {
-        self.active
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(turn);
+    /// Stop tracking a turn; steered input it never read is marked so.
+    fn forget(&self, turn: &str) -> Option<Vec<String>> {
+        lock(&self.active).remove(turn).map(|a| a.steer_items)
     }
 
     /// The loop, on its own thread and single-threaded async runtime.
+    #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
         mut p: Prepared,
         turn: TurnRecord,
-        auto: bool,
+        thread: ThreadRecord,
         history: Vec<Message>,
         log: &mut SessionLog,
         rx: watch::Receiver<bool>,
+        steer: mpsc::Receiver<String>,
     ) {
         let tap = TapHandle::new(self.rt.clone(), turn.clone());
         let mut out = Emitter::new(
@@ -208,29 +248,37 @@ impl Driver {
             rt: self.rt.clone(),
             turn: turn.clone(),
             tap: tap.clone(),
-            auto_approve: auto,
+            auto_approve: thread.auto_approve,
             timeout: self.approval_timeout,
             grants: p.grants.clone(),
         };
-        let status = match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
+        let tools = RuntimeTools {
+            rt: self.rt.clone(),
+            turn: turn.clone(),
+            tap: tap.clone(),
+            client_tools: thread.client_tools.clone(),
+            timeout: self.approval_timeout,
+        };
+        let agent = thread.mode != "chat";
+        let status = match local_runtime() {
             Ok(exec_rt) => exec_rt.block_on(async {
                 let ticker = tap.spawn_ticker();
                 let hooks = RunHooks {
                     approver: &approver,
                     history,
+                    system_prompt: thread.system_prompt.clone(),
+                    steer: Some(steer),
+                    extra_tools: agent.then_some(&tools as &dyn crate::agent::ExtraTools),
                 };
                 let report = run_exec_hooked(
                     &p.opts,
-                    &p.ctx,
-                    Models::Single(&p.provider),
-                    &p.authorizer,
+                    &p.setup.ctx,
+                    p.setup.models.models(),
+                    &p.setup.authorizer,
                     hooks,
                     &mut out,
                     log,
-                    &mut p.snaps,
+                    &mut p.setup.snaps,
                     rx,
                 )
                 .await;
@@ -259,30 +307,36 @@ impl Driver {
                 Some("could not start the async runtime".into()),
             ),
         };
+        // No steer is accepted after this: what the loop did not read is
+        // said on its item before the turn closes.
+        let undelivered = self.forget(&turn.id).unwrap_or_default();
+        let read = log_user_messages(log.path());
+        for item_id in undelivered {
+            let text = self.rt.read(|s| {
+                s.items
+                    .get(&item_id)
+                    .and_then(|i| i.metadata.get("text").and_then(|v| v.as_str()))
+                    .map(str::to_string)
+            });
+            let delivered = text.is_some_and(|t| read.contains(&t));
+            let _ = self.rt.finish_item(
+                &turn,
+                &item_id,
+                ItemStatus::Completed,
+                json!({"delivered": delivered}),
+            );
+        }
         let _ = self.rt.finish_turn(&turn.id, st, error);
-        self.forget(&turn.id);
         self.rt.release(&turn.thread_id);
     }
 
     /// Ask a running turn to stop (Ctrl-C semantics: a running command is
     /// killed). Only turns this process runs can be interrupted here.
     pub fn interrupt(&self, thread_id: &str, turn_id: &str) -> Result<(), RuntimeError> {
-        let turn = self.rt.turn(turn_id)?;
-        if turn.thread_id != thread_id {
-            return Err(RuntimeError::NotFound {
-                what: "turn",
-                id: turn_id.into(),
-            });
-        }
-        let active = self.active.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(tx) = active.get(turn_id) else {
-            return Err(RuntimeError::invalid(
-                "turn_id",
-                format!(
-                    "turn `{turn_id}` is {} (not running in this server)",
-                    turn.status.as_str()
-                ),
-            ));
+        let turn = self.running_turn(thread_id, turn_id)?;
+        let active = lock(&self.active);
+        let Some(a) = active.get(turn_id) else {
+            return Err(not_running(&turn));
         };
         self.rt.append(vec![super::NewEvent::turn(
             "turn.interrupt_requested",
@@ -290,55 +344,316 @@ impl Driver {
             turn_id,
             json!({}),
         )])?;
-        let _ = tx.send(true);
+        let _ = a.interrupt.send(true);
         Ok(())
+    }
+
+    fn running_turn(&self, thread_id: &str, turn_id: &str) -> Result<TurnRecord, RuntimeError> {
+        let turn = self.rt.turn(turn_id)?;
+        if turn.thread_id != thread_id {
+            return Err(RuntimeError::NotFound {
+                what: "turn",
+                id: turn_id.into(),
+            });
+        }
+        Ok(turn)
+    }
+
+    /// Steer a running turn: `text` is recorded as a user message of the
+    /// turn (`turn.steered` names its item), then handed to the loop, which
+    /// sends it before its next model request. Only turns this process runs
+    /// can be steered.
+    pub fn steer(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        text: String,
+    ) -> Result<super::TurnItemRecord, RuntimeError> {
+        let turn = self.running_turn(thread_id, turn_id)?;
+        // Held until the loop has the text, so a turn that ends meanwhile
+        // cannot miss it (its end takes this lock before closing).
+        let mut active = lock(&self.active);
+        let Some(a) = active.get_mut(turn_id) else {
+            return Err(not_running(&turn));
+        };
+        let item = self.rt.start_item(
+            &turn,
+            ItemKind::UserMessage,
+            json!({"text": text, "steered": true}),
+        )?;
+        let item = self
+            .rt
+            .finish_item(&turn, &item.id, ItemStatus::Completed, json!({}))?;
+        self.rt.append(vec![super::NewEvent::item(
+            "turn.steered",
+            thread_id,
+            turn_id,
+            &item.id,
+            json!({"item_id": item.id, "chars": text.chars().count()}),
+        )])?;
+        let _ = a.steer.send(text);
+        a.steer_items.push(item.id.clone());
+        Ok(item)
+    }
+
+    /// Compact a thread: one turn whose `context_compaction` item holds a
+    /// summary of the history so far, written by the thread's model (no
+    /// tools). Later turns are sent that summary instead of what it covers.
+    pub fn compact(&self, thread_id: &str) -> Result<TurnRecord, DriverError> {
+        let _one = lock(&self.starting);
+        let thread = self.rt.thread(thread_id)?;
+        self.check_idle(thread_id)?;
+        let history = self.history(thread_id);
+        if history.is_empty() {
+            return Err(RuntimeError::invalid(
+                "thread",
+                "nothing to compact: the thread has no turns",
+            )
+            .into());
+        }
+        let p = prepare(
+            &thread,
+            String::new(),
+            self.thread_grants(thread_id),
+            Mode::Work,
+            None,
+        )?;
+        self.rt.claim(thread_id)?;
+        let turn = self.rt.start_turn(
+            thread_id,
+            Some(&p.setup.models.provider_label()),
+            Some(&p.setup.models.model_label()),
+            None,
+        )?;
+        let item = self.rt.start_item(
+            &turn,
+            ItemKind::ContextCompaction,
+            json!({"messages": history.len()}),
+        )?;
+        let d = self.clone();
+        let t = turn.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("compact-{}", turn.id))
+            .spawn(move || d.run_compaction(p.setup.models, t, item.id, history));
+        if let Err(e) = spawned {
+            self.rt.finish_turn(
+                &turn.id,
+                TurnStatus::Failed,
+                Some(format!("could not start: {e}")),
+            )?;
+            self.rt.release(thread_id);
+            return Err(setup(e));
+        }
+        Ok(turn)
+    }
+
+    fn run_compaction(
+        &self,
+        models: Resolved,
+        turn: TurnRecord,
+        item_id: String,
+        history: Vec<Message>,
+    ) {
+        let result = match local_runtime() {
+            Ok(rt) => rt.block_on(summarise(&models, &history)),
+            Err(e) => Err(e.to_string()),
+        };
+        match result {
+            Ok((summary, provider, model, usage, cost)) => {
+                let _ = self.rt.update_turn(&turn.id, |t| {
+                    t.usage = usage;
+                    t.cost_usd = cost;
+                    t.effective_provider = Some(provider.clone());
+                    t.effective_model = Some(model.clone());
+                });
+                let _ = self.rt.finish_item(
+                    &turn,
+                    &item_id,
+                    ItemStatus::Completed,
+                    json!({"summary": summary, "provider": provider, "model": model}),
+                );
+                let _ = self.rt.finish_turn(&turn.id, TurnStatus::Completed, None);
+            }
+            Err(e) => {
+                let _ =
+                    self.rt
+                        .finish_item(&turn, &item_id, ItemStatus::Failed, json!({"error": e}));
+                let _ = self.rt.finish_turn(&turn.id, TurnStatus::Failed, Some(e));
+            }
+        }
+        self.rt.release(&turn.thread_id);
     }
 
     /// Whether any turn is still running (shutdown waits for none).
     pub fn running(&self) -> usize {
-        self.active.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.active).len()
     }
 
-    /// Earlier turns as the model sees them: each user message and the
-    /// agent's final message.
+    /// Earlier turns as the model sees them ([`super::history`]): from each
+    /// turn's session file; a turn without one (its file is gone) gives
+    /// its user and final agent messages; the latest compaction replaces
+    /// what came before it.
     fn history(&self, thread_id: &str) -> Vec<Message> {
-        self.rt.read(|s| {
-            let mut out = Vec::new();
-            for t in s.thread_turns.get(thread_id).into_iter().flatten() {
-                let items: Vec<_> = s
-                    .turn_items
-                    .get(t)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|i| s.items.get(i))
-                    .collect();
-                let text = |i: &&super::TurnItemRecord| {
-                    i.metadata
-                        .get("text")
-                        .and_then(|v| v.as_str())
-                        .unwrap_or("")
-                        .to_string()
-                };
-                let user = items
-                    .iter()
-                    .find(|i| i.kind == ItemKind::UserMessage)
-                    .map(text);
-                let agent = items
-                    .iter()
-                    .rev()
-                    .find(|i| i.kind == ItemKind::AgentMessage)
-                    .map(text);
-                if let Some(u) = user {
-                    out.push(Message::User { text: u });
-                    out.push(Message::Assistant {
-                        text: agent.unwrap_or_default(),
-                        tool_calls: Vec::new(),
-                    });
+        struct TurnSource {
+            session: Option<String>,
+            summary: Option<String>,
+            user: Option<String>,
+            agent: Option<String>,
+        }
+        let turns: Vec<TurnSource> = self.rt.read(|s| {
+            s.thread_turns
+                .get(thread_id)
+                .into_iter()
+                .flatten()
+                .filter_map(|t| s.turns.get(t))
+                .map(|t| {
+                    let items: Vec<_> = s
+                        .turn_items
+                        .get(&t.id)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|i| s.items.get(i))
+                        .collect();
+                    let text = |i: &&super::TurnItemRecord| {
+                        i.metadata
+                            .get("text")
+                            .and_then(|v| v.as_str())
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    TurnSource {
+                        session: t.session_id.clone(),
+                        summary: items
+                            .iter()
+                            .rev()
+                            .find(|i| {
+                                i.kind == ItemKind::ContextCompaction
+                                    && i.status == ItemStatus::Completed
+                            })
+                            .and_then(|i| i.metadata.get("summary"))
+                            .and_then(|v| v.as_str())
+                            .map(str::to_string),
+                        user: items
+                            .iter()
+                            .find(|i| i.kind == ItemKind::UserMessage)
+                            .map(text),
+                        agent: items
+                            .iter()
+                            .rev()
+                            .find(|i| i.kind == ItemKind::AgentMessage)
+                            .map(text),
+                    }
+                })
+                .collect()
+        });
+        let dir = sessions_dir(&self.home);
+        let mut replay = Replay::default();
+        for t in turns {
+            if let Some(sum) = &t.summary {
+                replay.compacted(sum);
+                continue;
+            }
+            let from_file = t
+                .session
+                .as_deref()
+                .and_then(|id| crate::receipt::find_session(&dir, id).ok())
+                .and_then(|p| read_records(&p).ok())
+                .map(|r| history::from_records(&r));
+            match from_file {
+                Some(m) => replay.extend(m),
+                None => {
+                    if let Some(u) = t.user {
+                        replay.extend(vec![
+                            Message::User { text: u },
+                            Message::Assistant {
+                                text: t.agent.unwrap_or_default(),
+                                tool_calls: Vec::new(),
+                            },
+                        ]);
+                    }
                 }
             }
-            out
-        })
+        }
+        replay.messages
     }
+}
+
+fn not_running(turn: &TurnRecord) -> RuntimeError {
+    RuntimeError::invalid(
+        "turn_id",
+        format!(
+            "turn `{}` is {} (not running in this server)",
+            turn.id,
+            turn.status.as_str()
+        ),
+    )
+}
+
+/// The user messages a session file recorded (to tell which steered
+/// inputs the loop read).
+fn log_user_messages(path: &Path) -> Vec<String> {
+    read_records(path)
+        .map(|recs| {
+            recs.into_iter()
+                .filter_map(|r| match r.event {
+                    crate::session::Event::UserMessage { text } => Some(text),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The instruction a compaction sends after the history.
+pub const COMPACT_PROMPT: &str = "Summarise the conversation so far for your own later use: \
+the user's goals and constraints, decisions made, files and commands involved with their \
+outcomes, and what is still open. Be complete but concise; answer with the summary only.";
+
+type Summary = (String, String, String, TurnUsage, Option<f64>);
+
+/// One model request without tools: the summary, who wrote it, and what
+/// it cost (unknown when the price or the usage is).
+async fn summarise(models: &Resolved, history: &[Message]) -> Result<Summary, String> {
+    let provider = match models {
+        Resolved::Single(p) => p,
+        Resolved::Routed(r) => r
+            .first(crate::provider::router::TurnKind::LongContext)
+            .or_else(|| r.first(crate::provider::router::TurnKind::Plan))
+            .ok_or("the router has no model")?,
+    };
+    let mut messages = history.to_vec();
+    messages.push(Message::User {
+        text: COMPACT_PROMPT.into(),
+    });
+    let req = ChatRequest {
+        system: "You write summaries of coding-agent conversations.",
+        messages: &messages,
+        tools: &[],
+    };
+    let c = provider
+        .complete(req, &mut |_| {})
+        .await
+        .map_err(|e| e.to_string())?;
+    if c.text.trim().is_empty() {
+        return Err("the model returned an empty summary".into());
+    }
+    let u = c.usage.unwrap_or_default();
+    let cost = match (&c.usage, &provider.settings.price) {
+        (Some(u), Some(p)) => p.cost(u),
+        _ => None,
+    };
+    Ok((
+        c.text,
+        provider.settings.id.clone(),
+        provider.settings.model.clone(),
+        TurnUsage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cached_tokens: u.cached_input_tokens,
+            reasoning_tokens: u.reasoning_tokens.unwrap_or(0),
+        },
+        cost,
+    ))
 }
 
 /// The tools a thread offers: none in `chat`; all in `agent`, without
@@ -354,31 +669,34 @@ pub fn thread_tools(t: &ThreadRecord) -> Vec<String> {
         .collect()
 }
 
-/// Resolve a thread's settings like `exec` resolves its flags (the same
-/// config layers, posture, provider registry, sandbox policy and
-/// snapshots).
+/// Resolve a thread's settings like `exec` resolves its flags: the same
+/// config layers and posture, then [`prepare_run`] (models with the router
+/// and the Ollama fallback, sandbox policy, snapshots, authorizer).
 fn prepare(
-    home: &Path,
     t: &ThreadRecord,
     prompt: String,
-    chosen: Option<TurnPosture>,
-    grants: Option<Arc<Mutex<SessionGrants>>>,
+    grants: Arc<Mutex<SessionGrants>>,
+    mode: Mode,
+    approval: Option<Approval>,
 ) -> Result<Prepared, DriverError> {
     let mut o = LoadOptions::new(&t.workspace);
     if !t.model.is_empty() {
         o.overrides.model = Some(t.model.clone());
     }
-    let sandbox = SandboxContext::load_with(&mut o, &SandboxFlags::default(), RulesFile::Load)
-        .map_err(setup)?;
-    let (mut posture, sandbox) = match chosen {
+    let flags = SandboxFlags {
+        mode: (approval == Some(Approval::FullAccess)).then_some(SandboxMode::DangerFullAccess),
+        ..Default::default()
+    };
+    let sandbox = SandboxContext::load_with(&mut o, &flags, RulesFile::Load).map_err(setup)?;
+    let (mut posture, sandbox) = match approval {
         None => {
-            let (p, s, _notes) = exec_posture(sandbox, t.auto_approve, None);
+            let (p, s, _notes) = exec_posture_in(sandbox, t.auto_approve, None, mode);
             (p, s)
         }
-        Some(c) => {
-            let mut p = sandbox.settings.posture(c.mode);
+        Some(a) => {
+            let mut p = sandbox.settings.posture(mode);
             if p.approval != Approval::NeverRun {
-                p.approval = c.approval;
+                p.approval = a;
             }
             let s = sandbox.for_posture(&p);
             (p, s)
@@ -387,36 +705,38 @@ fn prepare(
     // A person can answer here: gate 8 leaves questions open for the
     // runtime's clients (the approver applies `auto_approve`).
     posture.headless = false;
-    let settings = &sandbox.settings;
-    let cfg = ExecConfig::from_settings(settings).map_err(setup)?;
-    let store = AuthStore::new(home);
-    let env = |n: &str| std::env::var(n).ok();
+    let rt = local_runtime()?;
+    let mut notes = Vec::new();
     let model = (!t.model.is_empty()).then_some(t.model.as_str());
-    let ps = registry::select(None, model, &cfg, &store, &env).map_err(setup)?;
-    if ps.key_source == KeySource::Missing {
-        return Err(DriverError::Setup(format!(
-            "no API key for provider {} (model {}): run `codewhale auth set --provider {}`",
-            ps.id, ps.model, ps.id
-        )));
+    let mut setup_run = prepare_run(
+        &sandbox,
+        posture,
+        ModelRequest {
+            provider: None,
+            model,
+        },
+        grants.clone(),
+        &rt,
+        &mut |n: &str| notes.push(n.to_string()),
+    )
+    .map_err(setup)?;
+    if t.mode != "chat" {
+        setup_run.authorizer.register_tool(AuthzToolSpec {
+            name: ASK_USER.into(),
+            kind: ToolKind::Read,
+            executable: true,
+        });
+        for c in &t.client_tools {
+            // The client runs it: nothing here can see what it touches, so
+            // the gates treat it like an external (MCP) tool.
+            setup_run.authorizer.register_tool(AuthzToolSpec {
+                name: c.name.clone(),
+                kind: ToolKind::Mcp,
+                executable: true,
+            });
+        }
     }
-    let provider = Provider::new(ps, RetryPolicy::default()).map_err(setup)?;
-    let resolved = resolve(&sandbox.policy, &HostFacts::detect()).map_err(setup)?;
-    let snap_opts = SnapshotOptions::from_env()
-        .unwrap_or_else(|| SnapshotOptions::new(home))
-        .with_resolved_policy(&resolved);
-    let snaps = RunSnapshots::from_open(
-        SnapshotStore::open(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
-    );
-    let mut authorizer = PipelineAuthorizer::new(settings, posture, sandbox.mode());
-    if let Some(g) = &grants {
-        authorizer = authorizer.with_grants(g.clone());
-    }
-    let ctx = ToolContext {
-        guard: FsGuard::new(&resolved),
-        policy: sandbox.policy.clone(),
-        host: sandbox.host.clone(),
-        cancel: crate::host::CancelToken::new(),
-    };
+    let settings = &sandbox.settings;
     let opts = ExecOptions {
         prompt,
         auto: t.auto_approve,
@@ -428,10 +748,8 @@ fn prepare(
     };
     Ok(Prepared {
         opts,
-        ctx,
-        provider,
-        authorizer,
-        snaps,
+        setup: setup_run,
+        notes,
         grants,
     })
 }

@@ -21,6 +21,8 @@ pub use store::{
     runtime_dir, NewThread, OpenReport, Runtime, RuntimeError, Subscription, ThreadPatch,
 };
 pub mod approver;
+pub mod client_tools;
 pub mod driver;
 pub mod exec_client;
+pub mod history;
 pub mod tap;

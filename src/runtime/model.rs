@@ -29,6 +29,57 @@ pub struct ThreadRecord {
     /// Approve what the gates ask about (never a hold, never a deny; the
     /// sandbox stays), like `exec --auto`.
     pub auto_approve: bool,
+    /// Tools the thread's client executes itself: offered to the model in
+    /// `agent` mode; a call becomes a pending `tool_call.requested` that
+    /// the client answers with its result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_tools: Vec<ClientTool>,
+}
+
+/// A client-executed tool as the model is offered it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientTool {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments object (default: any object).
+    #[serde(default = "any_object")]
+    pub parameters: serde_json::Value,
+}
+
+fn any_object() -> serde_json::Value {
+    serde_json::json!({"type": "object"})
+}
+
+/// One model that answered part of a turn (a routed turn may use several).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelUsage {
+    pub provider: String,
+    pub model: String,
+    pub usage: TurnUsage,
+    /// `None`: the price (or the usage) is unknown — never counted as 0.
+    pub cost_usd: Option<f64>,
+    /// Model requests this entry adds up.
+    pub requests: u64,
+}
+
+/// The router's choice for one model request of a turn, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RouteChoice {
+    /// The loop's model-request number within the turn.
+    pub request: u64,
+    /// The turn kind the router classified (`plan`, `edit`, …).
+    pub kind: String,
+    pub provider: String,
+    pub model: String,
+    pub reason: String,
+    /// What answered (differs from the choice after a fallback).
+    pub used_provider: String,
+    pub used_model: String,
+    /// Attempts that failed first (provider, model, error).
+    #[serde(default)]
+    pub failed: serde_json::Value,
 }
 
 /// A turn's lifecycle. `queued` and `in_progress` are open; the others are
@@ -93,6 +144,12 @@ pub struct TurnRecord {
     /// unknown, never 0).
     #[serde(default)]
     pub cost_usd: Option<f64>,
+    /// Tokens and cost per model that answered (one entry unless routed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_model: Vec<ModelUsage>,
+    /// The router's choices (empty when the thread names one model).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routing: Vec<RouteChoice>,
 }
 
 /// What an item is.

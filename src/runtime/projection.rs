@@ -246,6 +246,7 @@ mod tests {
             allow_shell: true,
             trust_mode: false,
             auto_approve: false,
+            client_tools: Vec::new(),
         }
     }
 
@@ -264,6 +265,8 @@ mod tests {
             error: None,
             session_id: None,
             cost_usd: None,
+            by_model: Vec::new(),
+            routing: Vec::new(),
         }
     }
 

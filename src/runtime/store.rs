@@ -74,6 +74,7 @@ pub struct NewThread {
     pub allow_shell: bool,
     pub trust_mode: bool,
     pub auto_approve: bool,
+    pub client_tools: Vec<super::model::ClientTool>,
 }
 
 /// A change to a thread: `None` = unchanged; an empty `title` or
@@ -261,6 +262,7 @@ impl Runtime {
                 format!("`{}` is not one of {}", t.mode, MODES.join(", ")),
             ));
         }
+        check_client_tools(&t.client_tools)?;
         let id = match t.id {
             Some(id) => {
                 check_id("id", &id)?;
@@ -286,6 +288,7 @@ impl Runtime {
             allow_shell: t.allow_shell,
             trust_mode: t.trust_mode,
             auto_approve: t.auto_approve,
+            client_tools: t.client_tools,
         };
         self.append(vec![NewEvent::thread(
             "thread.started",
@@ -423,6 +426,8 @@ impl Runtime {
             error: None,
             session_id: session_id.map(str::to_string),
             cost_usd: None,
+            by_model: Vec::new(),
+            routing: Vec::new(),
         };
         self.append(vec![NewEvent::turn(
             "turn.started",
@@ -439,6 +444,27 @@ impl Runtime {
                 what: "turn",
                 id: id.to_string(),
             })
+    }
+
+    /// Change an open turn's record (usage, routing) with one
+    /// `turn.lifecycle` event; a closed turn is left as it is.
+    pub fn update_turn(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut TurnRecord),
+    ) -> Result<(), RuntimeError> {
+        let mut t = self.turn(id)?;
+        if !t.status.is_open() {
+            return Ok(());
+        }
+        f(&mut t);
+        self.append(vec![NewEvent::turn(
+            "turn.lifecycle",
+            &t.thread_id.clone(),
+            id,
+            json!({ "turn": t }),
+        )])?;
+        Ok(())
     }
 
     /// Record usage so far on an open turn (`turn.lifecycle`).
@@ -757,6 +783,46 @@ fn terminal_payload(req: &PendingRequest, how: &Settlement) -> Value {
     p["request_id"] = req.id.clone().into();
     p[key] = req.id.clone().into();
     p
+}
+
+/// The name of the runtime's question tool (a client answers it).
+pub const ASK_USER: &str = "ask_user";
+
+/// Client tool names are plain, unique, and never a built-in's.
+fn check_client_tools(tools: &[super::model::ClientTool]) -> Result<(), RuntimeError> {
+    for (i, t) in tools.iter().enumerate() {
+        let field = format!("client_tools[{i}].name");
+        let plain = !t.name.is_empty()
+            && t.name.len() <= 64
+            && t.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !plain {
+            return Err(RuntimeError::invalid(
+                &field,
+                format!("`{}` is not a tool name (1-64 of A-Z a-z 0-9 _ -)", t.name),
+            ));
+        }
+        if crate::catalogue::get(&t.name).is_some() || t.name == ASK_USER {
+            return Err(RuntimeError::invalid(
+                &field,
+                format!("`{}` is a built-in tool", t.name),
+            ));
+        }
+        if tools[..i].iter().any(|o| o.name == t.name) {
+            return Err(RuntimeError::invalid(
+                &field,
+                format!("`{}` is listed twice", t.name),
+            ));
+        }
+        if !t.parameters.is_object() {
+            return Err(RuntimeError::invalid(
+                &format!("client_tools[{i}].parameters"),
+                "must be a JSON Schema object",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Ids become file names (owner locks) and URL segments: keep them plain.

@@ -8,7 +8,9 @@
 //! durable record): the first error is kept and reported by the caller.
 
 use super::coalesce::Coalescer;
-use super::model::{ItemKind, ItemStatus, TurnItemRecord, TurnRecord, TurnUsage};
+use super::model::{
+    ItemKind, ItemStatus, ModelUsage, RouteChoice, TurnItemRecord, TurnRecord, TurnUsage,
+};
 use super::store::{Runtime, RuntimeError};
 use super::NewEvent;
 use crate::agent::EventTap;
@@ -30,6 +32,8 @@ struct TapState {
     usage: TurnUsage,
     /// Sum of the model requests' costs; unknown once any one is.
     cost: Option<f64>,
+    by_model: Vec<ModelUsage>,
+    routing: Vec<RouteChoice>,
     error: Option<String>,
     failure: Option<RuntimeError>,
 }
@@ -67,6 +71,8 @@ impl TapHandle {
             approvals: HashMap::new(),
             usage: TurnUsage::default(),
             cost: Some(0.0),
+            by_model: Vec::new(),
+            routing: Vec::new(),
             error: None,
             failure: None,
         })))
@@ -246,18 +252,87 @@ impl TapState {
             }
             "turn_usage" => {
                 let n = |k: &str| f.get(k).and_then(Value::as_u64).unwrap_or(0);
-                self.usage.input_tokens += n("input_tokens");
-                self.usage.output_tokens += n("output_tokens");
-                self.cost = match (self.cost, f.get("cost_usd").and_then(Value::as_f64)) {
-                    (Some(a), Some(b)) => Some(a + b),
-                    _ => None,
+                let u = TurnUsage {
+                    input_tokens: n("input_tokens"),
+                    output_tokens: n("output_tokens"),
+                    cached_tokens: n("cached_input_tokens"),
+                    reasoning_tokens: n("reasoning_tokens"),
                 };
-                let r = self.rt.turn_usage(&self.turn.id, self.usage, self.cost);
+                add_usage(&mut self.usage, &u);
+                let c = f.get("cost_usd").and_then(Value::as_f64);
+                self.cost = add_cost(self.cost, c);
+                let (provider, model) = (s("provider"), s("model"));
+                let i = match self
+                    .by_model
+                    .iter()
+                    .position(|m| m.provider == provider && m.model == model)
+                {
+                    Some(i) => i,
+                    None => {
+                        self.by_model.push(ModelUsage {
+                            provider: provider.clone(),
+                            model: model.clone(),
+                            cost_usd: Some(0.0),
+                            ..ModelUsage::default()
+                        });
+                        self.by_model.len() - 1
+                    }
+                };
+                let m = &mut self.by_model[i];
+                add_usage(&mut m.usage, &u);
+                m.cost_usd = add_cost(m.cost_usd, c);
+                m.requests += 1;
+                let (usage, cost, by) = (self.usage, self.cost, self.by_model.clone());
+                let r = self.rt.update_turn(&self.turn.id, |t| {
+                    t.usage = usage;
+                    t.cost_usd = cost;
+                    t.by_model = by;
+                    if !provider.is_empty() {
+                        t.effective_provider = Some(provider);
+                        t.effective_model = Some(model);
+                    }
+                });
+                self.keep(r);
+            }
+            "model_choice" => {
+                let choice = RouteChoice {
+                    request: f.get("turn").and_then(Value::as_u64).unwrap_or(0),
+                    kind: s("kind"),
+                    provider: s("provider"),
+                    model: s("model"),
+                    reason: s("reason"),
+                    used_provider: s("used_provider"),
+                    used_model: s("used_model"),
+                    failed: f.get("failed").cloned().unwrap_or(Value::Null),
+                };
+                let (p, m) = (choice.used_provider.clone(), choice.used_model.clone());
+                self.routing.push(choice);
+                let routing = self.routing.clone();
+                let r = self.rt.update_turn(&self.turn.id, |t| {
+                    t.routing = routing;
+                    t.effective_provider = Some(p);
+                    t.effective_model = Some(m);
+                });
                 self.keep(r);
             }
             "error" => self.error = Some(s("message")),
             _ => {}
         }
+    }
+}
+
+fn add_usage(to: &mut TurnUsage, u: &TurnUsage) {
+    to.input_tokens += u.input_tokens;
+    to.output_tokens += u.output_tokens;
+    to.cached_tokens += u.cached_tokens;
+    to.reasoning_tokens += u.reasoning_tokens;
+}
+
+/// A sum of costs is known only while every part is.
+fn add_cost(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        _ => None,
     }
 }
 

@@ -1,8 +1,12 @@
-//! Branch and head of a workspace, read from its `.git` files (no git
-//! process). `dirty` is not computed (it needs an index walk): always null.
+//! Branch, head and dirtiness of a workspace. Branch and head are read
+//! from its `.git` files; `dirty` (staged, unstaged or untracked changes,
+//! as the contract defines it) asks `git status --porcelain` with
+//! `GIT_OPTIONAL_LOCKS=0`, so the read never takes the index lock. `null`
+//! when the workspace is not a repository or git cannot tell.
 
 use std::path::Path;
 
+#[derive(Clone, Debug)]
 pub struct GitStatus {
     pub branch: Option<String>,
     pub head: Option<String>,
@@ -28,8 +32,31 @@ pub fn status(ws: &Path) -> GitStatus {
         head: commit
             .filter(|c| c.len() >= 7 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
             .map(|c| c[..7].to_string()),
-        dirty: None,
+        dirty: if git.exists() { dirty(ws) } else { None },
     }
+}
+
+/// Whether `git status` lists anything (ignored files do not count).
+pub fn dirty(ws: &Path) -> Option<bool> {
+    let git = which::which("git").ok()?;
+    let out = std::process::Command::new(git)
+        .arg("-C")
+        .arg(ws)
+        .args([
+            "status",
+            "--porcelain=v1",
+            "--untracked-files=normal",
+            "--ignore-submodules=dirty",
+        ])
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status.success().then_some(!out.stdout.is_empty())
 }
 
 fn resolve_ref(git: &Path, r: &str) -> Option<String> {
@@ -73,6 +100,47 @@ mod tests {
         .unwrap();
         assert_eq!(status(d.path()).head.as_deref(), Some("1234567"));
         let none = status(&d.path().join("nope"));
-        assert!(none.branch.is_none() && none.head.is_none());
+        assert!(none.branch.is_none() && none.head.is_none() && none.dirty.is_none());
+    }
+
+    #[test]
+    fn dirty_follows_git_status() {
+        if which::which("git").is_err() {
+            panic!("git is needed (installed by ci/setup)");
+        }
+        let d = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let o = std::process::Command::new("git")
+                .arg("-C")
+                .arg(d.path())
+                .args(args)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{args:?}: {o:?}");
+        };
+        git(&["init", "-q"]);
+        assert_eq!(
+            status(d.path()).dirty,
+            Some(false),
+            "an empty repository is clean"
+        );
+        std::fs::write(d.path().join("a.txt"), "x").unwrap();
+        assert_eq!(status(d.path()).dirty, Some(true), "an untracked file");
+        git(&["add", "a.txt"]);
+        git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "a",
+        ]);
+        assert_eq!(status(d.path()).dirty, Some(false), "committed");
+        std::fs::write(d.path().join("a.txt"), "y").unwrap();
+        assert_eq!(status(d.path()).dirty, Some(true), "an unstaged change");
+        assert!(!d.path().join(".git/index.lock").exists());
     }
 }

@@ -62,6 +62,7 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
         .route("/approvals/{id}", post(approve))
         .route("/user-input/{thread}/{input}", post(user_input))
         .route("/usage", get(usage_route))
+        .route("/snapshots", get(snapshots))
         .route("/workspace/status", get(workspace_status))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
@@ -158,7 +159,15 @@ async fn list_threads(
 }
 
 async fn summary(State(s): St, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<Value>, ApiError> {
-    let threads = listed(&s, &q)?;
+    let s2 = s.clone();
+    // `dirty` runs `git status`: off the async workers, once per workspace.
+    blocking(move || summary_items(&s2, &q)).await.map(Json)
+}
+
+fn summary_items(s: &AppState, q: &ListQuery) -> Result<Value, ApiError> {
+    let threads = listed(s, q)?;
+    let mut git_of: std::collections::HashMap<PathBuf, super::git::GitStatus> =
+        std::collections::HashMap::new();
     let items: Vec<Value> = threads
         .iter()
         .map(|t| {
@@ -179,7 +188,9 @@ async fn summary(State(s): St, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<
                     .map(|t| t.status);
                 (preview, status)
             });
-            let git = super::git::status(&t.workspace);
+            let git = git_of
+                .entry(t.workspace.clone())
+                .or_insert_with(|| super::git::status(&t.workspace));
             json!({
                 "id": t.id, "title": t.title, "preview": preview, "model": t.model,
                 "mode": t.mode, "archived": t.archived, "updated_at": t.updated_at,
@@ -189,7 +200,7 @@ async fn summary(State(s): St, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<
             })
         })
         .collect();
-    Ok(Json(json!({ "items": items })))
+    Ok(json!({ "items": items }))
 }
 
 async fn create_thread(
@@ -313,22 +324,33 @@ async fn interrupt(
     ))
 }
 
-/// Not offered: the agent loop cannot take a message mid-turn yet.
-async fn steer(Path((_id, _turn)): Path<(String, String)>) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "not_supported",
-        "steering a running turn is not supported by this runtime yet; interrupt it and start a new turn",
-    )
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Steer {
+    prompt: String,
 }
 
-/// Not offered: the agent loop has no compaction step yet.
-async fn compact(Path(_id): Path<String>) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "not_supported",
-        "manual compaction is not supported by this runtime yet",
-    )
+/// Inject user input into the running turn: recorded as a user message of
+/// the turn (`turn.steered`), sent to the model before its next request.
+async fn steer(
+    State(s): St,
+    Path((id, turn)): Path<(String, String)>,
+    ApiJson(b): ApiJson<Steer>,
+) -> Result<impl IntoResponse, ApiError> {
+    if b.prompt.trim().is_empty() {
+        return Err(ApiError::bad("prompt", "must not be empty"));
+    }
+    let s2 = s.clone();
+    let item = blocking(move || Ok(s2.driver.steer(&id, &turn, b.prompt)?)).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "item": item }))))
+}
+
+/// Manual compaction: a turn whose `context_compaction` item summarises
+/// the thread's history through its model.
+async fn compact(State(s): St, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    let s2 = s.clone();
+    let turn = blocking(move || Ok(s2.driver.compact(&id)?)).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "turn": turn }))))
 }
 
 #[derive(Deserialize)]
@@ -496,9 +518,43 @@ async fn usage_route(
     })))
 }
 
-async fn workspace_status(State(s): St) -> Json<Value> {
-    let g = super::git::status(&s.workspace);
-    Json(json!({"workspace": s.workspace, "branch": g.branch, "head": g.head, "dirty": g.dirty}))
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SnapshotsQuery {
+    limit: Option<String>,
+    thread_id: Option<String>,
+}
+
+/// The undo snapshots of the server's workspace (or a thread's), newest
+/// first, from the same store `codewhale undo` reads. Read-only: restoring
+/// is not served (the contract defers it).
+async fn snapshots(
+    State(s): St,
+    ApiQuery(q): ApiQuery<SnapshotsQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = match q.limit.as_deref() {
+        None => 20,
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=100).contains(n))
+            .ok_or_else(|| ApiError::bad("limit", format!("`{v}` is not between 1 and 100")))?,
+    };
+    let ws = match &q.thread_id {
+        Some(t) => s.rt().thread(t)?.workspace,
+        None => s.workspace.clone(),
+    };
+    let home = s.driver.home().to_path_buf();
+    let list = blocking(move || super::snapshots::list(&home, &ws, limit)).await?;
+    Ok(Json(list))
+}
+
+async fn workspace_status(State(s): St) -> Result<Json<Value>, ApiError> {
+    let ws = s.workspace.clone();
+    let g = blocking(move || Ok(super::git::status(&ws))).await?;
+    Ok(Json(
+        json!({"workspace": s.workspace, "branch": g.branch, "head": g.head, "dirty": g.dirty}),
+    ))
 }
 
 #[derive(Deserialize)]

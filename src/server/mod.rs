@@ -12,6 +12,7 @@ pub mod cors;
 pub mod error;
 pub mod git;
 pub mod http;
+pub mod snapshots;
 pub mod stdio;
 pub mod usage;
 
@@ -61,12 +62,29 @@ pub struct AppServerArgs {
     pub workspace: Option<PathBuf>,
 }
 
-/// `codewhale serve --http`: the same server under the older flag names.
+/// `codewhale serve`: `--http` is the app-server under the older flag
+/// names; `--acp` is the ACP agent for editors ([`crate::acp`]); `--mcp`
+/// is codewhale's tools as an MCP stdio server ([`crate::mcp::server`]).
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["http", "acp", "mcp"])))]
 pub struct ServeArgs {
-    /// Serve the HTTP/SSE runtime API (the only mode of this alias).
-    #[arg(long, required = true)]
+    /// Serve the HTTP/SSE runtime API.
+    #[arg(long)]
     pub http: bool,
+    /// Be an Agent Client Protocol agent on stdin/stdout (for editors).
+    #[arg(long)]
+    pub acp: bool,
+    /// Serve codewhale's tools as an MCP server on stdin/stdout.
+    #[arg(long)]
+    pub mcp: bool,
+    /// Workspace (`--mcp`: the one every call works in; `--acp`: the
+    /// default of sessions; default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// `--acp`: seconds a permission request waits for the editor before
+    /// it is denied as `no response`.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub approval_timeout: u64,
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     #[arg(long, default_value_t = 7878)]
@@ -93,14 +111,27 @@ impl From<ServeArgs> for AppServerArgs {
             auth_token: s.auth_token,
             insecure_no_auth: s.insecure,
             cors_origin: s.cors_origin,
-            approval_timeout: 300,
-            workspace: None,
+            approval_timeout: s.approval_timeout,
+            workspace: s.workspace,
         }
     }
 }
 
 pub fn run_serve(args: ServeArgs) -> i32 {
-    run(args.into())
+    let r = if args.mcp {
+        crate::mcp::server::run(args.workspace)
+    } else if args.acp {
+        crate::acp::run(args.workspace, Duration::from_secs(args.approval_timeout))
+    } else {
+        return run(args.into());
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            crate::cli::report_error(&e);
+            crate::exit::FAILURE
+        }
+    }
 }
 
 pub fn run(args: AppServerArgs) -> i32 {
@@ -158,6 +189,23 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
     for t in &report.interrupted_turns {
         eprintln!("codewhale: runtime: turn {t} marked interrupted (its process ended mid-turn)");
     }
+    // The session files of turns a dead process left open are closed the
+    // same way `exec` closes them (receipts read them).
+    match crate::session::recover_all(&crate::session::sessions_dir(&home)) {
+        Ok(reports) => {
+            for r in reports {
+                eprintln!(
+                    "codewhale: recovered session {}: removed {} uncommitted byte(s){}",
+                    r.path.display(),
+                    r.truncated_bytes,
+                    r.interrupted_turn
+                        .map(|t| format!(", turn {t} marked interrupted"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        Err(e) => eprintln!("codewhale: session recovery: {e}"),
+    }
     let driver = Driver::new(rt, &home, Duration::from_secs(args.approval_timeout));
     let default_model = default_model(&workspace, &home);
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
@@ -187,7 +235,7 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
 }
 
 /// The model a thread gets when it names none: the configured provider's.
-fn default_model(workspace: &std::path::Path, home: &std::path::Path) -> String {
+pub(crate) fn default_model(workspace: &std::path::Path, home: &std::path::Path) -> String {
     let settings = crate::config::load(&crate::config::LoadOptions::new(workspace)).ok();
     let cfg = settings
         .as_ref()
@@ -285,6 +333,8 @@ pub(crate) struct CreateThread {
     pub allow_shell: Option<bool>,
     pub trust_mode: Option<bool>,
     pub auto_approve: Option<bool>,
+    /// Tools this client executes itself (see docs/RUNTIME_API.md).
+    pub client_tools: Option<Vec<crate::runtime::model::ClientTool>>,
 }
 
 impl CreateThread {
@@ -307,6 +357,7 @@ impl CreateThread {
             allow_shell: self.allow_shell.unwrap_or(true),
             trust_mode: self.trust_mode.unwrap_or(false),
             auto_approve: self.auto_approve.unwrap_or(false),
+            client_tools: self.client_tools.unwrap_or_default(),
         }
     }
 }

@@ -34,6 +34,10 @@ pub const METHODS: &[&str] = &[
     "turn/start",
     "turn/interrupt",
     "approval/decide",
+    "turn/steer",
+    "thread/compact",
+    "user_input/answer",
+    "tool_call/result",
 ];
 
 pub const FAMILIES: &[&str] = &["thread/*", "app/*", "prompt/*"];
@@ -44,14 +48,14 @@ fn family(prefix: &str) -> Vec<&'static str> {
         .copied()
         .filter(|m| m.starts_with(prefix))
         .collect();
-    // Turns and approvals belong to the thread family.
+    // Turns, approvals, user input and client tool calls belong to the
+    // thread family.
     if prefix == "thread/" {
-        v.extend(
-            METHODS
+        v.extend(METHODS.iter().copied().filter(|m| {
+            ["turn/", "approval/", "user_input/", "tool_call/"]
                 .iter()
-                .copied()
-                .filter(|m| m.starts_with("turn/") || m.starts_with("approval/")),
-        );
+                .any(|p| m.starts_with(p))
+        }));
     }
     v
 }
@@ -249,6 +253,32 @@ struct StartTurn {
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
+struct SteerTurn {
+    thread_id: String,
+    turn_id: String,
+    prompt: String,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AnswerInput {
+    thread_id: String,
+    input_id: String,
+    answers: Vec<Value>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallResult {
+    thread_id: String,
+    turn_id: String,
+    call_id: String,
+    output: String,
+    success: Option<bool>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct TurnRef {
     thread_id: String,
     turn_id: String,
@@ -356,6 +386,56 @@ fn call(s: &Stdio, method: &str, params: &Value) -> Result<Value, RpcError> {
                 .start(&t.id, p.prompt)
                 .map_err(|e| from_api(e.into()))?;
             Ok(json!({"thread": t, "turn": turn}))
+        }
+        "turn/steer" => {
+            let p: SteerTurn = parse(params)?;
+            if p.prompt.trim().is_empty() {
+                return Err(params_err("prompt: must not be empty"));
+            }
+            let item = s
+                .driver
+                .steer(&p.thread_id, &p.turn_id, p.prompt)
+                .map_err(api)?;
+            Ok(json!({"item": item}))
+        }
+        "thread/compact" => {
+            let p: ThreadRef = parse(params)?;
+            let turn = s
+                .driver
+                .compact(&p.thread_id)
+                .map_err(|e| from_api(e.into()))?;
+            Ok(json!({"turn": turn}))
+        }
+        "user_input/answer" => {
+            let p: AnswerInput = parse(params)?;
+            let how = Settlement::Answered(Answer::UserInput {
+                answers: Value::Array(p.answers),
+            });
+            rt.settle(
+                &p.input_id,
+                Some(RequestKind::UserInput),
+                Some(&p.thread_id),
+                None,
+                how,
+            )
+            .map_err(api)?;
+            Ok(json!({"input_id": p.input_id, "response_redacted": true}))
+        }
+        "tool_call/result" => {
+            let p: CallResult = parse(params)?;
+            let how = Settlement::Answered(Answer::ToolResult {
+                output: p.output,
+                success: p.success.unwrap_or(true),
+            });
+            rt.settle(
+                &p.call_id,
+                Some(RequestKind::ToolCall),
+                Some(&p.thread_id),
+                Some(&p.turn_id),
+                how,
+            )
+            .map_err(api)?;
+            Ok(json!({"call_id": p.call_id, "result_accepted": true}))
         }
         "turn/interrupt" => {
             let p: TurnRef = parse(params)?;

@@ -16,7 +16,7 @@ use crate::provider::auth::AuthStore;
 use crate::provider::config::ExecConfig;
 use crate::provider::registry::{self, KeySource};
 use crate::receipt;
-use crate::runtime::driver::{Driver, TurnPosture};
+use crate::runtime::driver::Driver;
 use crate::runtime::{Answer, NewThread, RequestKind, Runtime, Settlement, ThreadPatch};
 use crate::session::sessions_dir;
 use anyhow::Context;
@@ -59,6 +59,19 @@ pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
     // The configured posture is where Shift+Tab starts; a configured
     // `never-run` stays for every turn (the driver keeps it).
     let permission = ctx.settings.approval;
+    // What Full Access would really run under: the driver asks for no
+    // sandbox as `--sandbox danger-full-access` does; settings may cap it.
+    let full = SandboxContext::load_with(
+        &mut LoadOptions::new(&ws),
+        &SandboxFlags {
+            mode: Some(crate::policy::SandboxMode::DangerFullAccess),
+            ..Default::default()
+        },
+        RulesFile::Load,
+    )?
+    .for_posture(&Posture::new(Mode::Work, Approval::FullAccess))
+    .mode();
+    let full_access_capped = full.is_sandboxed().then(|| full.to_string());
     let posture = Posture::new(Mode::Work, permission);
     let ctx = ctx.for_posture(&posture);
     let cfg = ExecConfig::from_settings(&ctx.settings)?;
@@ -95,6 +108,7 @@ pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
             provider,
             backend,
             level,
+            full_access_capped,
             ..Default::default()
         },
         permission,
@@ -383,13 +397,18 @@ impl App<'_> {
                 mode,
                 permission,
             } => {
-                let posture = TurnPosture {
-                    mode,
-                    approval: permission,
-                };
-                match self.driver.start_with(&st.thread_id, prompt, Some(posture)) {
-                    Ok(_) => Vec::new(),
-                    Err(e) => vec![error(e)],
+                // Off the async loop's thread: preparing a turn may build
+                // (and drop) an async runtime of its own (model discovery).
+                let driver = self.driver;
+                let thread = st.thread_id.as_str();
+                let started = std::thread::scope(|s| {
+                    s.spawn(move || driver.start_with(thread, prompt, mode, Some(permission)))
+                        .join()
+                });
+                match started {
+                    Ok(Ok(_)) => Vec::new(),
+                    Ok(Err(e)) => vec![error(e)],
+                    Err(_) => vec![error("starting the turn panicked")],
                 }
             }
             Effect::Interrupt { turn_id } => match self.driver.interrupt(&st.thread_id, &turn_id) {

@@ -111,7 +111,10 @@ pub fn footer_line(st: &State, width: u16) -> Line<'static> {
         _ => Style::default().fg(Color::Green),
     };
     let sandbox = if st.permission == Approval::FullAccess {
-        "sandbox off".to_string()
+        match &f.full_access_capped {
+            None => "sandbox off".to_string(),
+            Some(m) => format!("{} {} ({m}: settings cap it)", f.backend, f.level),
+        }
     } else {
         format!("{} {}", f.backend, f.level)
     };

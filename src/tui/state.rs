@@ -127,6 +127,9 @@ pub struct FooterInfo {
     pub output_tokens: u64,
     /// `None`: unknown price (shown as `cost ?`, never `$0`).
     pub cost_usd: Option<f64>,
+    /// The sandbox mode Full Access still runs under when the user's
+    /// settings cap it (`None`: Full Access really runs unsandboxed).
+    pub full_access_capped: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

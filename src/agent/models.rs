@@ -1,14 +1,15 @@
-//! `exec`'s model resolution: one provider (flag > config > default, with
-//! the local-Ollama fallback and local model discovery), or the router
-//! when the model is `auto`.
+//! Model resolution for every run (`exec` and runtime turns alike): one
+//! provider (flag > config > default, with the local-Ollama fallback and
+//! local model discovery), or the router when the model is `auto`. Notes
+//! for the user (which local model was picked, which targets route) go to
+//! the caller's `note`.
 
-use crate::agent::{Emitter, Models};
+use super::Models;
 use crate::provider::auth::AuthStore;
 use crate::provider::config::ExecConfig;
 use crate::provider::registry::{self, KeySource, ProviderSettings};
 use crate::provider::router::{Plan, Router};
 use crate::provider::{discovery, Provider, ProviderError, RetryPolicy};
-use anyhow::bail;
 
 /// The model that switches the router on.
 pub const AUTO: &str = "auto";
@@ -26,9 +27,27 @@ impl Resolved {
             Resolved::Routed(r) => Models::Routed(r),
         }
     }
+
+    /// The provider a run starts with (`router` when routed).
+    pub fn provider_label(&self) -> String {
+        match self {
+            Resolved::Single(p) => p.settings.id.clone(),
+            Resolved::Routed(_) => "router".into(),
+        }
+    }
+
+    /// The model a run starts with (`auto` when routed).
+    pub fn model_label(&self) -> String {
+        match self {
+            Resolved::Single(p) => p.settings.model.clone(),
+            Resolved::Routed(_) => AUTO.into(),
+        }
+    }
 }
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+/// Where notes for the user go (exec: stderr; the runtime: a status item).
+pub type Note<'a> = &'a mut dyn FnMut(&str);
 
 pub fn resolve(
     provider: Option<&str>,
@@ -37,8 +56,8 @@ pub fn resolve(
     store: &AuthStore,
     env: Env<'_>,
     rt: &tokio::runtime::Runtime,
-    out: &mut Emitter,
-) -> anyhow::Result<Resolved> {
+    out: Note<'_>,
+) -> Result<Resolved, ProviderError> {
     // `--model auto`, or `model = "auto"` when no `--provider` picks one
     // provider explicitly.
     let config_auto = cfg.model.as_deref() == Some(AUTO);
@@ -70,13 +89,13 @@ pub fn resolve(
 fn finish(
     mut s: ProviderSettings,
     rt: &tokio::runtime::Runtime,
-    out: &mut Emitter,
-) -> anyhow::Result<ProviderSettings> {
+    out: Note<'_>,
+) -> Result<ProviderSettings, ProviderError> {
     if s.key_source == KeySource::Missing {
         let var = registry::builtin(&s.id)
             .and_then(|b| b.key_env)
             .unwrap_or("the provider's key variable");
-        bail!(ProviderError::Setup {
+        return Err(ProviderError::Setup {
             provider: s.id.clone(),
             message: format!(
                 "no API key for model {}: set {var}, run `codewhale auth set --provider {}`, or pick another --provider",
@@ -92,12 +111,12 @@ fn finish(
                 message: format!("no --model given and the server's model list failed: {e}"),
             })?;
         let Some(first) = found.first() else {
-            bail!(ProviderError::Setup {
+            return Err(ProviderError::Setup {
                 provider: s.id.clone(),
                 message: format!("no --model given and {} lists no chat model", s.base_url),
             });
         };
-        out.note(&format!(
+        out(&format!(
             "{}: no model named; using {first} (first of {} listed by the server)",
             s.id,
             found.len()
@@ -115,8 +134,8 @@ fn ollama_fallback(
     store: &AuthStore,
     env: Env<'_>,
     rt: &tokio::runtime::Runtime,
-    out: &mut Emitter,
-) -> anyhow::Result<Option<ProviderSettings>> {
+    out: Note<'_>,
+) -> Result<Option<ProviderSettings>, ProviderError> {
     let root = env("OLLAMA_HOST")
         .filter(|h| h.starts_with("http://") || h.starts_with("https://"))
         .or_else(|| {
@@ -142,7 +161,7 @@ fn ollama_fallback(
     let mut s = registry::select(Some("ollama"), Some(model), cfg, store, env)?;
     s.base_url = format!("{}/v1", root.trim_end_matches('/'));
     registry::check_base_url("ollama", &s.base_url, allow_http)?;
-    out.note(&format!(
+    out(&format!(
         "no provider is configured; using the local Ollama at {root} with model {model} (first chat model of GET /api/tags)"
     ));
     Ok(Some(s))
@@ -154,10 +173,10 @@ fn routed(
     store: &AuthStore,
     env: Env<'_>,
     rt: &tokio::runtime::Runtime,
-    out: &mut Emitter,
-) -> anyhow::Result<Router> {
+    out: Note<'_>,
+) -> Result<Router, ProviderError> {
     let Some(rc) = &cfg.router else {
-        bail!(ProviderError::Setup {
+        return Err(ProviderError::Setup {
             provider: "router".into(),
             message:
                 "model = \"auto\" needs a [router] table in the user config (see docs/PROVIDERS.md)"
@@ -178,7 +197,7 @@ fn routed(
         let s = finish(s, rt, out)?;
         providers.push((t, Provider::new(s, retry.clone())?));
     }
-    out.note(&format!(
+    out(&format!(
         "model auto: routing between {}",
         providers
             .iter()

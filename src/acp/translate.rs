@@ -1,0 +1,435 @@
+//! Runtime events → ACP `session/update`s, as a pure state machine
+//! ([`Mapper`]): the adapter feeds it every event envelope of the thread
+//! (live, or the stored ones for `session/load`) and sends what it returns.
+//! Titles, kinds, locations and diffs come from the tool call's own
+//! arguments, so the editor shows the real command or path.
+
+use agent_client_protocol_schema::v1::{
+    ContentBlock, ContentChunk, Diff, SessionUpdate, StopReason, TextContent, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind,
+};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The loop's error text for a turn that hit its model-request bound
+/// (src/agent/run.rs `finish`).
+const MAX_TURNS_PREFIX: &str = "stopped after --max-turns";
+
+/// What one event asks the adapter to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Update(SessionUpdate),
+    /// Gate 8 asked: put it to the editor (`session/request_permission`).
+    Ask(Question),
+    /// A question ended without the editor (timeout, turn over).
+    Settled {
+        approval_id: String,
+    },
+    /// The turn is over.
+    Done(TurnEnd),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    pub approval_id: String,
+    pub tool_call_id: String,
+    pub tool: String,
+    pub command: Option<String>,
+    pub reason: String,
+    /// The call's title/kind/locations as the editor already saw them.
+    pub fields: ToolCallUpdateFields,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEnd {
+    Stop(StopReason),
+    /// The turn failed: answered as a JSON-RPC error with this message.
+    Failed(String),
+}
+
+/// The stop reason of a finished turn, from its record.
+pub fn turn_end(turn: &Value) -> TurnEnd {
+    let err = turn["error"].as_str().unwrap_or("").to_string();
+    match turn["status"].as_str().unwrap_or("") {
+        "completed" => TurnEnd::Stop(StopReason::EndTurn),
+        "interrupted" | "canceled" => TurnEnd::Stop(StopReason::Cancelled),
+        _ if err.starts_with(MAX_TURNS_PREFIX) => TurnEnd::Stop(StopReason::MaxTurnRequests),
+        _ if err.is_empty() => TurnEnd::Failed("the turn failed".into()),
+        _ => TurnEnd::Failed(err),
+    }
+}
+
+pub fn tool_kind(tool: &str) -> ToolKind {
+    match tool {
+        "read_file" | "list_dir" => ToolKind::Read,
+        "search" => ToolKind::Search,
+        "write_file" | "edit_file" | "apply_patch" => ToolKind::Edit,
+        "shell" => ToolKind::Execute,
+        _ => ToolKind::Other,
+    }
+}
+
+/// The path argument of a file tool, made absolute against `cwd`.
+fn path_arg(args: &Value, cwd: &Path) -> Option<PathBuf> {
+    let p = args.get("path")?.as_str()?;
+    Some(cwd.join(p))
+}
+
+/// The real command line (shell) or path (file tools); the tool name
+/// when the arguments name neither.
+pub fn tool_title(tool: &str, args: &Value) -> String {
+    if tool == "shell" {
+        if let Some(c) = crate::catalogue::shell_command_line(args) {
+            return c;
+        }
+    }
+    if tool == "search" {
+        if let Some(p) = args.get("pattern").and_then(Value::as_str) {
+            let within = args.get("path").and_then(Value::as_str).unwrap_or(".");
+            return format!("{p} in {within}");
+        }
+    }
+    if tool == "apply_patch" {
+        let files = patch_files(args);
+        if !files.is_empty() {
+            return files.join(", ");
+        }
+    }
+    args.get("path")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| tool.to_string())
+}
+
+/// The files a unified diff names (`+++ b/…` lines, `/dev/null` left out).
+fn patch_files(args: &Value) -> Vec<String> {
+    let p = args.get("patch").and_then(Value::as_str).unwrap_or("");
+    p.lines()
+        .filter_map(|l| l.strip_prefix("+++ "))
+        .map(|l| l.split('\t').next().unwrap_or(l).trim())
+        .filter(|f| *f != "/dev/null")
+        .map(|f| f.strip_prefix("b/").unwrap_or(f).to_string())
+        .collect()
+}
+
+pub fn locations(tool: &str, args: &Value, cwd: &Path) -> Vec<ToolCallLocation> {
+    if tool == "apply_patch" {
+        return patch_files(args)
+            .into_iter()
+            .map(|f| ToolCallLocation::new(cwd.join(f)))
+            .collect();
+    }
+    if tool == "shell" {
+        return Vec::new();
+    }
+    match path_arg(args, cwd) {
+        Some(p) => vec![ToolCallLocation::new(p)],
+        // list_dir / search without a path: the workspace itself.
+        None if matches!(tool, "list_dir" | "search") => vec![ToolCallLocation::new(cwd)],
+        None => Vec::new(),
+    }
+}
+
+/// The diff block of an edit: `edit_file` shows the replaced fragment,
+/// `write_file` the new content (its old content is not read: the
+/// adapter reads nothing the sandbox did not).
+pub fn diff(tool: &str, args: &Value, cwd: &Path) -> Option<Diff> {
+    let s = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+    let path = path_arg(args, cwd)?;
+    match tool {
+        "edit_file" => Some(Diff::new(path, s("new_string")?).old_text(s("old_string"))),
+        "write_file" => Some(Diff::new(path, s("content")?)),
+        _ => None,
+    }
+}
+
+fn text_chunk(t: &str) -> ContentChunk {
+    ContentChunk::new(ContentBlock::Text(TextContent::new(t)))
+}
+
+/// One thread's events → ACP updates. Tool call ids are the model's call
+/// ids (the ones the runtime's items and approvals carry).
+#[derive(Debug)]
+pub struct Mapper {
+    cwd: PathBuf,
+    /// Only this turn's events (live prompt); `None`: every turn (load).
+    turn: Option<String>,
+    /// Tool item id → (call id, tool, args).
+    calls: HashMap<String, (String, String, Value)>,
+    /// Whether to replay the user's own messages (session/load).
+    replay_user: bool,
+}
+
+impl Mapper {
+    pub fn live(cwd: &Path, turn: &str) -> Self {
+        Mapper {
+            cwd: cwd.to_path_buf(),
+            turn: Some(turn.to_string()),
+            calls: HashMap::new(),
+            replay_user: false,
+        }
+    }
+
+    pub fn replay(cwd: &Path) -> Self {
+        Mapper {
+            cwd: cwd.to_path_buf(),
+            turn: None,
+            calls: HashMap::new(),
+            replay_user: true,
+        }
+    }
+
+    fn fields(&self, tool: &str, args: &Value) -> ToolCallUpdateFields {
+        ToolCallUpdateFields::new()
+            .title(tool_title(tool, args))
+            .kind(tool_kind(tool))
+            .locations(locations(tool, args, &self.cwd))
+            .raw_input(args.clone())
+    }
+
+    /// What the event `env` (a served envelope) asks for.
+    pub fn map(&mut self, env: &Value) -> Vec<Action> {
+        if let Some(t) = &self.turn {
+            if env["turn_id"].as_str() != Some(t.as_str()) {
+                return Vec::new();
+            }
+        }
+        let p = &env["payload"];
+        let item = &p["item"];
+        let kind = item["kind"].as_str().unwrap_or("");
+        let is_tool = matches!(kind, "tool_call" | "file_change" | "command_execution");
+        let item_id = env["item_id"].as_str().unwrap_or("").to_string();
+        match env["event"].as_str().unwrap_or("") {
+            "item.started" if is_tool => {
+                let m = &item["metadata"];
+                let call = m["call_id"].as_str().unwrap_or(&item_id).to_string();
+                let tool = m["tool"].as_str().unwrap_or("").to_string();
+                let args = m["args"].clone();
+                let f = self.fields(&tool, &args);
+                let mut tc = ToolCall::new(call.clone(), f.title.clone().unwrap_or_default())
+                    .kind(tool_kind(&tool))
+                    .status(ToolCallStatus::InProgress)
+                    .locations(f.locations.clone().unwrap_or_default())
+                    .raw_input(args.clone());
+                tc.name = Some(tool.clone());
+                self.calls.insert(item_id, (call, tool, args));
+                vec![Action::Update(SessionUpdate::ToolCall(tc))]
+            }
+            "item.started" if kind == "user_message" && self.replay_user => {
+                let t = item["metadata"]["text"].as_str().unwrap_or("");
+                vec![Action::Update(SessionUpdate::UserMessageChunk(text_chunk(
+                    t,
+                )))]
+            }
+            "item.delta" if p["kind"] == "agent_message" => {
+                let d = p["delta"].as_str().unwrap_or("");
+                if d.is_empty() {
+                    return Vec::new();
+                }
+                vec![Action::Update(SessionUpdate::AgentMessageChunk(
+                    text_chunk(d),
+                ))]
+            }
+            "item.completed" | "item.failed" | "item.interrupted" if is_tool => {
+                let Some((call, tool, args)) = self.calls.remove(&item_id) else {
+                    return Vec::new();
+                };
+                let m = &item["metadata"];
+                let ok = env["event"] == "item.completed" && m["status"] == "ok";
+                let mut f = ToolCallUpdateFields::new()
+                    .status(if ok {
+                        ToolCallStatus::Completed
+                    } else {
+                        ToolCallStatus::Failed
+                    })
+                    .raw_output(serde_json::json!({
+                        "status": m["status"], "exit_code": m["exit_code"],
+                        "enforcement": m["enforcement"], "files_touched": m["files_touched"],
+                        "error_category": m["error_category"], "approval": m["approval"],
+                    }));
+                if ok {
+                    if let Some(d) = diff(&tool, &args, &self.cwd) {
+                        f = f.content(vec![ToolCallContent::Diff(d)]);
+                    }
+                }
+                vec![Action::Update(SessionUpdate::ToolCallUpdate(
+                    ToolCallUpdate::new(call, f),
+                ))]
+            }
+            "approval.required" if self.turn.is_some() => {
+                let call = p["tool_call_id"].as_str().unwrap_or("").to_string();
+                let tool = p["tool"].as_str().unwrap_or("").to_string();
+                let args = self
+                    .calls
+                    .values()
+                    .find(|(c, _, _)| *c == call)
+                    .map(|(_, _, a)| a.clone())
+                    .unwrap_or(Value::Null);
+                let fields = self.fields(&tool, &args).status(ToolCallStatus::Pending);
+                vec![Action::Ask(Question {
+                    approval_id: p["approval_id"].as_str().unwrap_or("").to_string(),
+                    tool_call_id: call,
+                    command: p["command"].as_str().map(str::to_string),
+                    reason: p["reason"].as_str().unwrap_or("").to_string(),
+                    tool,
+                    fields,
+                })]
+            }
+            "approval.timeout" | "approval.canceled" | "approval.decided" => {
+                let id = p["approval_id"]
+                    .as_str()
+                    .or(p["id"].as_str())
+                    .unwrap_or("")
+                    .to_string();
+                vec![Action::Settled { approval_id: id }]
+            }
+            "turn.completed" if self.turn.is_some() => vec![Action::Done(turn_end(&p["turn"]))],
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(event: &str, turn: &str, item: &str, payload: Value) -> Value {
+        json!({"event": event, "turn_id": turn, "item_id": item, "payload": payload})
+    }
+
+    #[test]
+    fn titles_are_the_real_command_or_path() {
+        assert_eq!(
+            tool_title("shell", &json!({"command": ["echo", "a b"]})),
+            "echo 'a b'"
+        );
+        assert_eq!(tool_title("shell", &json!({"command": "ls -l"})), "ls -l");
+        assert_eq!(
+            tool_title("write_file", &json!({"path": "src/a.rs"})),
+            "src/a.rs"
+        );
+        assert_eq!(
+            tool_title("apply_patch", &json!({"patch": "--- a/x\n+++ b/x\n@@\n"})),
+            "x"
+        );
+        assert_eq!(tool_kind("shell"), ToolKind::Execute);
+        assert_eq!(tool_kind("edit_file"), ToolKind::Edit);
+        assert_eq!(tool_kind("read_file"), ToolKind::Read);
+    }
+
+    #[test]
+    fn a_tool_call_streams_start_then_result_with_a_diff() {
+        let cwd = Path::new("/ws");
+        let mut m = Mapper::live(cwd, "turn_1");
+        let args = json!({"path": "a.txt", "old_string": "x", "new_string": "y"});
+        let started = env(
+            "item.started",
+            "turn_1",
+            "item_1",
+            json!({"item": {"kind": "file_change", "metadata": {"call_id": "c1", "tool": "edit_file", "args": args}}}),
+        );
+        let a = m.map(&started);
+        let Action::Update(SessionUpdate::ToolCall(tc)) = &a[0] else {
+            panic!("{a:?}")
+        };
+        assert_eq!(tc.tool_call_id.to_string(), "c1");
+        assert_eq!(tc.title, "a.txt");
+        assert_eq!(tc.kind, ToolKind::Edit);
+        assert_eq!(tc.locations[0].path, PathBuf::from("/ws/a.txt"));
+        let done = env(
+            "item.completed",
+            "turn_1",
+            "item_1",
+            json!({"item": {"kind": "file_change", "metadata": {"call_id": "c1", "status": "ok"}}}),
+        );
+        let a = m.map(&done);
+        let Action::Update(SessionUpdate::ToolCallUpdate(u)) = &a[0] else {
+            panic!("{a:?}")
+        };
+        assert_eq!(u.fields.status, Some(ToolCallStatus::Completed));
+        let Some(c) = &u.fields.content else { panic!() };
+        let ToolCallContent::Diff(d) = &c[0] else {
+            panic!()
+        };
+        assert_eq!(d.old_text.as_deref(), Some("x"));
+        assert_eq!(d.new_text, "y");
+        // Another turn's events are not this prompt's.
+        assert!(m
+            .map(&env(
+                "item.delta",
+                "turn_2",
+                "i",
+                json!({"kind": "agent_message", "delta": "x"})
+            ))
+            .is_empty());
+    }
+
+    #[test]
+    fn a_denied_call_fails_and_carries_no_diff() {
+        let mut m = Mapper::live(Path::new("/ws"), "t");
+        m.map(&env("item.started", "t", "i", json!({"item": {"kind": "file_change",
+            "metadata": {"call_id": "c", "tool": "write_file", "args": {"path": "../x", "content": "y"}}}})));
+        let a = m.map(&env(
+            "item.completed",
+            "t",
+            "i",
+            json!({"item": {"kind": "file_change",
+            "metadata": {"call_id": "c", "status": "not_run"}}}),
+        ));
+        let Action::Update(SessionUpdate::ToolCallUpdate(u)) = &a[0] else {
+            panic!("{a:?}")
+        };
+        assert_eq!(u.fields.status, Some(ToolCallStatus::Failed));
+        assert!(u.fields.content.is_none());
+    }
+
+    #[test]
+    fn stop_reasons() {
+        let e = |s: &str, err: Value| turn_end(&json!({"status": s, "error": err}));
+        assert_eq!(
+            e("completed", Value::Null),
+            TurnEnd::Stop(StopReason::EndTurn)
+        );
+        assert_eq!(
+            e("interrupted", json!("x")),
+            TurnEnd::Stop(StopReason::Cancelled)
+        );
+        assert_eq!(
+            e("failed", json!("stopped after --max-turns 20")),
+            TurnEnd::Stop(StopReason::MaxTurnRequests)
+        );
+        assert_eq!(
+            e("failed", json!("provider: 500")),
+            TurnEnd::Failed("provider: 500".into())
+        );
+    }
+
+    #[test]
+    fn a_question_carries_the_call() {
+        let mut m = Mapper::live(Path::new("/ws"), "t");
+        m.map(&env(
+            "item.started",
+            "t",
+            "i",
+            json!({"item": {"kind": "command_execution",
+            "metadata": {"call_id": "c", "tool": "shell", "args": {"command": "rm -rf build"}}}}),
+        ));
+        let a = m.map(&env(
+            "approval.required",
+            "t",
+            "i",
+            json!({"approval_id": "appr_1",
+            "tool_call_id": "c", "tool": "shell", "command": "rm -rf build", "reason": "asks"}),
+        ));
+        let Action::Ask(q) = &a[0] else {
+            panic!("{a:?}")
+        };
+        assert_eq!(q.approval_id, "appr_1");
+        assert_eq!(q.fields.title.as_deref(), Some("rm -rf build"));
+        assert_eq!(q.fields.status, Some(ToolCallStatus::Pending));
+    }
+}

@@ -1,0 +1,91 @@
+//! The one way a run is set up from resolved settings, shared by `codewhale
+//! exec` and runtime-started turns (`app-server`): the models (one provider
+//! with the local-Ollama fallback, or the router), the sandbox policy every
+//! call uses, undo snapshots from the same store `codewhale undo` reads,
+//! the nine-gate authorizer and the tools' context.
+//!
+//! The caller decides the posture ([`super::exec_posture`], then whether a
+//! person can answer gate 8) and where notes go; everything after that is
+//! here so the two front ends cannot drift apart.
+
+use super::models::{self, Note, Resolved};
+use super::tools::{guard::FsGuard, ToolContext};
+use super::{PipelineAuthorizer, RunSnapshots};
+use crate::authz::{Posture, SessionGrants};
+use crate::config::{ConfigError, SandboxContext};
+use crate::policy::resolve::ResolveError;
+use crate::policy::{resolve, HostFacts};
+use crate::provider::auth::AuthStore;
+use crate::provider::config::ExecConfig;
+use crate::provider::ProviderError;
+use crate::snapshot::{SnapshotOptions, SnapshotStore};
+use std::sync::{Arc, Mutex};
+
+/// Why a run could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Policy(#[from] ResolveError),
+}
+
+/// Which model a run asks for (`--provider`/`--model`, or a thread's model).
+#[derive(Clone, Debug, Default)]
+pub struct ModelRequest<'a> {
+    pub provider: Option<&'a str>,
+    pub model: Option<&'a str>,
+}
+
+/// Everything the loop needs, owned.
+pub struct RunSetup {
+    pub models: Resolved,
+    pub snaps: RunSnapshots,
+    pub authorizer: PipelineAuthorizer,
+    pub ctx: ToolContext,
+}
+
+/// Set a run up. `grants` are the session's "always for this kind"
+/// answers (a fresh set for `exec`; a thread's for the runtime, so a
+/// remembered approval covers its later calls).
+pub fn prepare_run(
+    sandbox: &SandboxContext,
+    posture: Posture,
+    want: ModelRequest<'_>,
+    grants: Arc<Mutex<SessionGrants>>,
+    rt: &tokio::runtime::Runtime,
+    note: Note<'_>,
+) -> Result<RunSetup, SetupError> {
+    let settings = &sandbox.settings;
+    let home = settings.paths.codewhale_home.clone();
+    let cfg = ExecConfig::from_settings(settings)?;
+    let store = AuthStore::new(&home);
+    let env = |n: &str| std::env::var(n).ok();
+    let models = models::resolve(want.provider, want.model, &cfg, &store, &env, rt, note)?;
+    // The one policy every call of this run uses (gate 9 is handed its mode).
+    let resolved = resolve(&sandbox.policy, &HostFacts::detect())?;
+    // Undo snapshots: same store lookup as `codewhale undo`; a refusal or a
+    // failure to open switches them off for this run (every surface says
+    // so) and the run goes on.
+    let snap_opts = SnapshotOptions::from_env()
+        .unwrap_or_else(|| SnapshotOptions::new(&home))
+        .with_resolved_policy(&resolved);
+    let snaps = RunSnapshots::from_open(
+        SnapshotStore::open(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
+    );
+    let authorizer = PipelineAuthorizer::new(settings, posture, sandbox.mode()).with_grants(grants);
+    let ctx = ToolContext {
+        guard: FsGuard::new(&resolved),
+        policy: sandbox.policy.clone(),
+        host: sandbox.host.clone(),
+        cancel: crate::host::CancelToken::new(),
+    };
+    Ok(RunSetup {
+        models,
+        snaps,
+        authorizer,
+        ctx,
+    })
+}

@@ -1,0 +1,242 @@
+//! A thread's earlier turns as the model is sent them: every user message
+//! (steered ones included), each model request's text and tool calls, and
+//! each call's result — read from the turns' session files, which hold
+//! exactly what went to the model (a user's answers appear only as their
+//! `response_redacted` receipt). A compaction replaces everything before it
+//! with its summary.
+//!
+//! Pure: [`from_records`] folds one session file; [`Replay`] strings turns
+//! together.
+
+use crate::provider::{Message, ToolCall};
+use crate::session::{Event, Record};
+use serde_json::Value;
+
+/// What an unfinished call gets, so every call the model made has a result.
+pub const NO_RESULT: &str = "not run: the turn ended before this call finished";
+
+/// The prefix of a compaction summary sent in place of what it covers.
+pub const SUMMARY_PREFIX: &str =
+    "Summary of the earlier conversation in this thread (written by compaction):\n\n";
+
+#[derive(Default)]
+struct Pending {
+    text: String,
+    calls: Vec<ToolCall>,
+    results: Vec<Message>,
+}
+
+impl Pending {
+    fn flush(&mut self, out: &mut Vec<Message>) {
+        let p = std::mem::take(self);
+        if p.text.is_empty() && p.calls.is_empty() {
+            return;
+        }
+        // Every call gets a result: the providers require the pairing.
+        let missing: Vec<Message> = p
+            .calls
+            .iter()
+            .filter(|c| {
+                !p.results
+                    .iter()
+                    .any(|r| matches!(r, Message::ToolResult { call_id, .. } if *call_id == c.id))
+            })
+            .map(|c| Message::ToolResult {
+                call_id: c.id.clone(),
+                content: NO_RESULT.into(),
+                is_error: true,
+            })
+            .collect();
+        out.push(Message::Assistant {
+            text: p.text,
+            tool_calls: p.calls,
+        });
+        out.extend(p.results);
+        out.extend(missing);
+    }
+}
+
+/// The raw argument text a call was made with (the session file keeps
+/// unparseable arguments under `{"_raw": …}`).
+fn arguments(args: &Value) -> String {
+    match args.get("_raw").and_then(Value::as_str) {
+        Some(raw) if args.as_object().is_some_and(|o| o.len() == 1) => raw.to_string(),
+        _ => args.to_string(),
+    }
+}
+
+/// One session file's conversation, in order.
+pub fn from_records(records: &[Record]) -> Vec<Message> {
+    let mut out = Vec::new();
+    let mut p = Pending::default();
+    let mut turn = 0;
+    for r in records {
+        if r.turn != turn {
+            p.flush(&mut out);
+            turn = r.turn;
+        }
+        match &r.event {
+            Event::UserMessage { text } => {
+                p.flush(&mut out);
+                out.push(Message::User { text: text.clone() });
+            }
+            Event::AssistantMessage { text } => p.text = text.clone(),
+            Event::ToolCall {
+                call_id,
+                tool,
+                args,
+            } => p.calls.push(ToolCall {
+                id: call_id.clone(),
+                name: tool.clone(),
+                arguments: arguments(args),
+            }),
+            Event::ToolResult {
+                call_id,
+                status,
+                output,
+                ..
+            } => p.results.push(Message::ToolResult {
+                call_id: call_id.clone(),
+                content: output.clone(),
+                is_error: status != "ok",
+            }),
+            _ => {}
+        }
+    }
+    p.flush(&mut out);
+    out
+}
+
+/// Turns strung together, oldest first.
+#[derive(Default)]
+pub struct Replay {
+    pub messages: Vec<Message>,
+}
+
+impl Replay {
+    /// A compaction: what came before is replaced by its summary.
+    pub fn compacted(&mut self, summary: &str) {
+        self.messages = vec![Message::User {
+            text: format!("{SUMMARY_PREFIX}{summary}"),
+        }];
+    }
+
+    pub fn extend(&mut self, m: Vec<Message>) {
+        self.messages.extend(m);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rec(turn: u32, event: Event) -> Record {
+        Record {
+            schema: "codewhale.session".into(),
+            v: 2,
+            seq: 0,
+            ts: "t".into(),
+            thread: "s".into(),
+            turn,
+            event,
+        }
+    }
+
+    fn result(id: &str, status: &str, output: &str) -> Event {
+        Event::ToolResult {
+            call_id: id.into(),
+            tool: "read_file".into(),
+            status: status.into(),
+            exit_code: None,
+            duration_ms: 0,
+            files_touched: Vec::new(),
+            error_category: None,
+            enforcement: None,
+            enforced: None,
+            output: output.into(),
+            truncated: false,
+        }
+    }
+
+    fn call(id: &str, args: Value) -> Event {
+        Event::ToolCall {
+            call_id: id.into(),
+            tool: "read_file".into(),
+            args,
+        }
+    }
+
+    #[test]
+    fn calls_and_results_are_replayed_in_order() {
+        let recs = vec![
+            rec(0, Event::UserMessage { text: "go".into() }),
+            rec(1, Event::TurnStarted),
+            rec(1, call("c1", json!({"path": "a"}))),
+            rec(1, result("c1", "ok", "A")),
+            rec(1, call("c2", json!({"_raw": "{bad"}))),
+            rec(1, result("c2", "not_run", "bad args")),
+            rec(1, Event::TurnCompleted),
+            rec(
+                2,
+                Event::UserMessage {
+                    text: "steered".into(),
+                },
+            ),
+            rec(2, Event::TurnStarted),
+            rec(
+                2,
+                Event::AssistantMessage {
+                    text: "done".into(),
+                },
+            ),
+            rec(2, Event::TurnCompleted),
+        ];
+        let m = from_records(&recs);
+        assert_eq!(m.len(), 6, "{m:#?}");
+        assert_eq!(m[0], Message::User { text: "go".into() });
+        let Message::Assistant { tool_calls, .. } = &m[1] else {
+            panic!("{m:#?}")
+        };
+        assert_eq!(tool_calls.len(), 2, "both calls in one assistant message");
+        assert_eq!(tool_calls[1].arguments, "{bad", "raw arguments as sent");
+        assert!(
+            matches!(&m[2], Message::ToolResult { content, is_error: false, .. } if content == "A")
+        );
+        assert!(matches!(&m[3], Message::ToolResult { is_error: true, .. }));
+        assert_eq!(
+            m[4],
+            Message::User {
+                text: "steered".into()
+            }
+        );
+        assert!(
+            matches!(&m[5], Message::Assistant { text, tool_calls } if text == "done" && tool_calls.is_empty())
+        );
+    }
+
+    #[test]
+    fn an_unfinished_call_still_gets_a_result() {
+        let recs = vec![
+            rec(0, Event::UserMessage { text: "go".into() }),
+            rec(1, call("c1", json!({}))),
+        ];
+        let m = from_records(&recs);
+        assert!(
+            matches!(&m[2], Message::ToolResult { call_id, content, is_error: true } if call_id == "c1" && content == NO_RESULT),
+            "{m:#?}"
+        );
+    }
+
+    #[test]
+    fn compaction_replaces_what_came_before() {
+        let mut r = Replay::default();
+        r.extend(vec![Message::User { text: "old".into() }]);
+        r.compacted("they asked for X");
+        r.extend(vec![Message::User { text: "new".into() }]);
+        assert_eq!(r.messages.len(), 2);
+        assert!(
+            matches!(&r.messages[0], Message::User { text } if text.ends_with("they asked for X"))
+        );
+    }
+}

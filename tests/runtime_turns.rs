@@ -1,0 +1,779 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
+//! What a runtime-driven turn does beyond `exec`, through the real
+//! `codewhale app-server --http` on loopback (reqwest as the client, the
+//! scripted model server as the provider): steering, compaction, `remember`
+//! as a session rule, the `ask_user` tool and client-executed tools, the
+//! thread's system prompt and history replay (tool calls included), the
+//! router and cost in turn records and `/v1/usage`, undo snapshots, and an
+//! SSE reconnect mid-turn from a Python standard-library client.
+#![cfg(unix)]
+
+mod common;
+
+use common::cli::Fixture;
+use common::scripted_model::{call, reply, reply_with_usage, ScriptedModel, Step, Wire};
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "turns-token-8d41a7";
+
+/// The server process (killed on drop).
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(f: &Fixture, extra: &[&str]) -> Server {
+    start_env(f, extra, &[])
+}
+
+fn start_env(f: &Fixture, extra: &[&str], envs: &[(&str, String)]) -> Server {
+    for d in ["tmp", "xdg"] {
+        std::fs::create_dir_all(f.root.join(d)).unwrap();
+    }
+    let mut args = vec!["app-server", "--http", "--port", "0", "-C"];
+    let ws = f.ws.to_str().unwrap().to_string();
+    args.push(&ws);
+    args.extend_from_slice(extra);
+    let mut c = f.cmd(&args);
+    c.env("TMPDIR", f.root.join("tmp"))
+        .env("XDG_RUNTIME_DIR", f.root.join("xdg"))
+        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut line = String::new();
+    let base = loop {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "server exited");
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline);
+    };
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+    });
+    Server { child, base }
+}
+
+fn fixture(model: &ScriptedModel) -> Fixture {
+    Fixture::with_config(&format!(
+        "provider = \"custom\"\n[providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"test-key\"\nmodel = \"scripted\"\n",
+        model.kind(),
+        model.base_url()
+    ))
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
+async fn api(s: &Server, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut r = client()
+        .request(m, format!("{}{path}", s.base))
+        .bearer_auth(TOKEN);
+    if let Some(b) = body {
+        r = r.json(&b);
+    }
+    let resp = r.send().await.unwrap();
+    let code = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (
+        code,
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
+    )
+}
+
+async fn new_thread(s: &Server, body: Value) -> String {
+    let (code, t) = api(s, "POST", "/v1/threads", Some(body)).await;
+    assert_eq!(code, 201, "{t}");
+    t["thread"]["id"].as_str().unwrap().to_string()
+}
+
+async fn new_turn(s: &Server, thread: &str, prompt: &str) -> String {
+    let (code, b) = api(
+        s,
+        "POST",
+        &format!("/v1/threads/{thread}/turns"),
+        Some(json!({ "prompt": prompt })),
+    )
+    .await;
+    assert_eq!(code, 202, "{b}");
+    b["turn"]["id"].as_str().unwrap().to_string()
+}
+
+/// SSE envelopes from `since` until `stop` (30 s at most).
+async fn events_until(
+    s: &Server,
+    thread: &str,
+    since: u64,
+    mut stop: impl FnMut(&[Value]) -> bool,
+) -> Vec<Value> {
+    let resp = client()
+        .get(format!(
+            "{}/v1/threads/{thread}/events?since_seq={since}",
+            s.base
+        ))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    let mut es = resp.bytes_stream().eventsource();
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !stop(&out) {
+        let ev = tokio::time::timeout_at(deadline, es.next())
+            .await
+            .unwrap_or_else(|_| panic!("events in time; so far: {out:#?}"))
+            .unwrap()
+            .unwrap();
+        out.push(serde_json::from_str(&ev.data).unwrap());
+    }
+    out
+}
+
+fn count(evs: &[Value], name: &str) -> usize {
+    evs.iter().filter(|e| e["event"] == name).count()
+}
+
+fn first<'a>(evs: &'a [Value], name: &str) -> &'a Value {
+    evs.iter()
+        .find(|e| e["event"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {evs:#?}"))
+}
+
+/// Wait for the `n`th `turn.completed` of the thread and return all.
+async fn until_completed(s: &Server, thread: &str, n: usize) -> Vec<Value> {
+    events_until(s, thread, 0, |e| count(e, "turn.completed") >= n).await
+}
+
+fn body_text(model: &ScriptedModel, i: usize) -> String {
+    model.requests()[i].body.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steer_history_system_prompt_and_remember() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            // Turn 1: a question (outside the workspace: gate 4 asks); the
+            // client steers while it waits, then approves with `remember`.
+            call(
+                "c1",
+                "write_file",
+                json!({"path": "../o1.txt", "content": "a"}),
+            ),
+            // The same kind again: passes by session rule, no question.
+            call(
+                "c2",
+                "write_file",
+                json!({"path": "../o2.txt", "content": "b"}),
+            ),
+            reply("first answer"),
+            // Turn 2: the history carries turn 1's calls and results.
+            reply("second answer"),
+        ],
+    );
+    let f = fixture(&model);
+    let s = start(&f, &["--approval-timeout", "20"]);
+    let thread = new_thread(
+        &s,
+        json!({"system_prompt": "Always answer in haiku (thread-rule-5521)."}),
+    )
+    .await;
+    let turn = new_turn(&s, &thread, "write two files").await;
+    let evs = events_until(&s, &thread, 0, |e| count(e, "approval.required") == 1).await;
+    let approval = first(&evs, "approval.required")["payload"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let (code, b) = api(
+        &s,
+        "POST",
+        &format!("/v1/threads/{thread}/turns/{turn}/steer"),
+        Some(json!({"prompt": "also mention steer-marker-9931"})),
+    )
+    .await;
+    assert_eq!(code, 202, "{b}");
+    assert_eq!(b["item"]["kind"], "user_message");
+    assert_eq!(b["item"]["metadata"]["steered"], true);
+    let (code, b) = api(
+        &s,
+        "POST",
+        &format!("/v1/threads/{thread}/turns/turn_nope/steer"),
+        Some(json!({"prompt": "x"})),
+    )
+    .await;
+    assert_eq!(code, 404, "{b}");
+
+    let (code, b) = api(
+        &s,
+        "POST",
+        &format!("/v1/approvals/{approval}"),
+        Some(json!({"decision": "allow", "remember": true})),
+    )
+    .await;
+    assert_eq!(code, 200, "{b}");
+    let all = until_completed(&s, &thread, 1).await;
+    assert_eq!(count(&all, "turn.steered"), 1);
+    assert_eq!(
+        count(&all, "approval.required"),
+        1,
+        "the second write_file passed by the session rule"
+    );
+    let items: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["event"] == "item.failed" || e["event"] == "item.completed")
+        .map(|e| &e["payload"]["item"])
+        .collect();
+    let c2 = items
+        .iter()
+        .find(|i| i["metadata"]["call_id"] == "c2")
+        .unwrap();
+    assert_eq!(
+        c2["metadata"]["approval"]["decided_by"], "session rule",
+        "{c2}"
+    );
+    // Positive control: the first one was the person's answer.
+    let c1 = items
+        .iter()
+        .find(|i| i["metadata"]["call_id"] == "c1")
+        .unwrap();
+    assert_eq!(c1["metadata"]["approval"]["decided_by"], "you", "{c1}");
+    assert!(!f.root.join("o1.txt").exists() && !f.root.join("o2.txt").exists());
+    // The steered input reached the model on its next request, and the
+    // thread's system prompt is in every request.
+    let first_req = body_text(&model, 0);
+    assert!(first_req.contains("thread-rule-5521"), "{first_req}");
+    assert!(!first_req.contains("steer-marker-9931"));
+    assert!(body_text(&model, 1).contains("steer-marker-9931"));
+    // The last record of the steered item says the loop read it.
+    let steered = all
+        .iter()
+        .rev()
+        .filter(|e| e["event"] == "item.completed")
+        .find(|e| e["payload"]["item"]["metadata"]["steered"] == true)
+        .unwrap();
+    assert_eq!(steered["payload"]["item"]["metadata"]["delivered"], true);
+
+    // Turn 2: the model is sent turn 1 in full — the calls, their results
+    // and the steered message — and the turn is no longer steerable.
+    let (code, _) = api(
+        &s,
+        "POST",
+        &format!("/v1/threads/{thread}/turns/{turn}/steer"),
+        Some(json!({"prompt": "late"})),
+    )
+    .await;
+    assert_eq!(code, 400, "a completed turn cannot be steered");
+    new_turn(&s, &thread, "and now?").await;
+    until_completed(&s, &thread, 2).await;
+    let req = &model.requests()[3].body;
+    let msgs = req["messages"].as_array().unwrap();
+    let assistant_calls: Vec<&Value> = msgs
+        .iter()
+        .filter(|m| m["role"] == "assistant" && m["tool_calls"].is_array())
+        .collect();
+    assert_eq!(assistant_calls.len(), 2, "{req}");
+    assert_eq!(assistant_calls[0]["tool_calls"][0]["id"], "c1");
+    let tool_results: Vec<&Value> = msgs.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tool_results.len(), 2, "{req}");
+    assert_eq!(tool_results[1]["tool_call_id"], "c2");
+    let text = req.to_string();
+    assert!(text.contains("steer-marker-9931") && text.contains("first answer"));
+    assert!(text.contains("thread-rule-5521"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_user_answers_reach_the_model_and_are_never_stored() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call(
+                "q1",
+                "ask_user",
+                json!({"questions": [{"id": "color", "question": "Which colour?", "options": ["red", "blue"]}]}),
+            ),
+            reply("noted"),
+        ],
+    );
+    let f = fixture(&model);
+    let s = start(&f, &["--approval-timeout", "20"]);
+    let thread = new_thread(&s, json!({})).await;
+    new_turn(&s, &thread, "ask me").await;
+    let evs = events_until(&s, &thread, 0, |e| count(e, "user_input.required") == 1).await;
+    let req = first(&evs, "user_input.required");
+    assert_eq!(req["payload"]["questions"][0]["question"], "Which colour?");
+    assert_eq!(req["payload"]["tool_call_id"], "q1");
+    let input = req["payload"]["input_id"].as_str().unwrap().to_string();
+    let (_, d) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
+    assert_eq!(d["pending_user_inputs"][0]["id"], input.as_str());
+    // Wrong thread: 404 and nothing reaches the turn.
+    let (code, _) = api(
+        &s,
+        "POST",
+        &format!("/v1/user-input/thr_other/{input}"),
+        Some(json!({"answers": []})),
+    )
+    .await;
+    assert_eq!(code, 404);
+    let answer = json!({"answers": [{"id": "color", "label": "ultramarine-7731", "value": "ultramarine-7731"}]});
+    let path = format!("/v1/user-input/{thread}/{input}");
+    let (code, b) = api(&s, "POST", &path, Some(answer.clone())).await;
+    assert_eq!(code, 200, "{b}");
+    assert_eq!(b["response_redacted"], true);
+    let (code, _) = api(&s, "POST", &path, Some(answer)).await;
+    assert_eq!(code, 404, "settled once");
+    let all = until_completed(&s, &thread, 1).await;
+    assert_eq!(count(&all, "user_input.answered"), 1);
+    assert_eq!(
+        first(&all, "user_input.answered")["payload"]["response_redacted"],
+        true
+    );
+    assert_eq!(
+        first(&all, "turn.completed")["payload"]["turn"]["status"],
+        "completed"
+    );
+    // The model got the answer; no record kept it.
+    assert!(body_text(&model, 1).contains("ultramarine-7731"));
+    let log = std::fs::read_to_string(f.cw_home.join("runtime/events.jsonl")).unwrap();
+    assert!(log.contains("user_input.answered") && !log.contains("ultramarine-7731"));
+    for sf in f.session_files() {
+        let text = std::fs::read_to_string(&sf).unwrap();
+        assert!(!text.contains("ultramarine-7731"), "{}", sf.display());
+        assert!(text.contains("response_redacted"), "{}", sf.display());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_executed_tool_is_requested_and_resolved_once() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call("e1", "open_in_editor", json!({"file": "src/main.rs"})),
+            reply("opened"),
+        ],
+    );
+    let f = fixture(&model);
+    let s = start(&f, &["--approval-timeout", "20"]);
+    // Bad tool definitions are refused by field.
+    let (code, b) = api(
+        &s,
+        "POST",
+        "/v1/threads",
+        Some(json!({"client_tools": [{"name": "shell"}]})),
+    )
+    .await;
+    assert_eq!(code, 400, "{b}");
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("client_tools[0].name"),
+        "{b}"
+    );
+    let thread = new_thread(
+        &s,
+        json!({"auto_approve": true, "client_tools": [{
+            "name": "open_in_editor",
+            "description": "Open a file in the user's editor",
+            "parameters": {"type": "object", "properties": {"file": {"type": "string"}}}
+        }]}),
+    )
+    .await;
+    let turn = new_turn(&s, &thread, "open it").await;
+    let evs = events_until(&s, &thread, 0, |e| count(e, "tool_call.requested") == 1).await;
+    let req = first(&evs, "tool_call.requested");
+    assert_eq!(req["payload"]["tool"], "open_in_editor");
+    assert_eq!(req["payload"]["arguments"]["file"], "src/main.rs");
+    let call_id = req["payload"]["call_id"].as_str().unwrap().to_string();
+    // The model was offered the tool.
+    assert!(body_text(&model, 0).contains("open_in_editor"));
+    let path = format!("/v1/threads/{thread}/turns/{turn}/tool-calls/{call_id}/result");
+    let (code, _) = api(
+        &s,
+        "POST",
+        &format!("/v1/threads/{thread}/turns/turn_x/tool-calls/{call_id}/result"),
+        Some(json!({"output": "x"})),
+    )
+    .await;
+    assert_eq!(code, 404, "wrong route");
+    let (code, b) = api(
+        &s,
+        "POST",
+        &path,
+        Some(json!({"output": "editor-result-4410", "success": true})),
+    )
+    .await;
+    assert_eq!(code, 202, "{b}");
+    let (code, _) = api(&s, "POST", &path, Some(json!({"output": "again"}))).await;
+    assert_eq!(code, 404, "a duplicate result");
+    let all = until_completed(&s, &thread, 1).await;
+    let resolved = first(&all, "tool_call.resolved");
+    assert_eq!(resolved["payload"]["result_accepted"], true);
+    assert!(!resolved.to_string().contains("editor-result-4410"));
+    assert_eq!(count(&all, "tool_call.resolved"), 1);
+    assert!(body_text(&model, 1).contains("editor-result-4410"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_summarises_through_the_model_and_replaces_history() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            reply("old answer"),
+            reply("SUMMARY-of-thread-6620"),
+            reply("after compaction"),
+        ],
+    );
+    let f = fixture(&model);
+    let s = start(&f, &[]);
+    let thread = new_thread(&s, json!({})).await;
+    let (code, b) = api(&s, "POST", &format!("/v1/threads/{thread}/compact"), None).await;
+    assert_eq!(code, 400, "nothing to compact yet: {b}");
+    new_turn(&s, &thread, "original-prompt-1187").await;
+    until_completed(&s, &thread, 1).await;
+    let (code, b) = api(&s, "POST", &format!("/v1/threads/{thread}/compact"), None).await;
+    assert_eq!(code, 202, "{b}");
+    let all = until_completed(&s, &thread, 2).await;
+    let item = all
+        .iter()
+        .filter(|e| e["event"] == "item.completed")
+        .map(|e| &e["payload"]["item"])
+        .find(|i| i["kind"] == "context_compaction")
+        .unwrap();
+    assert_eq!(item["metadata"]["summary"], "SUMMARY-of-thread-6620");
+    // The summary request carried the history, without tools.
+    let sreq = &model.requests()[1].body;
+    assert!(sreq.to_string().contains("original-prompt-1187"));
+    assert!(sreq
+        .get("tools")
+        .is_none_or(|t| t.as_array().is_none_or(|a| a.is_empty())));
+    new_turn(&s, &thread, "next").await;
+    until_completed(&s, &thread, 3).await;
+    let next = body_text(&model, 2);
+    assert!(next.contains("SUMMARY-of-thread-6620"), "{next}");
+    assert!(
+        !next.contains("original-prompt-1187"),
+        "replaced by the summary"
+    );
+}
+
+fn router_fixture(a: &ScriptedModel, b: &ScriptedModel) -> Fixture {
+    Fixture::with_config(&format!(
+        "model = \"auto\"\n\
+         [providers.a]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\napi_key = \"ka\"\n\
+         [providers.b]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\napi_key = \"kb\"\n\
+         price_input_per_mtok = 1.0\nprice_output_per_mtok = 2.0\n\
+         [router]\ncheap = \"a/m-cheap\"\nstrong = \"b/m-strong\"\nretries_per_model = 0\n\
+         [router.rules]\nplan = \"cheap\"\n",
+        a.base_url(),
+        b.base_url()
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn router_choice_and_cost_are_in_the_turn_and_usage() {
+    let a = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![Step::Status {
+            code: 503,
+            retry_after: None,
+            body: "{\"error\":\"scripted 503\"}".into(),
+        }],
+    );
+    let b = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![reply_with_usage(
+            "strong answered",
+            json!({"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}),
+        )],
+    );
+    let f = router_fixture(&a, &b);
+    let s = start(&f, &[]);
+    let thread = new_thread(&s, json!({"model": "auto", "mode": "chat"})).await;
+    new_turn(&s, &thread, "hi").await;
+    let all = until_completed(&s, &thread, 1).await;
+    let t = &first(&all, "turn.completed")["payload"]["turn"];
+    assert_eq!(t["status"], "completed", "{t}");
+    assert_eq!(t["effective_provider"], "b", "{t}");
+    assert_eq!(t["effective_model"], "m-strong");
+    assert_eq!(t["routing"][0]["kind"], "plan");
+    assert_eq!(t["routing"][0]["model"], "m-cheap", "the choice");
+    assert!(t["routing"][0]["reason"].as_str().unwrap().contains("plan"));
+    assert_eq!(t["routing"][0]["used_model"], "m-strong", "the fallback");
+    assert_eq!(t["usage"]["input_tokens"], 1000);
+    // 1000 in at $1/M + 500 out at $2/M.
+    let cost = t["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.002).abs() < 1e-9, "{t}");
+    let (_, u) = api(&s, "GET", "/v1/usage?group_by=provider", None).await;
+    assert_eq!(u["buckets"][0]["key"], "b", "{u}");
+    assert_eq!(u["buckets"][0]["cost"], "0.002000 USD");
+    assert_eq!(u["totals"]["unpriced"], 0);
+
+    // The scripted provider of the other tests has no price: unknown.
+    let m = ScriptedModel::start(Wire::OpenAi, vec![reply("x")]);
+    let f2 = fixture(&m);
+    let s2 = start(&f2, &[]);
+    let th = new_thread(&s2, json!({"mode": "chat"})).await;
+    new_turn(&s2, &th, "hi").await;
+    until_completed(&s2, &th, 1).await;
+    let (_, u) = api(&s2, "GET", "/v1/usage?group_by=model", None).await;
+    assert_eq!(u["buckets"][0]["key"], "scripted", "{u}");
+    assert_eq!(u["buckets"][0]["cost"], "unknown", "{u}");
+    assert_eq!(u["totals"]["cost"], "unknown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_are_listed_from_the_undo_store() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call(
+                "w1",
+                "write_file",
+                json!({"path": "made.txt", "content": "hello\n"}),
+            ),
+            reply("written"),
+        ],
+    );
+    let f = fixture(&model);
+    std::fs::write(f.ws.join("keep.txt"), "keep\n").unwrap();
+    let s = start(&f, &[]);
+    let (code, b) = api(&s, "GET", "/v1/snapshots?limit=0", None).await;
+    assert_eq!(code, 400, "{b}");
+    assert!(b["error"]["message"].as_str().unwrap().starts_with("limit"));
+    let thread = new_thread(&s, json!({"auto_approve": true})).await;
+    new_turn(&s, &thread, "write").await;
+    until_completed(&s, &thread, 1).await;
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("made.txt")).unwrap(),
+        "hello\n"
+    );
+    let (code, list) = api(&s, "GET", "/v1/snapshots", None).await;
+    assert_eq!(code, 200, "{list}");
+    let list = list.as_array().unwrap();
+    assert!(!list.is_empty(), "the turn's snapshots are listed");
+    let labels: Vec<&str> = list.iter().map(|s| s["label"].as_str().unwrap()).collect();
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.starts_with("tool:") || l.starts_with("pre-") || l.starts_with("post-")),
+        "{labels:?}"
+    );
+    assert!(list[0]["timestamp"].as_i64().unwrap() > 1_700_000_000);
+    // The same store `codewhale restore --list` reads.
+    let o = f.cmd(&["restore", "--list", "--json"]).output().unwrap();
+    let cli: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        cli["snapshots"].as_array().unwrap().len(),
+        list.len().min(20)
+    );
+    let (_, one) = api(&s, "GET", "/v1/snapshots?limit=1", None).await;
+    assert_eq!(one.as_array().unwrap().len(), 1);
+    assert_eq!(one[0]["id"], list[0]["id"], "newest first");
+}
+
+/// A Python standard-library client drops its SSE connection mid-turn
+/// (while an approval is pending) and reconnects with `Last-Event-ID`:
+/// together the two connections hold every durable event exactly once.
+#[test]
+fn python_client_reconnects_mid_turn_without_gaps_or_duplicates() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call(
+                "r1",
+                "write_file",
+                json!({"path": "../r.txt", "content": "x"}),
+            ),
+            reply("after reconnect"),
+        ],
+    );
+    let f = fixture(&model);
+    let s = start(&f, &["--approval-timeout", "30"]);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/runtime_reconnect.py"
+    );
+    let o = std::process::Command::new("python3")
+        .arg(script)
+        .arg(&s.base)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
+        .env("NO_PROXY", "*")
+        .output()
+        .expect("python3 (installed by ci/setup)");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    assert!(v["before_drop"].as_u64().unwrap() >= 1);
+    assert!(v["after_reconnect"].as_u64().unwrap() >= 1);
+}
+
+/// The server is killed while a turn waits for an approval; the next start
+/// closes the turn as `interrupted` with its terminal events durable (the
+/// request canceled, `turn.completed`), closes the turn's session file the
+/// way `exec` does, and the thread takes a new turn with higher seqs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_servers_open_turn_is_closed_durably_on_the_next_start() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call(
+                "k1",
+                "write_file",
+                json!({"path": "../k.txt", "content": "x"}),
+            ),
+            reply("back again"),
+        ],
+    );
+    let f = fixture(&model);
+    let s = start(&f, &["--approval-timeout", "60"]);
+    let thread = new_thread(&s, json!({})).await;
+    let turn = new_turn(&s, &thread, "go").await;
+    let before = events_until(&s, &thread, 0, |e| count(e, "approval.required") == 1).await;
+    let last_before = before.last().unwrap()["seq"].as_u64().unwrap();
+    drop(s); // SIGKILL
+
+    let s = start(&f, &[]);
+    let (_, d) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
+    let t = d["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == turn.as_str())
+        .unwrap();
+    assert_eq!(t["status"], "interrupted", "{t}");
+    assert_eq!(t["error"], "Interrupted by process restart");
+    assert!(d["pending_approvals"].as_array().unwrap().is_empty());
+    let all = events_until(&s, &thread, last_before, |e| {
+        count(e, "turn.completed") == 1
+    })
+    .await;
+    assert_eq!(all[0]["previous_seq"], last_before);
+    assert_eq!(count(&all, "approval.canceled"), 1, "{all:#?}");
+    let done = first(&all, "turn.completed");
+    assert_eq!(done["payload"]["turn"]["status"], "interrupted");
+    // The turn's session file is closed too (receipts read it).
+    let sid = t["session_id"].as_str().unwrap();
+    let sf = f.cw_home.join("sessions").join(format!("{sid}.jsonl"));
+    let text = std::fs::read_to_string(&sf).unwrap();
+    assert!(text.contains("\"type\":\"thread_completed\""), "{text}");
+    // The thread goes on; new seqs are higher than anything before.
+    new_turn(&s, &thread, "again").await;
+    let after = until_completed(&s, &thread, 2).await;
+    let last = after.last().unwrap();
+    assert_eq!(last["payload"]["turn"]["status"], "completed");
+    assert!(last["seq"].as_u64().unwrap() > done["seq"].as_u64().unwrap());
+}
+
+/// Server turns choose their provider the way `exec` does: with nothing
+/// configured and no key, a local Ollama (here the scripted server's
+/// `/api/tags` at `OLLAMA_HOST`) answers, and the turn says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_turns_use_the_ollama_fallback_like_exec() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply("hi from ollama")]);
+    let f = Fixture::with_config("");
+    let s = start_env(
+        &f,
+        &[],
+        &[("OLLAMA_HOST", format!("http://127.0.0.1:{}", model.port))],
+    );
+    let thread = new_thread(&s, json!({"mode": "chat"})).await;
+    new_turn(&s, &thread, "hi").await;
+    let all = until_completed(&s, &thread, 1).await;
+    let t = &first(&all, "turn.completed")["payload"]["turn"];
+    assert_eq!(t["status"], "completed", "{t}");
+    assert_eq!(t["effective_provider"], "ollama", "{t}");
+    assert_eq!(t["effective_model"], "scripted-llama:latest");
+    let note = all
+        .iter()
+        .filter(|e| e["event"] == "item.completed")
+        .map(|e| &e["payload"]["item"])
+        .find(|i| i["kind"] == "status")
+        .unwrap();
+    assert!(
+        note["metadata"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("using the local Ollama"),
+        "{note}"
+    );
+    assert_eq!(model.requests()[0].body["model"], "scripted-llama:latest");
+}
+
+/// `dirty` in the thread summary and the workspace status is git's view:
+/// an untracked file makes the workspace dirty; a commit makes it clean.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summary_dirty_follows_git() {
+    let f = Fixture::with_config("");
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&f.ws)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("git (installed by ci/setup)");
+        assert!(o.status.success(), "{args:?}: {o:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(f.ws.join("new.txt"), "x\n").unwrap();
+    let s = start(&f, &[]);
+    let thread = new_thread(&s, json!({})).await;
+    let summary = |v: &Value| -> Value {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["id"] == thread.as_str())
+            .unwrap()
+            .clone()
+    };
+    let (_, v) = api(&s, "GET", "/v1/threads/summary", None).await;
+    let item = summary(&v);
+    assert_eq!(item["dirty"], true, "{item}");
+    assert_eq!(item["branch"], "main");
+    git(&["add", "new.txt"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "x",
+    ]);
+    let (_, v) = api(&s, "GET", "/v1/threads/summary", None).await;
+    let item = summary(&v);
+    assert_eq!(item["dirty"], false, "{item}");
+    assert_eq!(item["head"].as_str().unwrap().len(), 7);
+    let (_, w) = api(&s, "GET", "/v1/workspace/status", None).await;
+    assert_eq!(w["dirty"], false, "{w}");
+}
