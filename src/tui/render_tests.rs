@@ -18,6 +18,7 @@ fn footer() -> FooterInfo {
         input_tokens: 1200,
         output_tokens: 345,
         cost_usd: Some(0.0021),
+        full_access_capped: None,
     }
 }
 
@@ -165,6 +166,17 @@ fn full_access_is_red_in_the_footer() {
     assert_eq!(b[(x, row)].bg, Color::Red);
     let b = screen(&st(Approval::Ask), 80, 4);
     assert!((0..b.area.width).all(|x| b[(x, row)].bg != Color::Red));
+}
+
+#[test]
+fn full_access_capped_by_settings_says_so() {
+    let mut s = st(Approval::FullAccess);
+    s.footer.full_access_capped = Some("workspace-write".into());
+    let t = text(&screen(&s, 100, 4));
+    assert!(
+        t.contains("workspace-write: settings cap it") && !t.contains("sandbox off"),
+        "{t}"
+    );
 }
 
 #[test]
