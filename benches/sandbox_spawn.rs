@@ -34,7 +34,6 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use codewhale::host::backends::bwrap::placeholders;
     use codewhale::host::backends::bwrap::{plan, BwrapOptions};
     use codewhale::host::run_blocking;
     use codewhale::host::{BackendChoice, ExecRequest, ExitKind, HostSettings};
@@ -84,29 +83,29 @@ mod imp {
 
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
         let resolved = resolve(&policy, &HostFacts::detect()).expect("resolve");
-        let (placeholder_file, placeholder_dir) = placeholders::sources().expect("placeholders");
         let bwrap = which::which("bwrap").expect("bwrap on PATH");
         let opts = BwrapOptions {
             bwrap,
             cwd: resolved.workspace.clone(),
-            placeholder_file,
-            placeholder_dir,
             helper: None,
             command: vec!["true".into()],
             egress_dir: None,
         };
         let raw = plan(&resolved, &opts).expect("plan");
-        let cleanup = || {
-            for p in &raw.placeholders {
-                let top = placeholders::topmost_missing(&p.path);
-                let _ = std::fs::remove_file(&top).or_else(|_| std::fs::remove_dir_all(&top));
-            }
+        // The after-run integrity check alone (what the new protection
+        // costs per command): baseline + check of the landlock tier's
+        // targets (every protected path: the most a run guards), and of
+        // the bwrap tier's (the missing ones).
+        let all: Vec<_> = resolved.protected.iter().map(|e| e.path.clone()).collect();
+        let ll_targets = codewhale::host::integrity::targets(&resolved, &all);
+        let bw_targets = codewhale::host::integrity::targets(&resolved, &raw.guarded_after);
+        let guard = |t: &[codewhale::host::integrity::Target]| {
+            let start = Instant::now();
+            let g = codewhale::host::integrity::RunGuard::enter(&resolved.workspace, t)
+                .expect("integrity baseline");
+            assert!(g.leave().is_empty());
+            start.elapsed()
         };
-        let missing: Vec<_> = raw
-            .placeholders
-            .iter()
-            .map(|p| placeholders::topmost_missing(&p.path))
-            .collect();
 
         let mut bare_c = Command::new("true");
         let mut raw_c = Command::new(&raw.argv[0]);
@@ -197,15 +196,19 @@ mod imp {
                 ll.push(l);
             }
         }
+        let (mut g_ll, mut g_bw) = (Vec::new(), Vec::new());
+        for i in 0..(WARMUP + ITERATIONS) {
+            let a = guard(&ll_targets);
+            let b = guard(&bw_targets);
+            if i >= WARMUP {
+                g_ll.push(a);
+                g_bw.push(b);
+            }
+        }
         // Phase 2, the bwrap tier: bare, raw bwrap, the CLI, the library.
         for i in 0..(WARMUP + ITERATIONS) {
             let b = time(&mut bare_c);
             let r = time(&mut raw_c);
-            // Untimed: remove the mount points raw bwrap left (codewhale
-            // removes its own inside its timed run).
-            for m in &missing {
-                let _ = std::fs::remove_file(m).or_else(|_| std::fs::remove_dir_all(m));
-            }
             let c = time(&mut cw_c);
             let n = time(&mut cw_nol);
             let lb = lib_bw();
@@ -217,11 +220,22 @@ mod imp {
                 nol.push(n);
             }
         }
-        cleanup();
         let (b, r, c) = (median(bare), median(rawt), median(cw));
         println!(
-            "sandbox_spawn ({ITERATIONS} iterations, medians, {} placeholder mounts)",
-            raw.placeholders.len()
+            "sandbox_spawn ({ITERATIONS} iterations, medians, {} protected paths guarded after \
+             the run in the bwrap tier, {} in the landlock tier)",
+            bw_targets.len(),
+            ll_targets.len()
+        );
+        println!(
+            "  integrity check (baseline + after-run check), landlock tier's {} paths: {:>6.3} ms",
+            ll_targets.len(),
+            median(g_ll).as_secs_f64() * 1e3
+        );
+        println!(
+            "  integrity check, bwrap tier's {} paths:    {:>6.3} ms",
+            bw_targets.len(),
+            median(g_bw).as_secs_f64() * 1e3
         );
         println!(
             "  bare true:                     {:>8.2} ms",

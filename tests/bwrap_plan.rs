@@ -67,8 +67,6 @@ fn opts(cwd: &Path) -> BwrapOptions {
     BwrapOptions {
         bwrap: "/usr/bin/bwrap".into(),
         cwd: cwd.to_path_buf(),
-        placeholder_file: "/run/user/1000/codewhale-1000/empty-file".into(),
-        placeholder_dir: "/run/user/1000/codewhale-1000/empty-dir".into(),
         helper: Some((
             "/opt/codewhale/bin/codewhale".into(),
             vec!["__sandbox-helper".into(), "--spec".into(), "{}".into()],
@@ -155,34 +153,19 @@ fn workspace_write_network_off_orders_mounts() {
     let env = find(&a, &["--ro-bind", "/dev/null", "[TMP]/ws/.env"]).unwrap();
     // Later mounts win: root < tmp < writable < pinned ancestors < masks < protected.
     assert!(root < tmp && tmp < ws && ws < git && git < env && env < hooks && hooks < config);
-    // Missing protected files get read-only placeholders…
-    assert!(find(
-        &a,
-        &[
-            "--ro-bind",
-            "/run/user/1000/codewhale-1000/empty-file",
-            "[TMP]/ws/.envrc"
-        ]
-    )
-    .is_some());
-    assert!(find(
-        &a,
-        &[
-            "--ro-bind",
-            "/run/user/1000/codewhale-1000/empty-dir",
-            "[TMP]/ws/.vscode"
-        ]
-    )
-    .is_some());
-    assert!(p
-        .placeholders
+    // Missing protected paths get no mount at all (bwrap would create the
+    // mount point in the user's workspace on the host for the whole run)…
+    assert!(!a.iter().any(|x| x == "[TMP]/ws/.envrc"), "{a:?}");
+    assert!(!a.iter().any(|x| x == "[TMP]/ws/.vscode"), "{a:?}");
+    assert!(!a
         .iter()
-        .any(|ph| ph.path == f.ws.join(".envrc")));
-    // …which bwrap creates on the host; existing ones are not placeholders.
-    assert!(!p
-        .placeholders
-        .iter()
-        .any(|ph| ph.path == f.ws.join(".git/hooks")));
+        .any(|x| x.contains("empty-file") || x.contains("empty-dir")));
+    // …they are held by the after-run integrity check instead.
+    assert!(p.guarded_after.contains(&f.ws.join(".envrc")));
+    assert!(p.guarded_after.contains(&f.ws.join(".vscode")));
+    // Existing ones are mounted read-only and not guarded after.
+    assert!(!p.guarded_after.contains(&f.ws.join(".git/hooks")));
+    assert!(p.protected.contains(&f.ws.join(".git/hooks")));
     // The command comes last, after the helper.
     let dashdash = a.iter().rposition(|x| x == "--").unwrap();
     assert_eq!(a[dashdash + 1..], ["sh", "-c", "true"]);
@@ -240,7 +223,7 @@ fn symlinked_git_dir_is_refused() {
 }
 
 #[test]
-fn missing_git_dir_becomes_a_sealed_placeholder() {
+fn missing_git_dir_is_guarded_after_the_run_not_created() {
     let f = fixture();
     fs::remove_dir_all(f.ws.join(".git")).unwrap();
     let p = plan(
@@ -249,23 +232,12 @@ fn missing_git_dir_becomes_a_sealed_placeholder() {
     )
     .unwrap();
     let a = args(&p, &f);
-    assert!(find(
-        &a,
-        &[
-            "--ro-bind",
-            "/run/user/1000/codewhale-1000/empty-dir",
-            "[TMP]/ws/.git"
-        ]
-    )
-    .is_some());
     assert!(
-        !a.iter().any(|x| x.starts_with("[TMP]/ws/.git/")),
-        "nothing beneath a sealed dir"
+        !a.iter().any(|x| x.starts_with("[TMP]/ws/.git")),
+        "no mount point may be created for a missing .git: {a:?}"
     );
-    assert!(p
-        .placeholders
-        .iter()
-        .any(|ph| ph.path == f.ws.join(".git") && ph.dir));
+    assert!(p.guarded_after.contains(&f.ws.join(".git/hooks")));
+    assert!(p.guarded_after.contains(&f.ws.join(".git/config")));
     insta::assert_yaml_snapshot!("workspace_write_missing_git", a);
 }
 

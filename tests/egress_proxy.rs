@@ -344,3 +344,62 @@ async fn unix_socket_listener_speaks_both_protocols() {
     drop(p);
     assert!(!sock.exists(), "the socket is removed with the proxy");
 }
+
+/// Bulk bytes both ways through each tunnel front end (on Linux the relay
+/// splices them): every byte arrives, and the connection's counters say
+/// at least as much as the body.
+#[tokio::test]
+async fn tunnels_carry_bulk_bytes_both_ways_and_count_them() {
+    const DOWN: usize = 8 << 20;
+    const UP: usize = 3 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let upload = dir.path().join("up.bin");
+    std::fs::write(&upload, vec![b'u'; UP]).unwrap();
+    let origin = Origin::start("origin").await;
+    let mut r = FixedResolver::new();
+    r.insert_loopback_ok("bulk.test", vec![lo()]);
+    let p = proxy(&["bulk.test"], &[], r, Limits::default(), None).await;
+    let tunnel_args: [Vec<String>; 2] = [
+        vec!["--proxytunnel".into(), "-x".into(), proxy_url(&p)],
+        vec!["-x".into(), format!("socks5h://{}", p.tcp_addr().unwrap())],
+    ];
+    for args in &tunnel_args {
+        let mut down = curl();
+        down.args(args)
+            .args(["-o", "/dev/null", "-w", "%{size_download}"])
+            .arg(format!("http://bulk.test:{}/bytes/{DOWN}", origin.port()));
+        let out = run(down).await;
+        assert_eq!(
+            (out.code, out.stdout.clone()),
+            (0, DOWN.to_string()),
+            "{args:?}: {}",
+            out.stderr
+        );
+        let mut up = curl();
+        up.args(args)
+            .arg("--data-binary")
+            .arg(format!("@{}", upload.display()))
+            .arg(format!("http://bulk.test:{}/count", origin.port()));
+        let out = run(up).await;
+        assert_eq!(
+            (out.code, out.stdout.clone()),
+            (0, UP.to_string()),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    let ev = p.shutdown().await;
+    assert_eq!(ev.len(), 4, "{ev:?}");
+    for (i, e) in ev.iter().enumerate() {
+        // The last relay may still be winding down when shutdown cuts it.
+        assert!(
+            matches!(e.error.as_deref(), None | Some("cut: the proxy shut down")),
+            "{e:?}"
+        );
+        if i % 2 == 0 {
+            assert!(e.bytes_down >= DOWN as u64, "{e:?}");
+        } else {
+            assert!(e.bytes_up >= UP as u64, "{e:?}");
+        }
+    }
+}

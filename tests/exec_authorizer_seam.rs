@@ -62,6 +62,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         policy,
         host: HostSettings::default(),
         cancel: codewhale::host::CancelToken::new(),
+        mcp: None,
     };
     let provider = Provider::new(
         ProviderSettings::openai_compatible("custom", &model.base_url(), "scripted"),

@@ -410,3 +410,124 @@ fn bad_network_flags_and_config_are_refused_naming_them() {
         "{err}"
     );
 }
+
+/// A repository's `.codewhale/config.toml` may shrink the network, never
+/// grow it: its extra host is ignored with a note naming file and key, its
+/// deny entry is applied; the allowed name (positive control) still works,
+/// and the origin sees exactly that one connection.
+#[test]
+fn a_project_override_can_only_shrink_the_allow_list() {
+    let rt = rt();
+    let origin = rt.block_on(Origin::start("origin"));
+    let port = origin.port();
+    for case in cases() {
+        let w = World::new();
+        std::fs::create_dir_all(w.fx.ws.join(".codewhale")).unwrap();
+        std::fs::write(
+            w.fx.ws.join(".codewhale/config.toml"),
+            "[sandbox.network]\nallow = [\"ok.test\", \"extra.test\", \"gone.test\"]\ndeny = [\"gone.test\"]\n",
+        )
+        .unwrap();
+        let before = origin.accepted();
+        let resolve =
+            "ok.test=127.0.0.1!loopback;extra.test=127.0.0.1!loopback;gone.test=127.0.0.1!loopback";
+        let script = format!(
+            "curl -sS --max-time 10 http://ok.test:{port}/ ; \
+             echo \"extra:$(curl -sS --max-time 5 http://extra.test:{port}/)\"; \
+             echo \"gone:$(curl -sS --max-time 5 http://gone.test:{port}/)\""
+        );
+        let r = w.run(
+            &case,
+            resolve,
+            &["--allow-domain", "ok.test", "--allow-domain", "gone.test"],
+            &script,
+        );
+        let out = &r.stdout;
+        assert!(
+            out.starts_with("hello from origin\n"),
+            "[{case}] {out}\n{}",
+            r.stderr
+        );
+        assert!(
+            out.contains("extra:codewhale egress proxy: extra.test:")
+                && out.contains("not in the allow list"),
+            "[{case}] {out}"
+        );
+        assert!(
+            out.contains("gone:codewhale egress proxy: gone.test:"),
+            "[{case}] {out}"
+        );
+        assert!(
+            r.stderr.contains(".codewhale/config.toml: `sandbox.network.allow` ignored: `extra.test` is not covered"),
+            "[{case}] {}",
+            r.stderr
+        );
+        assert_eq!(
+            origin.accepted(),
+            before + 1,
+            "[{case}] only the allowed name arrived"
+        );
+    }
+}
+
+/// `git` over ssh goes through the proxy by name (the `GIT_SSH_COMMAND`
+/// codewhale sets: `ssh -o ProxyCommand=… __egress-connect %h %p`): for an
+/// allowed name the loopback listener receives ssh's own identification
+/// line (`SSH-2.0-…`, RFC 4253 §4.2) — the positive control; for a name
+/// outside the list git fails naming the refusal and the listener sees
+/// nothing more.
+#[test]
+fn git_over_ssh_goes_through_the_proxy_or_is_refused_clearly() {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(s) = s else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut line = String::new();
+            let _ = BufReader::new(&s).read_line(&mut line);
+            log.lock().unwrap().push(line.trim_end().to_string());
+        }
+    });
+    for case in cases() {
+        let w = World::new();
+        let before = seen.lock().unwrap().len();
+        let script = format!(
+            "echo \"ssh-cmd:$GIT_SSH_COMMAND\"; \
+             git ls-remote ssh://git@ok.test:{port}/repo.git >/dev/null 2>&1; echo ok-rc=$?; \
+             echo \"denied:$(git ls-remote ssh://git@evil.test:{port}/repo.git 2>&1)\""
+        );
+        let r = w.run(
+            &case,
+            "ok.test=127.0.0.1!loopback;evil.test=127.0.0.1!loopback",
+            &["--allow-domain", "ok.test"],
+            &script,
+        );
+        let out = &r.stdout;
+        assert!(
+            out.contains("__egress-connect %h %p"),
+            "[{case}] {out}\n{}",
+            r.stderr
+        );
+        assert!(
+            out.contains(&format!("codewhale egress proxy: evil.test:{port} refused")),
+            "[{case}] {out}"
+        );
+        let got = seen.lock().unwrap()[before..].to_vec();
+        assert_eq!(
+            got.len(),
+            1,
+            "[{case}] one connection (the allowed one): {got:?}\n{out}"
+        );
+        assert!(got[0].starts_with("SSH-2.0-"), "[{case}] {got:?}");
+        let ev = events(&r);
+        assert!(
+            ev.iter()
+                .any(|e| e["host"] == "evil.test" && e["decision"] == "refused"),
+            "[{case}] {ev:?}"
+        );
+    }
+}

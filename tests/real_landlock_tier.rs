@@ -189,8 +189,9 @@ fn explain_prints_the_exact_landlock_ruleset_and_seccomp_table() {
 }
 
 /// `[sandbox.landlock] protect_in_writable = "carve"` reaches the tier: the
-/// default (yield) lets a `.git/hooks` write through and reports it; with
-/// carve configured the same write is denied and nothing lands on the host.
+/// default (yield) lets a `.git/hooks` write through during the run (the
+/// after-run integrity check then takes it back off the host); with carve
+/// configured the same write is denied during the run.
 #[test]
 fn config_makes_the_landlock_tier_carve_protected_paths() {
     let fx = Fx::new();
@@ -200,7 +201,12 @@ fn config_makes_the_landlock_tier_carve_protected_paths() {
         Command::new(BIN)
             .args(["sandbox", "run", "--backend", "landlock", "-C"])
             .arg(&fx.ws)
-            .args(["--", "sh", "-c", "echo evil > .git/hooks/pre-commit"])
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "echo evil > .git/hooks/pre-commit && cat .git/hooks/pre-commit",
+            ])
             .env("HOME", &fx.home)
             .env_remove("CODEWHALE_HOME")
             .env_remove("CARGO_HOME")
@@ -209,12 +215,12 @@ fn config_makes_the_landlock_tier_carve_protected_paths() {
             .output()
             .unwrap()
     };
-    // Default: yield — the write goes through (the report says so; see
-    // the catalogue suite), which is the positive control here.
+    // Default: yield — the write goes through during the run (the
+    // positive control here), and is reverted once the run ended.
     let out = run(&fx);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert!(hook.exists(), "control: the default tier does not carve");
-    std::fs::remove_file(&hook).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "evil");
+    assert!(!hook.exists(), "the after-run check removes the hook");
 
     let cfg = fx.home.join(".codewhale");
     std::fs::create_dir_all(&cfg).unwrap();

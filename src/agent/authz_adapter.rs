@@ -108,6 +108,10 @@ pub struct PipelineAuthorizer {
     /// "Always for this kind" answers (none in a headless `exec` run; a
     /// runtime thread's `remember` adds them, shared with its approver).
     grants: Arc<Mutex<SessionGrants>>,
+    /// The run's MCP servers: their current tools are registered as
+    /// `ToolKind::Mcp` (asked about like any MCP call; annotations such as
+    /// `readOnlyHint` are not consulted).
+    mcp: Option<std::sync::Arc<crate::mcp::McpManager>>,
 }
 
 impl PipelineAuthorizer {
@@ -124,7 +128,19 @@ impl PipelineAuthorizer {
             floor: settings.floor_context(),
             workspace: settings.workspace.clone(),
             grants: Arc::new(Mutex::new(SessionGrants::default())),
+            mcp: None,
         }
+    }
+
+    /// Register the tools of `mcp` (as they are at each call).
+    pub fn with_mcp(mut self, mcp: std::sync::Arc<crate::mcp::McpManager>) -> Self {
+        self.set_mcp(mcp);
+        self
+    }
+
+    /// [`Self::with_mcp`] in place.
+    pub fn set_mcp(&mut self, mcp: std::sync::Arc<crate::mcp::McpManager>) {
+        self.mcp = Some(mcp);
     }
 
     /// Consult (and share) these session grants instead of a fresh set.
@@ -158,6 +174,24 @@ impl PipelineAuthorizer {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone();
+        // An MCP tool exists for the gates while its server offers it.
+        let with_mcp;
+        let registry = match &self.mcp {
+            Some(m)
+                if crate::mcp::client_names::is_mcp(&call.tool)
+                    && m.tools().iter().any(|t| t.name == call.tool) =>
+            {
+                let mut r = self.registry.clone();
+                r.register(authz::ToolSpec {
+                    name: call.tool.clone(),
+                    kind: authz::ToolKind::Mcp,
+                    executable: true,
+                });
+                with_mcp = r;
+                &with_mcp
+            }
+            _ => &self.registry,
+        };
         authz::authorize(
             call,
             &self.posture,
@@ -165,7 +199,7 @@ impl PipelineAuthorizer {
                 rules: &self.rules,
                 hooks: answers,
                 grants: &grants,
-                registry: &self.registry,
+                registry,
                 admission: &self.admission,
                 workspace: &self.workspace,
                 floor: &self.floor,

@@ -74,6 +74,23 @@ pub fn offered_tools(
         .collect()
 }
 
+/// Whether the MCP tool `name` is offered: with `--auto`, or when an
+/// `--allowed-tools` entry names it (exactly or as `prefix*`); never when a
+/// `--disallowed-tools` entry does (deny wins).
+pub fn offer_mcp(
+    auto: bool,
+    allowed: Option<&[String]>,
+    disallowed: &[String],
+    name: &str,
+) -> bool {
+    use crate::mcp::client_names::matches;
+    let allowed_ok = match allowed {
+        Some(list) => list.iter().any(|a| matches(a, name)),
+        None => auto,
+    };
+    allowed_ok && !disallowed.iter().any(|d| matches(d, name))
+}
+
 fn approval_label(auto: bool) -> &'static str {
     if auto {
         "auto"
@@ -181,6 +198,8 @@ struct Loop<'a> {
     snaps: &'a mut RunSnapshots,
     interrupt: watch::Receiver<bool>,
     offered: Vec<&'static str>,
+    /// The MCP tools offered in the current turn (ready servers only).
+    mcp_offered: Vec<String>,
     calls: Vec<Value>,
     total: Usage,
     total_cost: Option<f64>,
@@ -304,6 +323,7 @@ pub async fn run_exec_hooked(
         snaps,
         interrupt,
         offered,
+        mcp_offered: Vec::new(),
         calls: Vec::new(),
         total: Usage::default(),
         total_cost: Some(0.0),
@@ -324,9 +344,30 @@ impl Loop<'_> {
         }
     }
 
+    /// The MCP tools to offer now: the ready servers' tools that the
+    /// flags admit.
+    fn mcp_tools(&self) -> Vec<crate::mcp::McpTool> {
+        let Some(m) = &self.ctx.mcp else {
+            return Vec::new();
+        };
+        m.tools()
+            .into_iter()
+            .filter(|t| {
+                offer_mcp(
+                    self.opts.auto,
+                    self.opts.allowed_tools.as_deref(),
+                    &self.opts.disallowed_tools,
+                    &t.name,
+                )
+            })
+            .collect()
+    }
+
     async fn drive(&mut self) -> Result<&'static str, Stop> {
+        let first_mcp: Vec<String> = self.mcp_tools().into_iter().map(|t| t.name).collect();
         let mut names: Vec<&str> = self.offered.clone();
         names.extend(self.extra_specs.iter().map(|s| s.name.as_str()));
+        names.extend(first_mcp.iter().map(String::as_str));
         let (mut system, instructions, skipped) =
             super::prompt::system_prompt(&self.ctx.guard, &names, self.opts.instruction_imports);
         if let Some(extra) = &self.system_extra {
@@ -403,6 +444,8 @@ impl Loop<'_> {
                 "sandbox": self.ctx.policy.mode.as_str(),
                 "enforcement": enforcement,
                 "tools": self.offered,
+                "mcp_tools": first_mcp,
+                "mcp_servers": self.ctx.mcp.as_ref().map(|m| m.status()),
                 "agents_md": agents_md,
                 "thread": self.log.thread(),
                 "session_file": self.log.path(),
@@ -435,10 +478,15 @@ impl Loop<'_> {
                 messages.push(Message::User { text });
             }
             self.log.append(turn, Event::TurnStarted)?;
+            // MCP tools come and go with their servers: offered per turn.
+            let mcp_tools = self.mcp_tools();
+            self.mcp_offered = mcp_tools.iter().map(|t| t.name.clone()).collect();
+            let mut turn_specs = specs.clone();
+            turn_specs.extend(mcp_tools.iter().map(tools::mcp_spec));
             let req = ChatRequest {
                 system: &system,
                 messages: &messages,
-                tools: &specs,
+                tools: &turn_specs,
             };
             let (result, routed, price) = {
                 let out = &mut *self.out;
@@ -626,7 +674,10 @@ impl Loop<'_> {
             command,
         };
         let is_extra = self.extra_specs.iter().any(|s| s.name == call.name);
-        let v = if self.offered.contains(&call.name.as_str()) || is_extra {
+        let v = if self.offered.contains(&call.name.as_str())
+            || is_extra
+            || self.mcp_offered.contains(&call.name)
+        {
             self.authz.authorize(&request, &tctx).await
         } else {
             Verdict::decided(
@@ -715,7 +766,7 @@ impl Loop<'_> {
                 o = &mut fut => o,
                 _ = intr.wait_for(|v| *v) => {
                     // Kill the running command, then wait for the host to
-                    // finish (it removes its mount placeholders) so the
+                    // finish (its after-run integrity check) so the
                     // post-turn snapshot sees the workspace as it is.
                     self.ctx.cancel.cancel();
                     let _ = fut.await;

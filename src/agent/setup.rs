@@ -81,6 +81,7 @@ pub fn prepare_run(
         policy: sandbox.policy.clone(),
         host: sandbox.host.clone(),
         cancel: crate::host::CancelToken::new(),
+        mcp: None,
     };
     Ok(RunSetup {
         models,

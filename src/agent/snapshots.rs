@@ -25,7 +25,10 @@ pub const EXEC_REQUEST: u64 = 1;
 
 /// Tools whose calls can change files (and so are snapshotted first).
 pub fn changes_files(tool: &str) -> bool {
-    crate::catalogue::is_write(tool) || tool == crate::catalogue::SHELL
+    // An MCP server runs with the workspace writable: its calls may change files.
+    crate::catalogue::is_write(tool)
+        || tool == crate::catalogue::SHELL
+        || crate::mcp::client_names::is_mcp(tool)
 }
 
 /// The store of this run, or why there is none.

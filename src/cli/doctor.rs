@@ -17,6 +17,10 @@ pub struct DoctorArgs {
     /// The in-sandbox half of the network probe: try ADDR, print the result.
     #[arg(long, value_name = "ADDR", hide = true)]
     pub connect_probe: Option<SocketAddr>,
+    /// The in-sandbox half of the egress probe: connect to HOST:PORT
+    /// through the SOCKS5 proxy named by `ALL_PROXY`, print the result.
+    #[arg(long, value_name = "HOST:PORT", hide = true)]
+    pub egress_probe: Option<String>,
 }
 
 /// Resolve the workspace and run doctor (shared with `setup --status`).
@@ -37,6 +41,13 @@ pub fn run(args: DoctorArgs) -> i32 {
         println!("{}", doctor::probes::connect_probe(addr));
         #[cfg(not(target_os = "linux"))]
         println!("unsupported: {addr}");
+        return crate::exit::OK;
+    }
+    if let Some(target) = args.egress_probe {
+        #[cfg(target_os = "linux")]
+        println!("{}", doctor::probes::egress_probe(&target));
+        #[cfg(not(target_os = "linux"))]
+        println!("unsupported: {target}");
         return crate::exit::OK;
     }
     let report = match report(args.workspace) {

@@ -78,7 +78,10 @@ pub fn run(args: ExecArgs) -> i32 {
             super::report_error(&e);
             if let Some(p) = e.downcast_ref::<crate::provider::ProviderError>() {
                 p.exit_code()
-            } else if e.downcast_ref::<config::ConfigError>().is_some() {
+            } else if e.downcast_ref::<config::ConfigError>().is_some()
+                || e.downcast_ref::<crate::mcp::config::McpConfigError>()
+                    .is_some()
+            {
                 crate::exit::CONFIG
             } else {
                 crate::exit::FAILURE
@@ -106,9 +109,11 @@ fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
 
 fn check_tools(flag: &str, list: &[String]) -> anyhow::Result<()> {
     for t in list {
-        if !ALL_TOOLS.contains(&t.as_str()) {
+        // MCP tools are known only once their servers run: any
+        // `mcp__…` name or `mcp__…*` family is accepted here.
+        if !ALL_TOOLS.contains(&t.as_str()) && !crate::mcp::client_names::is_mcp(t) {
             bail!(
-                "{flag}: unknown tool `{t}` (tools: {})",
+                "{flag}: unknown tool `{t}` (tools: {}, or mcp__<server>__<tool> / mcp__<server>__*)",
                 ALL_TOOLS.join(", ")
             );
         }
@@ -194,6 +199,13 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         SetupError::Config(c) => anyhow::Error::new(c),
         SetupError::Policy(p) => anyhow::Error::new(p),
     })?;
+    let mcp = start_mcp(&args, &home, &sandbox, &runtime, &mut out)?;
+    let mut authorizer = authorizer;
+    let mut ctx = ctx;
+    if let Some(m) = &mcp {
+        authorizer.set_mcp(m.clone());
+    }
+    ctx.mcp = mcp.clone();
     let (rt, rt_report) = exec_client::open(&home)?;
     note_runtime_recovery(&mut out, &rt_report);
     let mut log = SessionLog::create(&sessions_dir(&home))?;
@@ -227,6 +239,24 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
     };
     let report = runtime.block_on(async {
         thread.spawn_ticker();
+        if let Some(m) = &mcp {
+            // The model's first turn should see the servers' tools: wait
+            // for them to start, at most their startup timeout.
+            m.wait_settled(m.startup_bound()).await;
+            for s in m.status() {
+                let what = match (&s.state, &s.last_error) {
+                    (crate::mcp::client::Phase::Ready, None) => {
+                        format!("ready, {} tool(s)", s.tools)
+                    }
+                    (crate::mcp::client::Phase::Ready, Some(w)) => {
+                        format!("ready, {} tool(s); {w}", s.tools)
+                    }
+                    (_, Some(e)) => format!("not available: {e}"),
+                    (p, None) => format!("{p:?}"),
+                };
+                out.note(&format!("mcp server {}: {what}", s.name));
+            }
+        }
         let (tx, rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -253,6 +283,36 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         ));
     }
     Ok(report.exit_code)
+}
+
+/// Start the MCP servers of `mcp.json` when this run can offer MCP tools
+/// (`--auto`, or an `mcp__` entry in `--allowed-tools`); `None` otherwise
+/// or when none is configured. A project `.mcp.json` is never read (noted).
+fn start_mcp(
+    args: &ExecArgs,
+    home: &std::path::Path,
+    sandbox: &SandboxContext,
+    runtime: &tokio::runtime::Runtime,
+    out: &mut Emitter,
+) -> anyhow::Result<Option<std::sync::Arc<crate::mcp::McpManager>>> {
+    use crate::mcp::{client_names, config as mcp_config, ManagerSpec, McpManager};
+    if let Some(n) = mcp_config::project_note(&sandbox.settings.workspace) {
+        out.note(&n);
+    }
+    let wanted = match &args.allowed_tools {
+        Some(list) => list.iter().any(|t| client_names::is_mcp(t)),
+        None => args.auto,
+    };
+    if !wanted {
+        return Ok(None);
+    }
+    let spec = ManagerSpec::new(home, sandbox.policy.clone(), sandbox.host.clone());
+    let doc = mcp_config::load(&spec.config_file)?;
+    if !doc.mcp_servers.values().any(|e| e.enabled) {
+        return Ok(None);
+    }
+    let _enter = runtime.enter();
+    Ok(Some(McpManager::start(spec)?))
 }
 
 /// Say what opening the runtime store repaired (nothing to say normally).

@@ -7,6 +7,7 @@ pub mod exec;
 pub mod exec_models {
     pub use crate::agent::models::*;
 }
+pub mod mcp;
 pub mod models;
 pub mod permissions;
 pub mod probe;
@@ -49,6 +50,10 @@ pub enum Command {
     /// Attempt one syscall and print its errno (for the sandbox tests).
     #[command(name = "__probe", hide = true)]
     Probe(probe::ProbeArgs),
+    /// ssh `ProxyCommand` inside an allow-list sandbox: HOST PORT through
+    /// the egress proxy, relayed over stdin/stdout.
+    #[command(name = "__egress-connect", hide = true)]
+    EgressConnect { host: String, port: String },
     /// The in-sandbox helper stage (started by bwrap, not by users).
     #[command(name = "__sandbox-helper", hide = true)]
     SandboxHelper(sandbox::HelperArgs),
@@ -63,10 +68,14 @@ pub enum Command {
     AppServer(crate::server::AppServerArgs),
     /// Alias of `app-server --http` (with `--insecure` for `--insecure-no-auth`).
     Serve(crate::server::ServeArgs),
+    /// MCP servers as tools: `~/.codewhale/mcp.json` (see docs/MCP.md).
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 /// Parse arguments, run, and return the process exit code.
 pub fn main() -> i32 {
+    recover_interrupted_runs();
     if let Some(code) = sandbox_run_fast_path() {
         return code;
     }
@@ -83,12 +92,42 @@ pub fn main() -> i32 {
         Command::Restore(args) => undo::run_restore(args),
         Command::Permissions(cmd) => permissions::run(cmd),
         Command::Probe(args) => probe::run(args),
+        #[cfg(unix)]
+        Command::EgressConnect { host, port } => crate::net::connect::main(&host, &port),
+        #[cfg(not(unix))]
+        Command::EgressConnect { .. } => crate::exit::FAILURE,
         Command::SandboxHelper(args) => sandbox::helper(args),
         Command::Receipts(args) => receipts::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Setup(args) => setup::run(args),
         Command::AppServer(args) => crate::server::run(args),
         Command::Serve(args) => crate::server::run_serve(args),
+        Command::Mcp(cmd) => mcp::run(cmd),
+    }
+}
+
+/// Before any command (except the in-sandbox helper, which runs inside a
+/// sandbox): undo what a codewhale run that died mid-command (SIGKILL)
+/// left in protected paths, and say so on stderr. Cheap when there is
+/// nothing to do: one directory listing.
+fn recover_interrupted_runs() {
+    #[cfg(unix)]
+    {
+        let helper = std::env::args_os()
+            .nth(1)
+            .is_some_and(|a| a == "__sandbox-helper");
+        if helper {
+            return;
+        }
+        for (ws, reverts) in crate::host::integrity::recover_all() {
+            for r in reverts {
+                eprintln!(
+                    "codewhale: integrity check of an interrupted run in {}: {}",
+                    ws.display(),
+                    r.line()
+                );
+            }
+        }
     }
 }
 

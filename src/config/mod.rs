@@ -13,6 +13,7 @@ pub mod error;
 pub mod network;
 pub mod paths;
 pub mod project;
+pub mod project_network;
 pub mod sandbox_context;
 pub mod user;
 
@@ -73,6 +74,9 @@ pub struct Settings {
     pub user_file_is_legacy: bool,
     /// The project override applied (None when absent or skipped).
     pub project_file: Option<PathBuf>,
+    /// The project override's `[sandbox] network`, applied (shrink only)
+    /// by [`SandboxContext`] after the command line.
+    pub project_network: Option<network::NetworkSetting>,
     /// The user config as read (sections for other subsystems live here).
     pub user: UserConfig,
     /// Effective values after all layers.
@@ -202,11 +206,13 @@ fn load_layers(opts: &LoadOptions, user_rules: bool) -> Result<Settings, ConfigE
     };
     let mut ignored = Vec::new();
     let mut project_file = None;
+    let mut project_network = None;
     if !opts.no_project_config {
         let file = paths::project_override(&opts.workspace);
         if let Some((ov, keys)) = project::read(&file)? {
             ignored.extend(keys);
             ignored.extend(project::apply(&file, &ov, &mut eff));
+            project_network = ov.sandbox.and_then(|s| s.network);
             project_file = Some(file);
         }
     }
@@ -233,6 +239,7 @@ fn load_layers(opts: &LoadOptions, user_rules: bool) -> Result<Settings, ConfigE
         user_file: found.then_some(user_file),
         user_file_is_legacy: found && legacy,
         project_file,
+        project_network,
         user,
         approval: eff.approval,
         sandbox_mode: eff.sandbox,

@@ -2,9 +2,10 @@
 //!
 //! A repository is untrusted input, so its override may only make codewhale
 //! *stricter*: exactly `model`, `reasoning_effort`, `approval_policy`,
-//! `sandbox_mode`, `max_subagents` and `allow_shell` are read; approval and
-//! sandbox only toward stricter, `allow_shell` only to `false`,
-//! `max_subagents` only down. Every other key (api keys, base URLs,
+//! `sandbox_mode`, `max_subagents`, `allow_shell` and `[sandbox] network`
+//! are read; approval and sandbox only toward stricter, `allow_shell` only
+//! to `false`, `max_subagents` only down, the network only smaller
+//! (applied last, after the command line: [`super::project_network`]). Every other key (api keys, base URLs,
 //! providers, hooks, MCP, sandbox tables) and every loosening attempt is
 //! ignored and reported by name. A symlinked override (file or `.codewhale`
 //! directory) is rejected, and an invalid one is an error, never treated
@@ -18,6 +19,7 @@ use std::path::Path;
 
 /// Keys a project override may set.
 pub const ALLOWED_KEYS: &[&str] = &[
+    "sandbox",
     "model",
     "reasoning_effort",
     "approval_policy",
@@ -36,6 +38,16 @@ pub struct ProjectOverride {
     pub sandbox_mode: Option<SandboxMode>,
     pub max_subagents: Option<u32>,
     pub allow_shell: Option<bool>,
+    /// Only `[sandbox] network` is read from the `[sandbox]` table (shrink
+    /// only, see [`super::project_network`]); its other keys are ignored.
+    #[serde(default)]
+    pub sandbox: Option<ProjectSandbox>,
+}
+
+/// The part of `[sandbox]` a project may set.
+#[derive(Debug, Default, Deserialize)]
+pub struct ProjectSandbox {
+    pub network: Option<super::network::NetworkSetting>,
 }
 
 /// A key of a config file that was not applied, and why.
@@ -85,15 +97,26 @@ pub fn read(file: &Path) -> Result<Option<(ProjectOverride, Vec<IgnoredKey>)>, C
     let table: toml::Table = text.parse().map_err(|e| cerr::from_toml(file, &text, &e))?;
     let typed: ProjectOverride =
         toml::from_str(&text).map_err(|e| cerr::from_toml(file, &text, &e))?;
-    let ignored = table
+    let mut ignored: Vec<IgnoredKey> = table
         .keys()
         .filter(|k| !ALLOWED_KEYS.contains(&k.as_str()))
         .map(|k| IgnoredKey {
             file: file.to_path_buf(),
             key: k.clone(),
-            reason: "not allowed in a project override (only model, reasoning_effort, approval_policy, sandbox_mode, max_subagents, allow_shell)".into(),
+            reason: "not allowed in a project override (only model, reasoning_effort, approval_policy, sandbox_mode, max_subagents, allow_shell, [sandbox] network)".into(),
         })
         .collect();
+    if let Some(toml::Value::Table(t)) = table.get("sandbox") {
+        ignored.extend(
+            t.keys()
+                .filter(|k| k.as_str() != "network")
+                .map(|k| IgnoredKey {
+                    file: file.to_path_buf(),
+                    key: format!("sandbox.{k}"),
+                    reason: "not allowed in a project override (only `network` of [sandbox], and only to shrink it)".into(),
+                }),
+        );
+    }
     Ok(Some((typed, ignored)))
 }
 

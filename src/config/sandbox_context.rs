@@ -9,7 +9,8 @@
 //!    `--backend`, `--bwrap-path`, `--allow-unsandboxed`) on top, in any
 //!    direction: the user typed it;
 //! 3. the project override `<repo>/.codewhale/config.toml`, which can only
-//!    tighten `sandbox_mode` (skipped with `--no-project-config`);
+//!    tighten `sandbox_mode` and shrink `[sandbox] network`
+//!    (skipped with `--no-project-config`);
 //! 4. for an agent turn, the posture's own implied mode (Plan → read-only,
 //!    Full Access → none) narrowed by the result of 1–3
 //!    ([`Posture::sandbox_under`]).
@@ -130,12 +131,16 @@ impl SandboxContext {
 
     /// Build the context from already-resolved settings (whose
     /// `sandbox_mode` holds `--sandbox` and the project's tightening).
-    pub fn from_settings(settings: Settings, flags: &SandboxFlags) -> Self {
+    pub fn from_settings(mut settings: Settings, flags: &SandboxFlags) -> Self {
         let mut policy = settings.sandbox_policy(settings.sandbox_mode);
         if flags.network {
             policy.network = true;
         }
         apply_network_flags(&mut policy, flags);
+        if let (Some(net), Some(file)) = (&settings.project_network, &settings.project_file) {
+            let notes = super::project_network::apply(file, net, &mut policy);
+            settings.ignored.extend(notes);
+        }
         policy
             .writable_roots
             .extend(flags.writable_roots.iter().cloned());

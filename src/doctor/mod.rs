@@ -183,10 +183,14 @@ pub fn run(opts: &Options) -> Report {
         .as_ref()
         .map(|s| s.user.sandbox.clone())
         .unwrap_or_default();
+    // The MCP servers of `~/.codewhale/mcp.json` (docs/MCP.md); a file
+    // that does not parse lists none (`codewhale mcp validate` says why).
     let mcp = settings
         .as_ref()
-        .and_then(|s| s.user.mcp_servers.as_ref())
-        .map(|t| t.keys().cloned().collect())
+        .and_then(|s| {
+            crate::mcp::config::load(&crate::mcp::config::path(&s.paths.codewhale_home)).ok()
+        })
+        .map(|d| d.mcp_servers.keys().cloned().collect())
         .unwrap_or_default();
     checks.push(checks::mode(mode));
     let (api_key, base_url, default_text_model) = provider(&mut checks, settings.as_ref());
@@ -199,6 +203,7 @@ pub fn run(opts: &Options) -> Report {
     checks.push(checks::windows_row());
 
     let unmasked = workspace_env_files(&mut checks, &opts.workspace);
+    let integrity = integrity(&mut checks);
 
     #[cfg(target_os = "linux")]
     let mut sandbox = sandbox_linux::sandbox(opts, &section, host, mode);
@@ -223,6 +228,72 @@ pub fn run(opts: &Options) -> Report {
         mcp,
         skills: Vec::new(),
         duration_ms: started.elapsed().as_millis() as u64,
+        integrity,
+    }
+}
+
+/// Leftovers of interrupted runs: repair what is left (the start-up check
+/// of this command already ran; a run that was still dying then is
+/// checked now) and say what was repaired and what is still pending.
+fn integrity(checks: &mut Vec<Row>) -> report::IntegrityReport {
+    #[cfg(unix)]
+    {
+        use crate::host::integrity;
+        integrity::recover_all();
+        let repaired = integrity::recovered_so_far();
+        let pending = integrity::pending();
+        let row = if !pending.is_empty() {
+            Row::new(
+                "integrity",
+                "sandbox",
+                Status::Warn,
+                format!(
+                    "an interrupted run's integrity check is still pending in {}",
+                    pending
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .fix("wait for its sandboxed processes to exit, then run doctor again")
+        } else if !repaired.is_empty() {
+            Row::new(
+                "integrity",
+                "sandbox",
+                Status::Warn,
+                format!(
+                    "repaired {} protected path(s) an interrupted run had changed",
+                    repaired.len()
+                ),
+            )
+            .detail(
+                repaired
+                    .iter()
+                    .map(|r| r.line())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        } else {
+            Row::new(
+                "integrity",
+                "sandbox",
+                Status::Ok,
+                "no interrupted run left changes in protected paths",
+            )
+        };
+        checks.push(row);
+        report::IntegrityReport {
+            state_dir: integrity::state_dir(),
+            quarantine_dir: integrity::quarantine_dir(),
+            repaired,
+            pending,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = checks;
+        report::IntegrityReport::default()
     }
 }
 
@@ -287,6 +358,7 @@ const PROBE_IDS: &[&str] = &[
     "probe.deny-read",
     "probe.protected-path",
     "probe.network",
+    "probe.egress",
     "probe.no-new-privs",
     "probe.capabilities",
 ];

@@ -405,15 +405,172 @@ pub fn connect_probe(addr: SocketAddr) -> String {
     }
 }
 
+/// The in-sandbox half of the egress probe (`doctor --egress-probe
+/// HOST:PORT`): a SOCKS5 `CONNECT` by name (the `fast-socks5` client)
+/// through the proxy in `ALL_PROXY`; prints `connected` or `blocked: …`.
+pub fn egress_probe(target: &str) -> String {
+    let Some((host, port)) = target
+        .rsplit_once(':')
+        .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h.to_string(), p)))
+    else {
+        return format!("blocked: bad target {target}");
+    };
+    let proxy = std::env::var("ALL_PROXY")
+        .or_else(|_| std::env::var("all_proxy"))
+        .ok()
+        .and_then(|u| {
+            u.strip_prefix("socks5h://")
+                .and_then(|a| a.trim_end_matches('/').parse::<SocketAddr>().ok())
+        });
+    let Some(proxy) = proxy else {
+        return "blocked: no socks5h:// proxy in ALL_PROXY".into();
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return format!("blocked: runtime: {e}"),
+    };
+    rt.block_on(async {
+        let c = fast_socks5::client::Socks5Stream::connect(
+            proxy,
+            host,
+            port,
+            fast_socks5::client::Config::default(),
+        );
+        match tokio::time::timeout(Duration::from_secs(3), c).await {
+            Ok(Ok(_)) => CONNECTED.to_string(),
+            Ok(Err(e)) => format!("blocked: {e}"),
+            Err(_) => "blocked: timed out".into(),
+        }
+    })
+}
+
+/// The test names of the egress probe; they resolve only through the
+/// probe's own fixed table (`EgressSpec::test_resolve`), never via DNS.
+const EGRESS_ALLOWED: &str = "allowed.egress-probe.codewhale.invalid";
+const EGRESS_DENIED: &str = "denied.egress-probe.codewhale.invalid";
+
+/// `network = "allowlist"` holds here: a command in the sandbox reaches an
+/// allowed name through codewhale's egress proxy (positive control), and
+/// neither a name outside the list nor a direct connect reaches the same
+/// loopback listener, which accepts exactly one connection.
+pub async fn egress(cx: &ProbeCtx<'_>) -> Row {
+    let id = "probe.egress";
+    let listener = match TcpListener::bind("127.0.0.1:0").and_then(|l| {
+        l.set_nonblocking(true)?;
+        Ok(l)
+    }) {
+        Ok(l) => l,
+        Err(e) => {
+            return row(
+                id,
+                Status::Fail,
+                format!("could not open a loopback listener: {e}"),
+            )
+        }
+    };
+    let addr = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => return row(id, Status::Fail, format!("loopback listener: {e}")),
+    };
+    let tried = format!(
+        "network = \"allowlist\" with only {EGRESS_ALLOWED}: connect by name through the egress proxy, a name not allowed, and a direct connect, all to {addr}"
+    );
+    let mut spec = crate::net::EgressSpec::new(vec![EGRESS_ALLOWED.into()], Vec::new());
+    spec.test_resolve = Some(format!(
+        "{EGRESS_ALLOWED}={ip}!loopback;{EGRESS_DENIED}={ip}!loopback",
+        ip = addr.ip()
+    ));
+    let mut policy = cx.policy.clone();
+    policy.network = false;
+    policy.egress = Some(spec);
+    let exe = cx.exe.display().to_string();
+    let port = addr.port();
+    let script = format!(
+        "echo \"allowed:$(\"$1\" doctor --egress-probe {EGRESS_ALLOWED}:{port})\"; \
+         echo \"denied:$(\"$1\" doctor --egress-probe {EGRESS_DENIED}:{port})\"; \
+         echo \"direct:$(\"$1\" doctor --connect-probe {addr})\""
+    );
+    let sub = ProbeCtx {
+        policy: &policy,
+        settings: cx.settings,
+        scratch: cx.scratch,
+        exe: cx.exe,
+    };
+    match sub.run(&["sh", "-c", &script, "sh", &exe]).await {
+        Err(HostError::Unavailable { reason, .. }) => row(
+            id,
+            Status::Warn,
+            format!("partial: the egress allow-list cannot be enforced with this backend here: {reason}"),
+        )
+        .fix("use the bwrap tier (user namespaces), or a kernel with Landlock ABI 4 for the landlock tier"),
+        Err(e) => host_error(id, &tried, &e),
+        Ok(o) => {
+            let out = o.stdout.text();
+            let mut accepted = 0;
+            while listener.accept().is_ok() {
+                accepted += 1;
+            }
+            let line = |k: &str| {
+                out.lines()
+                    .find_map(|l| l.strip_prefix(k))
+                    .unwrap_or("(no output)")
+                    .to_string()
+            };
+            let (allowed, denied, direct) = (line("allowed:"), line("denied:"), line("direct:"));
+            let partial: Vec<String> = o
+                .enforcement
+                .partial
+                .iter()
+                .filter(|p| p.item == Shortfall::Network)
+                .map(|p| p.reason.clone())
+                // Always listed for an allow-list, and the probe's own
+                // names: not a weakness of this machine (shown as notes).
+                .filter(|r| !r.contains("test resolver") && !r.starts_with("allowed hosts can receive"))
+                .collect();
+            let details = |r: Row| {
+                r.detail(format!("allowed name: {allowed}"))
+                    .detail(format!("name not in the list: {denied}"))
+                    .detail(format!("direct connect: {direct}"))
+                    .detail(format!("the listener accepted {accepted} connection(s)"))
+                    .detail("note: an allowed host still receives whatever a command sends it (bounded by the byte cap)")
+            };
+            let held = allowed == CONNECTED
+                && denied.starts_with("blocked")
+                && direct.starts_with("blocked")
+                && accepted == 1;
+            if !held {
+                let why = if allowed != CONNECTED {
+                    "the allowed name did not connect (positive control failed)"
+                } else {
+                    "a refused way out reached the listener"
+                };
+                details(row(id, Status::Fail, format!("{tried}: {why}"))).detail(outcome_detail(&o))
+            } else if !partial.is_empty() {
+                details(row(
+                    id,
+                    Status::Warn,
+                    format!("{tried}: held, partial: {}", partial.join("; ")),
+                ))
+            } else {
+                details(row(id, Status::Ok, format!("{tried}: held")))
+            }
+        }
+    }
+}
+
 /// Run every probe concurrently; returns the rows and one outcome whose
 /// enforcement report describes the probe runs.
 pub async fn run_all(cx: &ProbeCtx<'_>) -> (Vec<Row>, Option<ExecOutcome>) {
-    let (a, b, c, d, e, (mut st, outcome)) = tokio::join!(
+    let (a, b, c, d, e, f, (mut st, outcome)) = tokio::join!(
         write_inside(cx),
         write_outside(cx),
         deny_read(cx),
         protected(cx),
         network(cx),
+        egress(cx),
         status(cx)
     );
     let d = known_limitation(
@@ -421,7 +578,7 @@ pub async fn run_all(cx: &ProbeCtx<'_>) -> (Vec<Row>, Option<ExecOutcome>) {
         &cx.scratch.workspace.join(".git/hooks"),
         outcome.as_ref(),
     );
-    let mut rows = vec![a, b, c, d, e];
+    let mut rows = vec![a, b, c, d, e, f];
     rows.append(&mut st);
     (rows, outcome)
 }

@@ -134,12 +134,28 @@ pub struct Report {
     pub api_key: Option<ApiKeyReport>,
     pub base_url: Option<String>,
     pub default_text_model: Option<String>,
-    /// Configured MCP server names (filled by the MCP work; empty until then).
+    /// The server names in `~/.codewhale/mcp.json` (not started here:
+    /// `codewhale mcp list` starts and checks them).
     pub mcp: Vec<String>,
     /// Installed skills (filled by the skills work; empty until then).
     pub skills: Vec<String>,
     /// Wall time of the whole doctor run, in milliseconds.
     pub duration_ms: u64,
+    /// The after-run integrity check's state: what an interrupted run
+    /// left and this command repaired, and what is still pending.
+    #[serde(default)]
+    pub integrity: IntegrityReport,
+}
+
+/// See [`Report::integrity`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IntegrityReport {
+    pub state_dir: PathBuf,
+    pub quarantine_dir: PathBuf,
+    /// Reverts made at the start of this command for runs that died.
+    pub repaired: Vec<crate::host::enforcement::Revert>,
+    /// Workspaces whose dead run's baseline could not be checked yet.
+    pub pending: Vec<PathBuf>,
 }
 
 impl Report {
@@ -309,6 +325,7 @@ mod render_tests {
             mcp: vec![],
             skills: vec![],
             duration_ms: 90,
+            integrity: IntegrityReport::default(),
         }
     }
 

@@ -155,7 +155,21 @@ fn run_backend(
         BackendKind::Bwrap => run_bwrap(policy, settings, req),
         BackendKind::Landlock => run_landlock(policy, req, note),
         BackendKind::Seatbelt => run_seatbelt(policy, req),
+        BackendKind::Opensandbox if req.stdio.is_some() => Err(no_remote_server()),
         BackendKind::Opensandbox => run_opensandbox_blocking(policy, settings, req),
+    }
+}
+
+/// A server process (piped stdio for its whole life, e.g. an MCP server)
+/// needs a local backend: OpenSandbox's execd runs commands, it does not
+/// relay a live stdio stream.
+fn no_remote_server() -> HostError {
+    HostError::Unavailable {
+        backend: BackendKind::Opensandbox,
+        reason: "a server process with live stdio (an MCP server) cannot run on OpenSandbox; \
+                 use a local backend"
+            .into(),
+        remedy: None,
     }
 }
 
@@ -272,6 +286,9 @@ pub(super) async fn run_opensandbox(
     settings: &HostSettings,
     req: ExecRequest,
 ) -> Result<ExecOutcome, HostError> {
+    if req.stdio.is_some() {
+        return Err(no_remote_server());
+    }
     let cfg = settings
         .opensandbox
         .as_ref()

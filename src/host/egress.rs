@@ -33,9 +33,13 @@ pub struct EgressRun {
     dir: Option<tempfile::TempDir>,
 }
 
-fn resolver(backend: BackendKind) -> Result<(Resolver, Vec<String>), HostError> {
-    match std::env::var(TEST_RESOLVE_ENV) {
-        Ok(spec) if !spec.trim().is_empty() => {
+fn resolver(spec: &EgressSpec, backend: BackendKind) -> Result<(Resolver, Vec<String>), HostError> {
+    let fixed = spec
+        .test_resolve
+        .clone()
+        .or_else(|| std::env::var(TEST_RESOLVE_ENV).ok());
+    match fixed {
+        Some(spec) if !spec.trim().is_empty() => {
             let fixed = FixedResolver::parse(&spec).map_err(|e| HostError::Unavailable {
                 backend,
                 reason: format!("{TEST_RESOLVE_ENV}: {e}"),
@@ -54,11 +58,26 @@ fn gate(spec: &EgressSpec, backend: BackendKind) -> Result<(Gate, Vec<String>), 
         reason: format!("[sandbox.network]: {e}"),
         remedy: None,
     })?;
-    let (resolver, names) = resolver(backend)?;
+    let (resolver, names) = resolver(spec, backend)?;
     // Without the interface list only this host's *public* addresses could
     // slip through (every private range is refused anyway).
     let local = LocalAddrs::of_this_host().unwrap_or_default();
     Ok((Gate::new(policy, resolver, local, spec.limits()), names))
+}
+
+/// `GIT_SSH_COMMAND` for an allow-list command: git's ssh connects through
+/// `codewhale __egress-connect` (the helper binary, or this executable),
+/// so the proxy decides on the ssh host by name like on every other
+/// connection. Empty when the binary's path cannot be quoted for ssh.
+#[cfg(target_os = "linux")]
+pub fn ssh_env(helper_exe: Option<&std::path::Path>) -> Vec<(String, String)> {
+    let exe = match helper_exe {
+        Some(p) => Some(p.to_path_buf()),
+        None => crate::host::backends::bwrap::spawn::default_helper_exe().ok(),
+    };
+    exe.and_then(|e| crate::net::connect::git_ssh_command(&e))
+        .map(|v| vec![("GIT_SSH_COMMAND".to_string(), v)])
+        .unwrap_or_default()
 }
 
 fn io_err(what: &'static str) -> impl FnOnce(std::io::Error) -> HostError {

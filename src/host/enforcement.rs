@@ -199,6 +199,77 @@ impl std::fmt::Display for Shortfall {
     }
 }
 
+/// What the after-run integrity check did to one protected path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RevertAction {
+    /// Created during the run: moved into the quarantine.
+    Removed,
+    /// Changed during the run: the new version moved into the quarantine,
+    /// the version from before the run put back.
+    Restored,
+    /// Deleted during the run: the version from before the run put back.
+    Recreated,
+    /// Its directory was removed during the run (`rm -rf .git`): not put
+    /// back (no skeleton directories are made); anything new quarantined.
+    LeftDeleted,
+    /// The revert failed (`error` says why): the path may still hold what
+    /// the command wrote.
+    Failed,
+}
+
+/// One write to a protected path that was undone after the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revert {
+    pub path: PathBuf,
+    pub action: RevertAction,
+    /// Where the command's version now is (never deleted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quarantined_to: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Undone for an earlier run that died before its own check (found
+    /// by this run or the command that started next).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub earlier_run: bool,
+}
+
+impl Revert {
+    /// One line of text (`sandbox run`, doctor).
+    pub fn line(&self) -> String {
+        let what = match self.action {
+            RevertAction::Removed => "created during the run; moved to quarantine",
+            RevertAction::Restored => {
+                "changed during the run; original restored, new version quarantined"
+            }
+            RevertAction::Recreated => "deleted during the run; original restored",
+            RevertAction::LeftDeleted => "its directory was deleted during the run; not restored",
+            RevertAction::Failed => "could not be reverted",
+        };
+        let mut s = format!("{}: {what}", self.path.display());
+        if let Some(q) = &self.quarantined_to {
+            s.push_str(&format!(" ({})", q.display()));
+        }
+        if let Some(e) = &self.error {
+            s.push_str(&format!(": {e}"));
+        }
+        if self.earlier_run {
+            s.push_str(" [left by an interrupted earlier run]");
+        }
+        s
+    }
+
+    /// The revert as a `partial` item: the write happened, and was only
+    /// undone after the run.
+    pub fn partial(&self) -> PartialItem {
+        PartialItem::at(
+            Shortfall::WriteProtect,
+            self.path.clone(),
+            format!("written during the run, reverted after it: {}", self.line()),
+        )
+    }
+}
+
 /// One thing the policy asked for that this run did not enforce exactly.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartialItem {
@@ -318,6 +389,10 @@ pub struct Enforcement {
     /// refused. `network_allowed` stays false (no unfiltered network).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress: Option<EgressReport>,
+    /// Writes to protected paths the after-run integrity check undid
+    /// (each also listed in `partial`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reverted: Vec<Revert>,
 }
 
 /// The egress proxy's account of one command.
@@ -361,6 +436,7 @@ impl Enforcement {
             partial: vec![PartialItem::new(Shortfall::NoSandbox, why)],
             external: None,
             egress: None,
+            reverted: Vec::new(),
         }
     }
 

@@ -121,6 +121,8 @@ mod imp {
                 "backend": "landlock",
                 "available": match &available { Ok(()) => serde_json::Value::Bool(true), Err(e) => serde_json::json!({"unavailable": e}) },
                 "landlock": plan,
+                "protected_during_run": [],
+                "protected_after_run": crate::host::integrity::targets(resolved, &resolved.protected.iter().map(|e| e.path.clone()).collect::<Vec<_>>()).into_iter().map(|t| t.path).collect::<Vec<_>>(),
                 "seccomp_options": seccomp_opts,
                 "seccomp": rules,
             })));
@@ -137,6 +139,8 @@ mod imp {
             let _ = writeln!(out, "UNAVAILABLE here: {e}");
         }
         plan_text(&mut out, &plan);
+        let after: Vec<PathBuf> = resolved.protected.iter().map(|e| e.path.clone()).collect();
+        protection_text(&mut out, resolved, &[], &after);
         let _ = writeln!(
             out,
             "seccomp (on the hardened launcher thread with no_new_privs and no capabilities, inherited by the stage and the command; Landlock is applied after it, in a new session):"
@@ -145,6 +149,39 @@ mod imp {
             let _ = writeln!(out, "  {}", seccomp::describe(r));
         }
         Ok(out)
+    }
+
+    /// What holds while the command runs and what only once it ended.
+    fn protection_text(
+        out: &mut String,
+        resolved: &ResolvedPolicy,
+        during: &[PathBuf],
+        after: &[PathBuf],
+    ) {
+        let after = crate::host::integrity::targets(resolved, after);
+        let _ = writeln!(
+            out,
+            "write-protection held during the run (read-only mounts):"
+        );
+        if during.is_empty() {
+            let _ = writeln!(out, "  (none)");
+        }
+        for p in during {
+            let _ = writeln!(out, "  {}", p.display());
+        }
+        let _ = writeln!(
+            out,
+            "write-protection held only after the run (writable while the command runs; \
+             the integrity check then moves what it created or changed to {} and puts the \
+             previous version back; the run is partial):",
+            crate::host::integrity::quarantine_dir().display()
+        );
+        if after.is_empty() {
+            let _ = writeln!(out, "  (none)");
+        }
+        for t in &after {
+            let _ = writeln!(out, "  {}", t.path.display());
+        }
     }
 
     fn inside_bwrap_plan(resolved: &ResolvedPolicy) -> Result<LandlockPlan, HostError> {
@@ -185,12 +222,9 @@ mod imp {
             .clone()
             .or_else(|| which::which("bwrap").ok())
             .unwrap_or_else(|| PathBuf::from("bwrap"));
-        let (placeholder_file, placeholder_dir) = bwrap::placeholder_sources();
         let opts = BwrapOptions {
             bwrap: bwrap_bin,
             cwd: resolved.workspace.clone(),
-            placeholder_file,
-            placeholder_dir,
             helper: Some(spawn::helper_argv(&spec, settings.helper_exe.as_deref())?),
             command: vec!["CMD".into(), "ARGS…".into()],
             egress_dir: None,
@@ -206,6 +240,8 @@ mod imp {
                 "selection": match &selection { Ok(s) => serde_json::to_value(s).unwrap_or_default(), Err(e) => serde_json::json!({"error": e.to_string()}) },
                 "bwrap": match &plan { Ok(p) => serde_json::to_value(p).unwrap_or_default(), Err(e) => serde_json::json!({"error": e.to_string()}) },
                 "seccomp": rules,
+                "protected_during_run": plan.as_ref().map(|p| p.protected.clone()).unwrap_or_default(),
+                "protected_after_run": plan.as_ref().map(|p| p.guarded_after.clone()).unwrap_or_default(),
                 "landlock": match &inside { Ok(p) => serde_json::to_value(p).unwrap_or_default(), Err(e) => serde_json::json!({"error": e.to_string()}) },
             })));
         }
@@ -251,6 +287,7 @@ mod imp {
             Ok(p) => {
                 let _ = writeln!(out, "bwrap argv (status fd assigned at run time):");
                 let _ = writeln!(out, "  {}", p.display());
+                protection_text(&mut out, resolved, &p.protected, &p.guarded_after);
             }
             Err(e) => {
                 let _ = writeln!(out, "bwrap: refuses to run: {e}");

@@ -12,6 +12,8 @@ pub mod egress;
 pub mod enforcement;
 pub mod error;
 pub mod explain;
+#[cfg(unix)]
+pub mod integrity;
 pub mod process;
 pub mod request;
 pub mod seccomp;
@@ -31,7 +33,9 @@ pub use enforcement::{
     PartialItem, Shortfall,
 };
 pub use error::HostError;
-pub use request::{CancelToken, CapturedOutput, ExecOutcome, ExecRequest, ExitKind, StdinSpec};
+pub use request::{
+    CancelToken, CapturedOutput, ExecOutcome, ExecRequest, ExitKind, ServerStdio, StdinSpec,
+};
 pub use select::{select, Selection};
 
 use crate::policy::SandboxPolicy;

@@ -42,6 +42,34 @@ pub enum StdinSpec {
     Inherit,
 }
 
+/// One end of a server process's stdio pipe, as the host hands it to the
+/// child (an fd on Unix; on Windows piped server stdio is refused).
+#[cfg(unix)]
+pub type StdioEnd = std::os::fd::OwnedFd;
+#[cfg(not(unix))]
+pub type StdioEnd = std::convert::Infallible;
+
+/// The stdio of a long-lived server process (an MCP server): instead of
+/// the run's stdin and a captured stdout, the child's fd 0 and fd 1 are
+/// these pipe ends, whose other ends the caller keeps and speaks the
+/// protocol over while the run lasts. The run ends when the child exits or
+/// the request's cancel token is cancelled. stderr is still captured (up
+/// to the output cap, for the failure report) and, with `stderr_log`,
+/// appended to that file as it arrives.
+///
+/// Shared (`Arc`) so the request stays `Clone`; the host gives the child
+/// duplicates and the originals close when the request is dropped after
+/// the run, so the caller's read end sees EOF once the run is over.
+#[derive(Clone, Debug)]
+pub struct ServerStdio {
+    /// The read end of the pipe the caller writes requests into.
+    pub stdin: std::sync::Arc<StdioEnd>,
+    /// The write end of the pipe the caller reads responses from.
+    pub stdout: std::sync::Arc<StdioEnd>,
+    /// Append the child's stderr here while it runs.
+    pub stderr_log: Option<PathBuf>,
+}
+
 #[derive(Clone, Debug)]
 pub struct ExecRequest {
     pub argv: Vec<String>,
@@ -58,6 +86,9 @@ pub struct ExecRequest {
     pub tee: bool,
     /// Cancel the run from elsewhere (see [`CancelToken`]).
     pub cancel: Option<CancelToken>,
+    /// A server process: its stdin/stdout are these pipes instead of
+    /// [`Self::stdin`] and a captured stdout (see [`ServerStdio`]).
+    pub stdio: Option<ServerStdio>,
 }
 
 impl ExecRequest {
@@ -71,6 +102,7 @@ impl ExecRequest {
             output_cap: DEFAULT_OUTPUT_CAP,
             tee: false,
             cancel: None,
+            stdio: None,
         }
     }
 }

@@ -76,6 +76,8 @@ impl Gatekeeper {
                 policy: sandbox.policy.clone(),
                 host: sandbox.host.clone(),
                 cancel: crate::host::CancelToken::new(),
+                // `serve --mcp` offers codewhale's own tools only.
+                mcp: None,
             },
             workspace: sandbox.settings.workspace.clone(),
             calls: AtomicU64::new(0),

@@ -27,6 +27,9 @@ pub struct Gate {
     pub log: EgressLog,
     /// Set when the proxy shuts down: every relay watches it.
     stopped: tokio::sync::watch::Sender<bool>,
+    /// Relay through user-space buffers even where `splice(2)` would do
+    /// (benches/egress.rs measures both in one run).
+    pub(crate) copy_relay: bool,
 }
 
 /// The outcome of [`Gate::admit`].
@@ -57,7 +60,15 @@ impl Gate {
             rate: RateLimiter::new(limits.burst, limits.per_second),
             log: EgressLog::new(),
             stopped: tokio::sync::watch::channel(false).0,
+            copy_relay: false,
         }
+    }
+
+    /// Use the buffered relay for tunnels instead of `splice(2)` (for the
+    /// benchmark's same-run comparison; the default is faster).
+    pub fn with_copy_relay(mut self) -> Self {
+        self.copy_relay = true;
+        self
     }
 
     /// Cut every relay (the proxy is shutting down).

@@ -24,6 +24,8 @@
 #[cfg(target_os = "linux")]
 pub mod bridge;
 pub mod classify;
+#[cfg(unix)]
+pub mod connect;
 pub mod events;
 pub mod gate;
 pub mod limits;

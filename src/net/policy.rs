@@ -319,6 +319,19 @@ impl HostPattern {
         &self.source
     }
 
+    /// The entry as it can be parsed again: the host of a named set's
+    /// member (`@registries: crates.io` → `crates.io`), else the source.
+    pub fn entry(&self) -> &str {
+        match self
+            .source
+            .strip_prefix('@')
+            .and_then(|s| s.split_once(": "))
+        {
+            Some((_, host)) => host,
+            None => &self.source,
+        }
+    }
+
     /// Does this pattern name an IP literal?
     pub fn is_ip(&self) -> bool {
         matches!(self.host, HostPart::Ip(_))

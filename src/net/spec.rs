@@ -24,6 +24,12 @@ pub struct EgressSpec {
     pub per_second: u32,
     #[serde(default = "default_burst")]
     pub burst: u32,
+    /// Fixed answers for the proxy's resolver (`name=ip[!loopback];…`),
+    /// set only in code (`doctor`'s egress probe): never read from a
+    /// config file or JSON, so no setting can point a name at loopback.
+    /// The report lists every name it answered.
+    #[serde(skip)]
+    pub test_resolve: Option<String>,
 }
 
 fn default_max_bytes() -> u64 {
@@ -44,6 +50,7 @@ impl EgressSpec {
             max_bytes: default_max_bytes(),
             per_second: default_per_second(),
             burst: default_burst(),
+            test_resolve: None,
         }
     }
 

@@ -326,7 +326,7 @@ pub fn build(
     let mut not_recorded = vec![
         "raw tool output and model reasoning are never exported into a receipt".to_string(),
         "read-only tool calls that ran (read_file, list_dir, search) are counted in totals.reads, not listed".to_string(),
-        "network use by commands themselves is not tracked (only the sandbox's network posture applies); network_calls and mcp_calls count dedicated tools, which exec does not offer".to_string(),
+        "network use by commands themselves is not tracked (only the sandbox's network posture applies); network_calls count dedicated network tools, which exec does not offer; mcp_calls count calls of mcp__ tools (MCP servers), and what a server did inside its own sandbox is not listed".to_string(),
     ];
     match postures.snapshots.enabled {
         Some(true) => {}

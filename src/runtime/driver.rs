@@ -73,6 +73,8 @@ pub struct Driver {
     active: Arc<Mutex<HashMap<String, Active>>>,
     /// Serializes starts (the busy check and the session file).
     starting: Arc<Mutex<()>>,
+    /// The MCP servers of `mcp.json`, one set per workspace (docs/MCP.md).
+    mcp: Arc<crate::mcp::client_pool::McpPool>,
     /// Each thread's "always for this kind" grants (`remember`), for as
     /// long as this process runs.
     grants: Arc<Mutex<HashMap<String, Arc<Mutex<SessionGrants>>>>>,
@@ -103,6 +105,7 @@ impl Driver {
             approval_timeout,
             active: Arc::new(Mutex::new(HashMap::new())),
             starting: Arc::new(Mutex::new(())),
+            mcp: Arc::default(),
             grants: Arc::new(Mutex::new(HashMap::new())),
         }
     }
@@ -171,7 +174,8 @@ impl Driver {
         self.check_idle(thread_id)?;
         let history = self.history(thread_id);
         let grants = self.thread_grants(thread_id);
-        let p = prepare(&thread, prompt.clone(), grants, mode, approval)?;
+        let mut p = prepare(&thread, prompt.clone(), grants, mode, approval)?;
+        self.add_mcp(&mut p);
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(
@@ -220,6 +224,30 @@ impl Driver {
         Ok(turn)
     }
 
+    /// An agent thread also offers the workspace's MCP tools (asked about
+    /// like any MCP call; the servers start in the background).
+    fn add_mcp(&self, p: &mut Prepared) {
+        if p.opts.allowed_tools.as_ref().is_none_or(|t| t.is_empty()) {
+            return;
+        }
+        match self.mcp.get(
+            &self.home,
+            &p.setup.ctx.policy.workspace,
+            &p.setup.ctx.policy,
+            &p.setup.ctx.host,
+        ) {
+            Ok(Some(m)) => {
+                if let Some(t) = p.opts.allowed_tools.as_mut() {
+                    t.push("mcp__*".into());
+                }
+                p.setup.ctx.mcp = Some(m.clone());
+                p.setup.authorizer.set_mcp(m);
+            }
+            Ok(None) => {}
+            Err(e) => eprintln!("codewhale: MCP servers not started: {e}"),
+        }
+    }
+
     /// Stop tracking a turn; steered input it never read is marked so.
     fn forget(&self, turn: &str) -> Option<Vec<String>> {
         lock(&self.active).remove(turn).map(|a| a.steer_items)
@@ -263,6 +291,12 @@ impl Driver {
         let status = match local_runtime() {
             Ok(exec_rt) => exec_rt.block_on(async {
                 let ticker = tap.spawn_ticker();
+                if let Some(m) = &p.setup.ctx.mcp {
+                    // This turn's first model call should see the tools of
+                    // servers still starting (bounded by their startup
+                    // timeout; only this turn waits, not the server).
+                    m.wait_settled(m.startup_bound()).await;
+                }
                 let hooks = RunHooks {
                     approver: &approver,
                     history,

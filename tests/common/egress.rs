@@ -18,7 +18,8 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 
 /// An HTTP/1.1 origin on 127.0.0.1. `GET /bytes/N` answers N bytes of
-/// `x`; everything else answers `hello from NAME`.
+/// `x`; `POST /count` answers the length of the body it received;
+/// everything else answers `hello from NAME`.
 pub struct Origin {
     pub addr: SocketAddr,
     accepted: Arc<AtomicUsize>,
@@ -41,6 +42,17 @@ impl Origin {
                     let svc = hyper::service::service_fn(
                         move |req: Request<hyper::body::Incoming>| async move {
                             let path = req.uri().path().to_string();
+                            if path == "/count" {
+                                // POST /count: answers how many body bytes arrived.
+                                use http_body_util::BodyExt;
+                                let n = match req.into_body().collect().await {
+                                    Ok(b) => b.to_bytes().len(),
+                                    Err(_) => 0,
+                                };
+                                return Ok::<_, std::convert::Infallible>(Response::new(
+                                    Full::new(Bytes::from(n.to_string())),
+                                ));
+                            }
                             let body = match path.strip_prefix("/bytes/") {
                                 Some(n) => Bytes::from(vec![b'x'; n.parse::<usize>().unwrap_or(0)]),
                                 None => Bytes::from(format!("hello from {name}\n")),

@@ -143,6 +143,9 @@ pub struct ToolContext {
     /// Cancelled on Ctrl-C: running commands are killed, and the loop still
     /// waits for the host to finish its clean-up before the post-turn snapshot.
     pub cancel: crate::host::CancelToken,
+    /// The MCP servers of this run (`None`: no MCP tools). Their tools are
+    /// offered as `mcp__<server>__<tool>` and called through the manager.
+    pub mcp: Option<std::sync::Arc<crate::mcp::McpManager>>,
 }
 
 /// The schemas offered to the model.
@@ -185,6 +188,42 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
     })
 }
 
+/// The schema offered to the model for an MCP tool.
+pub fn mcp_spec(t: &crate::mcp::McpTool) -> ToolSpec {
+    let description = if t.description.is_empty() {
+        format!("MCP tool `{}` of server `{}`.", t.tool, t.server)
+    } else {
+        format!("[MCP server `{}`] {}", t.server, t.description)
+    };
+    ToolSpec {
+        name: t.name.clone(),
+        description,
+        parameters: t.input_schema.clone(),
+    }
+}
+
+/// Run an admitted, authorized MCP tool call through the run's manager.
+async fn mcp_call(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let Some(m) = &ctx.mcp else {
+        return ToolOutput::error(
+            "unknown_tool",
+            format!("no tool named `{name}` (no MCP servers in this run)"),
+        );
+    };
+    match m.call(name, args, &ctx.cancel).await {
+        Ok(r) => {
+            let mut o = if r.is_error {
+                ToolOutput::error("mcp_tool_error", r.text)
+            } else {
+                ToolOutput::ok(r.text)
+            };
+            o.enforcement = Some(r.enforcement);
+            o
+        }
+        Err(e) => ToolOutput::error(e.category, e.message),
+    }
+}
+
 /// A required string argument, or a tool error naming it.
 pub(crate) fn arg_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolOutput> {
     args.get(key).and_then(Value::as_str).ok_or_else(|| {
@@ -205,6 +244,7 @@ pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput 
         "edit_file" => files::edit_file(args, &ctx.guard),
         "apply_patch" => patch::apply_patch(args, &ctx.guard),
         "shell" => return shell::run(args, ctx).await,
+        n if crate::mcp::client_names::is_mcp(n) => return mcp_call(n, args, ctx).await,
         other => Err(ToolOutput::error(
             "unknown_tool",
             format!("no tool named `{other}`"),

@@ -365,9 +365,19 @@ pub fn run_raw(
     lifeline: OwnedFd,
 ) -> Result<Supervised, HostError> {
     let pipe = || os::pipe_cloexec().map_err(|e| HostError::io("creating the output pipes", e));
-    let (out_r, out_w) = pipe()?;
+    let (out_r, out_w) = match &req.stdio {
+        Some(s) => (None, dup_end(&s.stdout)?),
+        None => {
+            let (r, w) = pipe()?;
+            (Some(r), w)
+        }
+    };
     let (err_r, err_w) = pipe()?;
     let (stdin_child, stdin_ours) = match req.stdin {
+        _ if req.stdio.is_some() => {
+            let s = req.stdio.as_ref().map(|s| dup_end(&s.stdin));
+            (s.transpose()?, None)
+        }
         StdinSpec::Inherit => (None, None),
         StdinSpec::Null => {
             let null = std::fs::File::open("/dev/null")
@@ -389,10 +399,17 @@ pub fn run_raw(
     drop(ends);
     let io = ChildIo {
         stdin: stdin_ours.map(std::fs::File::from),
-        stdout: Some(out_r),
+        stdout: out_r,
         stderr: Some(err_r),
     };
     supervise_loop(Proc::Raw(pid), io, req, start, Some(lifeline))
+}
+
+/// A duplicate of one end of a server process's stdio pipe, for the child
+/// (close-on-exec in this process; the spawn makes it the child's fd 0/1).
+fn dup_end(fd: &OwnedFd) -> Result<OwnedFd, HostError> {
+    fd.try_clone()
+        .map_err(|e| HostError::io("duplicating the server's stdio pipe", e))
 }
 
 /// The supervised child: std's, or one started by hand (reaped by pid).
@@ -447,6 +464,11 @@ fn run_inner(
         StdinSpec::Bytes(_) => Stdio::piped(),
         StdinSpec::Inherit => Stdio::inherit(),
     });
+    if let Some(s) = &req.stdio {
+        // A server process: its stdin and stdout are the caller's pipes.
+        cmd.stdin(Stdio::from(dup_end(&s.stdin)?));
+        cmd.stdout(Stdio::from(dup_end(&s.stdout)?));
+    }
     let start = Instant::now();
     let mut child = spawn(cmd, keep_fds, parent_death)?;
     let io = ChildIo {
@@ -482,9 +504,22 @@ fn supervise_loop(
             (true, true) => Some(Box::new(std::io::stderr())),
         }
     };
+    // A server process's stderr also goes, live, to its log file.
+    let stderr_log = req
+        .stdio
+        .as_ref()
+        .and_then(|s| s.stderr_log.as_ref())
+        .and_then(|p| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .ok()
+        })
+        .map(|f| Box::new(f) as Box<dyn Write>);
     let mut streams = [
         Stream::new(io.stdout, tee(false)),
-        Stream::new(io.stderr, tee(true)),
+        Stream::new(io.stderr, tee(true).or(stderr_log)),
     ];
     let exit_fd = exit_notifier(pid)?;
     let deadline = req.timeout.map(|t| start + t);

@@ -13,11 +13,11 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderName, HeaderValue, HOST};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::net::events::Protocol;
 use crate::net::gate::{Gate, Verdict};
 use crate::net::proxy::meter::{relay, Metered};
+use crate::net::proxy::socket::ClientStream;
 
 type Body = BoxBody<Bytes, hyper::Error>;
 
@@ -39,9 +39,9 @@ const HOP_BY_HOP: &[&str] = &[
 
 pub async fn serve<S>(gate: Arc<Gate>, stream: S)
 where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: ClientStream,
 {
-    let svc = hyper::service::service_fn(move |req| handle(Arc::clone(&gate), req));
+    let svc = hyper::service::service_fn(move |req| handle::<S>(Arc::clone(&gate), req));
     let _ = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
@@ -67,14 +67,17 @@ fn refused(host: &str, port: u16, rule: &str) -> Response<Body> {
     )
 }
 
-async fn handle(gate: Arc<Gate>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+async fn handle<S: ClientStream>(
+    gate: Arc<Gate>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
     if req.method() == Method::CONNECT {
-        return Ok(connect(gate, req).await);
+        return Ok(connect::<S>(gate, req).await);
     }
     Ok(forward(gate, req).await)
 }
 
-async fn connect(gate: Arc<Gate>, req: Request<Incoming>) -> Response<Body> {
+async fn connect<S: ClientStream>(gate: Arc<Gate>, req: Request<Incoming>) -> Response<Body> {
     let Some((host, port)) = req
         .uri()
         .authority()
@@ -104,7 +107,18 @@ async fn connect(gate: Arc<Gate>, req: Request<Incoming>) -> Response<Body> {
     };
     tokio::spawn(async move {
         match hyper::upgrade::on(req).await {
-            Ok(upgraded) => relay(TokioIo::new(upgraded), upstream, id, counters, gate).await,
+            // Back to the accepted socket (and whatever hyper read past
+            // the head) so the relay can splice; else relay the wrapper.
+            Ok(upgraded) => match upgraded.downcast::<TokioIo<S>>() {
+                Ok(parts) => {
+                    let io = parts.io.into_inner();
+                    relay(io, parts.read_buf, upstream, id, counters, gate).await
+                }
+                Err(upgraded) => {
+                    let io = TokioIo::new(upgraded);
+                    relay(io, Bytes::new(), upstream, id, counters, gate).await
+                }
+            },
             Err(e) => gate.log.set_error(id, format!("upgrade: {e}")),
         }
     });

@@ -8,10 +8,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use crate::net::events::ConnCounters;
 use crate::net::gate::Gate;
+use crate::net::proxy::socket::ClientStream;
+#[cfg(target_os = "linux")]
+use crate::net::proxy::socket::SocketRef;
 
 /// The error a relay sees once the budget is spent.
 pub const BYTE_CAP: &str = "codewhale egress byte cap reached";
@@ -96,23 +99,49 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Metered<S> {
     }
 }
 
-/// Relay buffer per direction: 64 KiB moves bulk downloads in a quarter
-/// of the system calls of tokio's 8 KiB default (benches/egress.rs).
+/// Relay buffer per direction for the copying relay: 64 KiB moves bulk
+/// downloads in a quarter of the system calls of tokio's 8 KiB default
+/// (benches/egress.rs).
 const RELAY_BUF: usize = 64 * 1024;
 
 /// Relay both ways until either side closes; record a byte-cap cut.
+///
+/// `prefix`: bytes the client already sent past the handshake (hyper may
+/// have read them with the `CONNECT` head); they go upstream first.
+/// On Linux, when the client is a bare socket, the bytes move by
+/// `splice(2)` (no copy through user space); otherwise through buffers.
 pub async fn relay<C>(
     mut client: C,
+    prefix: bytes::Bytes,
     upstream: tokio::net::TcpStream,
     id: u64,
     counters: Arc<ConnCounters>,
     gate: Arc<Gate>,
 ) where
-    C: AsyncRead + AsyncWrite + Unpin,
+    C: ClientStream,
 {
-    let mut up = Metered::new(upstream, counters, Arc::clone(&gate));
+    let mut up = Metered::new(upstream, Arc::clone(&counters), Arc::clone(&gate));
+    let moved = async {
+        if !prefix.is_empty() {
+            up.write_all(&prefix).await?;
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(sock) = client.socket().filter(|_| !gate.copy_relay) {
+            return crate::net::proxy::splice::relay(
+                sock,
+                SocketRef::Tcp(&up.inner),
+                &counters.up,
+                &counters.down,
+                &gate,
+            )
+            .await;
+        }
+        tokio::io::copy_bidirectional_with_sizes(&mut client, &mut up, RELAY_BUF, RELAY_BUF)
+            .await
+            .map(|_| ())
+    };
     let result = tokio::select! {
-        r = tokio::io::copy_bidirectional_with_sizes(&mut client, &mut up, RELAY_BUF, RELAY_BUF) => r,
+        r = moved => r,
         _ = gate.stopped() => {
             gate.log.set_error(id, "cut: the proxy shut down".to_string());
             return;

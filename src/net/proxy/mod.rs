@@ -9,7 +9,12 @@
 mod http;
 mod meter;
 mod rewind;
+// The splice relay (Linux) is the only reader of the bare socket.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+mod socket;
 mod socks;
+#[cfg(target_os = "linux")]
+mod splice;
 pub mod thread;
 
 use std::io;
@@ -17,11 +22,12 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 
 use crate::net::events::{ConnectionEvent, EgressSummary};
 use crate::net::gate::Gate;
+use socket::ClientStream;
 
 pub use meter::BYTE_CAP;
 
@@ -139,7 +145,7 @@ async fn accept_loop<F, Fut, S, A>(mut stop: watch::Receiver<bool>, gate: Arc<Ga
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = io::Result<(S, A)>>,
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: ClientStream,
 {
     let mut conns = tokio::task::JoinSet::new();
     loop {
@@ -161,7 +167,7 @@ where
 /// Tell SOCKS5 from HTTP by the first byte and hand the stream over.
 async fn serve<S>(gate: Arc<Gate>, mut stream: S)
 where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: ClientStream,
 {
     let mut first = [0u8; 1];
     let Ok(Ok(1)) =

@@ -53,3 +53,16 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
+
+impl<S: crate::net::proxy::socket::ClientStream> crate::net::proxy::socket::ClientStream
+    for Rewind<S>
+{
+    /// The socket once the put-back byte has been read (it always has by
+    /// the time a handshake is done).
+    fn socket(&self) -> Option<crate::net::proxy::socket::SocketRef<'_>> {
+        match self.first {
+            Some(_) => None,
+            None => self.inner.socket(),
+        }
+    }
+}

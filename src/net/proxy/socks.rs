@@ -11,18 +11,18 @@ use std::time::Duration;
 use fast_socks5::server::Socks5ServerProtocol;
 use fast_socks5::util::target_addr::TargetAddr;
 use fast_socks5::{ReplyError, Socks5Command};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::net::events::{ConnectionEvent, Decision, Protocol};
 use crate::net::gate::{Gate, Verdict};
 use crate::net::proxy::meter::relay;
+use crate::net::proxy::socket::ClientStream;
 
 /// Greeting + request must arrive within this.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub async fn serve<S>(gate: Arc<Gate>, stream: S)
 where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: ClientStream,
 {
     let handshake = async {
         let proto = Socks5ServerProtocol::accept_no_auth(stream).await.ok()?;
@@ -74,7 +74,7 @@ where
                 // tell the sandbox this host's address): report 0.0.0.0:0.
                 let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
                 if let Ok(client) = proto.reply_success(unspecified).await {
-                    relay(client, upstream, id, counters, gate).await;
+                    relay(client, bytes::Bytes::new(), upstream, id, counters, gate).await;
                 }
             }
         },

@@ -1,6 +1,6 @@
 //! The bubblewrap planner: a pure function from a [`ResolvedPolicy`] to the
 //! exact bwrap argv. Pure so it is snapshot-tested on every OS; the spawn
-//! step (`bwrap_spawn.rs`, Linux only) just runs what this returns.
+//! step (`spawn.rs`, Linux only) just runs what this returns.
 //!
 //! Mount order is the security property (later mounts win):
 //! 1. namespaces: `--new-session --die-with-parent --unshare-all`
@@ -9,14 +9,21 @@
 //! 3. paths the private `/tmp` would hide but the policy shows (a workspace,
 //!    home or the helper binary living under `/tmp`), read-only;
 //! 4. `--bind` for each writable root;
-//! 5. the directories between a writable root and a protected path are
-//!    bound onto themselves, so they cannot be renamed away (EBUSY); a
-//!    missing one becomes a read-only empty placeholder directory;
+//! 5. the existing directories between a writable root and a protected
+//!    path are bound onto themselves, so they cannot be renamed away
+//!    (EBUSY);
 //! 6. deny-read masks: directories get an empty read-only tmpfs, files and
 //!    sockets get `/dev/null`;
 //! 7. write-protected paths last: existing ones are re-bound read-only onto
-//!    themselves; missing ones get a read-only empty placeholder so they
-//!    cannot be created during the run.
+//!    themselves.
+//!
+//! Protected paths that do not exist are *not* mounted: a mount needs an
+//! entry to mount on, and bwrap would create it on the host, in the user's
+//! workspace, for the whole run (visible to `git status`, `git add -A`,
+//! editors' watchers). They are listed in [`BwrapPlan::guarded_after`]
+//! and held by the after-run integrity check (`host::integrity`): created
+//! during the run, they are moved into codewhale's quarantine when it
+//! ends, and the run is `partial` saying so.
 //!
 //! Protected paths that are symlinks are refused (see [`PlanError`]): a
 //! mount cannot pin a symlink's own directory entry, so the link could be
@@ -25,12 +32,10 @@
 #[cfg(target_os = "linux")]
 pub mod helper;
 #[cfg(target_os = "linux")]
-pub mod placeholders;
-#[cfg(target_os = "linux")]
 pub mod spawn;
 
 use crate::host::enforcement::{Namespace, PartialItem, Shortfall};
-use crate::policy::resolve::{PathEntry, PathKind, ResolvedPolicy};
+use crate::policy::resolve::{PathKind, ResolvedPolicy};
 use serde::Serialize;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -42,10 +47,6 @@ pub struct BwrapOptions {
     pub bwrap: PathBuf,
     /// Working directory of the command inside the sandbox.
     pub cwd: PathBuf,
-    /// An empty read-only file and an empty read-only directory outside
-    /// every writable root: the sources of placeholder mounts.
-    pub placeholder_file: PathBuf,
-    pub placeholder_dir: PathBuf,
     /// The in-sandbox helper stage: `(codewhale binary, args before the
     /// command)`. `None` runs the command directly (benchmarks, raw probes).
     pub helper: Option<(PathBuf, Vec<OsString>)>,
@@ -58,14 +59,6 @@ pub struct BwrapOptions {
     pub egress_dir: Option<PathBuf>,
 }
 
-/// A protected path bwrap will create as an empty mount point on the host
-/// for the duration of the run; removed afterwards if still empty.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Placeholder {
-    pub path: PathBuf,
-    pub dir: bool,
-}
-
 /// The plan: the argv plus what the `Enforcement` report should state.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct BwrapPlan {
@@ -73,10 +66,11 @@ pub struct BwrapPlan {
     pub argv: Vec<OsString>,
     /// Deny-read paths masked by a mount.
     pub masked: Vec<PathBuf>,
-    /// Write-protected paths re-mounted read-only (existing or placeholder).
+    /// Write-protected paths re-mounted read-only (the existing ones).
     pub protected: Vec<PathBuf>,
-    /// Missing protected paths (mount points to clean up after the run).
-    pub placeholders: Vec<Placeholder>,
+    /// Missing protected paths inside writable roots: not mounted (that
+    /// would create them on the host), held by the after-run check.
+    pub guarded_after: Vec<PathBuf>,
     /// Namespaces the argv creates.
     pub namespaces: Vec<Namespace>,
     /// Policy entries the plan could not express (for `Enforcement.partial`).
@@ -120,8 +114,9 @@ pub enum PlanError {
     RelativePath(PathBuf),
 }
 
-/// Where the placeholder sources live: a per-user directory under
-/// `$XDG_RUNTIME_DIR` (or the temp dir), outside every writable root.
+/// codewhale's per-user runtime directory under `$XDG_RUNTIME_DIR` (or the
+/// temp dir), outside every writable root (older versions kept placeholder
+/// mount sources here).
 pub fn placeholder_base() -> PathBuf {
     #[cfg(unix)]
     let uid = nix::unistd::getuid().as_raw().to_string();
@@ -132,14 +127,6 @@ pub fn placeholder_base() -> PathBuf {
         .filter(|p| p.is_dir())
         .unwrap_or_else(std::env::temp_dir)
         .join(format!("codewhale-{uid}"))
-}
-
-/// The empty file and directory bound over not-yet-existing protected
-/// paths (created by `placeholders::sources` before a run; `explain`
-/// shows the same names).
-pub fn placeholder_sources() -> (PathBuf, PathBuf) {
-    let base = placeholder_base();
-    (base.join("empty-file"), base.join("empty-dir"))
 }
 
 /// The namespaces `--unshare-all` creates (minus net with `--share-net`).
@@ -218,31 +205,25 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
         a.two("--bind", &root.path, &root.path);
     }
 
-    // Pin every directory between a writable root and a protected path:
-    // a bind mount cannot be renamed away (EBUSY), so `mv .git .git2;
-    // mkdir .git` cannot sidestep the protected mounts nested inside it.
-    // Missing ancestors are created first (and cleaned up after the run).
-    // Sealed paths can never gain children, so entries beneath them need no
-    // mount: a protected regular file (a `.git` pointer file), and a missing
-    // ancestor, which becomes a read-only empty placeholder directory (so
-    // with no `.git`, none can be created: its hooks would run on the host).
+    // Pin every existing directory between a writable root and a
+    // protected path: a bind mount cannot be renamed away (EBUSY), so `mv
+    // .git .git2; mkdir .git` cannot sidestep the protected mounts nested
+    // inside it. A protected regular file (a `.git` pointer file) seals
+    // what lies beneath it. A missing ancestor is not created (that would
+    // litter the host): everything beneath it is missing too, and guarded
+    // after the run.
     let mut protected = Vec::new();
-    let mut placeholders = Vec::new();
+    let mut guarded_after = Vec::new();
     let mut sealed: Vec<PathBuf> = Vec::new();
+    let mut missing: Vec<PathBuf> = Vec::new();
     for (dir, kind) in protected_ancestors(policy) {
-        if sealed.iter().any(|f| dir.starts_with(f)) {
+        if sealed.iter().any(|f| dir.starts_with(f)) || missing.iter().any(|m| dir.starts_with(m)) {
             continue;
         }
         match kind {
             PathKind::Dir => {}
             PathKind::Missing => {
-                a.two("--ro-bind", &opts.placeholder_dir, &dir);
-                protected.push(dir.clone());
-                placeholders.push(Placeholder {
-                    path: dir.clone(),
-                    dir: true,
-                });
-                sealed.push(dir);
+                missing.push(dir);
                 continue;
             }
             PathKind::File if policy.protected.iter().any(|e| e.path == dir) => {
@@ -322,16 +303,7 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
                         .unwrap_or_else(|| "a missing target".into()),
                 })
             }
-            PathKind::Missing => {
-                let src = if e.dir_hint {
-                    &opts.placeholder_dir
-                } else {
-                    &opts.placeholder_file
-                };
-                a.two("--ro-bind", src, &e.path);
-                protected.push(e.path.clone());
-                placeholders.push(placeholder_for(e));
-            }
+            PathKind::Missing => guarded_after.push(e.path.clone()),
         }
     }
 
@@ -351,7 +323,7 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
         argv: a.0,
         masked,
         protected,
-        placeholders,
+        guarded_after,
         namespaces,
         skipped,
     })
@@ -402,11 +374,4 @@ fn is_masked(p: &Path, policy: &ResolvedPolicy) -> bool {
     policy
         .existing_deny_read()
         .any(|d| d.kind == PathKind::Dir && p.starts_with(&d.path))
-}
-
-fn placeholder_for(e: &PathEntry) -> Placeholder {
-    Placeholder {
-        path: e.path.clone(),
-        dir: e.dir_hint,
-    }
 }

@@ -1,9 +1,10 @@
 //! The thin spawn step of the bwrap backend: find bwrap, prepare the
-//! placeholder sources and the status pipe, run the plan under
-//! supervision, read the helper's report, and clean up placeholders.
+//! status pipe, record the integrity baseline of the protected paths the
+//! mounts cannot hold, run the plan under supervision, read the helper's
+//! report, and run the after-run check.
 
 use super::helper::{HelperSpec, HelperStatus, SUBCOMMAND};
-use crate::host::backends::bwrap::{plan, BwrapOptions, BwrapPlan, Placeholder};
+use crate::host::backends::bwrap::{plan, BwrapOptions, BwrapPlan};
 use crate::host::enforcement::{Enforcement, EnforcementLevel, LandlockStatus, NetworkEnforcer};
 use crate::host::process::supervise;
 use crate::host::request::{ExecOutcome, ExecRequest};
@@ -99,7 +100,6 @@ pub fn options(
     helper_exe: Option<&Path>,
     command: Vec<OsString>,
 ) -> Result<BwrapOptions, HostError> {
-    let (placeholder_file, placeholder_dir) = super::placeholders::sources()?;
     let helper = match spec {
         Some(spec) => Some(helper_argv(spec, helper_exe)?),
         None => None,
@@ -107,8 +107,6 @@ pub fn options(
     Ok(BwrapOptions {
         bwrap: bwrap.to_path_buf(),
         cwd: cwd.to_path_buf(),
-        placeholder_file,
-        placeholder_dir,
         helper,
         command,
         egress_dir: None,
@@ -257,6 +255,7 @@ fn enforcement(
         partial: plan.skipped.clone(),
         external: None,
         egress: None,
+        reverted: Vec::new(),
     }
 }
 
@@ -289,22 +288,6 @@ pub(crate) fn read_status(read_end: OwnedFd) -> Option<HelperStatus> {
     serde_json::from_str(line.trim()).ok()
 }
 
-/// A protected path whose kind changed since resolution (another run's
-/// placeholder came or went before we held the root locks).
-fn stale_entry(policy: &ResolvedPolicy) -> Option<PathBuf> {
-    use crate::policy::resolve::PathKind;
-    policy.protected.iter().find_map(|e| {
-        let now = match std::fs::symlink_metadata(&e.path) {
-            Ok(m) if m.file_type().is_symlink() => PathKind::Symlink,
-            Ok(m) if m.is_dir() => PathKind::Dir,
-            Ok(m) if m.is_file() => PathKind::File,
-            Ok(_) => PathKind::Other,
-            Err(_) => PathKind::Missing,
-        };
-        (now != e.kind).then(|| e.path.clone())
-    })
-}
-
 /// Run `req` under bwrap with the helper stage.
 pub fn run(
     policy: &ResolvedPolicy,
@@ -312,16 +295,6 @@ pub fn run(
     helper_exe: Option<&Path>,
     req: &ExecRequest,
 ) -> Result<ExecOutcome, HostError> {
-    let roots: Vec<PathBuf> = policy
-        .writable_roots
-        .iter()
-        .map(|r| r.path.clone())
-        .collect();
-    let guard = super::placeholders::Guard::enter(&roots)?;
-    if let Some(p) = stale_entry(policy) {
-        guard.leave();
-        return Err(HostError::Stale(p));
-    }
     let (read_end, write_end): (OwnedFd, OwnedFd) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| HostError::io("creating the status pipe", e.into()))?;
@@ -332,15 +305,7 @@ pub fn run(
             .map_err(|e| HostError::io("creating the lifeline pipe", e.into()))?;
     // network = "allowlist": the proxy outside, the bridge inside.
     let egress = match &policy.egress {
-        Some(spec) if !policy.network => {
-            Some(match crate::host::egress::EgressRun::start_unix(spec) {
-                Ok(e) => e,
-                Err(e) => {
-                    guard.leave();
-                    return Err(e);
-                }
-            })
-        }
+        Some(spec) if !policy.network => Some(crate::host::egress::EgressRun::start_unix(spec)?),
         _ => None,
     };
     let bridge = egress.as_ref().and_then(|e| {
@@ -374,12 +339,10 @@ pub fn run(
         reason: e.to_string(),
         remedy: None,
     })?;
-    let created: Vec<PathBuf> = plan
-        .placeholders
-        .iter()
-        .map(|Placeholder { path, .. }| super::placeholders::topmost_missing(path))
-        .collect();
-    guard.record(&created)?;
+    // Missing protected paths are not mounted (that would create them on
+    // the host): their baseline is recorded now and checked after the run.
+    let targets = crate::host::integrity::targets(policy, &plan.guarded_after);
+    let guard = crate::host::integrity::RunGuard::enter(&policy.workspace, &targets)?;
 
     let base_env: Vec<(String, String)> = match &req.env {
         Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -390,6 +353,9 @@ pub fn run(
         scrubbed
             .vars
             .extend(crate::net::proxy_env(crate::host::egress::BRIDGE_PORT));
+        scrubbed
+            .vars
+            .extend(crate::host::egress::ssh_env(helper_exe));
     }
     let mut cmd = std::process::Command::new(&plan.argv[0]);
     cmd.args(&plan.argv[1..]);
@@ -398,7 +364,11 @@ pub fn run(
     let sup = supervise::run_with(cmd, vec![write_end, life_read], req, false);
     drop(life_write);
     let status = read_status(read_end);
-    guard.leave();
+    // bwrap is gone (supervision waited for it), and with its pid
+    // namespace every process of the command: nothing writes any more.
+    let unguarded = guard.unguarded.clone();
+    let mut reverts = guard.recovered.clone();
+    reverts.extend(guard.leave());
     let sup = sup?;
     let status = match status {
         Some(HelperStatus::SetupFailed { error }) => {
@@ -423,6 +393,16 @@ pub fn run(
         }
     };
     let mut enforcement = enforcement(policy, &plan, &status, scrubbed.removed);
+    enforcement
+        .partial
+        .extend(crate::host::integrity::report_items(
+            &targets,
+            &unguarded,
+            &reverts,
+            "these protected paths do not exist, and a read-only mount over them would create \
+             them in the workspace for the whole run, so the command can create them",
+        ));
+    enforcement.reverted = reverts;
     if let Some(e) = egress {
         let report = e.finish();
         enforcement

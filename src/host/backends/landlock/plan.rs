@@ -497,7 +497,7 @@ fn plan_writes(
  Shortfall::WriteProtect,
                     Some(h),
                     format!(
-                        "write-protected inside writable root {}: writable (Landlock cannot protect it without forbidding new files in {})",
+                        "write-protected inside writable root {}: writable during the run (Landlock cannot protect it without forbidding new files in {}); the after-run integrity check reverts it",
                         root.display(),
                         join_paths(&carved_in_root(h, root))
                     ),

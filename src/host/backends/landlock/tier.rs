@@ -168,6 +168,7 @@ pub fn run(
     }
     if let Some(port) = egress.as_ref().and_then(|e| e.tcp_port()) {
         scrubbed.vars.extend(crate::net::proxy_env(port));
+        scrubbed.vars.extend(crate::host::egress::ssh_env(None));
     }
     let Some(program) = req.argv.first() else {
         return Err(HostError::NotFound(String::new()));
@@ -200,10 +201,22 @@ pub fn run(
         },
     )
     .map_err(|e| unavailable(e.to_string()))?;
+    // Landlock cannot withhold single names inside a directory the command
+    // may create files in (it would forbid `git commit`'s index.lock and
+    // every new file in the workspace root), so every protected path inside
+    // a writable root is guarded by the after-run integrity check.
+    let paths: Vec<PathBuf> = policy.protected.iter().map(|e| e.path.clone()).collect();
+    let targets = crate::host::integrity::targets(policy, &paths);
+    let guard = crate::host::integrity::RunGuard::enter(&policy.workspace, &targets)?;
     let sup = supervise::run_raw(|ends| stage.spawn(ends), req, life_write);
     // Our copies: the stage had its own from the moment it ran.
     drop((write_end, life_read));
     let status = read_stage_status(read_end);
+    // The stage (subreaper of the command's tree) killed every descendant
+    // before it exited, and supervision waited for it: nothing writes now.
+    let unguarded = guard.unguarded.clone();
+    let mut reverts = guard.recovered.clone();
+    reverts.extend(guard.leave());
     let sup = match (sup, &status) {
         (Ok(s), _) => s,
         (Err(e), StageStatus::Failed { step, error }) => {
@@ -273,6 +286,19 @@ pub fn run(
         enforcement.level = EnforcementLevel::Partial;
         enforcement.egress = Some(report);
     }
+    enforcement
+        .partial
+        .extend(crate::host::integrity::report_items(
+            &targets,
+            &unguarded,
+            &reverts,
+            "Landlock cannot keep single paths read-only inside a writable root without \
+             forbidding new files in their directories, so the command can write them",
+        ));
+    if !reverts.is_empty() {
+        enforcement.level = EnforcementLevel::Partial;
+    }
+    enforcement.reverted = reverts;
     if let Some(n) = note {
         enforcement
             .partial
@@ -383,5 +409,6 @@ pub fn enforcement(
         partial,
         external: None,
         egress: None,
+        reverted: Vec::new(),
     }
 }

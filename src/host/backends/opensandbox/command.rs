@@ -348,6 +348,7 @@ impl OpenSandboxSession {
                 sync_refused,
             }),
             egress: None,
+            reverted: Vec::new(),
         }
     }
 }

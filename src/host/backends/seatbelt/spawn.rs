@@ -147,5 +147,6 @@ fn enforcement(
         partial,
         external: None,
         egress: None,
+        reverted: Vec::new(),
     }
 }

@@ -1,0 +1,339 @@
+#![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
+//! Issue #15, against the real binary and a real sandbox in every Linux
+//! tier (both when bwrap works; the landlock tier alone under
+//! `CODEWHALE_TEST_NO_BWRAP=1`), as whoever runs the suite (root and the
+//! unprivileged `cwtest` in CI):
+//! - the workspace, seen from the host with `git status --porcelain`,
+//!   shows nothing new while a sandboxed command runs, after it, and after
+//!   codewhale is SIGKILLed mid-run;
+//! - writes to protected paths are reverted after the run (landlock tier:
+//!   existing and new ones; bwrap tier: new ones, existing ones are
+//!   read-only mounts), quarantined, never deleted, and named in the
+//!   report; the positive control (an ordinary file) stays;
+//! - after a SIGKILL the next codewhale command (any, here `--version`)
+//!   undoes what the dead run left; `doctor` says nothing is pending.
+
+mod common;
+
+use common::sandbox::*;
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn ww_cases() -> Vec<Case> {
+    cases().into_iter().filter(|c| c.ww()).collect()
+}
+
+/// `git status --porcelain --untracked-files=all` from the host, minus
+/// the given names (files the test's own command made on purpose).
+fn status(fx: &Fx, except: &[&str]) -> Vec<String> {
+    fx.git(&fx.ws, &["status", "--porcelain", "--untracked-files=all"])
+        .lines()
+        .filter(|l| !except.iter().any(|e| l.ends_with(e)))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn wait_for(p: &Path, what: &str) {
+    let t = Instant::now();
+    while !p.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "{what} never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn quarantine(fx: &Fx) -> std::path::PathBuf {
+    fx.home.join(".codewhale/integrity/quarantine")
+}
+
+/// Every file under `dir` whose contents are `text`.
+fn files_with(dir: &Path, text: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            out.extend(files_with(&p, text));
+        } else if fs::read_to_string(&p).is_ok_and(|s| s.trim() == text) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn reverted_paths(r: &Run) -> Vec<String> {
+    r.enforcement()["reverted"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|v| v["path"].as_str().unwrap_or("").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn git_status_shows_nothing_new_during_and_after_a_run() {
+    for case in ww_cases() {
+        let fx = Fx::new();
+        let before = status(&fx, &[]);
+        let mark = fx.ws.join("started.mark");
+        let child = fx
+            .command(
+                &case,
+                &[],
+                &["sh", "-c", "echo > started.mark; sleep 2; echo done"],
+            )
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for(&mark, "the sandboxed command's marker");
+        // Poll while the command sleeps: no placeholder may appear.
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(1200) {
+            assert_eq!(
+                status(&fx, &["started.mark"]),
+                before,
+                "[{case}] during the run"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "[{case}] {out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "done");
+        assert_eq!(status(&fx, &["started.mark"]), before, "[{case}] after");
+        // Positive control: the poll does see what a command makes.
+        assert!(status(&fx, &[]).iter().any(|l| l.ends_with("started.mark")));
+    }
+}
+
+#[test]
+fn a_sigkilled_run_leaves_nothing_once_the_next_command_starts() {
+    for case in ww_cases() {
+        let fx = Fx::new();
+        let config = fx.read(&fx.ws.join(".git/config")).unwrap();
+        let before = status(&fx, &[]);
+        let mark = fx.ws.join("started.mark");
+        let mut child = fx
+            .command(
+                &case,
+                &[],
+                &[
+                    "sh",
+                    "-c",
+                    "echo EVIL-ENVRC > .envrc; mkdir -p .vscode; echo EVIL > .vscode/tasks.json; \
+                     echo '[core] fsmonitor = evil' >> .git/config 2>/dev/null; \
+                     echo > started.mark; sleep 30",
+                ],
+            )
+            .spawn()
+            .unwrap();
+        wait_for(&mark, "the sandboxed command's marker");
+        // SIGKILL: codewhale gets no chance to clean up.
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // The sandbox goes with it (bwrap --die-with-parent; the landlock
+        // stage's lifeline), then the next command starts.
+        let t = Instant::now();
+        while process_with_mark("echo EVIL-ENVRC") {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "[{case}] sandbox survived"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // During the dead run (until the next command) the command's
+        // writes are there: this is what "held only after the run" means.
+        let next = std::process::Command::new(BIN)
+            .arg("--version")
+            .env("HOME", &fx.home)
+            .output()
+            .unwrap();
+        assert!(next.status.success(), "{next:?}");
+        let err = String::from_utf8_lossy(&next.stderr);
+        assert!(
+            err.contains(".envrc"),
+            "[{case}] the next command says what it undid: {err}"
+        );
+        assert!(!fx.ws.join(".envrc").exists(), "[{case}]");
+        assert!(!fx.ws.join(".vscode").exists(), "[{case}]");
+        assert_eq!(
+            fx.read(&fx.ws.join(".git/config")).unwrap(),
+            config,
+            "[{case}]"
+        );
+        assert_eq!(status(&fx, &["started.mark"]), before, "[{case}]");
+        // Quarantined, not deleted.
+        assert_eq!(
+            files_with(&quarantine(&fx), "EVIL-ENVRC").len(),
+            1,
+            "[{case}]"
+        );
+        // doctor finds nothing left to repair.
+        let doc = std::process::Command::new(BIN)
+            .args(["doctor", "--json", "-C"])
+            .arg(&fx.ws)
+            .env("HOME", &fx.home)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&doc.stdout).unwrap_or_default();
+        assert_eq!(
+            v["integrity"]["pending"].as_array().map(Vec::len),
+            Some(0),
+            "[{case}] {}",
+            String::from_utf8_lossy(&doc.stdout)
+        );
+    }
+}
+
+#[test]
+fn protected_writes_are_reverted_and_reported_and_ordinary_files_stay() {
+    for case in ww_cases() {
+        let fx = Fx::new();
+        fs::create_dir_all(fx.ws.join(".vscode")).unwrap();
+        fs::write(fx.ws.join(".vscode/settings.json"), "{}").unwrap();
+        fs::write(fx.ws.join(".mcp.json"), "{}").unwrap();
+        let config = fx.read(&fx.ws.join(".git/config")).unwrap();
+        let hooks: Vec<_> = fs::read_dir(fx.ws.join(".git/hooks"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        let r = fx.sh(
+            &case,
+            "mkdir -p .codewhale; echo 'sandbox=\"danger-full-access\"' > .codewhale/config.toml; \
+             echo EVIL > .envrc; echo EVIL > .vscode/tasks.json; echo EVIL > .mcp.json; \
+             echo EVIL > .gitmodules; \
+             git config core.fsmonitor evil 2>/dev/null; \
+             (mv .git/hooks .git/hooks-old && mkdir .git/hooks && echo EVIL > .git/hooks/pre-commit \
+              && chmod +x .git/hooks/pre-commit) 2>/dev/null; \
+             echo ok > other.json",
+        );
+        assert!(r.ok(), "[{case}] {r:?}");
+        // Positive control: the ordinary write landed and stays.
+        assert_eq!(fx.read(&fx.ws.join("other.json")).as_deref(), Some("ok\n"));
+        // Host state: every protected path is as before.
+        assert!(!fx.ws.join(".codewhale").exists(), "[{case}]");
+        assert!(!fx.ws.join(".envrc").exists(), "[{case}]");
+        assert!(!fx.ws.join(".gitmodules").exists(), "[{case}]");
+        assert!(!fx.ws.join(".vscode/tasks.json").exists(), "[{case}]");
+        assert_eq!(
+            fx.read(&fx.ws.join(".mcp.json")).as_deref(),
+            Some("{}"),
+            "[{case}]"
+        );
+        assert_eq!(
+            fx.read(&fx.ws.join(".git/config")).unwrap(),
+            config,
+            "[{case}]"
+        );
+        assert!(!fx.ws.join(".git/hooks/pre-commit").exists(), "[{case}]");
+        let now: Vec<_> = fs::read_dir(fx.ws.join(".git/hooks"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(now.len(), hooks.len(), "[{case}]");
+        // git on the host still works and runs nothing of the command's.
+        fx.git(&fx.ws, &["status", "--porcelain"]);
+        // Reported by path, and never `full`.
+        let reverted = reverted_paths(&r);
+        let ws = fx.ws.display().to_string();
+        for p in [".codewhale", ".envrc", ".gitmodules"] {
+            assert!(
+                reverted.contains(&format!("{ws}/{p}")),
+                "[{case}] {p} not reported: {reverted:?}"
+            );
+            assert!(reported_partial(&r, &[p, "reverted after"]), "[{case}] {p}");
+        }
+        if !case.tier.namespaces {
+            // Existing ones are writable during a landlock-tier run.
+            for p in [".mcp.json", ".vscode", ".git/config", ".git/hooks"] {
+                assert!(
+                    reverted.contains(&format!("{ws}/{p}")),
+                    "[{case}] {p} not reported: {reverted:?}"
+                );
+            }
+        } else {
+            // …and read-only mounts in the bwrap tier: nothing to revert.
+            for p in [".mcp.json", ".vscode", ".git/config", ".git/hooks"] {
+                assert!(!reverted.contains(&format!("{ws}/{p}")), "[{case}] {p}");
+            }
+        }
+        assert_eq!(r.enforcement()["level"], "partial", "[{case}]");
+        // Quarantined, never deleted.
+        assert!(!files_with(&quarantine(&fx), "EVIL").is_empty(), "[{case}]");
+    }
+}
+
+#[test]
+fn git_commit_rebase_stash_and_branch_switch_work_and_revert_nothing() {
+    for case in ww_cases() {
+        let fx = Fx::new();
+        // In a subdirectory: in the landlock tier, entries created directly
+        // in a root that holds a masked `.env` are unreadable (reported
+        // over-restricted; see docs/SANDBOX.md).
+        fs::create_dir(fx.ws.join("src")).unwrap();
+        let r = fx.sh(
+            &case,
+            "set -e; cd src; export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t \
+             GIT_COMMITTER_EMAIL=t@t; \
+             echo a > a.txt; git add a.txt; git commit -qm a; \
+             echo b > b.txt; git add b.txt; git commit -qm b; \
+             GIT_SEQUENCE_EDITOR='sed -i 1s/^pick/reword/' GIT_EDITOR=true git rebase -q -i HEAD~1; \
+             echo c > a.txt; git stash -q; git stash pop -q; git checkout -q a.txt; \
+             git checkout -q -b side; git checkout -q -; git log --oneline | wc -l",
+        );
+        assert!(r.ok(), "[{case}] {r:?}");
+        assert_eq!(r.stdout.lines().last(), Some("3"), "[{case}] {r:?}");
+        assert!(reverted_paths(&r).is_empty(), "[{case}] {r:?}");
+        assert_eq!(fx.git(&fx.ws, &["log", "--format=%s"]).lines().count(), 3);
+    }
+}
+
+/// `sandbox explain` says what holds during the run and what only after.
+#[test]
+fn explain_says_what_holds_during_and_only_after_the_run() {
+    let fx = Fx::new();
+    for (backend, during_hooks) in [("bwrap", true), ("landlock", false)] {
+        let out = std::process::Command::new(BIN)
+            .args(["sandbox", "explain", "--json", "--backend", backend, "-C"])
+            .arg(&fx.ws)
+            .env("HOME", &fx.home)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let has = |key: &str, p: &str| {
+            v[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x.as_str() == Some(&fx.ws.join(p).display().to_string()))
+        };
+        assert_eq!(
+            has("protected_during_run", ".git/hooks"),
+            during_hooks,
+            "{backend}"
+        );
+        assert_eq!(
+            has("protected_after_run", ".git/hooks"),
+            !during_hooks,
+            "{backend}"
+        );
+        assert!(has("protected_after_run", ".envrc"), "{backend}");
+        let text = std::process::Command::new(BIN)
+            .args(["sandbox", "explain", "--backend", backend, "-C"])
+            .arg(&fx.ws)
+            .env("HOME", &fx.home)
+            .output()
+            .unwrap();
+        let t = String::from_utf8_lossy(&text.stdout);
+        assert!(t.contains("held only after the run"), "{t}");
+    }
+}
