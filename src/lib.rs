@@ -23,3 +23,4 @@ pub mod server;
 pub mod session;
 pub mod snapshot;
 pub mod toml_file;
+pub mod tui;

@@ -267,6 +267,8 @@ fn human_answers_and_session_grants() {
         (y.decision, y.decided_by, y.gate),
         (Decision::Allow, DecidedBy::You, Gate::Human)
     );
+    // The answered question is kept (receipts: "approved by you").
+    assert_eq!(y.gates_said(), Decision::Ask);
     assert!(grants.kinds.is_empty());
     let n = v.clone().answer(HumanAnswer::Deny, &mut grants);
     assert_eq!(n.decision, Decision::Deny);
@@ -277,6 +279,11 @@ fn human_answers_and_session_grants() {
     assert_eq!(
         (again.decision, again.decided_by),
         (Decision::Allow, DecidedBy::SessionRule)
+    );
+    assert_eq!(
+        again.gates_said(),
+        Decision::Ask,
+        "asked, answered by the rule"
     );
     // …but not a chain that adds another kind.
     let chain = verdict_with("cargo test && python3 x.py", &p, &rules(""), &[], &grants);

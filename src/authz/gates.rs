@@ -307,11 +307,20 @@ pub(super) fn gate_human(
         let r = format!("Full Access auto-approves: {}", acc.reason);
         acc.waive(Gate::Human, DecidedBy::Posture, &r);
     } else if kind != AskKind::Hold && grants.covers(key) {
+        // The gates asked; an earlier `a` answered: keep the question so
+        // receipts say "approved by a session rule".
+        let q = Question {
+            asked_by: acc.by,
+            gate: acc.gate,
+            kind,
+            reason: acc.reason.clone(),
+        };
         acc.waive(
             Gate::Human,
             DecidedBy::SessionRule,
             &format!("approved for the session (`{key}`)"),
         );
+        acc.question = Some(q);
     } else if acc.to_reviewer && kind == AskKind::Ordinary && !posture.headless {
         acc.would_ask(
             Gate::Human,

@@ -374,6 +374,14 @@ impl Verdict {
         if self.decision != Decision::Ask {
             return self;
         }
+        // Keep the question as it stood (receipts count it as asked and
+        // name who answered: "approved by you", "denied by you").
+        let question = Question {
+            asked_by: self.decided_by,
+            gate: self.gate,
+            kind: self.ask_kind.unwrap_or(AskKind::Hold),
+            reason: self.reason.clone(),
+        };
         let (d, note) = match answer {
             HumanAnswer::Deny => (Decision::Deny, "you denied it".to_string()),
             HumanAnswer::Once => (Decision::Allow, "you approved this call".to_string()),
@@ -393,6 +401,7 @@ impl Verdict {
                 }
             }
         };
+        self.question = Some(question);
         self.decision = d;
         self.decided_by = DecidedBy::You;
         self.gate = Gate::Human;

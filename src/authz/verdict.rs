@@ -187,9 +187,10 @@ pub struct Verdict {
     /// The sandbox mode the call runs under at gate 9 (`None` when denied).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxMode>,
-    /// Headless only: the question gate 8 answered with no person there
-    /// (approved by `--auto`, held, or left without a response): who asked,
-    /// at which gate, how it may be released. The verdict's own fields say
+    /// The question gate 8 answered — with no person there (approved by
+    /// `--auto`, held, or left without a response), by the person (`y`,
+    /// `a`, `n`), or by an earlier `a` (a session rule): who asked, at
+    /// which gate, how it may be released. The verdict's own fields say
     /// how it was answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question: Option<Question>,

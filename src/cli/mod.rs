@@ -18,12 +18,13 @@ pub mod undo;
 
 use clap::{Parser, Subcommand};
 
-/// codewhale: a sandbox-first terminal coding agent.
+/// codewhale: a sandbox-first terminal coding agent. With no command, in
+/// a terminal, it opens the interactive UI (docs/TUI.md).
 #[derive(Debug, Parser)]
 #[command(name = "codewhale", version, about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -79,7 +80,10 @@ pub fn main() -> i32 {
         return code;
     }
     let cli = Cli::parse();
-    match cli.command {
+    let Some(command) = cli.command else {
+        return crate::tui::run();
+    };
+    match command {
         Command::Sandbox(cmd) => sandbox::run(cmd),
         Command::Exec(args) => exec::run(args),
         Command::Auth(cmd) => auth::run(cmd),

@@ -106,6 +106,13 @@ fn open_store(workspace: Option<PathBuf>) -> anyhow::Result<(SnapshotStore, Sett
 }
 
 fn undo(args: UndoArgs) -> anyhow::Result<()> {
+    print!("{}", undo_report(args)?);
+    Ok(())
+}
+
+/// `codewhale undo` without printing: the text it prints (the TUI's
+/// `/undo` shows the same).
+pub fn undo_report(args: UndoArgs) -> anyhow::Result<String> {
     let scope = match args.session {
         Some(s) => UndoScope::Session(s),
         None => UndoScope::Last,
@@ -116,24 +123,32 @@ fn undo(args: UndoArgs) -> anyhow::Result<()> {
         Some(s) => format!("request {} of session {s}", out.plan.request.request),
         None => format!("request {}", out.plan.request.request),
     };
-    println!(
-        "Undid {who}: restored snapshot {} ({} file(s) changed).",
+    let mut text = format!(
+        "Undid {who}: restored snapshot {} ({} file(s) changed).\n",
         out.restore.restored,
         out.restore.changes.len()
     );
-    print_changes(&out.restore);
-    println!(
-        "To take this undo back: codewhale restore {} --trust",
+    text.push_str(&changes_text(&out.restore));
+    text.push_str(&format!(
+        "To take this undo back: codewhale restore {} --trust\n",
         out.restore.pre_restore
-    );
-    Ok(())
+    ));
+    Ok(text)
 }
 
 fn restore(args: RestoreArgs) -> anyhow::Result<()> {
-    let (mut store, settings) = open_store(args.workspace)?;
     if args.list {
+        let (store, _) = open_store(args.workspace)?;
         return list(&store, args.json);
     }
+    print!("{}", restore_report(args)?);
+    Ok(())
+}
+
+/// `codewhale restore N` without printing (trust as the CLI checks it:
+/// `args.trust`, the config's `trust`, or Full Access).
+pub fn restore_report(args: RestoreArgs) -> anyhow::Result<String> {
+    let (mut store, settings) = open_store(args.workspace)?;
     let id = args
         .id
         .ok_or_else(|| anyhow!("restore: give a snapshot number N or --list"))?;
@@ -145,16 +160,16 @@ fn restore(args: RestoreArgs) -> anyhow::Result<()> {
         );
     }
     let out = store.restore(id)?;
-    println!(
-        "Restored snapshot {id} ({} file(s) changed).",
+    let mut text = format!(
+        "Restored snapshot {id} ({} file(s) changed).\n",
         out.changes.len()
     );
-    print_changes(&out);
-    println!(
-        "To take this restore back: codewhale restore {} --trust",
+    text.push_str(&changes_text(&out));
+    text.push_str(&format!(
+        "To take this restore back: codewhale restore {} --trust\n",
         out.pre_restore
-    );
-    Ok(())
+    ));
+    Ok(text)
 }
 
 fn list(store: &SnapshotStore, json: bool) -> anyhow::Result<()> {
@@ -192,7 +207,8 @@ fn list(store: &SnapshotStore, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_changes(out: &RestoreOutcome) {
+fn changes_text(out: &RestoreOutcome) -> String {
+    let mut text = String::new();
     for FileChange {
         path,
         kind,
@@ -216,8 +232,9 @@ fn print_changes(out: &RestoreOutcome) {
         } else {
             String::new()
         };
-        println!("  {verb} {path}{stat}");
+        text.push_str(&format!("  {verb} {path}{stat}\n"));
     }
+    text
 }
 
 /// Whether the settings trust a restore: `trust = true` in the user config

@@ -24,8 +24,9 @@ use crate::agent::tools::ALL_TOOLS;
 use crate::agent::{
     exec_posture_in, run_exec_hooked, Emitter, ExecOptions, OutputFormat, RunHooks,
 };
-use crate::authz::{Mode, SessionGrants, ToolKind, ToolSpec as AuthzToolSpec};
+use crate::authz::{Approval, Mode, SessionGrants, ToolKind, ToolSpec as AuthzToolSpec};
 use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags};
+use crate::policy::SandboxMode;
 use crate::provider::{ChatRequest, Message};
 use crate::session::{read_records, sessions_dir, SessionLog};
 use serde_json::json;
@@ -153,12 +154,27 @@ impl Driver {
         prompt: String,
         mode: Mode,
     ) -> Result<TurnRecord, DriverError> {
+        self.start_with(thread_id, prompt, mode, None)
+    }
+
+    /// [`Driver::start_in_mode`] with the permission an interactive client
+    /// chose (the TUI's Shift+Tab) instead of the configured
+    /// `approval_policy`. A configured `never-run` stays; Full Access asks
+    /// for no sandbox the way `exec --auto --sandbox danger-full-access`
+    /// does, so the user's settings can still narrow it.
+    pub fn start_with(
+        &self,
+        thread_id: &str,
+        prompt: String,
+        mode: Mode,
+        approval: Option<Approval>,
+    ) -> Result<TurnRecord, DriverError> {
         let _one = lock(&self.starting);
         let thread = self.rt.thread(thread_id)?;
         self.check_idle(thread_id)?;
         let history = self.history(thread_id);
         let grants = self.thread_grants(thread_id);
-        let mut p = prepare(&thread, prompt.clone(), grants, mode)?;
+        let mut p = prepare(&thread, prompt.clone(), grants, mode, approval)?;
         self.add_mcp(&mut p);
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
         self.rt.claim(thread_id)?;
@@ -434,6 +450,7 @@ impl Driver {
             String::new(),
             self.thread_grants(thread_id),
             Mode::Work,
+            None,
         )?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(
@@ -694,14 +711,31 @@ fn prepare(
     prompt: String,
     grants: Arc<Mutex<SessionGrants>>,
     mode: Mode,
+    approval: Option<Approval>,
 ) -> Result<Prepared, DriverError> {
     let mut o = LoadOptions::new(&t.workspace);
     if !t.model.is_empty() {
         o.overrides.model = Some(t.model.clone());
     }
-    let sandbox = SandboxContext::load_with(&mut o, &SandboxFlags::default(), RulesFile::Load)
-        .map_err(setup)?;
-    let (mut posture, sandbox, _notes) = exec_posture_in(sandbox, t.auto_approve, None, mode);
+    let flags = SandboxFlags {
+        mode: (approval == Some(Approval::FullAccess)).then_some(SandboxMode::DangerFullAccess),
+        ..Default::default()
+    };
+    let sandbox = SandboxContext::load_with(&mut o, &flags, RulesFile::Load).map_err(setup)?;
+    let (mut posture, sandbox) = match approval {
+        None => {
+            let (p, s, _notes) = exec_posture_in(sandbox, t.auto_approve, None, mode);
+            (p, s)
+        }
+        Some(a) => {
+            let mut p = sandbox.settings.posture(mode);
+            if p.approval != Approval::NeverRun {
+                p.approval = a;
+            }
+            let s = sandbox.for_posture(&p);
+            (p, s)
+        }
+    };
     // A person can answer here: gate 8 leaves questions open for the
     // runtime's clients (the approver applies `auto_approve`).
     posture.headless = false;

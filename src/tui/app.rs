@@ -1,0 +1,573 @@
+//! The TUI's event loop: terminal keys, runtime envelopes and the commit
+//! clock go into the state machine; its effects are carried out here
+//! against the in-process runtime ([`Driver`] starts and interrupts turns,
+//! [`Runtime::settle`] answers approvals) and the same library calls the
+//! CLI makes (`undo`, `restore`, `receipts`). Nothing here decides what a
+//! key means.
+
+use super::render;
+use super::state::{Choice, Effect, Event, FooterInfo, Key, State};
+use super::terminal::TerminalGuard;
+use crate::authz::{Approval, Mode, Posture};
+use crate::cli::undo::{restore_report, undo_report, RestoreArgs, UndoArgs};
+use crate::config::{ConfigPaths, LoadOptions, RulesFile, SandboxContext, SandboxFlags};
+use crate::host::BackendKind;
+use crate::provider::auth::AuthStore;
+use crate::provider::config::ExecConfig;
+use crate::provider::registry::{self, KeySource};
+use crate::receipt;
+use crate::runtime::driver::Driver;
+use crate::runtime::{Answer, NewThread, RequestKind, Runtime, Settlement, ThreadPatch};
+use crate::session::sessions_dir;
+use anyhow::Context;
+use ratatui::crossterm::event::{
+    self as ct, Event as CtEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
+};
+use ratatui_textarea::TextArea;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// How long a question waits for the person at the keyboard before the
+/// runtime denies it as `no response` (the card stays on screen until then).
+const APPROVAL_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+/// The commit clock for streamed text.
+const TICK: Duration = Duration::from_millis(16);
+
+/// What the app was started with (resolved like `exec`).
+pub struct Setup {
+    pub home: PathBuf,
+    pub workspace: PathBuf,
+    pub footer: FooterInfo,
+    pub permission: Approval,
+    /// Said once in the transcript at start (missing key, Ollama, ...).
+    pub notes: Vec<String>,
+}
+
+/// Resolve the user's config, the project override, the provider and
+/// the sandbox selection exactly as `exec` does (the same loaders).
+pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
+    let paths = ConfigPaths::from_env();
+    let home = paths.codewhale_home.clone();
+    let ws = match workspace {
+        Some(w) => w,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let mut o = LoadOptions::new(&ws);
+    let ctx = SandboxContext::load_with(&mut o, &SandboxFlags::default(), RulesFile::Load)?;
+    // The configured posture is where Shift+Tab starts; a configured
+    // `never-run` stays for every turn (the driver keeps it).
+    let permission = ctx.settings.approval;
+    // What Full Access would really run under: the driver asks for no
+    // sandbox as `--sandbox danger-full-access` does; settings may cap it.
+    let full = SandboxContext::load_with(
+        &mut LoadOptions::new(&ws),
+        &SandboxFlags {
+            mode: Some(crate::policy::SandboxMode::DangerFullAccess),
+            ..Default::default()
+        },
+        RulesFile::Load,
+    )?
+    .for_posture(&Posture::new(Mode::Work, Approval::FullAccess))
+    .mode();
+    let full_access_capped = full.is_sandboxed().then(|| full.to_string());
+    let posture = Posture::new(Mode::Work, permission);
+    let ctx = ctx.for_posture(&posture);
+    let cfg = ExecConfig::from_settings(&ctx.settings)?;
+    let store = AuthStore::new(&home);
+    let env = |n: &str| std::env::var(n).ok();
+    let mut notes = Vec::new();
+    let (provider, model) = match registry::select(None, None, &cfg, &store, &env) {
+        Ok(ps) => {
+            if ps.key_source == KeySource::Missing {
+                notes.push(format!(
+                    "no API key for provider {}: run `codewhale auth set --provider {}` (or /provider)",
+                    ps.id, ps.id
+                ));
+            }
+            (ps.id.clone(), ps.model.clone())
+        }
+        Err(e) => {
+            notes.push(format!("no provider: {e} (see /provider)"));
+            (String::from("none"), String::from("none"))
+        }
+    };
+    let (backend, level) = match crate::host::dispatch::selection(&ctx.policy, &ctx.host) {
+        Ok(sel) => (sel.backend.as_str().to_string(), nominal_level(sel.backend)),
+        Err(e) => {
+            notes.push(format!("sandbox: {e}"));
+            ("none".to_string(), "unavailable".to_string())
+        }
+    };
+    Ok(Setup {
+        home,
+        workspace: ws,
+        footer: FooterInfo {
+            model,
+            provider,
+            backend,
+            level,
+            full_access_capped,
+            ..Default::default()
+        },
+        permission,
+        notes,
+    })
+}
+
+/// The tier a backend is built to give (doctor measures the real one).
+fn nominal_level(b: BackendKind) -> String {
+    match b {
+        BackendKind::Bwrap => "full",
+        BackendKind::Landlock | BackendKind::Seatbelt => "partial",
+        BackendKind::Opensandbox => "remote",
+        BackendKind::None => "off",
+    }
+    .to_string()
+}
+
+enum Input {
+    Term(CtEvent),
+    Runtime(Vec<Value>),
+    TermGone,
+}
+
+/// Run the UI until the user quits; returns the exit code.
+pub fn run(setup: Setup) -> anyhow::Result<i32> {
+    let (rt, _report) = Runtime::open(&setup.home)?;
+    let thread = rt.create_thread(NewThread {
+        model: String::new(),
+        workspace: setup.workspace.clone(),
+        mode: "agent".into(),
+        allow_shell: true,
+        title: Some("tui".into()),
+        ..Default::default()
+    })?;
+    let driver = Driver::new(rt.clone(), &setup.home, APPROVAL_TIMEOUT);
+    let mut st = State::new(&thread.id, setup.permission, setup.footer.clone());
+    st.workspace = setup.workspace.display().to_string();
+    for n in &setup.notes {
+        st.update(Event::Output {
+            error: true,
+            text: n.clone(),
+        });
+    }
+    let exec = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let mut guard = TerminalGuard::enter()?;
+    let res = exec.block_on(event_loop(&mut guard, &rt, &driver, &setup, st));
+    drop(guard);
+    let (code, sessions) = res?;
+    if let Some(s) = sessions.last() {
+        println!(
+            "codewhale: conversation {} — receipts: codewhale receipts {s}",
+            thread.id
+        );
+    }
+    Ok(code)
+}
+
+struct App<'a> {
+    rt: &'a Runtime,
+    driver: &'a Driver,
+    setup: &'a Setup,
+    input: TextArea<'static>,
+    /// Session ids of this conversation's turns, oldest first.
+    sessions: Vec<String>,
+    started: Instant,
+}
+
+async fn event_loop(
+    guard: &mut TerminalGuard,
+    rt: &Runtime,
+    driver: &Driver,
+    setup: &Setup,
+    mut st: State,
+) -> anyhow::Result<(i32, Vec<String>)> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Input>();
+    // Keys: crossterm's reader on its own thread. It polls with a short
+    // timeout instead of blocking in `read`, so the reader lock is free
+    // between polls for ratatui's cursor-position query (`clear` asks the
+    // terminal where the cursor is; a blocked `read` would starve it).
+    let ktx = tx.clone();
+    std::thread::Builder::new()
+        .name("tui-keys".into())
+        .spawn(move || loop {
+            if ktx.is_closed() {
+                return;
+            }
+            match ct::poll(Duration::from_millis(20)) {
+                Ok(false) => continue,
+                Ok(true) => {}
+                Err(_) => {
+                    let _ = ktx.send(Input::TermGone);
+                    return;
+                }
+            }
+            match ct::read() {
+                Ok(ev) => {
+                    if ktx.send(Input::Term(ev)).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => {
+                    let _ = ktx.send(Input::TermGone);
+                    return;
+                }
+            }
+        })
+        .context("starting the key reader")?;
+    // The thread's events, from the runtime (as a remote client sees them).
+    let mut sub = rt.subscribe(&st.thread_id, 0, None);
+    let rtx = tx.clone();
+    tokio::spawn(async move {
+        while let Some(batch) = sub.next().await {
+            if rtx.send(Input::Runtime(batch)).is_err() {
+                return;
+            }
+        }
+    });
+    let mut app = App {
+        rt,
+        driver,
+        setup,
+        input: new_input(),
+        sessions: Vec::new(),
+        started: Instant::now(),
+    };
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut term = super::terminal::sigterm()?;
+    loop {
+        if st.dirty {
+            guard
+                .terminal
+                .draw(|f| render::draw(f, &st, &app.input))
+                .context("drawing the screen")?;
+            st.dirty = false;
+        }
+        if st.quit {
+            break;
+        }
+        let ev = tokio::select! {
+            m = rx.recv() => match m {
+                Some(m) => m,
+                None => break,
+            },
+            _ = tick.tick() => {
+                st.update(Event::Tick);
+                continue;
+            }
+            _ = term.recv() => {
+                // SIGTERM: stop the turn (its sandboxed tree is killed),
+                // then leave; the guard restores the terminal.
+                if let Some(t) = st.turn.clone() {
+                    let _ = driver.interrupt(&st.thread_id, &t);
+                }
+                return Ok((super::terminal::SIGTERM_EXIT, app.sessions));
+            }
+        };
+        match ev {
+            Input::TermGone => break,
+            Input::Runtime(batch) => {
+                for env in batch {
+                    if env["event"] == "turn.started" {
+                        if let Some(s) = env["payload"]["turn"]["session_id"].as_str() {
+                            app.sessions.push(s.to_string());
+                        }
+                    }
+                    let fx = st.update(Event::Runtime(env));
+                    app.perform(&mut st, fx, None);
+                }
+            }
+            Input::Term(CtEvent::Key(k)) => {
+                if k.kind == KeyEventKind::Release {
+                    continue;
+                }
+                let key = map_key(&k);
+                let at_ms = app.started.elapsed().as_millis() as u64;
+                let fx = st.update(Event::Key { key, at_ms });
+                app.perform(&mut st, fx, Some(k));
+            }
+            Input::Term(CtEvent::Paste(p)) => {
+                let fx = st.update(Event::Paste(p));
+                app.perform(&mut st, fx, None);
+            }
+            Input::Term(CtEvent::Resize(_, _)) => {
+                // Repaint everything: output written for the old size
+                // may have landed after the terminal changed, and a diff
+                // against the old frame would keep it on screen.
+                // (`resize`, not `clear`: clearing asks the terminal
+                // for the cursor position, which some never answer.)
+                let size = guard.terminal.size().context("reading the terminal size")?;
+                guard
+                    .terminal
+                    .resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))
+                    .context("resizing")?;
+                st.update(Event::Resize);
+            }
+            Input::Term(_) => {}
+        }
+    }
+    Ok((crate::exit::OK, app.sessions))
+}
+
+fn new_input() -> TextArea<'static> {
+    let mut t = TextArea::default();
+    t.set_block(
+        ratatui::widgets::Block::default()
+            .borders(ratatui::widgets::Borders::ALL)
+            .border_style(ratatui::style::Style::default().fg(ratatui::style::Color::DarkGray)),
+    );
+    t.set_placeholder_text("Ask codewhale… (Enter sends, Alt+Enter new line, /help)");
+    t.set_cursor_line_style(ratatui::style::Style::default());
+    t
+}
+
+/// crossterm's key → the state machine's.
+pub fn map_key(k: &KeyEvent) -> Key {
+    let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    let plain = !k
+        .modifiers
+        .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT | KeyModifiers::CONTROL);
+    match k.code {
+        KeyCode::Char('c') if ctrl => Key::CtrlC,
+        KeyCode::Char('d') if ctrl => Key::CtrlD,
+        KeyCode::BackTab => Key::BackTab,
+        KeyCode::Tab if k.modifiers.contains(KeyModifiers::SHIFT) => Key::BackTab,
+        KeyCode::Tab => Key::Tab,
+        KeyCode::Esc => Key::Esc,
+        KeyCode::Enter if plain => Key::Enter,
+        KeyCode::Left => Key::Left,
+        KeyCode::Right => Key::Right,
+        KeyCode::PageUp => Key::PageUp,
+        KeyCode::PageDown => Key::PageDown,
+        KeyCode::Char(c) if !ctrl => Key::Char(c),
+        _ => Key::Other,
+    }
+}
+
+impl App<'_> {
+    fn perform(&mut self, st: &mut State, fx: Vec<Effect>, key: Option<KeyEvent>) {
+        for e in fx {
+            let follow = self.effect(st, e, key);
+            for ev in follow {
+                let more = st.update(ev);
+                self.perform(st, more, None);
+            }
+        }
+    }
+
+    /// Carry out one effect; what it produced goes back as events.
+    fn effect(&mut self, st: &State, e: Effect, key: Option<KeyEvent>) -> Vec<Event> {
+        match e {
+            Effect::PassToEditor => {
+                if let Some(k) = key {
+                    if k.code == KeyCode::Enter {
+                        // Alt/Shift+Enter: a new line in the same request.
+                        self.input.insert_newline();
+                    } else {
+                        self.input.input(k);
+                    }
+                }
+                vec![Event::DraftChanged {
+                    empty: self.input.is_empty(),
+                }]
+            }
+            Effect::TakeDraft => {
+                let text = self.input.lines().join("\n");
+                self.input = new_input();
+                vec![Event::Submit(text)]
+            }
+            Effect::InsertDraft(s) => {
+                self.input.insert_str(s);
+                vec![Event::DraftChanged {
+                    empty: self.input.is_empty(),
+                }]
+            }
+            Effect::ClearDraft => {
+                self.input = new_input();
+                vec![Event::DraftChanged { empty: true }]
+            }
+            Effect::StartTurn {
+                prompt,
+                mode,
+                permission,
+            } => {
+                // Off the async loop's thread: preparing a turn may build
+                // (and drop) an async runtime of its own (model discovery).
+                let driver = self.driver;
+                let thread = st.thread_id.as_str();
+                let started = std::thread::scope(|s| {
+                    s.spawn(move || driver.start_with(thread, prompt, mode, Some(permission)))
+                        .join()
+                });
+                match started {
+                    Ok(Ok(_)) => Vec::new(),
+                    Ok(Err(e)) => vec![error(e)],
+                    Err(_) => vec![error("starting the turn panicked")],
+                }
+            }
+            Effect::Interrupt { turn_id } => match self.driver.interrupt(&st.thread_id, &turn_id) {
+                Ok(()) => Vec::new(),
+                Err(e) => vec![error(e)],
+            },
+            Effect::Answer {
+                approval_id,
+                choice,
+            } => {
+                let how = Settlement::Answered(Answer::Approval {
+                    allow: choice != Choice::Deny,
+                    remember: choice == Choice::Session,
+                });
+                match self.rt.settle(
+                    &approval_id,
+                    Some(RequestKind::Approval),
+                    Some(&st.thread_id),
+                    None,
+                    how,
+                ) {
+                    Ok(()) => Vec::new(),
+                    Err(e) => vec![error(e)],
+                }
+            }
+            Effect::Undo { session } => {
+                let Some(session) = session else {
+                    return vec![Event::Output {
+                        error: true,
+                        text: "/undo: nothing to undo in this conversation yet".into(),
+                    }];
+                };
+                let args = UndoArgs {
+                    workspace: Some(self.setup.workspace.clone()),
+                    session: Some(session),
+                    last: false,
+                };
+                vec![report(undo_report(args))]
+            }
+            Effect::Restore(n) => {
+                let args = RestoreArgs {
+                    id: Some(n),
+                    list: false,
+                    json: false,
+                    // The state machine checked /trust or Full Access.
+                    trust: true,
+                    workspace: Some(self.setup.workspace.clone()),
+                };
+                vec![report(restore_report(args))]
+            }
+            Effect::Receipts { turn, json } => vec![report(self.receipt(turn, json))],
+            Effect::SetModel(m) => vec![self.set_model(st, &m)],
+            Effect::Provider => vec![Event::Output {
+                error: false,
+                text: format!(
+                    "provider {} · model {}\nkeys: `codewhale auth set --provider ID` (stored mode 0600, never printed); \
+                     list: `codewhale models list`",
+                    st.footer.provider, st.footer.model
+                ),
+            }],
+            Effect::LoadOutput { call_id } => match self.output_of(&call_id) {
+                Some(text) => vec![Event::ToolOutput { call_id, text }],
+                None => Vec::new(),
+            },
+            Effect::Quit => Vec::new(),
+        }
+    }
+
+    fn receipt(&self, turn: Option<u32>, json: bool) -> anyhow::Result<String> {
+        let session = match turn {
+            Some(n) => self
+                .sessions
+                .get((n as usize).wrapping_sub(1))
+                .with_context(|| {
+                    format!(
+                        "/receipts {n}: this conversation has {} turn(s)",
+                        self.sessions.len()
+                    )
+                })?,
+            None => self
+                .sessions
+                .last()
+                .context("/receipts: no turn in this conversation yet")?,
+        };
+        let path = receipt::find_session(&sessions_dir(&self.setup.home), session)?;
+        let r = receipt::from_file(&path, None)?;
+        Ok(if json {
+            serde_json::to_string_pretty(&r)?
+        } else {
+            receipt::render_markdown(&r)
+        })
+    }
+
+    fn set_model(&self, st: &State, m: &str) -> Event {
+        if m.is_empty() {
+            return Event::Output {
+                error: false,
+                text: format!(
+                    "model {} (provider {})",
+                    st.footer.model, st.footer.provider
+                ),
+            };
+        }
+        if m == "auto" {
+            return Event::Output {
+                error: true,
+                text: "/model auto: routing is not available to runtime-driven turns yet (only `codewhale exec --model auto`)".into(),
+            };
+        }
+        let patch = ThreadPatch {
+            model: Some(m.to_string()),
+            ..Default::default()
+        };
+        match self.rt.update_thread(&st.thread_id, patch) {
+            Ok(_) => Event::Output {
+                error: false,
+                text: format!("model {m} for the next turns"),
+            },
+            Err(e) => error(e),
+        }
+    }
+
+    /// A tool call's output from the latest turn's session file.
+    fn output_of(&self, call_id: &str) -> Option<String> {
+        let session = self.sessions.last()?;
+        let path = receipt::find_session(&sessions_dir(&self.setup.home), session).ok()?;
+        tool_output(&path, call_id)
+    }
+}
+
+fn tool_output(path: &Path, call_id: &str) -> Option<String> {
+    let recs = crate::session::read_records(path).ok()?;
+    recs.into_iter().rev().find_map(|r| match r.event {
+        crate::session::Event::ToolResult {
+            call_id: c, output, ..
+        } if c == call_id => Some(output),
+        _ => None,
+    })
+}
+
+fn error(e: impl std::fmt::Display) -> Event {
+    Event::Output {
+        error: true,
+        text: e.to_string(),
+    }
+}
+
+fn report(r: anyhow::Result<String>) -> Event {
+    match r {
+        Ok(text) => Event::Output {
+            error: false,
+            text: text.trim_end().to_string(),
+        },
+        Err(e) => {
+            let mut text = e.to_string();
+            for c in e.chain().skip(1) {
+                text.push_str(&format!("\n  caused by: {c}"));
+            }
+            Event::Output { error: true, text }
+        }
+    }
+}

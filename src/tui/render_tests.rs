@@ -1,0 +1,306 @@
+//! Snapshots of rendered buffers (ratatui's `TestBackend`): what a user
+//! sees for each posture, the card, its one-line fallback, diff and tool
+//! cells, narrow widths. docs/TUI.md's screens are these snapshots.
+
+use super::*;
+use crate::tui::state::{Event, FooterInfo};
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::Terminal;
+use serde_json::json;
+
+fn footer() -> FooterInfo {
+    FooterInfo {
+        model: "deepseek-flash".into(),
+        provider: "deepseek".into(),
+        backend: "bwrap".into(),
+        level: "full".into(),
+        input_tokens: 1200,
+        output_tokens: 345,
+        cost_usd: Some(0.0021),
+        full_access_capped: None,
+    }
+}
+
+fn st(permission: Approval) -> State {
+    let mut s = State::new("thr_1", permission, footer());
+    s.workspace = "/home/dev/project".into();
+    s
+}
+
+fn input() -> TextArea<'static> {
+    let mut t = TextArea::default();
+    t.set_block(Block::default().borders(Borders::ALL));
+    t
+}
+
+fn screen(st: &State, w: u16, h: u16) -> Buffer {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let inp = input();
+    term.draw(|f| draw(f, st, &inp)).unwrap();
+    term.backend().buffer().clone()
+}
+
+/// The buffer as text, one row per line (trailing spaces kept off).
+fn text(b: &Buffer) -> String {
+    let mut out = String::new();
+    for y in 0..b.area.height {
+        let mut row = String::new();
+        for x in 0..b.area.width {
+            row.push_str(b[(x, y)].symbol());
+        }
+        out.push_str(row.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn env(event: &str, item: Option<&str>, payload: serde_json::Value) -> Event {
+    Event::Runtime(
+        json!({"event": event, "thread_id": "thr_1", "turn_id": "turn_1",
+                          "item_id": item, "payload": payload}),
+    )
+}
+
+fn with_card(mut s: State) -> State {
+    s.update(env(
+        "turn.started",
+        None,
+        json!({"turn": {"session_id": "s1"}}),
+    ));
+    s.update(env(
+        "item.started",
+        Some("i1"),
+        json!({"item": {"kind": "command_execution",
+                         "metadata": {"call_id": "c1", "tool": "shell", "args": {"command": "cargo publish --dry-run"}}}}),
+    ));
+    s.update(env(
+        "approval.required",
+        Some("i1"),
+        json!({"approval_id": "appr_1", "tool": "shell", "command": "cargo publish --dry-run",
+               "reason": "`cargo publish` is not read-only", "hold": false}),
+    ));
+    s
+}
+
+fn conversation() -> State {
+    let mut s = st(Approval::Ask);
+    s.update(Event::Submit(
+        "Rename world to codewhale in hello.txt".into(),
+    ));
+    s.update(env(
+        "turn.started",
+        None,
+        json!({"turn": {"session_id": "s1"}}),
+    ));
+    s.update(env(
+        "item.started",
+        Some("i1"),
+        json!({"item": {"kind": "file_change", "metadata": {"call_id": "c1", "tool": "edit_file",
+               "args": {"path": "hello.txt", "old_string": "hello world\n", "new_string": "hello codewhale\n"}}}}),
+    ));
+    s.update(env(
+        "item.completed",
+        Some("i1"),
+        json!({"item": {"kind": "file_change", "metadata": {"status": "ok", "duration_ms": 3}}}),
+    ));
+    s.update(env(
+        "item.started",
+        Some("i2"),
+        json!({"item": {"kind": "command_execution", "metadata": {"call_id": "c2", "tool": "shell",
+               "args": {"command": "cat hello.txt"}}}}),
+    ));
+    s.update(env(
+        "item.completed",
+        Some("i2"),
+        json!({"item": {"kind": "command_execution", "metadata": {"status": "ok", "exit_code": 0,
+               "duration_ms": 41, "approval": {"decided_by": "you", "decision": "allow"}}}}),
+    ));
+    s.update(Event::ToolOutput {
+        call_id: "c2".into(),
+        text: "hello codewhale\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\n".into(),
+    });
+    s.update(env(
+        "item.started",
+        Some("m1"),
+        json!({"item": {"kind": "agent_message", "metadata": {}}}),
+    ));
+    s.update(env(
+        "item.delta",
+        Some("m1"),
+        json!({"delta": "## Done\n\nI changed **hello.txt**:\n\n- `world` → `codewhale`\n"}),
+    ));
+    s.update(env(
+        "turn.completed",
+        None,
+        json!({"turn": {"status": "completed", "usage": {}, "cost_usd": 0.0}}),
+    ));
+    s
+}
+
+#[test]
+fn footer_per_posture() {
+    let mut all = String::new();
+    for p in [Approval::Ask, Approval::AutoReview, Approval::FullAccess] {
+        for m in [
+            crate::authz::Mode::Plan,
+            crate::authz::Mode::Work,
+            crate::authz::Mode::Operate,
+        ] {
+            let mut s = st(p);
+            s.mode = m;
+            all.push_str(text(&screen(&s, 80, 4)).lines().last().unwrap_or(""));
+            all.push('\n');
+        }
+    }
+    insta::assert_snapshot!(all);
+}
+
+#[test]
+fn full_access_is_red_in_the_footer() {
+    let b = screen(&st(Approval::FullAccess), 80, 4);
+    let row = b.area.height - 1;
+    let x = (0..b.area.width)
+        .find(|x| b[(*x, row)].symbol() == "F")
+        .expect("Full Access in the footer");
+    assert_eq!(b[(x, row)].bg, Color::Red);
+    let b = screen(&st(Approval::Ask), 80, 4);
+    assert!((0..b.area.width).all(|x| b[(x, row)].bg != Color::Red));
+}
+
+#[test]
+fn full_access_capped_by_settings_says_so() {
+    let mut s = st(Approval::FullAccess);
+    s.footer.full_access_capped = Some("workspace-write".into());
+    let t = text(&screen(&s, 100, 4));
+    assert!(
+        t.contains("workspace-write: settings cap it") && !t.contains("sandbox off"),
+        "{t}"
+    );
+}
+
+#[test]
+fn unknown_cost_is_never_zero() {
+    let mut s = st(Approval::Ask);
+    s.footer.cost_usd = None;
+    let t = text(&screen(&s, 80, 4));
+    assert!(t.contains("cost ?") && !t.contains("$0"), "{t}");
+}
+
+#[test]
+fn approval_card() {
+    insta::assert_snapshot!(text(&screen(&with_card(st(Approval::Ask)), 72, 16)));
+}
+
+#[test]
+fn approval_card_highlights_deny() {
+    let b = screen(&with_card(st(Approval::Ask)), 72, 16);
+    let t = text(&b);
+    let (row, line) = t
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("[n no]"))
+        .unwrap();
+    let col = line.find("[n no]").unwrap();
+    let x = line[..col].chars().count() as u16 + 1;
+    assert_eq!(
+        b[(x, row as u16)].bg,
+        Color::Yellow,
+        "deny is the highlighted default"
+    );
+}
+
+#[test]
+fn card_falls_back_to_one_line_when_small() {
+    let s = with_card(st(Approval::Ask));
+    let t = text(&screen(&s, 40, 5));
+    insta::assert_snapshot!(t);
+    assert!(t.contains("y/a/[n] Esc"), "{t}");
+    // Even at 20x5 the question is still on screen.
+    let t = text(&screen(&s, 20, 5));
+    assert!(t.contains("y/a/[n] Esc"), "{t}");
+}
+
+#[test]
+fn transcript_with_diff_and_tool_cells() {
+    insta::assert_snapshot!(text(&screen(&conversation(), 80, 30)));
+}
+
+#[test]
+fn narrow_width_wraps_without_losing_input_or_footer() {
+    let s = conversation();
+    for (w, h) in [(20u16, 5u16), (30, 12), (45, 20)] {
+        let t = text(&screen(&s, w, h));
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), h as usize);
+        assert!(lines[h as usize - 1].contains("Work"), "{w}x{h}: {t}");
+        assert!(
+            lines.iter().any(|l| l.starts_with('┌')),
+            "{w}x{h}: input box: {t}"
+        );
+    }
+    insta::assert_snapshot!(text(&screen(&s, 30, 12)));
+}
+
+#[test]
+fn hostile_tool_output_is_drawn_as_text() {
+    let mut s = conversation();
+    s.update(Event::ToolOutput {
+        call_id: "c2".into(),
+        text: "\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x07safe\x1b[1;1H".into(),
+    });
+    let b = screen(&s, 80, 30);
+    for c in b.content() {
+        assert!(
+            !c.symbol().chars().any(|ch| ch.is_control()),
+            "control char in cell {:?}",
+            c.symbol()
+        );
+    }
+    let t = text(&b);
+    assert!(t.contains("│ safe") && !t.contains("pwned"), "{t}");
+}
+
+#[test]
+fn the_flash_line_says_esc_to_stop_first() {
+    let mut s = with_card(st(Approval::Ask));
+    s.card = None;
+    s.update(Event::Key {
+        key: crate::tui::state::Key::Tab,
+        at_ms: 0,
+    });
+    assert!(text(&screen(&s, 60, 8)).contains("Esc to stop first"));
+}
+
+#[test]
+fn wrap_is_exact() {
+    let l = Line::from(vec![Span::raw("abcdef"), Span::raw("世界x")]);
+    let rows: Vec<String> = wrap(l, 4)
+        .iter()
+        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+        .collect();
+    assert_eq!(rows, ["abcd", "ef世", "界x"]);
+}
+
+#[test]
+fn docs_show_the_snapshots() {
+    // docs/TUI.md's screens are these snapshots, verbatim.
+    let doc = include_str!("../../docs/TUI.md");
+    for name in [
+        "transcript_with_diff_and_tool_cells",
+        "footer_per_posture",
+        "approval_card",
+        "card_falls_back_to_one_line_when_small",
+    ] {
+        let path = format!(
+            "{}/src/tui/snapshots/codewhale__tui__render__tests__{name}.snap",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let snap = std::fs::read_to_string(&path).unwrap();
+        let body: String = snap.split('\n').skip(4).collect::<Vec<_>>().join("\n");
+        assert!(
+            doc.contains(body.trim_end()),
+            "docs/TUI.md lacks the {name} snapshot"
+        );
+    }
+}

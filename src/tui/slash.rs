@@ -1,0 +1,173 @@
+//! Slash commands: parsing only (the state machine decides what each does).
+
+use crate::authz::Mode;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Slash {
+    Undo,
+    Restore(u64),
+    Trust(bool),
+    Receipts { turn: Option<u32>, json: bool },
+    Model(String),
+    Provider,
+    Mode(Mode),
+    Clear,
+    Quit,
+    Help,
+}
+
+/// Every command with its one-line help, in `/help` order.
+pub const COMMANDS: &[(&str, &str)] = &[
+    (
+        "/undo",
+        "revert the last request's file changes in one step",
+    ),
+    (
+        "/restore N",
+        "restore snapshot N (needs /trust on or Full Access)",
+    ),
+    ("/trust on|off", "allow /restore to jump to any snapshot"),
+    (
+        "/receipts [N] [json]",
+        "what the last turn did (as `codewhale receipts`)",
+    ),
+    ("/model [ID|auto]", "show or switch the model"),
+    ("/provider", "show the provider and how to add a key"),
+    ("/mode plan|work|operate", "switch the mode (Tab cycles it)"),
+    (
+        "/clear",
+        "clear the transcript on screen (the session keeps it)",
+    ),
+    (
+        "/quit",
+        "leave (also Ctrl-D on an empty input, Ctrl-C twice)",
+    ),
+    ("/help", "this list"),
+];
+
+fn known() -> String {
+    COMMANDS
+        .iter()
+        .map(|(c, _)| c.split(' ').next().unwrap_or(c))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn help() -> String {
+    let mut s = String::from("commands:\n");
+    for (c, h) in COMMANDS {
+        s.push_str(&format!("  {c:<26} {h}\n"));
+    }
+    s.push_str(
+        "keys: Tab mode · Shift+Tab permissions · Esc stop · Ctrl-C interrupt/quit · Ctrl-D quit",
+    );
+    s
+}
+
+/// Parse one `/command args` line; the error names what was wrong and
+/// lists the known commands.
+pub fn parse(line: &str) -> Result<Slash, String> {
+    let mut words = line.split_whitespace();
+    let cmd = words.next().unwrap_or("");
+    let args: Vec<&str> = words.collect();
+    let no_args = |s: Slash| {
+        if args.is_empty() {
+            Ok(s)
+        } else {
+            Err(format!("{cmd} takes no arguments"))
+        }
+    };
+    match cmd {
+        "/undo" => no_args(Slash::Undo),
+        "/restore" => match args.as_slice() {
+            [n] => n
+                .parse()
+                .map(Slash::Restore)
+                .map_err(|_| format!("/restore N: `{n}` is not a snapshot number")),
+            _ => Err("usage: /restore N".into()),
+        },
+        "/trust" => match args.as_slice() {
+            ["on"] => Ok(Slash::Trust(true)),
+            ["off"] => Ok(Slash::Trust(false)),
+            _ => Err("usage: /trust on|off".into()),
+        },
+        "/receipts" => {
+            let mut turn = None;
+            let mut json = false;
+            for a in &args {
+                if *a == "json" {
+                    json = true;
+                } else if let Ok(n) = a.parse() {
+                    turn = Some(n);
+                } else {
+                    return Err(format!("/receipts [N] [json]: `{a}` is neither"));
+                }
+            }
+            Ok(Slash::Receipts { turn, json })
+        }
+        "/model" => match args.as_slice() {
+            [] => Ok(Slash::Model(String::new())),
+            [m] => Ok(Slash::Model(m.to_string())),
+            _ => Err("usage: /model [ID|auto]".into()),
+        },
+        "/provider" => no_args(Slash::Provider),
+        "/mode" => match args.as_slice() {
+            ["plan"] => Ok(Slash::Mode(Mode::Plan)),
+            ["work"] => Ok(Slash::Mode(Mode::Work)),
+            ["operate"] => Ok(Slash::Mode(Mode::Operate)),
+            _ => Err("usage: /mode plan|work|operate".into()),
+        },
+        "/clear" => no_args(Slash::Clear),
+        "/quit" | "/exit" => no_args(Slash::Quit),
+        "/help" => no_args(Slash::Help),
+        other => Err(format!("unknown command {other}; known: {}", known())),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_each_command() {
+        assert_eq!(parse("/undo"), Ok(Slash::Undo));
+        assert_eq!(parse("/restore 3"), Ok(Slash::Restore(3)));
+        assert_eq!(parse("/trust on"), Ok(Slash::Trust(true)));
+        assert_eq!(
+            parse("/receipts 2 json"),
+            Ok(Slash::Receipts {
+                turn: Some(2),
+                json: true
+            })
+        );
+        assert_eq!(parse("/model auto"), Ok(Slash::Model("auto".into())));
+        assert_eq!(parse("/mode plan"), Ok(Slash::Mode(Mode::Plan)));
+        assert_eq!(parse("/quit"), Ok(Slash::Quit));
+    }
+
+    #[test]
+    fn errors_name_the_problem_and_list_commands() {
+        let e = parse("/frobnicate").unwrap_err();
+        assert!(e.contains("unknown command /frobnicate"), "{e}");
+        for c in [
+            "/undo",
+            "/restore",
+            "/trust",
+            "/receipts",
+            "/model",
+            "/provider",
+            "/mode",
+            "/clear",
+            "/quit",
+            "/help",
+        ] {
+            assert!(e.contains(c), "{c} missing from {e}");
+        }
+        assert!(parse("/restore x").unwrap_err().contains("`x`"));
+        assert!(parse("/mode fast")
+            .unwrap_err()
+            .contains("plan|work|operate"));
+        assert!(parse("/undo now").unwrap_err().contains("no arguments"));
+    }
+}

@@ -1,0 +1,890 @@
+//! The TUI's state machine: `(state, event) -> (state, effects)`, with no
+//! terminal, clock or runtime inside. Keys, runtime envelopes and command
+//! results come in as [`Event`]s; what must happen outside (start a turn,
+//! interrupt it, answer an approval, run `/undo`) goes out as [`Effect`]s
+//! that the app performs. Everything a user can observe about the keys
+//! (Tab, Shift+Tab, Esc, the approval card, Ctrl-C, Ctrl-D) is decided
+//! here, so it is tested here without a terminal.
+
+use super::sanitize::sanitize;
+use super::slash::{self, Slash};
+use crate::authz::{Approval, Mode};
+use serde_json::Value;
+
+/// A key as the state machine sees it (the app maps crossterm's events).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    Tab,
+    BackTab,
+    Esc,
+    Enter,
+    CtrlC,
+    CtrlD,
+    Left,
+    Right,
+    PageUp,
+    PageDown,
+    Char(char),
+    /// Anything else: editing keys for the text area.
+    Other,
+}
+
+/// The answers a card offers, in display order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// `y`: this call only.
+    Once,
+    /// `a`: this kind of call for the rest of the conversation.
+    Session,
+    /// `n`: deny (the highlighted default).
+    Deny,
+}
+
+impl Choice {
+    pub const ALL: [Choice; 3] = [Choice::Once, Choice::Session, Choice::Deny];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Choice::Once => "y yes, once",
+            Choice::Session => "a always this session",
+            Choice::Deny => "n no",
+        }
+    }
+}
+
+/// A gate-8 question waiting for the user.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Card {
+    pub approval_id: String,
+    pub tool: String,
+    /// The exact command line (shell) when there is one.
+    pub command: Option<String>,
+    /// The path a file tool names.
+    pub path: Option<String>,
+    /// The edit as a unified diff, when the call carries one.
+    pub diff: Option<String>,
+    pub cwd: String,
+    pub posture: String,
+    pub reason: String,
+    /// A floor hold: `a` approves this call only.
+    pub hold: bool,
+    pub selected: Choice,
+}
+
+/// One entry of the transcript.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    User(String),
+    /// Agent text: `text` is committed (whole lines, or everything once
+    /// done); `pending` waits for the next commit tick.
+    Agent {
+        item_id: String,
+        text: String,
+        pending: String,
+        done: bool,
+    },
+    Tool(Box<ToolCell>),
+    Notice {
+        error: bool,
+        text: String,
+    },
+}
+
+/// A tool call as a compact cell.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ToolCell {
+    pub item_id: String,
+    pub call_id: String,
+    pub tool: String,
+    /// What it ran or touched, one line (`$ cmd`, `read_file a.txt`).
+    pub title: String,
+    /// A unified diff for file edits.
+    pub diff: Option<String>,
+    /// `None` while running.
+    pub status: Option<String>,
+    pub exit_code: Option<i64>,
+    pub duration_ms: Option<u64>,
+    /// Who decided, when someone had to (`you`, `session rule`, ...).
+    pub decided_by: Option<String>,
+    pub decision: Option<String>,
+    /// The head/tail of the output (already sanitised), and how many
+    /// lines were hidden between them.
+    pub output: Option<(Vec<String>, Vec<String>, usize)>,
+}
+
+/// What the footer shows besides the posture.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct FooterInfo {
+    pub model: String,
+    pub provider: String,
+    /// `bwrap`, `landlock`, `seatbelt`, `opensandbox`, `none`.
+    pub backend: String,
+    /// The selected backend's tier: `full` (bwrap), `partial` (the
+    /// Landlock-only tier, Seatbelt), `remote` (OpenSandbox), `off`.
+    /// `codewhale doctor` measures what it really enforces.
+    pub level: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// `None`: unknown price (shown as `cost ?`, never `$0`).
+    pub cost_usd: Option<f64>,
+    /// The sandbox mode Full Access still runs under when the user's
+    /// settings cap it (`None`: Full Access really runs unsandboxed).
+    pub full_access_capped: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct State {
+    pub mode: Mode,
+    pub permission: Approval,
+    pub thread_id: String,
+    /// The running turn.
+    pub turn: Option<String>,
+    /// Esc was pressed and the turn has not ended yet.
+    pub stopping: bool,
+    pub card: Option<Card>,
+    pub draft_empty: bool,
+    pub transcript: Vec<Cell>,
+    /// A one-line message above the footer ("Esc to stop first").
+    pub flash: Option<String>,
+    /// When Ctrl-C armed quitting (ms on the app's clock).
+    pub quit_armed_at: Option<u64>,
+    pub trust: bool,
+    pub footer: FooterInfo,
+    /// Cost of earlier turns of this session (the footer adds the live one).
+    pub spent_usd: Option<f64>,
+    pub quit: bool,
+    /// Something visible changed since the last frame.
+    pub dirty: bool,
+    /// The session id of the latest turn (what `/undo` rolls back).
+    pub last_session: Option<String>,
+    /// Rows scrolled back from the bottom of the transcript.
+    pub scroll: usize,
+    /// The thread's workspace (the card's cwd).
+    pub workspace: String,
+}
+
+/// What the app must do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Give the key to the text area.
+    PassToEditor,
+    /// Take the draft out of the text area and send it back as
+    /// [`Event::Submit`].
+    TakeDraft,
+    /// Insert pasted text into the draft (one draft, never a send).
+    InsertDraft(String),
+    ClearDraft,
+    StartTurn {
+        prompt: String,
+        mode: Mode,
+        permission: Approval,
+    },
+    Interrupt {
+        turn_id: String,
+    },
+    Answer {
+        approval_id: String,
+        choice: Choice,
+    },
+    Undo {
+        session: Option<String>,
+    },
+    Restore(u64),
+    Receipts {
+        turn: Option<u32>,
+        json: bool,
+    },
+    SetModel(String),
+    Provider,
+    /// Read a finished tool call's output from the session file.
+    LoadOutput {
+        call_id: String,
+    },
+    Quit,
+}
+
+/// What happens to the state.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// A key and the app's clock in ms (for the Ctrl-C window).
+    Key {
+        key: Key,
+        at_ms: u64,
+    },
+    /// The text area changed (after the app gave it a key or a paste).
+    DraftChanged {
+        empty: bool,
+    },
+    Paste(String),
+    /// The draft the app took after [`Effect::TakeDraft`].
+    Submit(String),
+    /// One runtime envelope of this thread.
+    Runtime(Value),
+    /// The commit clock (~16 ms): whole lines of streamed text appear.
+    Tick,
+    /// A command (undo, receipts, ...) finished: its text or its error.
+    Output {
+        error: bool,
+        text: String,
+    },
+    /// A tool call's output, read from the session file.
+    ToolOutput {
+        call_id: String,
+        text: String,
+    },
+    /// The terminal changed size.
+    Resize,
+}
+
+/// How long a second Ctrl-C has to quit.
+pub const QUIT_WINDOW_MS: u64 = 1000;
+/// Lines of tool output kept at each end of a cell.
+pub const HEAD_LINES: usize = 3;
+pub const TAIL_LINES: usize = 3;
+
+pub const OPERATE_NOTE: &str =
+    "Operate runs with Work's permissions for now: sub-agents and the reviewer are not built yet";
+pub const AUTO_REVIEW_NOTE: &str =
+    "Auto-Review: only the deterministic rule layer is active (no model reviewer yet)";
+pub const FULL_ACCESS_NOTE: &str = "Full Access: commands run without the codewhale sandbox; the safety floor, repository rules and rules-file denies still act";
+
+impl State {
+    pub fn new(thread_id: &str, permission: Approval, footer: FooterInfo) -> Self {
+        State {
+            mode: Mode::Work,
+            permission,
+            thread_id: thread_id.to_string(),
+            turn: None,
+            stopping: false,
+            card: None,
+            draft_empty: true,
+            transcript: Vec::new(),
+            flash: None,
+            quit_armed_at: None,
+            trust: false,
+            footer,
+            spent_usd: Some(0.0),
+            quit: false,
+            dirty: true,
+            last_session: None,
+            scroll: 0,
+            workspace: String::new(),
+        }
+    }
+
+    /// The pure step: the next state and what to do.
+    pub fn step(mut self, ev: Event) -> (State, Vec<Effect>) {
+        let fx = self.update(ev);
+        (self, fx)
+    }
+
+    /// [`State::step`] in place (the app's loop).
+    pub fn update(&mut self, ev: Event) -> Vec<Effect> {
+        match ev {
+            Event::Key { key, at_ms } => {
+                self.dirty = true;
+                self.key(key, at_ms)
+            }
+            Event::DraftChanged { empty } => {
+                self.draft_empty = empty;
+                self.dirty = true;
+                Vec::new()
+            }
+            Event::Paste(text) => {
+                self.dirty = true;
+                if self.card.is_some() {
+                    // A paste must never answer a card.
+                    return Vec::new();
+                }
+                vec![Effect::InsertDraft(
+                    text.replace("\r\n", "\n").replace('\r', "\n"),
+                )]
+            }
+            Event::Submit(text) => {
+                self.dirty = true;
+                self.submit(text)
+            }
+            Event::Runtime(env) => self.runtime(&env),
+            Event::Tick => {
+                if self.commit_lines() {
+                    self.dirty = true;
+                }
+                Vec::new()
+            }
+            Event::Output { error, text } => {
+                self.notice(error, text);
+                Vec::new()
+            }
+            Event::ToolOutput { call_id, text } => {
+                if let Some(c) = self.tool_mut_by_call(&call_id) {
+                    c.output = Some(preview(&sanitize(&text)));
+                    self.dirty = true;
+                }
+                Vec::new()
+            }
+            Event::Resize => {
+                self.dirty = true;
+                Vec::new()
+            }
+        }
+    }
+
+    fn notice(&mut self, error: bool, text: impl Into<String>) {
+        self.transcript.push(Cell::Notice {
+            error,
+            text: text.into(),
+        });
+        self.dirty = true;
+    }
+
+    fn key(&mut self, key: Key, at_ms: u64) -> Vec<Effect> {
+        if key != Key::CtrlC {
+            self.quit_armed_at = None;
+        }
+        if self.card.is_some() {
+            return self.card_key(key);
+        }
+        self.flash = None;
+        match key {
+            Key::PageUp => {
+                self.scroll += 10;
+                Vec::new()
+            }
+            Key::PageDown => {
+                self.scroll = self.scroll.saturating_sub(10);
+                Vec::new()
+            }
+            Key::Esc => match &self.turn {
+                Some(t) => {
+                    self.stopping = true;
+                    self.flash = Some("stopping…".into());
+                    vec![Effect::Interrupt { turn_id: t.clone() }]
+                }
+                None => Vec::new(),
+            },
+            Key::Tab => {
+                if !self.draft_empty {
+                    return vec![Effect::PassToEditor];
+                }
+                if self.turn.is_some() {
+                    self.flash = Some("Esc to stop first".into());
+                    return Vec::new();
+                }
+                let next = match self.mode {
+                    Mode::Plan => Mode::Work,
+                    Mode::Work => Mode::Operate,
+                    Mode::Operate => Mode::Plan,
+                };
+                self.set_mode(next);
+                Vec::new()
+            }
+            Key::BackTab => {
+                if self.turn.is_some() {
+                    self.flash = Some("Esc to stop first".into());
+                    return Vec::new();
+                }
+                let next = match self.permission {
+                    Approval::Ask | Approval::NeverRun => Approval::AutoReview,
+                    Approval::AutoReview => Approval::FullAccess,
+                    Approval::FullAccess => Approval::Ask,
+                };
+                self.set_permission(next);
+                Vec::new()
+            }
+            Key::Enter => {
+                if self.draft_empty {
+                    return Vec::new();
+                }
+                vec![Effect::TakeDraft]
+            }
+            Key::CtrlC => self.ctrl_c(at_ms),
+            Key::CtrlD => {
+                if self.draft_empty {
+                    self.quit = true;
+                    vec![Effect::Quit]
+                } else {
+                    vec![Effect::PassToEditor]
+                }
+            }
+            Key::Left | Key::Right | Key::Char(_) | Key::Other => vec![Effect::PassToEditor],
+        }
+    }
+
+    fn ctrl_c(&mut self, at_ms: u64) -> Vec<Effect> {
+        if let Some(t) = &self.turn {
+            self.stopping = true;
+            self.flash = Some("stopping…".into());
+            return vec![Effect::Interrupt { turn_id: t.clone() }];
+        }
+        if let Some(c) = self.card.take() {
+            return vec![Effect::Answer {
+                approval_id: c.approval_id,
+                choice: Choice::Deny,
+            }];
+        }
+        if !self.draft_empty {
+            self.draft_empty = true;
+            return vec![Effect::ClearDraft];
+        }
+        match self.quit_armed_at {
+            Some(t) if at_ms.saturating_sub(t) <= QUIT_WINDOW_MS => {
+                self.quit = true;
+                vec![Effect::Quit]
+            }
+            _ => {
+                self.quit_armed_at = Some(at_ms);
+                self.flash = Some("Ctrl-C again to quit".into());
+                Vec::new()
+            }
+        }
+    }
+
+    fn card_key(&mut self, key: Key) -> Vec<Effect> {
+        let Some(card) = &mut self.card else {
+            return Vec::new();
+        };
+        let pick = match key {
+            Key::Char('y') | Key::Char('Y') => Some(Choice::Once),
+            Key::Char('a') | Key::Char('A') => Some(Choice::Session),
+            Key::Char('n') | Key::Char('N') => Some(Choice::Deny),
+            Key::Enter => Some(card.selected),
+            Key::Left => {
+                let i = Choice::ALL
+                    .iter()
+                    .position(|c| *c == card.selected)
+                    .unwrap_or(2);
+                card.selected = Choice::ALL[i.saturating_sub(1)];
+                None
+            }
+            Key::Right | Key::Tab => {
+                let i = Choice::ALL
+                    .iter()
+                    .position(|c| *c == card.selected)
+                    .unwrap_or(2);
+                card.selected = Choice::ALL[(i + 1).min(2)];
+                None
+            }
+            Key::Esc | Key::CtrlC => {
+                // Esc aborts the turn (the runtime cancels the request).
+                self.card = None;
+                self.stopping = true;
+                return match &self.turn {
+                    Some(t) => vec![Effect::Interrupt { turn_id: t.clone() }],
+                    None => Vec::new(),
+                };
+            }
+            // Nothing else answers or leaks into the draft.
+            _ => None,
+        };
+        match pick {
+            Some(choice) => {
+                let approval_id = card.approval_id.clone();
+                self.card = None;
+                vec![Effect::Answer {
+                    approval_id,
+                    choice,
+                }]
+            }
+            None => Vec::new(),
+        }
+    }
+
+    fn set_mode(&mut self, m: Mode) {
+        self.mode = m;
+        if m == Mode::Operate {
+            self.flash = Some(OPERATE_NOTE.into());
+        }
+    }
+
+    fn set_permission(&mut self, p: Approval) {
+        self.permission = p;
+        self.flash = match p {
+            Approval::AutoReview => Some(AUTO_REVIEW_NOTE.into()),
+            Approval::FullAccess => Some(FULL_ACCESS_NOTE.into()),
+            _ => None,
+        };
+    }
+
+    fn submit(&mut self, text: String) -> Vec<Effect> {
+        self.draft_empty = true;
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Vec::new();
+        }
+        if trimmed.starts_with('/') {
+            return match slash::parse(trimmed) {
+                Ok(cmd) => self.slash(cmd),
+                Err(e) => {
+                    self.notice(true, e);
+                    Vec::new()
+                }
+            };
+        }
+        if self.turn.is_some() {
+            self.flash = Some("a turn is running: Esc to stop first".into());
+            return vec![Effect::InsertDraft(text)];
+        }
+        self.transcript.push(Cell::User(text.clone()));
+        vec![Effect::StartTurn {
+            prompt: text,
+            mode: self.mode,
+            permission: self.permission,
+        }]
+    }
+
+    fn slash(&mut self, cmd: Slash) -> Vec<Effect> {
+        let busy = self.turn.is_some();
+        let needs_idle = !matches!(
+            cmd,
+            Slash::Help | Slash::Quit | Slash::Receipts { .. } | Slash::Clear
+        );
+        if busy && needs_idle {
+            self.flash = Some("Esc to stop first".into());
+            return Vec::new();
+        }
+        match cmd {
+            Slash::Help => {
+                self.notice(false, slash::help());
+                Vec::new()
+            }
+            Slash::Quit => {
+                self.quit = true;
+                vec![Effect::Quit]
+            }
+            Slash::Clear => {
+                self.transcript.clear();
+                Vec::new()
+            }
+            Slash::Mode(m) => {
+                self.set_mode(m);
+                if let Some(f) = self.flash.take() {
+                    self.notice(false, f);
+                }
+                Vec::new()
+            }
+            Slash::Trust(on) => {
+                self.trust = on;
+                self.notice(
+                    false,
+                    if on {
+                        "trust on: /restore may jump to any snapshot"
+                    } else {
+                        "trust off"
+                    },
+                );
+                Vec::new()
+            }
+            Slash::Undo => vec![Effect::Undo {
+                session: self.last_session.clone(),
+            }],
+            Slash::Restore(n) => {
+                if self.trust || self.permission == Approval::FullAccess {
+                    vec![Effect::Restore(n)]
+                } else {
+                    self.notice(
+                        true,
+                        "/restore is refused: turn trust on with /trust on (or use Full Access)",
+                    );
+                    Vec::new()
+                }
+            }
+            Slash::Receipts { turn, json } => vec![Effect::Receipts { turn, json }],
+            Slash::Model(m) => vec![Effect::SetModel(m)],
+            Slash::Provider => vec![Effect::Provider],
+        }
+    }
+
+    fn runtime(&mut self, env: &Value) -> Vec<Effect> {
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        if env.get("thread_id").and_then(Value::as_str) != Some(self.thread_id.as_str()) {
+            return Vec::new();
+        }
+        let ev = s(env, "event");
+        let p = env.get("payload").cloned().unwrap_or(Value::Null);
+        let item_id = s(env, "item_id");
+        let mut fx = Vec::new();
+        match ev.as_str() {
+            "turn.started" => {
+                self.turn = env
+                    .get("turn_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                self.stopping = false;
+                self.last_session = p["turn"]["session_id"].as_str().map(str::to_string);
+            }
+            "turn.lifecycle" => self.usage(&p["turn"], false),
+            "turn.completed" => {
+                self.commit_all();
+                self.usage(&p["turn"], true);
+                let status = s(&p["turn"], "status");
+                if status != "completed" {
+                    let err = s(&p["turn"], "error");
+                    let text = if err.is_empty() {
+                        format!("turn {status}")
+                    } else {
+                        format!("turn {status}: {err}")
+                    };
+                    self.notice(status == "failed", text);
+                }
+                self.turn = None;
+                self.card = None;
+                self.stopping = false;
+                self.flash = None;
+            }
+            "item.started" => {
+                let item = &p["item"];
+                match s(item, "kind").as_str() {
+                    "agent_message" => self.transcript.push(Cell::Agent {
+                        item_id,
+                        text: String::new(),
+                        pending: String::new(),
+                        done: false,
+                    }),
+                    "command_execution" | "tool_call" | "file_change" => {
+                        let meta = &item["metadata"];
+                        self.transcript
+                            .push(Cell::Tool(Box::new(tool_cell(&item_id, meta))));
+                    }
+                    _ => return fx,
+                }
+            }
+            "item.delta" => {
+                if let Some(Cell::Agent { pending, .. }) = self.agent_mut(&item_id) {
+                    pending.push_str(p["delta"].as_str().unwrap_or(""));
+                }
+                // Shown on the next tick: no frame per delta.
+                return fx;
+            }
+            "item.completed" | "item.failed" | "item.interrupted" => {
+                let item = &p["item"];
+                let meta = &item["metadata"];
+                if let Some(Cell::Agent {
+                    text,
+                    pending,
+                    done,
+                    ..
+                }) = self.agent_mut(&item_id)
+                {
+                    text.push_str(pending);
+                    pending.clear();
+                    *done = true;
+                } else if let Some(c) = self.tool_mut(&item_id) {
+                    c.status = Some(match meta["status"].as_str() {
+                        Some(st) => st.to_string(),
+                        None => s(item, "status"),
+                    });
+                    c.exit_code = meta["exit_code"].as_i64();
+                    c.duration_ms = meta["duration_ms"].as_u64();
+                    c.decided_by = meta["approval"]["decided_by"].as_str().map(str::to_string);
+                    c.decision = meta["approval"]["decision"].as_str().map(str::to_string);
+                    let call_id = c.call_id.clone();
+                    if meta["output_bytes"].as_u64().unwrap_or(0) > 0 {
+                        fx.push(Effect::LoadOutput { call_id });
+                    }
+                }
+            }
+            "approval.required" => {
+                let diff = self.tool_mut(&item_id).and_then(|c| c.diff.clone());
+                let path = self
+                    .tool_mut(&item_id)
+                    .and_then(|c| (c.tool != "shell").then(|| c.title.clone()));
+                let command = p["command"].as_str().map(str::to_string);
+                self.card = Some(Card {
+                    approval_id: s(&p, "approval_id"),
+                    tool: s(&p, "tool"),
+                    command,
+                    path,
+                    diff,
+                    cwd: self.workspace.clone(),
+                    posture: format!(
+                        "{} · {}",
+                        mode_label(self.mode),
+                        permission_label(self.permission)
+                    ),
+                    reason: s(&p, "reason"),
+                    hold: p["hold"].as_bool().unwrap_or(false),
+                    selected: Choice::Deny,
+                });
+            }
+            "approval.decided" | "approval.timeout" | "approval.canceled" => {
+                let id = s(&p, "approval_id");
+                if self.card.as_ref().is_some_and(|c| c.approval_id == id) {
+                    self.card = None;
+                }
+                if ev == "approval.timeout" {
+                    self.notice(true, "no answer in time: denied (no response)");
+                }
+            }
+            "sandbox.denied" => {
+                let text = format!(
+                    "sandbox denied {} {}: {}",
+                    s(&p, "tool"),
+                    p["path"].as_str().unwrap_or(""),
+                    s(&p, "reason")
+                );
+                self.notice(true, text);
+            }
+            _ => return fx,
+        }
+        self.dirty = true;
+        fx
+    }
+
+    fn usage(&mut self, turn: &Value, done: bool) {
+        let u = &turn["usage"];
+        let live_in = u["input_tokens"].as_u64().unwrap_or(0);
+        let live_out = u["output_tokens"].as_u64().unwrap_or(0);
+        let cost = turn["cost_usd"].as_f64();
+        if done {
+            self.footer.input_tokens += live_in;
+            self.footer.output_tokens += live_out;
+            self.spent_usd = match (self.spent_usd, cost) {
+                (Some(a), Some(b)) => Some(a + b),
+                (Some(a), None) if live_in + live_out == 0 => Some(a),
+                _ => None,
+            };
+            self.footer.cost_usd = self.spent_usd;
+        } else {
+            self.footer.cost_usd = match (self.spent_usd, cost) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+        }
+    }
+
+    fn agent_mut(&mut self, id: &str) -> Option<&mut Cell> {
+        self.transcript
+            .iter_mut()
+            .rev()
+            .find(|c| matches!(c, Cell::Agent { item_id, .. } if item_id == id))
+    }
+
+    fn tool_mut(&mut self, id: &str) -> Option<&mut ToolCell> {
+        self.transcript.iter_mut().rev().find_map(|c| match c {
+            Cell::Tool(t) if t.item_id == id => Some(t.as_mut()),
+            _ => None,
+        })
+    }
+
+    fn tool_mut_by_call(&mut self, id: &str) -> Option<&mut ToolCell> {
+        self.transcript.iter_mut().rev().find_map(|c| match c {
+            Cell::Tool(t) if t.call_id == id => Some(t.as_mut()),
+            _ => None,
+        })
+    }
+
+    /// Move whole lines of pending agent text into the transcript.
+    fn commit_lines(&mut self) -> bool {
+        let mut changed = false;
+        for c in &mut self.transcript {
+            if let Cell::Agent { text, pending, .. } = c {
+                if let Some(i) = pending.rfind('\n') {
+                    text.push_str(&pending[..=i]);
+                    pending.drain(..=i);
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+
+    fn commit_all(&mut self) {
+        for c in &mut self.transcript {
+            if let Cell::Agent {
+                text,
+                pending,
+                done,
+                ..
+            } = c
+            {
+                text.push_str(pending);
+                pending.clear();
+                *done = true;
+            }
+        }
+    }
+}
+
+/// The cell of a tool call from its item's metadata (`tool`, `args`).
+fn tool_cell(item_id: &str, meta: &Value) -> ToolCell {
+    let tool = meta["tool"].as_str().unwrap_or("tool").to_string();
+    let args = &meta["args"];
+    let arg = |k: &str| args[k].as_str().unwrap_or("").to_string();
+    let title = match tool.as_str() {
+        "shell" => arg("command"),
+        _ => {
+            let p = arg("path");
+            if p.is_empty() {
+                arg("pattern")
+            } else {
+                p
+            }
+        }
+    };
+    let diff = match tool.as_str() {
+        "edit_file" => Some(unified(
+            &arg("path"),
+            &arg("old_string"),
+            &arg("new_string"),
+        )),
+        "write_file" => Some(unified(&arg("path"), "", &arg("content"))),
+        _ => None,
+    };
+    ToolCell {
+        item_id: item_id.to_string(),
+        call_id: meta["call_id"].as_str().unwrap_or("").to_string(),
+        tool,
+        title,
+        diff,
+        ..Default::default()
+    }
+}
+
+/// A unified diff of the call's own arguments (for `edit_file` the
+/// replaced span, for `write_file` the new content).
+fn unified(path: &str, old: &str, new: &str) -> String {
+    let patch = diffy::create_patch(old, new);
+    let body = patch.to_string();
+    // diffy's header names `original`/`modified`: name the file instead.
+    let body = body
+        .lines()
+        .skip_while(|l| l.starts_with("---") || l.starts_with("+++"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    format!("--- a/{path}\n+++ b/{path}\n{body}")
+}
+
+/// Head and tail lines of an output and how many lines lie between.
+pub fn preview(text: &str) -> (Vec<String>, Vec<String>, usize) {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= HEAD_LINES + TAIL_LINES {
+        return (lines.iter().map(|l| l.to_string()).collect(), Vec::new(), 0);
+    }
+    let head = lines[..HEAD_LINES].iter().map(|l| l.to_string()).collect();
+    let tail = lines[lines.len() - TAIL_LINES..]
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    (head, tail, lines.len() - HEAD_LINES - TAIL_LINES)
+}
+
+pub fn mode_label(m: Mode) -> &'static str {
+    match m {
+        Mode::Plan => "Plan",
+        Mode::Work => "Work",
+        Mode::Operate => "Operate",
+    }
+}
+
+pub fn permission_label(p: Approval) -> &'static str {
+    match p {
+        Approval::Ask => "Ask",
+        Approval::AutoReview => "Auto-Review",
+        Approval::FullAccess => "Full Access",
+        Approval::NeverRun => "Never Run",
+    }
+}
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

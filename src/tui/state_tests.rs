@@ -1,0 +1,431 @@
+use super::*;
+use serde_json::json;
+
+fn st() -> State {
+    State::new("thr_1", Approval::Ask, FooterInfo::default())
+}
+
+fn key(s: State, k: Key) -> (State, Vec<Effect>) {
+    s.step(Event::Key { key: k, at_ms: 0 })
+}
+
+fn key_at(s: State, k: Key, at_ms: u64) -> (State, Vec<Effect>) {
+    s.step(Event::Key { key: k, at_ms })
+}
+
+fn env(event: &str, turn: Option<&str>, item: Option<&str>, payload: Value) -> Event {
+    Event::Runtime(
+        json!({"event": event, "thread_id": "thr_1", "turn_id": turn,
+                          "item_id": item, "payload": payload}),
+    )
+}
+
+fn running() -> State {
+    let (s, _) = st().step(env(
+        "turn.started",
+        Some("turn_1"),
+        None,
+        json!({"turn": {"session_id": "sess_1"}}),
+    ));
+    s
+}
+
+fn with_card() -> State {
+    let s = running();
+    let (s, _) = s.step(env(
+        "item.started",
+        Some("turn_1"),
+        Some("item_1"),
+        json!({"item": {"kind": "command_execution",
+                         "metadata": {"call_id": "c1", "tool": "shell", "args": {"command": "touch x"}}}}),
+    ));
+    let (s, _) = s.step(env(
+        "approval.required",
+        Some("turn_1"),
+        Some("item_1"),
+        json!({"approval_id": "appr_1", "tool": "shell", "command": "touch x",
+               "reason": "not read-only", "hold": false}),
+    ));
+    s
+}
+
+#[test]
+fn tab_cycles_modes_on_an_empty_input_only() {
+    let (s, fx) = key(st(), Key::Tab);
+    assert_eq!(s.mode, Mode::Operate);
+    assert_eq!(s.flash.as_deref(), Some(OPERATE_NOTE));
+    assert!(fx.is_empty());
+    let (s, _) = key(s, Key::Tab);
+    assert_eq!(s.mode, Mode::Plan);
+    let (s, _) = key(s, Key::Tab);
+    assert_eq!(s.mode, Mode::Work);
+    let (s, _) = s.step(Event::DraftChanged { empty: false });
+    let (s, fx) = key(s, Key::Tab);
+    assert_eq!(s.mode, Mode::Work);
+    assert_eq!(fx, vec![Effect::PassToEditor]);
+}
+
+#[test]
+fn shift_tab_cycles_permissions_with_their_notes() {
+    let (s, _) = key(st(), Key::BackTab);
+    assert_eq!(s.permission, Approval::AutoReview);
+    assert_eq!(s.flash.as_deref(), Some(AUTO_REVIEW_NOTE));
+    let (s, _) = key(s, Key::BackTab);
+    assert_eq!(s.permission, Approval::FullAccess);
+    assert_eq!(s.flash.as_deref(), Some(FULL_ACCESS_NOTE));
+    let (s, _) = key(s, Key::BackTab);
+    assert_eq!(s.permission, Approval::Ask);
+    assert_eq!(s.flash, None);
+}
+
+#[test]
+fn neither_changes_mid_turn() {
+    let s = running();
+    let (s, fx) = key(s, Key::Tab);
+    assert_eq!((s.mode, fx.len()), (Mode::Work, 0));
+    assert_eq!(s.flash.as_deref(), Some("Esc to stop first"));
+    let (s, _) = key(s, Key::BackTab);
+    assert_eq!(s.permission, Approval::Ask);
+    assert_eq!(s.flash.as_deref(), Some("Esc to stop first"));
+    let (s, fx) = s.step(Event::Submit("/mode plan".into()));
+    assert_eq!((s.mode, fx.len()), (Mode::Work, 0));
+}
+
+#[test]
+fn esc_interrupts_a_running_turn_and_does_nothing_idle() {
+    let (s, fx) = key(running(), Key::Esc);
+    assert_eq!(
+        fx,
+        vec![Effect::Interrupt {
+            turn_id: "turn_1".into()
+        }]
+    );
+    assert!(s.stopping);
+    let (_, fx) = key(st(), Key::Esc);
+    assert!(fx.is_empty());
+}
+
+#[test]
+fn enter_takes_the_draft_and_submit_starts_a_turn_in_the_posture() {
+    let (s, _) = st().step(Event::DraftChanged { empty: false });
+    let (s, fx) = key(s, Key::Enter);
+    assert_eq!(fx, vec![Effect::TakeDraft]);
+    let (s, _) = key(s, Key::BackTab);
+    let (s, fx) = s.step(Event::Submit("line one\nline two".into()));
+    assert_eq!(
+        fx,
+        vec![Effect::StartTurn {
+            prompt: "line one\nline two".into(),
+            mode: Mode::Work,
+            permission: Approval::AutoReview
+        }]
+    );
+    assert_eq!(s.transcript, vec![Cell::User("line one\nline two".into())]);
+    // Enter on an empty input sends nothing.
+    let (_, fx) = key(st(), Key::Enter);
+    assert!(fx.is_empty());
+}
+
+#[test]
+fn the_card_defaults_to_deny_and_enter_never_approves() {
+    let s = with_card();
+    let c = s.card.clone().unwrap();
+    assert_eq!(c.selected, Choice::Deny);
+    assert_eq!(c.command.as_deref(), Some("touch x"));
+    let (s, fx) = key(s, Key::Enter);
+    assert_eq!(
+        fx,
+        vec![Effect::Answer {
+            approval_id: "appr_1".into(),
+            choice: Choice::Deny
+        }]
+    );
+    assert!(s.card.is_none());
+}
+
+#[test]
+fn card_letters_answer() {
+    for (k, c) in [
+        ('y', Choice::Once),
+        ('a', Choice::Session),
+        ('n', Choice::Deny),
+    ] {
+        let (s, fx) = key(with_card(), Key::Char(k));
+        assert_eq!(
+            fx,
+            vec![Effect::Answer {
+                approval_id: "appr_1".into(),
+                choice: c
+            }]
+        );
+        assert!(s.card.is_none());
+    }
+}
+
+#[test]
+fn other_keys_and_pastes_never_answer_a_card_nor_reach_the_draft() {
+    let s = with_card();
+    for k in [
+        Key::Char('x'),
+        Key::Other,
+        Key::BackTab,
+        Key::CtrlD,
+        Key::Char(' '),
+    ] {
+        let (s2, fx) = key(s.clone(), k);
+        assert!(fx.is_empty(), "{k:?} gave {fx:?}");
+        assert!(s2.card.is_some());
+    }
+    let (s2, fx) = s.step(Event::Paste("y".into()));
+    assert!(fx.is_empty());
+    assert!(s2.card.is_some());
+}
+
+#[test]
+fn moving_the_highlight_then_enter_picks_it() {
+    let (s, _) = key(with_card(), Key::Left);
+    assert_eq!(s.card.as_ref().unwrap().selected, Choice::Session);
+    let (s, _) = key(s, Key::Left);
+    let (s, _) = key(s, Key::Left);
+    assert_eq!(s.card.as_ref().unwrap().selected, Choice::Once);
+    let (_, fx) = key(s, Key::Enter);
+    assert_eq!(
+        fx,
+        vec![Effect::Answer {
+            approval_id: "appr_1".into(),
+            choice: Choice::Once
+        }]
+    );
+}
+
+#[test]
+fn esc_on_a_card_aborts_the_turn() {
+    let (s, fx) = key(with_card(), Key::Esc);
+    assert_eq!(
+        fx,
+        vec![Effect::Interrupt {
+            turn_id: "turn_1".into()
+        }]
+    );
+    assert!(s.card.is_none());
+}
+
+#[test]
+fn a_settled_request_removes_its_card() {
+    let (s, _) = with_card().step(env(
+        "approval.canceled",
+        Some("turn_1"),
+        None,
+        json!({"approval_id": "appr_1"}),
+    ));
+    assert!(s.card.is_none());
+}
+
+#[test]
+fn ctrl_c_interrupts_else_clears_else_arms_then_quits_within_a_second() {
+    let (_, fx) = key(running(), Key::CtrlC);
+    assert_eq!(
+        fx,
+        vec![Effect::Interrupt {
+            turn_id: "turn_1".into()
+        }]
+    );
+    let (s, _) = st().step(Event::DraftChanged { empty: false });
+    let (s, fx) = key_at(s, Key::CtrlC, 10);
+    assert_eq!(fx, vec![Effect::ClearDraft]);
+    let (s, fx) = key_at(s, Key::CtrlC, 100);
+    assert!(fx.is_empty());
+    assert_eq!(s.flash.as_deref(), Some("Ctrl-C again to quit"));
+    // Too late: arms again instead.
+    let (s, fx) = key_at(s, Key::CtrlC, 100 + QUIT_WINDOW_MS + 1);
+    assert!(fx.is_empty() && !s.quit);
+    let (s, fx) = key_at(s, Key::CtrlC, 100 + QUIT_WINDOW_MS + 500);
+    assert_eq!(fx, vec![Effect::Quit]);
+    assert!(s.quit);
+}
+
+#[test]
+fn another_key_disarms_quit() {
+    let (s, _) = key_at(st(), Key::CtrlC, 0);
+    let (s, _) = key_at(s, Key::Char('x'), 10);
+    let (s, fx) = key_at(s, Key::CtrlC, 20);
+    assert!(fx.is_empty() && !s.quit);
+}
+
+#[test]
+fn ctrl_d_quits_only_on_an_empty_input() {
+    let (s, fx) = key(st(), Key::CtrlD);
+    assert_eq!(fx, vec![Effect::Quit]);
+    assert!(s.quit);
+    let (s, _) = st().step(Event::DraftChanged { empty: false });
+    let (s, fx) = key(s, Key::CtrlD);
+    assert_eq!(fx, vec![Effect::PassToEditor]);
+    assert!(!s.quit);
+}
+
+#[test]
+fn paste_becomes_one_draft_never_a_send() {
+    let (_, fx) = st().step(Event::Paste("a\r\nb\rc".into()));
+    assert_eq!(fx, vec![Effect::InsertDraft("a\nb\nc".into())]);
+}
+
+#[test]
+fn streamed_text_commits_whole_lines_on_the_tick() {
+    let s = running();
+    let (s, _) = s.step(env(
+        "item.started",
+        Some("turn_1"),
+        Some("m1"),
+        json!({"item": {"kind": "agent_message", "metadata": {}}}),
+    ));
+    let (s, _) = s.step(env(
+        "item.delta",
+        Some("turn_1"),
+        Some("m1"),
+        json!({"delta": "# Ti"}),
+    ));
+    let (s, _) = s.step(env(
+        "item.delta",
+        Some("turn_1"),
+        Some("m1"),
+        json!({"delta": "tle\npart"}),
+    ));
+    let agent = |s: &State| match &s.transcript[0] {
+        Cell::Agent { text, pending, .. } => (text.clone(), pending.clone()),
+        c => panic!("{c:?}"),
+    };
+    assert_eq!(agent(&s).0, "");
+    let (s, _) = s.step(Event::Tick);
+    assert_eq!(agent(&s), ("# Title\n".into(), "part".into()));
+    let (s, _) = s.step(env(
+        "item.completed",
+        Some("turn_1"),
+        Some("m1"),
+        json!({"item": {"kind": "agent_message", "metadata": {}}}),
+    ));
+    assert_eq!(agent(&s), ("# Title\npart".into(), "".into()));
+}
+
+#[test]
+fn a_tick_with_nothing_new_does_not_redraw() {
+    let mut s = st();
+    s.dirty = false;
+    let (s, _) = s.step(Event::Tick);
+    assert!(!s.dirty);
+}
+
+#[test]
+fn tool_items_become_cells_with_their_facts() {
+    let s = running();
+    let (s, _) = s.step(env(
+        "item.started",
+        Some("turn_1"),
+        Some("i1"),
+        json!({"item": {"kind": "command_execution",
+                         "metadata": {"call_id": "c1", "tool": "shell", "args": {"command": "ls"}}}}),
+    ));
+    let (s, fx) = s.step(env(
+        "item.completed",
+        Some("turn_1"),
+        Some("i1"),
+        json!({"item": {"kind": "command_execution", "status": "completed",
+                         "metadata": {"status": "ok", "exit_code": 0, "duration_ms": 12, "output_bytes": 5,
+                                      "approval": {"decided_by": "you", "decision": "allow"}}}}),
+    ));
+    assert_eq!(
+        fx,
+        vec![Effect::LoadOutput {
+            call_id: "c1".into()
+        }]
+    );
+    let Cell::Tool(t) = &s.transcript[0] else {
+        panic!()
+    };
+    assert_eq!(t.title, "ls");
+    assert_eq!(t.exit_code, Some(0));
+    assert_eq!(t.decided_by.as_deref(), Some("you"));
+    let (s, _) = s.step(Event::ToolOutput {
+        call_id: "c1".into(),
+        text: (1..=10).map(|i| format!("l{i}\n")).collect(),
+    });
+    let Cell::Tool(t) = &s.transcript[0] else {
+        panic!()
+    };
+    let (head, tail, hidden) = t.output.clone().unwrap();
+    assert_eq!(head, ["l1", "l2", "l3"]);
+    assert_eq!(tail, ["l8", "l9", "l10"]);
+    assert_eq!(hidden, 4);
+}
+
+#[test]
+fn the_end_of_a_turn_frees_the_keys_and_reports_failures() {
+    let (s, _) = with_card().step(env(
+        "turn.completed",
+        Some("turn_1"),
+        None,
+        json!({"turn": {"status": "interrupted", "error": "interrupted by a client",
+                         "usage": {"input_tokens": 10, "output_tokens": 5}, "cost_usd": null}}),
+    ));
+    assert!(s.turn.is_none() && s.card.is_none());
+    assert_eq!(s.footer.input_tokens, 10);
+    assert_eq!(s.footer.cost_usd, None, "an unknown price is never $0");
+    assert!(
+        matches!(s.transcript.last(), Some(Cell::Notice { text, .. }) if text.contains("interrupted"))
+    );
+    let (s, _) = key(s, Key::Tab);
+    assert_eq!(s.mode, Mode::Operate);
+}
+
+#[test]
+fn other_threads_are_ignored() {
+    let (s, _) = st().step(Event::Runtime(
+        json!({"event": "turn.started", "thread_id": "thr_2",
+                                                 "turn_id": "t", "payload": {}}),
+    ));
+    assert!(s.turn.is_none());
+}
+
+#[test]
+fn restore_needs_trust_or_full_access() {
+    let (s, fx) = st().step(Event::Submit("/restore 2".into()));
+    assert!(fx.is_empty());
+    assert!(matches!(
+        s.transcript.last(),
+        Some(Cell::Notice { error: true, .. })
+    ));
+    let (s, _) = s.step(Event::Submit("/trust on".into()));
+    let (_, fx) = s.step(Event::Submit("/restore 2".into()));
+    assert_eq!(fx, vec![Effect::Restore(2)]);
+    let (s, _) = key(st(), Key::BackTab);
+    let (s, _) = key(s, Key::BackTab);
+    let (_, fx) = s.step(Event::Submit("/restore 2".into()));
+    assert_eq!(fx, vec![Effect::Restore(2)]);
+}
+
+#[test]
+fn undo_names_the_latest_turns_session() {
+    let s = running();
+    let (s, _) = s.step(env(
+        "turn.completed",
+        Some("turn_1"),
+        None,
+        json!({"turn": {"status": "completed", "usage": {}, "cost_usd": 0.0}}),
+    ));
+    let (_, fx) = s.step(Event::Submit("/undo".into()));
+    assert_eq!(
+        fx,
+        vec![Effect::Undo {
+            session: Some("sess_1".into())
+        }]
+    );
+}
+
+#[test]
+fn unknown_commands_list_the_known_ones() {
+    let (s, fx) = st().step(Event::Submit("/nope".into()));
+    assert!(fx.is_empty());
+    let Some(Cell::Notice { error: true, text }) = s.transcript.last() else {
+        panic!()
+    };
+    assert!(text.contains("/undo") && text.contains("/help"), "{text}");
+}

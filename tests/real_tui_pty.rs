@@ -1,0 +1,550 @@
+#![cfg(not(feature = "nix-build-sandbox"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
+//! The TUI end to end: the real `codewhale` binary in a real pseudo-terminal
+//! (portable-pty), its output read back by a terminal emulator's parser
+//! (vt100, which also answers cursor-position queries as a terminal
+//! would), against the scripted model server of the exec tests. Commands
+//! the model asks for run in the real sandbox (hence `real_`); the checks
+//! are on the host afterwards: files, processes, `codewhale receipts`.
+
+mod common;
+
+use common::scripted_model::{call, reply, ScriptedModel, Step, Wire};
+use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
+use serde_json::json;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the emulated terminal saw besides the screen.
+#[derive(Default)]
+struct Seen {
+    titles: Vec<Vec<u8>>,
+    clipboard: Vec<Vec<u8>>,
+    /// Cursor-position queries not answered yet.
+    dsr: usize,
+}
+
+impl vt100::Callbacks for Seen {
+    fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
+        self.titles.push(title.to_vec());
+    }
+    fn copy_to_clipboard(&mut self, _: &mut vt100::Screen, _ty: &[u8], data: &[u8]) {
+        self.clipboard.push(data.to_vec());
+    }
+    fn unhandled_csi(
+        &mut self,
+        _: &mut vt100::Screen,
+        _i1: Option<u8>,
+        _i2: Option<u8>,
+        params: &[&[u16]],
+        c: char,
+    ) {
+        if c == 'n' && params.first().and_then(|p| p.first()) == Some(&6) {
+            self.dsr += 1;
+        }
+    }
+}
+
+struct Tui {
+    _dir: tempfile::TempDir,
+    ws: PathBuf,
+    env: Vec<(String, String)>,
+    master: Box<dyn MasterPty + Send>,
+    /// The one writer (portable-pty hands it out once): keys and the
+    /// emulator's replies share it.
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    child: Box<dyn Child + Send + Sync>,
+    parser: Arc<Mutex<vt100::Parser<Seen>>>,
+    raw: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Tui {
+    /// `codewhale` (no subcommand) in a 100×30 pty, in a fresh HOME,
+    /// CODEWHALE_HOME, TMPDIR and XDG_RUNTIME_DIR, with the scripted model
+    /// as the provider. `prepare` fills the workspace first.
+    fn start(model: &ScriptedModel, prepare: impl FnOnce(&Path)) -> Tui {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let (home, cw_home, ws) = (root.join("home"), root.join("cwhome"), root.join("ws"));
+        for d in [&home, &cw_home, &ws, &root.join("tmp"), &root.join("run")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(
+            cw_home.join("config.toml"),
+            format!(
+                "provider = \"custom\"\n[providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"test-key\"\nmodel = \"scripted\"\n",
+                model.kind(),
+                model.base_url()
+            ),
+        )
+        .unwrap();
+        prepare(&ws);
+        let env: Vec<(String, String)> = vec![
+            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+            ("HOME".into(), home.display().to_string()),
+            ("CODEWHALE_HOME".into(), cw_home.display().to_string()),
+            ("TMPDIR".into(), root.join("tmp").display().to_string()),
+            (
+                "XDG_RUNTIME_DIR".into(),
+                root.join("run").display().to_string(),
+            ),
+            ("TERM".into(), "xterm-256color".into()),
+        ];
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: 30,
+                cols: 100,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_codewhale"));
+        cmd.env_clear();
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+        cmd.cwd(&ws);
+        let child = pty.slave.spawn_command(cmd).unwrap();
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let writer = Arc::new(Mutex::new(pty.master.take_writer().unwrap()));
+        let parser = Arc::new(Mutex::new(vt100::Parser::new_with_callbacks(
+            30,
+            100,
+            0,
+            Seen::default(),
+        )));
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let answer = writer.clone();
+        let (p, r) = (parser.clone(), raw.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        r.lock().unwrap().extend_from_slice(&buf[..n]);
+                        let mut p = p.lock().unwrap();
+                        p.process(&buf[..n]);
+                        // Answer cursor-position queries as a terminal does.
+                        while p.callbacks().dsr > 0 {
+                            p.callbacks_mut().dsr -= 1;
+                            let (row, col) = p.screen().cursor_position();
+                            let mut w = answer.lock().unwrap();
+                            let _ = write!(w, "\x1b[{};{}R", row + 1, col + 1);
+                            let _ = w.flush();
+                        }
+                    }
+                }
+            }
+        });
+        Tui {
+            _dir: dir,
+            ws,
+            env,
+            master: pty.master,
+            writer,
+            child,
+            parser,
+            raw,
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.parser.lock().unwrap().screen().contents()
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        let mut w = self.writer.lock().unwrap();
+        w.write_all(bytes).unwrap();
+        w.flush().unwrap();
+    }
+
+    /// Type text as keys (one write per key: not a paste).
+    fn type_text(&mut self, text: &str) {
+        for c in text.chars() {
+            let mut b = [0u8; 4];
+            self.send(c.encode_utf8(&mut b).as_bytes());
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn wait_for(&self, what: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let s = self.screen();
+            if s.contains(what) {
+                return s;
+            }
+            if Instant::now() > deadline {
+                panic!("`{what}` not on screen within {timeout:?}:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Wait until the turn has ended (the "working…" line is gone).
+    fn wait_idle(&self, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let s = self.screen();
+            if !s.contains("Esc to stop") && !s.contains("stopping…") {
+                return s;
+            }
+            if Instant::now() > deadline {
+                panic!("the turn did not end within {timeout:?}:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn wait_exit(&mut self, timeout: Duration) -> portable_pty::ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("codewhale did not exit:\n{}", self.screen());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn resize(&self, rows: u16, cols: u16) {
+        // The emulator and the pty change together (as a terminal's
+        // window and its pty do).
+        let mut p = self.parser.lock().unwrap();
+        p.screen_mut().set_size(rows, cols);
+        self.master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+    }
+
+    /// `codewhale receipts` of the latest session, as a user would run it.
+    fn receipts(&self) -> String {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"))
+            .arg("receipts")
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.ws)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Leave with Ctrl-D on an empty input and check the terminal is back.
+    fn quit(mut self) {
+        self.send(b"\x04");
+        let st = self.wait_exit(Duration::from_secs(10));
+        assert!(st.success(), "exit {st:?}");
+        std::thread::sleep(Duration::from_millis(100));
+        let p = self.parser.lock().unwrap();
+        assert!(!p.screen().alternate_screen(), "alternate screen left on");
+        assert!(!p.screen().bracketed_paste(), "bracketed paste left on");
+    }
+}
+
+const BOOT: Duration = Duration::from_secs(20);
+const TURN: Duration = Duration::from_secs(30);
+
+fn model(steps: Vec<Step>) -> ScriptedModel {
+    ScriptedModel::start(Wire::OpenAi, steps)
+}
+
+#[test]
+fn boots_and_tab_and_shift_tab_cycle_the_posture() {
+    let m = model(vec![]);
+    let mut t = Tui::start(&m, |_| {});
+    let s = t.wait_for("Ask codewhale", BOOT);
+    assert!(
+        s.contains("Work") && s.contains("Ask ·") && s.contains("scripted"),
+        "{s}"
+    );
+    t.send(b"\t");
+    t.wait_for("Operate", Duration::from_secs(5));
+    t.wait_for("sub-agents", Duration::from_secs(5));
+    t.send(b"\t");
+    t.wait_for(" Plan ", Duration::from_secs(5));
+    t.send(b"\t");
+    t.wait_for(" Work ", Duration::from_secs(5));
+    t.send(b"\x1b[Z");
+    t.wait_for("Auto-Review", Duration::from_secs(5));
+    t.send(b"\x1b[Z");
+    let s = t.wait_for("Full Access", Duration::from_secs(5));
+    assert!(s.contains("sandbox off"), "{s}");
+    t.send(b"\x1b[Z");
+    t.wait_for("Ask ·", Duration::from_secs(5));
+    // Tab with text in the input edits the text instead.
+    t.type_text("hi");
+    t.send(b"\t");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(t.screen().contains(" Work "));
+    // Ctrl-C clears the draft, then Ctrl-D quits on the empty input.
+    t.send(b"\x03");
+    t.wait_for("Ask codewhale", Duration::from_secs(5));
+    t.quit();
+}
+
+#[test]
+fn a_denied_command_leaves_no_file_and_the_receipt_says_denied_by_you() {
+    let m = model(vec![
+        call("c1", "shell", json!({"command": "touch made-by-agent"})),
+        reply("I could not create it."),
+    ]);
+    let mut t = Tui::start(&m, |_| {});
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("make a file");
+    t.send(b"\r");
+    let s = t.wait_for("approval needed", TURN);
+    assert!(s.contains("$ touch made-by-agent"), "{s}");
+    // A reflexive Enter takes the highlighted default: deny.
+    t.send(b"\r");
+    t.wait_for("I could not create it.", TURN);
+    t.wait_for("denied by you", TURN);
+    t.wait_idle(TURN);
+    assert!(!t.ws.join("made-by-agent").exists());
+    let r = t.receipts();
+    assert!(r.contains("denied by you"), "{r}");
+    t.quit();
+}
+
+#[test]
+fn a_then_the_same_kind_passes_by_session_rule() {
+    let m = model(vec![
+        call("c1", "shell", json!({"command": "touch first"})),
+        call("c2", "shell", json!({"command": "touch second"})),
+        reply("both made"),
+    ]);
+    let mut t = Tui::start(&m, |_| {});
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("make two files");
+    t.send(b"\r");
+    t.wait_for("approval needed", TURN);
+    t.send(b"a");
+    t.wait_for("both made", TURN);
+    let s = t.wait_idle(TURN);
+    assert!(!s.contains("approval needed"), "{s}");
+    assert!(t.ws.join("first").exists() && t.ws.join("second").exists());
+    let r = t.receipts();
+    assert!(r.contains("approved by you"), "{r}");
+    assert!(r.contains("approved by a session rule"), "{r}");
+    t.quit();
+}
+
+/// Processes whose command line is exactly `argv`.
+fn procs_with(argv: &[&str]) -> Vec<u32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want))
+        .collect()
+}
+
+#[test]
+fn esc_mid_tool_kills_the_sleep_within_a_second() {
+    // A duration nobody else runs, so the process is ours to find.
+    let secs = format!(
+        "{}.{}",
+        40 + std::process::id() % 50,
+        std::process::id() % 997
+    );
+    let m = model(vec![
+        call("c1", "shell", json!({"command": format!("sleep {secs}")})),
+        reply("unreachable"),
+    ]);
+    let mut t = Tui::start(&m, |_| {});
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("wait a while");
+    t.send(b"\r");
+    // `sleep` is read-only: it may run without a card; answer one if asked.
+    let deadline = Instant::now() + TURN;
+    while procs_with(&["sleep", &secs]).is_empty() {
+        if t.screen().contains("approval needed") {
+            t.send(b"y");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "sleep never started:\n{}",
+            t.screen()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    t.send(b"\x1b");
+    let sent = Instant::now();
+    while !procs_with(&["sleep", &secs]).is_empty() {
+        assert!(
+            sent.elapsed() < Duration::from_secs(1),
+            "sleep still alive 1 s after Esc"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    t.wait_for("turn interrupted", TURN);
+    t.quit();
+}
+
+/// Every file under `dir` with its bytes.
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out: Vec<_> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            (
+                e.path().strip_prefix(dir).unwrap().to_path_buf(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn undo_restores_the_tree_byte_exact_and_leaves_git_alone() {
+    let m = model(vec![
+        call(
+            "w1",
+            "write_file",
+            json!({"path": "crlf.txt", "content": "rewritten\n"}),
+        ),
+        call(
+            "w2",
+            "write_file",
+            json!({"path": "blob.bin", "content": "not binary any more"}),
+        ),
+        call(
+            "w3",
+            "write_file",
+            json!({"path": "new.txt", "content": "new"}),
+        ),
+        reply("rewrote them"),
+    ]);
+    let mut t = Tui::start(&m, |ws| {
+        std::fs::write(ws.join("crlf.txt"), b"one\r\ntwo\r\n").unwrap();
+        let bin: Vec<u8> = (0..=255u8).chain([0, 0, 255, 13, 10]).collect();
+        std::fs::write(ws.join("blob.bin"), bin).unwrap();
+        std::fs::create_dir_all(ws.join(".git/objects")).unwrap();
+        std::fs::write(ws.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(ws.join(".git/objects/ab"), [0u8, 1, 2, 3]).unwrap();
+    });
+    let before = tree(&t.ws);
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("rewrite the files");
+    t.send(b"\r");
+    t.wait_for("rewrote them", TURN);
+    t.wait_idle(TURN);
+    assert_ne!(tree(&t.ws), before, "the turn changed nothing");
+    t.type_text("/undo");
+    t.send(b"\r");
+    t.wait_for("Undid", TURN);
+    assert_eq!(tree(&t.ws), before, "undo is not byte-exact");
+    t.quit();
+}
+
+#[test]
+fn hostile_escapes_in_a_file_shown_by_a_read_tool_do_nothing() {
+    let m = model(vec![
+        call("r1", "read_file", json!({"path": "evil.txt"})),
+        reply("read it"),
+    ]);
+    let mut t = Tui::start(&m, |ws| {
+        std::fs::write(
+            ws.join("evil.txt"),
+            "\x1b]0;pwned-title\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[H\x1b[31mvisible-marker\x1b[10A\n",
+        )
+        .unwrap();
+    });
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("show evil.txt");
+    t.send(b"\r");
+    t.wait_for("read it", TURN);
+    t.wait_idle(TURN);
+    let s = t.wait_for("visible-marker", TURN);
+    assert!(s.contains("Work"), "the footer survived: {s}");
+    let raw = t.raw.lock().unwrap().clone();
+    for bad in [&b"\x1b]0;pwned"[..], b"\x1b]52;", b"pwned-title"] {
+        assert!(
+            !raw.windows(bad.len()).any(|w| w == bad),
+            "{:?} reached the terminal",
+            String::from_utf8_lossy(bad)
+        );
+    }
+    {
+        let p = t.parser.lock().unwrap();
+        assert!(p.callbacks().titles.is_empty(), "a title was set");
+        assert!(
+            p.callbacks().clipboard.is_empty(),
+            "the clipboard was written"
+        );
+    }
+    t.quit();
+}
+
+#[test]
+fn a_resize_storm_while_streaming_keeps_one_input_and_one_footer() {
+    let long: String = (1..=200)
+        .map(|i| format!("line {i} of a long answer\n"))
+        .collect();
+    let m = model(vec![reply(&long)]);
+    let mut t = Tui::start(&m, |_| {});
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("talk a lot");
+    t.send(b"\r");
+    for i in 0..40u16 {
+        let (r, c) = if i % 3 == 0 {
+            (5, 20)
+        } else {
+            (10 + i % 20, 40 + i * 2)
+        };
+        t.resize(r, c);
+        std::thread::sleep(Duration::from_millis(15));
+    }
+    t.resize(30, 100);
+    t.wait_for("line 200 of a long answer", TURN);
+    let s = t.wait_idle(TURN);
+    let footers = s.lines().filter(|l| l.contains("Ask · ")).count();
+    let inputs = s.lines().filter(|l| l.starts_with('┌')).count();
+    assert_eq!((footers, inputs), (1, 1), "{s}");
+    // The draft survives resizes too.
+    t.type_text("kept");
+    t.resize(8, 30);
+    t.resize(30, 100);
+    let s = t.wait_for("kept", Duration::from_secs(5));
+    assert_eq!(s.matches("kept").count(), 1, "{s}");
+    t.send(b"\x03");
+    t.quit();
+}
+
+#[test]
+fn without_a_terminal_it_says_so_and_exits_2() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("needs a terminal") && e.contains("codewhale exec"),
+        "{e}"
+    );
+}
