@@ -548,3 +548,66 @@ fn without_a_terminal_it_says_so_and_exits_2() {
         "{e}"
     );
 }
+
+/// `/mcp` shows the MCP servers of the workspace and `/mcp reload` re-reads
+/// `mcp.json` without a restart: a server added to the file after the
+/// first turn is running after the reload (the fixture server of the MCP
+/// client tests, started under the sandbox like every MCP server).
+#[test]
+fn mcp_reload_picks_up_a_server_added_to_mcp_json() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mcp/junk_stdout.py")
+        .display()
+        .to_string();
+    let server = |n: &str| {
+        (
+            n.to_string(),
+            json!({"command": "python3", "args": [fixture.clone()]}),
+        )
+    };
+    let write = |cw_home: &Path, names: &[&str]| {
+        let servers: serde_json::Map<String, serde_json::Value> =
+            names.iter().map(|n| server(n)).collect();
+        std::fs::write(
+            cw_home.join("mcp.json"),
+            serde_json::to_string_pretty(&json!({ "mcpServers": servers })).unwrap(),
+        )
+        .unwrap();
+    };
+    let m = model(vec![reply("hello there")]);
+    let mut cw_home = PathBuf::new();
+    let mut t = Tui::start(&m, |ws| {
+        cw_home = ws.parent().unwrap().join("cwhome");
+        write(&cw_home, &["first"]);
+    });
+    t.wait_for("Ask codewhale", BOOT);
+    // Before any turn nothing runs yet: servers start with the first turn.
+    t.type_text("/mcp");
+    t.send(b"\r");
+    t.wait_for("no MCP servers running", Duration::from_secs(5));
+    t.type_text("say hello");
+    t.send(b"\r");
+    t.wait_for("hello there", TURN);
+    t.wait_idle(TURN);
+    t.type_text("/mcp");
+    t.send(b"\r");
+    let s = t.wait_for("first: ready", TURN);
+    assert!(!s.contains("second:"), "{s}");
+    // Add a server to the file; the reload starts it, no restart.
+    write(&cw_home, &["first", "second"]);
+    t.type_text("/mcp reload");
+    t.send(b"\r");
+    let deadline = Instant::now() + TURN;
+    loop {
+        t.type_text("/mcp");
+        t.send(b"\r");
+        std::thread::sleep(Duration::from_millis(300));
+        let s = t.screen();
+        if s.contains("second: ready") {
+            assert!(s.contains("first: ready"), "{s}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "second never ready: {s}");
+    }
+    t.quit();
+}

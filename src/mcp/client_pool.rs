@@ -8,7 +8,7 @@
 //! background, so the server keeps answering (`/health` included) while
 //! they come up.
 
-use super::client::{ManagerSpec, McpManager};
+use super::client::{ManagerSpec, McpManager, ServerStatus};
 use crate::host::HostSettings;
 use crate::policy::SandboxPolicy;
 use std::collections::HashMap;
@@ -68,6 +68,25 @@ impl McpPool {
         let m = McpManager::start_on(spec, handle).map_err(|e| e.to_string())?;
         st.managers.insert(workspace.to_path_buf(), m.clone());
         Ok(Some(m))
+    }
+}
+
+impl McpPool {
+    /// Re-read `mcp.json` and restart the servers of `workspace`'s manager
+    /// (the TUI's `/mcp reload`); `None` when no manager runs there yet —
+    /// the next turn then starts the servers from the file as it is.
+    pub fn reload(&self, workspace: &Path) -> Option<Result<Vec<ServerStatus>, String>> {
+        let m = {
+            let st = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            st.managers.get(workspace).cloned()
+        }?;
+        Some(m.reload().map_err(|e| e.to_string()))
+    }
+
+    /// The status of `workspace`'s servers, if a manager runs there.
+    pub fn status(&self, workspace: &Path) -> Option<Vec<ServerStatus>> {
+        let st = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        st.managers.get(workspace).map(|m| m.status())
     }
 }
 

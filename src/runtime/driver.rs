@@ -248,6 +248,30 @@ impl Driver {
         }
     }
 
+    /// `/mcp reload` (TUI): re-read `mcp.json` and restart `workspace`'s
+    /// MCP servers, or say that the next turn starts them; one line per
+    /// server.
+    pub fn mcp_reload(&self, workspace: &Path) -> Result<String, String> {
+        match self.mcp.reload(workspace) {
+            Some(r) => r.map(|s| mcp_lines(&s)),
+            None => Ok(
+                "no MCP servers running for this workspace: the next turn starts \
+                        the enabled servers of mcp.json"
+                    .into(),
+            ),
+        }
+    }
+
+    /// `/mcp` (TUI): the status of `workspace`'s MCP servers.
+    pub fn mcp_status(&self, workspace: &Path) -> String {
+        match self.mcp.status(workspace) {
+            Some(s) => mcp_lines(&s),
+            None => "no MCP servers running for this workspace (they start with the first \
+                     turn that may call tools; `codewhale mcp list` shows mcp.json)"
+                .into(),
+        }
+    }
+
     /// Stop tracking a turn; steered input it never read is marked so.
     fn forget(&self, turn: &str) -> Option<Vec<String>> {
         lock(&self.active).remove(turn).map(|a| a.steer_items)
@@ -786,4 +810,22 @@ fn prepare(
         notes,
         grants,
     })
+}
+
+/// One line per MCP server: name, state, tools, last error.
+fn mcp_lines(s: &[crate::mcp::client::ServerStatus]) -> String {
+    if s.is_empty() {
+        return "mcp.json lists no server".into();
+    }
+    s.iter()
+        .map(|x| {
+            let err = x
+                .last_error
+                .as_deref()
+                .map(|e| format!(" · {e}"))
+                .unwrap_or_default();
+            format!("{}: {:?} · {} tools{err}", x.name, x.state, x.tools).to_lowercase()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

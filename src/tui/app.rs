@@ -461,6 +461,14 @@ impl App<'_> {
             }
             Effect::Receipts { turn, json } => vec![report(self.receipt(turn, json))],
             Effect::SetModel(m) => vec![self.set_model(st, &m)],
+            Effect::Mcp { reload: false } => vec![Event::Output {
+                error: false,
+                text: self.driver.mcp_status(&self.setup.workspace),
+            }],
+            Effect::Mcp { reload: true } => vec![match self.driver.mcp_reload(&self.setup.workspace) {
+                Ok(text) => Event::Output { error: false, text },
+                Err(e) => error(format!("/mcp reload: {e}")),
+            }],
             Effect::Provider => vec![Event::Output {
                 error: false,
                 text: format!(
@@ -512,17 +520,17 @@ impl App<'_> {
                 ),
             };
         }
-        if m == "auto" {
-            return Event::Output {
-                error: true,
-                text: "/model auto: routing is not available to runtime-driven turns yet (only `codewhale exec --model auto`)".into(),
-            };
-        }
         let patch = ThreadPatch {
             model: Some(m.to_string()),
             ..Default::default()
         };
         match self.rt.update_thread(&st.thread_id, patch) {
+            Ok(_) if m == "auto" => Event::Output {
+                error: false,
+                text: "model auto for the next turns: the [router] of your config picks per turn \
+                       (each choice and its reason are in the turn record)"
+                    .into(),
+            },
             Ok(_) => Event::Output {
                 error: false,
                 text: format!("model {m} for the next turns"),

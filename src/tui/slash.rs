@@ -7,9 +7,16 @@ pub enum Slash {
     Undo,
     Restore(u64),
     Trust(bool),
-    Receipts { turn: Option<u32>, json: bool },
+    Receipts {
+        turn: Option<u32>,
+        json: bool,
+    },
     Model(String),
     Provider,
+    /// `/mcp` (status) or `/mcp reload`.
+    Mcp {
+        reload: bool,
+    },
     Mode(Mode),
     Clear,
     Quit,
@@ -33,6 +40,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/model [ID|auto]", "show or switch the model"),
     ("/provider", "show the provider and how to add a key"),
+    (
+        "/mcp [reload]",
+        "MCP servers' status; reload re-reads mcp.json and restarts them",
+    ),
     ("/mode plan|work|operate", "switch the mode (Tab cycles it)"),
     (
         "/clear",
@@ -111,6 +122,11 @@ pub fn parse(line: &str) -> Result<Slash, String> {
             _ => Err("usage: /model [ID|auto]".into()),
         },
         "/provider" => no_args(Slash::Provider),
+        "/mcp" => match args.as_slice() {
+            [] => Ok(Slash::Mcp { reload: false }),
+            ["reload"] => Ok(Slash::Mcp { reload: true }),
+            _ => Err("usage: /mcp [reload]".into()),
+        },
         "/mode" => match args.as_slice() {
             ["plan"] => Ok(Slash::Mode(Mode::Plan)),
             ["work"] => Ok(Slash::Mode(Mode::Work)),
@@ -144,6 +160,9 @@ mod tests {
         assert_eq!(parse("/model auto"), Ok(Slash::Model("auto".into())));
         assert_eq!(parse("/mode plan"), Ok(Slash::Mode(Mode::Plan)));
         assert_eq!(parse("/quit"), Ok(Slash::Quit));
+        assert_eq!(parse("/mcp"), Ok(Slash::Mcp { reload: false }));
+        assert_eq!(parse("/mcp reload"), Ok(Slash::Mcp { reload: true }));
+        assert!(parse("/mcp restart").is_err());
     }
 
     #[test]

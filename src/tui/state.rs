@@ -196,6 +196,10 @@ pub enum Effect {
     },
     SetModel(String),
     Provider,
+    /// `/mcp [reload]`: the MCP servers' status, or re-read and restart.
+    Mcp {
+        reload: bool,
+    },
     /// Read a finished tool call's output from the session file.
     LoadOutput {
         call_id: String,
@@ -591,6 +595,7 @@ impl State {
             Slash::Receipts { turn, json } => vec![Effect::Receipts { turn, json }],
             Slash::Model(m) => vec![Effect::SetModel(m)],
             Slash::Provider => vec![Effect::Provider],
+            Slash::Mcp { reload } => vec![Effect::Mcp { reload }],
         }
     }
 
