@@ -213,7 +213,12 @@ fn acp_timeout_session_rule_cancel_kill_and_plan_mode() {
         .find(|u| u["toolCallId"] == "c3")
         .unwrap()
         .clone();
-    assert_eq!(c3["rawOutput"]["approval"]["decision"], "allow", "{c3}");
+    // The verdict keeps the question the gates asked (so receipts can say
+    // who approved): asked, allowed, by the session rule.
+    let a = &c3["rawOutput"]["approval"];
+    assert_eq!(a["decision"], "ask", "{c3}");
+    assert_eq!(a["outcome"], "allow", "{c3}");
+    assert_eq!(a["decided_by"], "session rule", "{c3}");
     // Approved at gate 8, still refused by the sandbox (gate 9).
     assert!(!f.root.join("o2.txt").exists());
 
