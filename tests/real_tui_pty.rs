@@ -536,7 +536,16 @@ fn a_resize_storm_while_streaming_keeps_one_input_and_one_footer() {
     t.resize(30, 100);
     let s = t.wait_for("kept", Duration::from_secs(5));
     assert_eq!(s.matches("kept").count(), 1, "{s}");
-    t.send(b"\x03");
+    // Ctrl-C clears the draft, then Ctrl-D quits. Right after the storm a
+    // Ctrl-C was once not applied (the draft stayed; seen in 1 of ~10
+    // runs, not understood yet, kept open on issue 17): send it again
+    // until the draft is gone; a Ctrl-C on an empty input only arms quit.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while t.screen().contains("│kept") {
+        assert!(Instant::now() < deadline, "Ctrl-C never cleared the draft");
+        t.send(b"\x03");
+        std::thread::sleep(Duration::from_millis(500));
+    }
     t.quit();
 }
 
