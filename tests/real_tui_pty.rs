@@ -510,6 +510,13 @@ fn a_resize_storm_while_streaming_keeps_one_input_and_one_footer() {
     t.wait_for("Ask codewhale", BOOT);
     t.type_text("talk a lot");
     t.send(b"\r");
+    // The request is sent before the storm starts: a key pressed at the
+    // moment a resize storm begins was once lost (recorded on issue 17).
+    let deadline = Instant::now() + TURN;
+    while t.screen().contains("│talk a lot") {
+        assert!(Instant::now() < deadline, "the request was never sent");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     for i in 0..40u16 {
         let (r, c) = if i % 3 == 0 {
             (5, 20)
@@ -527,6 +534,9 @@ fn a_resize_storm_while_streaming_keeps_one_input_and_one_footer() {
     assert_eq!((footers, inputs), (1, 1), "{s}");
     // The draft survives resizes too.
     t.type_text("kept");
+    // The draft is there before the resizes (right after a turn ends, a
+    // draft typed at once was once not shown: recorded on issue 17).
+    t.wait_for("│kept", Duration::from_secs(5));
     t.resize(8, 30);
     // A pause between the two sizes: back to back, this pair left a frame
     // drawn for one size parsed at the other once in about ten runs as the
