@@ -173,11 +173,6 @@ fn no_remote_server() -> HostError {
     }
 }
 
-/// How often a bwrap run re-resolves after a concurrent run changed a
-/// protected path.
-#[cfg(target_os = "linux")]
-const STALE_RETRIES: u32 = 12;
-
 #[cfg(target_os = "linux")]
 fn run_bwrap(
     policy: &SandboxPolicy,
@@ -186,26 +181,11 @@ fn run_bwrap(
 ) -> Result<ExecOutcome, HostError> {
     use super::backends::bwrap::spawn;
     use crate::policy::{resolve, HostFacts};
-    let facts = HostFacts::detect();
-    let mut attempt = 0;
-    loop {
-        let resolved = resolve(policy, &facts)?;
-        let mut writable: Vec<&std::path::Path> = vec![resolved.workspace.as_path()];
-        writable.extend(resolved.writable_roots.iter().map(|r| r.path.as_path()));
-        let bwrap = spawn::find_bwrap(settings.bwrap_path.as_deref(), &writable)?;
-        match spawn::run(&resolved, &bwrap, settings.helper_exe.as_deref(), req) {
-            // A concurrent run's placeholder came or went: resolve again.
-            Err(HostError::Stale(_)) if attempt < STALE_RETRIES => {
-                // Concurrent runs in the same root (parallel tool calls,
-                // doctor's probes) keep adding and removing placeholders:
-                // back off a little more each time so they settle instead
-                // of racing in lock-step until the retries run out.
-                attempt += 1;
-                std::thread::sleep(Duration::from_millis(5 * u64::from(attempt)));
-            }
-            other => return other,
-        }
-    }
+    let resolved = resolve(policy, &HostFacts::detect())?;
+    let mut writable: Vec<&std::path::Path> = vec![resolved.workspace.as_path()];
+    writable.extend(resolved.writable_roots.iter().map(|r| r.path.as_path()));
+    let bwrap = spawn::find_bwrap(settings.bwrap_path.as_deref(), &writable)?;
+    spawn::run(&resolved, &bwrap, settings.helper_exe.as_deref(), req)
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -47,10 +47,6 @@ pub enum HostError {
     /// reported an exit (local runs return the killed command's outcome).
     #[error("cancelled")]
     Cancelled,
-    /// The filesystem changed between resolving the policy and locking the
-    /// writable roots (a concurrent run's placeholder); resolve again.
-    #[error("{0} changed while the sandbox was being planned")]
-    Stale(PathBuf),
 }
 
 impl HostError {

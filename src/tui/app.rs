@@ -94,7 +94,10 @@ pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
         }
     };
     let (backend, level) = match crate::host::dispatch::selection(&ctx.policy, &ctx.host) {
-        Ok(sel) => (sel.backend.as_str().to_string(), nominal_level(sel.backend)),
+        Ok(sel) => (
+            sel.backend.as_str().to_string(),
+            nominal_level(sel.backend, ctx.policy.mode),
+        ),
         Err(e) => {
             notes.push(format!("sandbox: {e}"));
             ("none".to_string(), "unavailable".to_string())
@@ -117,9 +120,13 @@ pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
 }
 
 /// The tier a backend is built to give (doctor measures the real one).
-fn nominal_level(b: BackendKind) -> String {
+/// bwrap in a writable mode is `partial`: protected paths that do not
+/// exist yet are held only after the run (the integrity check), and a run
+/// reports so; only a read-only bwrap run is `full`.
+fn nominal_level(b: BackendKind, mode: crate::policy::SandboxMode) -> String {
     match b {
-        BackendKind::Bwrap => "full",
+        BackendKind::Bwrap if mode == crate::policy::SandboxMode::ReadOnly => "full",
+        BackendKind::Bwrap => "partial",
         BackendKind::Landlock | BackendKind::Seatbelt => "partial",
         BackendKind::Opensandbox => "remote",
         BackendKind::None => "off",

@@ -109,10 +109,9 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
                 HostError::Cancelled => "interrupted",
                 HostError::NotFound(_) => "command_not_found",
                 HostError::NotExecutable { .. } => "not_executable",
-                HostError::Io { .. }
-                | HostError::Remote(_)
-                | HostError::RemoteTransient(_)
-                | HostError::Stale(_) => "host_error",
+                HostError::Io { .. } | HostError::Remote(_) | HostError::RemoteTransient(_) => {
+                    "host_error"
+                }
             };
             let mut out = ToolOutput::error(cat, format!("the command did not run: {e}"));
             out.exit_code = Some(e.exit_code());
