@@ -7,7 +7,7 @@
 mod common;
 
 use common::cli::Fixture;
-use common::scripted_model::{reply, ScriptedModel, Wire};
+use common::scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
@@ -282,4 +282,71 @@ fn steer_compact_and_answers_over_stdio() {
     send(r#"{"jsonrpc":"2.0","id":8,"method":"shutdown"}"#.into());
     reply_to(8, &mut events);
     assert!(child.wait().unwrap().success());
+}
+
+/// The stdio transport as a client nobody here wrote sees it: a Python
+/// standard-library script (tests/clients/runtime_stdio_client.py, written
+/// against docs/RUNTIME_API.md and the JSON-RPC 2.0 spec) starts the
+/// server itself, survives bad lines, denies an approval, answers a client
+/// tool call and follows the notifications to `turn.completed`.
+#[test]
+fn python_stdlib_stdio_client_agrees() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            // Outside the workspace: gate 4 asks; the client denies.
+            call(
+                "s1",
+                "write_file",
+                json!({"path": "../stdio-outside.txt", "content": "x"}),
+            ),
+            call("s2", "open_in_editor", json!({"file": "README.md"})),
+            reply("stdio done"),
+        ],
+    );
+    let f = Fixture::with_config(&format!(
+        "provider = \"custom\"\n[providers.custom]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\napi_key = \"k\"\nmodel = \"scripted\"\n",
+        model.base_url()
+    ));
+    let (tmp, xdg) = (f.root.join("tmp"), f.root.join("xdg"));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(&xdg).unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/runtime_stdio_client.py"
+    );
+    let o = std::process::Command::new("python3")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_codewhale"))
+        .arg(&f.ws)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &f.home)
+        .env("CODEWHALE_HOME", &f.cw_home)
+        .env("TMPDIR", &tmp)
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .env("NO_PROXY", "*")
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3 (installed by ci/setup)");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["exit"], 0);
+    assert_eq!(v["last"], "turn.completed");
+    // The round trips were real: the denial and the client's tool output
+    // reached the model, and nothing was written outside the workspace.
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 3, "three model requests");
+    assert!(reqs[2]
+        .body
+        .to_string()
+        .contains("editor-output-stdio-5810"));
+    assert!(reqs[0].body.to_string().contains("open_in_editor"));
+    assert!(!f.root.join("stdio-outside.txt").exists());
 }
