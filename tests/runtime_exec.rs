@@ -9,6 +9,7 @@
 mod common;
 
 use common::cli::*;
+use common::runtime::cmd;
 use common::scripted_model::{call, reply, ScriptedModel, Step, Wire};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -25,16 +26,6 @@ fn events(f: &Fixture) -> Vec<Value> {
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
-}
-
-fn cmd(f: &Fixture, args: &[&str]) -> std::process::Command {
-    let mut c = f.cmd(args);
-    let tmp = f.root.join("tmp");
-    let xdg = f.root.join("xdg");
-    std::fs::create_dir_all(&tmp).unwrap();
-    std::fs::create_dir_all(&xdg).unwrap();
-    c.env("TMPDIR", tmp).env("XDG_RUNTIME_DIR", xdg);
-    c
 }
 
 #[test]

@@ -8,141 +8,19 @@
 mod common;
 
 use common::cli::Fixture;
+use common::runtime::{api, client, events_until, fixture, has, python_http_client, Server, TOKEN};
 use common::scripted_model::{call, reply, ScriptedModel, Step, Wire};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
-
-const TOKEN: &str = "test-token-5f2c9e1d";
-
-struct Server {
-    child: Child,
-    base: String,
-    stderr: std::sync::Arc<std::sync::Mutex<String>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(f: &Fixture, extra: &[&str]) -> Server {
-    let tmp = f.root.join("tmp");
-    let xdg = f.root.join("xdg");
-    std::fs::create_dir_all(&tmp).unwrap();
-    std::fs::create_dir_all(&xdg).unwrap();
-    let mut args = vec!["app-server", "--http", "--port", "0"];
-    args.extend_from_slice(extra);
-    let mut c = f.cmd(&args);
-    c.env("TMPDIR", tmp)
-        .env("XDG_RUNTIME_DIR", xdg)
-        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let base = loop {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "server exited before listening"
-        );
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-        assert!(Instant::now() < deadline);
-    };
-    let stderr = std::sync::Arc::new(std::sync::Mutex::new(line.clone()));
-    let s2 = stderr.clone();
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = err.read_to_string(&mut rest);
-        s2.lock().unwrap().push_str(&rest);
-    });
-    Server {
-        child,
-        base,
-        stderr,
-    }
-}
-
-/// The scripted model as the configured default provider.
-fn fixture(model: &ScriptedModel) -> Fixture {
-    Fixture::with_config(&format!(
-        "provider = \"custom\"\n[providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"test-key\"\nmodel = \"scripted\"\n",
-        model.kind(),
-        model.base_url()
-    ))
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().build().unwrap()
-}
-
-async fn api(s: &Server, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut r = client()
-        .request(method, format!("{}{path}", s.base))
-        .bearer_auth(TOKEN);
-    if let Some(b) = body {
-        r = r.json(&b);
-    }
-    let resp = r.send().await.unwrap();
-    let code = resp.status().as_u16();
-    let text = resp.text().await.unwrap();
-    (
-        code,
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
-    )
-}
-
-/// Read SSE envelopes until `stop` says so (or 30 s pass).
-async fn read_events(
-    s: &Server,
-    thread: &str,
-    since: u64,
-    mut stop: impl FnMut(&[Value]) -> bool,
-) -> Vec<Value> {
-    let resp = client()
-        .get(format!(
-            "{}/v1/threads/{thread}/events?since_seq={since}",
-            s.base
-        ))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let mut es = resp.bytes_stream().eventsource();
-    let mut out = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !stop(&out) {
-        let ev = tokio::time::timeout_at(deadline, es.next())
-            .await
-            .unwrap_or_else(|_| panic!("events in time; so far: {out:#?}"))
-            .expect("stream open")
-            .unwrap();
-        let v: Value = serde_json::from_str(&ev.data).unwrap();
-        assert_eq!(ev.id, v["seq"].to_string(), "id: line is the seq");
-        assert_eq!(ev.event, v["event"].as_str().unwrap());
-        out.push(v);
-    }
-    out
-}
 
 /// The session file id the runtime recorded for a turn.
 async fn body_session(s: &Server, turn: &str) -> Value {
-    let (_, list) = api(s, reqwest::Method::GET, "/v1/threads?limit=500", None).await;
+    let (_, list) = api(s, "GET", "/v1/threads?limit=500", None).await;
     for t in list["threads"].as_array().unwrap() {
         let (_, d) = api(
             s,
-            reqwest::Method::GET,
+            "GET",
             &format!("/v1/threads/{}", t["id"].as_str().unwrap()),
             None,
         )
@@ -154,10 +32,6 @@ async fn body_session(s: &Server, turn: &str) -> Value {
         }
     }
     panic!("no turn {turn}")
-}
-
-fn has(evs: &[Value], name: &str) -> bool {
-    evs.iter().any(|e| e["event"] == name)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -182,18 +56,9 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
         ],
     );
     let f = fixture(&model);
-    let s = start(
-        &f,
-        &["-C", f.ws.to_str().unwrap(), "--approval-timeout", "3"],
-    );
+    let s = Server::start(&f, &["--approval-timeout", "3"]);
 
-    let (code, body) = api(
-        &s,
-        reqwest::Method::POST,
-        "/v1/threads",
-        Some(json!({"title": "t"})),
-    )
-    .await;
+    let (code, body) = api(&s, "POST", "/v1/threads", Some(json!({"title": "t"}))).await;
     assert_eq!(code, 201, "{body}");
     let thread = body["thread"]["id"].as_str().unwrap().to_string();
     assert_eq!(body["thread"]["model"], "scripted");
@@ -201,7 +66,7 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
 
     let (code, body) = api(
         &s,
-        reqwest::Method::POST,
+        "POST",
         &format!("/v1/threads/{thread}/turns"),
         Some(json!({"prompt": "write the file"})),
     )
@@ -210,7 +75,7 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
     let turn = body["turn"]["id"].as_str().unwrap().to_string();
 
     // Follow until the question is asked.
-    let evs = read_events(&s, &thread, 0, |e| has(e, "approval.required")).await;
+    let evs = events_until(&s, &thread, 0, |e| has(e, "approval.required")).await;
     let req = evs
         .iter()
         .find(|e| e["event"] == "approval.required")
@@ -220,19 +85,13 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
     assert_eq!(req["payload"]["tool_call_id"], "c1");
     assert_eq!(req["payload"]["gate"], 4);
     // A reconnecting client sees the question in the snapshot.
-    let (_, detail) = api(
-        &s,
-        reqwest::Method::GET,
-        &format!("/v1/threads/{thread}"),
-        None,
-    )
-    .await;
+    let (_, detail) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
     assert_eq!(detail["pending_approvals"][0]["id"], approval.as_str());
     assert!(detail["latest_seq"].as_u64().unwrap() >= req["seq"].as_u64().unwrap());
 
     let (code, _) = api(
         &s,
-        reqwest::Method::POST,
+        "POST",
         "/v1/approvals/appr_unknown",
         Some(json!({"decision": "allow"})),
     )
@@ -240,7 +99,7 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
     assert_eq!(code, 404);
     let (code, body) = api(
         &s,
-        reqwest::Method::POST,
+        "POST",
         &format!("/v1/approvals/{approval}"),
         Some(json!({"decision": "maybe"})),
     )
@@ -252,7 +111,7 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
     );
     let (code, body) = api(
         &s,
-        reqwest::Method::POST,
+        "POST",
         &format!("/v1/approvals/{approval}"),
         Some(json!({"decision": "allow"})),
     )
@@ -260,7 +119,7 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
     assert_eq!(code, 200, "{body}");
     let (code, body) = api(
         &s,
-        reqwest::Method::POST,
+        "POST",
         &format!("/v1/approvals/{approval}"),
         Some(json!({"decision": "allow"})),
     )
@@ -268,7 +127,7 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
     assert_eq!(code, 404, "a repeat is not found: {body}");
     assert_eq!(body["error"]["code"], "not_found");
 
-    let all = read_events(&s, &thread, 0, |e| has(e, "turn.completed")).await;
+    let all = events_until(&s, &thread, 0, |e| has(e, "turn.completed")).await;
     assert_eq!(
         all.iter()
             .filter(|e| e["event"] == "approval.decided")
@@ -324,7 +183,7 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
     let seqs: Vec<u64> = all.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     for (i, c) in seqs.iter().enumerate().step_by(3) {
         let want = seqs.len() - i - 1;
-        let got = read_events(&s, &thread, *c, |e| e.len() == want).await;
+        let got = events_until(&s, &thread, *c, |e| e.len() == want).await;
         let got: Vec<u64> = got.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
         assert_eq!(got, seqs[i + 1..].to_vec());
     }
@@ -373,7 +232,7 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
     // The receipt of the turn, read-only from its session file.
     let (code, r) = api(
         &s,
-        reqwest::Method::GET,
+        "GET",
         &format!("/v1/threads/{thread}/turns/{turn}/receipt"),
         None,
     )
@@ -388,7 +247,7 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
     );
     assert_eq!(r["source"]["session_id"], body_session(&s, &turn).await);
     // Usage counts the turn.
-    let (_, u) = api(&s, reqwest::Method::GET, "/v1/usage?group_by=thread", None).await;
+    let (_, u) = api(&s, "GET", "/v1/usage?group_by=thread", None).await;
     assert_eq!(u["buckets"][0]["key"], thread.as_str());
     assert_eq!(u["totals"]["turns"], 1);
     drop(s);
@@ -398,15 +257,7 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
 async fn auth_cors_and_bad_input_answers() {
     let model = ScriptedModel::start(Wire::OpenAi, vec![Step::Hang { text: "x".into() }]);
     let f = fixture(&model);
-    let s = start(
-        &f,
-        &[
-            "-C",
-            f.ws.to_str().unwrap(),
-            "--cors-origin",
-            "http://localhost:5173",
-        ],
-    );
+    let s = Server::start(&f, &["--cors-origin", "http://localhost:5173"]);
     let c = client();
     // Public routes, and nothing else without the token.
     assert_eq!(
@@ -494,12 +345,12 @@ async fn auth_cors_and_bad_input_answers() {
     assert!(evil.headers().get("access-control-allow-origin").is_none());
 
     // Bad input: JSON errors naming the field.
-    let (code, t) = api(&s, reqwest::Method::POST, "/v1/threads", Some(json!({}))).await;
+    let (code, t) = api(&s, "POST", "/v1/threads", Some(json!({}))).await;
     assert_eq!(code, 201);
     let id = t["thread"]["id"].as_str().unwrap();
     let (code, b) = api(
         &s,
-        reqwest::Method::PATCH,
+        "PATCH",
         &format!("/v1/threads/{id}"),
         Some(json!({"titel": "x"})),
     )
@@ -509,13 +360,7 @@ async fn auth_cors_and_bad_input_answers() {
         b["error"]["message"].as_str().unwrap().contains("titel"),
         "{b}"
     );
-    let (code, b) = api(
-        &s,
-        reqwest::Method::PATCH,
-        &format!("/v1/threads/{id}"),
-        Some(json!({})),
-    )
-    .await;
+    let (code, b) = api(&s, "PATCH", &format!("/v1/threads/{id}"), Some(json!({}))).await;
     assert_eq!(code, 400);
     assert!(
         b["error"]["message"]
@@ -526,7 +371,7 @@ async fn auth_cors_and_bad_input_answers() {
     );
     let (code, b) = api(
         &s,
-        reqwest::Method::PATCH,
+        "PATCH",
         &format!("/v1/threads/{id}"),
         Some(json!({"title": "named"})),
     )
@@ -534,7 +379,7 @@ async fn auth_cors_and_bad_input_answers() {
     assert_eq!((code, b["thread"]["title"].clone()), (200, json!("named")));
     let (code, b) = api(
         &s,
-        reqwest::Method::PATCH,
+        "PATCH",
         &format!("/v1/threads/{id}"),
         Some(json!({"title": ""})),
     )
@@ -542,7 +387,7 @@ async fn auth_cors_and_bad_input_answers() {
     assert_eq!((code, b["thread"]["title"].clone()), (200, Value::Null));
     let (code, b) = api(
         &s,
-        reqwest::Method::POST,
+        "POST",
         "/v1/threads",
         Some(json!({"workspace": "/no/such/dir"})),
     )
@@ -557,7 +402,7 @@ async fn auth_cors_and_bad_input_answers() {
     );
     let (code, b) = api(
         &s,
-        reqwest::Method::GET,
+        "GET",
         &format!("/v1/threads/{id}/events?since_seq=abc"),
         None,
     )
@@ -572,32 +417,26 @@ async fn auth_cors_and_bad_input_answers() {
     );
     let (code, b) = api(
         &s,
-        reqwest::Method::GET,
+        "GET",
         &format!("/v1/threads/{id}/events?replay_limit=5000"),
         None,
     )
     .await;
     assert_eq!(code, 400, "{b}");
-    let (code, _) = api(&s, reqwest::Method::GET, "/v1/threads/thr_nope", None).await;
+    let (code, _) = api(&s, "GET", "/v1/threads/thr_nope", None).await;
     assert_eq!(code, 404);
-    let (code, b) = api(&s, reqwest::Method::GET, "/v1/nowhere", None).await;
+    let (code, b) = api(&s, "GET", "/v1/nowhere", None).await;
     assert_eq!(
         (code, b["error"]["code"].clone()),
         (404, json!("not_found"))
     );
     let big = "x".repeat(2 * 1024 * 1024);
-    let (code, b) = api(
-        &s,
-        reqwest::Method::POST,
-        "/v1/threads",
-        Some(json!({"title": big})),
-    )
-    .await;
+    let (code, b) = api(&s, "POST", "/v1/threads", Some(json!({"title": big}))).await;
     assert_eq!(code, 413, "{b}");
     assert_eq!(b["error"]["code"], "body_too_large");
     let (code, b) = api(
         &s,
-        reqwest::Method::POST,
+        "POST",
         &format!("/v1/threads/{id}/turns"),
         Some(json!({"prompt": " "})),
     )
@@ -610,7 +449,7 @@ async fn auth_cors_and_bad_input_answers() {
             .starts_with("prompt:"),
         "{b}"
     );
-    let (code, b) = api(&s, reqwest::Method::GET, "/v1/usage?since=yesterday", None).await;
+    let (code, b) = api(&s, "GET", "/v1/usage?since=yesterday", None).await;
     assert_eq!(code, 400);
     assert!(
         b["error"]["message"]
@@ -622,18 +461,7 @@ async fn auth_cors_and_bad_input_answers() {
 
     // The token is in none of the server's output.
     drop(c);
-    let mut s = s;
-    let _ = s.child.kill();
-    let _ = s.child.wait();
-    let mut out = String::new();
-    s.child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(100));
-    let err = s.stderr.lock().unwrap().clone();
+    let (out, err) = s.kill_and_output();
     assert!(err.contains("listening on"), "{err}");
     assert!(!out.contains(TOKEN) && !err.contains(TOKEN));
 }
@@ -671,27 +499,8 @@ fn python_stdlib_client_agrees() {
         ],
     );
     let f = fixture(&model);
-    let s = start(&f, &["-C", f.ws.to_str().unwrap()]);
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/clients/runtime_client.py"
-    );
-    let o = std::process::Command::new("python3")
-        .arg(script)
-        .arg(&s.base)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
-        .env("NO_PROXY", "*")
-        .output()
-        .expect("python3 (installed by ci/setup)");
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let s = Server::start(&f, &[]);
+    let v = python_http_client("runtime_client.py", &s);
     assert_eq!(v["ok"], true);
     assert_eq!(v["last_status"], "completed");
     assert!(!f.root.join("py.txt").exists());

@@ -7,10 +7,11 @@
 mod common;
 
 use common::cli::Fixture;
+use common::runtime::{dirs, fixture as model_fixture, python_client, stdio_command, StdioServer};
 use common::scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
+use std::ffi::OsStr;
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 fn fixture(name: &str) -> Value {
@@ -21,23 +22,10 @@ fn fixture(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
-fn stdio(f: &Fixture) -> std::process::Child {
-    let tmp = f.root.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    f.cmd(&["app-server", "--stdio", "-C", f.ws.to_str().unwrap()])
-        .env("TMPDIR", &tmp)
-        .env("XDG_RUNTIME_DIR", &tmp)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
 #[test]
 fn probe_errors_keep_the_server_serving_and_stdout_is_json_only() {
     let f = Fixture::with_config("");
-    let mut child = stdio(&f);
+    let mut child = stdio_command(&f).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let input = [
         r#"{"jsonrpc":"2.0","id":1,"method":"healthz"}"#,
@@ -134,27 +122,13 @@ fn event_schema_matches_the_pinned_snapshot() {
 #[test]
 fn a_turn_over_stdio_streams_events_as_notifications() {
     let model = ScriptedModel::start(Wire::OpenAi, vec![reply("Hello over stdio.")]);
-    let f = Fixture::with_config(&format!(
-        "provider = \"custom\"\n[providers.custom]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\napi_key = \"k\"\nmodel = \"scripted\"\n",
-        model.base_url()
-    ));
-    let mut child = stdio(&f);
-    let mut stdin = child.stdin.take().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut read = || -> Value {
-        let mut l = String::new();
-        out.read_line(&mut l).unwrap();
-        serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l}"))
-    };
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","id":1,"method":"thread/start","params":{{"title":"s"}}}}"#
-    )
-    .unwrap();
-    let t = read();
+    let f = model_fixture(&model);
+    let mut rpc = StdioServer::start(&f);
+    rpc.send(r#"{"jsonrpc":"2.0","id":1,"method":"thread/start","params":{"title":"s"}}"#);
+    let t = rpc.read();
     let thread = t["result"]["thread"]["id"].as_str().unwrap().to_string();
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"thread/subscribe","params":{{"thread_id":"{thread}"}}}}"#).unwrap();
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":3,"method":"turn/start","params":{{"thread_id":"{thread}","prompt":"hi"}}}}"#).unwrap();
+    rpc.send(&format!(r#"{{"jsonrpc":"2.0","id":2,"method":"thread/subscribe","params":{{"thread_id":"{thread}"}}}}"#));
+    rpc.send(&format!(r#"{{"jsonrpc":"2.0","id":3,"method":"turn/start","params":{{"thread_id":"{thread}","prompt":"hi"}}}}"#));
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut events = Vec::new();
     let mut replies = 0;
@@ -163,7 +137,7 @@ fn a_turn_over_stdio_streams_events_as_notifications() {
         .any(|e: &Value| e["event"] == "turn.completed")
     {
         assert!(Instant::now() < deadline);
-        let m = read();
+        let m = rpc.read();
         if m["method"] == "event" {
             events.push(m["params"].clone());
         } else {
@@ -180,9 +154,7 @@ fn a_turn_over_stdio_streams_events_as_notifications() {
         .map(|e| e["payload"]["delta"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(text, "Hello over stdio.");
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":9,"method":"shutdown"}}"#).unwrap();
-    assert_eq!(read()["id"], 9);
-    assert!(child.wait().unwrap().success());
+    rpc.shutdown(9);
 }
 
 /// The steer, compact, user-input and client-tool methods mirror HTTP:
@@ -194,94 +166,72 @@ fn steer_compact_and_answers_over_stdio() {
         Wire::OpenAi,
         vec![reply("first"), reply("stdio-summary-3301")],
     );
-    let f = Fixture::with_config(&format!(
-        "provider = \"custom\"\n[providers.custom]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\napi_key = \"k\"\nmodel = \"scripted\"\n",
-        model.base_url()
-    ));
-    let mut child = stdio(&f);
-    let mut stdin = child.stdin.take().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut events = Vec::new();
-    // The reply to `id`, keeping the notifications that come before it.
-    let mut reply_to = |id: u64, events: &mut Vec<Value>| -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            assert!(Instant::now() < deadline);
-            let mut l = String::new();
-            out.read_line(&mut l).unwrap();
-            let m: Value = serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l}"));
-            if m["method"] == "event" {
-                events.push(m["params"].clone());
-            } else if m["id"] == id {
-                return m;
-            }
-        }
-    };
-    let mut send = |l: String| writeln!(stdin, "{l}").unwrap();
-    send(r#"{"jsonrpc":"2.0","id":1,"method":"thread/start","params":{}}"#.into());
-    let thread = reply_to(1, &mut events)["result"]["thread"]["id"]
+    let f = model_fixture(&model);
+    let mut rpc = StdioServer::start(&f);
+    rpc.send(r#"{"jsonrpc":"2.0","id":1,"method":"thread/start","params":{}}"#);
+    let thread = rpc.reply_to(1)["result"]["thread"]["id"]
         .as_str()
         .unwrap()
         .to_string();
-    send(format!(
+    rpc.send(&format!(
         r#"{{"jsonrpc":"2.0","id":2,"method":"thread/subscribe","params":{{"thread_id":"{thread}"}}}}"#
     ));
-    reply_to(2, &mut events);
-    send(format!(
+    rpc.reply_to(2);
+    rpc.send(&format!(
         r#"{{"jsonrpc":"2.0","id":3,"method":"turn/start","params":{{"thread_id":"{thread}","prompt":"hi"}}}}"#
     ));
-    let turn = reply_to(3, &mut events)["result"]["turn"]["id"]
+    let turn = rpc.reply_to(3)["result"]["turn"]["id"]
         .as_str()
         .unwrap()
         .to_string();
     let mut n = 10;
-    while !events.iter().any(|e| e["event"] == "turn.completed") {
-        send(format!(
+    while !rpc.events.iter().any(|e| e["event"] == "turn.completed") {
+        rpc.send(&format!(
             r#"{{"jsonrpc":"2.0","id":{n},"method":"healthz"}}"#
         ));
-        reply_to(n, &mut events);
+        rpc.reply_to(n);
         n += 1;
         std::thread::sleep(Duration::from_millis(20));
     }
-    send(format!(
+    rpc.send(&format!(
         r#"{{"jsonrpc":"2.0","id":4,"method":"turn/steer","params":{{"thread_id":"{thread}","turn_id":"{turn}","prompt":"late"}}}}"#
     ));
-    assert_eq!(reply_to(4, &mut events)["error"]["code"], -32602);
-    send(format!(
+    assert_eq!(rpc.reply_to(4)["error"]["code"], -32602);
+    rpc.send(&format!(
         r#"{{"jsonrpc":"2.0","id":5,"method":"user_input/answer","params":{{"thread_id":"{thread}","input_id":"input_nope","answers":[]}}}}"#
     ));
-    assert_eq!(reply_to(5, &mut events)["error"]["code"], -32004);
-    send(format!(
+    assert_eq!(rpc.reply_to(5)["error"]["code"], -32004);
+    rpc.send(&format!(
         r#"{{"jsonrpc":"2.0","id":6,"method":"tool_call/result","params":{{"thread_id":"{thread}","turn_id":"{turn}","call_id":"call_nope","output":"x"}}}}"#
     ));
-    assert_eq!(reply_to(6, &mut events)["error"]["code"], -32004);
-    send(format!(
+    assert_eq!(rpc.reply_to(6)["error"]["code"], -32004);
+    rpc.send(&format!(
         r#"{{"jsonrpc":"2.0","id":7,"method":"thread/compact","params":{{"thread_id":"{thread}"}}}}"#
     ));
-    assert!(reply_to(7, &mut events)["result"]["turn"]["id"].is_string());
-    while events
+    assert!(rpc.reply_to(7)["result"]["turn"]["id"].is_string());
+    while rpc
+        .events
         .iter()
         .filter(|e| e["event"] == "turn.completed")
         .count()
         < 2
     {
-        send(format!(
+        rpc.send(&format!(
             r#"{{"jsonrpc":"2.0","id":{n},"method":"healthz"}}"#
         ));
-        reply_to(n, &mut events);
+        rpc.reply_to(n);
         n += 1;
         std::thread::sleep(Duration::from_millis(20));
     }
-    let summary = events
+    let summary = rpc
+        .events
         .iter()
         .filter(|e| e["event"] == "item.completed")
         .map(|e| &e["payload"]["item"])
         .find(|i| i["kind"] == "context_compaction")
         .unwrap();
     assert_eq!(summary["metadata"]["summary"], "stdio-summary-3301");
-    send(r#"{"jsonrpc":"2.0","id":8,"method":"shutdown"}"#.into());
-    reply_to(8, &mut events);
-    assert!(child.wait().unwrap().success());
+    rpc.shutdown(8);
 }
 
 /// The stdio transport as a client nobody here wrote sees it: a Python
@@ -304,38 +254,21 @@ fn python_stdlib_stdio_client_agrees() {
             reply("stdio done"),
         ],
     );
-    let f = Fixture::with_config(&format!(
-        "provider = \"custom\"\n[providers.custom]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\napi_key = \"k\"\nmodel = \"scripted\"\n",
-        model.base_url()
-    ));
-    let (tmp, xdg) = (f.root.join("tmp"), f.root.join("xdg"));
-    std::fs::create_dir_all(&tmp).unwrap();
-    std::fs::create_dir_all(&xdg).unwrap();
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/clients/runtime_stdio_client.py"
+    let f = model_fixture(&model);
+    let (tmp, xdg) = dirs(&f);
+    let v = python_client(
+        "runtime_stdio_client.py",
+        &[
+            OsStr::new(env!("CARGO_BIN_EXE_codewhale")),
+            f.ws.as_os_str(),
+        ],
+        &[
+            ("HOME", f.home.as_os_str()),
+            ("CODEWHALE_HOME", f.cw_home.as_os_str()),
+            ("TMPDIR", tmp.as_os_str()),
+            ("XDG_RUNTIME_DIR", xdg.as_os_str()),
+        ],
     );
-    let o = std::process::Command::new("python3")
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_codewhale"))
-        .arg(&f.ws)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &f.home)
-        .env("CODEWHALE_HOME", &f.cw_home)
-        .env("TMPDIR", &tmp)
-        .env("XDG_RUNTIME_DIR", &xdg)
-        .env("NO_PROXY", "*")
-        .stdin(Stdio::null())
-        .output()
-        .expect("python3 (installed by ci/setup)");
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(v["exit"], 0);
     assert_eq!(v["last"], "turn.completed");

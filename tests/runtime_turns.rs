@@ -11,158 +11,12 @@
 mod common;
 
 use common::cli::Fixture;
+use common::runtime::{
+    api, count, events_until, first, fixture, new_thread, new_turn, python_http_client,
+    until_completed, Server,
+};
 use common::scripted_model::{call, reply, reply_with_usage, ScriptedModel, Step, Wire};
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
-
-const TOKEN: &str = "turns-token-8d41a7";
-
-/// The server process (killed on drop).
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(f: &Fixture, extra: &[&str]) -> Server {
-    start_env(f, extra, &[])
-}
-
-fn start_env(f: &Fixture, extra: &[&str], envs: &[(&str, String)]) -> Server {
-    for d in ["tmp", "xdg"] {
-        std::fs::create_dir_all(f.root.join(d)).unwrap();
-    }
-    let mut args = vec!["app-server", "--http", "--port", "0", "-C"];
-    let ws = f.ws.to_str().unwrap().to_string();
-    args.push(&ws);
-    args.extend_from_slice(extra);
-    let mut c = f.cmd(&args);
-    c.env("TMPDIR", f.root.join("tmp"))
-        .env("XDG_RUNTIME_DIR", f.root.join("xdg"))
-        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
-        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut line = String::new();
-    let base = loop {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "server exited");
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-        assert!(Instant::now() < deadline);
-    };
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = err.read_to_string(&mut rest);
-    });
-    Server { child, base }
-}
-
-fn fixture(model: &ScriptedModel) -> Fixture {
-    Fixture::with_config(&format!(
-        "provider = \"custom\"\n[providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"test-key\"\nmodel = \"scripted\"\n",
-        model.kind(),
-        model.base_url()
-    ))
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().build().unwrap()
-}
-
-async fn api(s: &Server, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let mut r = client()
-        .request(m, format!("{}{path}", s.base))
-        .bearer_auth(TOKEN);
-    if let Some(b) = body {
-        r = r.json(&b);
-    }
-    let resp = r.send().await.unwrap();
-    let code = resp.status().as_u16();
-    let text = resp.text().await.unwrap();
-    (
-        code,
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
-    )
-}
-
-async fn new_thread(s: &Server, body: Value) -> String {
-    let (code, t) = api(s, "POST", "/v1/threads", Some(body)).await;
-    assert_eq!(code, 201, "{t}");
-    t["thread"]["id"].as_str().unwrap().to_string()
-}
-
-async fn new_turn(s: &Server, thread: &str, prompt: &str) -> String {
-    let (code, b) = api(
-        s,
-        "POST",
-        &format!("/v1/threads/{thread}/turns"),
-        Some(json!({ "prompt": prompt })),
-    )
-    .await;
-    assert_eq!(code, 202, "{b}");
-    b["turn"]["id"].as_str().unwrap().to_string()
-}
-
-/// SSE envelopes from `since` until `stop` (30 s at most).
-async fn events_until(
-    s: &Server,
-    thread: &str,
-    since: u64,
-    mut stop: impl FnMut(&[Value]) -> bool,
-) -> Vec<Value> {
-    let resp = client()
-        .get(format!(
-            "{}/v1/threads/{thread}/events?since_seq={since}",
-            s.base
-        ))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    let mut es = resp.bytes_stream().eventsource();
-    let mut out = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !stop(&out) {
-        let ev = tokio::time::timeout_at(deadline, es.next())
-            .await
-            .unwrap_or_else(|_| panic!("events in time; so far: {out:#?}"))
-            .unwrap()
-            .unwrap();
-        out.push(serde_json::from_str(&ev.data).unwrap());
-    }
-    out
-}
-
-fn count(evs: &[Value], name: &str) -> usize {
-    evs.iter().filter(|e| e["event"] == name).count()
-}
-
-fn first<'a>(evs: &'a [Value], name: &str) -> &'a Value {
-    evs.iter()
-        .find(|e| e["event"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {evs:#?}"))
-}
-
-/// Wait for the `n`th `turn.completed` of the thread and return all.
-async fn until_completed(s: &Server, thread: &str, n: usize) -> Vec<Value> {
-    events_until(s, thread, 0, |e| count(e, "turn.completed") >= n).await
-}
 
 fn body_text(model: &ScriptedModel, i: usize) -> String {
     model.requests()[i].body.to_string()
@@ -192,7 +46,7 @@ async fn steer_history_system_prompt_and_remember() {
         ],
     );
     let f = fixture(&model);
-    let s = start(&f, &["--approval-timeout", "20"]);
+    let s = Server::start(&f, &["--approval-timeout", "20"]);
     let thread = new_thread(
         &s,
         json!({"system_prompt": "Always answer in haiku (thread-rule-5521)."}),
@@ -316,7 +170,7 @@ async fn ask_user_answers_reach_the_model_and_are_never_stored() {
         ],
     );
     let f = fixture(&model);
-    let s = start(&f, &["--approval-timeout", "20"]);
+    let s = Server::start(&f, &["--approval-timeout", "20"]);
     let thread = new_thread(&s, json!({})).await;
     new_turn(&s, &thread, "ask me").await;
     let evs = events_until(&s, &thread, 0, |e| count(e, "user_input.required") == 1).await;
@@ -373,7 +227,7 @@ async fn a_client_executed_tool_is_requested_and_resolved_once() {
         ],
     );
     let f = fixture(&model);
-    let s = start(&f, &["--approval-timeout", "20"]);
+    let s = Server::start(&f, &["--approval-timeout", "20"]);
     // Bad tool definitions are refused by field.
     let (code, b) = api(
         &s,
@@ -445,7 +299,7 @@ async fn compaction_summarises_through_the_model_and_replaces_history() {
         ],
     );
     let f = fixture(&model);
-    let s = start(&f, &[]);
+    let s = Server::start(&f, &[]);
     let thread = new_thread(&s, json!({})).await;
     let (code, b) = api(&s, "POST", &format!("/v1/threads/{thread}/compact"), None).await;
     assert_eq!(code, 400, "nothing to compact yet: {b}");
@@ -508,7 +362,7 @@ async fn router_choice_and_cost_are_in_the_turn_and_usage() {
         )],
     );
     let f = router_fixture(&a, &b);
-    let s = start(&f, &[]);
+    let s = Server::start(&f, &[]);
     let thread = new_thread(&s, json!({"model": "auto", "mode": "chat"})).await;
     new_turn(&s, &thread, "hi").await;
     let all = until_completed(&s, &thread, 1).await;
@@ -532,7 +386,7 @@ async fn router_choice_and_cost_are_in_the_turn_and_usage() {
     // The scripted provider of the other tests has no price: unknown.
     let m = ScriptedModel::start(Wire::OpenAi, vec![reply("x")]);
     let f2 = fixture(&m);
-    let s2 = start(&f2, &[]);
+    let s2 = Server::start(&f2, &[]);
     let th = new_thread(&s2, json!({"mode": "chat"})).await;
     new_turn(&s2, &th, "hi").await;
     until_completed(&s2, &th, 1).await;
@@ -557,7 +411,7 @@ async fn snapshots_are_listed_from_the_undo_store() {
     );
     let f = fixture(&model);
     std::fs::write(f.ws.join("keep.txt"), "keep\n").unwrap();
-    let s = start(&f, &[]);
+    let s = Server::start(&f, &[]);
     let (code, b) = api(&s, "GET", "/v1/snapshots?limit=0", None).await;
     assert_eq!(code, 400, "{b}");
     assert!(b["error"]["message"].as_str().unwrap().starts_with("limit"));
@@ -609,27 +463,8 @@ fn python_client_reconnects_mid_turn_without_gaps_or_duplicates() {
         ],
     );
     let f = fixture(&model);
-    let s = start(&f, &["--approval-timeout", "30"]);
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/clients/runtime_reconnect.py"
-    );
-    let o = std::process::Command::new("python3")
-        .arg(script)
-        .arg(&s.base)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
-        .env("NO_PROXY", "*")
-        .output()
-        .expect("python3 (installed by ci/setup)");
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let s = Server::start(&f, &["--approval-timeout", "30"]);
+    let v = python_http_client("runtime_reconnect.py", &s);
     assert_eq!(v["ok"], true, "{v}");
     assert!(v["before_drop"].as_u64().unwrap() >= 1);
     assert!(v["after_reconnect"].as_u64().unwrap() >= 1);
@@ -653,14 +488,14 @@ async fn a_killed_servers_open_turn_is_closed_durably_on_the_next_start() {
         ],
     );
     let f = fixture(&model);
-    let s = start(&f, &["--approval-timeout", "60"]);
+    let s = Server::start(&f, &["--approval-timeout", "60"]);
     let thread = new_thread(&s, json!({})).await;
     let turn = new_turn(&s, &thread, "go").await;
     let before = events_until(&s, &thread, 0, |e| count(e, "approval.required") == 1).await;
     let last_before = before.last().unwrap()["seq"].as_u64().unwrap();
     drop(s); // SIGKILL
 
-    let s = start(&f, &[]);
+    let s = Server::start(&f, &[]);
     let (_, d) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
     let t = d["turns"]
         .as_array()
@@ -699,7 +534,7 @@ async fn a_killed_servers_open_turn_is_closed_durably_on_the_next_start() {
 async fn server_turns_use_the_ollama_fallback_like_exec() {
     let model = ScriptedModel::start(Wire::OpenAi, vec![reply("hi from ollama")]);
     let f = Fixture::with_config("");
-    let s = start_env(
+    let s = Server::start_env(
         &f,
         &[],
         &[("OLLAMA_HOST", format!("http://127.0.0.1:{}", model.port))],
@@ -745,7 +580,7 @@ async fn summary_dirty_follows_git() {
     };
     git(&["init", "-q", "-b", "main"]);
     std::fs::write(f.ws.join("new.txt"), "x\n").unwrap();
-    let s = start(&f, &[]);
+    let s = Server::start(&f, &[]);
     let thread = new_thread(&s, json!({})).await;
     let summary = |v: &Value| -> Value {
         v["items"]

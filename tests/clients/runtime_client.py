@@ -4,59 +4,22 @@ Python standard library (urllib, json): it shares no code with the server.
 
 Usage: runtime_client.py BASE_URL   (token in CODEWHALE_RUNTIME_TOKEN)
 
-Creates a thread, starts a turn, follows the SSE stream (parsing the
+The requests and the SSE reader are in cw_http.py beside it. Creates a
+thread, starts a turn, follows the SSE stream (parsing the
 `id:`/`event:`/`data:` lines itself), answers the approval the turn asks
 for, and checks the envelope and the 404 of a repeated answer. Prints one
 JSON summary line; exits non-zero on any contract violation.
 """
 import json
-import os
-import sys
 import urllib.error
 import urllib.request
 
-BASE = sys.argv[1].rstrip("/")
-TOKEN = os.environ["CODEWHALE_RUNTIME_TOKEN"]
-
-
-def call(method, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(BASE + path, data=data, method=method)
-    req.add_header("Authorization", "Bearer " + TOKEN)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+from cw_http import BASE, call, open_stream, read_until
 
 
 def events(thread, since, until_event):
-    req = urllib.request.Request(
-        "%s/v1/threads/%s/events?since_seq=%d" % (BASE, thread, since))
-    req.add_header("Authorization", "Bearer " + TOKEN)
-    req.add_header("Accept", "text/event-stream")
-    out = []
-    with urllib.request.urlopen(req, timeout=30) as r:
-        ev = {}
-        for raw in r:
-            line = raw.decode().rstrip("\n")
-            if line.startswith(":"):
-                continue  # keep-alive comment
-            if line == "":
-                if "data" in ev:
-                    env = json.loads(ev["data"])
-                    assert ev["id"] == str(env["seq"]), ev
-                    assert ev["event"] == env["event"] == env["kind"], ev
-                    out.append(env)
-                    if env["event"] == until_event:
-                        return out
-                ev = {}
-                continue
-            key, _, value = line.partition(":")
-            ev[key] = value[1:] if value.startswith(" ") else value
-    raise AssertionError("stream ended before " + until_event)
+    with open_stream(thread, since=since) as stream:
+        return read_until(stream, until_event)
 
 
 def main():

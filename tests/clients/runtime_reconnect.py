@@ -14,65 +14,12 @@ Usage: runtime_reconnect.py BASE_URL   (token in CODEWHALE_RUNTIME_TOKEN)
 5. A + B must be exactly the full replay (since_seq=0): no gap, no
    duplicate, and B's first previous_seq is A's last seq.
 
-Prints one JSON line; exits non-zero on any violation.
+The requests and the SSE reader are in cw_http.py beside it. Prints one
+JSON line; exits non-zero on any violation.
 """
 import json
-import os
-import sys
-import urllib.error
-import urllib.request
 
-BASE = sys.argv[1].rstrip("/")
-TOKEN = os.environ["CODEWHALE_RUNTIME_TOKEN"]
-
-
-def call(method, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(BASE + path, data=data, method=method)
-    req.add_header("Authorization", "Bearer " + TOKEN)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
-def open_stream(thread, since=None, last_event_id=None):
-    url = "%s/v1/threads/%s/events" % (BASE, thread)
-    if since is not None:
-        url += "?since_seq=%d" % since
-    req = urllib.request.Request(url)
-    req.add_header("Authorization", "Bearer " + TOKEN)
-    req.add_header("Accept", "text/event-stream")
-    if last_event_id is not None:
-        req.add_header("Last-Event-ID", str(last_event_id))
-    return urllib.request.urlopen(req, timeout=30)
-
-
-def read_until(stream, until_event):
-    """SSE messages (id/event/data lines, blank line ends one) until the
-    named event; keep-alive comments are skipped."""
-    out = []
-    ev = {}
-    for raw in stream:
-        line = raw.decode().rstrip("\n")
-        if line.startswith(":"):
-            continue
-        if line == "":
-            if "data" in ev:
-                env = json.loads(ev["data"])
-                assert ev["id"] == str(env["seq"]), ev
-                assert ev["event"] == env["event"], ev
-                out.append(env)
-                if env["event"] == until_event:
-                    return out
-            ev = {}
-            continue
-        key, _, value = line.partition(":")
-        ev[key] = value[1:] if value.startswith(" ") else value
-    raise AssertionError("stream ended before " + until_event)
+from cw_http import call, open_stream, read_until
 
 
 def main():

@@ -7,6 +7,9 @@
 //! - [`scripted_model`]: the scripted model server (real HTTP on loopback,
 //!   OpenAI and Anthropic wires) that the `exec`, runtime and adapter tests
 //!   drive the agent with.
+//! - [`runtime`]: `app-server` over HTTP and stdio as real processes,
+//!   their requests, event streams and replies, and the runner of the
+//!   Python standard-library clients in tests/clients/.
 //! - [`filters`]: the insta filters that replace what differs between runs
 //!   (paths, thread ids, times, durations, store ids).
 //! - [`sandbox`]: the real-sandbox tiers and their claims, and runners that
@@ -31,6 +34,7 @@ pub mod filters;
 pub mod opensandbox_env;
 pub mod receipt_scenario;
 pub mod receipts;
+pub mod runtime;
 pub mod sandbox;
 pub mod scripted_model;
 pub mod seatbelt;
