@@ -18,6 +18,15 @@ use common::runtime::{
 use common::scripted_model::{call, reply, reply_with_usage, ScriptedModel, Step, Wire};
 use serde_json::{json, Value};
 
+/// A thread body: auto-approved, offering the client tool `open_in_editor`.
+fn editor_thread() -> Value {
+    json!({"auto_approve": true, "client_tools": [{
+        "name": "open_in_editor",
+        "description": "Open a file in the user's editor",
+        "parameters": {"type": "object", "properties": {"file": {"type": "string"}}}
+    }]})
+}
+
 fn body_text(model: &ScriptedModel, i: usize) -> String {
     model.requests()[i].body.to_string()
 }
@@ -244,15 +253,7 @@ async fn a_client_executed_tool_is_requested_and_resolved_once() {
             .starts_with("client_tools[0].name"),
         "{b}"
     );
-    let thread = new_thread(
-        &s,
-        json!({"auto_approve": true, "client_tools": [{
-            "name": "open_in_editor",
-            "description": "Open a file in the user's editor",
-            "parameters": {"type": "object", "properties": {"file": {"type": "string"}}}
-        }]}),
-    )
-    .await;
+    let thread = new_thread(&s, editor_thread()).await;
     let turn = new_turn(&s, &thread, "open it").await;
     let evs = events_until(&s, &thread, 0, |e| count(e, "tool_call.requested") == 1).await;
     let req = first(&evs, "tool_call.requested");
@@ -611,4 +612,48 @@ async fn summary_dirty_follows_git() {
     assert_eq!(item["head"].as_str().unwrap().len(), 7);
     let (_, w) = api(&s, "GET", "/v1/workspace/status", None).await;
     assert_eq!(w["dirty"], false, "{w}");
+}
+
+/// A question and a client tool call nobody answers end, after
+/// `--approval-timeout`, with their one terminal event each and a
+/// `no_response` error the model reads on its next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unanswered_questions_and_client_calls_time_out_for_the_model() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call(
+                "u1",
+                "ask_user",
+                json!({"questions": [{"id": "q", "question": "Anyone?"}]}),
+            ),
+            call("u2", "open_in_editor", json!({"file": "a.rs"})),
+            reply("gave up waiting"),
+        ],
+    );
+    let f = fixture(&model);
+    let s = Server::start(&f, &["--approval-timeout", "1"]);
+    let thread = new_thread(&s, editor_thread()).await;
+    new_turn(&s, &thread, "wait for me").await;
+    let all = until_completed(&s, &thread, 1).await;
+    assert_eq!(count(&all, "user_input.required"), 1);
+    assert_eq!(count(&all, "user_input.canceled"), 1, "{all:#?}");
+    assert_eq!(count(&all, "user_input.answered"), 0);
+    assert_eq!(count(&all, "tool_call.requested"), 1);
+    assert_eq!(count(&all, "tool_call.timeout"), 1, "{all:#?}");
+    assert_eq!(count(&all, "tool_call.resolved"), 0);
+    assert_eq!(
+        first(&all, "turn.completed")["payload"]["turn"]["status"],
+        "completed"
+    );
+    let after_question = body_text(&model, 1);
+    assert!(
+        after_question.contains("ask_user: nobody answered within 1 s"),
+        "{after_question}"
+    );
+    let after_call = body_text(&model, 2);
+    assert!(
+        after_call.contains("open_in_editor: the client returned no result within 1 s"),
+        "{after_call}"
+    );
 }

@@ -276,22 +276,9 @@ pub async fn network(cx: &ProbeCtx<'_>) -> Row {
             "network is allowed by your [sandbox] network setting: not probed as blocked",
         );
     }
-    let listener = match TcpListener::bind("127.0.0.1:0").and_then(|l| {
-        l.set_nonblocking(true)?;
-        Ok(l)
-    }) {
+    let (listener, addr) = match loopback_listener() {
         Ok(l) => l,
-        Err(e) => {
-            return row(
-                id,
-                Status::Fail,
-                format!("could not open a loopback listener: {e}"),
-            )
-        }
-    };
-    let addr = match listener.local_addr() {
-        Ok(a) => a,
-        Err(e) => return row(id, Status::Fail, format!("loopback listener: {e}")),
+        Err(why) => return row(id, Status::Fail, why),
     };
     let tried = format!("connect to a loopback listener at {addr} (network off)");
     // Positive control: the listener accepts a connection from the host.
@@ -331,6 +318,22 @@ pub async fn network(cx: &ProbeCtx<'_>) -> Row {
             }
         }
     }
+}
+
+/// A non-blocking listener on an ephemeral loopback port for a probe to
+/// aim at (the network and egress probes count what reaches it), or why
+/// none could be opened (the probe's `fail` summary).
+fn loopback_listener() -> Result<(TcpListener, SocketAddr), String> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| {
+            l.set_nonblocking(true)?;
+            Ok(l)
+        })
+        .map_err(|e| format!("could not open a loopback listener: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("loopback listener: {e}"))?;
+    Ok((listener, addr))
 }
 
 fn control_connect(listener: &TcpListener, addr: SocketAddr) -> bool {
@@ -458,22 +461,9 @@ const EGRESS_DENIED: &str = "denied.egress-probe.codewhale.invalid";
 /// loopback listener, which accepts exactly one connection.
 pub async fn egress(cx: &ProbeCtx<'_>) -> Row {
     let id = "probe.egress";
-    let listener = match TcpListener::bind("127.0.0.1:0").and_then(|l| {
-        l.set_nonblocking(true)?;
-        Ok(l)
-    }) {
+    let (listener, addr) = match loopback_listener() {
         Ok(l) => l,
-        Err(e) => {
-            return row(
-                id,
-                Status::Fail,
-                format!("could not open a loopback listener: {e}"),
-            )
-        }
-    };
-    let addr = match listener.local_addr() {
-        Ok(a) => a,
-        Err(e) => return row(id, Status::Fail, format!("loopback listener: {e}")),
+        Err(why) => return row(id, Status::Fail, why),
     };
     let tried = format!(
         "network = \"allowlist\" with only {EGRESS_ALLOWED}: connect by name through the egress proxy, a name not allowed, and a direct connect, all to {addr}"

@@ -98,101 +98,103 @@ fn error(category: &'static str, msg: String) -> ExtraOutput {
 }
 
 impl RuntimeTools {
+    /// Post one pending request of `kind` for the call `call_id` of tool
+    /// `name` and wait for it to settle. The request's payload is
+    /// `fields` plus the tool, the call id and the timeout. An answer goes
+    /// to `answered` with the request's id (`None` there: an answer of
+    /// the wrong kind); no answer in time ends the call with `unanswered`
+    /// as its `no_response` error, a withdrawn request with the reason —
+    /// the same for every kind, so the two tools cannot drift apart.
+    async fn settle(
+        &self,
+        kind: RequestKind,
+        call_id: &str,
+        name: &str,
+        fields: Value,
+        unanswered: String,
+        answered: impl FnOnce(String, Answer) -> Option<ExtraOutput>,
+    ) -> ExtraOutput {
+        let mut payload = json!({
+            "tool": name,
+            "tool_call_id": call_id,
+            "timeout_ms": self.timeout.as_millis() as u64,
+        });
+        if let (Some(p), Value::Object(extra)) = (payload.as_object_mut(), fields) {
+            p.extend(extra);
+        }
+        let item = self.tap.item_of_call(call_id);
+        let res = self
+            .rt
+            .request(kind, &self.turn, item.as_deref(), payload, self.timeout)
+            .await;
+        match res {
+            Ok((id, Settlement::Answered(a))) => answered(id, a)
+                .unwrap_or_else(|| error("runtime", format!("{name}: an answer of another kind"))),
+            Ok((_, Settlement::TimedOut)) => error("no_response", format!("{name}: {unanswered}")),
+            Ok((_, Settlement::Canceled(why))) => {
+                error("no_response", format!("{name}: withdrawn ({why})"))
+            }
+            Err(e) => error("runtime", format!("{name}: {e}")),
+        }
+    }
+
     async fn ask(&self, call_id: &str, args: &Value) -> ExtraOutput {
         let qs = match questions(args) {
             Ok(q) => q,
             Err(e) => return error("bad_arguments", format!("ask_user: {e}; nobody was asked")),
         };
-        let payload = json!({
-            "tool": ASK_USER,
-            "tool_call_id": call_id,
-            "questions": qs,
-            "timeout_ms": self.timeout.as_millis() as u64,
-        });
-        let item = self.tap.item_of_call(call_id);
-        let res = self
-            .rt
-            .request(
-                RequestKind::UserInput,
-                &self.turn,
-                item.as_deref(),
-                payload,
-                self.timeout,
-            )
-            .await;
-        match res {
-            Ok((id, Settlement::Answered(Answer::UserInput { answers }))) => {
+        self.settle(
+            RequestKind::UserInput,
+            call_id,
+            ASK_USER,
+            json!({ "questions": qs }),
+            format!(
+                "nobody answered within {} s; continue without the answer or stop",
+                self.timeout.as_secs()
+            ),
+            |id, a| {
+                let Answer::UserInput { answers } = a else {
+                    return None;
+                };
                 let n = answers.as_array().map_or(0, Vec::len);
-                ExtraOutput {
+                Some(ExtraOutput {
                     output: ToolOutput::ok(json!({ "answers": answers }).to_string()),
                     record_as: Some(
                         json!({"response_redacted": true, "input_id": id, "answer_count": n})
                             .to_string(),
                     ),
-                }
-            }
-            Ok((_, Settlement::TimedOut)) => error(
-                "no_response",
-                format!(
-                    "ask_user: nobody answered within {} s; continue without the answer or stop",
-                    self.timeout.as_secs()
-                ),
-            ),
-            Ok((_, Settlement::Canceled(why))) => {
-                error("no_response", format!("ask_user: withdrawn ({why})"))
-            }
-            Ok((_, Settlement::Answered(_))) => {
-                error("runtime", "ask_user: an answer of another kind".into())
-            }
-            Err(e) => error("runtime", format!("ask_user: {e}")),
-        }
+                })
+            },
+        )
+        .await
     }
 
     async fn client_call(&self, call_id: &str, name: &str, args: &Value) -> ExtraOutput {
-        let payload = json!({
-            "tool": name,
-            "tool_call_id": call_id,
-            "arguments": args,
-            "timeout_ms": self.timeout.as_millis() as u64,
-        });
-        let item = self.tap.item_of_call(call_id);
-        let res = self
-            .rt
-            .request(
-                RequestKind::ToolCall,
-                &self.turn,
-                item.as_deref(),
-                payload,
-                self.timeout,
-            )
-            .await;
-        match res {
-            Ok((_, Settlement::Answered(Answer::ToolResult { output, success }))) => {
+        self.settle(
+            RequestKind::ToolCall,
+            call_id,
+            name,
+            json!({ "arguments": args }),
+            format!(
+                "the client returned no result within {} s",
+                self.timeout.as_secs()
+            ),
+            |_, a| {
+                let Answer::ToolResult { output, success } = a else {
+                    return None;
+                };
                 let mut o = ToolOutput::ok(output);
                 if !success {
                     o.status = ToolStatus::Error;
                     o.error_category = Some("client_tool_failed");
                 }
-                ExtraOutput {
+                Some(ExtraOutput {
                     output: o,
                     record_as: None,
-                }
-            }
-            Ok((_, Settlement::TimedOut)) => error(
-                "no_response",
-                format!(
-                    "{name}: the client returned no result within {} s",
-                    self.timeout.as_secs()
-                ),
-            ),
-            Ok((_, Settlement::Canceled(why))) => {
-                error("no_response", format!("{name}: withdrawn ({why})"))
-            }
-            Ok((_, Settlement::Answered(_))) => {
-                error("runtime", format!("{name}: an answer of another kind"))
-            }
-            Err(e) => error("runtime", format!("{name}: {e}")),
-        }
+                })
+            },
+        )
+        .await
     }
 }
 
