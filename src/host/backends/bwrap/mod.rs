@@ -33,6 +33,7 @@
 pub mod helper;
 #[cfg(target_os = "linux")]
 pub mod spawn;
+pub mod temp_env;
 
 use crate::host::enforcement::{Namespace, PartialItem, Shortfall};
 use crate::policy::resolve::{PathKind, ResolvedPolicy};

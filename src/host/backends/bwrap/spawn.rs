@@ -349,6 +349,10 @@ pub fn run(
         None => std::env::vars().collect(),
     };
     let mut scrubbed = policy.env.apply(base_env);
+    // The host's TMPDIR names a directory the private /tmp hides or the
+    // read-only root makes unwritable: point it at the private /tmp.
+    let temp = super::temp_env::overrides(policy, &scrubbed.vars);
+    scrubbed.vars.extend(temp);
     if egress.is_some() {
         scrubbed
             .vars
