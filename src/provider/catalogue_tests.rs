@@ -73,6 +73,27 @@ fn every_price_carries_a_date_and_source() {
 }
 
 #[test]
+fn model_ids_are_unique_per_entry_and_thresholds_fit_the_window() {
+    for e in all() {
+        let ids: BTreeSet<&str> = e.models.iter().map(|m| m.id).collect();
+        assert_eq!(ids.len(), e.models.len(), "{}: a model listed twice", e.id);
+        for m in e.models {
+            let Some(p) = m.price else { continue };
+            if let Some(limit) = p.up_to_prompt_tokens {
+                let window = m
+                    .context_window
+                    .unwrap_or_else(|| panic!("{}/{}: threshold without a window", e.id, m.id));
+                assert!(limit > 0 && limit < u64::from(window), "{}/{}", e.id, m.id);
+            }
+            // A price names the page it was read from, not just a site.
+            let u = reqwest::Url::parse(p.source.split_whitespace().next().unwrap_or(""))
+                .unwrap_or_else(|err| panic!("{}/{}: source {err}", e.id, m.id));
+            assert!(u.path().len() > 1, "{}/{}: {}", e.id, m.id, p.source);
+        }
+    }
+}
+
+#[test]
 fn upstream_defaults_table_holds() {
     for (id, model) in [
         ("anthropic", "claude-sonnet-5-5"),
