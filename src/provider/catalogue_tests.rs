@@ -165,3 +165,60 @@ fn docs_table_is_in_step_with_the_catalogue() {
         }
     }
 }
+
+/// `$2.00`, `$0.15`, `$0.075`: how docs/PROVIDERS.md writes a price.
+fn money(v: f64) -> String {
+    if ((v * 100.0).round() - v * 100.0).abs() < 1e-9 {
+        format!("${v:.2}")
+    } else {
+        format!("${v:.3}")
+    }
+}
+
+/// `1,048,576`.
+fn thousands(n: u32) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn docs_price_table_is_in_step_with_the_catalogue() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/PROVIDERS.md"))
+        .expect("docs/PROVIDERS.md");
+    let mut priced = 0;
+    for e in all() {
+        for m in e.models {
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` | `{}` |", e.id, m.id)))
+                .unwrap_or_else(|| panic!("docs/PROVIDERS.md has no price row for {}/{}", e.id, m.id));
+            let cells: Vec<&str> = row.split(" | ").collect();
+            let ctx = m.context_window.map(thousands).unwrap_or("unknown".into());
+            assert_eq!(cells[2], ctx, "{row}");
+            match m.price {
+                Some(p) => {
+                    priced += 1;
+                    assert_eq!(cells[3], money(p.input), "{row}");
+                    let cached = p.cached_input.map(money).unwrap_or("unknown".into());
+                    assert_eq!(cells[4], cached, "{row}");
+                    assert_eq!(cells[5], money(p.output), "{row}");
+                    assert!(cells[7].starts_with(p.date), "{row}");
+                    let url = p.source.split_whitespace().next().unwrap_or("");
+                    assert!(cells[8].contains(url), "{row}");
+                }
+                None => assert_eq!(&cells[3..6], ["unknown"; 3], "{row}"),
+            }
+        }
+    }
+    assert!(
+        doc.contains(&format!("**{priced} models carry a price**")),
+        "docs/PROVIDERS.md must say how many models carry a price ({priced})"
+    );
+}
