@@ -155,6 +155,38 @@ const XAI_MODELS: &[KnownModel] = &[mp(
     },
 )];
 
+/// Z.AI's pricing page (USD; the page is undated). Cached-input storage is
+/// listed as "limited-time free", so only the cache-read rate matters here.
+/// The China endpoint (`zhipu`) bills in CNY and gets no price.
+const ZAI_MODELS: &[KnownModel] = &[mp(
+    "glm-4.6",
+    None,
+    ListPrice {
+        input: 0.60,
+        cached_input: Some(0.11),
+        output: 2.20,
+        up_to_prompt_tokens: None,
+        date: "2026-12-01",
+        source: "https://docs.z.ai/guides/overview/pricing (page undated, read 2026-12-01)",
+    },
+)];
+
+/// Cerebras's model page for gpt-oss-120b. Its context depends on the
+/// account tier (65k free, 131k paid), so none is recorded; no cached rate
+/// is stated.
+const CEREBRAS_MODELS: &[KnownModel] = &[mp(
+    "gpt-oss-120b",
+    None,
+    ListPrice {
+        input: 0.35,
+        cached_input: None,
+        output: 0.75,
+        up_to_prompt_tokens: None,
+        date: "2026-12-01",
+        source: "https://inference-docs.cerebras.ai/models/openai-oss (page undated, read 2026-12-01)",
+    },
+)];
+
 const MINIMAX_MODELS: &[KnownModel] = &[
     m("MiniMax-M2.7", Some(204_800)),
     m("MiniMax-M2.5", Some(204_800)),
@@ -222,12 +254,12 @@ pub const ENTRIES: &[Entry] = &[
         "https://docs.pipecat.ai/server/services/llm/fireworks (base_url default); https://fireworks.ai/docs"),
     hosted("deepinfra", "DeepInfra", Oai, "https://api.deepinfra.com/v1/openai", "meta-llama/Meta-Llama-3.1-8B-Instruct", "DEEPINFRA_API_KEY", NO_MODELS,
         "https://deepinfra.com/docs (OpenAI API under /v1/openai, not /v1)"),
-    hosted("cerebras", "Cerebras", Oai, "https://api.cerebras.ai/v1", "gpt-oss-120b", "CEREBRAS_API_KEY", NO_MODELS,
+    hosted("cerebras", "Cerebras", Oai, "https://api.cerebras.ai/v1", "gpt-oss-120b", "CEREBRAS_API_KEY", CEREBRAS_MODELS,
         "https://inference-docs.cerebras.ai"),
     hosted("perplexity", "Perplexity", Oai, "https://api.perplexity.ai", "sonar", "PERPLEXITY_API_KEY", NO_MODELS,
         "https://docs.perplexity.ai (not re-checked)"),
     COHERE,
-    hosted("zai", "Z.ai (GLM, global)", Oai, "https://api.z.ai/api/paas/v4", "glm-4.6", "ZAI_API_KEY", NO_MODELS,
+    hosted("zai", "Z.ai (GLM, global)", Oai, "https://api.z.ai/api/paas/v4", "glm-4.6", "ZAI_API_KEY", ZAI_MODELS,
         "https://docs.z.ai; endpoints as listed at https://docs.jambonz.org/guides/features/bring-your-own-llm/z-ai-glm"),
     hosted("zhipu", "Zhipu BigModel (GLM, China)", Oai, "https://open.bigmodel.cn/api/paas/v4", "glm-4.6", "ZHIPUAI_API_KEY", NO_MODELS,
         "https://open.bigmodel.cn/dev/api; endpoint as listed at https://docs.jambonz.org/guides/features/bring-your-own-llm/z-ai-glm"),

@@ -149,6 +149,17 @@ mod tests {
     }
 
     #[test]
+    fn glm_4_6_turn_with_cache_hits_by_hand() {
+        let p = Price::from_list(&catalogue::price("zai", "glm-4.6").unwrap());
+        // 10k input of which 4k cached, 2k output:
+        // 6000*0.60 + 4000*0.11 + 2000*2.20 = 3600 + 440 + 4400 = 8440 µ$.
+        let c = p.cost(&usage(10_000, 4_000, 2_000)).unwrap();
+        assert!((c - 0.00844).abs() < 1e-12, "{c}");
+        // The China endpoint bills in CNY: no price there.
+        assert!(catalogue::price("zhipu", "glm-4.6").is_none());
+    }
+
+    #[test]
     fn cache_writes_and_unknown_prices_are_unknown_not_zero() {
         let p = Price::from_list(&catalogue::price("anthropic", "claude-sonnet-5-5").unwrap());
         let mut u = usage(100, 0, 10);
