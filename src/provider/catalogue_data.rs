@@ -183,7 +183,8 @@ const CEREBRAS_MODELS: &[KnownModel] = &[mp(
         output: 0.75,
         up_to_prompt_tokens: None,
         date: "2026-12-01",
-        source: "https://inference-docs.cerebras.ai/models/openai-oss (page undated, read 2026-12-01)",
+        source:
+            "https://inference-docs.cerebras.ai/models/openai-oss (page undated, read 2026-12-01)",
     },
 )];
 

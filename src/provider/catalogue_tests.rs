@@ -180,7 +180,7 @@ fn thousands(n: u32) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -198,7 +198,9 @@ fn docs_price_table_is_in_step_with_the_catalogue() {
             let row = doc
                 .lines()
                 .find(|l| l.starts_with(&format!("| `{}` | `{}` |", e.id, m.id)))
-                .unwrap_or_else(|| panic!("docs/PROVIDERS.md has no price row for {}/{}", e.id, m.id));
+                .unwrap_or_else(|| {
+                    panic!("docs/PROVIDERS.md has no price row for {}/{}", e.id, m.id)
+                });
             let cells: Vec<&str> = row.split(" | ").collect();
             let ctx = m.context_window.map(thousands).unwrap_or("unknown".into());
             assert_eq!(cells[2], ctx, "{row}");
