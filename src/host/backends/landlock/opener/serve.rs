@@ -401,8 +401,7 @@ fn decide_one(spec: &Spec, listener: RawFd, n: &libc::seccomp_notif) -> Answer {
     let Some(resolve) = decide::resolve_flags(resolve) else {
         return Answer::Continue;
     };
-    // SAFETY: pidfd_open with plain arguments.
-    let Some(pidfd) = own(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) }) else {
+    let Some(pidfd) = pidfd_of(pid) else {
         return Answer::Continue;
     };
     if !id_valid(listener, n.id) {
@@ -478,6 +477,30 @@ fn decide_one(spec: &Spec, listener: RawFd, n: &libc::seccomp_notif) -> Answer {
         Some(fd) => check_and_hand_over(spec, root, fd, call),
         None => Answer::Continue,
     }
+}
+
+/// A pidfd for the caller. The notification names a thread; a pidfd of a
+/// thread that is not the group leader needs `PIDFD_THREAD` (Linux ≥ 6.9),
+/// else the leader's (`Tgid:`) is taken: threads share their fd table. In
+/// every case `ID_VALID` afterwards proves the id still names the caller.
+fn pidfd_of(tid: libc::pid_t) -> Option<OwnedFd> {
+    const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
+    // SAFETY: pidfd_open with plain arguments.
+    let open = |pid: libc::pid_t, flags: libc::c_long| {
+        own(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, flags) })
+    };
+    open(tid, 0)
+        .or_else(|| open(tid, PIDFD_THREAD))
+        .or_else(|| {
+            let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+            let tgid = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Tgid:"))?
+                .trim()
+                .parse()
+                .ok()?;
+            open(tgid, 0)
+        })
 }
 
 /// The caller's umask (`Umask:` in `/proc/<pid>/status`, Linux ≥ 4.7;
