@@ -77,7 +77,7 @@ mod tests {
         let mut pc = 0usize;
         let mut acc = 0u32;
         loop {
-            let i = p[pc];
+            let i = &p[pc];
             match i.code {
                 LD_W_ABS => {
                     acc = match i.k {

@@ -207,10 +207,7 @@ fn supervise(spec: &Spec, sock: &OwnedFd, stop: &OwnedFd) -> Stats {
         }
     };
     stats.active = serving;
-    loop {
-        let Some(ev) = wait(&[listener.as_raw_fd(), stop.as_raw_fd()]) else {
-            break;
-        };
+    while let Some(ev) = wait(&[listener.as_raw_fd(), stop.as_raw_fd()]) {
         if ev[1] != 0 {
             break;
         }
@@ -485,8 +482,8 @@ fn decide_one(spec: &Spec, listener: RawFd, n: &libc::seccomp_notif) -> Answer {
 /// every case `ID_VALID` afterwards proves the id still names the caller.
 fn pidfd_of(tid: libc::pid_t) -> Option<OwnedFd> {
     const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
-    // SAFETY: pidfd_open with plain arguments.
     let open = |pid: libc::pid_t, flags: libc::c_long| {
+        // SAFETY: pidfd_open with plain arguments.
         own(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, flags) })
     };
     open(tid, 0)
