@@ -19,11 +19,15 @@
 //! printed, protected paths unchanged, nothing reverted, `git status`
 //! showing only what the toolchain made.
 //!
-//! The projects live in subdirectories that exist before the run. In the
-//! landlock tier a masked `.env` carves the workspace root itself: entries
-//! the command creates *directly* in the root are not readable in the same
-//! run (reported `over-restricted`; see docs/SANDBOX.md). That limit is
-//! asserted, not hidden, in `landlock_root_entries_next_to_env_are_reported`.
+//! The Python project and a second Rust crate live in the workspace root,
+//! next to the masked `.env`. In the landlock tier that root is carved
+//! (read is granted on its children except `.env`), so what the command
+//! creates there (`venv/`, `target/`) has no read right of its own: the
+//! opener (src/host/backends/landlock/opener/) serves those reads. It cannot
+//! serve `execve`, so a binary built there cannot run in the same run in
+//! that tier: asserted, and reported, in
+//! `cargo_build_in_the_root_next_to_env`; the full cargo case (build, run,
+//! test) uses a subdirectory that exists before the run.
 //!
 //! Cost: one crate build (two tiny crates, no registry), a venv without
 //! upgrading pip; a few seconds per tier.
@@ -192,7 +196,7 @@ fn python_venv_local_wheel_and_unittest() {
     for case in ww_cases() {
         let fx = Fx::new();
         let config = fx.read(&fx.ws.join(".git/config")).unwrap();
-        let py = fx.ws.join("py");
+        let py = fx.ws.clone();
         write(&py.join("make_wheel.py"), MAKE_WHEEL);
         write(
             &py.join("tests/test_hello.py"),
@@ -204,7 +208,7 @@ fn python_venv_local_wheel_and_unittest() {
         let r = sh(
             &fx,
             &case,
-            "set -e; unset PYTHONDONTWRITEBYTECODE; cd py; $PY make_wheel.py dist-hello-1.0-py3-none-any.whl; \
+            "set -e; unset PYTHONDONTWRITEBYTECODE; $PY make_wheel.py dist-hello-1.0-py3-none-any.whl; \
              mv dist-hello-1.0-py3-none-any.whl hello-1.0-py3-none-any.whl; \
              $PY -m venv venv; \
              venv/bin/python -m pip install -q --no-index --disable-pip-version-check \
@@ -220,6 +224,13 @@ fn python_venv_local_wheel_and_unittest() {
         );
         // unittest's bytecode caches were written where Python puts them.
         assert!(py.join("tests/__pycache__").is_dir(), "[{case}]");
+        if !case.tier.namespaces {
+            assert!(
+                reported_partial(&r, &["over-restricted", "opener active in"]),
+                "[{case}] {}",
+                r.enforcement()["partial"]
+            );
+        }
         host_clean(&fx, &case, &r, &config);
     }
 }
@@ -301,25 +312,69 @@ fn git_commit_rebase_stash_and_worktree() {
     }
 }
 
-/// The one over-restriction this suite works around, asserted so it
-/// cannot silently change: in the landlock tier a masked `.env` in the
-/// root makes entries created directly in the root unreadable in the same
-/// run, and the report says so; in the bwrap tier they are readable.
+/// A crate in the workspace root, next to `.env`: `cargo build` works in
+/// every tier (in the landlock tier `target/` is a new entry of the carved
+/// root, read through the opener). Running what it built works in the bwrap
+/// tier; in the landlock tier `execve` of a file in that new entry is
+/// denied (Landlock's execute right, which the opener cannot give), and the
+/// report says so.
 #[test]
-fn landlock_root_entries_next_to_env_are_reported() {
+fn cargo_build_in_the_root_next_to_env() {
+    for case in ww_cases() {
+        let fx = Fx::new();
+        let config = fx.read(&fx.ws.join(".git/config")).unwrap();
+        write(
+            &fx.ws.join("Cargo.toml"),
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        );
+        write(
+            &fx.ws.join("src/main.rs"),
+            "fn main() { println!(\"answer={}\", 6 * 7); }\n",
+        );
+        let r = sh(
+            &fx,
+            &case,
+            "export CARGO_HOME=$PWD/.cargo-home CARGO_TARGET_DIR=$PWD/target; \
+             unset CARGO_BUILD_TARGET_DIR RUSTC_WRAPPER; \
+             cargo build --offline -q && echo built; ./target/debug/app; true",
+        );
+        assert!(r.stdout.contains("built"), "[{case}] {r:?}");
+        assert!(fx.ws.join("target/debug/app").exists(), "[{case}]");
+        if case.tier.namespaces {
+            assert!(r.stdout.contains("answer=42"), "[{case}] {r:?}");
+        } else {
+            assert!(!r.stdout.contains("answer=42"), "[{case}] {r:?}");
+            assert!(r.stderr.contains("Permission denied"), "[{case}] {r:?}");
+            assert!(
+                reported_partial(
+                    &r,
+                    &["over-restricted", "opener active in", "cannot be executed"]
+                ),
+                "[{case}] {}",
+                r.enforcement()["partial"]
+            );
+        }
+        host_clean(&fx, &case, &r, &config);
+    }
+}
+
+/// What a masked `.env` in the root costs in each tier: in the landlock
+/// tier the report names the carve and says the opener served the reads;
+/// in both, what the command created in the root is readable.
+#[test]
+fn root_entries_next_to_env_are_readable_and_the_opener_is_reported() {
     for case in ww_cases() {
         let fx = Fx::new();
         let r = fx.sh(&case, "echo x > new.txt; cat new.txt");
-        assert!(
-            fx.ws.join("new.txt").exists(),
-            "[{case}] the write itself works"
-        );
-        if case.tier.namespaces {
-            assert!(r.ok() && r.stdout.trim() == "x", "[{case}] {r:?}");
-        } else {
-            assert!(!r.ok(), "[{case}] {r:?}");
+        assert!(r.ok() && r.stdout.trim() == "x", "[{case}] {r:?}");
+        if !case.tier.namespaces {
             assert!(
-                reported_partial(&r, &["over-restricted", ".env", "not readable"]),
+                reported_partial(&r, &["over-restricted", ".env", "cannot be executed"]),
+                "[{case}] {}",
+                r.enforcement()["partial"]
+            );
+            assert!(
+                reported_partial(&r, &["over-restricted", "opener active in", "1 served"]),
                 "[{case}] {}",
                 r.enforcement()["partial"]
             );

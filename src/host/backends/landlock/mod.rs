@@ -31,6 +31,7 @@
 pub mod apply;
 pub mod cache;
 pub mod complement;
+pub mod opener;
 pub mod plan;
 pub mod rights;
 pub mod stage;

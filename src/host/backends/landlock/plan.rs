@@ -152,6 +152,15 @@ pub struct LandlockPlan {
     /// What the ruleset cannot express (see `docs/LANDLOCK.md`).
     pub partial: Vec<PartialItem>,
     pub stats: WalkStats,
+    /// [`Tier::NoNamespaces`]: directories the read walk carved (they have
+    /// no read rule of their own).
+    #[serde(skip)]
+    pub carved_dirs: Vec<PathBuf>,
+    /// The carved directories inside a writable root or the run's tmp
+    /// directory: entries the command creates there get no read right, so
+    /// the opener serves reads beneath them (see `opener`).
+    #[serde(skip)]
+    pub opener_dirs: Vec<PathBuf>,
 }
 
 impl LandlockPlan {
@@ -256,6 +265,8 @@ pub fn plan(
 
     let mut partial = Vec::new();
     let mut stats = WalkStats::default();
+    let mut carved_dirs = Vec::new();
+    let mut opener_dirs = Vec::new();
     if abi == 0 {
         partial.push(PartialItem::new(
             PartialKind::NotEnforced,
@@ -307,7 +318,7 @@ pub fn plan(
         Tier::NoNamespaces => {
             let mut regions = writable.clone();
             regions.extend(opts.tmp_dir.iter().cloned());
-            plan_reads(
+            carved_dirs = plan_reads(
                 resolved,
                 opts,
                 &regions,
@@ -315,6 +326,11 @@ pub fn plan(
                 &mut partial,
                 &mut stats,
             );
+            opener_dirs = carved_dirs
+                .iter()
+                .filter(|d| under_any(d, &regions).is_some())
+                .cloned()
+                .collect();
             plan_writes(
                 resolved,
                 opts,
@@ -386,6 +402,8 @@ pub fn plan(
         dropped,
         partial,
         stats,
+        carved_dirs,
+        opener_dirs,
     })
 }
 
@@ -402,7 +420,7 @@ fn plan_reads(
     rules: &mut Rules,
     partial: &mut Vec<PartialItem>,
     stats: &mut WalkStats,
-) {
+) -> Vec<PathBuf> {
     rules.add(Path::new("/"), true, READ_DIR, RuleWhy::ListEverywhere);
     let mut holes = Vec::new();
     for e in &resolved.deny_read {
@@ -440,7 +458,7 @@ fn plan_reads(
  Shortfall::OverRestricted,
                     Some(&real),
                     format!(
-                        "kept unreadable inside writable root {}: files created during the run directly in {} are not readable or executable",
+                        "kept unreadable inside writable root {}: files created during the run directly in {} cannot be executed, and are readable only through the opener (seccomp user notification; the run's report says whether it was active)",
                         root.display(),
                         join_paths(&carved_in_root(&real, &root))
                     ),
@@ -469,6 +487,7 @@ fn plan_reads(
         ));
     }
     add_stats(stats, &walk.stats);
+    walk.carved
 }
 
 /// Write side of the no-namespace tier: each writable root whole, or
@@ -547,7 +566,7 @@ fn push_tier_limits(resolved: &ResolvedPolicy, partial: &mut Vec<PartialItem>) {
     add("deny-read paths are resolved once: a matching file created later in a readable directory (e.g. a new .env.local) is readable");
     add("names inside deny-read directories can be listed and stat()ed (read-dir stays granted so / and ~ are listable; Landlock never restricts stat)");
     add("a hard link or bind mount elsewhere that reaches a deny-read file is readable (rules follow directories, not a file's other names)");
-    add("entries created by host processes during the run in carved directories get no rights");
+    add("entries created by host processes during the run in carved directories get no rights (inside writable roots the opener serves reads of them, except deny-read and .env names)");
     if !resolved.network {
         add("connect() to unix sockets by path (docker.sock, ssh-agent) is not restricted by Landlock at ABI 7 (needs ABI 9 resolve-unix); the seccomp socket filter covers it");
         add("UDP, raw and other non-TCP sockets are not restricted by Landlock; the seccomp socket filter covers them");

@@ -136,7 +136,9 @@ fn workspace_env_file_carve_or_yield() {
     assert!(carve
         .partial
         .iter()
-        .any(|i| i.kind == PartialKind::OverRestricted && i.detail.contains("not readable")));
+        .any(|i| i.kind == PartialKind::OverRestricted
+            && i.detail.contains("cannot be executed")
+            && i.detail.contains("opener")));
     let mut o = opts(Tier::NoNamespaces);
     o.deny_read_in_writable = HoleStrategy::Yield;
     let yielded = plan(&r, &o).unwrap();

@@ -22,13 +22,14 @@
 //! signal scope (ABI ≥ 6) and seccomp's ptrace rule.
 
 use crate::host::backends::landlock::cache as landlock_cache;
+use crate::host::backends::landlock::opener;
 use crate::host::backends::landlock::stage::{
     read_stage_status, Command as StageCommand, Stage, StageStatus,
 };
 use crate::host::backends::landlock::{self, LandlockOptions, LandlockPlan, PartialKind, Tier};
 use crate::host::enforcement::{
-    policy_items, Enforcement, EnforcementLevel, LandlockReport, LandlockStatus, NetworkEnforcer,
-    PartialItem, SeccompReport, Shortfall,
+    Enforcement, EnforcementLevel, LandlockReport, LandlockStatus, NetworkEnforcer, PartialItem,
+    SeccompReport, Shortfall,
 };
 use crate::host::process::supervise;
 use crate::host::request::{ExecOutcome, ExecRequest};
@@ -184,7 +185,7 @@ pub fn run(
         which::which_in(program, scrubbed.vars.get("PATH"), &cwd)
             .map_err(|_| HostError::NotFound(program.clone()))?
     };
-    let stage = Stage::new(
+    let mut stage = Stage::new(
         prepared,
         &seccomp,
         write_end.as_raw_fd(),
@@ -201,6 +202,18 @@ pub fn run(
         },
     )
     .map_err(|e| unavailable(e.to_string()))?;
+    // A carve inside a writable root: the opener serves reads of the
+    // command's new entries there (see `opener`).
+    let opener = start_opener(policy, &entry.plan)?;
+    let command_sock = match opener {
+        OpenerRun::Running {
+            ref command_end, ..
+        } => Some(command_end.as_raw_fd()),
+        _ => None,
+    };
+    if let (Some(sock), Some(prog)) = (command_sock, opener::bpf::this_arch()) {
+        stage = stage.with_opener(prog, sock);
+    }
     // Landlock cannot withhold single names inside a directory the command
     // may create files in (it would forbid `git commit`'s index.lock and
     // every new file in the workspace root), so every protected path inside
@@ -211,6 +224,7 @@ pub fn run(
     let sup = supervise::run_raw(|ends| stage.spawn(ends), req, life_write);
     // Our copies: the stage had its own from the moment it ran.
     drop((write_end, life_read));
+    let opener_items = opener.finish();
     let status = read_stage_status(read_end);
     // The stage (subreaper of the command's tree) killed every descendant
     // before it exited, and supervision waited for it: nothing writes now.
@@ -299,6 +313,7 @@ pub fn run(
         enforcement.level = EnforcementLevel::Partial;
     }
     enforcement.reverted = reverts;
+    enforcement.partial.extend(opener_items);
     if let Some(n) = note {
         enforcement
             .partial
@@ -312,6 +327,97 @@ pub fn run(
         stderr: sup.stderr,
         enforcement,
     })
+}
+
+/// The opener of one run (see `opener`).
+enum OpenerRun {
+    /// Nothing is carved inside a writable root.
+    NotNeeded,
+    /// Needed but not set up (the reason goes into the report).
+    Off { roots: Vec<PathBuf>, why: String },
+    Running {
+        roots: Vec<PathBuf>,
+        supervisor: opener::Supervisor,
+        /// The command's end of the socketpair (the stage has its own
+        /// copy once spawned).
+        command_end: OwnedFd,
+    },
+}
+
+fn start_opener(policy: &ResolvedPolicy, plan: &LandlockPlan) -> Result<OpenerRun, HostError> {
+    let spec = match opener::Spec::build(policy, plan) {
+        Ok(None) => return Ok(OpenerRun::NotNeeded),
+        Ok(Some(spec)) => spec,
+        Err(why) => {
+            return Ok(OpenerRun::Off {
+                roots: plan.opener_dirs.clone(),
+                why,
+            })
+        }
+    };
+    let roots: Vec<PathBuf> = spec.root_paths().iter().map(|p| p.to_path_buf()).collect();
+    let (ours, theirs) = nix::sys::socket::socketpair(
+        nix::sys::socket::AddressFamily::Unix,
+        nix::sys::socket::SockType::SeqPacket,
+        None,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| HostError::io("creating the opener's socketpair", e.into()))?;
+    let supervisor = opener::Supervisor::start(spec, ours)
+        .map_err(|e| HostError::io("starting the opener thread", e))?;
+    Ok(OpenerRun::Running {
+        roots,
+        supervisor,
+        command_end: theirs,
+    })
+}
+
+impl OpenerRun {
+    /// Stop the supervisor (the command's tree is gone) and say in the
+    /// report what the opener did.
+    fn finish(self) -> Vec<PartialItem> {
+        let (roots, stats) = match self {
+            OpenerRun::NotNeeded => return Vec::new(),
+            OpenerRun::Off { roots, why } => (
+                roots,
+                opener::Stats {
+                    inactive_reason: Some(why),
+                    ..Default::default()
+                },
+            ),
+            OpenerRun::Running {
+                roots,
+                supervisor,
+                command_end,
+            } => {
+                drop(command_end);
+                (roots, supervisor.finish())
+            }
+        };
+        let dirs = roots
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let text = if stats.active {
+            format!(
+                "opener active in {dirs}: reads of entries the command created there are opened \
+                 by codewhale outside the sandbox after checking they are not a deny-read item \
+                 (inode, name and path; {} served, {} refused); those entries still cannot be \
+                 executed (Landlock's execute right cannot be added to a running domain)",
+                stats.served, stats.refused
+            )
+        } else {
+            format!(
+                "opener not active ({}): entries the command created in {dirs} are not readable \
+                 or executable in this run",
+                stats
+                    .inactive_reason
+                    .unwrap_or_else(|| "no reason given".into())
+            )
+        };
+        vec![PartialItem::new(Shortfall::OverRestricted, text)]
+    }
 }
 
 /// Whether the helper (same credentials as this process, no user
@@ -358,7 +464,8 @@ pub fn enforcement(
             .filter(|d| !plan.dropped.contains(d))
             .map(|d| PartialItem::new(Shortfall::LandlockRight, format!("dropped: {d}"))),
     );
-    partial.extend(policy_items(&policy.notes));
+    // Resolution's notes (a cache directory that does not exist, so is not
+    // made writable) are not enforcement gaps: `sandbox explain` shows them.
     // Deny-read paths resolution could not establish (a .env not masked).
     partial.extend(
         policy

@@ -93,7 +93,8 @@ fn stage_main(stage: &Stage) -> ! {
         give_up(Step::Subreaper);
     }
     let ruleset = stage.ruleset.as_ref().map_or(-1, |f| f.as_raw_fd());
-    close_all_but(&[status, stage.lifeline_fd, ruleset]);
+    let opener = stage.opener.as_ref().map_or(-1, |o| o.sock);
+    close_all_but(&[status, stage.lifeline_fd, ruleset, opener]);
     // SAFETY: the command's half runs `command_entry` on its own stack with
     // CLONE_VM|CLONE_VFORK: we are suspended until it execs or exits.
     let pid = unsafe {
@@ -107,8 +108,15 @@ fn stage_main(stage: &Stage) -> ! {
     if pid < 0 {
         give_up(Step::Fork);
     }
-    // SAFETY: our copy of the status pipe is no longer needed.
-    unsafe { libc::close(status) };
+    // SAFETY: our copies of the status pipe and the opener's socket are
+    // no longer needed (codewhale sees the socket's end once the command
+    // has exec'd).
+    unsafe {
+        libc::close(status);
+        if opener >= 0 {
+            libc::close(opener);
+        }
+    }
     let code = supervise(stage.lifeline_fd, pid);
     // The command's half is reaped: the stacks are free once we are gone.
     stage.done.store(true, std::sync::atomic::Ordering::Release);
@@ -203,6 +211,11 @@ fn command_main(stage: &Stage) -> i32 {
             return fail(Step::Landlock);
         }
     }
+    if let Some(o) = &stage.opener {
+        if !install_opener(o) {
+            return fail(Step::Opener);
+        }
+    }
     // SAFETY: the status byte from the stack (the status pipe, the
     // lifeline and the ruleset are close-on-exec: the command holds none of
     // them), an empty signal mask for the command, then execve with arrays
@@ -227,6 +240,61 @@ fn command_main(stage: &Stage) -> i32 {
         crate::exit::NOT_FOUND
     } else {
         crate::exit::NOT_EXECUTABLE
+    }
+}
+
+/// Install the opener's filter with a new listener and send the listener
+/// to codewhale. A filter that cannot be installed (e.g. `EBUSY`: a
+/// listener further up the chain, as some container runtimes install) is
+/// not fatal: the errno is sent instead and the command runs without the
+/// opener. False only when the listener exists and could not be sent (every
+/// open would then fail with `ENOSYS`).
+fn install_opener(o: &super::OpenerEnd) -> bool {
+    let fprog = libc::sock_fprog {
+        len: o.prog.len() as libc::c_ushort,
+        filter: o.prog.as_ptr().cast::<libc::sock_filter>().cast_mut(),
+    };
+    // SAFETY: fprog points at a live program for the duration of the call;
+    // no_new_privs is in force (checked by the caller).
+    let listener = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    let why = if listener < 0 { errno() } else { 0 };
+    let mut payload = why.to_le_bytes();
+    let mut iov = libc::iovec {
+        iov_base: payload.as_mut_ptr().cast(),
+        iov_len: payload.len(),
+    };
+    // Room for one SCM_RIGHTS fd (CMSG_SPACE(4) = 24 on 64-bit), aligned.
+    let mut cbuf = [0u64; 4];
+    // SAFETY: a zeroed msghdr on our stack, pointing at stack buffers;
+    // the CMSG macros stay inside `cbuf`; sendmsg copies it all; then our
+    // copies of the listener and the socket are closed.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        if listener >= 0 {
+            let fd = listener as libc::c_int;
+            msg.msg_control = cbuf.as_mut_ptr().cast();
+            msg.msg_controllen = libc::CMSG_SPACE(4) as _;
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(4) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), fd);
+        }
+        let sent = libc::sendmsg(o.sock, &msg, libc::MSG_NOSIGNAL) == payload.len() as isize;
+        if listener >= 0 {
+            libc::close(listener as libc::c_int);
+        }
+        libc::close(o.sock);
+        sent || listener < 0
     }
 }
 
@@ -362,7 +430,7 @@ fn drop_capabilities() -> bool {
 
 /// Close every fd from 3 up except `keep` (negative entries ignored).
 fn close_all_but(keep: &[RawFd]) {
-    let mut sorted = [-1 as RawFd; 4];
+    let mut sorted = [-1 as RawFd; 5];
     let n = keep.len().min(sorted.len());
     sorted[..n].copy_from_slice(&keep[..n]);
     let sorted = &mut sorted[..n];

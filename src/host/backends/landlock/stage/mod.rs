@@ -136,6 +136,15 @@ pub struct Stage {
     /// Set by the stage right before it exits normally, when the command's
     /// half is reaped: only then are the stacks known to be free.
     done: std::sync::atomic::AtomicBool,
+    /// The opener (see `opener`): its seccomp program and the command's
+    /// end of the socketpair the listener is sent over.
+    opener: Option<OpenerEnd>,
+}
+
+/// What the command's half needs to install the opener's filter.
+struct OpenerEnd {
+    prog: Vec<seccompiler::sock_filter>,
+    sock: RawFd,
 }
 
 // SAFETY: the raw pointers in `argv`/`envp` point into CStrings owned by
@@ -193,7 +202,17 @@ impl Stage {
             stage_stack: Stack::take(STAGE_STACK).map_err(StageError::Stack)?,
             command_stack: Stack::take(COMMAND_STACK).map_err(StageError::Stack)?,
             done: std::sync::atomic::AtomicBool::new(false),
+            opener: None,
         })
+    }
+
+    /// Install the opener's filter `prog` in the command (last, after the
+    /// Landlock ruleset) and send its listener over `sock` (the command's
+    /// end of a socketpair; it must stay open until [`Stage::spawn`]
+    /// returns).
+    pub fn with_opener(mut self, prog: Vec<seccompiler::sock_filter>, sock: RawFd) -> Stage {
+        self.opener = Some(OpenerEnd { prog, sock });
+        self
     }
 
     /// Start the stage with `ends` as its stdio (from a hardened launcher

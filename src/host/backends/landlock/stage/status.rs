@@ -25,6 +25,7 @@ pub enum Step {
     Subreaper = 6,
     Fork = 7,
     Stdio = 8,
+    Opener = 9,
 }
 
 impl Step {
@@ -38,6 +39,7 @@ impl Step {
             6 => Step::Subreaper,
             7 => Step::Fork,
             8 => Step::Stdio,
+            9 => Step::Opener,
             _ => return None,
         })
     }
@@ -52,6 +54,7 @@ impl Step {
             Step::Subreaper => "becoming the child subreaper",
             Step::Fork => "forking the command",
             Step::Stdio => "setting up the stage's stdio and working directory",
+            Step::Opener => "handing the opener's seccomp listener to codewhale",
         }
     }
 }
