@@ -234,12 +234,11 @@ fn acp_session_new_mcp_servers_are_started_and_offered_in_that_session_only() {
         "{}/tests/fixtures/mcp/write_note.py",
         env!("CARGO_MANIFEST_DIR")
     );
-    let (out, stderr) = run_client_with(&f, "mcp1", "acp_mcp_client.py", &[&script]);
-    assert_eq!(
-        out["mcp_capabilities"],
-        json!({"http": false, "sse": false}),
-        "only stdio is claimed"
-    );
+    let (out, _) = run_client_with(&f, "mcp1", "acp_mcp_client.py", &[&script]);
+    // Only stdio is claimed (the SDK fills in its other flags as false).
+    let caps = &out["mcp_capabilities"];
+    assert_eq!(caps["http"], false, "{caps}");
+    assert_eq!(caps["sse"], false, "{caps}");
     let report = &out["new_meta"]["codewhale/mcpServers"];
     assert_eq!(report[0]["status"], "accepted", "{report}");
     assert_eq!(report[0]["server"], "My-Notes", "{report}");
@@ -251,7 +250,8 @@ fn acp_session_new_mcp_servers_are_started_and_offered_in_that_session_only() {
             .contains("mcpServers[1] `web`: http MCP servers are not supported"),
         "{report}"
     );
-    assert!(stderr.contains("mcpServers[1] `web`"), "{stderr}");
+    // (The agent's stderr note about it stays with the SDK, which keeps
+    // the agent's stderr to itself.)
 
     // Asked (readOnlyHint is not trusted), allowed once, written.
     let perm = &out["permissions"][0];
