@@ -135,7 +135,7 @@ mod tests {
             {"name": "a__b", "command": "/bin/x", "args": [], "env": []},
         ]));
         let (e, r) = entries(&s);
-        assert_eq!(e.len(), 2, "{e:?}");
+        assert_eq!(e.len(), 3, "{e:?}");
         let gh = &e["GitHub-Server"];
         assert_eq!(gh.command, "/usr/bin/gh-mcp");
         assert_eq!(gh.args, vec!["stdio"]);
