@@ -36,12 +36,18 @@ fn client(name: &str) -> String {
 /// Run a client script with the fixture's clean environment; its last
 /// stdout line is its JSON report.
 fn run_client(f: &Fixture, venv: &str, script: &str) -> (Value, String) {
+    run_client_with(f, venv, script, &[])
+}
+
+/// [`run_client`] with more arguments after the binary and the workspace.
+fn run_client_with(f: &Fixture, venv: &str, script: &str, extra: &[&str]) -> (Value, String) {
     let tmp = f.root.join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let o = Command::new(venv_python(venv))
         .arg(client(script))
         .arg(env!("CARGO_BIN_EXE_codewhale"))
         .arg(&f.ws)
+        .args(extra)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", &f.home)
@@ -192,6 +198,107 @@ fn acp_python_sdk_drives_a_session_with_a_rejected_permission_and_a_cancel() {
     // and would have failed on anything else (the agent's notes go to
     // stderr, which the SDK keeps to itself).
     let _ = stderr;
+}
+
+/// The editor's `mcpServers` in `session/new`: the stdio server (our
+/// write_note fixture, named "My Notes" by the editor) is started under
+/// the sandbox for that session, gate 8 asks about its tool (the editor
+/// allows once) and the call writes the file; the http entry is refused on
+/// its own (`mcpCapabilities.http` is false); a second session without
+/// servers is not offered the tool.
+#[test]
+fn acp_session_new_mcp_servers_are_started_and_offered_in_that_session_only() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            common::scripted_model::call(
+                "c1",
+                "mcp__My-Notes__write_note",
+                json!({"path": "editor-note.txt", "text": "from the editor's server\n"}),
+            ),
+            reply("noted"),
+            common::scripted_model::call(
+                "c2",
+                "mcp__My-Notes__write_note",
+                json!({"path": "elsewhere.txt", "text": "no\n"}),
+            ),
+            reply("not here"),
+        ],
+    );
+    let f = Fixture::with_config(&format!(
+        "provider = \"custom\"\n[providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"test-key\"\nmodel = \"scripted\"\n",
+        model.kind(),
+        model.base_url()
+    ));
+    let script = format!(
+        "{}/tests/fixtures/mcp/write_note.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (out, _) = run_client_with(&f, "mcp1", "acp_mcp_client.py", &[&script]);
+    // Only stdio is claimed (the SDK fills in its other flags as false).
+    let caps = &out["mcp_capabilities"];
+    assert_eq!(caps["http"], false, "{caps}");
+    assert_eq!(caps["sse"], false, "{caps}");
+    let report = &out["new_meta"]["codewhale/mcpServers"];
+    assert_eq!(report[0]["status"], "accepted", "{report}");
+    assert_eq!(report[0]["server"], "My-Notes", "{report}");
+    assert_eq!(report[1]["status"], "refused", "{report}");
+    assert!(
+        report[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("mcpServers[1] `web`: http MCP servers are not supported"),
+        "{report}"
+    );
+    // (The agent's stderr note about it stays with the SDK, which keeps
+    // the agent's stderr to itself.)
+
+    // Asked (readOnlyHint is not trusted), allowed once, written.
+    let perm = &out["permissions"][0];
+    assert_eq!(perm["toolCallId"], "c1", "{perm}");
+    let calls = of(&out["updates1"], "tool_call");
+    assert_eq!(calls[0]["toolCallId"], "c1");
+    let done = of(&out["updates1"], "tool_call_update");
+    assert_eq!(
+        done.last().unwrap()["status"],
+        "completed",
+        "{}",
+        out["updates1"]
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("editor-note.txt")).unwrap(),
+        "from the editor's server\n"
+    );
+    // The first request offered the editor's tool; it ran under the
+    // sandbox (the item records how).
+    let reqs = model.requests();
+    let offered = |i: usize| -> Vec<String> {
+        reqs[i].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(offered(0).contains(&"mcp__My-Notes__write_note".to_string()));
+    let evs = runtime_events(&f);
+    let item = evs
+        .iter()
+        .find(|e| e["event"] == "item.completed" && e["payload"]["item"]["kind"] == "mcp_tool_call")
+        .unwrap_or_else(|| panic!("no mcp_tool_call item: {evs:?}"));
+    let enforcement = item["payload"]["item"]["metadata"]["enforcement"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        enforcement.contains("mcp server `My-Notes`: workspace-write, network off"),
+        "{item}"
+    );
+
+    // The other session: not offered, the call is refused, nothing written.
+    assert!(!offered(2).contains(&"mcp__My-Notes__write_note".to_string()));
+    assert!(!f.ws.join("elsewhere.txt").exists());
+    assert_eq!(out["stop2"], "end_turn");
 }
 
 #[test]

@@ -156,8 +156,8 @@ impl Agent {
                     .audio(false)
                     .embedded_context(true),
             )
-            // MCP servers the editor passes are not started yet (see
-            // docs/ACP.md): nothing beyond the baseline is claimed.
+            // The editor's stdio MCP servers are started (sandboxed) for
+            // the session; http and sse are not implemented, so not claimed.
             .mcp_capabilities(McpCapabilities::new().http(false).sse(false))
             .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()));
         let auth = AuthMethod::Agent(
@@ -195,12 +195,6 @@ impl Agent {
     async fn new_session(&self, params: &Value) -> RpcResult {
         let req: NewSessionRequest = parse(params)?;
         let cwd = check_cwd(&req.cwd)?;
-        if !req.mcp_servers.is_empty() {
-            eprintln!(
-                "codewhale serve --acp: {} MCP server(s) from the editor not started: codewhale does not run MCP servers as tools yet",
-                req.mcp_servers.len()
-            );
-        }
         let nt = crate::server::CreateThread::default()
             .into_new_thread(cwd.clone(), &self.default_model);
         let rt = self.driver.runtime().clone();
@@ -216,8 +210,35 @@ impl Agent {
                 turn: None,
             },
         );
-        let r = NewSessionResponse::new(t.id).modes(mode_state("work"));
+        let meta = self.take_mcp_servers(&t.id, &req.mcp_servers);
+        let r = NewSessionResponse::new(t.id)
+            .modes(mode_state("work"))
+            .meta(meta);
         serde_json::to_value(r).map_err(internal)
+    }
+
+    /// Hand the session's `mcpServers` to the driver (started with its
+    /// next prompt, offered in this session only); what became of each
+    /// goes back in `_meta["codewhale/mcpServers"]` (and refusals to
+    /// stderr).
+    fn take_mcp_servers(
+        &self,
+        session: &str,
+        servers: &[agent_client_protocol_schema::v1::McpServer],
+    ) -> Option<serde_json::Map<String, Value>> {
+        let (entries, report) = super::mcp::entries(servers);
+        for o in &report {
+            if let Some(e) = &o.error {
+                eprintln!("codewhale serve --acp: MCP server not started: {e}");
+            }
+        }
+        self.driver.set_thread_mcp(session, entries);
+        if report.is_empty() {
+            return None;
+        }
+        let mut meta = serde_json::Map::new();
+        meta.insert("codewhale/mcpServers".into(), json!(report));
+        Some(meta)
     }
 
     async fn load_session(&self, params: &Value) -> RpcResult {
@@ -254,7 +275,13 @@ impl Agent {
             });
             e.mode.clone()
         };
-        serde_json::to_value(LoadSessionResponse::new().modes(mode_state(&mode))).map_err(internal)
+        let meta = self.take_mcp_servers(&id, &req.mcp_servers);
+        serde_json::to_value(
+            LoadSessionResponse::new()
+                .modes(mode_state(&mode))
+                .meta(meta),
+        )
+        .map_err(internal)
     }
 
     fn list_sessions(&self, params: &Value) -> RpcResult {

@@ -10,6 +10,7 @@
 //! shell work runs through codewhale's own host under its sandbox.
 
 pub mod agent;
+pub mod mcp;
 pub mod rpc;
 pub mod translate;
 

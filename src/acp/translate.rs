@@ -199,7 +199,10 @@ impl Mapper {
         let p = &env["payload"];
         let item = &p["item"];
         let kind = item["kind"].as_str().unwrap_or("");
-        let is_tool = matches!(kind, "tool_call" | "file_change" | "command_execution");
+        let is_tool = matches!(
+            kind,
+            "tool_call" | "file_change" | "command_execution" | "mcp_tool_call"
+        );
         let item_id = env["item_id"].as_str().unwrap_or("").to_string();
         match env["event"].as_str().unwrap_or("") {
             "item.started" if is_tool => {

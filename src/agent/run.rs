@@ -363,6 +363,22 @@ impl Loop<'_> {
             .collect()
     }
 
+    /// The server and tool an MCP tool name stands for (the server's
+    /// current tools; `None` for other tools or a tool no server offers).
+    fn mcp_call_of(&self, name: &str) -> Option<crate::session::record::McpCall> {
+        if !crate::mcp::client_names::is_mcp(name) {
+            return None;
+        }
+        let m = self.ctx.mcp.as_ref()?;
+        m.tools()
+            .into_iter()
+            .find(|t| t.name == name)
+            .map(|t| crate::session::record::McpCall {
+                server: t.server,
+                tool: t.tool,
+            })
+    }
+
     async fn drive(&mut self) -> Result<&'static str, Stop> {
         let first_mcp: Vec<String> = self.mcp_tools().into_iter().map(|t| t.name).collect();
         let mut names: Vec<&str> = self.offered.clone();
@@ -640,16 +656,19 @@ impl Loop<'_> {
             Ok(v @ Value::Object(_)) => v.clone(),
             _ => json!({"_raw": call.arguments}),
         };
-        self.out.event(
-            "tool_use",
-            json!({"call_id": call.id, "tool": call.name, "args": args}),
-        );
+        let mcp = self.mcp_call_of(&call.name);
+        let mut used = json!({"call_id": call.id, "tool": call.name, "args": args});
+        if let Some(m) = &mcp {
+            used["mcp"] = json!(m);
+        }
+        self.out.event("tool_use", used);
         self.log.append(
             turn,
             Event::ToolCall {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
                 args: args.clone(),
+                mcp,
             },
         )?;
         if !matches!(parsed, Ok(Value::Object(_))) {

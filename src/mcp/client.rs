@@ -13,7 +13,8 @@
 //!   stopped and shown failed; one that exits is shown failed with its
 //!   exit and the end of its stderr log. Nothing is restarted
 //!   automatically (no hot loop): [`McpManager::reload`] (`/mcp reload`,
-//!   `codewhale mcp list`) starts them again.
+//!   `codewhale mcp list`) starts them again, and so does
+//!   [`McpManager::reload_if_changed`] once `mcp.json` has changed.
 //! - Tool annotations (`readOnlyHint`, …) are kept for display only: every
 //!   MCP tool is `ToolKind::Mcp` for the gates, which ask about it.
 
@@ -27,6 +28,7 @@ use rmcp::service::{Peer, RunningService};
 use rmcp::RoleClient;
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -242,6 +244,17 @@ pub struct McpManager {
     spec: ManagerSpec,
     runtime: tokio::runtime::Handle,
     servers: Mutex<Vec<Arc<Server>>>,
+    /// Servers started besides those of `mcp.json` (an ACP editor's, for
+    /// one session); an extra server replaces a file server of its name.
+    extra: BTreeMap<String, ServerEntry>,
+    /// The bytes of `mcp.json` the running set was started from (`None`:
+    /// no file), to notice a changed file.
+    seen: Mutex<Option<Vec<u8>>>,
+}
+
+/// The bytes of `file` now (`None` when it cannot be read: missing).
+fn fingerprint(file: &Path) -> Option<Vec<u8>> {
+    std::fs::read(file).ok()
 }
 
 impl McpManager {
@@ -257,36 +270,86 @@ impl McpManager {
         spec: ManagerSpec,
         runtime: tokio::runtime::Handle,
     ) -> Result<Arc<McpManager>, McpConfigError> {
+        let seen = fingerprint(&spec.config_file);
         let doc = config::load(&spec.config_file)?;
-        Ok(Self::start_with(spec, runtime, doc))
+        Ok(Self::start_doc(spec, runtime, doc, BTreeMap::new(), seen))
     }
 
-    /// Start the servers of `doc` rather than of the file (for example the
-    /// ones an editor passes in ACP's `session/new`; their names must pass
-    /// [`config::check_name`]). [`Self::reload`] still reads
-    /// `spec.config_file`.
+    /// Start the servers of `mcp.json` plus `extra` (the ones an editor
+    /// passes in ACP's `session/new`; their names must pass
+    /// [`config::check_name`]); an extra server replaces a file server of
+    /// the same name. A bad `mcp.json` starts the extra servers alone and
+    /// says why in the returned note. [`Self::reload`] reads the file
+    /// again and keeps `extra`.
     pub fn start_with(
         spec: ManagerSpec,
         runtime: tokio::runtime::Handle,
+        extra: BTreeMap<String, ServerEntry>,
+    ) -> (Arc<McpManager>, Option<String>) {
+        let seen = fingerprint(&spec.config_file);
+        let (doc, note) = match config::load(&spec.config_file) {
+            Ok(d) => (d, None),
+            Err(e) => (McpFile::default(), Some(format!("mcp.json not used: {e}"))),
+        };
+        (Self::start_doc(spec, runtime, doc, extra, seen), note)
+    }
+
+    fn start_doc(
+        spec: ManagerSpec,
+        runtime: tokio::runtime::Handle,
         doc: McpFile,
+        extra: BTreeMap<String, ServerEntry>,
+        seen: Option<Vec<u8>>,
     ) -> Arc<McpManager> {
         let m = Arc::new(McpManager {
             spec,
             runtime,
             servers: Mutex::new(Vec::new()),
+            extra,
+            seen: Mutex::new(seen),
         });
+        let doc = m.merged(doc);
         m.launch(doc);
         m
+    }
+
+    fn merged(&self, mut doc: McpFile) -> McpFile {
+        for (name, e) in &self.extra {
+            doc.mcp_servers.insert(name.clone(), e.clone());
+        }
+        doc
+    }
+
+    /// Whether anything would start: an enabled server in the set.
+    pub fn any_enabled(&self) -> bool {
+        lock(&self.servers).iter().any(|s| s.entry.enabled)
     }
 
     /// Stop every server, read `mcp.json` again and start what it lists
     /// (the TUI's `/mcp reload`). A bad file leaves the running servers as
     /// they are and says why.
     pub fn reload(&self) -> Result<Vec<ServerStatus>, McpConfigError> {
-        let doc = config::load(&self.spec.config_file)?;
+        let seen = fingerprint(&self.spec.config_file);
+        let result = config::load(&self.spec.config_file);
+        // Remember the bytes even when they are bad: one error per change,
+        // not one per turn.
+        *lock(&self.seen) = seen;
+        let doc = self.merged(result?);
         self.stop_all();
         self.launch(doc);
         Ok(self.status())
+    }
+
+    /// [`Self::reload`] when `mcp.json`'s bytes differ from the ones the
+    /// running set was started from (`None`: unchanged, nothing done).
+    /// The runtime calls this at every turn start, so an edited file takes
+    /// effect at the next turn without a restart.
+    pub fn reload_if_changed(&self) -> Option<Result<Vec<ServerStatus>, McpConfigError>> {
+        let now = fingerprint(&self.spec.config_file);
+        if *lock(&self.seen) == now {
+            return None;
+        }
+        Some(self.reload())
     }
 
     fn launch(&self, doc: McpFile) {

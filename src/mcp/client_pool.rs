@@ -7,10 +7,21 @@
 //! Starting never blocks: the manager starts its servers in the
 //! background, so the server keeps answering (`/health` included) while
 //! they come up.
+//!
+//! A changed `mcp.json` is noticed at the next turn: [`McpPool::get`]
+//! compares the file's bytes with the ones its manager started from and
+//! restarts the servers when they differ ([`McpManager::reload_if_changed`]),
+//! so neither the app-server nor `serve --acp` needs a restart.
+//!
+//! A thread can have servers of its own besides `mcp.json`'s (the ones an
+//! ACP editor passes in `session/new`): [`McpPool::get_thread`] keeps one
+//! manager per such thread, offered in that thread only.
 
 use super::client::{ManagerSpec, McpManager, ServerStatus};
+use super::config::ServerEntry;
 use crate::host::HostSettings;
 use crate::policy::SandboxPolicy;
+use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -25,6 +36,35 @@ pub struct McpPool {
 struct PoolState {
     runtime: Option<tokio::runtime::Runtime>,
     managers: HashMap<PathBuf, Arc<McpManager>>,
+    /// Thread id → its own servers and the manager running them (plus
+    /// `mcp.json`'s).
+    threads: HashMap<String, (BTreeMap<String, ServerEntry>, Arc<McpManager>)>,
+}
+
+impl PoolState {
+    fn handle(&mut self) -> Result<tokio::runtime::Handle, String> {
+        if self.runtime.is_none() {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("codewhale-mcp")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("starting the MCP runtime: {e}"))?;
+            self.runtime = Some(rt);
+        }
+        match &self.runtime {
+            Some(rt) => Ok(rt.handle().clone()),
+            None => Err("no MCP runtime".into()),
+        }
+    }
+}
+
+/// Restart `m`'s servers if `mcp.json` changed since they started; a bad
+/// file keeps them running and is reported once.
+fn refresh(m: &McpManager) {
+    if let Some(Err(e)) = m.reload_if_changed() {
+        eprintln!("codewhale: mcp.json changed but was not applied: {e}");
+    }
 }
 
 impl std::fmt::Debug for McpPool {
@@ -44,30 +84,52 @@ impl McpPool {
         host: &HostSettings,
     ) -> Result<Option<Arc<McpManager>>, String> {
         let mut st = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(m) = st.managers.get(workspace) {
-            return Ok(Some(m.clone()));
+        if let Some(m) = st.managers.get(workspace).cloned() {
+            drop(st);
+            refresh(&m);
+            return Ok(Some(m));
         }
         let spec = ManagerSpec::new(codewhale_home, policy.clone(), host.clone());
         let doc = super::config::load(&spec.config_file).map_err(|e| e.to_string())?;
         if !doc.mcp_servers.values().any(|e| e.enabled) {
             return Ok(None);
         }
-        if st.runtime.is_none() {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("codewhale-mcp")
-                .enable_all()
-                .build()
-                .map_err(|e| format!("starting the MCP runtime: {e}"))?;
-            st.runtime = Some(rt);
-        }
-        let handle = match &st.runtime {
-            Some(rt) => rt.handle().clone(),
-            None => return Err("no MCP runtime".into()),
-        };
+        let handle = st.handle()?;
         let m = McpManager::start_on(spec, handle).map_err(|e| e.to_string())?;
         st.managers.insert(workspace.to_path_buf(), m.clone());
         Ok(Some(m))
+    }
+
+    /// The manager of thread `thread_id`, which runs `servers` besides
+    /// `mcp.json`'s (started now if it is not running, or restarted when
+    /// `servers` differ from the ones it runs). The note says why
+    /// `mcp.json` was not used, if it was not.
+    pub fn get_thread(
+        &self,
+        thread_id: &str,
+        servers: &BTreeMap<String, ServerEntry>,
+        codewhale_home: &Path,
+        policy: &SandboxPolicy,
+        host: &HostSettings,
+    ) -> Result<(Arc<McpManager>, Option<String>), String> {
+        let mut st = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((s, m)) = st.threads.get(thread_id) {
+            if s == servers {
+                let m = m.clone();
+                drop(st);
+                refresh(&m);
+                return Ok((m, None));
+            }
+        }
+        if let Some((_, old)) = st.threads.remove(thread_id) {
+            old.stop_all();
+        }
+        let spec = ManagerSpec::new(codewhale_home, policy.clone(), host.clone());
+        let handle = st.handle()?;
+        let (m, note) = McpManager::start_with(spec, handle, servers.clone());
+        st.threads
+            .insert(thread_id.to_string(), (servers.clone(), m.clone()));
+        Ok((m, note))
     }
 }
 
@@ -96,7 +158,11 @@ impl Drop for McpPool {
         for m in st.managers.values() {
             m.stop_all();
         }
+        for (_, m) in st.threads.values() {
+            m.stop_all();
+        }
         st.managers.clear();
+        st.threads.clear();
         if let Some(rt) = st.runtime.take() {
             rt.shutdown_background();
         }

@@ -21,6 +21,7 @@ struct Call {
     turn: u32,
     tool: String,
     args: Value,
+    mcp: Option<crate::session::record::McpCall>,
     verdict: Option<Verdict>,
     result: Option<Result_>,
     changes: Option<Vec<ChangedFile>>,
@@ -189,6 +190,7 @@ pub fn build(
                 call_id,
                 tool,
                 args,
+                mcp,
             } => {
                 calls.insert(
                     call_id.clone(),
@@ -196,6 +198,7 @@ pub fn build(
                         turn: r.turn,
                         tool: tool.clone(),
                         args: args.clone(),
+                        mcp: mcp.clone(),
                         ..Default::default()
                     },
                 );
@@ -280,6 +283,7 @@ pub fn build(
                     reason: Some(reason.clone()),
                     enforcement: None,
                     enforced: None,
+                    mcp: None,
                 })
             }
             Item::Call(id) => match calls.get(id) {
@@ -548,6 +552,12 @@ fn call_action(
             .filter(|_| ran)
             .and_then(|r| r.enforced.as_ref())
             .map(enforced),
+        mcp: c.mcp.as_ref().filter(|_| kind == ActionKind::Mcp).map(|m| {
+            crate::session::record::McpCall {
+                server: clip(&m.server, PATH_LIMIT),
+                tool: clip(&m.tool, PATH_LIMIT),
+            }
+        }),
     })
 }
 

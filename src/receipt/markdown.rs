@@ -215,6 +215,14 @@ fn stopped_by(d: Option<Decider>) -> String {
 fn what(a: &Action) -> String {
     let target = a.target.as_deref().map(code).unwrap_or_default();
     match (a.tool.as_deref(), a.kind) {
+        (_, ActionKind::Mcp) => match &a.mcp {
+            Some(m) => format!(
+                "call MCP tool {} of server {}",
+                code(&m.tool),
+                code(&m.server)
+            ),
+            None => format!("call MCP tool {}", code(a.tool.as_deref().unwrap_or(""))),
+        },
         (_, ActionKind::Command) => format!("run {}", code(a.command.as_deref().unwrap_or(""))),
         (Some("write_file"), _) => format!("write {target}"),
         (Some("edit_file"), _) => format!("edit {target}"),
@@ -301,6 +309,10 @@ fn action_line(a: &Action) -> String {
         (ActionKind::FileChange, Succeeded) => {
             let files: Vec<String> = a.files.iter().map(file_phrase).collect();
             format!("{}{}", files.join(", "), tail(a))
+        }
+        (ActionKind::Mcp, Succeeded) if !a.files.is_empty() => {
+            let files: Vec<String> = a.files.iter().map(file_phrase).collect();
+            format!("{} — {}{}", what(a), files.join(", "), tail(a))
         }
         (_, Failed) => format!("could not {} — {reason}{}", what(a), tail(a)),
         (_, Succeeded) => format!("{}{}", what(a), tail(a)),

@@ -246,6 +246,10 @@ pub struct Action {
     /// backend did not enforce, with its reason. `None` when no command
     /// ran, or the session predates these records (session format v1).
     pub enforced: Option<Enforced>,
+    /// For an MCP call: the server and the tool's own name (absent for
+    /// other actions, and for sessions that predate the record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<crate::session::record::McpCall>,
 }
 
 /// What the host reported it enforced for one command.

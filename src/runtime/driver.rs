@@ -75,10 +75,16 @@ pub struct Driver {
     starting: Arc<Mutex<()>>,
     /// The MCP servers of `mcp.json`, one set per workspace (docs/MCP.md).
     mcp: Arc<crate::mcp::client_pool::McpPool>,
+    /// Threads' own MCP servers (an ACP editor's `mcpServers`), started
+    /// with the thread's first turn and offered in that thread only.
+    thread_mcp: Arc<Mutex<HashMap<String, McpServers>>>,
     /// Each thread's "always for this kind" grants (`remember`), for as
     /// long as this process runs.
     grants: Arc<Mutex<HashMap<String, Arc<Mutex<SessionGrants>>>>>,
 }
+
+/// A thread's own MCP servers by name.
+pub type McpServers = std::collections::BTreeMap<String, crate::mcp::config::ServerEntry>;
 
 fn setup<E: std::fmt::Display>(e: E) -> DriverError {
     DriverError::Setup(e.to_string())
@@ -106,6 +112,7 @@ impl Driver {
             active: Arc::new(Mutex::new(HashMap::new())),
             starting: Arc::new(Mutex::new(())),
             mcp: Arc::default(),
+            thread_mcp: Arc::default(),
             grants: Arc::new(Mutex::new(HashMap::new())),
         }
     }
@@ -175,7 +182,7 @@ impl Driver {
         let history = self.history(thread_id);
         let grants = self.thread_grants(thread_id);
         let mut p = prepare(&thread, prompt.clone(), grants, mode, approval)?;
-        self.add_mcp(&mut p);
+        self.add_mcp(thread_id, &mut p);
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(
@@ -224,18 +231,49 @@ impl Driver {
         Ok(turn)
     }
 
+    /// Give thread `thread_id` MCP servers of its own (ACP's `session/new`
+    /// and `session/load` `mcpServers`), besides those of `mcp.json`: its
+    /// next turn starts them (sandboxed like any MCP server) and only its
+    /// turns offer their tools. An empty set goes back to `mcp.json`'s.
+    pub fn set_thread_mcp(&self, thread_id: &str, servers: McpServers) {
+        let mut m = lock(&self.thread_mcp);
+        if servers.is_empty() {
+            m.remove(thread_id);
+        } else {
+            m.insert(thread_id.to_string(), servers);
+        }
+    }
+
     /// An agent thread also offers the workspace's MCP tools (asked about
-    /// like any MCP call; the servers start in the background).
-    fn add_mcp(&self, p: &mut Prepared) {
+    /// like any MCP call; the servers start in the background), or its
+    /// own servers' and `mcp.json`'s when it has servers of its own.
+    fn add_mcp(&self, thread_id: &str, p: &mut Prepared) {
         if p.opts.allowed_tools.as_ref().is_none_or(|t| t.is_empty()) {
             return;
         }
-        match self.mcp.get(
-            &self.home,
-            &p.setup.ctx.policy.workspace,
-            &p.setup.ctx.policy,
-            &p.setup.ctx.host,
-        ) {
+        let own = lock(&self.thread_mcp).get(thread_id).cloned();
+        let got = match own {
+            Some(servers) => self
+                .mcp
+                .get_thread(
+                    thread_id,
+                    &servers,
+                    &self.home,
+                    &p.setup.ctx.policy,
+                    &p.setup.ctx.host,
+                )
+                .map(|(m, note)| {
+                    p.notes.extend(note);
+                    Some(m)
+                }),
+            None => self.mcp.get(
+                &self.home,
+                &p.setup.ctx.policy.workspace,
+                &p.setup.ctx.policy,
+                &p.setup.ctx.host,
+            ),
+        };
+        match got {
             Ok(Some(m)) => {
                 if let Some(t) = p.opts.allowed_tools.as_mut() {
                     t.push("mcp__*".into());

@@ -85,6 +85,7 @@ pub fn from_records(records: &[Record]) -> Vec<Message> {
                 call_id,
                 tool,
                 args,
+                ..
             } => p.calls.push(ToolCall {
                 id: call_id.clone(),
                 name: tool.clone(),
@@ -164,6 +165,7 @@ mod tests {
             call_id: id.into(),
             tool: "read_file".into(),
             args,
+            mcp: None,
         }
     }
 

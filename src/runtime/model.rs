@@ -166,6 +166,9 @@ pub enum ItemKind {
     ToolCall,
     FileChange,
     CommandExecution,
+    /// A call of an MCP server's tool (`mcp__<server>__<tool>`); its
+    /// metadata names the server and the tool (`mcp`).
+    McpToolCall,
     ContextCompaction,
     Status,
     Error,
@@ -179,6 +182,7 @@ impl ItemKind {
             ItemKind::ToolCall => "tool_call",
             ItemKind::FileChange => "file_change",
             ItemKind::CommandExecution => "command_execution",
+            ItemKind::McpToolCall => "mcp_tool_call",
             ItemKind::ContextCompaction => "context_compaction",
             ItemKind::Status => "status",
             ItemKind::Error => "error",

@@ -55,6 +55,7 @@ pub struct TapSummary {
 fn tool_kind(tool: &str) -> ItemKind {
     match tool {
         "shell" => ItemKind::CommandExecution,
+        t if crate::mcp::client_names::is_mcp(t) => ItemKind::McpToolCall,
         t if crate::agent::snapshots::changes_files(t) => ItemKind::FileChange,
         _ => ItemKind::ToolCall,
     }
@@ -184,7 +185,11 @@ impl TapState {
         match ty {
             "tool_use" => {
                 let tool = s("tool");
-                let meta = json!({"call_id": s("call_id"), "tool": tool, "args": f.get("args")});
+                let mut meta =
+                    json!({"call_id": s("call_id"), "tool": tool, "args": f.get("args")});
+                if let Some(m) = f.get("mcp") {
+                    meta["mcp"] = m.clone();
+                }
                 match self.rt.start_item(&self.turn, tool_kind(&tool), meta) {
                     Ok(i) => {
                         self.calls.insert(s("call_id"), i.id);

@@ -61,6 +61,14 @@ impl From<&crate::authz::Verdict> for Verdict {
     }
 }
 
+/// Which MCP server and tool a call went to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpCall {
+    pub server: String,
+    /// The name the server knows the tool by.
+    pub tool: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
@@ -85,6 +93,11 @@ pub enum Event {
         call_id: String,
         tool: String,
         args: serde_json::Value,
+        /// For an MCP tool (`mcp__…`): the server and the tool's own name,
+        /// resolved when the call was made (the offered name alone cannot
+        /// be split back reliably once sanitised).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mcp: Option<McpCall>,
     },
     Approval {
         call_id: String,

@@ -729,7 +729,7 @@ impl State {
                         pending: String::new(),
                         done: false,
                     }),
-                    "command_execution" | "tool_call" | "file_change" => {
+                    "command_execution" | "tool_call" | "file_change" | "mcp_tool_call" => {
                         let meta = &item["metadata"];
                         self.transcript
                             .push(Cell::Tool(Box::new(tool_cell(&item_id, meta))));

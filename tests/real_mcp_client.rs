@@ -1,77 +1,27 @@
+#![cfg(not(feature = "nix-build-sandbox"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The MCP client end to end, with real servers started under the real
 //! sandbox: the reference server `@modelcontextprotocol/server-everything`
-//! (npm, pinned; installed by `ci/setup` into `target/ci-npm`) and three
+//! (npm, pinned; installed by `ci/setup` into `target/ci-npm`) and small
 //! fixtures of ours in `tests/fixtures/mcp/` (slow to start, junk on
-//! stdout, crash after initialize).
+//! stdout, crash after initialize, a tool that writes a file).
 //!
+//! A real-sandbox target: CI runs it as root, as the unprivileged user
+//! `cwtest` (ci/unprivileged-user stages the npm package and points
+//! `CODEWHALE_CI_NPM_DIR` at it) and with bubblewrap hidden
+//! (`CODEWHALE_TEST_NO_BWRAP=1`: every server runs on the landlock tier).
 //! These tests need node and the npm package: when either is missing
 //! they FAIL with the command that installs it (they never skip).
-//! Not a `real_*` target: the unprivileged re-run stages only tracked
-//! files, without `target/ci-npm`.
 
 mod common;
 
-use codewhale::host::HostSettings;
 use codewhale::mcp::client::Phase;
-use codewhale::mcp::{ManagerSpec, McpManager};
-use codewhale::policy::{SandboxMode, SandboxPolicy};
+use codewhale::mcp::McpManager;
 use common::cli::*;
 use common::scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// `dist/index.js` of the pinned server-everything.
-fn everything_js() -> PathBuf {
-    let dir = std::env::var_os("CODEWHALE_CI_NPM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ci-npm"));
-    let js = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        js.exists(),
-        "{} is missing: run ci/setup (it installs @modelcontextprotocol/server-everything, pinned, from npm)",
-        js.display()
-    );
-    let node = which::which("node").expect("node is not on PATH: install Node 18+ (ci/setup)");
-    assert!(node.exists());
-    js
-}
-
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/mcp")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-/// An `mcp.json` with every kind of server (the slow one gets 2 s).
-fn all_servers() -> Value {
-    json!({"mcpServers": {
-        "everything": {"command": "node", "args": [everything_js().display().to_string(), "stdio"]},
-        "slow": {"command": "python3", "args": [fixture("slow_start.py")], "startupTimeoutSec": 2},
-        "junk": {"command": "python3", "args": [fixture("junk_stdout.py")]},
-        "crash": {"command": "python3", "args": [fixture("crash_after_init.py")]},
-        "missing": {"command": "no-such-mcp-server-anywhere"},
-        "off": {"command": "node", "enabled": false},
-    }})
-}
-
-fn write_mcp(cw_home: &Path, v: &Value) {
-    std::fs::write(
-        cw_home.join("mcp.json"),
-        serde_json::to_string_pretty(v).unwrap(),
-    )
-    .unwrap();
-}
-
-fn by_name<'a>(servers: &'a [Value], name: &str) -> &'a Value {
-    servers
-        .iter()
-        .find(|s| s["name"] == name)
-        .unwrap_or_else(|| panic!("no server {name} in {servers:?}"))
-}
+use support::*;
 
 #[test]
 fn mcp_list_json_reports_every_server() {
@@ -83,7 +33,7 @@ fn mcp_list_json_reports_every_server() {
         r#"{"mcpServers": {"evil": {"command": "touch", "args": ["pwned"]}}}"#,
     )
     .unwrap();
-    let o = f.run(&["mcp", "list", "--json"]);
+    let o = run(&f, &["mcp", "list", "--json"]);
     // Some servers failed: exit 1, and the report says which and why.
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -113,7 +63,7 @@ fn mcp_list_json_reports_every_server() {
     assert_eq!(ev["last_error"], Value::Null);
     assert_eq!(ev["sandbox"], "workspace-write");
     assert_eq!(ev["network"], false);
-    assert_eq!(ev["backend"], "bwrap", "{ev}");
+    assert_eq!(ev["backend"], backend(), "{ev}");
     // Its stderr went to the log file in codewhale's state dir.
     let log = std::fs::read_to_string(f.cw_home.join("logs/mcp/everything.log")).unwrap();
     assert!(log.contains("Starting default (STDIO) server"), "{log}");
@@ -150,7 +100,7 @@ fn mcp_list_json_reports_every_server() {
     assert!(why.contains("exited with code 3"), "{why}");
     assert!(why.contains("fatal: database is locked"), "{why}");
     // Its run has ended: what the host enforced for it is in the status.
-    assert_eq!(crash["enforced"]["backend"], "bwrap", "{crash}");
+    assert_eq!(crash["enforced"]["backend"], backend(), "{crash}");
     assert!(crash["enforced"]["level"].is_string(), "{crash}");
     assert_eq!(ev["enforced"], Value::Null, "still running: not known yet");
 
@@ -175,7 +125,7 @@ fn bad_mcp_json_names_file_line_and_key() {
         "{\n  \"mcpServers\": {\n    \"a\": {\n      \"command\": \"x\",\n      \"toolTimeoutSec\": 99999\n    }\n  }\n}\n",
     )
     .unwrap();
-    let o = f.run(&["mcp", "validate"]);
+    let o = run(&f, &["mcp", "validate"]);
     assert_eq!(o.status.code(), Some(78));
     let err = stderr(&o);
     assert!(
@@ -190,7 +140,7 @@ fn bad_mcp_json_names_file_line_and_key() {
         "{\"mcpServers\": {\"a\": {\n \"command\": \"x\", \"agrs\": []}}}",
     )
     .unwrap();
-    let o = f.run(&["mcp", "list"]);
+    let o = run(&f, &["mcp", "list"]);
     assert_eq!(o.status.code(), Some(78));
     assert!(stderr(&o).contains("mcp.json:2:"), "{}", stderr(&o));
     assert!(stderr(&o).contains("unknown field `agrs`"));
@@ -199,30 +149,33 @@ fn bad_mcp_json_names_file_line_and_key() {
 #[test]
 fn add_list_remove_round_trip() {
     let f = Fixture::with_config("");
-    let o = f.run(&[
-        "mcp",
-        "add",
-        "junk",
-        "--tool-timeout",
-        "10",
-        "--env",
-        "A=1",
-        "--",
-        "python3",
-        &fixture("junk_stdout.py"),
-    ]);
+    let o = run(
+        &f,
+        &[
+            "mcp",
+            "add",
+            "junk",
+            "--tool-timeout",
+            "10",
+            "--env",
+            "A=1",
+            "--",
+            "python3",
+            &fixture("junk_stdout.py"),
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = f.run(&["mcp", "add", "bad__name", "--", "x"]);
+    let o = run(&f, &["mcp", "add", "bad__name", "--", "x"]);
     assert_eq!(o.status.code(), Some(2));
-    let o = f.run(&["mcp", "validate"]);
+    let o = run(&f, &["mcp", "validate"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = f.run(&["mcp", "list"]);
+    let o = run(&f, &["mcp", "list"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("junk: ready"), "{text}");
-    let o = f.run(&["mcp", "remove", "junk"]);
+    let o = run(&f, &["mcp", "remove", "junk"]);
     assert_eq!(o.status.code(), Some(0));
-    let o = f.run(&["mcp", "remove", "junk"]);
+    let o = run(&f, &["mcp", "remove", "junk"]);
     assert_eq!(o.status.code(), Some(1));
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(f.cw_home.join("mcp.json")).unwrap())
@@ -237,22 +190,19 @@ fn add_list_remove_round_trip() {
 #[test]
 fn slow_and_broken_servers_never_block_the_others() {
     let f = Fixture::with_config("");
-    write_mcp(&f.cw_home, &all_servers());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &f.ws);
-        let mut spec = ManagerSpec::new(&f.cw_home, policy, HostSettings::default());
-        spec.host.helper_exe = Some(env!("CARGO_BIN_EXE_codewhale").into());
+    // 5 s: node's start on the landlock tier (bwrap hidden) can take
+    // longer than 2 s, and `slow` must still be starting once echo works.
+    let mut v = all_servers();
+    v["mcpServers"]["slow"]["startupTimeoutSec"] = json!(5);
+    write_mcp(&f.cw_home, &v);
+    runtime().block_on(async {
+        let spec = manager_spec(&f);
         let t0 = Instant::now();
         let m = McpManager::start(spec).unwrap();
         assert!(t0.elapsed() < Duration::from_secs(1), "start blocked");
         let mut saw_slow_starting_with_echo = false;
         let cancel = codewhale::host::CancelToken::new();
-        while t0.elapsed() < Duration::from_secs(6) {
+        while t0.elapsed() < Duration::from_secs(10) {
             let t = Instant::now();
             let st = m.status();
             assert!(t.elapsed() < Duration::from_secs(1), "status blocked");
@@ -350,7 +300,7 @@ fn servers_run_inside_the_sandbox() {
             "online": {"command": "sh", "args": ["-c", probe("online")], "network": true},
         }}),
     );
-    let o = f.run(&["mcp", "list", "--json"]);
+    let o = run(&f, &["mcp", "list", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     for tag in ["offline", "online"] {
         assert!(
@@ -397,17 +347,8 @@ fn exec_calls_an_mcp_tool_and_the_receipt_counts_it() {
         ],
     );
     let f = exec_fixture(&model);
-    let o = f.run(&[
-        "exec",
-        "--auto",
-        "--provider",
-        "custom",
-        "--output-format",
-        "stream-json",
-        "say hello through the echo tool",
-    ]);
+    let (o, ev) = exec_json(&f, &["--auto"], "say hello through the echo tool");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let ev = stdout_lines(&o);
     let meta = &ev[0];
     assert!(meta["mcp_tools"]
         .as_array()
@@ -415,32 +356,21 @@ fn exec_calls_an_mcp_tool_and_the_receipt_counts_it() {
         .contains(&json!("mcp__everything__echo")));
     // The first request offered the MCP tool with the server's schema.
     let req = &model.requests()[0].body;
-    let offered: Vec<&str> = req["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .collect();
+    let offered = offered(req);
     assert!(offered.contains(&"mcp__everything__echo"), "{offered:?}");
     assert!(!offered.iter().any(|t| t.starts_with("mcp__crash__")));
-    let approval = ev
-        .iter()
-        .find(|e| e["type"] == "approval" && e["call_id"] == "c1")
-        .unwrap();
+    let approval = event(&ev, "approval", "c1");
     // Asked (every MCP tool is asked about), approved by --auto.
     assert_eq!(approval["decision"], "ask", "{approval}");
     assert_eq!(approval["outcome"], "allow");
-    let result = ev
-        .iter()
-        .find(|e| e["type"] == "tool_result" && e["call_id"] == "c1")
-        .unwrap();
+    let result = event(&ev, "tool_result", "c1");
     assert_eq!(result["status"], "ok", "{result}");
     assert_eq!(result["output"], "Echo: hello from the model");
     assert!(
-        result["enforcement"]
-            .as_str()
-            .unwrap()
-            .contains("mcp server `everything`: workspace-write, network off, backend bwrap"),
+        result["enforcement"].as_str().unwrap().contains(&format!(
+            "mcp server `everything`: workspace-write, network off, backend {}",
+            backend()
+        )),
         "{result}"
     );
     assert!(
@@ -448,11 +378,11 @@ fn exec_calls_an_mcp_tool_and_the_receipt_counts_it() {
         "{}",
         stderr(&o)
     );
-    let o = f.run(&["receipts", "--last", "--format", "md"]);
+    let o = run(&f, &["receipts", "--last", "--format", "md"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let md = String::from_utf8_lossy(&o.stdout);
     assert!(md.contains("1 MCP call"), "{md}");
-    let o = f.run(&["receipts", "--last", "--format", "json"]);
+    let o = run(&f, &["receipts", "--last", "--format", "json"]);
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["totals"]["mcp_calls"], 1, "{r}");
     let action = r["actions"]
@@ -490,28 +420,12 @@ fn mcp_tools_are_asked_about_and_rules_match_the_family() {
         ],
     );
     let f = exec_fixture(&model);
-    let o = f.run(&[
-        "exec",
-        "--provider",
-        "custom",
-        "--allowed-tools",
-        "mcp__everything__*",
-        "--output-format",
-        "stream-json",
-        "annotate",
-    ]);
+    let (o, ev) = exec_json(&f, &["--allowed-tools", "mcp__everything__*"], "annotate");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let ev = stdout_lines(&o);
-    let a = ev
-        .iter()
-        .find(|e| e["type"] == "approval" && e["call_id"] == "c1")
-        .unwrap();
+    let a = event(&ev, "approval", "c1");
     assert_eq!(a["decision"], "ask", "{a}");
     assert_eq!(a["outcome"], "no_response", "{a}");
-    let r = ev
-        .iter()
-        .find(|e| e["type"] == "tool_result" && e["call_id"] == "c1")
-        .unwrap();
+    let r = event(&ev, "tool_result", "c1");
     assert_eq!(r["status"], "not_run");
 
     // Control: a user rule for the family allows the call.
@@ -528,28 +442,12 @@ fn mcp_tools_are_asked_about_and_rules_match_the_family() {
         "[[rules]]\ntool = \"mcp__everything__*\"\naction = \"allow\"\n",
     )
     .unwrap();
-    let o = f.run(&[
-        "exec",
-        "--provider",
-        "custom",
-        "--allowed-tools",
-        "mcp__everything__*",
-        "--output-format",
-        "stream-json",
-        "echo",
-    ]);
+    let (o, ev) = exec_json(&f, &["--allowed-tools", "mcp__everything__*"], "echo");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let ev = stdout_lines(&o);
-    let a = ev
-        .iter()
-        .find(|e| e["type"] == "approval" && e["call_id"] == "c1")
-        .unwrap();
+    let a = event(&ev, "approval", "c1");
     assert_eq!(a["outcome"], "allow", "{a}");
     assert_eq!(a["decided_by"], "rule", "{a}");
-    let r = ev
-        .iter()
-        .find(|e| e["type"] == "tool_result" && e["call_id"] == "c1")
-        .unwrap();
+    let r = event(&ev, "tool_result", "c1");
     assert_eq!(r["output"], "Echo: ruled", "{r}");
 }
 
@@ -560,9 +458,16 @@ fn mcp_tools_are_asked_about_and_rules_match_the_family() {
 #[test]
 fn host_runs_a_server_with_piped_stdio_on_bwrap_and_landlock() {
     use codewhale::host::{BackendChoice, CancelToken, ExecRequest, ServerStdio};
+    use codewhale::policy::{SandboxMode, SandboxPolicy};
     use std::io::{BufRead, Write};
     use std::sync::Arc;
-    for backend in [BackendChoice::Bwrap, BackendChoice::Landlock] {
+    // With bubblewrap hidden, the landlock tier alone.
+    let backends = if common::sandbox::no_bwrap() {
+        vec![BackendChoice::Landlock]
+    } else {
+        vec![BackendChoice::Bwrap, BackendChoice::Landlock]
+    };
+    for backend in backends {
         let dir = tempfile::tempdir().unwrap();
         let ws = std::fs::canonicalize(dir.path()).unwrap();
         let log = ws.join("stderr.log");
@@ -581,10 +486,10 @@ fn host_runs_a_server_with_piped_stdio_on_bwrap_and_landlock() {
             stderr_log: Some(log.clone()),
         });
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
-        let settings = HostSettings {
+        let settings = codewhale::host::HostSettings {
             backend,
             helper_exe: Some(env!("CARGO_BIN_EXE_codewhale").into()),
-            ..HostSettings::default()
+            ..Default::default()
         };
         let run =
             std::thread::spawn(move || codewhale::host::run_blocking(&policy, &settings, &req));
@@ -617,11 +522,13 @@ fn host_runs_a_server_with_piped_stdio_on_bwrap_and_landlock() {
 
 /// `app-server --http`: a turn in an agent thread gets the workspace's MCP
 /// tools, while `/health` keeps answering within 1 s throughout — during
-/// the slow server's start, the turn's wait for it, and the call.
+/// the slow server's start, the turn's wait for it, and the call. The call
+/// is an `mcp_tool_call` item of the runtime's event log naming server and
+/// tool. Then `mcp.json` is edited (a new server) with the app-server
+/// still running: the next turn restarts the servers from the changed file
+/// and its tool is called — no restart, no reload request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn app_server_turn_calls_an_mcp_tool_and_health_keeps_answering() {
-    use std::io::BufRead;
-    const TOKEN: &str = "mcp-test-token-0b1c";
+async fn app_server_turn_calls_an_mcp_tool_and_picks_up_a_changed_mcp_json() {
     let model = ScriptedModel::start(
         Wire::OpenAi,
         vec![
@@ -631,138 +538,73 @@ async fn app_server_turn_calls_an_mcp_tool_and_health_keeps_answering() {
                 json!({"message": "via runtime"}),
             ),
             reply("echoed"),
+            call(
+                "c2",
+                "mcp__notes__write_note",
+                json!({"path": "from-reloaded.txt", "text": "new server\n"}),
+            ),
+            reply("written"),
         ],
     );
-    let f = Fixture::with_config(&format!(
-        "provider = \"custom\"\n[providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"test-key\"\nmodel = \"scripted\"\n",
-        model.kind(),
-        model.base_url()
-    ));
+    let f = model_fixture(&model);
     let mut v = all_servers();
     v["mcpServers"]["slow"]["startupTimeoutSec"] = json!(3);
     write_mcp(&f.cw_home, &v);
-    for d in ["tmp", "xdg"] {
-        std::fs::create_dir_all(f.root.join(d)).unwrap();
-    }
-    let mut child = f
-        .cmd(&[
-            "app-server",
-            "--http",
-            "--port",
-            "0",
-            "-C",
-            f.ws.to_str().unwrap(),
-        ])
-        .env("TMPDIR", f.root.join("tmp"))
-        .env("XDG_RUNTIME_DIR", f.root.join("xdg"))
-        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let _guard = Kill(child);
-    let mut line = String::new();
-    let base = loop {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "server exited");
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    let c = reqwest::Client::builder().no_proxy().build().unwrap();
-    let health = |c: reqwest::Client, base: String| async move {
-        let t = Instant::now();
-        let r = tokio::time::timeout(
-            Duration::from_secs(1),
-            c.get(format!("{base}/health")).send(),
-        )
-        .await
-        .expect("/health within 1 s")
-        .unwrap();
-        assert_eq!(r.status(), 200);
-        t.elapsed()
-    };
-    let r: Value = c
-        .post(format!("{base}/v1/threads"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"title": "mcp", "auto_approve": true}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let thread = r["thread"]["id"].as_str().unwrap().to_string();
-    let r: Value = c
-        .post(format!("{base}/v1/threads/{thread}/turns"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"prompt": "echo via mcp"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let turn = r["turn"]["id"].as_str().unwrap().to_string();
-    let t0 = Instant::now();
-    let mut checks = 0;
-    let status = loop {
-        health(c.clone(), base.clone()).await;
-        checks += 1;
-        let d: Value = c
-            .get(format!("{base}/v1/threads/{thread}"))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let st = d["turns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["id"] == turn.as_str())
-            .map(|t| t["status"].as_str().unwrap_or("").to_string())
-            .unwrap_or_default();
-        if st != "in_progress" && !st.is_empty() {
-            break st;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(60), "turn did not end");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let srv = AppServer::start(&f);
+    let thread = srv.thread().await;
+    let turn = srv.turn(&thread, "echo via mcp").await;
+    let (status, checks) = srv.wait_turn(&thread, &turn).await;
     assert_eq!(status, "completed");
     // The turn waited for the slow server's timeout, and /health answered
     // all along.
     assert!(checks >= 10, "only {checks} health checks");
     let reqs = model.requests();
-    let offered: Vec<String> = reqs[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-        .collect();
-    assert!(
-        offered.iter().any(|t| t == "mcp__everything__echo"),
-        "{offered:?}"
+    let names = offered(&reqs[0].body);
+    assert!(names.contains(&"mcp__everything__echo"), "{names:?}");
+    assert!(!names.contains(&"mcp__notes__write_note"), "{names:?}");
+    assert_eq!(
+        tool_message(&reqs[1].body, "c1")["content"],
+        "Echo: via runtime"
     );
-    let tool_msg = reqs[1].body["messages"]
-        .as_array()
+    let item = started_item(&f, "c1");
+    assert_eq!(item["kind"], "mcp_tool_call", "{item}");
+    assert_eq!(
+        item["metadata"]["mcp"],
+        json!({"server": "everything", "tool": "echo"}),
+        "{item}"
+    );
+
+    // Edit mcp.json while the server runs: a new server, the slow one gone.
+    v["mcpServers"]
+        .as_object_mut()
         .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "c1")
-        .cloned()
-        .unwrap();
-    assert_eq!(tool_msg["content"], "Echo: via runtime", "{tool_msg}");
+        .insert("notes".into(), notes_server());
+    v["mcpServers"].as_object_mut().unwrap().remove("slow");
+    write_mcp(&f.cw_home, &v);
+    let turn = srv.turn(&thread, "write a note").await;
+    let (status, _) = srv.wait_turn(&thread, &turn).await;
+    assert_eq!(status, "completed");
+    let reqs = model.requests();
+    let names = offered(&reqs[2].body);
+    assert!(names.contains(&"mcp__notes__write_note"), "{names:?}");
+    let msg = tool_message(&reqs[3].body, "c2");
+    assert!(
+        msg["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("wrote from-reloaded.txt"),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("from-reloaded.txt")).unwrap(),
+        "new server\n"
+    );
+    let log = std::fs::read_to_string(f.cw_home.join("logs/mcp/everything.log")).unwrap();
+    assert_eq!(
+        log.matches("=== codewhale: starting").count(),
+        2,
+        "restarted once for the changed file: {log}"
+    );
 }
 
 /// A call past `toolTimeoutSec` ends as `mcp_timeout` (the server's
@@ -779,15 +621,8 @@ fn tool_timeout_and_cancel_end_a_call() {
             "toolTimeoutSec": 1
         }}}),
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &f.ws);
-        let mut spec = ManagerSpec::new(&f.cw_home, policy, HostSettings::default());
-        spec.host.helper_exe = Some(env!("CARGO_BIN_EXE_codewhale").into());
+    runtime().block_on(async {
+        let spec = manager_spec(&f);
         let m = McpManager::start(spec).unwrap();
         m.wait_settled(Duration::from_secs(30)).await;
         let long = json!({"duration": 10, "steps": 2});
@@ -856,8 +691,9 @@ fn servers_get_the_scrubbed_environment_plus_their_env() {
             "env": {"SERVICE_API_TOKEN": "given-on-purpose"}
         }}}),
     );
-    let o = f
-        .cmd(&[
+    let o = cmd(
+        &f,
+        &[
             "exec",
             "--auto",
             "--provider",
@@ -865,19 +701,435 @@ fn servers_get_the_scrubbed_environment_plus_their_env() {
             "--output-format",
             "stream-json",
             "env",
-        ])
-        .env("MY_SECRET_TOKEN", "must-not-leak")
-        .env("PLAIN_SETTING", "visible")
-        .output()
-        .unwrap();
+        ],
+    )
+    .env("MY_SECRET_TOKEN", "must-not-leak")
+    .env("PLAIN_SETTING", "visible")
+    .output()
+    .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let ev = stdout_lines(&o);
-    let r = ev
-        .iter()
-        .find(|e| e["type"] == "tool_result" && e["call_id"] == "c1")
-        .unwrap();
+    let r = event(&ev, "tool_result", "c1");
     let out = r["output"].as_str().unwrap();
     assert!(out.contains("given-on-purpose"), "{out}");
     assert!(out.contains("PLAIN_SETTING"), "positive control: {out}");
     assert!(!out.contains("must-not-leak"), "{out}");
+}
+
+/// An MCP call with a side effect is first-class in the record: the
+/// `notes` server (which claims `readOnlyHint: true`) writes a file in the
+/// workspace; stream-json's `tool_use` names server and tool, an undo
+/// snapshot was taken just before the call, the receipt counts "1 MCP
+/// call" with server, tool, decision and the file it changed, and
+/// `codewhale undo --last` removes the file again.
+#[test]
+fn an_mcp_call_that_writes_is_snapshotted_receipted_and_undone() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call(
+                "c1",
+                "mcp__notes__write_note",
+                json!({"path": "note.txt", "text": "written by an MCP server\n"}),
+            ),
+            reply("noted"),
+        ],
+    );
+    let f = Fixture::new(&model, "");
+    std::fs::write(f.ws.join("kept.txt"), "before\n").unwrap();
+    write_mcp(
+        &f.cw_home,
+        &json!({"mcpServers": {"notes": notes_server()}}),
+    );
+    let (o, ev) = exec_json(&f, &["--auto"], "write a note");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let used = event(&ev, "tool_use", "c1");
+    assert_eq!(
+        used["mcp"],
+        json!({"server": "notes", "tool": "write_note"}),
+        "{used}"
+    );
+    // Asked about despite readOnlyHint, approved by --auto.
+    let a = event(&ev, "approval", "c1");
+    assert_eq!(
+        (&a["decision"], &a["outcome"]),
+        (&json!("ask"), &json!("allow")),
+        "{a}"
+    );
+    assert_eq!(event(&ev, "tool_result", "c1")["status"], "ok");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("note.txt")).unwrap(),
+        "written by an MCP server\n"
+    );
+    let recs = records(&f.session_files()[0]);
+    let snaps = of_type(&recs, "snapshot");
+    assert!(
+        snaps
+            .iter()
+            .any(|e| e["label"] == "tool:c1" && !e["id"].is_null()),
+        "no snapshot just before the MCP call: {snaps:?}"
+    );
+
+    let o = run(&f, &["receipts", "--last", "--format", "md"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.contains("· 1 MCP call ·"), "{md}");
+    assert!(
+        md.contains("call MCP tool `write_note` of server `notes` — created `note.txt` (+1 −0)"),
+        "{md}"
+    );
+    assert!(md.contains("note.txt"), "{md}");
+    assert!(md.contains("approved by"), "{md}");
+    let o = run(&f, &["receipts", "--last", "--format", "json"]);
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["totals"]["mcp_calls"], 1, "{r}");
+    let action = r["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["kind"] == "mcp")
+        .unwrap_or_else(|| panic!("no mcp action: {r}"));
+    assert_eq!(
+        action["mcp"],
+        json!({"server": "notes", "tool": "write_note"})
+    );
+    assert_eq!(action["status"], "succeeded", "{action}");
+    assert!(
+        action["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["path"] == "note.txt"),
+        "{action}"
+    );
+
+    let o = run(&f, &["undo", "--last"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        !f.ws.join("note.txt").exists(),
+        "undo left the MCP server's file"
+    );
+    // Control: what was there before the run is still there.
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("kept.txt")).unwrap(),
+        "before\n"
+    );
+}
+
+/// Helpers shared by the tests above.
+mod support {
+    use crate::common::cli::Fixture;
+    use crate::common::sandbox::{no_bwrap, path_without_bwrap};
+    use crate::common::scripted_model::ScriptedModel;
+    use codewhale::host::{BackendChoice, HostSettings};
+    use codewhale::mcp::ManagerSpec;
+    use codewhale::policy::{SandboxMode, SandboxPolicy};
+    use serde_json::{json, Value};
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Output};
+    use std::time::{Duration, Instant};
+
+    /// `dist/index.js` of the pinned server-everything.
+    pub fn everything_js() -> PathBuf {
+        let dir = std::env::var_os("CODEWHALE_CI_NPM_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ci-npm"));
+        let js = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        assert!(
+            js.exists(),
+            "{} is missing: run ci/setup (it installs @modelcontextprotocol/server-everything, pinned, from npm)",
+            js.display()
+        );
+        let node = which::which("node").expect("node is not on PATH: install Node 18+ (ci/setup)");
+        assert!(node.exists());
+        js
+    }
+
+    /// The path of a fixture server in `tests/fixtures/mcp/`.
+    pub fn fixture(name: &str) -> String {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/mcp")
+            .join(name)
+            .display()
+            .to_string()
+    }
+
+    /// An `mcp.json` with every kind of server (the slow one gets 2 s).
+    pub fn all_servers() -> Value {
+        json!({"mcpServers": {
+            "everything": {"command": "node", "args": [everything_js().display().to_string(), "stdio"]},
+            "slow": {"command": "python3", "args": [fixture("slow_start.py")], "startupTimeoutSec": 2},
+            "junk": {"command": "python3", "args": [fixture("junk_stdout.py")]},
+            "crash": {"command": "python3", "args": [fixture("crash_after_init.py")]},
+            "missing": {"command": "no-such-mcp-server-anywhere"},
+            "off": {"command": "node", "enabled": false},
+        }})
+    }
+
+    /// The entry of the fixture whose tool writes a file.
+    pub fn notes_server() -> Value {
+        json!({"command": "python3", "args": [fixture("write_note.py")]})
+    }
+
+    pub fn write_mcp(cw_home: &Path, v: &Value) {
+        std::fs::write(
+            cw_home.join("mcp.json"),
+            serde_json::to_string_pretty(v).unwrap(),
+        )
+        .unwrap();
+    }
+
+    pub fn by_name<'a>(servers: &'a [Value], name: &str) -> &'a Value {
+        servers
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no server {name} in {servers:?}"))
+    }
+
+    /// The backend every server must report: bwrap, or landlock when CI
+    /// hid bubblewrap.
+    pub fn backend() -> &'static str {
+        if no_bwrap() {
+            "landlock"
+        } else {
+            "bwrap"
+        }
+    }
+
+    /// `codewhale ARGS…` in the fixture; bubblewrap hidden from its `PATH`
+    /// when CI asked for that.
+    pub fn cmd(f: &Fixture, args: &[&str]) -> Command {
+        let mut c = f.cmd(args);
+        if no_bwrap() {
+            c.env("PATH", path_without_bwrap());
+        }
+        c
+    }
+
+    pub fn run(f: &Fixture, args: &[&str]) -> Output {
+        cmd(f, args).output().unwrap()
+    }
+
+    /// `codewhale exec --provider custom --output-format stream-json
+    /// EXTRA… PROMPT` and its stream-json lines.
+    pub fn exec_json(f: &Fixture, extra: &[&str], prompt: &str) -> (Output, Vec<Value>) {
+        let mut args = vec![
+            "exec",
+            "--provider",
+            "custom",
+            "--output-format",
+            "stream-json",
+        ];
+        args.extend_from_slice(extra);
+        args.push(prompt);
+        let o = run(f, &args);
+        let ev = crate::common::cli::stdout_lines(&o);
+        (o, ev)
+    }
+
+    /// The stream-json event of type `ty` for call `call_id`.
+    pub fn event<'a>(ev: &'a [Value], ty: &str, call_id: &str) -> &'a Value {
+        ev.iter()
+            .find(|e| e["type"] == ty && e["call_id"] == call_id)
+            .unwrap_or_else(|| panic!("no {ty} event for {call_id}: {ev:?}"))
+    }
+
+    /// The tool names a model request offered.
+    pub fn offered(body: &Value) -> Vec<&str> {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str())
+            .collect()
+    }
+
+    /// The tool message for `call_id` in a model request.
+    pub fn tool_message(body: &Value, call_id: &str) -> Value {
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no tool message for {call_id}: {body}"))
+    }
+
+    /// A fixture whose default provider is the scripted model.
+    pub fn model_fixture(model: &ScriptedModel) -> Fixture {
+        Fixture::with_config(&format!(
+            "provider = \"custom\"\n[providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"test-key\"\nmodel = \"scripted\"\n",
+            model.kind(),
+            model.base_url()
+        ))
+    }
+
+    /// The fixture's `mcp.json` with a workspace-write policy, the test's
+    /// codewhale as the sandbox helper, and landlock when bwrap is hidden.
+    pub fn manager_spec(f: &Fixture) -> ManagerSpec {
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &f.ws);
+        let mut spec = ManagerSpec::new(&f.cw_home, policy, HostSettings::default());
+        spec.host.helper_exe = Some(env!("CARGO_BIN_EXE_codewhale").into());
+        if no_bwrap() {
+            spec.host.backend = BackendChoice::Landlock;
+        }
+        spec
+    }
+
+    pub fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// The item of the runtime log's `item.started` event for tool call
+    /// `call_id`.
+    pub fn started_item(f: &Fixture, call_id: &str) -> Value {
+        let log = std::fs::read_to_string(f.cw_home.join("runtime/events.jsonl")).unwrap();
+        log.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|e| {
+                e["event"] == "item.started"
+                    && e["payload"]["item"]["metadata"]["call_id"] == call_id
+            })
+            .map(|e| e["payload"]["item"].clone())
+            .unwrap_or_else(|| panic!("no item.started for {call_id} in {log}"))
+    }
+
+    const TOKEN: &str = "mcp-test-token-0b1c";
+
+    /// `codewhale app-server --http` in the fixture, killed when dropped.
+    pub struct AppServer {
+        child: std::process::Child,
+        pub base: String,
+        client: reqwest::Client,
+    }
+
+    impl Drop for AppServer {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    impl AppServer {
+        pub fn start(f: &Fixture) -> AppServer {
+            use std::io::BufRead;
+            for d in ["tmp", "xdg"] {
+                std::fs::create_dir_all(f.root.join(d)).unwrap();
+            }
+            let mut child = cmd(
+                f,
+                &[
+                    "app-server",
+                    "--http",
+                    "--port",
+                    "0",
+                    "-C",
+                    f.ws.to_str().unwrap(),
+                ],
+            )
+            .env("TMPDIR", f.root.join("tmp"))
+            .env("XDG_RUNTIME_DIR", f.root.join("xdg"))
+            .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+            let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+            let mut srv = AppServer {
+                child,
+                base: String::new(),
+                client: reqwest::Client::builder().no_proxy().build().unwrap(),
+            };
+            let mut line = String::new();
+            srv.base = loop {
+                line.clear();
+                assert!(err.read_line(&mut line).unwrap() > 0, "server exited");
+                if let Some(rest) = line.split("listening on ").nth(1) {
+                    break rest.split_whitespace().next().unwrap().to_string();
+                }
+            };
+            std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+            srv
+        }
+
+        async fn post(&self, path: &str, body: Value) -> Value {
+            self.client
+                .post(format!("{}{path}", self.base))
+                .bearer_auth(TOKEN)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap()
+        }
+
+        /// A new agent thread whose questions `auto_approve` answers.
+        pub async fn thread(&self) -> String {
+            let r = self
+                .post("/v1/threads", json!({"title": "mcp", "auto_approve": true}))
+                .await;
+            r["thread"]["id"].as_str().unwrap().to_string()
+        }
+
+        pub async fn turn(&self, thread: &str, prompt: &str) -> String {
+            let r = self
+                .post(
+                    &format!("/v1/threads/{thread}/turns"),
+                    json!({"prompt": prompt}),
+                )
+                .await;
+            r["turn"]["id"].as_str().unwrap().to_string()
+        }
+
+        /// `/health` answers within 1 s.
+        pub async fn health(&self) {
+            let r = tokio::time::timeout(
+                Duration::from_secs(1),
+                self.client.get(format!("{}/health", self.base)).send(),
+            )
+            .await
+            .expect("/health within 1 s")
+            .unwrap();
+            assert_eq!(r.status(), 200);
+        }
+
+        /// Poll until the turn ends, checking `/health` before every poll;
+        /// its status and the number of health checks.
+        pub async fn wait_turn(&self, thread: &str, turn: &str) -> (String, u32) {
+            let t0 = Instant::now();
+            let mut checks = 0;
+            loop {
+                self.health().await;
+                checks += 1;
+                let d: Value = self
+                    .client
+                    .get(format!("{}/v1/threads/{thread}", self.base))
+                    .bearer_auth(TOKEN)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let st = d["turns"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|t| t["id"] == turn)
+                    .map(|t| t["status"].as_str().unwrap_or("").to_string())
+                    .unwrap_or_default();
+                if st != "in_progress" && !st.is_empty() {
+                    return (st, checks);
+                }
+                assert!(t0.elapsed() < Duration::from_secs(60), "turn did not end");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
 }
