@@ -794,6 +794,14 @@ impl Loop<'_> {
                        "reason": d.reason, "inferred": d.inferred}),
             );
         }
+        for d in &o.network_denied {
+            self.out.event(
+                "sandbox_denied",
+                json!({"call_id": call.id, "tool": call.name, "path": null,
+                       "reason": d.reason(), "inferred": false, "kind": "network",
+                       "host": d.host, "port": d.port, "rule": d.rule, "protocol": d.protocol}),
+            );
+        }
         self.out.event(
             "tool_result",
             json!({"call_id": call.id, "tool": call.name, "status": status,

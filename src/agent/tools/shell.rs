@@ -5,7 +5,7 @@
 //! A host that cannot set up the sandbox means the command did not run —
 //! it is reported to the model, never retried unsandboxed.
 
-use super::{SandboxDenial, ToolContext, ToolOutput};
+use super::{NetworkDenial, SandboxDenial, ToolContext, ToolOutput};
 use crate::host::{ExecRequest, HostError};
 use serde_json::Value;
 use std::time::Duration;
@@ -90,6 +90,9 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
                 None => o.enforcement.label.clone(),
             });
             out.enforced = Some(Box::new(o.enforcement.summary()));
+            if let Some(e) = &o.enforcement.egress {
+                out.network_denied = NetworkDenial::of_events(&e.events);
+            }
             if code != 0 && o.enforcement.is_sandboxed() {
                 if let Some(m) = DENIAL_MARKERS.iter().find(|m| stderr.contains(*m)) {
                     out.sandbox_denied = Some(Box::new(SandboxDenial {
