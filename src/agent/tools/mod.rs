@@ -90,6 +90,14 @@ impl NetworkDenial {
     }
 }
 
+/// What the host enforced for a command run, and the connections the
+/// egress proxy refused during it (one box: keeps `ToolOutput` small).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShellEnforced {
+    pub summary: EnforcementSummary,
+    pub network_denied: Vec<NetworkDenial>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolOutput {
     pub status: ToolStatus,
@@ -103,11 +111,9 @@ pub struct ToolOutput {
     pub enforcement: Option<String>,
     /// What the host enforced for a command run: backend, level and each
     /// partial item with its reason (boxed for the same reason as below).
-    pub enforced: Option<Box<EnforcementSummary>>,
+    pub enforced: Option<Box<ShellEnforced>>,
     /// Boxed: keeps `ToolOutput` small as the error type of the tools.
     pub sandbox_denied: Option<Box<SandboxDenial>>,
-    /// Connections the egress proxy refused during a command.
-    pub network_denied: Vec<NetworkDenial>,
 }
 
 impl ToolOutput {
@@ -123,7 +129,6 @@ impl ToolOutput {
             enforcement: None,
             enforced: None,
             sandbox_denied: None,
-            network_denied: Vec::new(),
         }
     }
 
