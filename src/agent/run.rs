@@ -813,11 +813,19 @@ impl Loop<'_> {
                        "reason": d.reason, "inferred": d.inferred}),
             );
         }
+        for d in o.enforced.iter().flat_map(|e| e.network_denied.iter()) {
+            self.out.event(
+                "sandbox_denied",
+                json!({"call_id": call.id, "tool": call.name, "path": null,
+                       "reason": d.reason(), "inferred": false, "kind": "network",
+                       "host": d.host, "port": d.port, "rule": d.rule, "protocol": d.protocol}),
+            );
+        }
         self.out.event(
             "tool_result",
             json!({"call_id": call.id, "tool": call.name, "status": status,
                    "duration_ms": ms, "truncated": o.truncated, "error_category": o.error_category,
-                   "exit_code": o.exit_code, "enforcement": o.enforcement, "enforced": o.enforced,
+                   "exit_code": o.exit_code, "enforcement": o.enforcement, "enforced": o.enforced.as_ref().map(|e| &e.summary),
                    "files_touched": o.files_touched, "output": o.content}),
         );
         self.log.append(
@@ -831,7 +839,7 @@ impl Loop<'_> {
                 files_touched: o.files_touched.clone(),
                 error_category: o.error_category.map(str::to_string),
                 enforcement: o.enforcement.clone(),
-                enforced: o.enforced.as_deref().cloned(),
+                enforced: o.enforced.as_ref().map(|e| e.summary.clone()),
                 output: o.content.clone(),
                 truncated: o.truncated,
             },

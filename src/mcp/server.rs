@@ -162,7 +162,7 @@ impl Gatekeeper {
     fn render(&self, tool: &McpTool, o: ToolOutput, verdict: Value) -> CallOutcome {
         let sandbox = match (&o.enforced, &o.enforcement) {
             (Some(e), label) => json!({"mode": self.mode.to_string(), "enforcement": label,
-                "backend": e.backend, "level": e.level, "partial": e.partial}),
+                "backend": e.summary.backend, "level": e.summary.level, "partial": e.summary.partial}),
             (None, Some(label)) => json!({"mode": self.mode.to_string(), "enforcement": label}),
             // File tools: the in-process guard (gate 9) checked every path.
             (None, None) => json!({"mode": self.mode.to_string(),

@@ -46,6 +46,10 @@ pub struct ConnectionEvent {
     /// The address dialled, for allowed connections.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub addr: Option<SocketAddr>,
+    /// The proxy's own end of that connection: the peer address the
+    /// server saw, so a server's log can be matched to the proxy's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<SocketAddr>,
     /// Bytes from the command to the server.
     pub bytes_up: u64,
     /// Bytes from the server to the command.
@@ -103,11 +107,13 @@ impl EgressLog {
         }
     }
 
-    /// Set the dialled address of an allowed event.
-    pub fn set_addr(&self, id: u64, addr: SocketAddr) {
+    /// Set the dialled address of an allowed event and the proxy's own
+    /// end of it.
+    pub fn set_addr(&self, id: u64, addr: SocketAddr, local: Option<SocketAddr>) {
         if let Ok(mut v) = self.inner.lock() {
             if let Some(e) = v.iter_mut().find(|e| e.event.id == id) {
                 e.event.addr = Some(addr);
+                e.event.local = local;
             }
         }
     }
@@ -222,6 +228,7 @@ mod tests {
             decision,
             rule: rule.into(),
             addr: None,
+            local: None,
             bytes_up: 0,
             bytes_down: 0,
             error: None,
@@ -235,7 +242,11 @@ mod tests {
         assert_eq!(id, 1);
         c.up.fetch_add(10, Ordering::Relaxed);
         c.down.fetch_add(2000, Ordering::Relaxed);
-        log.set_addr(id, "1.2.3.4:443".parse().unwrap());
+        log.set_addr(
+            id,
+            "1.2.3.4:443".parse().unwrap(),
+            Some("10.0.0.2:50000".parse().unwrap()),
+        );
         let (id2, _) = log.record(ev(
             "evil.example",
             Decision::Refused,
@@ -245,6 +256,7 @@ mod tests {
         let snap = log.snapshot();
         assert_eq!(snap[0].bytes_down, 2000);
         assert_eq!(snap[0].addr, Some("1.2.3.4:443".parse().unwrap()));
+        assert_eq!(snap[0].local, Some("10.0.0.2:50000".parse().unwrap()));
         assert_eq!(snap[1].decision, Decision::Refused);
     }
 

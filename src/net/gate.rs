@@ -95,6 +95,7 @@ impl Gate {
             decision: Decision::Refused,
             rule: rule.clone(),
             addr: None,
+            local: None,
             bytes_up: 0,
             bytes_down: 0,
             error: None,
@@ -172,6 +173,7 @@ impl Gate {
             decision: Decision::Allowed,
             rule: decision.rule,
             addr: None,
+            local: None,
             bytes_up: 0,
             bytes_down: 0,
             error: None,
@@ -195,7 +197,7 @@ impl Gate {
             match tokio::time::timeout(DIAL_TIMEOUT, tokio::net::TcpStream::connect(a)).await {
                 Ok(Ok(s)) => {
                     let _ = s.set_nodelay(true);
-                    self.log.set_addr(id, *a);
+                    self.log.set_addr(id, *a, s.local_addr().ok());
                     return Ok(s);
                 }
                 Ok(Err(e)) => last = e,

@@ -282,6 +282,7 @@ pub fn build(
                     files: Vec::new(),
                     reason: Some(reason.clone()),
                     enforcement: None,
+                    network: None,
                     enforced: None,
                     mcp: None,
                 })
@@ -330,7 +331,7 @@ pub fn build(
     let mut not_recorded = vec![
         "raw tool output and model reasoning are never exported into a receipt".to_string(),
         "read-only tool calls that ran (read_file, list_dir, search) are counted in totals.reads, not listed".to_string(),
-        "network use by commands themselves is not tracked (only the sandbox's network posture applies); network_calls count dedicated network tools, which exec does not offer; mcp_calls count calls of mcp__ tools (MCP servers), and what a server did inside its own sandbox is not listed".to_string(),
+        "network use by commands themselves is tracked only under network = allowlist (each command's network line, from the egress proxy), otherwise only the sandbox's network posture applies; network_calls count dedicated network tools, which exec does not offer; mcp_calls count calls of mcp__ tools (MCP servers), and what a server did inside its own sandbox is not listed".to_string(),
     ];
     match postures.snapshots.enabled {
         Some(true) => {}
@@ -475,7 +476,8 @@ fn call_action(
     if is_read && status == ActionStatus::Failed && decided_by != Some(Decider::Sandbox) {
         totals.reads += 1;
     }
-    let enforcement = c.result.as_ref().and_then(|r| r.enforcement.clone());
+    let (enforcement, network) =
+        split_network(c.result.as_ref().and_then(|r| r.enforcement.clone()));
     if let Some(e) = &enforcement {
         let e = clip(e, ERROR_LIMIT);
         if is_shell && ran && !postures.enforcement.contains(&e) {
@@ -546,6 +548,7 @@ fn call_action(
                 .filter(|_| status == ActionStatus::Failed)
         }),
         enforcement: enforcement.map(|e| clip(&e, ERROR_LIMIT)),
+        network: network.map(|n| clip(&n, PARTIAL_LIMIT)),
         enforced: c
             .result
             .as_ref()
@@ -559,6 +562,19 @@ fn call_action(
             }
         }),
     })
+}
+
+/// A shell call's enforcement string is the label, then (under
+/// `network = "allowlist"`) `; ` and the egress proxy's line: the label
+/// alone is the posture, the line is the command's own network account.
+fn split_network(e: Option<String>) -> (Option<String>, Option<String>) {
+    match e {
+        Some(e) => match e.split_once("; network: ") {
+            Some((label, line)) => (Some(label.to_string()), Some(format!("network: {line}"))),
+            None => (Some(e), None),
+        },
+        None => (None, None),
+    }
 }
 
 /// The host's report for the receipt: every path and reason masked,
@@ -588,4 +604,26 @@ fn relative(p: &Path, workspace: Option<&Path>) -> String {
         .unwrap_or(p)
         .to_string_lossy()
         .replace('\\', "/")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::split_network;
+
+    #[test]
+    fn the_network_line_is_split_from_the_label() {
+        let (l, n) = split_network(Some(
+            "bwrap (namespaces: user, net); network: 1 refused: evil.test (not in the allow list)"
+                .into(),
+        ));
+        assert_eq!(l.as_deref(), Some("bwrap (namespaces: user, net)"));
+        assert_eq!(
+            n.as_deref(),
+            Some("network: 1 refused: evil.test (not in the allow list)")
+        );
+        let (l, n) = split_network(Some("landlock (ABI 4)".into()));
+        assert_eq!((l.as_deref(), n), (Some("landlock (ABI 4)"), None));
+        assert_eq!(split_network(None), (None, None));
+    }
 }

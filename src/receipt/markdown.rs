@@ -296,7 +296,12 @@ fn action_line(a: &Action) -> String {
                 (Some(c), _) => format!("exit {c}"),
                 (None, _) => format!("failed: {reason}"),
             };
-            format!("ran {cmd} in {cwd} — {result}{}", tail(a))
+            let net = a
+                .network
+                .as_deref()
+                .map(|n| format!(" · {n}"))
+                .unwrap_or_default();
+            format!("ran {cmd} in {cwd} — {result}{net}{}", tail(a))
         }
         (_, Interrupted) => format!("started to {} — interrupted", what(a)),
         (ActionKind::FileChange, Succeeded) if a.files.is_empty() => {

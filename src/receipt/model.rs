@@ -242,6 +242,11 @@ pub struct Action {
     pub reason: Option<String>,
     /// The enforcement label a command ran under.
     pub enforcement: Option<String>,
+    /// Under `network = "allowlist"`: the egress proxy's line for the
+    /// command (`network: 3 connections to crates.io; 1 refused:
+    /// evil.example (not in the allow list)`). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
     /// How the command was sandboxed: backend, level and every item the
     /// backend did not enforce, with its reason. `None` when no command
     /// ran, or the session predates these records (session format v1).

@@ -222,8 +222,19 @@ impl TapState {
                     thread_id: Some(self.turn.thread_id.clone()),
                     turn_id: Some(self.turn.id.clone()),
                     item_id: item,
-                    payload: json!({"call_id": s("call_id"), "tool": s("tool"), "path": f.get("path"),
-                                    "reason": s("reason"), "inferred": f.get("inferred")}),
+                    payload: {
+                        let mut p = json!({"call_id": s("call_id"), "tool": s("tool"), "path": f.get("path"),
+                                           "reason": s("reason"), "inferred": f.get("inferred")});
+                        // An egress refusal: which name, port and rule.
+                        if f.get("kind").and_then(Value::as_str) == Some("network") {
+                            for k in ["kind", "host", "port", "rule", "protocol"] {
+                                if let Some(v) = f.get(k) {
+                                    p[k] = v.clone();
+                                }
+                            }
+                        }
+                        p
+                    },
                 };
                 let r = self.rt.append(vec![ev]).map(drop);
                 self.keep(r);

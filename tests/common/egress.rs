@@ -107,6 +107,16 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+    def do_POST(self):
+        # A DNS-over-HTTPS endpoint's shape (RFC 8484 §4.1: POST, body an
+        # application/dns-message): answers how many body bytes arrived.
+        n = int(self.headers.get("Content-Length", "0"))
+        data = self.rfile.read(n)
+        body = ("got %d bytes of %s\n" % (len(data), self.headers.get("Content-Type", ""))).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
     def log_message(self, fmt, *args):
         with open(sys.argv[3], "a") as f:
             f.write("request " + (fmt % args) + "\n")

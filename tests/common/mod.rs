@@ -20,7 +20,8 @@
 //! - [`snapshots`], [`authz`], [`seatbelt`]: fixtures of the snapshot store,
 //!   the gates and the Seatbelt profile tests.
 //! - [`fake_opensandbox`] + [`opensandbox_env`], [`egress`]: fake servers
-//!   (each behaviour cited from the real project) and loopback peers.
+//!   (each behaviour cited from the real project) and loopback peers;
+//!   [`tool_origin`]: a git/PyPI/npm origin for real package tools.
 //!
 //! Every test binary compiles the whole harness, so items one binary does
 //! not use are expected: dead code is allowed here and only here.
@@ -39,3 +40,4 @@ pub mod sandbox;
 pub mod scripted_model;
 pub mod seatbelt;
 pub mod snapshots;
+pub mod tool_origin;

@@ -50,6 +50,54 @@ pub struct SandboxDenial {
     pub inferred: bool,
 }
 
+/// A connection the egress proxy refused while a command ran
+/// (`network = "allowlist"`): reported as its own `sandbox_denied` event
+/// (`kind: "network"`), one per refusal, so the runtime event log carries
+/// each as `sandbox.denied` with the name, port and deciding rule.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NetworkDenial {
+    /// The name (or IP literal) the command asked for.
+    pub host: String,
+    pub port: u16,
+    /// The rule that refused (`not in the allow list`, `deny: …`,
+    /// `resolves to 127.0.0.1 (loopback)`, …).
+    pub rule: String,
+    /// The proxy front end the command used (`http-connect`, …).
+    pub protocol: crate::net::Protocol,
+}
+
+impl NetworkDenial {
+    /// The refused connections among a command's egress events, in order.
+    pub fn of_events(events: &[crate::net::ConnectionEvent]) -> Vec<NetworkDenial> {
+        events
+            .iter()
+            .filter(|e| e.decision == crate::net::Decision::Refused)
+            .map(|e| NetworkDenial {
+                host: e.host.clone(),
+                port: e.port,
+                rule: e.rule.clone(),
+                protocol: e.protocol,
+            })
+            .collect()
+    }
+
+    /// `the egress proxy refused HOST:PORT: RULE`.
+    pub fn reason(&self) -> String {
+        format!(
+            "the egress proxy refused {}:{}: {}",
+            self.host, self.port, self.rule
+        )
+    }
+}
+
+/// What the host enforced for a command run, and the connections the
+/// egress proxy refused during it (one box: keeps `ToolOutput` small).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShellEnforced {
+    pub summary: EnforcementSummary,
+    pub network_denied: Vec<NetworkDenial>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolOutput {
     pub status: ToolStatus,
@@ -63,7 +111,7 @@ pub struct ToolOutput {
     pub enforcement: Option<String>,
     /// What the host enforced for a command run: backend, level and each
     /// partial item with its reason (boxed for the same reason as below).
-    pub enforced: Option<Box<EnforcementSummary>>,
+    pub enforced: Option<Box<ShellEnforced>>,
     /// Boxed: keeps `ToolOutput` small as the error type of the tools.
     pub sandbox_denied: Option<Box<SandboxDenial>>,
 }
@@ -274,5 +322,38 @@ mod tests {
         let (s, t) = cap("short".into());
         assert!(!t);
         assert_eq!(s, "short");
+    }
+
+    #[test]
+    fn network_denials_are_the_refused_events_in_order() {
+        use crate::net::{ConnectionEvent, Decision, Protocol};
+        let ev = |host: &str, decision, rule: &str| ConnectionEvent {
+            id: 0,
+            protocol: Protocol::Socks5,
+            host: host.into(),
+            port: 443,
+            decision,
+            rule: rule.into(),
+            addr: None,
+            local: None,
+            bytes_up: 0,
+            bytes_down: 0,
+            error: None,
+        };
+        let d = NetworkDenial::of_events(&[
+            ev("crates.io", Decision::Allowed, "allow: crates.io"),
+            ev("evil.example", Decision::Refused, "not in the allow list"),
+            ev(
+                "meta.test",
+                Decision::Refused,
+                "resolves to 169.254.169.254 (cloud-metadata)",
+            ),
+        ]);
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].host, "evil.example");
+        assert_eq!(
+            d[1].reason(),
+            "the egress proxy refused meta.test:443: resolves to 169.254.169.254 (cloud-metadata)"
+        );
     }
 }

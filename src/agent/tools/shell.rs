@@ -5,7 +5,7 @@
 //! A host that cannot set up the sandbox means the command did not run —
 //! it is reported to the model, never retried unsandboxed.
 
-use super::{SandboxDenial, ToolContext, ToolOutput};
+use super::{NetworkDenial, SandboxDenial, ShellEnforced, ToolContext, ToolOutput};
 use crate::host::{ExecRequest, HostError};
 use serde_json::Value;
 use std::time::Duration;
@@ -89,7 +89,15 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
                 Some(e) => format!("{}; {}", o.enforcement.label, e.line),
                 None => o.enforcement.label.clone(),
             });
-            out.enforced = Some(Box::new(o.enforcement.summary()));
+            out.enforced = Some(Box::new(ShellEnforced {
+                summary: o.enforcement.summary(),
+                network_denied: o
+                    .enforcement
+                    .egress
+                    .as_ref()
+                    .map(|e| NetworkDenial::of_events(&e.events))
+                    .unwrap_or_default(),
+            }));
             if code != 0 && o.enforcement.is_sandboxed() {
                 if let Some(m) = DENIAL_MARKERS.iter().find(|m| stderr.contains(*m)) {
                     out.sandbox_denied = Some(Box::new(SandboxDenial {

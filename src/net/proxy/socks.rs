@@ -45,6 +45,7 @@ where
             decision: Decision::Refused,
             rule: format!("socks5 {cmd:?} is not supported (only CONNECT)"),
             addr: None,
+            local: None,
             bytes_up: 0,
             bytes_down: 0,
             error: None,
