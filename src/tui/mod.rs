@@ -8,10 +8,12 @@
 //! Modules: [`state`] (the pure state machine: keys, modes, permissions,
 //! the approval card), [`render`] (state → frame), [`markdown`],
 //! [`sanitize`] (no escape sequence from outside reaches the terminal),
-//! [`slash`] (command parsing), [`app`] (the event loop and effects),
+//! [`slash`] (command parsing), [`draft`] (the draft's view after a
+//! resize), [`app`] (the event loop and effects),
 //! [`terminal`] (raw mode and its restoration).
 
 pub mod app;
+pub mod draft;
 pub mod markdown;
 pub mod render;
 pub mod sanitize;
