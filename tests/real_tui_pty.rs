@@ -247,6 +247,24 @@ impl Tui {
         String::from_utf8(out.stdout).unwrap()
     }
 
+    /// `codewhale receipts --format json` of the latest session.
+    fn receipts_json(&self) -> serde_json::Value {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"))
+            .args(["receipts", "--format", "json"])
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.ws)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
     /// Leave with Ctrl-D on an empty input and check the terminal is back.
     fn quit(mut self) {
         self.send(b"\x04");
@@ -673,5 +691,136 @@ fn mcp_reload_picks_up_a_server_added_to_mcp_json() {
         }
         assert!(Instant::now() < deadline, "second never ready: {s}");
     }
+    t.quit();
+}
+
+/// The runtime's event log records of this Tui's home (`events.jsonl`).
+fn event_log(t: &Tui) -> Vec<serde_json::Value> {
+    let path = t.ws.parent().unwrap().join("cwhome/runtime/events.jsonl");
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Esc while the final answer streams (the scripted model sends one
+/// delta every 50 ms, about 5 s in all) ends the turn as interrupted: the
+/// rest of the answer never arrives, the transcript says so, and so do
+/// the runtime's event log (a remote client's view) and the receipt.
+#[test]
+fn esc_while_the_answer_streams_ends_the_turn_as_interrupted() {
+    let text: String = (1..=100)
+        .map(|i| format!("streamed line {i}\n"))
+        .chain(["END-OF-ANSWER\n".to_string()])
+        .collect();
+    let m = model(vec![trickle(&text, 101, Duration::from_millis(50))]);
+    let mut t = Tui::start(&m, |_| {});
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("answer slowly");
+    t.send(b"\r");
+    t.wait_for("streamed line 3", TURN);
+    t.send(b"\x1b");
+    t.wait_for("turn interrupted", TURN);
+    let s = t.wait_idle(TURN);
+    assert!(!s.contains("END-OF-ANSWER"), "{s}");
+    assert!(!s.contains("streamed line 100"), "{s}");
+    let log = event_log(&t);
+    let ends: Vec<_> = log
+        .iter()
+        .filter(|r| r["event"] == "turn.completed")
+        .map(|r| r["payload"]["turn"]["status"].clone())
+        .collect();
+    assert_eq!(ends, [json!("interrupted")], "{log:#?}");
+    assert!(
+        log.iter().any(|r| r["event"] == "turn.interrupt_requested"),
+        "{log:#?}"
+    );
+    let r = t.receipts();
+    assert!(r.contains("(interrupted)"), "{r}");
+    assert!(r.contains("turn 1 did not finish — interrupted"), "{r}");
+    t.quit();
+}
+
+/// In Plan a write and a shell command the model asks for are denied
+/// without a card, nothing reaches the host, and the receipt says why.
+/// Positive control: the same two calls in Work make both files.
+#[test]
+fn plan_mode_denies_a_write_and_a_shell_command() {
+    let m = model(vec![
+        call(
+            "w1",
+            "write_file",
+            json!({"path": "plan-made.txt", "content": "x"}),
+        ),
+        call("s1", "shell", json!({"command": "touch plan-shell-made"})),
+        reply("plan done"),
+        call(
+            "w2",
+            "write_file",
+            json!({"path": "plan-made.txt", "content": "x"}),
+        ),
+        call("s2", "shell", json!({"command": "touch plan-shell-made"})),
+        reply("work done"),
+    ]);
+    let mut t = Tui::start(&m, |_| {});
+    t.wait_for("Ask codewhale", BOOT);
+    // Work → Operate → Plan.
+    t.send(b"\t");
+    t.wait_for("Operate", Duration::from_secs(5));
+    t.send(b"\t");
+    t.wait_for(" Plan ", Duration::from_secs(5));
+    t.type_text("make two files");
+    t.send(b"\r");
+    t.wait_for("plan done", TURN);
+    let s = t.wait_idle(TURN);
+    assert!(
+        !s.contains("approval needed"),
+        "Plan asked instead of denying: {s}"
+    );
+    assert!(s.contains("Plan mode reads and searches only"), "{s}");
+    assert!(!t.ws.join("plan-made.txt").exists());
+    assert!(!t.ws.join("plan-shell-made").exists());
+    let r = t.receipts();
+    assert!(
+        r.contains("did not write `plan-made.txt` · denied by the posture"),
+        "{r}"
+    );
+    assert!(
+        r.contains("did not run `touch plan-shell-made` · denied by the posture"),
+        "{r}"
+    );
+    // The JSON receipt carries each denial's reason: Plan mode.
+    let j = t.receipts_json();
+    let reasons: Vec<String> = j["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["reason"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(reasons.len(), 2, "{j:#}");
+    assert!(
+        reasons[0].contains("Plan mode reads and searches only")
+            && reasons[1].contains("Plan mode: only read-only shell commands run"),
+        "{reasons:?}"
+    );
+    // Positive control: back to Work, the same calls go through (the
+    // shell command is not read-only, so it asks; `y` runs it).
+    t.send(b"\t");
+    t.wait_for(" Work ", Duration::from_secs(5));
+    t.type_text("make them now");
+    t.send(b"\r");
+    let deadline = Instant::now() + TURN;
+    while !t.screen().contains("work done") {
+        if t.screen().contains("approval needed") {
+            t.send(b"y");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert!(Instant::now() < deadline, "{}", t.screen());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    t.wait_idle(TURN);
+    assert!(t.ws.join("plan-made.txt").exists());
+    assert!(t.ws.join("plan-shell-made").exists());
     t.quit();
 }
