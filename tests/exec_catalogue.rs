@@ -126,7 +126,7 @@ fn each_wire_format_for_a_sample_of_catalogue_entries() {
             wire: Wire::Anthropic,
             key_env: "ANTHROPIC_API_KEY",
             base_suffix: "",
-            model: "claude-sonnet-4-5",
+            model: "claude-sonnet-5-5",
             path: "/v1/messages",
         },
         Case {
@@ -191,7 +191,7 @@ fn each_wire_format_for_a_sample_of_catalogue_entries() {
         }
         // Prices: gpt-4o-mini has dated list prices including cached
         // input; 600*0.15 + 400*0.075 + 300*0.60 = 90 + 30 + 180 = 300 µ$.
-        // claude-sonnet-4-5's cached rate is not in the table: unknown.
+        // claude-sonnet-5-5's cached rate is not in the table: unknown.
         // The others have no price at all: unknown, never 0.
         let want = match c.id {
             "openai" => "0.000300 USD",
@@ -208,6 +208,47 @@ fn each_wire_format_for_a_sample_of_catalogue_entries() {
         assert_eq!(ru["cost"], want, "{}: {ru}", c.id);
         assert_eq!(ru["models"][0], format!("{}/{}", c.id, c.model));
     }
+}
+
+/// One `exec --provider ID --json` turn against a scripted reply with the
+/// given OpenAI-style usage; returns the request body and the summary.
+fn one_openai_turn(id: &str, key_env: &str, extra: &[&str], usage: Value) -> (Value, Value) {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply_with_usage("ok", usage)]);
+    let f = Fixture::with_config(&format!(
+        "[providers.{id}]\nbase_url = \"http://127.0.0.1:{}/v1\"\n",
+        model.port
+    ));
+    let mut args = vec!["exec", "--provider", id, "--json"];
+    args.extend_from_slice(extra);
+    args.push("hi");
+    let o = cmd(&f, &args).env(key_env, "k").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let body = model.requests()[0].body.clone();
+    (body, stdout_lines(&o)[0].clone())
+}
+
+#[test]
+fn grok_4_6_is_priced_up_to_its_long_context_threshold_and_unknown_past_it() {
+    // docs.x.ai: $2.00 in / $6.00 out per 1M. 1000*2 + 300*6 = 3800 µ$.
+    let usage = json!({"prompt_tokens": 1000, "completion_tokens": 300});
+    let (body, s) = one_openai_turn("xai", "XAI_API_KEY", &[], usage);
+    assert_eq!(body["model"], "grok-4.6", "the default model");
+    assert_eq!(s["cost"], "0.003800 USD", "{s}");
+    // Past 200,000 prompt tokens the long-context rate is not in the
+    // table: unknown, not the short-context figure.
+    let usage = json!({"prompt_tokens": 200_001, "completion_tokens": 300});
+    let (_, s) = one_openai_turn("xai", "XAI_API_KEY", &[], usage);
+    assert_eq!(s["cost"], "unknown", "{s}");
+}
+
+#[test]
+fn deepseek_default_goes_on_the_wire_as_deepseek_flash_with_unknown_cost() {
+    // DeepSeek's pricing page names `deepseek-flash` as the model to send;
+    // its peak/off-peak price is not one list price, so cost is unknown.
+    let usage = json!({"prompt_tokens": 10, "completion_tokens": 5});
+    let (body, s) = one_openai_turn("deepseek", "DEEPSEEK_API_KEY", &[], usage);
+    assert_eq!(body["model"], "deepseek-flash");
+    assert_eq!(s["cost"], "unknown", "{s}");
 }
 
 #[test]

@@ -570,3 +570,81 @@ async fn the_cancel_token_interrupts_a_remote_command() {
         "the remote command was not interrupted"
     );
 }
+
+/// `network = "allowlist"`: the lists become the egress sidecar's
+/// `networkPolicy` at creation (deny rules first, default deny), a kept
+/// sandbox is reused only for the same list, and the report says what the
+/// sidecar does not check.
+#[tokio::test]
+async fn an_allowlist_becomes_the_sidecar_network_policy() {
+    let env = Env::start_with(|_| {}, "keep = true\n").await;
+    let facts = codewhale::policy::HostFacts {
+        homes: vec![env.tmp.path().join("home")],
+        cargo_home: None,
+        xdg_cache_home: None,
+    };
+    let with_list = |allow: &[&str], deny: &[&str]| {
+        let mut policy =
+            codewhale::policy::SandboxPolicy::new(SandboxMode::WorkspaceWrite, &env.ws);
+        policy.egress = Some(codewhale::net::EgressSpec::new(
+            allow.iter().map(|s| s.to_string()).collect(),
+            deny.iter().map(|s| s.to_string()).collect(),
+        ));
+        codewhale::policy::resolve(&policy, &facts).unwrap()
+    };
+    let r = with_list(
+        &["pypi.org", "*.crates.io", "10.1.2.3"],
+        &["static.crates.io"],
+    );
+    let out = opensandbox::run(&env.cfg, &r, ExecRequest::new(sh("true")))
+        .await
+        .unwrap();
+    let first = out.enforcement.external.clone().unwrap().sandbox_id;
+    let creates: Vec<_> = env
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|q| q.method == "POST" && q.path == "/v1/sandboxes")
+        .collect();
+    assert_eq!(creates.len(), 1);
+    let body = creates[0].body.clone().unwrap();
+    assert_eq!(
+        body["networkPolicy"],
+        serde_json::json!({
+            "defaultAction": "deny",
+            "egress": [
+                {"action": "deny", "target": "static.crates.io"},
+                {"action": "allow", "target": "pypi.org"},
+                {"action": "allow", "target": "*.crates.io"},
+            ]
+        })
+    );
+    let label = body["metadata"]["codewhale-network"].as_str().unwrap();
+    assert!(label.starts_with("allowlist-"), "{label}");
+    let partial: Vec<&str> = out
+        .enforcement
+        .partial
+        .iter()
+        .map(|p| p.reason.as_str())
+        .collect();
+    assert!(
+        partial.iter().any(|p| p.contains("egress sidecar")),
+        "{partial:?}"
+    );
+    assert!(
+        partial.iter().any(|p| p.contains("IP literal")),
+        "{partial:?}"
+    );
+    assert!(!out.enforcement.network_allowed);
+
+    // The same list reuses the kept sandbox; another list does not.
+    let again = opensandbox::run(&env.cfg, &r, ExecRequest::new(sh("true")))
+        .await
+        .unwrap();
+    assert_eq!(again.enforcement.external.unwrap().sandbox_id, first);
+    let other = with_list(&["github.com"], &[]);
+    let out = opensandbox::run(&env.cfg, &other, ExecRequest::new(sh("true")))
+        .await
+        .unwrap();
+    assert_ne!(out.enforcement.external.unwrap().sandbox_id, first);
+}

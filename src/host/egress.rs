@@ -69,15 +69,28 @@ fn gate(spec: &EgressSpec, backend: BackendKind) -> Result<(Gate, Vec<String>), 
 /// `codewhale __egress-connect` (the helper binary, or this executable),
 /// so the proxy decides on the ssh host by name like on every other
 /// connection. Empty when the binary's path cannot be quoted for ssh.
-#[cfg(target_os = "linux")]
+#[cfg(unix)]
 pub fn ssh_env(helper_exe: Option<&std::path::Path>) -> Vec<(String, String)> {
     let exe = match helper_exe {
         Some(p) => Some(p.to_path_buf()),
-        None => crate::host::backends::bwrap::spawn::default_helper_exe().ok(),
+        None => default_connect_exe(),
     };
     exe.and_then(|e| crate::net::connect::git_ssh_command(&e))
         .map(|v| vec![("GIT_SSH_COMMAND".to_string(), v)])
         .unwrap_or_default()
+}
+
+/// The binary that runs `__egress-connect` inside the sandbox: the small
+/// helper binary on Linux (as the bwrap tier execs it), this executable
+/// elsewhere (macOS: Seatbelt lets the command exec any readable binary).
+#[cfg(target_os = "linux")]
+fn default_connect_exe() -> Option<PathBuf> {
+    crate::host::backends::bwrap::spawn::default_helper_exe().ok()
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn default_connect_exe() -> Option<PathBuf> {
+    std::env::current_exe().ok()
 }
 
 fn io_err(what: &'static str) -> impl FnOnce(std::io::Error) -> HostError {
@@ -119,7 +132,14 @@ impl EgressRun {
 
     /// A proxy on a free 127.0.0.1 port of the host: the landlock tier.
     pub fn start_tcp(spec: &EgressSpec) -> Result<Self, HostError> {
-        let (gate, test_names) = gate(spec, BackendKind::Landlock)?;
+        Self::start_loopback(spec, BackendKind::Landlock)
+    }
+
+    /// A proxy on a free 127.0.0.1 port of the host for `backend` (the
+    /// landlock tier and Seatbelt: both let the command connect to that
+    /// one port and nothing else).
+    pub fn start_loopback(spec: &EgressSpec, backend: BackendKind) -> Result<Self, HostError> {
+        let (gate, test_names) = gate(spec, backend)?;
         let thread = ProxyThread::start(
             gate,
             Listen {

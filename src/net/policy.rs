@@ -332,6 +332,22 @@ impl HostPattern {
         }
     }
 
+    /// The port the entry is limited to, if any.
+    pub fn port(&self) -> Option<u16> {
+        self.port
+    }
+
+    /// The host part as a domain rule (`name` or `*.suffix`), without the
+    /// port; `None` for an IP literal. Used where another enforcer takes
+    /// domain rules only (OpenSandbox's egress sidecar).
+    pub fn domain_rule(&self) -> Option<String> {
+        match &self.host {
+            HostPart::Exact(n) => Some(n.clone()),
+            HostPart::Below(s) => Some(format!("*.{s}")),
+            HostPart::Ip(_) => None,
+        }
+    }
+
     /// Does this pattern name an IP literal?
     pub fn is_ip(&self) -> bool {
         matches!(self.host, HostPart::Ip(_))

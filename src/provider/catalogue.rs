@@ -19,6 +19,12 @@ pub struct ListPrice {
     /// confirmed from a source, so a turn with cached tokens costs `unknown`.
     pub cached_input: Option<f64>,
     pub output: f64,
+    /// The price holds for requests whose prompt (all input tokens, cached
+    /// ones included) is at most this many tokens. Above it the provider
+    /// bills a long-context rate the table does not carry, so such a turn
+    /// costs `unknown`. `None`: no long-context rate is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub up_to_prompt_tokens: Option<u64>,
     /// When the price was read (YYYY-MM-DD).
     pub date: &'static str,
     /// Where it was read.

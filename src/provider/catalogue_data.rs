@@ -2,7 +2,8 @@
 //! variable were checked against (read through the project's document
 //! search on 2026-12-01); rows marked "not re-checked" carry the value the
 //! provider has long documented but were not confirmed from a stored page
-//! in this change. Prices are only filled in where a page stated them.
+//! in this change. Prices are only filled in where a page stated them; the
+//! price search of 2026-12-01 is summarised in docs/PROVIDERS.md.
 
 use super::catalogue::{Entry, KnownModel, ListPrice};
 use super::registry::WireFormat::{self, Anthropic, AzureOpenAi, OpenAiCompatible as Oai};
@@ -74,36 +75,33 @@ const fn local(
     }
 }
 
-const ANTHROPIC_MODELS: &[KnownModel] = &[
-    mp(
-        "claude-sonnet-5-5",
-        Some(1_000_000),
-        ListPrice {
-            input: 2.00,
-            // The model page shows $0.20 cache reads; later reports say it
-            // was cut on 2026-10-07. Not confirmed: left unknown.
-            cached_input: None,
-            output: 10.00,
-            date: "2026-12-01",
-            source: "https://platform.claude.com/docs/en/models/sonnet-5-5/overview",
-        },
-    ),
-    mp(
-        "claude-sonnet-4-5",
-        None,
-        ListPrice {
-            input: 3.00,
-            cached_input: None,
-            output: 15.00,
-            date: "2025-11-25",
-            source:
-                "https://docs.rs/cogito-claude (quoting Anthropic's pricing page, as of 2025-11-25)",
-        },
-    ),
-];
+/// Anthropic's Sonnet 5.5 model page (read 2026-12-01; the page carries no
+/// date). `claude-sonnet-4-5` was listed here until this change: its own
+/// model page marks it deprecated and retiring on 2026-11-30, so it is no
+/// longer a model to price.
+const ANTHROPIC_MODELS: &[KnownModel] = &[mp(
+    "claude-sonnet-5-5",
+    Some(1_000_000),
+    ListPrice {
+        input: 2.00,
+        // The model page lists $0.20 cache reads; release notes of several
+        // cost trackers (secondary) report a cut to $0.10 from 2026-10-07
+        // on the pricing page. The two disagree: left unknown.
+        cached_input: None,
+        output: 10.00,
+        up_to_prompt_tokens: None,
+        date: "2026-12-01",
+        source: "https://platform.claude.com/docs/zh-CN/models/sonnet-5-5/overview (page undated, read 2026-12-01; the pt-BR and it copies of the page state the same $2 / $10 and 1M context window)",
+    },
+)];
 
 const OPENAI_MODELS: &[KnownModel] = &[
-    m("gpt-5.6", None),
+    // developers.openai.com/api/docs/models/gpt-5.6-sol (the `gpt-5.6`
+    // alias routes to Sol): 1,050,000-token context. Its price is a
+    // promotion the page guarantees only "at least until" 2026-11-21, and
+    // prompts over 272K tokens cost more; what applies after the promotion
+    // is not stated, so the price stays unknown.
+    m("gpt-5.6", Some(1_050_000)),
     mp(
         "gpt-4o-mini",
         Some(128_000),
@@ -111,8 +109,9 @@ const OPENAI_MODELS: &[KnownModel] = &[
             input: 0.15,
             cached_input: Some(0.075),
             output: 0.60,
+            up_to_prompt_tokens: None,
             date: "2026-05-27",
-            source: "https://github.com/CommitBrief/commitbrief/wiki/Provider-OpenAI (rates from openai.com/api/pricing)",
+            source: "https://github.com/CommitBrief/commitbrief/wiki/Provider-OpenAI (secondary: a wiki page quoting openai.com/api/pricing, edited 2026-05-27; no OpenAI page for this model is in the document store)",
         },
     ),
     mp(
@@ -122,18 +121,72 @@ const OPENAI_MODELS: &[KnownModel] = &[
             input: 2.50,
             cached_input: Some(1.25),
             output: 10.00,
+            up_to_prompt_tokens: None,
             date: "2026-05-27",
-            source: "https://github.com/CommitBrief/commitbrief/wiki/Provider-OpenAI (rates from openai.com/api/pricing)",
+            source: "https://github.com/CommitBrief/commitbrief/wiki/Provider-OpenAI (secondary: a wiki page quoting openai.com/api/pricing, edited 2026-05-27; no OpenAI page for this model is in the document store)",
         },
     ),
 ];
 
 const DEEPSEEK_MODELS: &[KnownModel] = &[
-    // Priced by time of day (peak / off-peak); one list price does not
-    // describe it, so it stays unknown.
-    m("deepseek-flash", None),
-    m("deepseek-chat", None),
+    // https://api-docs.deepseek.com/quick_start/pricing: "Use deepseek-flash
+    // as the model name", context length 1M. Priced by time of day (peak
+    // 01:00-04:00 and 06:00-10:00 UTC, off-peak at half): one list price
+    // does not describe it, so it stays unknown. `deepseek-chat`, listed
+    // here before, is one of the legacy names retired on 2026-07-24.
+    m("deepseek-flash", Some(1_000_000)),
 ];
+
+/// docs.x.ai's Grok 4.6 page states input and output prices but no cached
+/// rate. Secondary sources (gateway price sheets, LiteLLM's notes on the
+/// same-priced Grok 4.7) report the rates doubling for prompts past about
+/// 200K tokens, which the official page as stored does not show; the price
+/// is therefore held only up to 200,000 prompt tokens.
+const XAI_MODELS: &[KnownModel] = &[mp(
+    "grok-4.6",
+    Some(500_000),
+    ListPrice {
+        input: 2.00,
+        cached_input: None,
+        output: 6.00,
+        up_to_prompt_tokens: Some(200_000),
+        date: "2026-12-01",
+        source: "https://docs.x.ai/developers/grok-4-6 (page undated, read 2026-12-01)",
+    },
+)];
+
+/// Z.AI's pricing page (USD; the page is undated). Cached-input storage is
+/// listed as "limited-time free", so only the cache-read rate matters here.
+/// The China endpoint (`zhipu`) bills in CNY and gets no price.
+const ZAI_MODELS: &[KnownModel] = &[mp(
+    "glm-4.6",
+    None,
+    ListPrice {
+        input: 0.60,
+        cached_input: Some(0.11),
+        output: 2.20,
+        up_to_prompt_tokens: None,
+        date: "2026-12-01",
+        source: "https://docs.z.ai/guides/overview/pricing (page undated, read 2026-12-01)",
+    },
+)];
+
+/// Cerebras's model page for gpt-oss-120b. Its context depends on the
+/// account tier (65k free, 131k paid), so none is recorded; no cached rate
+/// is stated.
+const CEREBRAS_MODELS: &[KnownModel] = &[mp(
+    "gpt-oss-120b",
+    None,
+    ListPrice {
+        input: 0.35,
+        cached_input: None,
+        output: 0.75,
+        up_to_prompt_tokens: None,
+        date: "2026-12-01",
+        source:
+            "https://inference-docs.cerebras.ai/models/openai-oss (page undated, read 2026-12-01)",
+    },
+)];
 
 const MINIMAX_MODELS: &[KnownModel] = &[
     m("MiniMax-M2.7", Some(204_800)),
@@ -176,16 +229,18 @@ const COHERE: Entry = Entry {
 
 pub const ENTRIES: &[Entry] = &[
     hosted("deepseek", "DeepSeek", Oai, "https://api.deepseek.com/v1", "deepseek-flash", "DEEPSEEK_API_KEY", DEEPSEEK_MODELS,
-        "https://api-docs.deepseek.com (base URL not re-checked; default model per the upstream defaults table; pricing page: https://api-docs.deepseek.com/quick_start/pricing-details-usd)"),
+        "https://api-docs.deepseek.com (base URL not re-checked; default model per the upstream defaults table and the models-and-pricing page https://api-docs.deepseek.com/quick_start/pricing, which names deepseek-flash)"),
     hosted("openai", "OpenAI", Oai, "https://api.openai.com/v1", "gpt-5.6", "OPENAI_API_KEY", OPENAI_MODELS,
-        "https://developers.openai.com/api/docs (Chat Completions; base URL not re-checked)"),
+        "https://developers.openai.com/api/docs (Chat Completions; base URL not re-checked; gpt-5.6 from https://developers.openai.com/api/docs/models/gpt-5.6-sol)"),
     hosted("anthropic", "Anthropic", Anthropic, "https://api.anthropic.com", "claude-sonnet-5-5", "ANTHROPIC_API_KEY", ANTHROPIC_MODELS,
-        "https://platform.claude.com/docs (Messages API; base URL not re-checked; prices from the model pages)"),
+        "https://platform.claude.com/docs (Messages API; base URL not re-checked; prices from the model page)"),
     hosted("google", "Google Gemini (OpenAI compatibility)", Oai, "https://generativelanguage.googleapis.com/v1beta/openai", "gemini-3.1-pro-preview", "GEMINI_API_KEY",
-        &[m("gemini-3.1-pro-preview", None)],
+        // Input token limit 1,048,576 per ai.google.dev's model page; no
+        // Google pricing page is in the document store: price unknown.
+        &[m("gemini-3.1-pro-preview", Some(1_048_576))],
         "https://ai.google.dev/gemini-api/docs/openai (base https://generativelanguage.googleapis.com/v1beta/openai/)"),
-    hosted("xai", "xAI", Oai, "https://api.x.ai/v1", "grok-4.6", "XAI_API_KEY", &[m("grok-4.6", None)],
-        "https://docs.x.ai (OpenAI-compatible; not re-checked)"),
+    hosted("xai", "xAI", Oai, "https://api.x.ai/v1", "grok-4.6", "XAI_API_KEY", XAI_MODELS,
+        "https://docs.x.ai (OpenAI-compatible; base URL not re-checked; grok-4.6 from https://docs.x.ai/developers/grok-4-6)"),
     hosted("openrouter", "OpenRouter", Oai, "https://openrouter.ai/api/v1", "openrouter/auto", "OPENROUTER_API_KEY", NO_MODELS,
         "https://openrouter.ai/docs (not re-checked)"),
     hosted("mistral", "Mistral", Oai, "https://api.mistral.ai/v1", "mistral-small-latest", "MISTRAL_API_KEY", NO_MODELS,
@@ -200,12 +255,12 @@ pub const ENTRIES: &[Entry] = &[
         "https://docs.pipecat.ai/server/services/llm/fireworks (base_url default); https://fireworks.ai/docs"),
     hosted("deepinfra", "DeepInfra", Oai, "https://api.deepinfra.com/v1/openai", "meta-llama/Meta-Llama-3.1-8B-Instruct", "DEEPINFRA_API_KEY", NO_MODELS,
         "https://deepinfra.com/docs (OpenAI API under /v1/openai, not /v1)"),
-    hosted("cerebras", "Cerebras", Oai, "https://api.cerebras.ai/v1", "gpt-oss-120b", "CEREBRAS_API_KEY", NO_MODELS,
+    hosted("cerebras", "Cerebras", Oai, "https://api.cerebras.ai/v1", "gpt-oss-120b", "CEREBRAS_API_KEY", CEREBRAS_MODELS,
         "https://inference-docs.cerebras.ai"),
     hosted("perplexity", "Perplexity", Oai, "https://api.perplexity.ai", "sonar", "PERPLEXITY_API_KEY", NO_MODELS,
         "https://docs.perplexity.ai (not re-checked)"),
     COHERE,
-    hosted("zai", "Z.ai (GLM, global)", Oai, "https://api.z.ai/api/paas/v4", "glm-4.6", "ZAI_API_KEY", NO_MODELS,
+    hosted("zai", "Z.ai (GLM, global)", Oai, "https://api.z.ai/api/paas/v4", "glm-4.6", "ZAI_API_KEY", ZAI_MODELS,
         "https://docs.z.ai; endpoints as listed at https://docs.jambonz.org/guides/features/bring-your-own-llm/z-ai-glm"),
     hosted("zhipu", "Zhipu BigModel (GLM, China)", Oai, "https://open.bigmodel.cn/api/paas/v4", "glm-4.6", "ZHIPUAI_API_KEY", NO_MODELS,
         "https://open.bigmodel.cn/dev/api; endpoint as listed at https://docs.jambonz.org/guides/features/bring-your-own-llm/z-ai-glm"),

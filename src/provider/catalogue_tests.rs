@@ -73,6 +73,27 @@ fn every_price_carries_a_date_and_source() {
 }
 
 #[test]
+fn model_ids_are_unique_per_entry_and_thresholds_fit_the_window() {
+    for e in all() {
+        let ids: BTreeSet<&str> = e.models.iter().map(|m| m.id).collect();
+        assert_eq!(ids.len(), e.models.len(), "{}: a model listed twice", e.id);
+        for m in e.models {
+            let Some(p) = m.price else { continue };
+            if let Some(limit) = p.up_to_prompt_tokens {
+                let window = m
+                    .context_window
+                    .unwrap_or_else(|| panic!("{}/{}: threshold without a window", e.id, m.id));
+                assert!(limit > 0 && limit < u64::from(window), "{}/{}", e.id, m.id);
+            }
+            // A price names the page it was read from, not just a site.
+            let u = reqwest::Url::parse(p.source.split_whitespace().next().unwrap_or(""))
+                .unwrap_or_else(|err| panic!("{}/{}: source {err}", e.id, m.id));
+            assert!(u.path().len() > 1, "{}/{}: {}", e.id, m.id, p.source);
+        }
+    }
+}
+
+#[test]
 fn upstream_defaults_table_holds() {
     for (id, model) in [
         ("anthropic", "claude-sonnet-5-5"),
@@ -143,4 +164,63 @@ fn docs_table_is_in_step_with_the_catalogue() {
             assert!(row.contains(&format!("`{k}`")), "{}: {row}", e.id);
         }
     }
+}
+
+/// `$2.00`, `$0.15`, `$0.075`: how docs/PROVIDERS.md writes a price.
+fn money(v: f64) -> String {
+    if ((v * 100.0).round() - v * 100.0).abs() < 1e-9 {
+        format!("${v:.2}")
+    } else {
+        format!("${v:.3}")
+    }
+}
+
+/// `1,048,576`.
+fn thousands(n: u32) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn docs_price_table_is_in_step_with_the_catalogue() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/PROVIDERS.md"))
+        .expect("docs/PROVIDERS.md");
+    let mut priced = 0;
+    for e in all() {
+        for m in e.models {
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` | `{}` |", e.id, m.id)))
+                .unwrap_or_else(|| {
+                    panic!("docs/PROVIDERS.md has no price row for {}/{}", e.id, m.id)
+                });
+            let cells: Vec<&str> = row.split(" | ").collect();
+            let ctx = m.context_window.map(thousands).unwrap_or("unknown".into());
+            assert_eq!(cells[2], ctx, "{row}");
+            match m.price {
+                Some(p) => {
+                    priced += 1;
+                    assert_eq!(cells[3], money(p.input), "{row}");
+                    let cached = p.cached_input.map(money).unwrap_or("unknown".into());
+                    assert_eq!(cells[4], cached, "{row}");
+                    assert_eq!(cells[5], money(p.output), "{row}");
+                    assert!(cells[7].starts_with(p.date), "{row}");
+                    let url = p.source.split_whitespace().next().unwrap_or("");
+                    assert!(cells[8].contains(url), "{row}");
+                }
+                None => assert_eq!(&cells[3..6], ["unknown"; 3], "{row}"),
+            }
+        }
+    }
+    assert!(
+        doc.contains(&format!("**{priced} models carry a price**")),
+        "docs/PROVIDERS.md must say how many models carry a price ({priced})"
+    );
 }

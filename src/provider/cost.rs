@@ -13,6 +13,10 @@ pub struct Price {
     /// `None`: cached input tokens have no known price.
     pub cached_input_per_mtok: Option<f64>,
     pub output_per_mtok: f64,
+    /// Prompts above this many input tokens are billed at a long-context
+    /// rate this price does not carry: the cost of such a turn is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub up_to_prompt_tokens: Option<u64>,
     /// Where the price came from (`config`, or the catalogue's source).
     pub source: String,
     /// When it was read (catalogue prices), if known.
@@ -25,6 +29,7 @@ impl Price {
             input_per_mtok: p.input,
             cached_input_per_mtok: p.cached_input,
             output_per_mtok: p.output,
+            up_to_prompt_tokens: p.up_to_prompt_tokens,
             source: p.source.to_string(),
             date: Some(p.date.to_string()),
         }
@@ -34,9 +39,18 @@ impl Price {
     /// (normalised by the wire parsers); they are billed at the cached
     /// rate. Reasoning tokens are part of `output_tokens` on every wire
     /// format we parse, so they are not billed twice. Cache writes
-    /// (Anthropic) have their own rate, which the table does not carry.
+    /// (Anthropic) have their own rate, which the table does not carry;
+    /// so does a prompt above the price's long-context threshold. A turn
+    /// that made several requests is judged on its summed input, which can
+    /// only over-report `unknown`, never under-price a long request.
     pub fn cost(&self, u: &Usage) -> Option<f64> {
         if u.cache_write_tokens > 0 {
+            return None;
+        }
+        if self
+            .up_to_prompt_tokens
+            .is_some_and(|limit| u.input_tokens > limit)
+        {
             return None;
         }
         let cached = u.cached_input_tokens.min(u.input_tokens);
@@ -79,32 +93,50 @@ mod tests {
 
     #[test]
     fn every_catalogue_price_table_computes_by_hand() {
-        // For each priced model: 1M fresh input + 1M output costs input +
-        // output; cached tokens cost the cached rate or make it unknown.
+        // For each priced model: 100k fresh input + 100k output costs a
+        // tenth of input + output; cached tokens cost the cached rate or
+        // make it unknown. (Prompts stay at or under 200k tokens, the
+        // lowest long-context threshold in the table.)
         let mut seen = 0;
         for e in catalogue::all() {
             for m in e.models {
                 let Some(lp) = m.price else { continue };
                 seen += 1;
                 let p = Price::from_list(&lp);
-                let c = p.cost(&usage(1_000_000, 0, 1_000_000)).unwrap();
+                let c = p.cost(&usage(100_000, 0, 100_000)).unwrap();
                 assert!(
-                    (c - (lp.input + lp.output)).abs() < 1e-9,
+                    (c - 0.1 * (lp.input + lp.output)).abs() < 1e-9,
                     "{} {}",
                     e.id,
                     m.id
                 );
-                let c = p.cost(&usage(2_000_000, 500_000, 0));
+                let c = p.cost(&usage(200_000, 50_000, 0));
                 match lp.cached_input {
                     Some(ci) => {
-                        let want = 1.5 * lp.input + 0.5 * ci;
+                        let want = 0.15 * lp.input + 0.05 * ci;
                         assert!((c.unwrap() - want).abs() < 1e-9, "{} {}", e.id, m.id);
                     }
                     None => assert_eq!(c, None, "{} {}", e.id, m.id),
                 }
+                if let Some(limit) = lp.up_to_prompt_tokens {
+                    assert!(p.cost(&usage(limit, 0, 10)).is_some(), "{} {}", e.id, m.id);
+                    assert_eq!(p.cost(&usage(limit + 1, 0, 10)), None, "{} {}", e.id, m.id);
+                }
             }
         }
         assert!(seen >= 3, "the catalogue lost its priced models");
+    }
+
+    #[test]
+    fn grok_4_6_by_hand_and_unknown_past_its_long_context_threshold() {
+        let p = Price::from_list(&catalogue::price("xai", "grok-4.6").unwrap());
+        // 150k input, 5k output: 150_000*2 + 5_000*6 = 300_000 + 30_000 µ$.
+        let c = p.cost(&usage(150_000, 0, 5_000)).unwrap();
+        assert!((c - 0.33).abs() < 1e-12, "{c}");
+        // 200,001 prompt tokens: the long-context rate is not in the table.
+        assert_eq!(p.cost(&usage(200_001, 0, 5_000)), None);
+        // Cached input has no confirmed rate: unknown, never 0.
+        assert_eq!(p.cost(&usage(150_000, 1, 5_000)), None);
     }
 
     #[test]
@@ -114,6 +146,17 @@ mod tests {
         // 6000*0.15 + 4000*0.075 + 2000*0.60 = 900 + 300 + 1200 = 2400 µ$.
         let c = p.cost(&usage(10_000, 4_000, 2_000)).unwrap();
         assert!((c - 0.0024).abs() < 1e-12, "{c}");
+    }
+
+    #[test]
+    fn glm_4_6_turn_with_cache_hits_by_hand() {
+        let p = Price::from_list(&catalogue::price("zai", "glm-4.6").unwrap());
+        // 10k input of which 4k cached, 2k output:
+        // 6000*0.60 + 4000*0.11 + 2000*2.20 = 3600 + 440 + 4400 = 8440 µ$.
+        let c = p.cost(&usage(10_000, 4_000, 2_000)).unwrap();
+        assert!((c - 0.00844).abs() < 1e-12, "{c}");
+        // The China endpoint bills in CNY: no price there.
+        assert!(catalogue::price("zhipu", "glm-4.6").is_none());
     }
 
     #[test]

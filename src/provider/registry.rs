@@ -53,7 +53,11 @@ pub const AZURE_API_VERSION: &str = "2024-10-21";
 pub const DEFAULT_PROVIDER: &str = "deepseek";
 
 /// Short names accepted for `--model` and rewritten before the request.
-pub const MODEL_ALIASES: &[(&str, &str)] = &[("deepseek-flash", "deepseek-chat")];
+/// Empty today: `deepseek-flash` used to be sent as `deepseek-chat`, but
+/// DeepSeek's models-and-pricing page now names `deepseek-flash` as the
+/// model to send, and `deepseek-chat` was one of the legacy names retired
+/// on 2026-07-24 (see the `deepseek` row in `catalogue_data`).
+pub const MODEL_ALIASES: &[(&str, &str)] = &[];
 
 /// The catalogue row of a built-in id.
 pub fn builtin(id: &str) -> Option<&'static Entry> {
@@ -271,6 +275,7 @@ fn price_for(
             input_per_mtok: i,
             cached_input_per_mtok: entry.and_then(|e| e.price_cached_input_per_mtok),
             output_per_mtok: o,
+            up_to_prompt_tokens: None,
             source: format!("config [providers.{id}]"),
             date: None,
         });

@@ -12,11 +12,13 @@ fn store() -> (tempfile::TempDir, AuthStore) {
 }
 
 #[test]
-fn default_is_deepseek_with_flash_alias() {
+fn default_is_deepseek_flash_sent_under_its_own_name() {
     let (_t, s) = store();
     let p = select(None, None, &ExecConfig::default(), &s, &no_env).unwrap();
     assert_eq!(p.id, "deepseek");
-    assert_eq!(p.model, "deepseek-chat");
+    // DeepSeek's pricing page: "Use deepseek-flash as the model name";
+    // the old `deepseek-chat` rewrite would send a retired name.
+    assert_eq!(p.model, "deepseek-flash");
     assert_eq!(p.key_source, KeySource::Missing);
     assert!(p.price.is_none());
 }

@@ -104,6 +104,54 @@ async fn list(AxState(st): S, RawQuery(q): RawQuery, headers: HeaderMap) -> Resp
     .into_response()
 }
 
+/// `NetworkPolicy` of `sandbox-lifecycle.yml` (OpenSandbox commit in
+/// `opensandbox-spec/README.md`): `defaultAction` in `allow|deny`,
+/// `egress` an array of `NetworkRule {action: allow|deny, target: string}`
+/// (both required), `additionalProperties: false` on both objects; the
+/// create call answers `400 BadRequest` for a request that breaks it.
+fn network_policy_error(np: &Value) -> Option<String> {
+    let Some(obj) = np.as_object() else {
+        return (!np.is_null()).then(|| "networkPolicy must be an object".into());
+    };
+    for k in obj.keys() {
+        if k != "defaultAction" && k != "egress" {
+            return Some(format!("networkPolicy: unknown field {k:?}"));
+        }
+    }
+    if let Some(a) = obj.get("defaultAction") {
+        if a != "allow" && a != "deny" {
+            return Some(format!(
+                "networkPolicy.defaultAction: {a} is not allow|deny"
+            ));
+        }
+    }
+    let rules = match obj.get("egress") {
+        None => return None,
+        Some(Value::Array(r)) => r,
+        Some(_) => return Some("networkPolicy.egress must be an array".into()),
+    };
+    for (i, r) in rules.iter().enumerate() {
+        let Some(r) = r.as_object() else {
+            return Some(format!("networkPolicy.egress[{i}] must be an object"));
+        };
+        if r.keys().any(|k| k != "action" && k != "target") {
+            return Some(format!("networkPolicy.egress[{i}]: unknown field"));
+        }
+        if !matches!(
+            r.get("action").and_then(Value::as_str),
+            Some("allow" | "deny")
+        ) {
+            return Some(format!(
+                "networkPolicy.egress[{i}].action must be allow|deny"
+            ));
+        }
+        if r.get("target").and_then(Value::as_str).is_none() {
+            return Some(format!("networkPolicy.egress[{i}].target is required"));
+        }
+    }
+    None
+}
+
 async fn create(AxState(st): S, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     st.record(
         "lifecycle",
@@ -122,6 +170,9 @@ async fn create(AxState(st): S, headers: HeaderMap, Json(body): Json<Value>) -> 
             "INVALID_REQUEST",
             "image and entrypoint are required",
         );
+    }
+    if let Some(why) = body.get("networkPolicy").and_then(network_policy_error) {
+        return error(StatusCode::BAD_REQUEST, "INVALID_REQUEST", &why);
     }
     let metadata: BTreeMap<String, String> = body
         .get("metadata")

@@ -310,11 +310,18 @@ impl OpenSandboxSession {
                 .iter()
                 .map(|n| PartialItem::new(Shortfall::DenyRead, n.clone())),
         );
-        if resolved.egress.is_some() {
-            partial.push(PartialItem::new(
-                Shortfall::Network,
-                "allowlist is not implemented by the OpenSandbox backend in this build; the remote sandbox's own network policy applies",
-            ));
+        if let Some(spec) = resolved.egress.as_ref().filter(|_| !resolved.network) {
+            let lines = match super::egress::sidecar_rules(spec) {
+                Ok(rules) => super::egress::shortfalls(&rules),
+                Err(e) => vec![format!(
+                    "{e}: the sandbox was created with every connection denied"
+                )],
+            };
+            partial.extend(
+                lines
+                    .into_iter()
+                    .map(|l| PartialItem::new(Shortfall::Network, l)),
+            );
         }
         Enforcement {
             backend: BackendKind::Opensandbox,

@@ -23,6 +23,7 @@
 
 pub mod command;
 pub mod config;
+pub mod egress;
 pub mod error;
 pub mod events;
 pub mod execd;

@@ -3,8 +3,9 @@
 //!
 //! Reuse is by metadata label: the sandbox carries
 //! `codewhale-workspace=<hash of the workspace path>` and
-//! `codewhale-network=on|off`, so a sandbox created with egress denied is
-//! never reused for a run that asked for network, and vice versa.
+//! `codewhale-network=on|off|allowlist-<digest>`, so a sandbox created
+//! with egress denied (or with one allow-list) is never reused for a run
+//! that asked for network (or another list), and vice versa.
 
 use super::config::{OpenSandboxConfig, EXECD_PORT};
 use super::error::OpenSandboxError;
@@ -77,11 +78,40 @@ pub fn labels_for(resolved: &ResolvedPolicy) -> BTreeMap<String, String> {
     let hash = sync::sha256_hex(resolved.workspace.to_string_lossy().as_bytes());
     let mut m = BTreeMap::new();
     m.insert(LABEL_WORKSPACE.to_string(), hash[..32].to_string());
-    m.insert(
-        LABEL_NETWORK.to_string(),
-        if resolved.network { "on" } else { "off" }.to_string(),
-    );
+    m.insert(LABEL_NETWORK.to_string(), network_label(resolved));
     m
+}
+
+/// `on`, `off`, or `allowlist-<digest of the sidecar rules>`.
+fn network_label(resolved: &ResolvedPolicy) -> String {
+    match (&resolved.egress, resolved.network) {
+        (_, true) => "on".into(),
+        (Some(spec), false) => match super::egress::sidecar_rules(spec) {
+            Ok(rules) => super::egress::rules_label(&rules),
+            // Created deny-all (see `network_policy`): share that label.
+            Err(_) => "off".into(),
+        },
+        (None, false) => "off".into(),
+    }
+}
+
+/// The sidecar policy: none with network on, deny-all with it off, the
+/// allow-list's rules under `allowlist` (deny-all if the lists do not
+/// parse: fail closed; the run reports the error).
+fn network_policy(resolved: &ResolvedPolicy) -> Option<NetworkPolicy> {
+    if resolved.network {
+        return None;
+    }
+    let egress = resolved
+        .egress
+        .as_ref()
+        .and_then(|spec| super::egress::sidecar_rules(spec).ok())
+        .map(|r| r.rules)
+        .unwrap_or_default();
+    Some(NetworkPolicy {
+        default_action: "deny".into(),
+        egress,
+    })
 }
 
 /// The create request for this config and policy.
@@ -94,10 +124,7 @@ pub fn create_request(cfg: &OpenSandboxConfig, resolved: &ResolvedPolicy) -> Cre
         timeout: cfg.timeout_s,
         resource_limits: cfg.resource_limits.clone(),
         metadata: labels_for(resolved),
-        network_policy: (!resolved.network).then(|| NetworkPolicy {
-            default_action: "deny".into(),
-            egress: Vec::new(),
-        }),
+        network_policy: network_policy(resolved),
     }
 }
 

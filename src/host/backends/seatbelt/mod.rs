@@ -108,9 +108,8 @@ pub struct DarwinHost {
     /// left out and a note says so.
     pub private_tmp: Option<PathBuf>,
     /// `network = "allowlist"`: the egress proxy's port on this host's
-    /// loopback, the only destination the profile then allows. `None`
-    /// when only planning, or while the spawn step does not start the
-    /// proxy (this build: it does not; see `docs/NETWORK.md`).
+    /// loopback (started per run by the spawn step), the only destination
+    /// the profile then allows. `None` when only planning.
     pub egress_port: Option<u16>,
 }
 

@@ -12,9 +12,13 @@
 //!   command), removed afterwards; `/tmp` itself stays read-only;
 //! - the scrubbed environment (`EnvPolicy::apply`), never this process's
 //!   secrets;
+//! - under `network = "allowlist"`, codewhale's egress proxy on a free
+//!   127.0.0.1 port for the run (the profile allows `localhost:<port>`
+//!   only; the proxy variables point there), stopped when the run ends;
 //! - Seatbelt's own failures (`sandbox-exec: …` first stderr line) become
 //!   typed errors instead of a command exit code.
 
+use crate::host::egress::{self, EgressRun};
 use crate::host::enforcement::{policy_items, NetworkEnforcer, PartialItem, Shortfall};
 use crate::host::process::supervise;
 use crate::host::seatbelt::{self, DarwinHost, SeatbeltProfile, SeatbeltSignal, SANDBOX_EXEC};
@@ -43,8 +47,17 @@ pub fn run(policy: &SandboxPolicy, req: &ExecRequest) -> Result<ExecOutcome, Hos
         .map_err(|e| HostError::io("creating the private temp dir", e))?;
     let tmp_path = std::fs::canonicalize(tmp.path())
         .map_err(|e| HostError::io("resolving the private temp dir", e))?;
+    // network = "allowlist": the proxy on a free 127.0.0.1 port; the
+    // profile then allows connecting to `localhost:<port>` and nothing else.
+    let egress = match &resolved.egress {
+        Some(spec) if !resolved.network => {
+            Some(EgressRun::start_loopback(spec, BackendKind::Seatbelt)?)
+        }
+        _ => None,
+    };
     let mut host = DarwinHost::detect();
     host.private_tmp = resolved.private_tmp.then(|| tmp_path.clone());
+    host.egress_port = egress.as_ref().and_then(EgressRun::tcp_port);
     let plan = seatbelt::profile_with(&resolved, &host)?;
 
     let base: Vec<(String, String)> = match &req.env {
@@ -56,6 +69,10 @@ pub fn run(policy: &SandboxPolicy, req: &ExecRequest) -> Result<ExecOutcome, Hos
         env.vars
             .insert("TMPDIR".into(), tmp_path.to_string_lossy().into_owned());
     }
+    if let Some(port) = host.egress_port {
+        env.vars.extend(crate::net::proxy_env(port));
+        env.vars.extend(egress::ssh_env(None));
+    }
     let mut cmd = std::process::Command::new(SANDBOX_EXEC);
     cmd.args(plan.sandbox_exec_args(&req.argv));
     cmd.env_clear().envs(&env.vars);
@@ -64,8 +81,18 @@ pub fn run(policy: &SandboxPolicy, req: &ExecRequest) -> Result<ExecOutcome, Hos
             .clone()
             .unwrap_or_else(|| resolved.workspace.clone()),
     );
-    let enforcement = enforcement(&resolved, &plan, env.removed.clone());
-    let sup = supervise::run(cmd, Vec::new(), req)?;
+    let mut enforcement = enforcement(&resolved, &plan, env.removed.clone());
+    let sup = supervise::run(cmd, Vec::new(), req);
+    if let Some(e) = egress {
+        // Stopped whatever the run's fate, so no proxy outlives it.
+        let report = e.finish();
+        enforcement
+            .network_enforced_by
+            .push(NetworkEnforcer::EgressProxy);
+        enforcement.partial.extend(egress::partial_lines(&report));
+        enforcement.egress = Some(report);
+    }
+    let sup = sup?;
     let outcome = ExecOutcome {
         exit: sup.exit,
         timed_out: sup.timed_out,
@@ -119,12 +146,6 @@ fn enforcement(
         Shortfall::Supervision,
         "no parent-death signal on macOS: if codewhale is killed, the command (and a descendant that called setsid itself) can outlive the run",
     ));
-    if resolved.egress.is_some() {
-        partial.push(PartialItem::new(
-            Shortfall::Network,
-            "allowlist is not implemented by the Seatbelt backend in this build: the network is off (no allowed name is reachable)",
-        ));
-    }
     Enforcement {
         backend: BackendKind::Seatbelt,
         mode: resolved.mode,
