@@ -251,10 +251,7 @@ fn keys(t: &Term) -> Vec<f64> {
             let ms = if i % 2 == 0 {
                 t.sample(b"x", Box::new(|s, _| draft(s) == "x"))
             } else {
-                t.sample(
-                    b"\x7f",
-                    Box::new(|s, _| draft(s).starts_with("Ask codewhale")),
-                )
+                t.sample(b"\x7f", Box::new(|s, _| draft(s).contains("Ask codewhale")))
             };
             std::thread::sleep(GAP);
             ms
