@@ -777,3 +777,63 @@ async fn summary_dirty_follows_git() {
     let (_, w) = api(&s, "GET", "/v1/workspace/status", None).await;
     assert_eq!(w["dirty"], false, "{w}");
 }
+
+/// `PATCH /v1/threads/{id}` with `provider` (what the TUI's `/provider`
+/// does through the runtime) sets the provider of the thread's next turn,
+/// resolved as `exec --provider ID` resolves it; `""` goes back to the
+/// configured one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patching_a_threads_provider_switches_its_next_turn() {
+    let a = ScriptedModel::start(Wire::OpenAi, vec![reply("from a"), reply("from a again")]);
+    let b = ScriptedModel::start(Wire::OpenAi, vec![reply("from b")]);
+    let f = Fixture::with_config(&format!(
+        "provider = \"alpha\"\n\
+         [providers.alpha]\nbase_url = \"{}\"\nmodel = \"model-a\"\n\
+         [providers.beta]\nbase_url = \"{}\"\nmodel = \"model-b\"\n",
+        a.base_url(),
+        b.base_url()
+    ));
+    let s = start(&f, &[]);
+    let thread = new_thread(&s, json!({"mode": "chat"})).await;
+    new_turn(&s, &thread, "one").await;
+    until_completed(&s, &thread, 1).await;
+    let (code, t) = api(
+        &s,
+        "PATCH",
+        &format!("/v1/threads/{thread}"),
+        Some(json!({"provider": "beta"})),
+    )
+    .await;
+    assert_eq!(code, 200, "{t}");
+    assert_eq!(t["thread"]["provider"], "beta", "{t}");
+    new_turn(&s, &thread, "two").await;
+    let all = until_completed(&s, &thread, 2).await;
+    let done: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["event"] == "turn.completed")
+        .collect();
+    assert_eq!(done[1]["payload"]["turn"]["effective_provider"], "beta");
+    assert_eq!(done[1]["payload"]["turn"]["effective_model"], "model-b");
+    assert_eq!(b.requests().len(), 1);
+    assert_eq!(b.requests()[0].body["model"], "model-b");
+    let (code, t) = api(
+        &s,
+        "PATCH",
+        &format!("/v1/threads/{thread}"),
+        Some(json!({"provider": ""})),
+    )
+    .await;
+    assert_eq!(code, 200, "{t}");
+    assert!(t["thread"].get("provider").is_none(), "{t}");
+    new_turn(&s, &thread, "three").await;
+    until_completed(&s, &thread, 3).await;
+    assert_eq!(a.requests().len(), 2, "back on the configured provider");
+    let (code, t) = api(
+        &s,
+        "PATCH",
+        &format!("/v1/threads/{thread}"),
+        Some(json!({"provider": "no such/id"})),
+    )
+    .await;
+    assert_eq!(code, 400, "{t}");
+}

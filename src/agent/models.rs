@@ -76,7 +76,7 @@ pub fn resolve(
         cfg
     };
     let mut s = registry::select(provider, model, cfg, store, env)?;
-    if s.key_source == KeySource::Missing && provider.is_none() && cfg.provider.is_none() {
+    if may_use_local(&s, provider, cfg) {
         if let Some(local) = ollama_fallback(cfg, store, env, rt, out)? {
             s = local;
         }
@@ -126,10 +126,17 @@ fn finish(
     Ok(s)
 }
 
+/// Whether a run may fall back to a local Ollama: no provider asked for or
+/// configured, and no key for the default one. The TUI asks first when
+/// this holds (docs/TUI.md "First run").
+pub fn may_use_local(s: &ProviderSettings, provider: Option<&str>, cfg: &ExecConfig) -> bool {
+    s.key_source == KeySource::Missing && provider.is_none() && cfg.provider.is_none()
+}
+
 /// No provider configured and no key for the default: a local Ollama
 /// serving a chat model, at `OLLAMA_HOST`, `[providers.ollama] base_url`,
 /// or its default address (said on stderr).
-fn ollama_fallback(
+pub fn ollama_fallback(
     cfg: &ExecConfig,
     store: &AuthStore,
     env: Env<'_>,

@@ -51,6 +51,15 @@ fn valid_id(id: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Store `key` for `provider` the one way `auth set` does (the id checked,
+/// the store written 0600 and atomically); the TUI's `/provider` key field
+/// calls this too, so both leave the same file.
+pub fn store_key(store: &AuthStore, provider: &str, key: &str) -> anyhow::Result<()> {
+    valid_id(provider)?;
+    store.set(provider, key)?;
+    Ok(())
+}
+
 fn run_inner(cmd: AuthCommand) -> anyhow::Result<()> {
     // The same home `exec` uses (`$CODEWHALE_HOME`, else `~/.codewhale`).
     let paths = ConfigPaths::from_env();
@@ -63,7 +72,7 @@ fn run_inner(cmd: AuthCommand) -> anyhow::Result<()> {
         AuthCommand::Set { provider } => {
             valid_id(&provider)?;
             let key = read_secret(&format!("key for {provider}: "))?;
-            store.set(&provider, &key)?;
+            store_key(&store, &provider, &key)?;
             eprintln!("stored a key for {provider} in {}", store.path().display());
         }
         AuthCommand::Remove { provider } => {

@@ -770,7 +770,7 @@ fn prepare(
         &sandbox,
         posture,
         ModelRequest {
-            provider: None,
+            provider: t.provider.as_deref(),
             model,
         },
         grants.clone(),

@@ -15,6 +15,11 @@ pub struct ThreadRecord {
     pub created_at: String,
     pub updated_at: String,
     pub model: String,
+    /// The provider id the thread's turns use (`None`: the configured
+    /// default, with exec's local-Ollama fallback). Set by a client, e.g.
+    /// the TUI's `/provider`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     pub workspace: PathBuf,
     /// `agent` (tools offered) or `chat` (answers without tools).
     pub mode: String,

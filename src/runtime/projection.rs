@@ -237,6 +237,7 @@ mod tests {
             created_at: "t".into(),
             updated_at: "t".into(),
             model: "m".into(),
+            provider: None,
             workspace: "/w".into(),
             mode: "agent".into(),
             system_prompt: None,

@@ -67,6 +67,8 @@ pub struct NewThread {
     /// A caller-chosen id (`exec` uses its session id); else a fresh one.
     pub id: Option<String>,
     pub model: String,
+    /// A provider id for the thread's turns (`None`: the configured one).
+    pub provider: Option<String>,
     pub workspace: PathBuf,
     pub mode: String,
     pub system_prompt: Option<String>,
@@ -87,6 +89,10 @@ pub struct ThreadPatch {
     pub trust_mode: Option<bool>,
     pub auto_approve: Option<bool>,
     pub model: Option<String>,
+    /// A provider id; an empty string goes back to the configured one.
+    /// Changing it without a `model` clears the thread's model (the new
+    /// provider's default is used), since a model belongs to its provider.
+    pub provider: Option<String>,
     pub mode: Option<String>,
     pub title: Option<String>,
     pub system_prompt: Option<String>,
@@ -279,6 +285,7 @@ impl Runtime {
             created_at: now.clone(),
             updated_at: now,
             model: t.model,
+            provider: t.provider,
             workspace: t.workspace,
             mode: t.mode,
             system_prompt: t.system_prompt.filter(|s| !s.is_empty()),
@@ -302,7 +309,7 @@ impl Runtime {
         if p.is_empty() {
             return Err(RuntimeError::invalid(
                 "body",
-                "at least one field is required (archived, allow_shell, trust_mode, auto_approve, model, mode, title, system_prompt)",
+                "at least one field is required (archived, allow_shell, trust_mode, auto_approve, model, provider, mode, title, system_prompt)",
             ));
         }
         if let Some(m) = &p.mode {
@@ -316,7 +323,17 @@ impl Runtime {
         if p.model.as_deref() == Some("") {
             return Err(RuntimeError::invalid("model", "must not be empty"));
         }
+        if let Some(pv) = p.provider.as_deref().filter(|v| !v.is_empty()) {
+            check_id("provider", pv)?;
+        }
         let mut t = self.thread(id)?;
+        if let Some(v) = p.provider {
+            let v = (!v.is_empty()).then_some(v);
+            if v != t.provider && p.model.is_none() {
+                t.model = String::new();
+            }
+            t.provider = v;
+        }
         if let Some(v) = p.archived {
             t.archived = v;
         }

@@ -302,3 +302,42 @@ async fn finishing_the_turn_cancels_its_requests_once() {
     let pos = |n: &str| names.iter().position(|x| x == n).unwrap();
     assert!(pos("tool_call.canceled") < pos("turn.completed"));
 }
+
+#[test]
+fn patching_the_provider_clears_a_model_of_the_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, _) = Runtime::open_dir(dir.path()).unwrap();
+    let t = thread(&rt);
+    assert_eq!(t.provider, None);
+    let set = |provider: &str, model: Option<&str>| ThreadPatch {
+        provider: Some(provider.into()),
+        model: model.map(str::to_string),
+        ..Default::default()
+    };
+    // A new provider without a model: its default model (empty = default).
+    let u = rt.update_thread(&t.id, set("openai", None)).unwrap();
+    assert_eq!(u.provider.as_deref(), Some("openai"));
+    assert_eq!(u.model, "");
+    // With a model: both.
+    let u = rt
+        .update_thread(&t.id, set("ollama", Some("qwen:7b")))
+        .unwrap();
+    assert_eq!(
+        (u.provider.as_deref(), u.model.as_str()),
+        (Some("ollama"), "qwen:7b")
+    );
+    // The same provider again keeps the model.
+    let u = rt.update_thread(&t.id, set("ollama", None)).unwrap();
+    assert_eq!(u.model, "qwen:7b");
+    // Empty: back to the configured provider (and its default model).
+    let u = rt.update_thread(&t.id, set("", None)).unwrap();
+    assert_eq!((u.provider, u.model.as_str()), (None, ""));
+    // Not an id: refused by field name.
+    let err = rt.update_thread(&t.id, set("a b", None)).unwrap_err();
+    assert!(err.to_string().starts_with("provider:"), "{err}");
+    // The record round-trips; no `provider` key when unset.
+    let v = serde_json::to_value(rt.update_thread(&t.id, set("xai", None)).unwrap()).unwrap();
+    assert_eq!(v["provider"], "xai");
+    let v = serde_json::to_value(rt.update_thread(&t.id, set("", None)).unwrap()).unwrap();
+    assert!(v.get("provider").is_none(), "{v}");
+}

@@ -350,6 +350,7 @@ impl CreateThread {
                 .model
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| default_model.to_string()),
+            provider: None,
             workspace: ws,
             mode: self.mode.unwrap_or_else(|| "agent".into()),
             system_prompt: self.system_prompt,

@@ -5,6 +5,8 @@
 //! CLI makes (`undo`, `restore`, `receipts`). Nothing here decides what a
 //! key means.
 
+use super::first_run::{self, LocalAnswer, LocalAsk, Start};
+use super::provider_picker::{Presence, Row};
 use super::render;
 use super::state::{Choice, Effect, Event, FooterInfo, Key, State};
 use super::terminal::TerminalGuard;
@@ -43,6 +45,14 @@ pub struct Setup {
     pub permission: Approval,
     /// Said once in the transcript at start (missing key, Ollama, ...).
     pub notes: Vec<String>,
+    /// The provider slice of the user config (the picker's rows).
+    pub cfg: ExecConfig,
+    /// What the first run does (ask about Ollama, offer `/provider`).
+    pub start: Start,
+    /// The thread's provider at creation: the default one, pinned while
+    /// no usable key is set up and the local Ollama was not accepted, so
+    /// no turn falls back to it without a yes.
+    pub pin_provider: Option<String>,
 }
 
 /// Resolve the user's config, the project override, the provider and
@@ -78,21 +88,47 @@ pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
     let store = AuthStore::new(&home);
     let env = |n: &str| std::env::var(n).ok();
     let mut notes = Vec::new();
-    let (provider, model) = match registry::select(None, None, &cfg, &store, &env) {
+    let mut pin_provider = None;
+    let (mut provider, mut model, start) = match registry::select(None, None, &cfg, &store, &env) {
         Ok(ps) => {
-            if ps.key_source == KeySource::Missing {
+            let needs = crate::agent::models::may_use_local(&ps, None, &cfg);
+            let start = match first_run::load_local(&home) {
+                Ok(remembered) => first_run::plan(needs, remembered.as_ref(), || {
+                    probe_ollama(&cfg, &store, &env)
+                }),
+                Err(e) => Start::Offer(format!("{e}; not asking about a local Ollama")),
+            };
+            if ps.key_source == KeySource::Missing && !needs {
                 notes.push(format!(
                     "no API key for provider {}: run `codewhale auth set --provider {}` (or /provider)",
                     ps.id, ps.id
                 ));
             }
-            (ps.id.clone(), ps.model.clone())
+            if needs && !matches!(start, Start::UseLocal(_)) {
+                pin_provider = Some(ps.id.clone());
+            }
+            (ps.id.clone(), ps.model.clone(), start)
         }
-        Err(e) => {
-            notes.push(format!("no provider: {e} (see /provider)"));
-            (String::from("none"), String::from("none"))
-        }
+        Err(e) => (
+            String::from("none"),
+            String::from("none"),
+            Start::Offer(format!("no provider: {e}")),
+        ),
     };
+    match &start {
+        Start::UseLocal(l) => {
+            notes.push(format!(
+                "no provider key is set up; using the local Ollama at {} with model {}                  (you said yes before; kept in {})",
+                l.root,
+                l.model,
+                first_run::state_path(&home).display()
+            ));
+            provider = "ollama".into();
+            model = l.model.clone();
+        }
+        Start::Offer(why) => notes.push(why.clone()),
+        Start::Ready | Start::Ask(_) => {}
+    }
     let (backend, level) = match crate::host::dispatch::selection(&ctx.policy, &ctx.host) {
         Ok(sel) => (
             sel.backend.as_str().to_string(),
@@ -116,6 +152,29 @@ pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
         },
         permission,
         notes,
+        cfg,
+        start,
+        pin_provider,
+    })
+}
+
+/// exec's Ollama fallback without using it: the address and model it
+/// would pick (`None`: no Ollama answering with a chat model).
+fn probe_ollama(
+    cfg: &ExecConfig,
+    store: &AuthStore,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<LocalAsk> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    let s = crate::agent::models::ollama_fallback(cfg, store, env, &rt, &mut |_| {})
+        .ok()
+        .flatten()?;
+    Some(LocalAsk {
+        root: crate::provider::discovery::ollama_root(&s.base_url),
+        model: s.model,
     })
 }
 
@@ -145,6 +204,7 @@ pub fn run(setup: Setup) -> anyhow::Result<i32> {
     let (rt, _report) = Runtime::open(&setup.home)?;
     let thread = rt.create_thread(NewThread {
         model: String::new(),
+        provider: setup.pin_provider.clone(),
         workspace: setup.workspace.clone(),
         mode: "agent".into(),
         allow_shell: true,
@@ -245,6 +305,14 @@ async fn event_loop(
         sessions: Vec::new(),
         started: Instant::now(),
     };
+    // The first run: ask about a local Ollama, or offer the picker.
+    match &setup.start {
+        Start::Ask(l) => {
+            st.update(Event::AskLocal(l.clone()));
+        }
+        Start::Offer(_) => app.perform(&mut st, vec![Effect::Provider], None),
+        Start::Ready | Start::UseLocal(_) => {}
+    }
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut term = super::terminal::sigterm()?;
@@ -352,6 +420,9 @@ pub fn map_key(k: &KeyEvent) -> Key {
         KeyCode::Enter if plain => Key::Enter,
         KeyCode::Left => Key::Left,
         KeyCode::Right => Key::Right,
+        KeyCode::Up => Key::Up,
+        KeyCode::Down => Key::Down,
+        KeyCode::Backspace => Key::Backspace,
         KeyCode::PageUp => Key::PageUp,
         KeyCode::PageDown => Key::PageDown,
         KeyCode::Char(c) if !ctrl => Key::Char(c),
@@ -474,18 +545,28 @@ impl App<'_> {
                 error: false,
                 text: self.driver.mcp_status(&self.setup.workspace),
             }],
-            Effect::Mcp { reload: true } => vec![match self.driver.mcp_reload(&self.setup.workspace) {
-                Ok(text) => Event::Output { error: false, text },
-                Err(e) => error(format!("/mcp reload: {e}")),
-            }],
-            Effect::Provider => vec![Event::Output {
-                error: false,
-                text: format!(
-                    "provider {} · model {}\nkeys: `codewhale auth set --provider ID` (stored mode 0600, never printed); \
-                     list: `codewhale models list`",
-                    st.footer.provider, st.footer.model
-                ),
-            }],
+            Effect::Mcp { reload: true } => {
+                vec![match self.driver.mcp_reload(&self.setup.workspace) {
+                    Ok(text) => Event::Output { error: false, text },
+                    Err(e) => error(format!("/mcp reload: {e}")),
+                }]
+            }
+            Effect::Provider => match self.picker_rows() {
+                Ok(rows) => vec![Event::PickerRows(rows)],
+                Err(e) => vec![error(format!("/provider: {e}"))],
+            },
+            Effect::ChooseProvider(id) => vec![self.choose_provider(st, &id)],
+            Effect::StoreKey { provider, key } => {
+                match first_run::store_key(&self.setup.home, &provider, &key) {
+                    Ok(_) => vec![Event::KeyStored { provider }],
+                    Err(e) => vec![Event::KeyRefused(format!("not stored: {e}"))],
+                }
+            }
+            Effect::AnswerLocal {
+                use_local,
+                root,
+                model,
+            } => self.answer_local(st, use_local, root, model),
             Effect::LoadOutput { call_id } => match self.output_of(&call_id) {
                 Some(text) => vec![Event::ToolOutput { call_id, text }],
                 None => Vec::new(),
@@ -546,6 +627,132 @@ impl App<'_> {
             },
             Err(e) => error(e),
         }
+    }
+
+    /// The picker's rows: every catalogue id, then the user's own
+    /// `[providers.*]`, with key presence as `auth list` finds it.
+    fn picker_rows(&self) -> anyhow::Result<Vec<Row>> {
+        let cfg = &self.setup.cfg;
+        let store = AuthStore::new(&self.setup.home);
+        let env = |n: &str| std::env::var(n).ok();
+        let mut rows = Vec::new();
+        let custom = cfg
+            .providers
+            .keys()
+            .filter(|id| registry::builtin(id).is_none());
+        let ids = crate::provider::catalogue::ids()
+            .map(str::to_string)
+            .chain(custom.cloned());
+        for id in ids {
+            let (key, source) = registry::find_key(&id, cfg.providers.get(&id), &store, &env)?;
+            let row = registry::builtin(&id);
+            let key = match (key, source) {
+                (Some(_), _) => Presence::Set,
+                (None, KeySource::NotNeeded) => Presence::NotNeeded,
+                (None, _) => Presence::Missing,
+            };
+            rows.push(Row {
+                name: row
+                    .map(|r| r.name.to_string())
+                    .unwrap_or_else(|| format!("[providers.{id}] in your config")),
+                local: row.is_some_and(|r| r.local) || key == Presence::NotNeeded,
+                key,
+                id,
+            });
+        }
+        Ok(rows)
+    }
+
+    /// Switch the thread's provider for its next turn, as a remote client
+    /// would (`PATCH /v1/threads/{id}` with `provider`): the turn's setup
+    /// then resolves it exactly as `exec --provider ID` does.
+    fn choose_provider(&self, st: &State, id: &str) -> Event {
+        let cfg = &self.setup.cfg;
+        let store = AuthStore::new(&self.setup.home);
+        let env = |n: &str| std::env::var(n).ok();
+        let s = match registry::select(Some(id), None, cfg, &store, &env) {
+            Ok(s) => s,
+            Err(e) => return error(format!("/provider {id}: {e}")),
+        };
+        if s.key_source == KeySource::Missing {
+            return error(format!(
+                "/provider {id}: no key (choose it in /provider to enter one)"
+            ));
+        }
+        let model = if s.model.is_empty() {
+            // A local runtime: the model its server lists first, as the
+            // turn's setup picks it (off this async thread).
+            let (pid, base) = (s.id.clone(), s.base_url.clone());
+            let found = std::thread::scope(|sc| {
+                sc.spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map_err(|e| e.to_string())?;
+                    rt.block_on(crate::provider::discovery::local_models(&pid, &base))
+                })
+                .join()
+            });
+            match found {
+                Ok(Ok(m)) if !m.is_empty() => m[0].clone(),
+                Ok(Ok(_)) => format!("(none listed at {})", s.base_url),
+                Ok(Err(e)) => format!("(picked at the next turn; {e})"),
+                Err(_) => "(picked at the next turn)".into(),
+            }
+        } else {
+            s.model.clone()
+        };
+        let patch = ThreadPatch {
+            provider: Some(id.to_string()),
+            ..Default::default()
+        };
+        match self.rt.update_thread(&st.thread_id, patch) {
+            Ok(_) => Event::ProviderSwitched {
+                provider: id.to_string(),
+                model,
+            },
+            Err(e) => error(format!("/provider {id}: {e}")),
+        }
+    }
+
+    /// Remember the answer to the local-Ollama question; yes lets the
+    /// thread's turns use exec's fallback (the pin is lifted).
+    fn answer_local(&self, st: &State, use_local: bool, root: String, model: String) -> Vec<Event> {
+        let answer = LocalAnswer {
+            use_local,
+            root,
+            model: model.clone(),
+            answered_at: crate::runtime::model::now_rfc3339(),
+        };
+        let mut out = vec![match first_run::save_local(&self.setup.home, &answer) {
+            Ok(path) => Event::Output {
+                error: false,
+                text: format!(
+                    "{} — remembered in {} (delete the `local_ollama` entry to be asked again)",
+                    if use_local {
+                        "using the local Ollama"
+                    } else {
+                        "not using the local Ollama"
+                    },
+                    path.display()
+                ),
+            },
+            Err(e) => error(format!("the answer is not remembered: {e}")),
+        }];
+        if use_local {
+            let patch = ThreadPatch {
+                provider: Some(String::new()),
+                ..Default::default()
+            };
+            out.push(match self.rt.update_thread(&st.thread_id, patch) {
+                Ok(_) => Event::ProviderSwitched {
+                    provider: "ollama".into(),
+                    model,
+                },
+                Err(e) => error(e),
+            });
+        }
+        out
     }
 
     /// A tool call's output from the latest turn's session file.

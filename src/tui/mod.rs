@@ -10,11 +10,17 @@
 //! [`sanitize`] (no escape sequence from outside reaches the terminal),
 //! [`slash`] (command parsing), [`draft`] (the draft's view after a
 //! resize), [`app`] (the event loop and effects),
-//! [`terminal`] (raw mode and its restoration).
+//! [`terminal`] (raw mode and its restoration), [`first_run`] (no usable
+//! key: the local-Ollama question asked once, the remembered answer),
+//! [`provider_picker`] (`/provider` and its masked key field) and
+//! [`picker_render`] (how those two are drawn).
 
 pub mod app;
 pub mod draft;
+pub mod first_run;
 pub mod markdown;
+pub mod picker_render;
+pub mod provider_picker;
 pub mod render;
 pub mod sanitize;
 pub mod slash;

@@ -35,8 +35,25 @@ pub fn draw(f: &mut Frame, st: &State, input: &TextArea) {
         })
     });
     let flash_h = u16::from(flash_text.is_some());
-    let bottom = match &st.card {
-        Some(c) => {
+    let boxed = |lines: Vec<Line<'static>>, title: String, color: Color| {
+        let want = lines.len() as u16 + 2;
+        if area.width >= 24 && area.height > want + footer_h + flash_h {
+            BottomKind::Boxed(lines, want, title, color)
+        } else {
+            BottomKind::OneLine
+        }
+    };
+    let bottom = match (&st.card, &st.ask, &st.picker) {
+        (None, Some(a), _) => boxed(
+            super::picker_render::ask_lines(a),
+            " first run ".into(),
+            Color::Yellow,
+        ),
+        (None, None, Some(p)) => {
+            let (title, lines) = super::picker_render::picker_lines(p, area.width);
+            boxed(lines, title, Color::Cyan)
+        }
+        (Some(c), _, _) => {
             let lines = card_lines(c, area.width);
             let want = lines.len() as u16 + 2;
             // The card must leave one transcript row and the footer.
@@ -46,15 +63,15 @@ pub fn draw(f: &mut Frame, st: &State, input: &TextArea) {
                 BottomKind::CardLine
             }
         }
-        None => {
+        (None, None, None) => {
             let rows = (input.lines().len() as u16).clamp(1, INPUT_MAX_ROWS);
             let h = (rows + 2).min(area.height.saturating_sub(footer_h + flash_h));
             BottomKind::Input(h)
         }
     };
     let bottom_h = match &bottom {
-        BottomKind::Card(_, h) | BottomKind::Input(h) => *h,
-        BottomKind::CardLine => 1,
+        BottomKind::Card(_, h) | BottomKind::Input(h) | BottomKind::Boxed(_, h, _, _) => *h,
+        BottomKind::CardLine | BottomKind::OneLine => 1,
     };
     let [body, flash, bot, foot] = Layout::vertical([
         Constraint::Min(0),
@@ -88,6 +105,22 @@ pub fn draw(f: &mut Frame, st: &State, input: &TextArea) {
                 f.render_widget(Paragraph::new(card_fallback(c, bot.width)), bot);
             }
         }
+        BottomKind::Boxed(lines, _, title, color) => {
+            f.render_widget(Clear, bot);
+            let block = Block::default()
+                .borders(Borders::ALL)
+                .border_style(Style::default().fg(color))
+                .title(title);
+            f.render_widget(Paragraph::new(lines).block(block), bot);
+        }
+        BottomKind::OneLine => {
+            let line = match (&st.ask, &st.picker) {
+                (Some(a), _) => super::picker_render::ask_fallback(a),
+                (None, Some(p)) => super::picker_render::picker_fallback(p),
+                (None, None) => Line::default(),
+            };
+            f.render_widget(Paragraph::new(line), bot);
+        }
     }
     f.render_widget(Paragraph::new(footer_line(st, foot.width)), foot);
 }
@@ -96,6 +129,11 @@ enum BottomKind {
     Input(u16),
     Card(Vec<Line<'static>>, u16),
     CardLine,
+    /// The first run's question or the `/provider` picker: lines, height,
+    /// title, border colour.
+    Boxed(Vec<Line<'static>>, u16, String, Color),
+    /// Either of those in one line (a small terminal).
+    OneLine,
 }
 
 /// The footer: mode · permission · sandbox backend and level · model ·

@@ -39,7 +39,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "what the last turn did (as `codewhale receipts`)",
     ),
     ("/model [ID|auto]", "show or switch the model"),
-    ("/provider", "show the provider and how to add a key"),
+    ("/provider", "pick the provider (and enter its key, masked)"),
     (
         "/mcp [reload]",
         "MCP servers' status; reload re-reads mcp.json and restarts them",

@@ -6,9 +6,12 @@
 //! (Tab, Shift+Tab, Esc, the approval card, Ctrl-C, Ctrl-D) is decided
 //! here, so it is tested here without a terminal.
 
+use super::first_run::LocalAsk;
+use super::provider_picker::{Picker, Row};
 use super::sanitize::sanitize;
 use super::slash::{self, Slash};
 use crate::authz::{Approval, Mode};
+use crate::provider::auth::ApiKey;
 use serde_json::Value;
 
 /// A key as the state machine sees it (the app maps crossterm's events).
@@ -22,6 +25,9 @@ pub enum Key {
     CtrlD,
     Left,
     Right,
+    Up,
+    Down,
+    Backspace,
     PageUp,
     PageDown,
     Char(char),
@@ -161,6 +167,10 @@ pub struct State {
     pub scroll: usize,
     /// The thread's workspace (the card's cwd).
     pub workspace: String,
+    /// `/provider`'s picker (and its key field) when open.
+    pub picker: Option<Picker>,
+    /// The first run's "Use local Ollama model X?" when asked.
+    pub ask: Option<LocalAsk>,
 }
 
 /// What the app must do.
@@ -195,7 +205,21 @@ pub enum Effect {
         json: bool,
     },
     SetModel(String),
+    /// Build the picker's rows (sent back as [`Event::PickerRows`]).
     Provider,
+    /// Switch the thread's provider for the next turn (through the runtime).
+    ChooseProvider(String),
+    /// Store a key typed into the picker's field, as `auth set` does.
+    StoreKey {
+        provider: String,
+        key: ApiKey,
+    },
+    /// Remember the answer to the local-Ollama question.
+    AnswerLocal {
+        use_local: bool,
+        root: String,
+        model: String,
+    },
     /// `/mcp [reload]`: the MCP servers' status, or re-read and restart.
     Mcp {
         reload: bool,
@@ -238,6 +262,21 @@ pub enum Event {
     },
     /// The terminal changed size.
     Resize,
+    /// The picker's rows (after [`Effect::Provider`]).
+    PickerRows(Vec<Row>),
+    /// Ask the first run's question.
+    AskLocal(LocalAsk),
+    /// A key from the picker's field was stored.
+    KeyStored {
+        provider: String,
+    },
+    /// Storing it failed (the field says why).
+    KeyRefused(String),
+    /// The thread's provider and model for the next turn.
+    ProviderSwitched {
+        provider: String,
+        model: String,
+    },
 }
 
 /// How long a second Ctrl-C has to quit.
@@ -273,6 +312,8 @@ impl State {
             last_session: None,
             scroll: 0,
             workspace: String::new(),
+            picker: None,
+            ask: None,
         }
     }
 
@@ -296,7 +337,12 @@ impl State {
             }
             Event::Paste(text) => {
                 self.dirty = true;
-                if self.card.is_some() {
+                if let Some(p) = &mut self.picker {
+                    // Into the key field or the filter, never the draft.
+                    p.paste(&text);
+                    return Vec::new();
+                }
+                if self.card.is_some() || self.ask.is_some() {
                     // A paste must never answer a card.
                     return Vec::new();
                 }
@@ -330,10 +376,36 @@ impl State {
                 self.dirty = true;
                 Vec::new()
             }
+            Event::PickerRows(rows) => {
+                self.dirty = true;
+                self.open_picker(rows);
+                Vec::new()
+            }
+            Event::AskLocal(a) => {
+                self.dirty = true;
+                self.ask = Some(a);
+                Vec::new()
+            }
+            Event::KeyStored { provider } => {
+                self.dirty = true;
+                self.key_stored(provider)
+            }
+            Event::KeyRefused(why) => {
+                self.dirty = true;
+                if let Some(p) = &mut self.picker {
+                    p.store_failed(&why);
+                }
+                Vec::new()
+            }
+            Event::ProviderSwitched { provider, model } => {
+                self.dirty = true;
+                self.provider_switched(provider, model);
+                Vec::new()
+            }
         }
     }
 
-    fn notice(&mut self, error: bool, text: impl Into<String>) {
+    pub(super) fn notice(&mut self, error: bool, text: impl Into<String>) {
         self.transcript.push(Cell::Notice {
             error,
             text: text.into(),
@@ -349,6 +421,12 @@ impl State {
             return self.card_key(key);
         }
         self.flash = None;
+        if self.ask.is_some() {
+            return self.ask_key(key);
+        }
+        if self.picker.is_some() {
+            return self.picker_key(key);
+        }
         match key {
             Key::PageUp => {
                 self.scroll += 10;
@@ -410,7 +488,13 @@ impl State {
                     vec![Effect::PassToEditor]
                 }
             }
-            Key::Left | Key::Right | Key::Char(_) | Key::Other => vec![Effect::PassToEditor],
+            Key::Left
+            | Key::Right
+            | Key::Up
+            | Key::Down
+            | Key::Backspace
+            | Key::Char(_)
+            | Key::Other => vec![Effect::PassToEditor],
         }
     }
 
