@@ -821,13 +821,9 @@ impl Loop<'_> {
                        "host": d.host, "port": d.port, "rule": d.rule, "protocol": d.protocol}),
             );
         }
-        self.out.event(
-            "tool_result",
-            json!({"call_id": call.id, "tool": call.name, "status": status,
-                   "duration_ms": ms, "truncated": o.truncated, "error_category": o.error_category,
-                   "exit_code": o.exit_code, "enforcement": o.enforcement, "enforced": o.enforced.as_ref().map(|e| &e.summary),
-                   "files_touched": o.files_touched, "output": o.content}),
-        );
+        // The session record first: a client told of the result (the
+        // runtime's `item.completed` comes from this event) may read the
+        // output back from the session file at once, as the TUI does.
         self.log.append(
             turn,
             Event::ToolResult {
@@ -844,6 +840,13 @@ impl Loop<'_> {
                 truncated: o.truncated,
             },
         )?;
+        self.out.event(
+            "tool_result",
+            json!({"call_id": call.id, "tool": call.name, "status": status,
+                   "duration_ms": ms, "truncated": o.truncated, "error_category": o.error_category,
+                   "exit_code": o.exit_code, "enforcement": o.enforcement, "enforced": o.enforced.as_ref().map(|e| &e.summary),
+                   "files_touched": o.files_touched, "output": o.content}),
+        );
         self.calls.push(
             json!({"call_id": call.id, "tool": call.name, "status": status,
                                "exit_code": o.exit_code, "files_touched": o.files_touched}),

@@ -382,6 +382,8 @@ async fn event_loop(
                     .terminal
                     .resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))
                     .context("resizing")?;
+                // The draft shows from its start again where it fits.
+                super::draft::rewind_view(&mut app.input);
                 st.update(Event::Resize);
             }
             Input::Term(_) => {}

@@ -8,13 +8,15 @@
 //! Modules: [`state`] (the pure state machine: keys, modes, permissions,
 //! the approval card), [`render`] (state → frame), [`markdown`],
 //! [`sanitize`] (no escape sequence from outside reaches the terminal),
-//! [`slash`] (command parsing), [`app`] (the event loop and effects),
+//! [`slash`] (command parsing), [`draft`] (the draft's view after a
+//! resize), [`app`] (the event loop and effects),
 //! [`terminal`] (raw mode and its restoration), [`first_run`] (no usable
 //! key: the local-Ollama question asked once, the remembered answer),
 //! [`provider_picker`] (`/provider` and its masked key field) and
 //! [`picker_render`] (how those two are drawn).
 
 pub mod app;
+pub mod draft;
 pub mod first_run;
 pub mod markdown;
 pub mod picker_render;

@@ -43,6 +43,24 @@ pub enum Step {
     /// final usage chunk (OpenAI) or `message_start.message.usage`
     /// (Anthropic; `output_tokens` also goes into `message_delta`).
     ReplyWithUsage { text: String, usage: Value },
+    /// A complete text reply streamed slowly: `chunks` text deltas, one
+    /// every `every`, then the normal end of the stream (a model still
+    /// answering while the person at the keyboard acts).
+    Trickle {
+        chunks: Vec<String>,
+        every: std::time::Duration,
+    },
+}
+
+/// `text` as `n` deltas (split on char boundaries), streamed one every
+/// `every`.
+pub fn trickle(text: &str, n: usize, every: std::time::Duration) -> Step {
+    let chars: Vec<char> = text.chars().collect();
+    let per = chars.len().div_ceil(n.max(1)).max(1);
+    Step::Trickle {
+        chunks: chars.chunks(per).map(|c| c.iter().collect()).collect(),
+        every,
+    }
 }
 
 pub fn reply_with_usage(text: &str, usage: Value) -> Step {
@@ -260,6 +278,17 @@ async fn handle(
                 .body(Body::from_stream(stream))
                 .unwrap()
         }
+        Step::Trickle { chunks, every } => {
+            let events = trickle_events(s.wire, &chunks);
+            let stream = futures_util::stream::iter(events).then(move |e| async move {
+                tokio::time::sleep(every).await;
+                Ok::<Bytes, std::io::Error>(Bytes::from(e))
+            });
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(stream))
+                .unwrap()
+        }
         Step::Hang { text } => {
             let head = partial(s.wire, &text);
             let stream =
@@ -305,6 +334,49 @@ fn partial(wire: Wire, text: &str) -> String {
                 json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":text}}),
             )
         }
+    }
+}
+
+/// The events of a complete text reply whose text comes in `chunks`, one
+/// SSE event per element (same shapes as [`openai_stream`] and
+/// [`anthropic_stream`]).
+fn trickle_events(wire: Wire, chunks: &[String]) -> Vec<String> {
+    match wire {
+        Wire::OpenAi => chunks
+            .iter()
+            .map(|c| data(json!({"choices":[{"index":0,"delta":{"content":c}}]})))
+            .chain([
+                data(json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})),
+                data(json!({"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":20}})),
+                "data: [DONE]\n\n".to_string(),
+            ])
+            .collect(),
+        Wire::Anthropic => [
+            named(
+                "message_start",
+                json!({"type":"message_start","message":{"usage":{"input_tokens":100,"output_tokens":1}}}),
+            ),
+            named(
+                "content_block_start",
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+            ),
+        ]
+        .into_iter()
+        .chain(chunks.iter().map(|c| {
+            named(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":c}}),
+            )
+        }))
+        .chain([
+            named("content_block_stop", json!({"type":"content_block_stop","index":0})),
+            named(
+                "message_delta",
+                json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":20}}),
+            ),
+            named("message_stop", json!({"type":"message_stop"})),
+        ])
+        .collect(),
     }
 }
 
