@@ -337,3 +337,103 @@ fn explain_says_what_holds_during_and_only_after_the_run() {
         assert!(t.contains("held only after the run"), "{t}");
     }
 }
+
+/// The landlock tier's stage keeps the run's integrity lock until it has
+/// killed and reaped the tree, so a check started right after a SIGKILL
+/// of codewhale cannot run while the dead run's processes still write:
+/// the stage holds the lock file open, the command does not (it is
+/// close-on-exec), and after codewhale is SIGKILLed the lock stays held
+/// until the stage is gone.
+#[test]
+fn the_landlock_stage_holds_the_run_lock_and_the_command_does_not() {
+    let Some(case) = ww_cases().into_iter().find(|c| c.tier.name == "landlock") else {
+        panic!("no landlock tier on this machine");
+    };
+    let fx = Fx::new();
+    let mark = fx.ws.join("started.mark");
+    // A duration no other process has (leftovers of an earlier run).
+    // (`processes_with_mark` matches the raw, NUL-separated command line:
+    // the mark is the duration alone.)
+    let dur = format!("29.{}", std::process::id());
+    let sleep = format!("sleep {dur}");
+    let script = format!("echo > started.mark; exec {sleep}");
+    let mut child = KillOnDrop(
+        fx.command(&case, &[], &["sh", "-c", &script])
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(&mark, "the sandboxed command's marker");
+    let holders = || -> Vec<(u32, String)> {
+        let mut v = Vec::new();
+        for e in fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(fds) = fs::read_dir(e.path().join("fd")) else {
+                continue;
+            };
+            for fd in fds.flatten() {
+                let Ok(target) = fs::read_link(fd.path()) else {
+                    continue;
+                };
+                let t = target.to_string_lossy().into_owned();
+                if t.contains("/integrity/runs/") && t.ends_with("/active") {
+                    let cmd = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                    v.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
+                }
+            }
+        }
+        v
+    };
+    // The command is the process whose own command line is `sleep 29.5`
+    // (codewhale's and the stage's name it among their arguments); the
+    // marker is written just before `exec`.
+    let command = || -> Vec<String> {
+        processes_with_mark(&dur)
+            .into_iter()
+            .filter(|l| l.contains(&format!(": {sleep}")))
+            .collect()
+    };
+    assert!(
+        eventually(5000, || command().len() == 1),
+        "the command runs: {:?}",
+        processes_with_mark(&dur)
+    );
+    let during = holders();
+    // Positive control: codewhale itself holds it, and so does one more
+    // process (the stage, which shares codewhale's command line).
+    assert!(
+        during.iter().any(|(p, _)| *p == child.0.id()),
+        "codewhale holds the lock: {during:?}"
+    );
+    assert!(
+        during.iter().any(|(p, _)| *p != child.0.id()),
+        "the stage holds the lock: {during:?}"
+    );
+    assert!(
+        !during.iter().any(|(_, c)| c.starts_with(&sleep)),
+        "the command must not hold the lock: {during:?}"
+    );
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    // Until the stage is gone the lock is held; once it is, nobody has it.
+    let t = Instant::now();
+    while !holders().is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(10), "the stage survived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        command().is_empty(),
+        "the lock was released while the command still ran"
+    );
+}
+
+/// Kills the child when the test ends, also when it fails.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -269,6 +269,14 @@ impl RunGuard {
         })
     }
 
+    /// The shared lock's fd, for a process that must keep the run live
+    /// as long as it lives (the landlock tier's stage). Valid while the
+    /// guard is.
+    #[cfg(target_os = "linux")]
+    pub fn lock_fd(&self) -> std::os::fd::RawFd {
+        self.active.as_raw_fd()
+    }
+
     /// After the command's process tree ended: revert what changed, and
     /// drop the baseline if no other run in this workspace is active.
     pub fn leave(self) -> Vec<Revert> {

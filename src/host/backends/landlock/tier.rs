@@ -221,6 +221,10 @@ pub fn run(
     let paths: Vec<PathBuf> = policy.protected.iter().map(|e| e.path.clone()).collect();
     let targets = crate::host::integrity::targets(policy, &paths);
     let guard = crate::host::integrity::RunGuard::enter(&policy.workspace, &targets)?;
+    // The stage holds the run's lock too: if codewhale is SIGKILLed, the
+    // run stays "live" (no other command checks against its baseline)
+    // until the stage has killed and reaped every process of the tree.
+    let stage = stage.with_held_fd(guard.lock_fd());
     let sup = supervise::run_raw(|ends| stage.spawn(ends), req, life_write);
     // Our copies: the stage had its own from the moment it ran.
     drop((write_end, life_read));

@@ -94,7 +94,7 @@ fn stage_main(stage: &Stage) -> ! {
     }
     let ruleset = stage.ruleset.as_ref().map_or(-1, |f| f.as_raw_fd());
     let opener = stage.opener.as_ref().map_or(-1, |o| o.sock);
-    close_all_but(&[status, stage.lifeline_fd, ruleset, opener]);
+    close_all_but(&[status, stage.lifeline_fd, ruleset, opener, stage.hold_fd]);
     // SAFETY: the command's half runs `command_entry` on its own stack with
     // CLONE_VM|CLONE_VFORK: we are suspended until it execs or exits.
     let pid = unsafe {

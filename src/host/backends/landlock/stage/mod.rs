@@ -139,6 +139,11 @@ pub struct Stage {
     /// The opener (see `opener`): its seccomp program and the command's
     /// end of the socketpair the listener is sent over.
     opener: Option<OpenerEnd>,
+    /// An fd the stage keeps open until it exits (close-on-exec, so the
+    /// command never has it): the integrity check's shared `active` lock,
+    /// so a run whose codewhale was SIGKILLed counts as live until the
+    /// stage has killed and reaped the whole tree (-1: none).
+    hold_fd: RawFd,
 }
 
 /// What the command's half needs to install the opener's filter.
@@ -203,6 +208,7 @@ impl Stage {
             command_stack: Stack::take(COMMAND_STACK).map_err(StageError::Stack)?,
             done: std::sync::atomic::AtomicBool::new(false),
             opener: None,
+            hold_fd: -1,
         })
     }
 
@@ -212,6 +218,13 @@ impl Stage {
     /// returns).
     pub fn with_opener(mut self, prog: Vec<seccompiler::sock_filter>, sock: RawFd) -> Stage {
         self.opener = Some(OpenerEnd { prog, sock });
+        self
+    }
+
+    /// Keep `fd` open in the stage until it exits (see [`Stage::hold_fd`]);
+    /// it must stay open until [`Stage::spawn`] returns.
+    pub fn with_held_fd(mut self, fd: RawFd) -> Stage {
+        self.hold_fd = fd;
         self
     }
 
