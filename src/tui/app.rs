@@ -36,6 +36,8 @@ use tokio::sync::mpsc;
 const APPROVAL_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// The commit clock for streamed text.
 const TICK: Duration = Duration::from_millis(16);
+/// At most this many queued inputs are handled between two frames.
+const DRAIN_MAX: usize = 512;
 
 /// What the app was started with (resolved like `exec`).
 pub struct Setup {
@@ -316,25 +318,28 @@ async fn event_loop(
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut term = super::terminal::sigterm()?;
-    loop {
+    // The transcript's rows, kept from frame to frame (a streaming answer
+    // is parsed once per finished block, not on every frame).
+    let mut rows = render::TranscriptCache::default();
+    'run: loop {
         if st.dirty {
             guard
                 .terminal
-                .draw(|f| render::draw(f, &st, &app.input))
+                .draw(|f| render::draw_cached(f, &st, &app.input, &mut rows))
                 .context("drawing the screen")?;
             st.dirty = false;
         }
         if st.quit {
             break;
         }
-        let ev = tokio::select! {
+        let first = tokio::select! {
             m = rx.recv() => match m {
-                Some(m) => m,
+                Some(m) => Some(m),
                 None => break,
             },
             _ = tick.tick() => {
                 st.update(Event::Tick);
-                continue;
+                None
             }
             _ = term.recv() => {
                 // SIGTERM: stop the turn (its sandboxed tree is killed),
@@ -345,48 +350,60 @@ async fn event_loop(
                 return Ok((super::terminal::SIGTERM_EXIT, app.sessions));
             }
         };
-        match ev {
-            Input::TermGone => break,
-            Input::Runtime(batch) => {
-                for env in batch {
-                    if env["event"] == "turn.started" {
-                        if let Some(s) = env["payload"]["turn"]["session_id"].as_str() {
-                            app.sessions.push(s.to_string());
+        // Everything already queued (keys, runtime events) is handled
+        // before the next frame, whichever branch woke the loop: a key
+        // never waits behind a frame drawn for what came before it, and
+        // one frame shows all of it.
+        // (Bounded, so a flood of events still lets a frame through.)
+        let mut next = first.or_else(|| rx.try_recv().ok());
+        let mut budget = DRAIN_MAX;
+        while let Some(ev) = next.take() {
+            match ev {
+                Input::TermGone => break 'run,
+                Input::Runtime(batch) => {
+                    for env in batch {
+                        if env["event"] == "turn.started" {
+                            if let Some(s) = env["payload"]["turn"]["session_id"].as_str() {
+                                app.sessions.push(s.to_string());
+                            }
                         }
+                        let fx = st.update(Event::Runtime(env));
+                        app.perform(&mut st, fx, None);
                     }
-                    let fx = st.update(Event::Runtime(env));
+                }
+                Input::Term(CtEvent::Key(k)) => {
+                    if k.kind != KeyEventKind::Release {
+                        let key = map_key(&k);
+                        let at_ms = app.started.elapsed().as_millis() as u64;
+                        let fx = st.update(Event::Key { key, at_ms });
+                        app.perform(&mut st, fx, Some(k));
+                    }
+                }
+                Input::Term(CtEvent::Paste(p)) => {
+                    let fx = st.update(Event::Paste(p));
                     app.perform(&mut st, fx, None);
                 }
-            }
-            Input::Term(CtEvent::Key(k)) => {
-                if k.kind == KeyEventKind::Release {
-                    continue;
+                Input::Term(CtEvent::Resize(_, _)) => {
+                    // Repaint everything: output written for the old size
+                    // may have landed after the terminal changed, and a diff
+                    // against the old frame would keep it on screen.
+                    // (`resize`, not `clear`: clearing asks the terminal
+                    // for the cursor position, which some never answer.)
+                    let size = guard.terminal.size().context("reading the terminal size")?;
+                    guard
+                        .terminal
+                        .resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))
+                        .context("resizing")?;
+                    // The draft shows from its start again where it fits.
+                    super::draft::rewind_view(&mut app.input);
+                    st.update(Event::Resize);
                 }
-                let key = map_key(&k);
-                let at_ms = app.started.elapsed().as_millis() as u64;
-                let fx = st.update(Event::Key { key, at_ms });
-                app.perform(&mut st, fx, Some(k));
+                Input::Term(_) => {}
             }
-            Input::Term(CtEvent::Paste(p)) => {
-                let fx = st.update(Event::Paste(p));
-                app.perform(&mut st, fx, None);
+            budget -= 1;
+            if !st.quit && budget > 0 {
+                next = rx.try_recv().ok();
             }
-            Input::Term(CtEvent::Resize(_, _)) => {
-                // Repaint everything: output written for the old size
-                // may have landed after the terminal changed, and a diff
-                // against the old frame would keep it on screen.
-                // (`resize`, not `clear`: clearing asks the terminal
-                // for the cursor position, which some never answer.)
-                let size = guard.terminal.size().context("reading the terminal size")?;
-                guard
-                    .terminal
-                    .resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))
-                    .context("resizing")?;
-                // The draft shows from its start again where it fits.
-                super::draft::rewind_view(&mut app.input);
-                st.update(Event::Resize);
-            }
-            Input::Term(_) => {}
         }
     }
     Ok((crate::exit::OK, app.sessions))

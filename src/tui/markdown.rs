@@ -6,23 +6,35 @@ use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, T
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
+/// The parser's options (the same for a whole message and for its parts).
+fn options() -> Options {
+    Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS
+}
+
 /// Render markdown `src` to unwrapped lines.
 pub fn render(src: &str) -> Vec<Line<'static>> {
     let mut r = Renderer::default();
-    let opts = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS;
-    for ev in Parser::new_ext(src, opts) {
-        r.event(ev);
-    }
-    r.flush();
-    // No trailing blank lines (the transcript adds its own spacing).
-    while r.lines.last().is_some_and(|l| l.spans.is_empty()) {
-        r.lines.pop();
-    }
-    r.lines
+    r.feed(src);
+    let mut lines = r.finish();
+    trim_blank_tail(&mut lines);
+    lines
 }
 
-#[derive(Default)]
-struct Renderer {
+/// No trailing blank lines (the transcript adds its own spacing).
+pub fn trim_blank_tail(lines: &mut Vec<Line<'static>>) {
+    while lines.last().is_some_and(|l| l.spans.is_empty()) {
+        lines.pop();
+    }
+}
+
+/// Maps pulldown-cmark's events to lines. It can be fed a message in
+/// parts (see [`super::stream_md`]): all of its state (the open line, the
+/// style and list stacks, whether the last line already given out was
+/// text) survives [`Renderer::take_lines`], so feeding the parts of a text
+/// split where the parser's events split gives exactly the lines of the
+/// whole.
+#[derive(Clone, Debug, Default)]
+pub struct Renderer {
     lines: Vec<Line<'static>>,
     cur: Vec<Span<'static>>,
     styles: Vec<Style>,
@@ -30,6 +42,32 @@ struct Renderer {
     lists: Vec<Option<u64>>,
     quote: usize,
     in_code: bool,
+    /// Whether the last line handed out by [`Renderer::take_lines`] had
+    /// text (what [`Renderer::blank`] looks at once `lines` is empty).
+    before_text: bool,
+}
+
+impl Renderer {
+    /// Parse `src` as one markdown document and map its events.
+    pub fn feed(&mut self, src: &str) {
+        for ev in Parser::new_ext(src, options()) {
+            self.event(ev);
+        }
+    }
+
+    /// The lines finished so far (the open line stays).
+    pub fn take_lines(&mut self) -> Vec<Line<'static>> {
+        if let Some(l) = self.lines.last() {
+            self.before_text = !l.spans.is_empty();
+        }
+        std::mem::take(&mut self.lines)
+    }
+
+    /// Close the open line and give out the rest (untrimmed).
+    pub fn finish(mut self) -> Vec<Line<'static>> {
+        self.flush();
+        self.lines
+    }
 }
 
 impl Renderer {
@@ -56,7 +94,11 @@ impl Renderer {
 
     fn blank(&mut self) {
         self.flush();
-        if self.lines.last().is_some_and(|l| !l.spans.is_empty()) {
+        let after_text = match self.lines.last() {
+            Some(l) => !l.spans.is_empty(),
+            None => self.before_text,
+        };
+        if after_text {
             self.lines.push(Line::default());
         }
     }

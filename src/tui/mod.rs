@@ -7,6 +7,8 @@
 //!
 //! Modules: [`state`] (the pure state machine: keys, modes, permissions,
 //! the approval card), [`render`] (state → frame), [`markdown`],
+//! [`stream_md`] and [`transcript`] (what a frame keeps for the next:
+//! a streaming message is parsed once per closed block, rows per cell),
 //! [`sanitize`] (no escape sequence from outside reaches the terminal),
 //! [`slash`] (command parsing), [`draft`] (the draft's view after a
 //! resize), [`app`] (the event loop and effects),
@@ -25,7 +27,9 @@ pub mod render;
 pub mod sanitize;
 pub mod slash;
 pub mod state;
+pub mod stream_md;
 pub mod terminal;
+pub mod transcript;
 
 use std::io::IsTerminal;
 

@@ -7,6 +7,7 @@
 use super::markdown;
 use super::sanitize::sanitize;
 use super::state::{mode_label, permission_label, Card, Cell, Choice, FooterInfo, State, ToolCell};
+pub use super::transcript::TranscriptCache;
 use crate::authz::Approval;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -19,8 +20,15 @@ use unicode_width::UnicodeWidthChar;
 /// Rows of the input box's text (it grows with the draft up to this).
 const INPUT_MAX_ROWS: u16 = 6;
 
-/// Draw the whole screen.
+/// Draw the whole screen, building every visible cell from scratch (the
+/// snapshot tests and one-off frames).
 pub fn draw(f: &mut Frame, st: &State, input: &TextArea) {
+    draw_cached(f, st, input, &mut TranscriptCache::default());
+}
+
+/// Draw the whole screen, reusing the transcript rows `cache` kept from
+/// earlier frames (the app's loop: see [`TranscriptCache`]).
+pub fn draw_cached(f: &mut Frame, st: &State, input: &TextArea, cache: &mut TranscriptCache) {
     let area = f.area();
     let footer_h = 1;
     // The flash line: a message, else while a turn runs how to stop it.
@@ -80,7 +88,7 @@ pub fn draw(f: &mut Frame, st: &State, input: &TextArea) {
         Constraint::Length(footer_h),
     ])
     .areas(area);
-    transcript(f, st, body);
+    transcript(f, st, body, cache);
     if let Some(m) = &flash_text {
         f.render_widget(
             Paragraph::new(Line::from(Span::styled(
@@ -294,36 +302,19 @@ pub fn card_fallback(c: &Card, width: u16) -> Line<'static> {
     ))
 }
 
-fn transcript(f: &mut Frame, st: &State, area: Rect) {
+fn transcript(f: &mut Frame, st: &State, area: Rect, cache: &mut TranscriptCache) {
     if area.height == 0 || area.width == 0 {
         return;
     }
-    let width = area.width as usize;
-    let want = area.height as usize + st_scroll(st);
-    // Build from the newest cell back until the screen (plus the scroll
-    // offset) is full: a long session costs only what is visible.
-    let mut rows: Vec<Line<'static>> = Vec::new();
-    for cell in st.transcript.iter().rev() {
-        let mut lines = Vec::new();
-        for l in cell_lines(cell) {
-            lines.extend(wrap(l, width));
-        }
-        lines.push(Line::default());
-        lines.extend(rows);
-        rows = lines;
-        if rows.len() >= want {
-            break;
-        }
-    }
-    let skip_bottom = st_scroll(st).min(rows.len());
-    let end = rows.len() - skip_bottom;
-    let start = end.saturating_sub(area.height as usize);
-    let visible: Vec<Line<'static>> = rows.drain(start..end).collect();
+    // Only the cells that fill the screen (plus the scroll offset) are
+    // looked at, and only the rows shown are copied.
+    let visible = cache.visible(
+        &st.transcript,
+        area.width as usize,
+        area.height as usize,
+        st.scroll,
+    );
     f.render_widget(Paragraph::new(visible), area);
-}
-
-fn st_scroll(st: &State) -> usize {
-    st.scroll
 }
 
 /// One cell as unwrapped lines.
