@@ -13,9 +13,14 @@
 //! 3. Idle: frames drawn over 1,000 ticks with nothing changing.
 //! 4. A 2 MB tool output: time to turn it into a cell, and the bytes the
 //!    cell keeps.
+//! 5. A frame while a 3,000-line answer streams, built from scratch and
+//!    with the rows kept between frames.
+//!
+//! The keypress figures draw as the app's loop does (rows kept between
+//! frames, `draw_cached`); the frame-build figures build from scratch.
 
 use codewhale::authz::Approval;
-use codewhale::tui::render::draw;
+use codewhale::tui::render::{draw, draw_cached, TranscriptCache};
 use codewhale::tui::state::{Cell, Event, FooterInfo, Key, State};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -116,6 +121,7 @@ fn keypress(streaming: bool) {
         json!({"item": {"kind": "agent_message", "metadata": {}}}),
     ));
     let mut lat = Vec::new();
+    let mut cache = TranscriptCache::default();
     let mut since_tick = Duration::ZERO;
     for i in 0..2000u64 {
         // 5 ms of simulated time per key: one delta at 200/s.
@@ -140,7 +146,8 @@ fn keypress(streaming: bool) {
             key: Key::Char('x'),
             at_ms: i * 5,
         });
-        term.draw(|f| draw(f, &s, &input)).unwrap();
+        term.draw(|f| draw_cached(f, &s, &input, &mut cache))
+            .unwrap();
         s.dirty = false;
         lat.push(t.elapsed().as_secs_f64() * 1e3);
     }
@@ -217,8 +224,51 @@ fn big_output() {
     );
 }
 
+/// A frame while a long answer streams: one message of 1,500 paragraphs
+/// (3,000 lines) gaining one paragraph per frame, built from scratch (as
+/// every frame did before the transcript kept its rows) and with the
+/// rows kept between frames (the app's loop), alternately on the same
+/// terminal.
+fn long_stream() {
+    let input = TextArea::default();
+    let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    let mut s = big_state(10);
+    let mut text: String = (0..1500)
+        .map(|i| format!("delta {i} of the stream\n\n"))
+        .collect();
+    s.transcript.push(Cell::Agent {
+        item_id: "live".into(),
+        text: text.clone(),
+        pending: String::new(),
+        done: false,
+    });
+    let mut cache = TranscriptCache::default();
+    let (mut scratch, mut kept) = (Vec::new(), Vec::new());
+    for i in 0..200 {
+        text.push_str(&format!("delta {} of the stream\n\n", 1500 + i));
+        if let Some(Cell::Agent { text: t, .. }) = s.transcript.last_mut() {
+            t.clone_from(&text);
+        }
+        let t0 = Instant::now();
+        term.draw(|f| draw(f, &s, &input)).unwrap();
+        scratch.push(t0.elapsed().as_secs_f64() * 1e3);
+        let t0 = Instant::now();
+        term.draw(|f| draw_cached(f, &s, &input, &mut cache)).unwrap();
+        kept.push(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    println!(
+        "frame 120x40 while a 3,000-line answer streams: from scratch p50 {:.3} ms p95 {:.3} ms | rows kept p50 {:.3} ms p95 {:.3} ms | ratio p50 {:.1}x",
+        pct(&mut scratch, 0.5),
+        pct(&mut scratch, 0.95),
+        pct(&mut kept, 0.5),
+        pct(&mut kept, 0.95),
+        pct(&mut scratch, 0.5) / pct(&mut kept, 0.5)
+    );
+}
+
 fn main() {
     frame_build();
+    long_stream();
     keypress(false);
     keypress(true);
     idle();

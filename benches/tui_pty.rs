@@ -14,7 +14,13 @@
 //!
 //! 1. Idle: the TUI waits for input.
 //! 2. Streaming: the model streams one delta (a line) every 5 ms, nominally
-//!    200 deltas/s (the rate actually reached is printed).
+//!    200 deltas/s (the rate actually reached is printed), all into one
+//!    message: sampled from the first delta, and again (a fresh UI) once
+//!    the message holds 1,500 deltas (3,000 lines), where a frame that
+//!    re-parses the whole message shows.
+//!
+//! `CODEWHALE_BENCH_BIN=path` runs another build of `codewhale` (two
+//! versions compared in the same run conditions).
 
 #[allow(dead_code)] // the bench uses only part of the tests' server
 #[path = "../tests/common/scripted_model/mod.rs"]
@@ -230,7 +236,11 @@ fn tui(model: &ScriptedModel, root: &std::path::Path) -> Term {
         ),
     )
     .unwrap();
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_codewhale"));
+    // CODEWHALE_BENCH_BIN: another build of the binary (to compare two
+    // versions in the same run conditions).
+    let bin = std::env::var("CODEWHALE_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_codewhale").to_string());
+    let mut cmd = CommandBuilder::new(bin);
     cmd.env_clear();
     cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
     cmd.env("HOME", &home);
@@ -286,7 +296,19 @@ fn main() {
     report("keypress -> paint, idle", &idle, &base);
     drop(t);
 
-    // Streaming: one line every 5 ms, far more than the samples need.
+    // Streaming: one line every 5 ms, far more than the samples need;
+    // sampled from the first delta on, then (a fresh UI) once the message
+    // is 1,500 deltas long.
+    streaming(&base, 0);
+    streaming(&base, LONG);
+    println!("load after: {}", load());
+}
+
+/// Deltas already in the message when the long-message samples start.
+const LONG: u64 = 1500;
+
+/// Keypress → paint while the answer streams, from delta `from` on.
+fn streaming(base: &[f64], from: u64) {
     let dir = tempfile::tempdir().unwrap();
     let chunks: Vec<String> = (1..=6000)
         .map(|i| format!("delta {i} of the stream\n\n"))
@@ -305,6 +327,11 @@ fn main() {
     }
     t.send(b"\r");
     t.wait_for("delta 1 of the stream", Duration::from_secs(30));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while latest_delta(&t.screen()) < from {
+        assert!(Instant::now() < deadline, "delta {from} not reached");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let started = Instant::now();
     let first = latest_delta(&t.screen());
     let streaming = keys(&t);
@@ -316,14 +343,12 @@ fn main() {
     );
     report(
         &format!(
-            "keypress -> paint, streaming ({:.0} deltas/s reached)",
+            "keypress -> paint, streaming from delta {first} ({:.0} deltas/s reached)",
             (last - first) as f64 / secs
         ),
         &streaming,
-        &base,
+        base,
     );
-    drop(t);
-    println!("load after: {}", load());
 }
 
 /// The highest `delta N` on the screen.
