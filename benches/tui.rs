@@ -253,7 +253,8 @@ fn long_stream() {
         term.draw(|f| draw(f, &s, &input)).unwrap();
         scratch.push(t0.elapsed().as_secs_f64() * 1e3);
         let t0 = Instant::now();
-        term.draw(|f| draw_cached(f, &s, &input, &mut cache)).unwrap();
+        term.draw(|f| draw_cached(f, &s, &input, &mut cache))
+            .unwrap();
         kept.push(t0.elapsed().as_secs_f64() * 1e3);
     }
     println!(
