@@ -813,13 +813,22 @@ impl Loop<'_> {
                        "reason": d.reason, "inferred": d.inferred}),
             );
         }
-        for d in o.enforced.iter().flat_map(|e| e.network_denied.iter()) {
-            self.out.event(
-                "sandbox_denied",
-                json!({"call_id": call.id, "tool": call.name, "path": null,
-                       "reason": d.reason(), "inferred": false, "kind": "network",
-                       "host": d.host, "port": d.port, "rule": d.rule, "protocol": d.protocol}),
-            );
+        // Every connection the egress proxy handled, in order: refusals
+        // as sandbox_denied, allowed ones as sandbox_allowed.
+        for c in o.enforced.iter().flat_map(|e| e.connections.iter()) {
+            let mut ev = json!({"call_id": call.id, "tool": call.name, "kind": "network",
+                   "reason": c.reason(), "host": c.host, "port": c.port, "decision": c.decision,
+                   "rule": c.rule, "protocol": c.protocol,
+                   "bytes_up": c.bytes_up, "bytes_down": c.bytes_down});
+            if c.refused() {
+                ev["path"] = Value::Null;
+                ev["inferred"] = Value::Bool(false);
+                self.out.event("sandbox_denied", ev);
+            } else {
+                ev["addr"] = json!(c.addr);
+                ev["error"] = json!(c.error);
+                self.out.event("sandbox_allowed", ev);
+            }
         }
         // The session record first: a client told of the result (the
         // runtime's `item.completed` comes from this event) may read the

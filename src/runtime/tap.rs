@@ -215,19 +215,38 @@ impl TapState {
                     .collect();
                 self.approvals.insert(s("call_id"), Value::Object(v));
             }
-            "sandbox_denied" => {
+            "sandbox_denied" | "sandbox_allowed" => {
                 let item = self.calls.get(&s("call_id")).cloned();
                 let ev = NewEvent {
-                    event: "sandbox.denied",
+                    event: if ty == "sandbox_denied" {
+                        "sandbox.denied"
+                    } else {
+                        "sandbox.allowed"
+                    },
                     thread_id: Some(self.turn.thread_id.clone()),
                     turn_id: Some(self.turn.id.clone()),
                     item_id: item,
                     payload: {
-                        let mut p = json!({"call_id": s("call_id"), "tool": s("tool"), "path": f.get("path"),
-                                           "reason": s("reason"), "inferred": f.get("inferred")});
-                        // An egress refusal: which name, port and rule.
+                        let mut p = json!({"call_id": s("call_id"), "tool": s("tool"), "reason": s("reason")});
+                        if ty == "sandbox_denied" {
+                            p["path"] = f.get("path").cloned().unwrap_or(Value::Null);
+                            p["inferred"] = f.get("inferred").cloned().unwrap_or(Value::Null);
+                        }
+                        // An egress connection: which name, port, rule,
+                        // decision and the bytes relayed each way.
                         if f.get("kind").and_then(Value::as_str) == Some("network") {
-                            for k in ["kind", "host", "port", "rule", "protocol"] {
+                            for k in [
+                                "kind",
+                                "host",
+                                "port",
+                                "decision",
+                                "rule",
+                                "protocol",
+                                "bytes_up",
+                                "bytes_down",
+                                "addr",
+                                "error",
+                            ] {
                                 if let Some(v) = f.get(k) {
                                     p[k] = v.clone();
                                 }
