@@ -732,13 +732,33 @@ fn esc_while_the_answer_streams_ends_the_turn_as_interrupted() {
         .map(|r| r["payload"]["turn"]["status"].clone())
         .collect();
     assert_eq!(ends, [json!("interrupted")], "{log:#?}");
-    assert!(
-        log.iter().any(|r| r["event"] == "turn.interrupt_requested"),
-        "{log:#?}"
-    );
+    // The cause is the key, not "Ctrl-C": in the request, the turn's
+    // error and the receipt.
+    let asked: Vec<_> = log
+        .iter()
+        .filter(|r| r["event"] == "turn.interrupt_requested")
+        .collect();
+    assert_eq!(asked.len(), 1, "{log:#?}");
+    assert_eq!(asked[0]["payload"]["cause"], "esc", "{log:#?}");
+    let done = log.iter().find(|r| r["event"] == "turn.completed").unwrap();
+    assert_eq!(done["payload"]["turn"]["error"], "interrupted (Esc)");
+    // The cut message is `interrupted`, never `completed`, and says so.
+    let msg: Vec<_> = log
+        .iter()
+        .filter(|r| r["payload"]["item"]["kind"] == "agent_message" && r["event"] != "item.started")
+        .map(|r| r["event"].clone())
+        .collect();
+    assert_eq!(msg, [json!("item.interrupted")], "{log:#?}");
+    assert!(s.contains("message interrupted"), "{s}");
     let r = t.receipts();
     assert!(r.contains("(interrupted)"), "{r}");
-    assert!(r.contains("turn 1 did not finish — interrupted"), "{r}");
+    assert!(
+        r.contains("turn 1 did not finish — interrupted (Esc)"),
+        "{r}"
+    );
+    assert!(!r.contains("Ctrl-C"), "{r}");
+    // A person answered this turn's questions: not `headless`.
+    assert!(r.contains("posture `Work + Ask (interactive)`"), "{r}");
     t.quit();
 }
 
@@ -783,11 +803,11 @@ fn plan_mode_denies_a_write_and_a_shell_command() {
     assert!(!t.ws.join("plan-shell-made").exists());
     let r = t.receipts();
     assert!(
-        r.contains("did not write `plan-made.txt` · denied by the posture"),
+        r.contains("did not write `plan-made.txt` · denied by the posture: Plan mode"),
         "{r}"
     );
     assert!(
-        r.contains("did not run `touch plan-shell-made` · denied by the posture"),
+        r.contains("did not run `touch plan-shell-made` · denied by the posture: Plan mode"),
         "{r}"
     );
     // The JSON receipt carries each denial's reason: Plan mode.

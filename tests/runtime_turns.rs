@@ -717,3 +717,74 @@ async fn patching_a_threads_provider_switches_its_next_turn() {
     .await;
     assert_eq!(code, 400, "{t}");
 }
+
+/// `POST …/interrupt` while the answer streams: the turn ends
+/// `interrupted` with the real cause (a client's request, not "Ctrl-C") in
+/// `turn.interrupt_requested`, the turn's error, the session file and the
+/// receipt; the cut agent message is `interrupted` (event log and GET),
+/// never `completed`; and the receipt's posture is the interactive one a
+/// client answers under, not exec's `headless`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_interrupt_is_recorded_as_such_and_cuts_the_message() {
+    let text: String = (1..=60).map(|i| format!("line {i}\n")).collect();
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![common::scripted_model::trickle(
+            &text,
+            60,
+            std::time::Duration::from_millis(50),
+        )],
+    );
+    let f = fixture(&model);
+    let s = Server::start(&f, &[]);
+    let thread = new_thread(&s, json!({})).await;
+    let turn = new_turn(&s, &thread, "answer slowly").await;
+    events_until(&s, &thread, 0, |e| count(e, "item.delta") >= 2).await;
+    let (code, b) = api(
+        &s,
+        "POST",
+        &format!("/v1/threads/{thread}/turns/{turn}/interrupt"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 202, "{b}");
+    let all = until_completed(&s, &thread, 1).await;
+    let asked = first(&all, "turn.interrupt_requested");
+    assert_eq!(asked["payload"]["cause"], "client", "{asked}");
+    let done = first(&all, "turn.completed");
+    assert_eq!(done["payload"]["turn"]["status"], "interrupted");
+    let reason = "interrupted by a runtime client (interrupt request)";
+    assert_eq!(done["payload"]["turn"]["error"], reason, "{done}");
+    // The cut message: interrupted in the log, never completed.
+    let msg_events: Vec<&Value> = all
+        .iter()
+        .filter(|e| {
+            e["payload"]["item"]["kind"] == "agent_message"
+                && e["event"] != "item.started"
+                && e["event"] != "item.delta"
+        })
+        .collect();
+    assert_eq!(msg_events.len(), 1, "{msg_events:#?}");
+    assert_eq!(msg_events[0]["event"], "item.interrupted");
+    assert_eq!(msg_events[0]["payload"]["item"]["status"], "interrupted");
+    let (_, d) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
+    let msg = d["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == "agent_message")
+        .unwrap();
+    assert_eq!(msg["status"], "interrupted", "{msg}");
+    let (code, r) = api(
+        &s,
+        "GET",
+        &format!("/v1/threads/{thread}/turns/{turn}/receipt"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{r}");
+    let rs = r.to_string();
+    assert!(rs.contains(reason), "{rs}");
+    assert!(!rs.contains("Ctrl-C"), "{rs}");
+    assert_eq!(r["postures"]["approval"], "Work + Ask (interactive)", "{r}");
+}

@@ -27,7 +27,7 @@ use ratatui::crossterm::event::{
 };
 use ratatui_textarea::TextArea;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -340,7 +340,17 @@ async fn event_loop(
                 // SIGTERM: stop the turn (its sandboxed tree is killed),
                 // then leave; the guard restores the terminal.
                 if let Some(t) = st.turn.clone() {
-                    let _ = driver.interrupt(&st.thread_id, &t);
+                    let _ = driver.interrupt_by(
+                        &st.thread_id,
+                        &t,
+                        crate::agent::InterruptCause::Sigterm,
+                    );
+                    // Give the loop a moment to record why it stopped
+                    // (bounded: SIGTERM must still end the process).
+                    let until = Instant::now() + Duration::from_secs(3);
+                    while driver.running() > 0 && Instant::now() < until {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
                 }
                 return Ok((super::terminal::SIGTERM_EXIT, app.sessions));
             }
@@ -491,10 +501,12 @@ impl App<'_> {
                     Err(_) => vec![error("starting the turn panicked")],
                 }
             }
-            Effect::Interrupt { turn_id } => match self.driver.interrupt(&st.thread_id, &turn_id) {
-                Ok(()) => Vec::new(),
-                Err(e) => vec![error(e)],
-            },
+            Effect::Interrupt { turn_id, cause } => {
+                match self.driver.interrupt_by(&st.thread_id, &turn_id, cause) {
+                    Ok(()) => Vec::new(),
+                    Err(e) => vec![error(e)],
+                }
+            }
             Effect::Answer {
                 approval_id,
                 choice,
@@ -567,10 +579,6 @@ impl App<'_> {
                 root,
                 model,
             } => self.answer_local(st, use_local, root, model),
-            Effect::LoadOutput { call_id } => match self.output_of(&call_id) {
-                Some(text) => vec![Event::ToolOutput { call_id, text }],
-                None => Vec::new(),
-            },
             Effect::Quit => Vec::new(),
         }
     }
@@ -754,23 +762,6 @@ impl App<'_> {
         }
         out
     }
-
-    /// A tool call's output from the latest turn's session file.
-    fn output_of(&self, call_id: &str) -> Option<String> {
-        let session = self.sessions.last()?;
-        let path = receipt::find_session(&sessions_dir(&self.setup.home), session).ok()?;
-        tool_output(&path, call_id)
-    }
-}
-
-fn tool_output(path: &Path, call_id: &str) -> Option<String> {
-    let recs = crate::session::read_records(path).ok()?;
-    recs.into_iter().rev().find_map(|r| match r.event {
-        crate::session::Event::ToolResult {
-            call_id: c, output, ..
-        } if c == call_id => Some(output),
-        _ => None,
-    })
 }
 
 fn error(e: impl std::fmt::Display) -> Event {

@@ -3,6 +3,7 @@
 //! cells, narrow widths. docs/TUI.md's screens are these snapshots.
 
 use super::*;
+use crate::runtime::preview::output_preview;
 use crate::tui::state::{Event, FooterInfo};
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -110,16 +111,14 @@ fn conversation() -> State {
         json!({"item": {"kind": "command_execution", "metadata": {"call_id": "c2", "tool": "shell",
                "args": {"command": "cat hello.txt"}}}}),
     ));
+    let out = "hello codewhale\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\n";
     s.update(env(
         "item.completed",
         Some("i2"),
         json!({"item": {"kind": "command_execution", "metadata": {"status": "ok", "exit_code": 0,
-               "duration_ms": 41, "approval": {"decided_by": "you", "decision": "allow"}}}}),
+               "duration_ms": 41, "approval": {"decided_by": "you", "decision": "allow"},
+               "output_preview": output_preview(out)}}}),
     ));
-    s.update(Event::ToolOutput {
-        call_id: "c2".into(),
-        text: "hello codewhale\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\n".into(),
-    });
     s.update(env(
         "item.started",
         Some("m1"),
@@ -245,10 +244,12 @@ fn narrow_width_wraps_without_losing_input_or_footer() {
 #[test]
 fn hostile_tool_output_is_drawn_as_text() {
     let mut s = conversation();
-    s.update(Event::ToolOutput {
-        call_id: "c2".into(),
-        text: "\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x07safe\x1b[1;1H".into(),
-    });
+    s.update(env(
+        "item.completed",
+        Some("i2"),
+        json!({"item": {"kind": "command_execution", "metadata": {"status": "ok", "exit_code": 0,
+               "output_preview": output_preview("\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x07safe\x1b[1;1H")}}}),
+    ));
     let b = screen(&s, 80, 30);
     for c in b.content() {
         assert!(

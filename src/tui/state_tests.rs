@@ -97,7 +97,8 @@ fn esc_interrupts_a_running_turn_and_does_nothing_idle() {
     assert_eq!(
         fx,
         vec![Effect::Interrupt {
-            turn_id: "turn_1".into()
+            turn_id: "turn_1".into(),
+            cause: InterruptCause::Esc,
         }]
     );
     assert!(s.stopping);
@@ -204,10 +205,20 @@ fn esc_on_a_card_aborts_the_turn() {
     assert_eq!(
         fx,
         vec![Effect::Interrupt {
-            turn_id: "turn_1".into()
+            turn_id: "turn_1".into(),
+            cause: InterruptCause::Esc,
         }]
     );
     assert!(s.card.is_none());
+    // Ctrl-C on a card stops the turn too, recorded as Ctrl-C.
+    let (_, fx) = key(with_card(), Key::CtrlC);
+    assert_eq!(
+        fx,
+        vec![Effect::Interrupt {
+            turn_id: "turn_1".into(),
+            cause: InterruptCause::CtrlC,
+        }]
+    );
 }
 
 #[test]
@@ -227,7 +238,8 @@ fn ctrl_c_interrupts_else_clears_else_arms_then_quits_within_a_second() {
     assert_eq!(
         fx,
         vec![Effect::Interrupt {
-            turn_id: "turn_1".into()
+            turn_id: "turn_1".into(),
+            cause: InterruptCause::CtrlC,
         }]
     );
     let (s, _) = st().step(Event::DraftChanged { empty: false });
@@ -324,37 +336,98 @@ fn tool_items_become_cells_with_their_facts() {
         json!({"item": {"kind": "command_execution",
                          "metadata": {"call_id": "c1", "tool": "shell", "args": {"command": "ls"}}}}),
     ));
+    // The output's head and tail come on the item itself (as the runtime
+    // keeps them): no effect reads the session file, so it does not matter
+    // whether the session record was written before the event.
+    let out: String = (1..=10).map(|i| format!("l{i}\n")).collect();
     let (s, fx) = s.step(env(
         "item.completed",
         Some("turn_1"),
         Some("i1"),
         json!({"item": {"kind": "command_execution", "status": "completed",
-                         "metadata": {"status": "ok", "exit_code": 0, "duration_ms": 12, "output_bytes": 5,
+                         "metadata": {"status": "ok", "exit_code": 0, "duration_ms": 12, "output_bytes": out.len(),
+                                      "output_preview": crate::runtime::preview::output_preview(&out),
                                       "approval": {"decided_by": "you", "decision": "allow"}}}}),
     ));
-    assert_eq!(
-        fx,
-        vec![Effect::LoadOutput {
-            call_id: "c1".into()
-        }]
-    );
+    assert!(fx.is_empty(), "{fx:?}");
     let Cell::Tool(t) = &s.transcript[0] else {
         panic!()
     };
     assert_eq!(t.title, "ls");
     assert_eq!(t.exit_code, Some(0));
     assert_eq!(t.decided_by.as_deref(), Some("you"));
-    let (s, _) = s.step(Event::ToolOutput {
-        call_id: "c1".into(),
-        text: (1..=10).map(|i| format!("l{i}\n")).collect(),
-    });
-    let Cell::Tool(t) = &s.transcript[0] else {
-        panic!()
-    };
     let (head, tail, hidden) = t.output.clone().unwrap();
     assert_eq!(head, ["l1", "l2", "l3"]);
     assert_eq!(tail, ["l8", "l9", "l10"]);
     assert_eq!(hidden, 4);
+}
+
+#[test]
+fn hostile_preview_lines_are_sanitised_in_the_cell() {
+    let (s, _) = running().step(env(
+        "item.started",
+        Some("turn_1"),
+        Some("i1"),
+        json!({"item": {"kind": "command_execution",
+                         "metadata": {"call_id": "c1", "tool": "shell", "args": {"command": "cat f"}}}}),
+    ));
+    let (s, _) = s.step(env(
+        "item.completed",
+        Some("turn_1"),
+        Some("i1"),
+        json!({"item": {"kind": "command_execution", "metadata": {"status": "ok",
+               "output_preview": {"head": ["\x1b]52;c;aGk=\x07ok\x1b[2J"], "tail": [], "hidden_lines": 0}}}}),
+    ));
+    let Cell::Tool(t) = &s.transcript[0] else {
+        panic!()
+    };
+    assert_eq!(t.output.clone().unwrap().0, ["ok"]);
+}
+
+#[test]
+fn an_interrupted_message_keeps_its_text_and_says_it_was_cut() {
+    let (s, _) = running().step(env(
+        "item.started",
+        Some("turn_1"),
+        Some("m1"),
+        json!({"item": {"kind": "agent_message", "metadata": {}}}),
+    ));
+    let (s, _) = s.step(env(
+        "item.delta",
+        Some("turn_1"),
+        Some("m1"),
+        json!({"delta": "first half"}),
+    ));
+    let (s, _) = s.step(env(
+        "item.interrupted",
+        Some("turn_1"),
+        Some("m1"),
+        json!({"item": {"kind": "agent_message", "status": "interrupted", "metadata": {}}}),
+    ));
+    assert!(
+        matches!(&s.transcript[0], Cell::Agent { text, done: true, .. } if text == "first half"),
+        "{:?}",
+        s.transcript
+    );
+    assert!(
+        matches!(&s.transcript[1], Cell::Notice { text, .. } if text == INTERRUPTED_MESSAGE),
+        "{:?}",
+        s.transcript
+    );
+    // A completed message gets no such line.
+    let (s, _) = running().step(env(
+        "item.started",
+        Some("turn_1"),
+        Some("m2"),
+        json!({"item": {"kind": "agent_message", "metadata": {}}}),
+    ));
+    let (s, _) = s.step(env(
+        "item.completed",
+        Some("turn_1"),
+        Some("m2"),
+        json!({"item": {"kind": "agent_message", "status": "completed", "metadata": {}}}),
+    ));
+    assert_eq!(s.transcript.len(), 1, "{:?}", s.transcript);
 }
 
 #[test]
