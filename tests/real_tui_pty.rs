@@ -844,3 +844,25 @@ fn plan_mode_denies_a_write_and_a_shell_command() {
     assert!(t.ws.join("plan-shell-made").exists());
     t.quit();
 }
+
+/// `/provider ID` selects the provider without the picker: an unknown id
+/// is an error listing the known ones (the catalogue's and the config's
+/// own), a known one switches the footer and the next turn.
+#[test]
+fn provider_with_an_id_selects_it_directly() {
+    let m = model(vec![reply("answered by custom")]);
+    let mut t = Tui::start(&m, |_| {});
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("/provider nosuch");
+    t.send(b"\r");
+    let s = t.wait_for("unknown provider; known:", Duration::from_secs(10));
+    assert!(s.contains("custom"), "{s}");
+    assert!(!s.contains("filter "), "the picker opened: {s}");
+    t.type_text("/provider custom");
+    t.send(b"\r");
+    t.wait_for("provider custom · model scripted", Duration::from_secs(10));
+    t.type_text("hello");
+    t.send(b"\r");
+    t.wait_for("answered by custom", TURN);
+    t.quit();
+}

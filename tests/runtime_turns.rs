@@ -718,6 +718,54 @@ async fn patching_a_threads_provider_switches_its_next_turn() {
     assert_eq!(code, 400, "{t}");
 }
 
+/// `POST /v1/threads` takes `provider` as PATCH does: the thread's first
+/// turn already runs on it (with that provider's default model, not the
+/// server's default one); a malformed id is a 400 naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_thread_can_name_its_provider() {
+    let a = ScriptedModel::start(Wire::OpenAi, vec![reply("from a")]);
+    let b = ScriptedModel::start(Wire::OpenAi, vec![reply("from b")]);
+    let f = Fixture::with_config(&format!(
+        "provider = \"alpha\"\n\
+         [providers.alpha]\nbase_url = \"{}\"\nmodel = \"model-a\"\n\
+         [providers.beta]\nbase_url = \"{}\"\nmodel = \"model-b\"\n",
+        a.base_url(),
+        b.base_url()
+    ));
+    let s = Server::start(&f, &[]);
+    let (code, t) = api(
+        &s,
+        "POST",
+        "/v1/threads",
+        Some(json!({"mode": "chat", "provider": "beta"})),
+    )
+    .await;
+    assert_eq!(code, 201, "{t}");
+    assert_eq!(t["thread"]["provider"], "beta", "{t}");
+    let thread = t["thread"]["id"].as_str().unwrap().to_string();
+    new_turn(&s, &thread, "one").await;
+    let all = until_completed(&s, &thread, 1).await;
+    let done = first(&all, "turn.completed");
+    assert_eq!(done["payload"]["turn"]["effective_provider"], "beta");
+    assert_eq!(done["payload"]["turn"]["effective_model"], "model-b");
+    assert_eq!(b.requests().len(), 1);
+    assert!(a.requests().is_empty());
+    let (code, e) = api(
+        &s,
+        "POST",
+        "/v1/threads",
+        Some(json!({"provider": "no such/id"})),
+    )
+    .await;
+    assert_eq!(code, 400, "{e}");
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("provider"), "{e}");
+    // `""` is the configured provider, as in PATCH.
+    let (code, t) = api(&s, "POST", "/v1/threads", Some(json!({"provider": ""}))).await;
+    assert_eq!(code, 201, "{t}");
+    assert!(t["thread"].get("provider").is_none(), "{t}");
+}
+
 /// `POST …/interrupt` while the answer streams: the turn ends
 /// `interrupted` with the real cause (a client's request, not "Ctrl-C") in
 /// `turn.interrupt_requested`, the turn's error, the session file and the

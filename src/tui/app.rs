@@ -637,21 +637,29 @@ impl App<'_> {
         }
     }
 
-    /// The picker's rows: every catalogue id, then the user's own
-    /// `[providers.*]`, with key presence as `auth list` finds it.
+    /// The providers `/provider` knows: every catalogue id, then the
+    /// user's own `[providers.*]`.
+    fn known_providers(&self) -> Vec<String> {
+        let custom = self
+            .setup
+            .cfg
+            .providers
+            .keys()
+            .filter(|id| registry::builtin(id).is_none());
+        crate::provider::catalogue::ids()
+            .map(str::to_string)
+            .chain(custom.cloned())
+            .collect()
+    }
+
+    /// The picker's rows: [`App::known_providers`], with key presence as
+    /// `auth list` finds it.
     fn picker_rows(&self) -> anyhow::Result<Vec<Row>> {
         let cfg = &self.setup.cfg;
         let store = AuthStore::new(&self.setup.home);
         let env = |n: &str| std::env::var(n).ok();
         let mut rows = Vec::new();
-        let custom = cfg
-            .providers
-            .keys()
-            .filter(|id| registry::builtin(id).is_none());
-        let ids = crate::provider::catalogue::ids()
-            .map(str::to_string)
-            .chain(custom.cloned());
-        for id in ids {
+        for id in self.known_providers() {
             let (key, source) = registry::find_key(&id, cfg.providers.get(&id), &store, &env)?;
             let row = registry::builtin(&id);
             let key = match (key, source) {
@@ -675,6 +683,13 @@ impl App<'_> {
     /// would (`PATCH /v1/threads/{id}` with `provider`): the turn's setup
     /// then resolves it exactly as `exec --provider ID` does.
     fn choose_provider(&self, st: &State, id: &str) -> Event {
+        let known = self.known_providers();
+        if !known.iter().any(|k| k == id) {
+            return error(format!(
+                "/provider {id}: unknown provider; known: {}",
+                known.join(", ")
+            ));
+        }
         let cfg = &self.setup.cfg;
         let store = AuthStore::new(&self.setup.home);
         let env = |n: &str| std::env::var(n).ok();

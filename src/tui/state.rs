@@ -680,7 +680,8 @@ impl State {
             }
             Slash::Receipts { turn, json } => vec![Effect::Receipts { turn, json }],
             Slash::Model(m) => vec![Effect::SetModel(m)],
-            Slash::Provider => vec![Effect::Provider],
+            Slash::Provider(None) => vec![Effect::Provider],
+            Slash::Provider(Some(id)) => vec![Effect::ChooseProvider(id)],
             Slash::Mcp { reload } => vec![Effect::Mcp { reload }],
         }
     }

@@ -502,3 +502,12 @@ fn unknown_commands_list_the_known_ones() {
     };
     assert!(text.contains("/undo") && text.contains("/help"), "{text}");
 }
+
+#[test]
+fn provider_with_an_id_selects_it_without_the_picker() {
+    let (s, fx) = st().step(Event::Submit("/provider ollama".into()));
+    assert_eq!(fx, vec![Effect::ChooseProvider("ollama".into())]);
+    assert!(s.picker.is_none());
+    let (_, fx) = st().step(Event::Submit("/provider".into()));
+    assert_eq!(fx, vec![Effect::Provider]);
+}
