@@ -658,6 +658,18 @@ async fn unanswered_questions_and_client_calls_time_out_for_the_model() {
     );
 }
 
+/// A config with two providers: `alpha` (the default, model-a at `a`) and
+/// `beta` (model-b at `b`).
+fn two_providers(a: &ScriptedModel, b: &ScriptedModel) -> Fixture {
+    Fixture::with_config(&format!(
+        "provider = \"alpha\"\n\
+         [providers.alpha]\nbase_url = \"{}\"\nmodel = \"model-a\"\n\
+         [providers.beta]\nbase_url = \"{}\"\nmodel = \"model-b\"\n",
+        a.base_url(),
+        b.base_url()
+    ))
+}
+
 /// `PATCH /v1/threads/{id}` with `provider` (what the TUI's `/provider`
 /// does through the runtime) sets the provider of the thread's next turn,
 /// resolved as `exec --provider ID` resolves it; `""` goes back to the
@@ -666,13 +678,7 @@ async fn unanswered_questions_and_client_calls_time_out_for_the_model() {
 async fn patching_a_threads_provider_switches_its_next_turn() {
     let a = ScriptedModel::start(Wire::OpenAi, vec![reply("from a"), reply("from a again")]);
     let b = ScriptedModel::start(Wire::OpenAi, vec![reply("from b")]);
-    let f = Fixture::with_config(&format!(
-        "provider = \"alpha\"\n\
-         [providers.alpha]\nbase_url = \"{}\"\nmodel = \"model-a\"\n\
-         [providers.beta]\nbase_url = \"{}\"\nmodel = \"model-b\"\n",
-        a.base_url(),
-        b.base_url()
-    ));
+    let f = two_providers(&a, &b);
     let s = Server::start(&f, &[]);
     let thread = new_thread(&s, json!({"mode": "chat"})).await;
     new_turn(&s, &thread, "one").await;
@@ -725,13 +731,7 @@ async fn patching_a_threads_provider_switches_its_next_turn() {
 async fn a_new_thread_can_name_its_provider() {
     let a = ScriptedModel::start(Wire::OpenAi, vec![reply("from a")]);
     let b = ScriptedModel::start(Wire::OpenAi, vec![reply("from b")]);
-    let f = Fixture::with_config(&format!(
-        "provider = \"alpha\"\n\
-         [providers.alpha]\nbase_url = \"{}\"\nmodel = \"model-a\"\n\
-         [providers.beta]\nbase_url = \"{}\"\nmodel = \"model-b\"\n",
-        a.base_url(),
-        b.base_url()
-    ));
+    let f = two_providers(&a, &b);
     let s = Server::start(&f, &[]);
     let (code, t) = api(
         &s,

@@ -5,6 +5,7 @@
 use super::*;
 use crate::runtime::preview::output_preview;
 use crate::tui::state::{Event, FooterInfo};
+use crate::tui::test_support::buffer_text as text;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::Terminal;
@@ -40,20 +41,6 @@ fn screen(st: &State, w: u16, h: u16) -> Buffer {
     let inp = input();
     term.draw(|f| draw(f, st, &inp)).unwrap();
     term.backend().buffer().clone()
-}
-
-/// The buffer as text, one row per line (trailing spaces kept off).
-fn text(b: &Buffer) -> String {
-    let mut out = String::new();
-    for y in 0..b.area.height {
-        let mut row = String::new();
-        for x in 0..b.area.width {
-            row.push_str(b[(x, y)].symbol());
-        }
-        out.push_str(row.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 fn env(event: &str, item: Option<&str>, payload: serde_json::Value) -> Event {
@@ -285,23 +272,13 @@ fn wrap_is_exact() {
 
 #[test]
 fn docs_show_the_snapshots() {
-    // docs/TUI.md's screens are these snapshots, verbatim.
-    let doc = include_str!("../../docs/TUI.md");
-    for name in [
-        "transcript_with_diff_and_tool_cells",
-        "footer_per_posture",
-        "approval_card",
-        "card_falls_back_to_one_line_when_small",
-    ] {
-        let path = format!(
-            "{}/src/tui/snapshots/codewhale__tui__render__tests__{name}.snap",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let snap = std::fs::read_to_string(&path).unwrap();
-        let body: String = snap.split('\n').skip(4).collect::<Vec<_>>().join("\n");
-        assert!(
-            doc.contains(body.trim_end()),
-            "docs/TUI.md lacks the {name} snapshot"
-        );
-    }
+    crate::tui::test_support::assert_docs_show(
+        "render",
+        &[
+            "transcript_with_diff_and_tool_cells",
+            "footer_per_posture",
+            "approval_card",
+            "card_falls_back_to_one_line_when_small",
+        ],
+    );
 }

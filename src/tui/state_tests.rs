@@ -326,29 +326,38 @@ fn a_tick_with_nothing_new_does_not_redraw() {
     assert!(!s.dirty);
 }
 
+/// `ev` of item `item` in the running turn: the next state and effects.
+fn on(s: State, ev: &str, item: &str, payload: Value) -> (State, Vec<Effect>) {
+    s.step(env(ev, Some("turn_1"), Some(item), payload))
+}
+
+/// A running turn with the shell call `command` started as item `i1`.
+fn shell_started(command: &str) -> State {
+    on(
+        running(),
+        "item.started",
+        "i1",
+        json!({"item": {"kind": "command_execution",
+                         "metadata": {"call_id": "c1", "tool": "shell", "args": {"command": command}}}}),
+    )
+    .0
+}
+
 #[test]
 fn tool_items_become_cells_with_their_facts() {
-    let s = running();
-    let (s, _) = s.step(env(
-        "item.started",
-        Some("turn_1"),
-        Some("i1"),
-        json!({"item": {"kind": "command_execution",
-                         "metadata": {"call_id": "c1", "tool": "shell", "args": {"command": "ls"}}}}),
-    ));
     // The output's head and tail come on the item itself (as the runtime
     // keeps them): no effect reads the session file, so it does not matter
     // whether the session record was written before the event.
     let out: String = (1..=10).map(|i| format!("l{i}\n")).collect();
-    let (s, fx) = s.step(env(
+    let (s, fx) = on(
+        shell_started("ls"),
         "item.completed",
-        Some("turn_1"),
-        Some("i1"),
+        "i1",
         json!({"item": {"kind": "command_execution", "status": "completed",
                          "metadata": {"status": "ok", "exit_code": 0, "duration_ms": 12, "output_bytes": out.len(),
                                       "output_preview": crate::runtime::preview::output_preview(&out),
                                       "approval": {"decided_by": "you", "decision": "allow"}}}}),
-    ));
+    );
     assert!(fx.is_empty(), "{fx:?}");
     let Cell::Tool(t) = &s.transcript[0] else {
         panic!()
@@ -364,20 +373,13 @@ fn tool_items_become_cells_with_their_facts() {
 
 #[test]
 fn hostile_preview_lines_are_sanitised_in_the_cell() {
-    let (s, _) = running().step(env(
-        "item.started",
-        Some("turn_1"),
-        Some("i1"),
-        json!({"item": {"kind": "command_execution",
-                         "metadata": {"call_id": "c1", "tool": "shell", "args": {"command": "cat f"}}}}),
-    ));
-    let (s, _) = s.step(env(
+    let (s, _) = on(
+        shell_started("cat f"),
         "item.completed",
-        Some("turn_1"),
-        Some("i1"),
+        "i1",
         json!({"item": {"kind": "command_execution", "metadata": {"status": "ok",
                "output_preview": {"head": ["\x1b]52;c;aGk=\x07ok\x1b[2J"], "tail": [], "hidden_lines": 0}}}}),
-    ));
+    );
     let Cell::Tool(t) = &s.transcript[0] else {
         panic!()
     };
@@ -386,24 +388,10 @@ fn hostile_preview_lines_are_sanitised_in_the_cell() {
 
 #[test]
 fn an_interrupted_message_keeps_its_text_and_says_it_was_cut() {
-    let (s, _) = running().step(env(
-        "item.started",
-        Some("turn_1"),
-        Some("m1"),
-        json!({"item": {"kind": "agent_message", "metadata": {}}}),
-    ));
-    let (s, _) = s.step(env(
-        "item.delta",
-        Some("turn_1"),
-        Some("m1"),
-        json!({"delta": "first half"}),
-    ));
-    let (s, _) = s.step(env(
-        "item.interrupted",
-        Some("turn_1"),
-        Some("m1"),
-        json!({"item": {"kind": "agent_message", "status": "interrupted", "metadata": {}}}),
-    ));
+    let message = json!({"item": {"kind": "agent_message", "metadata": {}}});
+    let (s, _) = on(running(), "item.started", "m1", message.clone());
+    let (s, _) = on(s, "item.delta", "m1", json!({"delta": "first half"}));
+    let (s, _) = on(s, "item.interrupted", "m1", message.clone());
     assert!(
         matches!(&s.transcript[0], Cell::Agent { text, done: true, .. } if text == "first half"),
         "{:?}",
@@ -415,18 +403,8 @@ fn an_interrupted_message_keeps_its_text_and_says_it_was_cut() {
         s.transcript
     );
     // A completed message gets no such line.
-    let (s, _) = running().step(env(
-        "item.started",
-        Some("turn_1"),
-        Some("m2"),
-        json!({"item": {"kind": "agent_message", "metadata": {}}}),
-    ));
-    let (s, _) = s.step(env(
-        "item.completed",
-        Some("turn_1"),
-        Some("m2"),
-        json!({"item": {"kind": "agent_message", "status": "completed", "metadata": {}}}),
-    ));
+    let (s, _) = on(running(), "item.started", "m2", message.clone());
+    let (s, _) = on(s, "item.completed", "m2", message);
     assert_eq!(s.transcript.len(), 1, "{:?}", s.transcript);
 }
 
