@@ -21,7 +21,6 @@
 mod scripted_model;
 
 /// The tests' PTY harness (one copy: tests/common/pty.rs).
-#[allow(dead_code)] // the bench uses only part of the harness
 #[path = "../tests/common/pty.rs"]
 mod pty;
 

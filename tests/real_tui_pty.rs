@@ -66,13 +66,15 @@ impl Tui {
         serde_json::from_slice(&out).unwrap()
     }
 
-    /// Leave with Ctrl-D on an empty input and check the terminal is back.
-    fn quit(mut self) {
+    /// Leave with Ctrl-D on an empty input and check the terminal is back;
+    /// the normal screen as it is then.
+    fn quit(mut self) -> String {
         self.send(b"\x04");
         let st = self.wait_exit(Duration::from_secs(10));
         assert!(st.success(), "exit {st:?}");
         std::thread::sleep(Duration::from_millis(100));
         self.assert_terminal_restored();
+        self.screen()
     }
 }
 
@@ -663,5 +665,43 @@ fn provider_with_an_id_selects_it_directly() {
     t.type_text("hello");
     t.send(b"\r");
     t.wait_for("answered by custom", TURN);
-    t.quit();
+    // On exit the conversation is written to the normal screen, so the
+    // terminal's own scrollback keeps it.
+    let after = t.quit();
+    assert!(after.contains("› hello"), "{after}");
+    assert!(after.contains("answered by custom"), "{after}");
+}
+
+/// SIGTERM mid-turn: the turn is stopped and recorded as stopped by
+/// SIGTERM (not Ctrl-C), the terminal is restored and the exit code is 143.
+#[test]
+fn sigterm_mid_turn_is_recorded_as_such_and_exits_143() {
+    let text: String = (1..=100).map(|i| format!("slow line {i}\n")).collect();
+    let m = model(vec![trickle(&text, 100, Duration::from_millis(50))]);
+    let mut t = Tui::start(&m, |_| {});
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("answer slowly");
+    t.send(b"\r");
+    t.wait_for("slow line 2", TURN);
+    let pid = t.child.process_id().unwrap();
+    let st = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let code = t.wait_exit(Duration::from_secs(10));
+    assert_eq!(code.exit_code(), 143, "{code:?}");
+    std::thread::sleep(Duration::from_millis(100));
+    t.assert_terminal_restored();
+    let log = event_log(&t);
+    let asked = log
+        .iter()
+        .find(|r| r["event"] == "turn.interrupt_requested")
+        .expect("interrupt requested");
+    assert_eq!(asked["payload"]["cause"], "sigterm", "{log:#?}");
+    let done = log
+        .iter()
+        .find(|r| r["event"] == "turn.completed")
+        .expect("the turn closed before the exit");
+    assert_eq!(done["payload"]["turn"]["error"], "interrupted (SIGTERM)");
 }

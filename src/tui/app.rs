@@ -227,7 +227,15 @@ pub fn run(setup: Setup) -> anyhow::Result<i32> {
     let mut guard = TerminalGuard::enter()?;
     let res = exec.block_on(event_loop(&mut guard, &rt, &driver, &setup, st));
     drop(guard);
-    let (code, sessions) = res?;
+    let (code, sessions, transcript) = res?;
+    // The alternate screen is gone with the guard: the conversation goes
+    // to the normal screen, so the terminal's own scrollback holds it
+    // after the UI has left (as plain, already sanitised text).
+    if !transcript.is_empty() {
+        let mut out = std::io::stdout().lock();
+        let _ = std::io::Write::write_all(&mut out, transcript.as_bytes());
+        let _ = std::io::Write::flush(&mut out);
+    }
     if let Some(s) = sessions.last() {
         println!(
             "codewhale: conversation {} — receipts: codewhale receipts {s}",
@@ -253,7 +261,7 @@ async fn event_loop(
     driver: &Driver,
     setup: &Setup,
     mut st: State,
-) -> anyhow::Result<(i32, Vec<String>)> {
+) -> anyhow::Result<(i32, Vec<String>, String)> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Input>();
     // Keys: crossterm's reader on its own thread. It polls with a short
     // timeout instead of blocking in `read`, so the reader lock is free
@@ -352,7 +360,11 @@ async fn event_loop(
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
                 }
-                return Ok((super::terminal::SIGTERM_EXIT, app.sessions));
+                return Ok((
+                    super::terminal::SIGTERM_EXIT,
+                    app.sessions,
+                    transcript_text(&st),
+                ));
             }
         };
         match ev {
@@ -399,7 +411,23 @@ async fn event_loop(
             Input::Term(_) => {}
         }
     }
-    Ok((crate::exit::OK, app.sessions))
+    Ok((crate::exit::OK, app.sessions, transcript_text(&st)))
+}
+
+/// The transcript as plain text, cell by cell as the screen draws it
+/// (without colours), for the normal screen's scrollback on exit.
+pub fn transcript_text(st: &State) -> String {
+    let mut out = String::new();
+    for cell in &st.transcript {
+        for line in render::cell_lines(cell) {
+            for span in &line.spans {
+                out.push_str(&span.content);
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn new_input() -> TextArea<'static> {
