@@ -289,6 +289,12 @@ impl TapState {
                 if let Some(a) = self.approvals.remove(&call) {
                     meta["approval"] = a;
                 }
+                // What the command really ran under (backend and level;
+                // the shortfalls stay in the session file and the receipt).
+                if let Some(e) = f.get("enforced").filter(|e| e.is_object()) {
+                    meta["enforced"] = json!({"backend": e.get("backend"), "level": e.get("level"),
+                                              "partial_items": e.get("partial").and_then(Value::as_array).map_or(0, Vec::len)});
+                }
                 let tool = s("tool");
                 let shown = crate::agent::tools::ALL_TOOLS.contains(&tool.as_str())
                     || crate::mcp::client_names::is_mcp(&tool);
@@ -445,7 +451,9 @@ mod tests {
         tap.event(
             "tool_result",
             &json!({"call_id": "c1", "tool": "shell", "status": "ok", "exit_code": 0,
-                    "output": out}),
+                    "output": out,
+                    "enforced": {"backend": "bwrap", "level": "partial",
+                                 "partial": [{"item": "write-protect", "path": "/w/.git/hooks"}]}}),
         );
         let i = item(&rt, ItemKind::CommandExecution);
         assert_eq!(i.status, ItemStatus::Completed);
@@ -454,6 +462,10 @@ mod tests {
         assert_eq!(p.head, ["out 1", "out 2", "out 3"]);
         assert_eq!(p.tail, ["out 7", "out 8", "out 9"]);
         assert_eq!(p.hidden_lines, 3);
+        assert_eq!(
+            i.metadata["enforced"],
+            json!({"backend": "bwrap", "level": "partial", "partial_items": 1})
+        );
         tap.event(
             "tool_use",
             &json!({"call_id": "c2", "tool": "open_in_editor", "args": {}}),

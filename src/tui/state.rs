@@ -794,6 +794,15 @@ impl State {
                             (clean(p.head), clean(p.tail), p.hidden_lines)
                         });
                 }
+                // The footer's sandbox part becomes what this command
+                // really ran under (until then: the selected tier).
+                if let (Some(b), Some(l)) = (
+                    meta["enforced"]["backend"].as_str(),
+                    meta["enforced"]["level"].as_str(),
+                ) {
+                    self.footer.backend = b.to_string();
+                    self.footer.level = l.to_string();
+                }
             }
             "approval.required" => {
                 let diff = self.tool_mut(&item_id).and_then(|c| c.diff.clone());

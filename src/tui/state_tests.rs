@@ -489,3 +489,32 @@ fn provider_with_an_id_selects_it_without_the_picker() {
     let (_, fx) = st().step(Event::Submit("/provider".into()));
     assert_eq!(fx, vec![Effect::Provider]);
 }
+
+#[test]
+fn the_footer_level_becomes_what_the_last_command_ran_under() {
+    let mut s = shell_started("ls");
+    s.footer.backend = "bwrap".into();
+    s.footer.level = "partial".into();
+    // No report (a file tool): the selected tier stays.
+    let (s, _) = on(
+        s,
+        "item.completed",
+        "i1",
+        json!({"item": {"kind": "command_execution", "metadata": {"status": "ok"}}}),
+    );
+    assert_eq!(
+        (s.footer.backend.as_str(), s.footer.level.as_str()),
+        ("bwrap", "partial")
+    );
+    let (s, _) = on(
+        s,
+        "item.completed",
+        "i1",
+        json!({"item": {"kind": "command_execution", "metadata": {"status": "ok",
+               "enforced": {"backend": "landlock", "level": "full", "partial_items": 0}}}}),
+    );
+    assert_eq!(
+        (s.footer.backend.as_str(), s.footer.level.as_str()),
+        ("landlock", "full")
+    );
+}
