@@ -870,9 +870,9 @@ impl Loop<'_> {
                        "host": d.host, "port": d.port, "rule": d.rule, "protocol": d.protocol}),
             );
         }
-        // The session record first: a client told of the result (the
-        // runtime's `item.completed` comes from this event) may read the
-        // output back from the session file at once, as the TUI does.
+        // The session record, then the event. Nothing depends on this
+        // order any more: the runtime's item (from the event) carries the
+        // output's head and tail itself, and the TUI draws from that.
         self.log.append(
             turn,
             Event::ToolResult {
