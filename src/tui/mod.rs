@@ -29,6 +29,8 @@ pub mod slash;
 pub mod state;
 pub mod stream_md;
 pub mod terminal;
+#[cfg(test)]
+mod test_support;
 pub mod transcript;
 
 use std::io::IsTerminal;
