@@ -393,6 +393,10 @@ pub struct Enforcement {
     /// (each also listed in `partial`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reverted: Vec<Revert>,
+    /// The landlock tier: how deny-read items inside writable roots were
+    /// held (`mask`, `carve+opener`, `yield`, `none`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny_read_strategy: Option<crate::host::backends::landlock::mask::DenyReadStrategy>,
 }
 
 /// The egress proxy's account of one command.
@@ -437,6 +441,7 @@ impl Enforcement {
             external: None,
             egress: None,
             reverted: Vec::new(),
+            deny_read_strategy: None,
         }
     }
 
