@@ -390,10 +390,7 @@ mod tests {
     fn choice_follows_the_probe_the_seam_and_the_setting() {
         let ok = Probe::Available(MaskVia::UserNs);
         let no = Probe::Unavailable("unshare: Operation not permitted".into());
-        assert_eq!(
-            choose(HoleStrategy::Carve, &ok, false),
-            Ok(MaskVia::UserNs)
-        );
+        assert_eq!(choose(HoleStrategy::Carve, &ok, false), Ok(MaskVia::UserNs));
         assert_eq!(
             choose(HoleStrategy::Carve, &no, false),
             Err("unshare: Operation not permitted".into())

@@ -24,20 +24,19 @@
 use crate::host::backends::landlock::cache as landlock_cache;
 use crate::host::backends::landlock::mask;
 use crate::host::backends::landlock::opener;
-use crate::policy::HoleStrategy;
 use crate::host::backends::landlock::stage::{
     read_stage_status, Command as StageCommand, Stage, StageStatus, Step,
 };
 use crate::host::backends::landlock::{self, LandlockOptions, LandlockPlan, PartialKind, Tier};
 use crate::host::enforcement::{
     Enforcement, EnforcementLevel, LandlockReport, LandlockStatus, Namespace, NetworkEnforcer,
-    PartialItem,
-    SeccompReport, Shortfall,
+    PartialItem, SeccompReport, Shortfall,
 };
 use crate::host::process::supervise;
 use crate::host::request::{ExecOutcome, ExecRequest};
 use crate::host::seccomp::{denied_names, SeccompOptions};
 use crate::host::{BackendKind, HostError};
+use crate::policy::HoleStrategy;
 use crate::policy::ResolvedPolicy;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -252,7 +251,9 @@ fn run_once(
     let masked = match (entry.plan.mask_via, entry.plan.masks.is_empty()) {
         (Some(via), false) => {
             let Some(spec) = mask::MaskSpec::new(via, &entry.plan.masks, &tmp_path) else {
-                return Err(Attempt::MaskFailed("a masked path contains a NUL byte".into()));
+                return Err(Attempt::MaskFailed(
+                    "a masked path contains a NUL byte".into(),
+                ));
             };
             stage = stage
                 .with_mask(spec)

@@ -206,7 +206,11 @@ fn command_main(stage: &Stage) -> i32 {
     if let Some((spec, progs)) = &stage.mask {
         if let Err((what, e)) = crate::host::backends::landlock::mask::apply(spec) {
             // The errno word carries the mask's own step in its top byte.
-            report_failure(status, Step::Mask, (i32::from(what) << 24) | (e & 0xff_ffff));
+            report_failure(
+                status,
+                Step::Mask,
+                (i32::from(what) << 24) | (e & 0xff_ffff),
+            );
             return crate::exit::SANDBOX_SETUP;
         }
         if !drop_capabilities() {

@@ -89,12 +89,7 @@ pub fn launch(
         .map_err(|_| std::io::Error::other("the launcher pool is gone"))
 }
 
-fn worker(
-    opts: SeccompOptions,
-    mask: bool,
-    rx: Arc<Mutex<Receiver<Job>>>,
-    idle: Arc<AtomicUsize>,
-) {
+fn worker(opts: SeccompOptions, mask: bool, rx: Arc<Mutex<Receiver<Job>>>, idle: Arc<AtomicUsize>) {
     // SAFETY: sigfillset/pthread_sigmask on a live sigset, for this thread
     // only: it does nothing but start stages.
     unsafe {

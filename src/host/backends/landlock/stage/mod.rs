@@ -147,7 +147,10 @@ pub struct Stage {
     /// The `mask` strategy: what to mount, and the seccomp programs the
     /// command's half installs itself after mounting (its launcher thread
     /// carries only no_new_privs, see `launcher`).
-    mask: Option<(crate::host::backends::landlock::mask::MaskSpec, Arc<Vec<BpfProgram>>)>,
+    mask: Option<(
+        crate::host::backends::landlock::mask::MaskSpec,
+        Arc<Vec<BpfProgram>>,
+    )>,
 }
 
 /// What the command's half needs to install the opener's filter.
