@@ -173,7 +173,7 @@ fn a_masked_env_cannot_be_read_moved_linked_removed_written_or_unmounted() {
              grep -q \" $PWD/.env \" /proc/self/mountinfo && echo control-env-is-a-mount; \
              umount .env 2>/dev/null && echo UMOUNT; umount -l .env 2>/dev/null && echo UMOUNT-LAZY; \
              python3 -c 'import ctypes; l=ctypes.CDLL(None); print(\"UMOUNT2\" if l.umount2(b\".env\", 2) == 0 else \"umount2 failed\")'; \
-             echo \"uid=$(id -u)\"; grep CapEff /proc/self/status; \
+             echo \"uid=$(id -u)\"; grep -E 'CapEff|CapBnd' /proc/self/status; \
              readlink /proc/self/ns/net /proc/self/ns/pid /proc/self/ns/mnt; true";
         let r = fx.sh(&case, script);
         no_secret(&case, &r);
@@ -216,6 +216,14 @@ fn a_masked_env_cannot_be_read_moved_linked_removed_written_or_unmounted() {
         assert!(r.stdout.contains(&format!("uid={uid}\n")), "[{case}] {r:?}");
         assert!(
             r.stdout.contains("CapEff:\t0000000000000000"),
+            "[{case}] {r:?}"
+        );
+        // The bounding set is empty too, unless the report says it is not
+        // (no CAP_SETPCAP and no user namespace).
+        let bounding_partial = reported_partial(&r, &["capability-bounding-set"]);
+        assert_eq!(
+            r.stdout.contains("CapBnd:\t0000000000000000"),
+            !bounding_partial,
             "[{case}] {r:?}"
         );
         assert!(r.stdout.contains(&ns("net")), "[{case}] {r:?}");

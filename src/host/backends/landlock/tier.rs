@@ -544,7 +544,9 @@ pub fn enforcement(
             .iter()
             .map(|n| PartialItem::new(Shortfall::DenyRead, n.clone())),
     );
-    if !bounding_set_clearable() {
+    // In the mask's user namespace the command's half holds CAP_SETPCAP
+    // there and clears the bounding set before it drops everything.
+    if !bounding_set_clearable() && plan.mask_via != Some(mask::MaskVia::UserNs) {
         partial.push(PartialItem::new(
             Shortfall::CapabilityBoundingSet,
             "the bounding set is not cleared (no CAP_SETPCAP and no user namespace); \
