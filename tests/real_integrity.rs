@@ -437,3 +437,98 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// Repositories nested in the workspace are read by host git too: a
+/// gitlinked embedded repository's `core.fsmonitor` runs at the next
+/// `git status` in the workspace, and `.git/commondir` makes git take the
+/// whole config from another directory. Both are written during the run
+/// (nothing forbids `git init` or writing inside `.git/`), so the
+/// after-run check quarantines each file that would run host code and
+/// keeps a clean nested repository. Positive control: the same script
+/// outside the sandbox makes host `git status` run the command's program.
+#[test]
+fn nested_repositories_written_during_a_run_run_nothing_on_the_host() {
+    let script = |top: &Path, pwned: &Path| {
+        format!(
+            "set -e; cd {top}/src; export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t \
+             GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t; \
+             git init -q evil; git -C evil commit -q --allow-empty -m e; \
+             git -C evil config core.fsmonitor 'touch {p}.fsmonitor; false'; \
+             git init -q clean; git -C clean commit -q --allow-empty -m c; \
+             git add evil clean 2>/dev/null; \
+             mkdir -p ../elsewhere/objects ../elsewhere/refs; cp ../.git/HEAD ../elsewhere/HEAD; \
+             printf '[core]\\n\\tfsmonitor = \"touch {p}.commondir; false\"\\n' > ../elsewhere/config; \
+             echo ../elsewhere > ../.git/commondir; echo ok",
+            top = top.display(),
+            p = pwned.display()
+        )
+    };
+    // Positive control, no sandbox: host git runs both programs.
+    {
+        let fx = Fx::new();
+        let top = fx.root.join("control");
+        fs::create_dir_all(top.join("src")).unwrap();
+        fx.git(&top, &["init", "-q"]);
+        fx.git(&top, &["commit", "-q", "--allow-empty", "-m", "i"]);
+        let pwned = fx.root.join("control-pwned");
+        let r = fx.unsandboxed(&script(&top, &pwned));
+        assert!(r.ok(), "{r:?}");
+        // Unchecked exit: the point is what it starts, not what it says.
+        let host_status = || {
+            let _ = std::process::Command::new("git")
+                .args(["status", "--porcelain"])
+                .current_dir(&top)
+                .env("HOME", &fx.home)
+                .output();
+        };
+        host_status();
+        assert!(
+            pwned.with_extension("commondir").exists(),
+            "control: commondir redirect runs host code"
+        );
+        fs::remove_file(top.join(".git/commondir")).unwrap();
+        host_status();
+        assert!(
+            pwned.with_extension("fsmonitor").exists(),
+            "control: a gitlinked repository's fsmonitor runs host code"
+        );
+    }
+    for case in ww_cases() {
+        let fx = Fx::new();
+        fs::create_dir_all(fx.ws.join("src")).unwrap();
+        let pwned = fx.root.join("pwned");
+        let r = fx.sh(&case, &script(&fx.ws, &pwned));
+        assert!(r.ok(), "[{case}] {r:?}");
+        assert_eq!(r.stdout.trim(), "ok", "[{case}]");
+        // Host git in the workspace afterwards runs nothing of the command's.
+        fx.git(&fx.ws, &["status", "--porcelain"]);
+        assert!(!pwned.with_extension("fsmonitor").exists(), "[{case}]");
+        assert!(!pwned.with_extension("commondir").exists(), "[{case}]");
+        assert!(!fx.ws.join(".git/commondir").exists(), "[{case}]");
+        assert!(!fx.ws.join("src/evil/.git/config").exists(), "[{case}]");
+        // The clean nested repository is kept, as is the gitlink work.
+        assert!(fx.ws.join("src/clean/.git/config").exists(), "[{case}]");
+        let staged = fx.git(&fx.ws, &["ls-files", "--stage"]);
+        assert!(
+            staged.contains("160000") && staged.contains("src/clean"),
+            "[{case}] {staged}"
+        );
+        // Reported by path, quarantined (never deleted).
+        let reverted = reverted_paths(&r);
+        let ws = fx.ws.display().to_string();
+        for p in ["src/evil/.git/config", ".git/commondir"] {
+            assert!(
+                reverted.contains(&format!("{ws}/{p}")),
+                "[{case}] {p} not reported: {reverted:?}"
+            );
+        }
+        assert!(
+            !reverted.iter().any(|p| p.contains("src/clean")),
+            "[{case}] {reverted:?}"
+        );
+        let q = quarantine(&fx);
+        let kept = fs::read_dir(&q).is_ok_and(|mut d| d.next().is_some());
+        assert!(kept, "[{case}] nothing in {}", q.display());
+        assert_eq!(r.enforcement()["level"], "partial", "[{case}]");
+    }
+}

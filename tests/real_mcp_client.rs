@@ -378,19 +378,10 @@ fn exec_calls_an_mcp_tool_and_the_receipt_counts_it() {
         "{}",
         stderr(&o)
     );
-    let o = run(&f, &["receipts", "--last", "--format", "md"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let md = String::from_utf8_lossy(&o.stdout);
+    let md = last_receipt_md(&f);
     assert!(md.contains("1 MCP call"), "{md}");
-    let o = run(&f, &["receipts", "--last", "--format", "json"]);
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (r, action) = last_receipt_mcp_action(&f);
     assert_eq!(r["totals"]["mcp_calls"], 1, "{r}");
-    let action = r["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["kind"] == "mcp")
-        .unwrap_or_else(|| panic!("no mcp action: {r}"));
     assert_eq!(action["tool"], "mcp__everything__echo", "{action}");
     assert!(
         action["enforcement"]
@@ -770,9 +761,7 @@ fn an_mcp_call_that_writes_is_snapshotted_receipted_and_undone() {
         "no snapshot just before the MCP call: {snaps:?}"
     );
 
-    let o = run(&f, &["receipts", "--last", "--format", "md"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let md = String::from_utf8_lossy(&o.stdout);
+    let md = last_receipt_md(&f);
     assert!(md.contains("· 1 MCP call ·"), "{md}");
     assert!(
         md.contains("call MCP tool `write_note` of server `notes` — created `note.txt` (+1 −0)"),
@@ -780,15 +769,8 @@ fn an_mcp_call_that_writes_is_snapshotted_receipted_and_undone() {
     );
     assert!(md.contains("note.txt"), "{md}");
     assert!(md.contains("approved by"), "{md}");
-    let o = run(&f, &["receipts", "--last", "--format", "json"]);
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (r, action) = last_receipt_mcp_action(&f);
     assert_eq!(r["totals"]["mcp_calls"], 1, "{r}");
-    let action = r["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["kind"] == "mcp")
-        .unwrap_or_else(|| panic!("no mcp action: {r}"));
     assert_eq!(
         action["mcp"],
         json!({"server": "notes", "tool": "write_note"})
@@ -818,7 +800,7 @@ fn an_mcp_call_that_writes_is_snapshotted_receipted_and_undone() {
 
 /// Helpers shared by the tests above.
 mod support {
-    use crate::common::cli::Fixture;
+    use crate::common::cli::{stderr, Fixture};
     use crate::common::sandbox::{no_bwrap, path_without_bwrap};
     use crate::common::scripted_model::ScriptedModel;
     use codewhale::host::{BackendChoice, HostSettings};
@@ -912,6 +894,28 @@ mod support {
 
     /// `codewhale exec --provider custom --output-format stream-json
     /// EXTRA… PROMPT` and its stream-json lines.
+    /// The last run's receipt as markdown (`receipts --last`, exit 0).
+    pub fn last_receipt_md(f: &Fixture) -> String {
+        let o = run(f, &["receipts", "--last", "--format", "md"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// The last run's receipt as JSON and its (first) MCP action.
+    pub fn last_receipt_mcp_action(f: &Fixture) -> (Value, Value) {
+        let o = run(f, &["receipts", "--last", "--format", "json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let action = r["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["kind"] == "mcp")
+            .cloned()
+            .unwrap_or_else(|| panic!("no mcp action: {r}"));
+        (r, action)
+    }
+
     pub fn exec_json(f: &Fixture, extra: &[&str], prompt: &str) -> (Output, Vec<Value>) {
         let mut args = vec![
             "exec",

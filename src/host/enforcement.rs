@@ -213,6 +213,10 @@ pub enum RevertAction {
     /// Its directory was removed during the run (`rm -rf .git`): not put
     /// back (no skeleton directories are made); anything new quarantined.
     LeftDeleted,
+    /// Written during the run and would run code on the host (a nested
+    /// repository's config or hook, see `integrity::nested`): moved into
+    /// the quarantine; there is no earlier version to put back.
+    Quarantined,
     /// The revert failed (`error` says why): the path may still hold what
     /// the command wrote.
     Failed,
@@ -232,6 +236,10 @@ pub struct Revert {
     /// by this run or the command that started next).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub earlier_run: bool,
+    /// Why it was reverted, when the path itself does not say it (the
+    /// keys a quarantined config set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl Revert {
@@ -244,9 +252,15 @@ impl Revert {
             }
             RevertAction::Recreated => "deleted during the run; original restored",
             RevertAction::LeftDeleted => "its directory was deleted during the run; not restored",
+            RevertAction::Quarantined => {
+                "written during the run and would run code on the host; moved to quarantine"
+            }
             RevertAction::Failed => "could not be reverted",
         };
         let mut s = format!("{}: {what}", self.path.display());
+        if let Some(w) = &self.why {
+            s.push_str(&format!(" ({w})"));
+        }
         if let Some(q) = &self.quarantined_to {
             s.push_str(&format!(" ({})", q.display()));
         }

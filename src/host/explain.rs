@@ -199,6 +199,13 @@ mod imp {
         for t in &after {
             let _ = writeln!(out, "  {}", t.path.display());
         }
+        let _ = writeln!(
+            out,
+            "repositories nested in a writable root (submodule and worktree gitdirs under \
+             .git, gitlinked repositories) are checked only after the run: a config, \
+             commondir, hook or .git pointer written during it that would run code on the \
+             host is moved to the quarantine (nothing to put back)"
+        );
     }
 
     fn inside_bwrap_plan(resolved: &ResolvedPolicy) -> Result<LandlockPlan, HostError> {

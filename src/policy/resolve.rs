@@ -235,6 +235,15 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
                         "config of the repository a .git pointer names",
                     ),
                 );
+                push_unique(
+                    &mut protected,
+                    &mut seen_prot,
+                    entry(
+                        gitdir.join("commondir"),
+                        false,
+                        "names the repository whose config applies to the one a .git pointer names",
+                    ),
+                );
             }
         }
     }

@@ -59,6 +59,12 @@ pub const PROTECT_WRITE: &[Entry] = &[
     ),
     e(
         Anchor::WritableRoot,
+        ".git/commondir",
+        false,
+        "names the repository whose config (core.fsmonitor …) git applies",
+    ),
+    e(
+        Anchor::WritableRoot,
         ".git/modules/*/hooks",
         true,
         "submodule hooks run on the host",

@@ -29,6 +29,7 @@
 //!
 //! Only the protected paths are read, never the trees around them.
 
+pub mod nested;
 pub mod state;
 
 use crate::host::enforcement::{Revert, RevertAction};
@@ -117,6 +118,18 @@ struct Entry {
 struct Baseline {
     workspace: PathBuf,
     entries: Vec<Entry>,
+    /// When the first run sharing this baseline took it (ms since the
+    /// epoch): nested repositories' files written since are audited
+    /// ([`nested`]). Absent in baselines of older versions: not audited.
+    #[serde(default)]
+    started_ms: Option<u64>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// codewhale's integrity directory: `$CODEWHALE_HOME/integrity` (deny-read
@@ -224,11 +237,13 @@ impl RunGuard {
             Baseline {
                 workspace: workspace.to_path_buf(),
                 entries: Vec::new(),
+                started_ms: Some(now_ms()),
             }
         } else {
             load(&dir).unwrap_or_else(|| Baseline {
                 workspace: workspace.to_path_buf(),
                 entries: Vec::new(),
+                started_ms: Some(now_ms()),
             })
         };
         if !flock(&active, libc::LOCK_SH) {
@@ -408,6 +423,7 @@ fn check(base: &Path, b: &Baseline, objects: &Objects, earlier_run: bool) -> Vec
                     quarantined_to: q,
                     error: err,
                     earlier_run,
+                    why: None,
                 })
             };
         let mut now = now;
@@ -453,6 +469,22 @@ fn check(base: &Path, b: &Baseline, objects: &Objects, earlier_run: bool) -> Vec
         match restore(objects, &e.state, &e.path) {
             Ok(()) => revert(&e.path, action, moved, None),
             Err(err) => revert(&e.path, RevertAction::Failed, moved, Some(err.to_string())),
+        }
+    }
+    if let Some(ms) = b.started_ms {
+        let since = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+        let since = since.checked_sub(nested::SLACK).unwrap_or(since);
+        let skip: Vec<PathBuf> = b.entries.iter().map(|e| e.path.clone()).collect();
+        let mut roots: Vec<&Path> = vec![b.workspace.as_path()];
+        for e in &b.entries {
+            if !roots.contains(&e.root.as_path()) {
+                roots.push(&e.root);
+            }
+        }
+        for root in roots {
+            out.extend(nested::audit(root, since, &skip, earlier_run, &mut |p| {
+                quarantine(&qdir, p)
+            }));
         }
     }
     out

@@ -1,0 +1,456 @@
+//! After the run: repositories *inside* a writable root that host git
+//! reads configuration from, and that the command wrote.
+//!
+//! The protected-path table covers the root repository's own `.git/config`,
+//! `.git/hooks` and `.git/commondir`. Git on the host also reads, at the
+//! user's next `git status` in the root:
+//!
+//! - the gitdir of every gitlink in the index: an embedded repository
+//!   `sub/.git/` (`git init sub && git add sub`) or a `sub/.git` pointer
+//!   file naming one — `git status` runs a status inside it, which starts
+//!   its `core.fsmonitor`;
+//! - submodule gitdirs under `.git/modules/` (names may contain `/`, and
+//!   submodules nest under `<gitdir>/modules/`);
+//! - linked worktrees' gitdirs under `.git/worktrees/` (their `commondir`
+//!   names the repository whose config applies).
+//!
+//! None of these can be protected before the run without littering the
+//! workspace or forbidding `git submodule update` / `git worktree add`, so
+//! each file git would take code from (`config`, `config.worktree`,
+//! `commondir`, `hooks/*`, the pointer file) is checked after the run when
+//! its ctime says it was written during it (the command cannot set ctime
+//! back: `utimensat` itself moves it to now). A written config is kept
+//! when every key is on a short list of keys that name no program
+//! ([`config_key_allowed`]: what `git clone`, `git submodule update` and
+//! `git worktree add` write); otherwise — and for every hook that is not a
+//! `*.sample`, every unexpected `commondir` and every pointer leading out
+//! of the root — the file is moved to the quarantine and reported.
+
+use crate::host::enforcement::{Revert, RevertAction};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How deep `.git/modules` is searched for gitdirs, and how many entries
+/// are looked at in all (a bound, so a hostile tree cannot stall the check).
+const MAX_DEPTH: usize = 8;
+const MAX_VISITS: usize = 4096;
+/// Files written this long before the baseline was taken still count as
+/// written during the run (filesystem timestamps are coarse).
+pub const SLACK: Duration = Duration::from_secs(2);
+
+/// How a nested gitdir is reached from the root repository.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `.git/modules/**`: a submodule's gitdir.
+    Module,
+    /// `.git/worktrees/<name>`: a linked worktree's gitdir.
+    Worktree,
+    /// The gitdir of a gitlink's working tree (`<path>/.git`).
+    Gitlink { pointer: Option<PathBuf> },
+}
+
+/// One gitdir host git would read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gitdir {
+    pub path: PathBuf,
+    pub kind: Kind,
+}
+
+/// Whether a config key (as `git config --list` prints it: section and
+/// name lower-case, subsection verbatim) names no program and redirects
+/// no configuration. Everything else — `core.fsmonitor`, `core.hooksPath`,
+/// `core.sshCommand`, `include.path`, `submodule.*.update`, filters, diff
+/// drivers, aliases, credential helpers, `remote.*.uploadpack`, … — makes
+/// a written config quarantined.
+pub fn config_key_allowed(key: &str) -> bool {
+    let (section, rest) = key.split_once('.').unwrap_or((key, ""));
+    let name = rest.rsplit('.').next().unwrap_or(rest);
+    let has_sub = rest.contains('.');
+    match (section, has_sub) {
+        ("core", false) => matches!(
+            name,
+            "repositoryformatversion"
+                | "filemode"
+                | "bare"
+                | "logallrefupdates"
+                | "ignorecase"
+                | "precomposeunicode"
+                | "symlinks"
+                | "worktree"
+                | "autocrlf"
+                | "eol"
+        ),
+        ("remote", true) => matches!(
+            name,
+            "url" | "pushurl" | "fetch" | "tagopt" | "prune" | "promisor" | "partialclonefilter"
+        ),
+        ("branch", true) => matches!(name, "remote" | "merge" | "rebase"),
+        ("submodule", true) => matches!(name, "url" | "active" | "branch"),
+        ("extensions", false) => matches!(
+            name,
+            "objectformat" | "refstorage" | "worktreeconfig" | "partialclone" | "preciousobjects"
+        ),
+        ("user", false) => matches!(name, "name" | "email"),
+        ("init", false) => name == "defaultbranch",
+        ("index", false) => name == "version",
+        ("feature", false) => name == "manyfiles",
+        ("fetch", false) => name == "recursesubmodules",
+        ("pull", false) => matches!(name, "rebase" | "ff"),
+        ("gc", false) => name == "auto",
+        _ => false,
+    }
+}
+
+/// The keys of `git config --list -z` output (`key\nvalue\0` records).
+pub fn keys_of_list(out: &[u8]) -> Vec<String> {
+    out.split(|b| *b == 0)
+        .filter(|r| !r.is_empty())
+        .map(|r| {
+            let k = r.split(|b| *b == b'\n').next().unwrap_or(r);
+            String::from_utf8_lossy(k).into_owned()
+        })
+        .collect()
+}
+
+/// Gitlink paths in `git ls-files --stage -z` output
+/// (`<mode> <object> <stage>\t<path>\0` records, mode 160000).
+pub fn gitlinks_of_stage(out: &[u8]) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    out.split(|b| *b == 0)
+        .filter(|r| r.starts_with(b"160000 "))
+        .filter_map(|r| {
+            let tab = r.iter().position(|b| *b == b'\t')?;
+            Some(PathBuf::from(std::ffi::OsStr::from_bytes(&r[tab + 1..])))
+        })
+        .collect()
+}
+
+/// The target of a `gitdir: <path>` pointer file, relative to its directory.
+pub fn pointer_target(pointer: &Path, contents: &str) -> Option<PathBuf> {
+    let t = contents.lines().next()?.strip_prefix("gitdir:")?.trim();
+    if t.is_empty() {
+        return None;
+    }
+    let p = Path::new(t);
+    Some(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        pointer.parent()?.join(p)
+    })
+}
+
+/// Host git, with nothing from the environment or the user's global and
+/// system config steering it, and nothing that could start a program
+/// (`ls-files` and `config --file` read; fsmonitor off regardless).
+fn git(dir: &Path) -> Option<Command> {
+    let exe = which::which("git").ok()?;
+    let mut c = Command::new(exe);
+    c.env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "safe.directory=*",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    Some(c)
+}
+
+/// The keys of a config file, or `None` when it cannot be read as one
+/// (git missing or the file unparsable: treated as not allowed).
+fn config_keys(file: &Path) -> Option<Vec<String>> {
+    let dir = file.parent()?;
+    let out = git(dir)?
+        .arg("config")
+        .arg("--file")
+        .arg(file)
+        .args(["--no-includes", "--list", "-z"])
+        .output()
+        .ok()?;
+    out.status.success().then(|| keys_of_list(&out.stdout))
+}
+
+/// Every nested gitdir of the repository at `root` that host git reads.
+pub fn discover(root: &Path) -> Vec<Gitdir> {
+    let dotgit = root.join(".git");
+    if !std::fs::symlink_metadata(&dotgit).is_ok_and(|m| m.is_dir()) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut visits = 0;
+    modules_under(&dotgit.join("modules"), 0, &mut visits, &mut out);
+    if let Ok(rd) = std::fs::read_dir(dotgit.join("worktrees")) {
+        for e in rd.flatten().take(MAX_VISITS) {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                out.push(Gitdir {
+                    path: e.path(),
+                    kind: Kind::Worktree,
+                });
+            }
+        }
+    }
+    for link in gitlinks(root) {
+        let wt = root.join(&link);
+        let dg = wt.join(".git");
+        let Ok(m) = std::fs::symlink_metadata(&dg) else {
+            continue;
+        };
+        if m.is_dir() {
+            out.push(Gitdir {
+                path: dg,
+                kind: Kind::Gitlink { pointer: None },
+            });
+        } else if m.is_file() {
+            let target = std::fs::read_to_string(&dg)
+                .ok()
+                .and_then(|s| pointer_target(&dg, &s))
+                .unwrap_or_else(|| dg.clone());
+            out.push(Gitdir {
+                path: target,
+                kind: Kind::Gitlink { pointer: Some(dg) },
+            });
+        }
+    }
+    out
+}
+
+fn modules_under(dir: &Path, depth: usize, visits: &mut usize, out: &mut Vec<Gitdir>) {
+    if depth > MAX_DEPTH || *visits > MAX_VISITS {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        *visits += 1;
+        if *visits > MAX_VISITS {
+            return;
+        }
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let p = e.path();
+        if p.join("HEAD").exists() {
+            // A gitdir: its own submodules live under `modules/`.
+            modules_under(&p.join("modules"), depth + 1, visits, out);
+            out.push(Gitdir {
+                path: p,
+                kind: Kind::Module,
+            });
+        } else {
+            // A submodule name with `/` in it: keep looking.
+            modules_under(&p, depth + 1, visits, out);
+        }
+    }
+}
+
+fn gitlinks(root: &Path) -> Vec<PathBuf> {
+    if !root.join(".git/index").exists() {
+        return Vec::new();
+    }
+    let Some(mut c) = git(root) else {
+        return Vec::new();
+    };
+    match c.args(["ls-files", "--stage", "-z"]).output() {
+        Ok(o) if o.status.success() => gitlinks_of_stage(&o.stdout),
+        _ => Vec::new(),
+    }
+}
+
+fn written_since(p: &Path, since: SystemTime) -> bool {
+    let Ok(m) = std::fs::symlink_metadata(p) else {
+        return false;
+    };
+    let ctime = UNIX_EPOCH
+        + Duration::from_secs(m.ctime().max(0) as u64)
+        + Duration::from_nanos(m.ctime_nsec().max(0) as u64);
+    ctime >= since
+}
+
+/// What is wrong with one file git would take code from, if anything.
+fn offence(file: &Path, role: Role, root: &Path) -> Option<String> {
+    match role {
+        Role::Config => match config_keys(file) {
+            None => Some("not readable as a git config file".into()),
+            Some(keys) => {
+                let bad: Vec<String> = keys
+                    .into_iter()
+                    .filter(|k| !config_key_allowed(k))
+                    .collect();
+                (!bad.is_empty()).then(|| format!("sets {}", bad.join(", ")))
+            }
+        },
+        Role::Hook => (!file.to_string_lossy().ends_with(".sample"))
+            .then(|| "a hook git would run on the host".into()),
+        Role::CommonDir { allowed } => {
+            let contents = std::fs::read_to_string(file).unwrap_or_default();
+            let target = file
+                .parent()
+                .map(|d| d.join(contents.trim()))
+                .and_then(|t| t.canonicalize().ok());
+            let want = allowed
+                .then(|| root.join(".git").canonicalize().ok())
+                .flatten();
+            (target.is_none() || target != want)
+                .then(|| "redirects which repository's config applies".into())
+        }
+        Role::Pointer => {
+            let contents = std::fs::read_to_string(file).unwrap_or_default();
+            let inside = pointer_target(file, &contents)
+                .and_then(|t| t.canonicalize().ok())
+                .is_some_and(|t| t.starts_with(root));
+            (!inside).then(|| "points git at a repository outside the root".into())
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Role {
+    Config,
+    Hook,
+    CommonDir { allowed: bool },
+    Pointer,
+}
+
+/// The files of `g` that git takes code or configuration from.
+fn files_of(g: &Gitdir) -> Vec<(PathBuf, Role)> {
+    let mut v = vec![
+        (g.path.join("config"), Role::Config),
+        (g.path.join("config.worktree"), Role::Config),
+        (
+            g.path.join("commondir"),
+            Role::CommonDir {
+                allowed: g.kind == Kind::Worktree,
+            },
+        ),
+    ];
+    if let Ok(rd) = std::fs::read_dir(g.path.join("hooks")) {
+        v.extend(rd.flatten().take(512).map(|e| (e.path(), Role::Hook)));
+    }
+    if let Kind::Gitlink { pointer: Some(p) } = &g.kind {
+        v.push((p.clone(), Role::Pointer));
+    }
+    v
+}
+
+/// Check every nested gitdir of `root` and quarantine (via `quarantine`)
+/// each file written since `since` that would run code on the host.
+/// `skip`: paths the exact baseline comparison already handled.
+pub fn audit(
+    root: &Path,
+    since: SystemTime,
+    skip: &[PathBuf],
+    earlier_run: bool,
+    quarantine: &mut dyn FnMut(&Path) -> Result<PathBuf, String>,
+) -> Vec<Revert> {
+    let mut out = Vec::new();
+    for g in discover(root) {
+        for (file, role) in files_of(&g) {
+            if skip.contains(&file) || !written_since(&file, since) {
+                continue;
+            }
+            // Only what lies inside the root can have been written by the
+            // command; a pointer is judged by where it leads.
+            if !matches!(role, Role::Pointer) && !file.starts_with(root) {
+                continue;
+            }
+            let Some(why) = offence(&file, role, root) else {
+                continue;
+            };
+            let (action, q, error) = match quarantine(&file) {
+                Ok(q) => (RevertAction::Quarantined, Some(q), None),
+                Err(e) => (RevertAction::Failed, None, Some(e)),
+            };
+            out.push(Revert {
+                path: file,
+                action,
+                quarantined_to: q,
+                error,
+                earlier_run,
+                why: Some(why),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_that_name_programs_are_not_allowed() {
+        for k in [
+            "core.fsmonitor",
+            "core.hookspath",
+            "core.sshcommand",
+            "core.pager",
+            "core.editor",
+            "include.path",
+            "includeif.gitdir:/x/.path",
+            "submodule.a.update",
+            "filter.lfs.process",
+            "diff.x.textconv",
+            "alias.st",
+            "credential.helper",
+            "remote.origin.uploadpack",
+            "remote.origin.receivepack",
+            "uploadpack.packobjectshook",
+        ] {
+            assert!(!config_key_allowed(k), "{k}");
+        }
+        for k in [
+            "core.repositoryformatversion",
+            "core.bare",
+            "core.worktree",
+            "remote.origin.url",
+            "remote.origin.fetch",
+            "branch.main.merge",
+            "submodule.libs/a.url",
+            "submodule.a.active",
+            "extensions.objectformat",
+            "user.email",
+        ] {
+            assert!(config_key_allowed(k), "{k}");
+        }
+        // A subsection where none belongs, or none where one does.
+        assert!(!config_key_allowed("core.x.bare"));
+        assert!(!config_key_allowed("remote.url"));
+    }
+
+    #[test]
+    fn list_and_stage_outputs_parse() {
+        let list = b"core.bare\nfalse\0remote.origin.url\nhttps://x/y\0core.fsmonitor\nrm -rf ~\0";
+        assert_eq!(
+            keys_of_list(list),
+            ["core.bare", "remote.origin.url", "core.fsmonitor"]
+        );
+        let stage = b"100644 aa 0\tsrc/a b.rs\x00160000 bb 0\tlibs/sub\x00120000 cc 0\tl\x00";
+        assert_eq!(gitlinks_of_stage(stage), [PathBuf::from("libs/sub")]);
+    }
+
+    #[test]
+    fn pointers_resolve_relative_to_their_directory() {
+        let p = Path::new("/w/sub/.git");
+        assert_eq!(
+            pointer_target(p, "gitdir: ../.git/modules/sub\n"),
+            Some(PathBuf::from("/w/sub/../.git/modules/sub"))
+        );
+        assert_eq!(
+            pointer_target(p, "gitdir: /elsewhere"),
+            Some(PathBuf::from("/elsewhere"))
+        );
+        assert_eq!(pointer_target(p, "nonsense"), None);
+    }
+}
