@@ -99,13 +99,32 @@ pub fn options(policy: &ResolvedPolicy, tmp_dir: Option<PathBuf>) -> LandlockOpt
     opts.tmp_dir = tmp_dir;
     opts.deny_read_in_writable = policy.landlock.deny_read_in_writable;
     opts.protect_in_writable = policy.landlock.protect_in_writable;
-    if opts.deny_read_in_writable == HoleStrategy::Carve {
+    // Probed (one fork, once per process) only when there is something to
+    // mask: an existing deny-read item inside a writable root.
+    if opts.deny_read_in_writable == HoleStrategy::Carve && has_deny_read_in_writable(policy) {
         match mask::choose(opts.deny_read_in_writable, &mask::probe(), mask::seam_off()) {
             Ok(via) => opts.mask = Some(via),
             Err(why) => opts.mask_fallback = Some(why),
         }
     }
     opts
+}
+
+/// Whether an existing deny-read item (not a symlink) lies inside a
+/// writable root: what the mask strategy would cover.
+fn has_deny_read_in_writable(policy: &ResolvedPolicy) -> bool {
+    use crate::policy::resolve::PathKind;
+    policy
+        .deny_read
+        .iter()
+        .filter(|e| !matches!(e.kind, PathKind::Symlink | PathKind::Missing))
+        .any(|e| {
+            let real = landlock::complement::real_location(&e.path);
+            policy
+                .writable_roots
+                .iter()
+                .any(|r| real.starts_with(&r.path) && real != r.path)
+        })
 }
 
 /// The seccomp options of this tier: with the network off, `socket()` of
