@@ -254,7 +254,7 @@ fn the_seam_forces_the_carve_and_the_opener() {
                 &[
                     "sh",
                     "-c",
-                    "echo x > new.txt; cat new.txt; mv .env e2 && mv e2 .env; true",
+                    "echo x > new.txt; cat new.txt; mv .env e2; true",
                 ],
             )
             .env(SEAM, "1")
@@ -273,6 +273,31 @@ fn the_seam_forces_the_carve_and_the_opener() {
             "[{case}] {}",
             e["partial"]
         );
+        // The fallback let the command rename .env; the after-run step put
+        // it back and says so by path.
         host_env_intact(&fx, &case);
+        assert!(!fx.ws.join("e2").exists(), "[{case}] e2 left on the host");
+        let env = fx.ws.join(".env");
+        assert!(
+            e["reverted"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| v["action"] == "moved-back"
+                    && v["path"] == env.to_str().unwrap()
+                    && v["why"].as_str().is_some_and(|w| w.contains("e2"))),
+            "[{case}] {}",
+            e["reverted"]
+        );
+        assert!(
+            e["partial"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|i| i["item"] == "deny-read"
+                    && i["reason"].as_str().is_some_and(|s| s.contains("put back"))),
+            "[{case}] {}",
+            e["partial"]
+        );
     }
 }

@@ -217,6 +217,10 @@ pub enum RevertAction {
     /// repository's config or hook, see `integrity::nested`): moved into
     /// the quarantine; there is no earlier version to put back.
     Quarantined,
+    /// A deny-read file the landlock tier's carve+opener fallback let the
+    /// command rename inside its directory (`mv .env e2`): renamed back
+    /// (`why` says from where).
+    MovedBack,
     /// The revert failed (`error` says why): the path may still hold what
     /// the command wrote.
     Failed,
@@ -255,6 +259,7 @@ impl Revert {
             RevertAction::Quarantined => {
                 "written during the run and would run code on the host; moved to quarantine"
             }
+            RevertAction::MovedBack => "renamed during the run; moved back",
             RevertAction::Failed => "could not be reverted",
         };
         let mut s = format!("{}: {what}", self.path.display());

@@ -34,6 +34,7 @@ pub mod complement;
 pub mod mask;
 pub mod opener;
 pub mod plan;
+pub mod renamed;
 pub mod rights;
 pub mod stage;
 pub mod tier;

@@ -300,6 +300,13 @@ fn run_once(
     let paths: Vec<PathBuf> = policy.protected.iter().map(|e| e.path.clone()).collect();
     let targets = crate::host::integrity::targets(policy, &paths);
     let guard = crate::host::integrity::RunGuard::enter(&policy.workspace, &targets)?;
+    // The fallback lets the command rename a deny-read file in its
+    // directory: each is renamed back after the run (see `renamed`).
+    let watched = if entry.plan.deny_read_strategy == mask::DenyReadStrategy::CarveOpener {
+        landlock::renamed::record(policy)
+    } else {
+        Vec::new()
+    };
     // The stage holds the run's lock too: if codewhale is SIGKILLed, the
     // run stays "live" (no other command checks against its baseline)
     // until the stage has killed and reaped every process of the tree.
@@ -314,6 +321,7 @@ fn run_once(
     let unguarded = guard.unguarded.clone();
     let mut reverts = guard.recovered.clone();
     reverts.extend(guard.leave());
+    let moved_back = landlock::renamed::restore(&watched);
     if masked {
         if let StageStatus::Failed { step, error } = &status {
             if step == Step::Mask.what() {
@@ -402,7 +410,19 @@ fn run_once(
     if !reverts.is_empty() {
         enforcement.level = EnforcementLevel::Partial;
     }
+    for m in &moved_back {
+        enforcement.partial.push(PartialItem::at(
+            Shortfall::DenyRead,
+            m.path.clone(),
+            format!(
+                "carve+opener: renamed during the run (its content stayed unreadable), put back after it: {}",
+                m.line()
+            ),
+        ));
+        enforcement.level = EnforcementLevel::Partial;
+    }
     enforcement.reverted = reverts;
+    enforcement.reverted.extend(moved_back);
     enforcement.partial.extend(opener_items);
     if let Some(n) = note {
         enforcement
