@@ -199,6 +199,36 @@ impl std::fmt::Display for Shortfall {
     }
 }
 
+/// How the landlock tier held deny-read items inside writable roots in one
+/// run (see `host::backends::landlock::mask`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DenyReadStrategy {
+    /// There was no deny-read item inside a writable root.
+    #[serde(rename = "none")]
+    None,
+    /// Read-only mounts over them in a private mount namespace.
+    #[serde(rename = "mask")]
+    Mask,
+    /// Landlock carve plus the opener (new entries cannot be executed).
+    #[serde(rename = "carve+opener")]
+    CarveOpener,
+    /// Left readable (`deny_read_in_writable = "yield"`).
+    #[serde(rename = "yield")]
+    Yield,
+}
+
+impl DenyReadStrategy {
+    /// The stable id (as serialised).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DenyReadStrategy::None => "none",
+            DenyReadStrategy::Mask => "mask",
+            DenyReadStrategy::CarveOpener => "carve+opener",
+            DenyReadStrategy::Yield => "yield",
+        }
+    }
+}
+
 /// What the after-run integrity check did to one protected path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -415,7 +445,7 @@ pub struct Enforcement {
     /// The landlock tier: how deny-read items inside writable roots were
     /// held (`mask`, `carve+opener`, `yield`, `none`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deny_read_strategy: Option<crate::host::backends::landlock::mask::DenyReadStrategy>,
+    pub deny_read_strategy: Option<DenyReadStrategy>,
 }
 
 /// The egress proxy's account of one command.

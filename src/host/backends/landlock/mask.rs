@@ -41,34 +41,9 @@ use std::sync::OnceLock;
 /// (documented in `docs/SANDBOX.md` as a test seam).
 pub const NO_MASK_ENV: &str = "CODEWHALE_TEST_LANDLOCK_NO_MASK";
 
-/// How deny-read items inside writable roots were held in one run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub enum DenyReadStrategy {
-    /// There was no deny-read item inside a writable root.
-    #[serde(rename = "none")]
-    None,
-    /// Read-only mounts over them in a private mount namespace.
-    #[serde(rename = "mask")]
-    Mask,
-    /// Landlock carve plus the opener (new entries cannot be executed).
-    #[serde(rename = "carve+opener")]
-    CarveOpener,
-    /// Left readable (`deny_read_in_writable = "yield"`).
-    #[serde(rename = "yield")]
-    Yield,
-}
-
-impl DenyReadStrategy {
-    /// The stable id (as serialised).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DenyReadStrategy::None => "none",
-            DenyReadStrategy::Mask => "mask",
-            DenyReadStrategy::CarveOpener => "carve+opener",
-            DenyReadStrategy::Yield => "yield",
-        }
-    }
-}
+/// How deny-read items inside writable roots were held (defined with the
+/// report, which every OS builds).
+pub use crate::host::enforcement::DenyReadStrategy;
 
 /// How the mount namespace is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
