@@ -2,7 +2,11 @@
 //! The egress proxy's cost on loopback, against a baseline measured in the
 //! same run: (1) a 100 MB download over plain TCP, direct vs through the
 //! proxy's SOCKS5 front end (the relay path CONNECT shares), with the
-//! default `splice(2)` relay and with the buffered one; (2) the added
+//! default `splice(2)` relay and with the buffered one, and through the
+//! bwrap tier's path (the in-sandbox bridge's loopback port, handed on to
+//! the proxy's Unix socket); wall time and the CPU time the whole process
+//! spent (client, origin and proxy share it), which a busy machine
+//! disturbs far less than wall time; (2) the added
 //! connect latency, p50/p99 over many connects; (3) the proxy's resident
 //! memory growth with 64 concurrent open connections. The client is the
 //! `fast-socks5` crate's; the origin is a TCP server that writes N bytes.
@@ -14,7 +18,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use codewhale::net::classify::LocalAddrs;
-use codewhale::net::proxy::{EgressProxy, Listen};
+use codewhale::net::proxy::thread::ProxyThread;
+use codewhale::net::proxy::Listen;
 use codewhale::net::{FixedResolver, Gate, Limits, NetworkMode, NetworkPolicy, Resolver};
 use fast_socks5::client::{Config, Socks5Stream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -26,40 +31,54 @@ const CONNECTS: usize = 400;
 const CONCURRENT: usize = 64;
 
 /// Writes `DOWNLOAD` bytes to every connection that sends `b`, keeps a
-/// connection that sends `i` open and idle until the client closes.
-async fn origin() -> SocketAddr {
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        let chunk = std::sync::Arc::new(vec![b'x'; 256 * 1024]);
-        loop {
-            let (mut s, _) = l.accept().await.unwrap();
-            let chunk = std::sync::Arc::clone(&chunk);
-            tokio::spawn(async move {
-                let mut cmd = [0u8; 1];
-                if s.read_exact(&mut cmd).await.is_err() {
-                    return;
-                }
-                if cmd[0] == b'b' {
-                    let mut left = DOWNLOAD;
-                    while left > 0 {
-                        let n = left.min(chunk.len());
-                        if s.write_all(&chunk[..n]).await.is_err() {
-                            return;
-                        }
-                        left -= n;
+/// connection that sends `i` open and idle until the client closes. Runs
+/// on its own thread and single-threaded runtime, as a server elsewhere
+/// would: the client, the origin and the proxy each get their own thread
+/// (in production they are three processes: the command, the server, and
+/// codewhale's proxy thread), so no side waits for another's task on a
+/// shared worker.
+fn origin() -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(l.local_addr().unwrap()).unwrap();
+            let chunk = std::sync::Arc::new(vec![b'x'; 256 * 1024]);
+            loop {
+                let (mut s, _) = l.accept().await.unwrap();
+                let chunk = std::sync::Arc::clone(&chunk);
+                tokio::spawn(async move {
+                    let mut cmd = [0u8; 1];
+                    if s.read_exact(&mut cmd).await.is_err() {
+                        return;
                     }
-                } else {
-                    let mut sink = [0u8; 64];
-                    let _ = s.read(&mut sink).await;
-                }
-            });
-        }
+                    if cmd[0] == b'b' {
+                        let mut left = DOWNLOAD;
+                        while left > 0 {
+                            let n = left.min(chunk.len());
+                            if s.write_all(&chunk[..n]).await.is_err() {
+                                return;
+                            }
+                            left -= n;
+                        }
+                    } else {
+                        let mut sink = [0u8; 64];
+                        let _ = s.read(&mut sink).await;
+                    }
+                });
+            }
+        });
     });
-    addr
+    rx.recv().unwrap()
 }
 
-async fn proxy(origin: SocketAddr, copy_relay: bool) -> EgressProxy {
+/// The proxy as the host runs it: [`ProxyThread`], its own thread with a
+/// single-threaded runtime.
+fn proxy(origin: SocketAddr, copy_relay: bool, unix: Option<std::path::PathBuf>) -> ProxyThread {
     let mut r = FixedResolver::new();
     r.insert_loopback_ok("origin.test", vec![origin.ip()]);
     let gate = Gate::new(
@@ -77,14 +96,13 @@ async fn proxy(origin: SocketAddr, copy_relay: bool) -> EgressProxy {
     } else {
         gate
     };
-    EgressProxy::start(
+    ProxyThread::start(
         gate,
         Listen {
             tcp: Some("127.0.0.1:0".parse().unwrap()),
-            unix: None,
+            unix,
         },
     )
-    .await
     .unwrap()
 }
 
@@ -113,6 +131,28 @@ fn stats(mut v: Vec<Duration>) -> (Duration, Duration, Duration, Duration) {
     (p(0.5), p(0.99), v[0], v[v.len() - 1])
 }
 
+/// CPU time (user + system) of this process so far.
+fn cpu() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF is always valid.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// One timed download: (wall, CPU of the whole process).
+async fn timed<F, Fut>(f: F) -> (Duration, Duration)
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = usize>,
+{
+    let (t, c) = (Instant::now(), cpu());
+    let n = f().await;
+    assert_eq!(n, DOWNLOAD);
+    (t.elapsed(), cpu() - c)
+}
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -125,48 +165,60 @@ fn rss_kib() -> u64 {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // The client's own thread and runtime.
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        let origin = origin().await;
-        let p = proxy(origin, false).await;
-        let paddr = p.tcp_addr().unwrap();
-        let copy = proxy(origin, true).await;
-        let caddr = copy.tcp_addr().unwrap();
+        let origin = origin();
+        let p = proxy(origin, false, None);
+        let paddr = p.tcp_addr.unwrap();
+        let copy = proxy(origin, true, None);
+        let caddr = copy.tcp_addr.unwrap();
+        // The bwrap tier: the command reaches a bridge on a loopback port,
+        // which hands on to the proxy's Unix socket (src/net/bridge.rs).
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("proxy.sock");
+        let up = proxy(origin, false, Some(sock.clone()));
+        let bl = codewhale::net::bridge::bind(0).unwrap();
+        let baddr = bl.local_addr().unwrap();
+        std::thread::spawn(move || codewhale::net::bridge::serve(bl, sock));
         let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
         println!("egress bench: load average {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
 
-        // (1) throughput, interleaved so load drifts hit both alike.
-        let (mut direct, mut proxied, mut copied) = (Vec::new(), Vec::new(), Vec::new());
+        // (1) throughput, interleaved so load drifts hit every side alike.
+        let mut sides: [(&str, Vec<Duration>, Vec<Duration>); 4] = [
+            ("direct", Vec::new(), Vec::new()),
+            ("via proxy, TCP port (landlock tier path; splice relay)", Vec::new(), Vec::new()),
+            ("via proxy, 64 KiB copy relay", Vec::new(), Vec::new()),
+            ("via bridge + proxy Unix socket (bwrap tier path)", Vec::new(), Vec::new()),
+        ];
         for _ in 0..RUNS {
-            let t = Instant::now();
-            let n = drain(via(caddr, origin.port()).await).await;
-            assert_eq!(n, DOWNLOAD);
-            copied.push(t.elapsed());
-            let t = Instant::now();
-            let n = drain(tokio::net::TcpStream::connect(origin).await.unwrap()).await;
-            assert_eq!(n, DOWNLOAD);
-            direct.push(t.elapsed());
-            let t = Instant::now();
-            let n = drain(via(paddr, origin.port()).await).await;
-            assert_eq!(n, DOWNLOAD);
-            proxied.push(t.elapsed());
+            for (i, side) in sides.iter_mut().enumerate() {
+                let (wall, cpu) = match i {
+                    0 => timed(|| async { drain(tokio::net::TcpStream::connect(origin).await.unwrap()).await }).await,
+                    1 => timed(|| async { drain(via(paddr, origin.port()).await).await }).await,
+                    2 => timed(|| async { drain(via(caddr, origin.port()).await).await }).await,
+                    _ => timed(|| async { drain(via(baddr, origin.port()).await).await }).await,
+                };
+                side.1.push(wall);
+                side.2.push(cpu);
+            }
         }
         let mbps = |d: Duration| DOWNLOAD as f64 / MB as f64 / d.as_secs_f64();
-        let (dm, _, dmin, dmax) = stats(direct);
-        let (pm, _, pmin, pmax) = stats(proxied);
-        let (cm, _, cmin, cmax) = stats(copied);
-        println!(
-            "download 100 MB: direct median {:.0} MB/s (range {:.0}-{:.0}); via proxy (splice, the default) median {:.0} MB/s (range {:.0}-{:.0}); ratio {:.2}x",
-            mbps(dm), mbps(dmax), mbps(dmin), mbps(pm), mbps(pmax), mbps(pmin), dm.as_secs_f64() / pm.as_secs_f64()
-        );
-        println!(
-            "download 100 MB: via proxy (64 KiB copy relay, the previous default) median {:.0} MB/s (range {:.0}-{:.0}); ratio {:.2}x",
-            mbps(cm), mbps(cmax), mbps(cmin), dm.as_secs_f64() / cm.as_secs_f64()
-        );
+        let (dm, _, _, _) = stats(sides[0].1.clone());
+        let (dc, _, _, _) = stats(sides[0].2.clone());
+        for (name, wall, cpu) in &sides {
+            let (m, _, min, max) = stats(wall.clone());
+            let (cm, _, cmin, cmax) = stats(cpu.clone());
+            println!(
+                "download 100 MB {name}: median {:.0} MB/s (range {:.0}-{:.0}), ratio {:.2}x direct; CPU median {:.0} ms (range {:.0}-{:.0}), {:.2}x direct's",
+                mbps(m), mbps(max), mbps(min), dm.as_secs_f64() / m.as_secs_f64(),
+                cm.as_secs_f64() * 1e3, cmin.as_secs_f64() * 1e3, cmax.as_secs_f64() * 1e3,
+                cm.as_secs_f64() / dc.as_secs_f64()
+            );
+        }
 
         // (2) connect latency: TCP connect vs SOCKS5 handshake + gate + dial.
         let (mut dl, mut pl) = (Vec::new(), Vec::new());
@@ -209,5 +261,6 @@ fn main() {
         drop(held);
         drop(p);
         drop(copy);
+        drop(up);
     });
 }

@@ -20,11 +20,13 @@
 #[path = "../tests/common/scripted_model/mod.rs"]
 mod scripted_model;
 
-use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
+/// The tests' PTY harness (one copy: tests/common/pty.rs).
+#[path = "../tests/common/pty.rs"]
+mod pty;
+
+use portable_pty::CommandBuilder;
+use pty::{provider_config, FreshHome, Pty as Term};
 use scripted_model::{ScriptedModel, Step, Wire};
-use std::io::{Read, Write};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const ROWS: u16 = 30;
@@ -33,144 +35,6 @@ const COLS: u16 = 100;
 const SAMPLES: usize = 300;
 /// Pause between keys, so each key meets a settled UI.
 const GAP: Duration = Duration::from_millis(10);
-
-type Want = Box<dyn Fn(&vt100::Screen, u64) -> bool + Send>;
-
-/// What the reader thread waits for and whom it tells.
-struct Watch {
-    want: Want,
-    tx: mpsc::Sender<Instant>,
-}
-
-#[derive(Default)]
-struct Dsr(usize);
-
-impl vt100::Callbacks for Dsr {
-    fn unhandled_csi(
-        &mut self,
-        _: &mut vt100::Screen,
-        _i1: Option<u8>,
-        _i2: Option<u8>,
-        params: &[&[u16]],
-        c: char,
-    ) {
-        if c == 'n' && params.first().and_then(|p| p.first()) == Some(&6) {
-            self.0 += 1;
-        }
-    }
-}
-
-struct Term {
-    _master: Box<dyn MasterPty + Send>,
-    writer: Arc<Mutex<Box<dyn Write + Send>>>,
-    child: Box<dyn Child + Send + Sync>,
-    parser: Arc<Mutex<vt100::Parser<Dsr>>>,
-    watch: Arc<Mutex<Option<Watch>>>,
-    bytes: Arc<Mutex<u64>>,
-}
-
-impl Term {
-    fn spawn(cmd: CommandBuilder) -> Term {
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: ROWS,
-                cols: COLS,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let child = pty.slave.spawn_command(cmd).unwrap();
-        drop(pty.slave);
-        let mut reader = pty.master.try_clone_reader().unwrap();
-        let writer = Arc::new(Mutex::new(pty.master.take_writer().unwrap()));
-        let parser = Arc::new(Mutex::new(vt100::Parser::new_with_callbacks(
-            ROWS,
-            COLS,
-            0,
-            Dsr::default(),
-        )));
-        let watch: Arc<Mutex<Option<Watch>>> = Arc::new(Mutex::new(None));
-        let bytes = Arc::new(Mutex::new(0u64));
-        let (p, w, b, answer) = (parser.clone(), watch.clone(), bytes.clone(), writer.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 16384];
-            loop {
-                let n = match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
-                };
-                let mut p = p.lock().unwrap();
-                p.process(&buf[..n]);
-                let total = {
-                    let mut b = b.lock().unwrap();
-                    *b += n as u64;
-                    *b
-                };
-                let mut w = w.lock().unwrap();
-                if w.as_ref().is_some_and(|x| (x.want)(p.screen(), total)) {
-                    let _ = w.take().unwrap().tx.send(Instant::now());
-                }
-                drop(w);
-                while p.callbacks().0 > 0 {
-                    p.callbacks_mut().0 -= 1;
-                    let (row, col) = p.screen().cursor_position();
-                    let mut a = answer.lock().unwrap();
-                    let _ = write!(a, "\x1b[{};{}R", row + 1, col + 1);
-                    let _ = a.flush();
-                }
-            }
-        });
-        Term {
-            _master: pty.master,
-            writer,
-            child,
-            parser,
-            watch,
-            bytes,
-        }
-    }
-
-    fn send(&self, b: &[u8]) {
-        let mut w = self.writer.lock().unwrap();
-        w.write_all(b).unwrap();
-        w.flush().unwrap();
-    }
-
-    fn screen(&self) -> String {
-        self.parser.lock().unwrap().screen().contents()
-    }
-
-    fn wait_for(&self, what: &str, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while !self.screen().contains(what) {
-            assert!(
-                Instant::now() < deadline,
-                "`{what}` not on screen:\n{}",
-                self.screen()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Write `key`; milliseconds until the screen satisfies `want`.
-    fn sample(&self, key: &[u8], want: Want) -> f64 {
-        let (tx, rx) = mpsc::channel();
-        *self.watch.lock().unwrap() = Some(Watch { want, tx });
-        let t0 = Instant::now();
-        self.send(key);
-        let t1 = rx
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|_| panic!("no paint for {key:?} within 10 s:\n{}", self.screen()));
-        (t1 - t0).as_secs_f64() * 1e3
-    }
-}
-
-impl Drop for Term {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The first line inside the input box (under its top border).
 fn draft(s: &vt100::Screen) -> String {
@@ -203,11 +67,11 @@ fn load() -> String {
 fn baseline() -> Vec<f64> {
     let mut cmd = CommandBuilder::new("sh");
     cmd.args(["-c", "stty raw -echo && echo ready && exec cat"]);
-    let t = Term::spawn(cmd);
+    let t = Term::spawn(cmd, ROWS, COLS);
     t.wait_for("ready", Duration::from_secs(10));
     (0..SAMPLES)
         .map(|_| {
-            let want = *t.bytes.lock().unwrap() + 1;
+            let want = t.bytes() + 1;
             let ms = t.sample(b"x", Box::new(move |_, total| total >= want));
             std::thread::sleep(GAP);
             ms
@@ -215,33 +79,17 @@ fn baseline() -> Vec<f64> {
         .collect()
 }
 
-/// `codewhale` in a fresh home against `model`.
-fn tui(model: &ScriptedModel, root: &std::path::Path) -> Term {
-    let (home, cw, ws) = (root.join("home"), root.join("cwhome"), root.join("ws"));
-    for d in [&home, &cw, &ws, &root.join("tmp"), &root.join("run")] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    std::fs::write(
-        cw.join("config.toml"),
-        format!(
-            "provider = \"custom\"\n[providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"bench-key\"\nmodel = \"scripted\"\n",
-            model.kind(),
-            model.base_url()
-        ),
-    )
-    .unwrap();
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_codewhale"));
-    cmd.env_clear();
-    cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
-    cmd.env("HOME", &home);
-    cmd.env("CODEWHALE_HOME", &cw);
-    cmd.env("TMPDIR", root.join("tmp"));
-    cmd.env("XDG_RUNTIME_DIR", root.join("run"));
-    cmd.env("TERM", "xterm-256color");
-    cmd.cwd(&ws);
-    let t = Term::spawn(cmd);
+/// `codewhale` in a fresh home against `model` (the home lives as long
+/// as the returned pair).
+fn tui(model: &ScriptedModel) -> (FreshHome, Term) {
+    let home = FreshHome::new(&provider_config(model.kind(), &model.base_url()));
+    let t = Term::spawn(
+        home.command(std::path::Path::new(env!("CARGO_BIN_EXE_codewhale"))),
+        ROWS,
+        COLS,
+    );
     t.wait_for("Ask codewhale", Duration::from_secs(30));
-    t
+    (home, t)
 }
 
 /// Alternately `x` (the draft becomes "x") and Backspace (empty again).
@@ -279,15 +127,13 @@ fn main() {
     );
 
     // Idle.
-    let dir = tempfile::tempdir().unwrap();
     let m = ScriptedModel::start(Wire::OpenAi, vec![]);
-    let t = tui(&m, dir.path());
+    let (_home, t) = tui(&m);
     let idle = keys(&t);
     report("keypress -> paint, idle", &idle, &base);
     drop(t);
 
     // Streaming: one line every 5 ms, far more than the samples need.
-    let dir = tempfile::tempdir().unwrap();
     let chunks: Vec<String> = (1..=6000)
         .map(|i| format!("delta {i} of the stream\n\n"))
         .collect();
@@ -298,7 +144,7 @@ fn main() {
             every: Duration::from_millis(5),
         }],
     );
-    let t = tui(&m, dir.path());
+    let (_home, t) = tui(&m);
     for c in "stream please".chars() {
         t.send(c.to_string().as_bytes());
         std::thread::sleep(Duration::from_millis(5));

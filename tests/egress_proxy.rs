@@ -345,6 +345,41 @@ async fn unix_socket_listener_speaks_both_protocols() {
     assert!(!sock.exists(), "the socket is removed with the proxy");
 }
 
+/// `curl ARGS` downloads `down` bytes from the origin and uploads the file
+/// `upload` (`up` bytes) to its `/count`: both must arrive whole.
+async fn bulk_both_ways(
+    args: &[String],
+    host: &str,
+    port: u16,
+    upload: &std::path::Path,
+    down: usize,
+    up: usize,
+) {
+    let mut d = curl();
+    d.args(args)
+        .args(["-o", "/dev/null", "-w", "%{size_download}"])
+        .arg(format!("http://{host}:{port}/bytes/{down}"));
+    let out = run(d).await;
+    assert_eq!(
+        (out.code, out.stdout.clone()),
+        (0, down.to_string()),
+        "{args:?}: {}",
+        out.stderr
+    );
+    let mut u = curl();
+    u.args(args)
+        .arg("--data-binary")
+        .arg(format!("@{}", upload.display()))
+        .arg(format!("http://{host}:{port}/count"));
+    let out = run(u).await;
+    assert_eq!(
+        (out.code, out.stdout.clone()),
+        (0, up.to_string()),
+        "{args:?}: {}",
+        out.stderr
+    );
+}
+
 /// Bulk bytes both ways through each tunnel front end (on Linux the relay
 /// splices them): every byte arrives, and the connection's counters say
 /// at least as much as the body.
@@ -364,29 +399,7 @@ async fn tunnels_carry_bulk_bytes_both_ways_and_count_them() {
         vec!["-x".into(), format!("socks5h://{}", p.tcp_addr().unwrap())],
     ];
     for args in &tunnel_args {
-        let mut down = curl();
-        down.args(args)
-            .args(["-o", "/dev/null", "-w", "%{size_download}"])
-            .arg(format!("http://bulk.test:{}/bytes/{DOWN}", origin.port()));
-        let out = run(down).await;
-        assert_eq!(
-            (out.code, out.stdout.clone()),
-            (0, DOWN.to_string()),
-            "{args:?}: {}",
-            out.stderr
-        );
-        let mut up = curl();
-        up.args(args)
-            .arg("--data-binary")
-            .arg(format!("@{}", upload.display()))
-            .arg(format!("http://bulk.test:{}/count", origin.port()));
-        let out = run(up).await;
-        assert_eq!(
-            (out.code, out.stdout.clone()),
-            (0, UP.to_string()),
-            "{args:?}: {}",
-            out.stderr
-        );
+        bulk_both_ways(args, "bulk.test", origin.port(), &upload, DOWN, UP).await;
     }
     let ev = p.shutdown().await;
     assert_eq!(ev.len(), 4, "{ev:?}");
@@ -402,4 +415,130 @@ async fn tunnels_carry_bulk_bytes_both_ways_and_count_them() {
             assert!(e.bytes_up >= UP as u64, "{e:?}");
         }
     }
+}
+
+/// The bwrap tier's path without the sandbox: the bridge (the same code the
+/// helper stage forks) accepts on a loopback port and hands each socket to
+/// the proxy's Unix listener. Plain forwarding, a SOCKS5 bulk download and
+/// a CONNECT upload all work through it and are counted per connection;
+/// the bridge itself carries no bytes.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_bridge_hands_connections_to_the_unix_listener() {
+    const DOWN: usize = 8 << 20;
+    const UP: usize = 3 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("egress.sock");
+    let upload = dir.path().join("up.bin");
+    std::fs::write(&upload, vec![b'u'; UP]).unwrap();
+    let origin = Origin::start("origin").await;
+    let mut r = FixedResolver::new();
+    r.insert_loopback_ok("b.test", vec![lo()]);
+    let p = proxy(&["b.test"], &[], r, Limits::default(), Some(sock.clone())).await;
+    let l = codewhale::net::bridge::bind(0).unwrap();
+    let bridge = l.local_addr().unwrap();
+    std::thread::spawn(move || codewhale::net::bridge::serve(l, sock));
+    let mut c = curl();
+    c.args(["-x", &format!("http://{bridge}")])
+        .arg(format!("http://b.test:{}/", origin.port()));
+    let out = run(c).await;
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "hello from origin\n"),
+        "{}",
+        out.stderr
+    );
+    let tunnel_args: [Vec<String>; 2] = [
+        vec![
+            "--proxytunnel".into(),
+            "-x".into(),
+            format!("http://{bridge}"),
+        ],
+        vec!["-x".into(), format!("socks5h://{bridge}")],
+    ];
+    for args in &tunnel_args {
+        bulk_both_ways(args, "b.test", origin.port(), &upload, DOWN, UP).await;
+    }
+    // A refused name through the bridge: refused by the proxy, as ever.
+    let mut bad = curl();
+    bad.args(["-x", &format!("http://{bridge}")])
+        .arg(format!("http://evil.test:{}/", origin.port()));
+    let out = run(bad).await;
+    assert!(
+        out.stdout.contains("not in the allow list"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(origin.accepted(), 5);
+    let ev = p.shutdown().await;
+    let protocols: Vec<(Protocol, Decision)> =
+        ev.iter().map(|e| (e.protocol, e.decision)).collect();
+    use Decision::{Allowed, Refused};
+    assert_eq!(
+        protocols,
+        [
+            (Protocol::HttpForward, Allowed),
+            (Protocol::HttpConnect, Allowed),
+            (Protocol::HttpConnect, Allowed),
+            (Protocol::Socks5, Allowed),
+            (Protocol::Socks5, Allowed),
+            (Protocol::HttpForward, Refused),
+        ],
+        "{ev:?}"
+    );
+    for i in [1, 3] {
+        assert!(ev[i].bytes_down >= DOWN as u64, "{:?}", ev[i]);
+        assert!(ev[i + 1].bytes_up >= UP as u64, "{:?}", ev[i + 1]);
+    }
+}
+
+/// A descriptor that is not a connected TCP socket, sent to the proxy's
+/// Unix socket as a handoff, is closed unserved: no answer, no event.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_bogus_handoff_is_closed_unserved() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("egress.sock");
+    let p = proxy(
+        &["b.test"],
+        &[],
+        FixedResolver::new(),
+        Limits::default(),
+        Some(sock.clone()),
+    )
+    .await;
+    let (pr, pw) = nix::unistd::pipe().unwrap();
+    let s2 = sock.clone();
+    let got = tokio::task::spawn_blocking(move || {
+        let mut u = std::os::unix::net::UnixStream::connect(&s2).unwrap();
+        let fds = [pw.as_raw_fd()];
+        let cmsg = [nix::sys::socket::ControlMessage::ScmRights(&fds)];
+        let iov = [std::io::IoSlice::new(&[
+            codewhale::net::proxy::handoff::HANDOFF,
+        ])];
+        nix::sys::socket::sendmsg::<()>(
+            u.as_raw_fd(),
+            &iov,
+            &cmsg,
+            nix::sys::socket::MsgFlags::empty(),
+            None,
+        )
+        .unwrap();
+        drop(pw);
+        u.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut back = Vec::new();
+        let r = u.read_to_end(&mut back).map(|_| back);
+        // The proxy closed its copy of the pipe's write end too.
+        let mut pr = std::fs::File::from(pr);
+        let mut rest = Vec::new();
+        pr.read_to_end(&mut rest).unwrap();
+        (r.unwrap(), rest)
+    })
+    .await
+    .unwrap();
+    assert_eq!(got, (Vec::new(), Vec::new()));
+    assert!(p.shutdown().await.is_empty());
 }

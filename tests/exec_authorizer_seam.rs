@@ -92,9 +92,10 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         max_turns: 5,
         config: Value::Null,
         instruction_imports: false,
+        interactive: None,
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let (_tx, rx) = tokio::sync::watch::channel(None);
     let report = rt.block_on(run_exec(
         &opts, &ctx, &provider, &authz, &mut em, &mut log, rx,
     ));

@@ -15,59 +15,9 @@ use std::os::unix::net::UnixListener;
 use std::process::Command;
 use std::time::Duration;
 
-use common::egress::{Origin, TlsOrigin};
-use common::sandbox::{tiers, Case, Fx, Mode, Run};
+use common::egress::{EgressWorld as World, Origin, TlsOrigin};
+use common::sandbox::{tiers, Case, Mode, Run};
 use serde_json::Value;
-
-struct World {
-    fx: Fx,
-    runtime: std::path::PathBuf,
-    tmp: std::path::PathBuf,
-}
-
-impl World {
-    fn new() -> World {
-        let fx = Fx::new();
-        let runtime = fx.root.join("xdg-runtime");
-        let tmp = fx.root.join("tmp");
-        for d in [&runtime, &tmp] {
-            std::fs::create_dir_all(d).unwrap();
-            std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-                .unwrap();
-        }
-        World { fx, runtime, tmp }
-    }
-
-    /// `sandbox run --network=allowlist FLAGS -- sh -c SCRIPT` with the
-    /// test resolver `resolve`.
-    fn run(&self, case: &Case, resolve: &str, flags: &[&str], script: &str) -> Run {
-        let report = self.fx.root.join("report.json");
-        let _ = std::fs::remove_file(&report);
-        let mut fl = vec![
-            "--network=allowlist",
-            "--report-json",
-            report.to_str().unwrap(),
-        ];
-        fl.extend_from_slice(flags);
-        let mut c: Command = self.fx.command(case, &fl, &["sh", "-c", script]);
-        c.env("CODEWHALE_TEST_RESOLVE", resolve)
-            .env("XDG_RUNTIME_DIR", &self.runtime)
-            .env("TMPDIR", &self.tmp);
-        let out = c.output().unwrap();
-        let report = std::fs::read_to_string(&report)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or(Value::Null);
-        let r = Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            report,
-        };
-        assert_ne!(r.code, 125, "[{case}] sandbox setup failed: {}", r.stderr);
-        r
-    }
-}
 
 fn events(r: &Run) -> Vec<Value> {
     r.enforcement()["egress"]["events"]

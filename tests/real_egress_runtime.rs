@@ -4,7 +4,9 @@
 //! (a client of the runtime: its run is a thread in the shared event log)
 //! asks the scripted model, which calls `shell` twice under
 //! `--network=allowlist --allow-domain ok.test`, in every Linux tier. The
-//! allowed request reaches the loopback origin (positive control); the
+//! allowed request reaches the loopback origin (positive control) and is a
+//! `sandbox_allowed` stream-json event and a `sandbox.allowed` runtime
+//! event (host, port, rule, bytes each way, on its call's item); the
 //! refused one never does, and appears as a `sandbox.denied` event in the
 //! runtime event log (host, port, rule, on the shell call's item), as a
 //! `sandbox_denied` event in stream-json, and in the receipt's network line.
@@ -26,7 +28,7 @@ fn runtime_events(f: &Fixture) -> Vec<Value> {
 }
 
 #[test]
-fn a_refused_connection_in_a_turn_is_a_sandbox_denied_event_in_log_stream_and_receipt() {
+fn every_connection_in_a_turn_is_an_event_in_log_and_stream_and_in_the_receipt() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -105,6 +107,31 @@ fn a_refused_connection_in_a_turn_is_a_sandbox_denied_event_in_log_stream_and_re
             "[{tag}] {ok}"
         );
         assert!(of("sandbox_denied", "ok").is_empty(), "[{tag}]");
+        // The allowed connection is its own event, with the bytes the
+        // proxy relayed each way: the request up, the origin's answer down.
+        assert!(of("sandbox_allowed", "bad").is_empty(), "[{tag}]");
+        let allowed = of("sandbox_allowed", "ok");
+        assert_eq!(allowed.len(), 1, "[{tag}] {stream:?}");
+        let a = &allowed[0];
+        assert_eq!(a["kind"], "network", "[{tag}] {a}");
+        assert_eq!(a["host"], "ok.test");
+        assert_eq!(a["port"], port);
+        assert_eq!(a["decision"], "allowed");
+        assert_eq!(a["rule"], "allow: ok.test");
+        assert_eq!(a["protocol"], "http-forward");
+        assert_eq!(a["addr"], format!("127.0.0.1:{port}"));
+        assert_eq!(a["error"], Value::Null, "[{tag}] {a}");
+        let (up, down) = (
+            a["bytes_up"].as_u64().unwrap(),
+            a["bytes_down"].as_u64().unwrap(),
+        );
+        // `GET / HTTP/1.1` + Host alone is over 30 bytes; the answer holds
+        // its status line, headers and `hello from origin\n`.
+        assert!(up > 30, "[{tag}] {a}");
+        assert!(
+            down > "hello from origin\n".len() as u64 + 17,
+            "[{tag}] {a}"
+        );
         let denied = of("sandbox_denied", "bad");
         assert_eq!(denied.len(), 1, "[{tag}] {stream:?}");
         let d = &denied[0];
@@ -114,6 +141,11 @@ fn a_refused_connection_in_a_turn_is_a_sandbox_denied_event_in_log_stream_and_re
         assert_eq!(d["rule"], "not in the allow list");
         assert_eq!(d["protocol"], "http-forward");
         assert_eq!(d["inferred"], false);
+        assert_eq!(d["decision"], "refused");
+        assert_eq!(
+            (d["bytes_up"].as_u64(), d["bytes_down"].as_u64()),
+            (Some(0), Some(0))
+        );
         let bad = &of("tool_result", "bad")[0];
         let label = bad["enforcement"].as_str().unwrap();
         assert!(
@@ -140,14 +172,44 @@ fn a_refused_connection_in_a_turn_is_a_sandbox_denied_event_in_log_stream_and_re
             .as_str()
             .unwrap()
             .contains(&format!("evil.test:{port}")));
+        let item_of = |call: &str| {
+            ev.iter()
+                .find(|e| {
+                    e["event"] == "item.started"
+                        && e["payload"]["item"]["metadata"]["call_id"] == call
+                })
+                .map(|e| e["payload"]["item"]["id"].as_str().unwrap().to_string())
+        };
         let item = sd[0]["item_id"].as_str().unwrap();
-        let call_item = ev
+        assert_eq!(item_of("bad").as_deref(), Some(item), "[{tag}] {ev:?}");
+
+        // ... and sandbox.allowed on the allowed call's item, the same
+        // facts as the stream-json event.
+        let sa: Vec<&Value> = ev
             .iter()
-            .find(|e| {
-                e["event"] == "item.started" && e["payload"]["item"]["metadata"]["call_id"] == "bad"
-            })
-            .map(|e| e["payload"]["item"]["id"].as_str().unwrap().to_string());
-        assert_eq!(call_item.as_deref(), Some(item), "[{tag}] {ev:?}");
+            .filter(|e| e["event"] == "sandbox.allowed")
+            .collect();
+        assert_eq!(sa.len(), 1, "[{tag}] {ev:?}");
+        let p = &sa[0]["payload"];
+        assert_eq!(
+            sa[0]["item_id"].as_str(),
+            item_of("ok").as_deref(),
+            "[{tag}]"
+        );
+        assert_eq!(p["call_id"], "ok", "[{tag}] {p}");
+        for k in [
+            "kind",
+            "host",
+            "port",
+            "decision",
+            "rule",
+            "protocol",
+            "addr",
+            "bytes_up",
+            "bytes_down",
+        ] {
+            assert_eq!(p[k], a[k], "[{tag}] {k}: {p}");
+        }
 
         // The receipt: the label stays the posture, the command carries
         // its own network line.

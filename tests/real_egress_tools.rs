@@ -19,16 +19,13 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::process::Command;
 
-use common::sandbox::{tiers, Case, Fx, Mode, Run};
+use common::egress::EgressWorld;
+use common::sandbox::{tiers, Case, Mode, Run};
 use common::tool_origin::{self, ToolOrigin};
-use serde_json::Value;
 
 struct World {
-    fx: Fx,
-    runtime: std::path::PathBuf,
-    tmp: std::path::PathBuf,
+    base: EgressWorld,
     /// `ws/out`, made before the run: where the tools write. (The
     /// landlock tier keeps files created directly in a workspace holding a
     /// deny-read file such as `.env` unreadable, reported over-restricted;
@@ -39,69 +36,31 @@ struct World {
 
 impl World {
     fn new() -> World {
-        let fx = Fx::new();
-        let runtime = fx.root.join("xdg-runtime");
-        let tmp = fx.root.join("tmp");
-        for d in [&runtime, &tmp] {
-            std::fs::create_dir_all(d).unwrap();
-            std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-                .unwrap();
-        }
-        let origin = ToolOrigin::start(&fx.root, &fx.home);
-        let out = fx.ws.join("out");
+        let base = EgressWorld::new();
+        let origin = ToolOrigin::start(&base.fx.root, &base.fx.home);
+        let out = base.fx.ws.join("out");
         std::fs::create_dir(&out).unwrap();
-        World {
-            fx,
-            runtime,
-            tmp,
-            out,
-            origin,
-        }
+        World { base, out, origin }
     }
 
     /// `sandbox run --network=allowlist --allow-domain ALLOW -- sh -c
     /// SCRIPT`, with `NAME.test` and `evil.test` both resolving to the
     /// origin (so only the allow list tells them apart).
     fn run(&self, case: &Case, allow: &str, script: &str) -> Run {
-        let report = self.fx.root.join("report.json");
-        let _ = std::fs::remove_file(&report);
         let resolve = format!("{allow}=127.0.0.1!loopback;evil.test=127.0.0.1!loopback");
-        let mut c: Command = self.fx.command(
-            case,
-            &[
-                "--network=allowlist",
-                "--allow-domain",
-                allow,
-                "--report-json",
-                report.to_str().unwrap(),
-            ],
-            &["sh", "-c", script],
-        );
-        // The tools' own settings of this machine stay out (find-links,
-        // mirrors, proxies of the CI host): only what codewhale sets counts.
-        for (k, _) in std::env::vars_os() {
-            let k = k.to_string_lossy().to_string();
-            if k.starts_with("PIP_") || k.to_ascii_lowercase().starts_with("npm_config_") {
-                c.env_remove(k);
-            }
-        }
-        c.env("PIP_CONFIG_FILE", "/dev/null")
-            .env("CODEWHALE_TEST_RESOLVE", resolve)
-            .env("XDG_RUNTIME_DIR", &self.runtime)
-            .env("TMPDIR", &self.tmp);
-        let out = c.output().unwrap();
-        let report = std::fs::read_to_string(&report)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or(Value::Null);
-        let r = Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            report,
-        };
-        assert_ne!(r.code, 125, "[{case}] sandbox setup failed: {}", r.stderr);
-        r
+        self.base
+            .run_with(case, &resolve, &["--allow-domain", allow], script, |c| {
+                // The tools' own settings of this machine stay out
+                // (find-links, mirrors, proxies of the CI host): only what
+                // codewhale sets counts.
+                for (k, _) in std::env::vars_os() {
+                    let k = k.to_string_lossy().to_string();
+                    if k.starts_with("PIP_") || k.to_ascii_lowercase().starts_with("npm_config_") {
+                        c.env_remove(k);
+                    }
+                }
+                c.env("PIP_CONFIG_FILE", "/dev/null");
+            })
     }
 
     /// The server-side checks every tool test makes: at least `min`

@@ -16,128 +16,38 @@
 
 mod common;
 
+use common::pty::{FreshHome, Pty};
 use common::scripted_model::{reply, ScriptedModel, Wire};
-use portable_pty::{native_pty_system, Child, CommandBuilder, PtySize};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_codewhale");
 
 const BOOT: Duration = Duration::from_secs(20);
 const TURN: Duration = Duration::from_secs(30);
 const QUICK: Duration = Duration::from_secs(5);
 
-/// Cursor-position queries the app sent that the emulator must answer.
-#[derive(Default)]
-struct Dsr(usize);
-
-impl vt100::Callbacks for Dsr {
-    fn unhandled_csi(
-        &mut self,
-        _: &mut vt100::Screen,
-        _i1: Option<u8>,
-        _i2: Option<u8>,
-        params: &[&[u16]],
-        c: char,
-    ) {
-        if c == 'n' && params.first().and_then(|p| p.first()) == Some(&6) {
-            self.0 += 1;
-        }
-    }
-}
-
-/// A fresh machine for one user: HOME, CODEWHALE_HOME, TMPDIR,
-/// XDG_RUNTIME_DIR and a workspace, all empty but the user config.
+/// A fresh machine for one user (tests/common/pty.rs): HOME,
+/// CODEWHALE_HOME, TMPDIR, XDG_RUNTIME_DIR and a workspace, all empty but
+/// the user config; no provider key and no OLLAMA_HOST anywhere.
 struct Machine {
-    _dir: tempfile::TempDir,
+    home: FreshHome,
     cw_home: PathBuf,
     ws: PathBuf,
-    env: Vec<(String, String)>,
 }
 
 impl Machine {
     fn new(config: &str) -> Machine {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let (home, cw_home, ws) = (root.join("home"), root.join("cwhome"), root.join("ws"));
-        for d in [&home, &cw_home, &ws, &root.join("tmp"), &root.join("run")] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::write(cw_home.join("config.toml"), config).unwrap();
-        let env = vec![
-            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
-            ("HOME".into(), home.display().to_string()),
-            ("CODEWHALE_HOME".into(), cw_home.display().to_string()),
-            ("TMPDIR".into(), root.join("tmp").display().to_string()),
-            (
-                "XDG_RUNTIME_DIR".into(),
-                root.join("run").display().to_string(),
-            ),
-            ("TERM".into(), "xterm-256color".into()),
-        ];
+        let home = FreshHome::new(config);
         Machine {
-            _dir: dir,
-            cw_home,
-            ws,
-            env,
+            cw_home: home.cw_home.clone(),
+            ws: home.ws.clone(),
+            home,
         }
     }
 
     fn start(&self) -> Tui {
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: 30,
-                cols: 100,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_codewhale"));
-        // No provider key, no OLLAMA_HOST: only what is set here.
-        cmd.env_clear();
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        cmd.cwd(&self.ws);
-        let child = pty.slave.spawn_command(cmd).unwrap();
-        drop(pty.slave);
-        let mut reader = pty.master.try_clone_reader().unwrap();
-        let writer = Arc::new(Mutex::new(pty.master.take_writer().unwrap()));
-        let parser = Arc::new(Mutex::new(vt100::Parser::new_with_callbacks(
-            30,
-            100,
-            0,
-            Dsr::default(),
-        )));
-        let raw = Arc::new(Mutex::new(Vec::new()));
-        let (p, r, answer) = (parser.clone(), raw.clone(), writer.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => {
-                        r.lock().unwrap().extend_from_slice(&buf[..n]);
-                        let mut p = p.lock().unwrap();
-                        p.process(&buf[..n]);
-                        while p.callbacks().0 > 0 {
-                            p.callbacks_mut().0 -= 1;
-                            let (row, col) = p.screen().cursor_position();
-                            let mut w = answer.lock().unwrap();
-                            let _ = write!(w, "\x1b[{};{}R", row + 1, col + 1);
-                            let _ = w.flush();
-                        }
-                    }
-                }
-            }
-        });
-        Tui {
-            _master: pty.master,
-            writer,
-            child,
-            parser,
-            raw,
-        }
+        Tui(Pty::spawn(self.home.command(Path::new(BIN)), 30, 100))
     }
 
     /// Every file under CODEWHALE_HOME but the key store, with its bytes.
@@ -159,94 +69,32 @@ impl Machine {
     }
 
     fn codewhale(&self, args: &[&str]) -> String {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"))
-            .args(args)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&self.ws)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "codewhale {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap() + &String::from_utf8_lossy(&out.stderr)
+        let (out, err) = self.home.run(Path::new(BIN), args);
+        String::from_utf8(out).unwrap() + &err
     }
 }
 
-struct Tui {
-    _master: Box<dyn portable_pty::MasterPty + Send>,
-    writer: Arc<Mutex<Box<dyn Write + Send>>>,
-    child: Box<dyn Child + Send + Sync>,
-    parser: Arc<Mutex<vt100::Parser<Dsr>>>,
-    raw: Arc<Mutex<Vec<u8>>>,
+struct Tui(Pty);
+
+impl std::ops::Deref for Tui {
+    type Target = Pty;
+    fn deref(&self) -> &Pty {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Tui {
+    fn deref_mut(&mut self) -> &mut Pty {
+        &mut self.0
+    }
 }
 
 impl Tui {
-    fn screen(&self) -> String {
-        self.parser.lock().unwrap().screen().contents()
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        let mut w = self.writer.lock().unwrap();
-        w.write_all(bytes).unwrap();
-        w.flush().unwrap();
-    }
-
-    /// Type text as keys (one write per key: not a paste).
-    fn type_text(&mut self, text: &str) {
-        for c in text.chars() {
-            let mut b = [0u8; 4];
-            self.send(c.encode_utf8(&mut b).as_bytes());
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    fn wait_for(&self, what: &str, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let s = self.screen();
-            if s.contains(what) {
-                return s;
-            }
-            if Instant::now() > deadline {
-                panic!("`{what}` not on screen within {timeout:?}:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn wait_idle(&self, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let s = self.screen();
-            if !s.contains("Esc to stop") && !s.contains("stopping…") {
-                return s;
-            }
-            if Instant::now() > deadline {
-                panic!("the turn did not end within {timeout:?}:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Ctrl-D on an empty input; the exit is clean.
+    /// Ctrl-D on an empty input; the exit is clean. Every byte it wrote.
     fn quit(mut self) -> Vec<u8> {
         self.send(b"\x04");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                assert!(st.success(), "exit {st:?}");
-                break;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("codewhale did not exit:\n{}", self.screen());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let st = self.wait_exit(Duration::from_secs(10));
+        assert!(st.success(), "exit {st:?}");
         std::thread::sleep(Duration::from_millis(100));
         let raw = self.raw.lock().unwrap().clone();
         raw
@@ -271,7 +119,7 @@ fn asked_once_yes_runs_a_turn_on_the_local_ollama_and_is_not_asked_again() {
         vec![reply("hi from ollama"), reply("again from ollama")],
     );
     let m = Machine::new(&ollama_config(&ollama));
-    let mut t = m.start();
+    let t = m.start();
     // The first chat model of /api/tags (the embedding model is skipped).
     let s = t.wait_for("Use local Ollama model scripted-llama:latest? y/N", BOOT);
     assert!(s.contains("asked once"), "{s}");
@@ -298,7 +146,7 @@ fn asked_once_yes_runs_a_turn_on_the_local_ollama_and_is_not_asked_again() {
     t.quit();
 
     // Second start: not asked; the turn runs on the same local model.
-    let mut t = m.start();
+    let t = m.start();
     let s = t.wait_for("you said yes before", BOOT);
     assert!(!s.contains("y/N"), "{s}");
     t.wait_for("Ask codewhale", QUICK);
@@ -315,7 +163,7 @@ fn asked_once_yes_runs_a_turn_on_the_local_ollama_and_is_not_asked_again() {
 fn the_default_no_opens_the_picker_pins_the_provider_and_is_remembered() {
     let ollama = ScriptedModel::start(Wire::OpenAi, vec![reply("must not be used")]);
     let m = Machine::new(&ollama_config(&ollama));
-    let mut t = m.start();
+    let t = m.start();
     t.wait_for("Use local Ollama model scripted-llama:latest? y/N", BOOT);
     // A reflexive Enter takes the default: no.
     t.send(b"\r");
@@ -335,7 +183,7 @@ fn the_default_no_opens_the_picker_pins_the_provider_and_is_remembered() {
     t.quit();
 
     // Second start: not asked again; the picker is offered, saying why.
-    let mut t = m.start();
+    let t = m.start();
     let s = t.wait_for("chose not to use the local Ollama", BOOT);
     assert!(!s.contains("y/N"), "{s}");
     t.wait_for("type to filter", QUICK);
@@ -355,7 +203,7 @@ fn a_key_entered_in_provider_is_stored_0600_used_and_never_shown_or_recorded() {
         "[providers.openai]\nbase_url = \"{}\"\n[providers.ollama]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
         model.base_url()
     ));
-    let mut t = m.start();
+    let t = m.start();
     let s = t.wait_for("no provider key is set up", BOOT);
     assert!(!s.contains("y/N"), "no Ollama: no question\n{s}");
     t.wait_for("type to filter", QUICK);

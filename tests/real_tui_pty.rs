@@ -9,55 +9,32 @@
 
 mod common;
 
+use common::pty::{provider_config, FreshHome, Pty};
 use common::scripted_model::{call, reply, trickle, ScriptedModel, Step, Wire};
-use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
 use serde_json::json;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// What the emulated terminal saw besides the screen.
-#[derive(Default)]
-struct Seen {
-    titles: Vec<Vec<u8>>,
-    clipboard: Vec<Vec<u8>>,
-    /// Cursor-position queries not answered yet.
-    dsr: usize,
-}
+const BIN: &str = env!("CARGO_BIN_EXE_codewhale");
 
-impl vt100::Callbacks for Seen {
-    fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
-        self.titles.push(title.to_vec());
-    }
-    fn copy_to_clipboard(&mut self, _: &mut vt100::Screen, _ty: &[u8], data: &[u8]) {
-        self.clipboard.push(data.to_vec());
-    }
-    fn unhandled_csi(
-        &mut self,
-        _: &mut vt100::Screen,
-        _i1: Option<u8>,
-        _i2: Option<u8>,
-        params: &[&[u16]],
-        c: char,
-    ) {
-        if c == 'n' && params.first().and_then(|p| p.first()) == Some(&6) {
-            self.dsr += 1;
-        }
-    }
-}
-
+/// `codewhale` in a pty in its own fresh home (tests/common/pty.rs).
 struct Tui {
-    _dir: tempfile::TempDir,
+    home: FreshHome,
     ws: PathBuf,
-    env: Vec<(String, String)>,
-    master: Box<dyn MasterPty + Send>,
-    /// The one writer (portable-pty hands it out once): keys and the
-    /// emulator's replies share it.
-    writer: Arc<Mutex<Box<dyn Write + Send>>>,
-    child: Box<dyn Child + Send + Sync>,
-    parser: Arc<Mutex<vt100::Parser<Seen>>>,
-    raw: Arc<Mutex<Vec<u8>>>,
+    pty: Pty,
+}
+
+impl std::ops::Deref for Tui {
+    type Target = Pty;
+    fn deref(&self) -> &Pty {
+        &self.pty
+    }
+}
+
+impl std::ops::DerefMut for Tui {
+    fn deref_mut(&mut self) -> &mut Pty {
+        &mut self.pty
+    }
 }
 
 impl Tui {
@@ -65,215 +42,39 @@ impl Tui {
     /// CODEWHALE_HOME, TMPDIR and XDG_RUNTIME_DIR, with the scripted model
     /// as the provider. `prepare` fills the workspace first.
     fn start(model: &ScriptedModel, prepare: impl FnOnce(&Path)) -> Tui {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let (home, cw_home, ws) = (root.join("home"), root.join("cwhome"), root.join("ws"));
-        for d in [&home, &cw_home, &ws, &root.join("tmp"), &root.join("run")] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::write(
-            cw_home.join("config.toml"),
-            format!(
-                "provider = \"custom\"\n[providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"test-key\"\nmodel = \"scripted\"\n",
-                model.kind(),
-                model.base_url()
-            ),
-        )
-        .unwrap();
-        prepare(&ws);
-        let env: Vec<(String, String)> = vec![
-            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
-            ("HOME".into(), home.display().to_string()),
-            ("CODEWHALE_HOME".into(), cw_home.display().to_string()),
-            ("TMPDIR".into(), root.join("tmp").display().to_string()),
-            (
-                "XDG_RUNTIME_DIR".into(),
-                root.join("run").display().to_string(),
-            ),
-            ("TERM".into(), "xterm-256color".into()),
-        ];
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: 30,
-                cols: 100,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_codewhale"));
-        cmd.env_clear();
-        for (k, v) in &env {
-            cmd.env(k, v);
-        }
-        cmd.cwd(&ws);
-        let child = pty.slave.spawn_command(cmd).unwrap();
-        drop(pty.slave);
-        let mut reader = pty.master.try_clone_reader().unwrap();
-        let writer = Arc::new(Mutex::new(pty.master.take_writer().unwrap()));
-        let parser = Arc::new(Mutex::new(vt100::Parser::new_with_callbacks(
-            30,
-            100,
-            0,
-            Seen::default(),
-        )));
-        let raw = Arc::new(Mutex::new(Vec::new()));
-        let answer = writer.clone();
-        let (p, r) = (parser.clone(), raw.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => {
-                        r.lock().unwrap().extend_from_slice(&buf[..n]);
-                        let mut p = p.lock().unwrap();
-                        p.process(&buf[..n]);
-                        // Answer cursor-position queries as a terminal does.
-                        while p.callbacks().dsr > 0 {
-                            p.callbacks_mut().dsr -= 1;
-                            let (row, col) = p.screen().cursor_position();
-                            let mut w = answer.lock().unwrap();
-                            let _ = write!(w, "\x1b[{};{}R", row + 1, col + 1);
-                            let _ = w.flush();
-                        }
-                    }
-                }
-            }
-        });
+        let home = FreshHome::new(&provider_config(model.kind(), &model.base_url()));
+        prepare(&home.ws);
+        let pty = Pty::spawn(home.command(Path::new(BIN)), 30, 100);
         Tui {
-            _dir: dir,
-            ws,
-            env,
-            master: pty.master,
-            writer,
-            child,
-            parser,
-            raw,
+            ws: home.ws.clone(),
+            home,
+            pty,
         }
-    }
-
-    fn screen(&self) -> String {
-        self.parser.lock().unwrap().screen().contents()
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        let mut w = self.writer.lock().unwrap();
-        w.write_all(bytes).unwrap();
-        w.flush().unwrap();
-    }
-
-    /// Type text as keys (one write per key: not a paste).
-    fn type_text(&mut self, text: &str) {
-        for c in text.chars() {
-            let mut b = [0u8; 4];
-            self.send(c.encode_utf8(&mut b).as_bytes());
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    fn wait_for(&self, what: &str, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let s = self.screen();
-            if s.contains(what) {
-                return s;
-            }
-            if Instant::now() > deadline {
-                panic!("`{what}` not on screen within {timeout:?}:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Wait until the turn has ended (the "working…" line is gone).
-    fn wait_idle(&self, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let s = self.screen();
-            if !s.contains("Esc to stop") && !s.contains("stopping…") {
-                return s;
-            }
-            if Instant::now() > deadline {
-                panic!("the turn did not end within {timeout:?}:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn wait_exit(&mut self, timeout: Duration) -> portable_pty::ExitStatus {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                return st;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("codewhale did not exit:\n{}", self.screen());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn resize(&self, rows: u16, cols: u16) {
-        // The emulator and the pty change together (as a terminal's
-        // window and its pty do).
-        let mut p = self.parser.lock().unwrap();
-        p.screen_mut().set_size(rows, cols);
-        self.master
-            .resize(PtySize {
-                rows,
-                cols,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
     }
 
     /// `codewhale receipts` of the latest session, as a user would run it.
     fn receipts(&self) -> String {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"))
-            .arg("receipts")
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&self.ws)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        String::from_utf8(self.home.run(Path::new(BIN), &["receipts"]).0).unwrap()
     }
 
     /// `codewhale receipts --format json` of the latest session.
     fn receipts_json(&self) -> serde_json::Value {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"))
-            .args(["receipts", "--format", "json"])
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&self.ws)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        let out = self
+            .home
+            .run(Path::new(BIN), &["receipts", "--format", "json"])
+            .0;
+        serde_json::from_slice(&out).unwrap()
     }
 
-    /// Leave with Ctrl-D on an empty input and check the terminal is back.
-    fn quit(mut self) {
+    /// Leave with Ctrl-D on an empty input and check the terminal is back;
+    /// the normal screen as it is then.
+    fn quit(mut self) -> String {
         self.send(b"\x04");
         let st = self.wait_exit(Duration::from_secs(10));
         assert!(st.success(), "exit {st:?}");
         std::thread::sleep(Duration::from_millis(100));
-        let p = self.parser.lock().unwrap();
-        assert!(!p.screen().alternate_screen(), "alternate screen left on");
-        assert!(!p.screen().bracketed_paste(), "bracketed paste left on");
+        self.assert_terminal_restored();
+        self.screen()
     }
 }
 
@@ -287,7 +88,7 @@ fn model(steps: Vec<Step>) -> ScriptedModel {
 #[test]
 fn boots_and_tab_and_shift_tab_cycle_the_posture() {
     let m = model(vec![]);
-    let mut t = Tui::start(&m, |_| {});
+    let t = Tui::start(&m, |_| {});
     let s = t.wait_for("Ask codewhale", BOOT);
     assert!(
         s.contains("Work") && s.contains("Ask ·") && s.contains("scripted"),
@@ -324,7 +125,7 @@ fn a_denied_command_leaves_no_file_and_the_receipt_says_denied_by_you() {
         call("c1", "shell", json!({"command": "touch made-by-agent"})),
         reply("I could not create it."),
     ]);
-    let mut t = Tui::start(&m, |_| {});
+    let t = Tui::start(&m, |_| {});
     t.wait_for("Ask codewhale", BOOT);
     t.type_text("make a file");
     t.send(b"\r");
@@ -348,7 +149,7 @@ fn a_then_the_same_kind_passes_by_session_rule() {
         call("c2", "shell", json!({"command": "touch second"})),
         reply("both made"),
     ]);
-    let mut t = Tui::start(&m, |_| {});
+    let t = Tui::start(&m, |_| {});
     t.wait_for("Ask codewhale", BOOT);
     t.type_text("make two files");
     t.send(b"\r");
@@ -390,7 +191,7 @@ fn esc_mid_tool_kills_the_sleep_within_a_second() {
         call("c1", "shell", json!({"command": format!("sleep {secs}")})),
         reply("unreachable"),
     ]);
-    let mut t = Tui::start(&m, |_| {});
+    let t = Tui::start(&m, |_| {});
     t.wait_for("Ask codewhale", BOOT);
     t.type_text("wait a while");
     t.send(b"\r");
@@ -457,7 +258,7 @@ fn undo_restores_the_tree_byte_exact_and_leaves_git_alone() {
         ),
         reply("rewrote them"),
     ]);
-    let mut t = Tui::start(&m, |ws| {
+    let t = Tui::start(&m, |ws| {
         std::fs::write(ws.join("crlf.txt"), b"one\r\ntwo\r\n").unwrap();
         let bin: Vec<u8> = (0..=255u8).chain([0, 0, 255, 13, 10]).collect();
         std::fs::write(ws.join("blob.bin"), bin).unwrap();
@@ -485,7 +286,7 @@ fn hostile_escapes_in_a_file_shown_by_a_read_tool_do_nothing() {
         call("r1", "read_file", json!({"path": "evil.txt"})),
         reply("read it"),
     ]);
-    let mut t = Tui::start(&m, |ws| {
+    let t = Tui::start(&m, |ws| {
         std::fs::write(
             ws.join("evil.txt"),
             "\x1b]0;pwned-title\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[H\x1b[31mvisible-marker\x1b[10A\n",
@@ -553,7 +354,7 @@ fn a_resize_storm_while_streaming_keeps_one_input_and_one_footer() {
         .collect();
     // 80 deltas 20 ms apart: the answer streams for the whole storm.
     let m = model(vec![trickle(&long, 80, Duration::from_millis(20))]);
-    let mut t = Tui::start(&m, |_| {});
+    let t = Tui::start(&m, |_| {});
     t.wait_for("Ask codewhale", BOOT);
     t.type_text("talk a lot");
     // The Enter that sends the request, then a draft, one key per resize.
@@ -658,7 +459,7 @@ fn mcp_reload_picks_up_a_server_added_to_mcp_json() {
     };
     let m = model(vec![reply("hello there")]);
     let mut cw_home = PathBuf::new();
-    let mut t = Tui::start(&m, |ws| {
+    let t = Tui::start(&m, |ws| {
         cw_home = ws.parent().unwrap().join("cwhome");
         write(&cw_home, &["first"]);
     });
@@ -715,7 +516,7 @@ fn esc_while_the_answer_streams_ends_the_turn_as_interrupted() {
         .chain(["END-OF-ANSWER\n".to_string()])
         .collect();
     let m = model(vec![trickle(&text, 101, Duration::from_millis(50))]);
-    let mut t = Tui::start(&m, |_| {});
+    let t = Tui::start(&m, |_| {});
     t.wait_for("Ask codewhale", BOOT);
     t.type_text("answer slowly");
     t.send(b"\r");
@@ -732,13 +533,33 @@ fn esc_while_the_answer_streams_ends_the_turn_as_interrupted() {
         .map(|r| r["payload"]["turn"]["status"].clone())
         .collect();
     assert_eq!(ends, [json!("interrupted")], "{log:#?}");
-    assert!(
-        log.iter().any(|r| r["event"] == "turn.interrupt_requested"),
-        "{log:#?}"
-    );
+    // The cause is the key, not "Ctrl-C": in the request, the turn's
+    // error and the receipt.
+    let asked: Vec<_> = log
+        .iter()
+        .filter(|r| r["event"] == "turn.interrupt_requested")
+        .collect();
+    assert_eq!(asked.len(), 1, "{log:#?}");
+    assert_eq!(asked[0]["payload"]["cause"], "esc", "{log:#?}");
+    let done = log.iter().find(|r| r["event"] == "turn.completed").unwrap();
+    assert_eq!(done["payload"]["turn"]["error"], "interrupted (Esc)");
+    // The cut message is `interrupted`, never `completed`, and says so.
+    let msg: Vec<_> = log
+        .iter()
+        .filter(|r| r["payload"]["item"]["kind"] == "agent_message" && r["event"] != "item.started")
+        .map(|r| r["event"].clone())
+        .collect();
+    assert_eq!(msg, [json!("item.interrupted")], "{log:#?}");
+    assert!(s.contains("message interrupted"), "{s}");
     let r = t.receipts();
     assert!(r.contains("(interrupted)"), "{r}");
-    assert!(r.contains("turn 1 did not finish — interrupted"), "{r}");
+    assert!(
+        r.contains("turn 1 did not finish — interrupted (Esc)"),
+        "{r}"
+    );
+    assert!(!r.contains("Ctrl-C"), "{r}");
+    // A person answered this turn's questions: not `headless`.
+    assert!(r.contains("posture `Work + Ask (interactive)`"), "{r}");
     t.quit();
 }
 
@@ -763,7 +584,7 @@ fn plan_mode_denies_a_write_and_a_shell_command() {
         call("s2", "shell", json!({"command": "touch plan-shell-made"})),
         reply("work done"),
     ]);
-    let mut t = Tui::start(&m, |_| {});
+    let t = Tui::start(&m, |_| {});
     t.wait_for("Ask codewhale", BOOT);
     // Work → Operate → Plan.
     t.send(b"\t");
@@ -783,11 +604,11 @@ fn plan_mode_denies_a_write_and_a_shell_command() {
     assert!(!t.ws.join("plan-shell-made").exists());
     let r = t.receipts();
     assert!(
-        r.contains("did not write `plan-made.txt` · denied by the posture"),
+        r.contains("did not write `plan-made.txt` · denied by the posture: Plan mode"),
         "{r}"
     );
     assert!(
-        r.contains("did not run `touch plan-shell-made` · denied by the posture"),
+        r.contains("did not run `touch plan-shell-made` · denied by the posture: Plan mode"),
         "{r}"
     );
     // The JSON receipt carries each denial's reason: Plan mode.
@@ -823,4 +644,64 @@ fn plan_mode_denies_a_write_and_a_shell_command() {
     assert!(t.ws.join("plan-made.txt").exists());
     assert!(t.ws.join("plan-shell-made").exists());
     t.quit();
+}
+
+/// `/provider ID` selects the provider without the picker: an unknown id
+/// is an error listing the known ones (the catalogue's and the config's
+/// own), a known one switches the footer and the next turn.
+#[test]
+fn provider_with_an_id_selects_it_directly() {
+    let m = model(vec![reply("answered by custom")]);
+    let t = Tui::start(&m, |_| {});
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("/provider nosuch");
+    t.send(b"\r");
+    let s = t.wait_for("unknown provider; known:", Duration::from_secs(10));
+    assert!(s.contains("custom"), "{s}");
+    assert!(!s.contains("filter "), "the picker opened: {s}");
+    t.type_text("/provider custom");
+    t.send(b"\r");
+    t.wait_for("provider custom · model scripted", Duration::from_secs(10));
+    t.type_text("hello");
+    t.send(b"\r");
+    t.wait_for("answered by custom", TURN);
+    // On exit the conversation is written to the normal screen, so the
+    // terminal's own scrollback keeps it.
+    let after = t.quit();
+    assert!(after.contains("› hello"), "{after}");
+    assert!(after.contains("answered by custom"), "{after}");
+}
+
+/// SIGTERM mid-turn: the turn is stopped and recorded as stopped by
+/// SIGTERM (not Ctrl-C), the terminal is restored and the exit code is 143.
+#[test]
+fn sigterm_mid_turn_is_recorded_as_such_and_exits_143() {
+    let text: String = (1..=100).map(|i| format!("slow line {i}\n")).collect();
+    let m = model(vec![trickle(&text, 100, Duration::from_millis(50))]);
+    let mut t = Tui::start(&m, |_| {});
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("answer slowly");
+    t.send(b"\r");
+    t.wait_for("slow line 2", TURN);
+    let pid = t.child.process_id().unwrap();
+    let st = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let code = t.wait_exit(Duration::from_secs(10));
+    assert_eq!(code.exit_code(), 143, "{code:?}");
+    std::thread::sleep(Duration::from_millis(100));
+    t.assert_terminal_restored();
+    let log = event_log(&t);
+    let asked = log
+        .iter()
+        .find(|r| r["event"] == "turn.interrupt_requested")
+        .expect("interrupt requested");
+    assert_eq!(asked["payload"]["cause"], "sigterm", "{log:#?}");
+    let done = log
+        .iter()
+        .find(|r| r["event"] == "turn.completed")
+        .expect("the turn closed before the exit");
+    assert_eq!(done["payload"]["turn"]["error"], "interrupted (SIGTERM)");
 }

@@ -230,3 +230,68 @@ fn last_session_is_the_one_started_last() {
     std::fs::write(&older, "").unwrap();
     assert_eq!(receipt::last_session(t.path()).unwrap(), newer);
 }
+
+/// A call the posture refused (Plan mode) says why in the Markdown too,
+/// not only in the JSON: "denied by the posture" alone names nobody to
+/// ask and nothing to change.
+#[test]
+fn a_posture_denial_shows_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("20261201T100000-00000000000a.jsonl");
+    let rec = |seq: u32, turn: u32, body: Value| {
+        let mut v = json!({"schema": "codewhale.session", "v": 1, "seq": seq,
+                           "ts": format!("2026-12-01T10:00:{seq:02}.000Z"),
+                           "thread": "20261201T100000-00000000000a", "turn": turn});
+        v.as_object_mut()
+            .unwrap()
+            .extend(body.as_object().unwrap().clone());
+        v.to_string()
+    };
+    let why = "Plan mode: only read-only shell commands run";
+    let lines = [
+        rec(
+            1,
+            0,
+            json!({"type": "thread_started", "cwd": "/repo", "provider": "p", "model": "m",
+                   "approval": "Plan + Ask (interactive)", "sandbox": "read-only",
+                   "codewhale_version": "0.1.0"}),
+        ),
+        rec(2, 0, json!({"type": "user_message", "text": "make x"})),
+        rec(3, 1, json!({"type": "turn_started"})),
+        rec(
+            4,
+            1,
+            json!({"type": "tool_call", "call_id": "s1", "tool": "shell",
+                   "args": {"command": "touch x"}}),
+        ),
+        rec(
+            5,
+            1,
+            json!({"type": "approval", "call_id": "s1", "decision": "deny", "outcome": "deny",
+                   "decided_by": "posture", "gate": 2, "reason": why}),
+        ),
+        rec(
+            6,
+            1,
+            json!({"type": "tool_result", "call_id": "s1", "tool": "shell", "status": "not_run",
+                   "exit_code": null, "duration_ms": 0, "files_touched": [],
+                   "error_category": "not_approved", "enforcement": null,
+                   "output": "not run", "truncated": false}),
+        ),
+        rec(7, 1, json!({"type": "turn_completed"})),
+        rec(
+            8,
+            0,
+            json!({"type": "thread_completed", "status": "completed"}),
+        ),
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let md = md_of(&path, None);
+    assert!(
+        md.contains(&format!(
+            "did not run `touch x` · denied by the posture: {why}"
+        )),
+        "{md}"
+    );
+    assert!(md.contains("posture `Plan + Ask (interactive)`"), "{md}");
+}

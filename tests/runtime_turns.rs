@@ -658,6 +658,18 @@ async fn unanswered_questions_and_client_calls_time_out_for_the_model() {
     );
 }
 
+/// A config with two providers: `alpha` (the default, model-a at `a`) and
+/// `beta` (model-b at `b`).
+fn two_providers(a: &ScriptedModel, b: &ScriptedModel) -> Fixture {
+    Fixture::with_config(&format!(
+        "provider = \"alpha\"\n\
+         [providers.alpha]\nbase_url = \"{}\"\nmodel = \"model-a\"\n\
+         [providers.beta]\nbase_url = \"{}\"\nmodel = \"model-b\"\n",
+        a.base_url(),
+        b.base_url()
+    ))
+}
+
 /// `PATCH /v1/threads/{id}` with `provider` (what the TUI's `/provider`
 /// does through the runtime) sets the provider of the thread's next turn,
 /// resolved as `exec --provider ID` resolves it; `""` goes back to the
@@ -666,13 +678,7 @@ async fn unanswered_questions_and_client_calls_time_out_for_the_model() {
 async fn patching_a_threads_provider_switches_its_next_turn() {
     let a = ScriptedModel::start(Wire::OpenAi, vec![reply("from a"), reply("from a again")]);
     let b = ScriptedModel::start(Wire::OpenAi, vec![reply("from b")]);
-    let f = Fixture::with_config(&format!(
-        "provider = \"alpha\"\n\
-         [providers.alpha]\nbase_url = \"{}\"\nmodel = \"model-a\"\n\
-         [providers.beta]\nbase_url = \"{}\"\nmodel = \"model-b\"\n",
-        a.base_url(),
-        b.base_url()
-    ));
+    let f = two_providers(&a, &b);
     let s = Server::start(&f, &[]);
     let thread = new_thread(&s, json!({"mode": "chat"})).await;
     new_turn(&s, &thread, "one").await;
@@ -716,4 +722,117 @@ async fn patching_a_threads_provider_switches_its_next_turn() {
     )
     .await;
     assert_eq!(code, 400, "{t}");
+}
+
+/// `POST /v1/threads` takes `provider` as PATCH does: the thread's first
+/// turn already runs on it (with that provider's default model, not the
+/// server's default one); a malformed id is a 400 naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_thread_can_name_its_provider() {
+    let a = ScriptedModel::start(Wire::OpenAi, vec![reply("from a")]);
+    let b = ScriptedModel::start(Wire::OpenAi, vec![reply("from b")]);
+    let f = two_providers(&a, &b);
+    let s = Server::start(&f, &[]);
+    let (code, t) = api(
+        &s,
+        "POST",
+        "/v1/threads",
+        Some(json!({"mode": "chat", "provider": "beta"})),
+    )
+    .await;
+    assert_eq!(code, 201, "{t}");
+    assert_eq!(t["thread"]["provider"], "beta", "{t}");
+    let thread = t["thread"]["id"].as_str().unwrap().to_string();
+    new_turn(&s, &thread, "one").await;
+    let all = until_completed(&s, &thread, 1).await;
+    let done = first(&all, "turn.completed");
+    assert_eq!(done["payload"]["turn"]["effective_provider"], "beta");
+    assert_eq!(done["payload"]["turn"]["effective_model"], "model-b");
+    assert_eq!(b.requests().len(), 1);
+    assert!(a.requests().is_empty());
+    let (code, e) = api(
+        &s,
+        "POST",
+        "/v1/threads",
+        Some(json!({"provider": "no such/id"})),
+    )
+    .await;
+    assert_eq!(code, 400, "{e}");
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("provider"), "{e}");
+    // `""` is the configured provider, as in PATCH.
+    let (code, t) = api(&s, "POST", "/v1/threads", Some(json!({"provider": ""}))).await;
+    assert_eq!(code, 201, "{t}");
+    assert!(t["thread"].get("provider").is_none(), "{t}");
+}
+
+/// `POST …/interrupt` while the answer streams: the turn ends
+/// `interrupted` with the real cause (a client's request, not "Ctrl-C") in
+/// `turn.interrupt_requested`, the turn's error, the session file and the
+/// receipt; the cut agent message is `interrupted` (event log and GET),
+/// never `completed`; and the receipt's posture is the interactive one a
+/// client answers under, not exec's `headless`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_interrupt_is_recorded_as_such_and_cuts_the_message() {
+    let text: String = (1..=60).map(|i| format!("line {i}\n")).collect();
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![common::scripted_model::trickle(
+            &text,
+            60,
+            std::time::Duration::from_millis(50),
+        )],
+    );
+    let f = fixture(&model);
+    let s = Server::start(&f, &[]);
+    let thread = new_thread(&s, json!({})).await;
+    let turn = new_turn(&s, &thread, "answer slowly").await;
+    events_until(&s, &thread, 0, |e| count(e, "item.delta") >= 2).await;
+    let (code, b) = api(
+        &s,
+        "POST",
+        &format!("/v1/threads/{thread}/turns/{turn}/interrupt"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 202, "{b}");
+    let all = until_completed(&s, &thread, 1).await;
+    let asked = first(&all, "turn.interrupt_requested");
+    assert_eq!(asked["payload"]["cause"], "client", "{asked}");
+    let done = first(&all, "turn.completed");
+    assert_eq!(done["payload"]["turn"]["status"], "interrupted");
+    let reason = "interrupted by a runtime client (interrupt request)";
+    assert_eq!(done["payload"]["turn"]["error"], reason, "{done}");
+    // The cut message: interrupted in the log, never completed.
+    let msg_events: Vec<&Value> = all
+        .iter()
+        .filter(|e| {
+            e["payload"]["item"]["kind"] == "agent_message"
+                && e["event"] != "item.started"
+                && e["event"] != "item.delta"
+        })
+        .collect();
+    assert_eq!(msg_events.len(), 1, "{msg_events:#?}");
+    assert_eq!(msg_events[0]["event"], "item.interrupted");
+    assert_eq!(msg_events[0]["payload"]["item"]["status"], "interrupted");
+    let (_, d) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
+    let msg = d["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == "agent_message")
+        .unwrap();
+    assert_eq!(msg["status"], "interrupted", "{msg}");
+    let (code, r) = api(
+        &s,
+        "GET",
+        &format!("/v1/threads/{thread}/turns/{turn}/receipt"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{r}");
+    let rs = r.to_string();
+    assert!(rs.contains(reason), "{rs}");
+    assert!(!rs.contains("Ctrl-C"), "{rs}");
+    assert_eq!(r["postures"]["approval"], "Work + Ask (interactive)", "{r}");
 }

@@ -25,6 +25,6 @@ pub use authz_adapter::{exec_posture, exec_posture_in, PipelineAuthorizer};
 pub use output::{Emitter, EventTap, OutputFormat};
 pub use run::{
     run_exec, run_exec_hooked, run_exec_models, run_exec_with_snapshots, Approver, ExecOptions,
-    ExecReport, ExtraOutput, ExtraTools, Headless, Models, RunHooks,
+    ExecReport, ExtraOutput, ExtraTools, Headless, Interrupt, InterruptCause, Models, RunHooks,
 };
 pub use snapshots::RunSnapshots;

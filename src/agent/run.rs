@@ -34,6 +34,11 @@ pub struct ExecOptions {
     /// `project_instruction_imports` from the user config: also read
     /// `CLAUDE.md`, `.cursorrules`, `.github/copilot-instructions.md`.
     pub instruction_imports: bool,
+    /// A person answers gate-8 questions (the TUI, a runtime client): the
+    /// posture in the words of docs/TUI.md, e.g. `Work + Ask`. Recorded as
+    /// the run's approval posture (`Work + Ask (interactive)`) instead of
+    /// exec's `headless`/`auto`. `None`: headless `exec`.
+    pub interactive: Option<String>,
 }
 
 /// Where a run's model answers come from: one provider, or the router.
@@ -54,6 +59,46 @@ pub struct ExecReport {
 
 /// Exit code for Ctrl-C (128 + SIGINT).
 pub const INTERRUPTED: i32 = 130;
+
+/// What stopped a turn: recorded as the reason of the session's
+/// `turn_interrupted`, the turn's error in the runtime log and the
+/// receipt, so "interrupted" always says by what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InterruptCause {
+    /// Ctrl-C (exec's SIGINT, the TUI's Ctrl-C).
+    CtrlC,
+    /// The TUI's Esc key (or Esc on an approval card).
+    Esc,
+    /// A runtime client asked (`POST …/interrupt`, JSON-RPC `turn/interrupt`).
+    Client,
+    /// SIGTERM to the process running the turn.
+    Sigterm,
+}
+
+impl InterruptCause {
+    /// The short name in `turn.interrupt_requested` (`cause`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InterruptCause::CtrlC => "ctrl_c",
+            InterruptCause::Esc => "esc",
+            InterruptCause::Client => "client",
+            InterruptCause::Sigterm => "sigterm",
+        }
+    }
+
+    /// The sentence recorded as the turn's reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            InterruptCause::CtrlC => "interrupted (Ctrl-C)",
+            InterruptCause::Esc => "interrupted (Esc)",
+            InterruptCause::Client => "interrupted by a runtime client (interrupt request)",
+            InterruptCause::Sigterm => "interrupted (SIGTERM)",
+        }
+    }
+}
+
+/// The loop's stop signal: `None` until someone interrupts, then why.
+pub type Interrupt = watch::Receiver<Option<InterruptCause>>;
 
 /// The tools offered to the model: none in plain `exec` (it answers without
 /// tools), all with `--auto`, or exactly `--allowed-tools`; minus
@@ -91,11 +136,15 @@ pub fn offer_mcp(
     allowed_ok && !disallowed.iter().any(|d| matches(d, name))
 }
 
-fn approval_label(auto: bool) -> &'static str {
-    if auto {
-        "auto"
-    } else {
-        "headless"
+/// The approval posture a run records (session, metadata, summary):
+/// exec's `auto` or `headless`; an interactive run's posture, marked so,
+/// with `auto-approve` when the thread approves ordinary questions itself.
+fn approval_label(opts: &ExecOptions) -> String {
+    match (&opts.interactive, opts.auto) {
+        (Some(p), false) => format!("{p} (interactive)"),
+        (Some(p), true) => format!("{p} (interactive, auto-approve)"),
+        (None, true) => "auto".into(),
+        (None, false) => "headless".into(),
     }
 }
 
@@ -196,7 +245,7 @@ struct Loop<'a> {
     out: &'a mut Emitter,
     log: &'a mut SessionLog,
     snaps: &'a mut RunSnapshots,
-    interrupt: watch::Receiver<bool>,
+    interrupt: Interrupt,
     offered: Vec<&'static str>,
     /// The MCP tools offered in the current turn (ready servers only).
     mcp_offered: Vec<String>,
@@ -229,7 +278,7 @@ pub async fn run_exec(
     authz: &dyn Authorizer,
     out: &mut Emitter,
     log: &mut SessionLog,
-    interrupt: watch::Receiver<bool>,
+    interrupt: Interrupt,
 ) -> ExecReport {
     let mut snaps = RunSnapshots::off("snapshots are off: the caller opened no snapshot store");
     run_exec_with_snapshots(opts, ctx, provider, authz, out, log, &mut snaps, interrupt).await
@@ -245,7 +294,7 @@ pub async fn run_exec_with_snapshots(
     out: &mut Emitter,
     log: &mut SessionLog,
     snaps: &mut RunSnapshots,
-    interrupt: watch::Receiver<bool>,
+    interrupt: Interrupt,
 ) -> ExecReport {
     run_exec_models(
         opts,
@@ -272,7 +321,7 @@ pub async fn run_exec_models(
     out: &mut Emitter,
     log: &mut SessionLog,
     snaps: &mut RunSnapshots,
-    interrupt: watch::Receiver<bool>,
+    interrupt: Interrupt,
 ) -> ExecReport {
     let hooks = RunHooks::new(&Headless);
     run_exec_hooked(opts, ctx, models, authz, hooks, out, log, snaps, interrupt).await
@@ -291,7 +340,7 @@ pub async fn run_exec_hooked(
     out: &mut Emitter,
     log: &mut SessionLog,
     snaps: &mut RunSnapshots,
-    interrupt: watch::Receiver<bool>,
+    interrupt: Interrupt,
 ) -> ExecReport {
     let offered = offered_tools(
         opts.auto,
@@ -340,7 +389,7 @@ impl Loop<'_> {
         TurnContext {
             workspace: self.ctx.guard.workspace().to_path_buf(),
             auto: self.opts.auto,
-            headless: true,
+            headless: self.opts.interactive.is_none(),
         }
     }
 
@@ -403,7 +452,7 @@ impl Loop<'_> {
                 cwd: self.ctx.guard.workspace().to_path_buf(),
                 provider: provider_id.clone(),
                 model: model_id.clone(),
-                approval: approval_label(self.opts.auto).into(),
+                approval: approval_label(self.opts),
                 sandbox: self.ctx.policy.mode.as_str().into(),
                 codewhale_version: env!("CARGO_PKG_VERSION").into(),
             },
@@ -456,7 +505,7 @@ impl Loop<'_> {
                 "provider": provider_id, "model": model_id, "wire": wire,
                 "routing": matches!(self.models, Models::Routed(_)),
                 "instructions": files,
-                "approval": approval_label(self.opts.auto),
+                "approval": approval_label(self.opts),
                 "sandbox": self.ctx.policy.mode.as_str(),
                 "enforcement": enforcement,
                 "tools": self.offered,
@@ -512,7 +561,7 @@ impl Loop<'_> {
                 let fut = complete_turn(models, turn, &system, &messages, req, &mut on_text);
                 tokio::select! {
                     r = fut => r,
-                    _ = intr.wait_for(|v| *v) => return Err(Stop::Interrupted),
+                    _ = intr.wait_for(|v| v.is_some()) => return Err(Stop::Interrupted),
                 }
             };
             if let Some(r) = &routed {
@@ -715,7 +764,7 @@ impl Loop<'_> {
             let mut intr = self.interrupt.clone();
             tokio::select! {
                 v = self.approver.settle(&request, v, &tctx) => v,
-                _ = intr.wait_for(|v| *v) => return Err(Stop::Interrupted),
+                _ = intr.wait_for(|v| v.is_some()) => return Err(Stop::Interrupted),
             }
         } else {
             v
@@ -759,7 +808,7 @@ impl Loop<'_> {
             let mut intr = self.interrupt.clone();
             let r = tokio::select! {
                 r = extra.call(&call.id, &call.name, &args) => r,
-                _ = intr.wait_for(|v| *v) => return Err(Stop::Interrupted),
+                _ = intr.wait_for(|v| v.is_some()) => return Err(Stop::Interrupted),
             };
             let ms = started.elapsed().as_millis() as u64;
             let status = r.output.status.as_str();
@@ -783,7 +832,7 @@ impl Loop<'_> {
             tokio::pin!(fut);
             tokio::select! {
                 o = &mut fut => o,
-                _ = intr.wait_for(|v| *v) => {
+                _ = intr.wait_for(|v| v.is_some()) => {
                     // Kill the running command, then wait for the host to
                     // finish (its after-run integrity check) so the
                     // post-turn snapshot sees the workspace as it is.
@@ -813,17 +862,26 @@ impl Loop<'_> {
                        "reason": d.reason, "inferred": d.inferred}),
             );
         }
-        for d in o.enforced.iter().flat_map(|e| e.network_denied.iter()) {
-            self.out.event(
-                "sandbox_denied",
-                json!({"call_id": call.id, "tool": call.name, "path": null,
-                       "reason": d.reason(), "inferred": false, "kind": "network",
-                       "host": d.host, "port": d.port, "rule": d.rule, "protocol": d.protocol}),
-            );
+        // Every connection the egress proxy handled, in order: refusals
+        // as sandbox_denied, allowed ones as sandbox_allowed.
+        for c in o.enforced.iter().flat_map(|e| e.connections.iter()) {
+            let mut ev = json!({"call_id": call.id, "tool": call.name, "kind": "network",
+                   "reason": c.reason(), "host": c.host, "port": c.port, "decision": c.decision,
+                   "rule": c.rule, "protocol": c.protocol,
+                   "bytes_up": c.bytes_up, "bytes_down": c.bytes_down});
+            if c.refused() {
+                ev["path"] = Value::Null;
+                ev["inferred"] = Value::Bool(false);
+                self.out.event("sandbox_denied", ev);
+            } else {
+                ev["addr"] = json!(c.addr);
+                ev["error"] = json!(c.error);
+                self.out.event("sandbox_allowed", ev);
+            }
         }
-        // The session record first: a client told of the result (the
-        // runtime's `item.completed` comes from this event) may read the
-        // output back from the session file at once, as the TUI does.
+        // The session record, then the event. Nothing depends on this
+        // order any more: the runtime's item (from the event) carries the
+        // output's head and tail itself, and the TUI draws from that.
         self.log.append(
             turn,
             Event::ToolResult {
@@ -854,6 +912,14 @@ impl Loop<'_> {
         Ok((o.content, o.status != ToolStatus::Ok))
     }
 
+    /// Why the turn was interrupted (Ctrl-C when the sender did not say).
+    fn interrupt_reason(&self) -> &'static str {
+        self.interrupt
+            .borrow()
+            .unwrap_or(InterruptCause::CtrlC)
+            .reason()
+    }
+
     /// Close the thread in the log and on the output.
     fn finish(self, result: Result<&'static str, Stop>) -> ExecReport {
         let (status, code, error) = match result {
@@ -869,7 +935,7 @@ impl Loop<'_> {
             Err(Stop::Interrupted) => (
                 "interrupted",
                 INTERRUPTED,
-                Some(("interrupted (Ctrl-C)".into(), "interrupted")),
+                Some((self.interrupt_reason().into(), "interrupted")),
             ),
             Err(Stop::Provider(e)) => ("error", e.exit_code(), Some((e.to_string(), e.category()))),
             Err(Stop::Session(e)) => (
@@ -905,7 +971,7 @@ impl Loop<'_> {
         let summary = json!({
             "status": status, "exit_code": code, "answer": self.answer,
             "provider": self.current.0, "model": self.current.1,
-            "approval": approval_label(self.opts.auto), "sandbox": self.ctx.policy.mode.as_str(),
+            "approval": approval_label(self.opts), "sandbox": self.ctx.policy.mode.as_str(),
             "turns": self.turns,
             "usage": {"input_tokens": self.total.input_tokens,
                       "cached_input_tokens": self.total.cached_input_tokens,

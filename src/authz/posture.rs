@@ -108,7 +108,28 @@ impl Approval {
     }
 }
 
+impl Approval {
+    /// The name a person sees (footer, card, receipts): upstream's words.
+    pub fn label(self) -> &'static str {
+        match self {
+            Approval::Ask => "Ask",
+            Approval::AutoReview => "Auto-Review",
+            Approval::FullAccess => "Full Access",
+            Approval::NeverRun => "Never Run",
+        }
+    }
+}
+
 impl Mode {
+    /// The name a person sees (footer, card, receipts).
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::Plan => "Plan",
+            Mode::Work => "Work",
+            Mode::Operate => "Operate",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Plan => "plan",
@@ -151,6 +172,11 @@ impl Posture {
             background: false,
             shell_disabled: false,
         }
+    }
+
+    /// Mode and permission as a person reads them: `Work + Ask`.
+    pub fn label(&self) -> String {
+        format!("{} + {}", self.mode.label(), self.approval.label())
     }
 
     /// The sandbox mode the posture implies before settings narrow it.

@@ -236,6 +236,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         max_turns: args.max_turns.max(1),
         config: config_report,
         instruction_imports: settings.user.project_instruction_imports.unwrap_or(false),
+        interactive: None,
     };
     let report = runtime.block_on(async {
         thread.spawn_ticker();
@@ -257,10 +258,11 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
                 out.note(&format!("mcp server {}: {what}", s.name));
             }
         }
-        let (tx, rx) = tokio::sync::watch::channel(false);
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        thread.watch_interrupt(rx.clone());
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = tx.send(true);
+                let _ = tx.send(Some(crate::agent::InterruptCause::CtrlC));
             }
         });
         run_exec_models(

@@ -7,8 +7,13 @@
 //! before Landlock and seccomp (the command's filter denies
 //! `socket(AF_UNIX)`, which the bridge needs). It is not dumpable, so the
 //! command — same uid, no capabilities — cannot ptrace it or write its
-//! memory; it can only kill it, which cuts its own network. Byte-level
-//! relay only: every decision is the proxy's.
+//! memory; it can only kill it, which cuts its own network (connections
+//! already handed over keep going). It relays no bytes and decides
+//! nothing: each accepted connection's socket is handed to the proxy
+//! (`SCM_RIGHTS`, [`crate::net::proxy::handoff`]), which serves it as if
+//! the command had connected to the proxy's own port; the bridge closes
+//! its copy at once. One hop less than relaying through the Unix socket:
+//! a download crosses the proxy's two sockets only (benches/egress.rs).
 
 use std::io;
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -57,153 +62,85 @@ pub fn spawn(listener: TcpListener, socket: &Path) -> io::Result<libc::pid_t> {
     }
 }
 
-/// Accept forever; one pair of copy threads per connection.
+/// Accept forever; hand each connection's socket to the proxy. One the
+/// proxy cannot take (it is gone) is closed.
 pub fn serve(listener: TcpListener, socket: PathBuf) {
     for conn in listener.incoming() {
         let Ok(tcp) = conn else { continue };
-        let socket = socket.clone();
-        let _ = std::thread::Builder::new()
-            .stack_size(64 * 1024)
-            .spawn(move || relay(tcp, &socket));
+        if hand_over(&tcp, &socket).is_err() {
+            let _ = tcp.shutdown(Shutdown::Both);
+        }
+        // Our copy closes here; the proxy's keeps the connection.
     }
 }
 
-fn relay(tcp: TcpStream, socket: &Path) {
-    let Ok(unix) = UnixStream::connect(socket) else {
-        let _ = tcp.shutdown(Shutdown::Both);
-        return;
-    };
+fn hand_over(tcp: &TcpStream, socket: &Path) -> io::Result<()> {
     let _ = tcp.set_nodelay(true);
-    let (Ok(mut tcp_r), Ok(mut unix_w)) = (tcp.try_clone(), unix.try_clone()) else {
-        return;
-    };
-    let up = std::thread::Builder::new()
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            let _ = pump(&mut tcp_r, &mut unix_w);
-            let _ = unix_w.shutdown(Shutdown::Write);
-        });
-    let (mut unix_r, mut tcp_w) = (unix, tcp);
-    let _ = pump(&mut unix_r, &mut tcp_w);
-    let _ = tcp_w.shutdown(Shutdown::Write);
-    if let Ok(h) = up {
-        let _ = h.join();
-    }
-}
-
-/// One direction until end of stream: `splice(2)` through a pipe (the
-/// bytes stay in the kernel), or `io::copy` if no pipe can be made or the
-/// kernel refuses to splice these sockets before anything moved.
-fn pump<R, W>(src: &mut R, dst: &mut W) -> io::Result<u64>
-where
-    R: io::Read + AsFd,
-    W: io::Write + AsFd,
-{
-    use nix::fcntl::{splice, SpliceFFlags};
-    const CHUNK: usize = 256 * 1024;
-    let Ok((pr, pw)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
-        return io::copy(src, dst);
-    };
-    // Best effort: a bigger pipe, fewer calls per megabyte.
-    let _ = nix::fcntl::fcntl(
-        std::os::fd::AsRawFd::as_raw_fd(&pw),
-        nix::fcntl::FcntlArg::F_SETPIPE_SZ(CHUNK as i32),
-    );
-    let mut total = 0u64;
-    loop {
-        let n = match splice(
-            src.as_fd(),
-            None,
-            pw.as_fd(),
-            None,
-            CHUNK,
-            SpliceFFlags::SPLICE_F_MOVE,
-        ) {
-            Ok(n) => n,
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(nix::errno::Errno::EINVAL) if total == 0 => return io::copy(src, dst),
-            Err(e) => return Err(e.into()),
-        };
-        if n == 0 {
-            return Ok(total);
-        }
-        let mut left = n;
-        while left > 0 {
-            match splice(
-                pr.as_fd(),
-                None,
-                dst.as_fd(),
-                None,
-                left,
-                SpliceFFlags::SPLICE_F_MOVE,
-            ) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(m) => left -= m,
-                Err(nix::errno::Errno::EINTR) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        total += n as u64;
-    }
+    let unix = UnixStream::connect(socket)?;
+    crate::net::proxy::handoff::send(unix.as_fd(), tcp.as_fd())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::{Read, Write};
+    use std::os::fd::OwnedFd;
 
+    /// The bridge passes the accepted socket itself: what the receiver
+    /// writes on the descriptor it got arrives at the client, and once the
+    /// receiver closes it the client sees end of stream (the bridge kept no
+    /// copy open).
     #[test]
-    fn relays_both_ways_and_half_closes() {
+    fn hands_the_connection_itself_to_the_unix_socket() {
         let dir = tempfile::tempdir().unwrap();
         let sock = dir.path().join("s");
         let ul = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-        let echo = std::thread::spawn(move || {
-            let (mut s, _) = ul.accept().unwrap();
-            let mut buf = Vec::new();
-            s.read_to_end(&mut buf).unwrap();
-            s.write_all(&buf).unwrap();
-        });
-        let l = bind(0).unwrap();
-        let port = l.local_addr().unwrap().port();
-        let sock2 = sock.clone();
-        std::thread::spawn(move || serve(l, sock2));
-        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        c.write_all(b"ping through the bridge").unwrap();
-        c.shutdown(Shutdown::Write).unwrap();
-        let mut back = String::new();
-        c.read_to_string(&mut back).unwrap();
-        assert_eq!(back, "ping through the bridge");
-        echo.join().unwrap();
-    }
-
-    /// Several MiB each way through the spliced relay, byte for byte.
-    #[test]
-    fn relays_bulk_bytes_exactly() {
-        let dir = tempfile::tempdir().unwrap();
-        let sock = dir.path().join("s");
-        let ul = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-        let echo = std::thread::spawn(move || {
-            let (mut s, _) = ul.accept().unwrap();
-            let mut buf = Vec::new();
-            s.read_to_end(&mut buf).unwrap();
-            s.write_all(&buf).unwrap();
-            buf.len()
+        let receiver = std::thread::spawn(move || {
+            let (u, _) = ul.accept().unwrap();
+            let got = loop {
+                match crate::net::proxy::handoff::recv_first(u.as_fd()) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(std::time::Duration::from_millis(5))
+                    }
+                    r => break r.unwrap().unwrap(),
+                }
+            };
+            let (first, mut fds): (u8, Vec<OwnedFd>) = got;
+            assert_eq!(first, crate::net::proxy::handoff::HANDOFF);
+            assert_eq!(fds.len(), 1);
+            let mut conn = TcpStream::from(fds.remove(0));
+            let mut ping = [0u8; 4];
+            conn.read_exact(&mut ping).unwrap();
+            assert_eq!(&ping, b"ping");
+            conn.write_all(b"pong").unwrap();
         });
         let l = bind(0).unwrap();
         let port = l.local_addr().unwrap().port();
         std::thread::spawn(move || serve(l, sock));
-        let data: Vec<u8> = (0..5 << 20).map(|i: u32| (i % 251) as u8).collect();
         let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let mut w = c.try_clone().unwrap();
-        let sent = data.clone();
-        let writer = std::thread::spawn(move || {
-            w.write_all(&sent).unwrap();
-            w.shutdown(Shutdown::Write).unwrap();
-        });
+        c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        c.write_all(b"ping").unwrap();
         let mut back = Vec::new();
         c.read_to_end(&mut back).unwrap();
-        writer.join().unwrap();
-        assert_eq!(echo.join().unwrap(), data.len());
-        assert!(back == data, "the bytes came back altered");
+        assert_eq!(back, b"pong");
+        receiver.join().unwrap();
+    }
+
+    /// No proxy listening: the connection is closed, not left hanging.
+    #[test]
+    fn closes_what_it_cannot_hand_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = bind(0).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let missing = dir.path().join("nobody");
+        std::thread::spawn(move || serve(l, missing));
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut back = Vec::new();
+        let r = c.read_to_end(&mut back);
+        assert!(matches!(r, Ok(0)) || r.is_err(), "{r:?}");
+        assert!(back.is_empty());
     }
 }

@@ -64,8 +64,9 @@ pub struct Source {
 /// The postures the run was under.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Postures {
-    /// `auto` (questions approved, sandbox kept) or `headless` (questions
-    /// get no response).
+    /// exec's `auto` (questions approved, sandbox kept) or `headless`
+    /// (questions get no response); a run a person answers (the TUI, a
+    /// runtime client) records its posture, e.g. `Work + Ask (interactive)`.
     pub approval: String,
     /// The sandbox mode asked for.
     pub sandbox: String,

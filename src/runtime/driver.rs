@@ -22,7 +22,7 @@ use crate::agent::models::Resolved;
 use crate::agent::setup::{prepare_run, ModelRequest, RunSetup};
 use crate::agent::tools::ALL_TOOLS;
 use crate::agent::{
-    exec_posture_in, run_exec_hooked, Emitter, ExecOptions, OutputFormat, RunHooks,
+    exec_posture_in, run_exec_hooked, Emitter, ExecOptions, InterruptCause, OutputFormat, RunHooks,
 };
 use crate::authz::{Approval, Mode, SessionGrants, ToolKind, ToolSpec as AuthzToolSpec};
 use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags};
@@ -57,7 +57,7 @@ struct Prepared {
 
 /// A turn this process runs.
 struct Active {
-    interrupt: watch::Sender<bool>,
+    interrupt: watch::Sender<Option<InterruptCause>>,
     /// Steered input, read by the loop before its next model request.
     steer: mpsc::Sender<String>,
     /// The steer items not yet known to be delivered.
@@ -203,7 +203,7 @@ impl Driver {
             self.rt
                 .finish_item(&turn, &n.id, ItemStatus::Completed, json!({}))?;
         }
-        let (tx, rx) = watch::channel(false);
+        let (tx, rx) = watch::channel(None);
         let (steer_tx, steer_rx) = mpsc::channel();
         lock(&self.active).insert(
             turn.id.clone(),
@@ -324,10 +324,11 @@ impl Driver {
         thread: ThreadRecord,
         history: Vec<Message>,
         log: &mut SessionLog,
-        rx: watch::Receiver<bool>,
+        rx: crate::agent::Interrupt,
         steer: mpsc::Receiver<String>,
     ) {
         let tap = TapHandle::new(self.rt.clone(), turn.clone());
+        tap.watch_interrupt(rx.clone());
         let mut out = Emitter::new(
             OutputFormat::Json,
             Box::new(std::io::sink()),
@@ -383,7 +384,7 @@ impl Driver {
             }),
             Err(_) => None,
         };
-        let summary = tap.close();
+        let summary = tap.close(status.as_deref() == Some("interrupted"));
         let (st, error) = match status.as_deref() {
             Some("completed") => (TurnStatus::Completed, None),
             Some("interrupted") => (
@@ -391,7 +392,7 @@ impl Driver {
                 Some(
                     summary
                         .error
-                        .unwrap_or_else(|| "interrupted by a client".into()),
+                        .unwrap_or_else(|| InterruptCause::Client.reason().into()),
                 ),
             ),
             Some(other) => (
@@ -426,9 +427,23 @@ impl Driver {
         self.rt.release(&turn.thread_id);
     }
 
-    /// Ask a running turn to stop (Ctrl-C semantics: a running command is
-    /// killed). Only turns this process runs can be interrupted here.
+    /// Ask a running turn to stop on a client's request (the API's
+    /// interrupt route): [`Driver::interrupt_by`] with
+    /// [`InterruptCause::Client`].
     pub fn interrupt(&self, thread_id: &str, turn_id: &str) -> Result<(), RuntimeError> {
+        self.interrupt_by(thread_id, turn_id, InterruptCause::Client)
+    }
+
+    /// Ask a running turn to stop (Ctrl-C semantics: a running command is
+    /// killed), saying why: the cause is in `turn.interrupt_requested`
+    /// and becomes the turn's error and the session's reason. Only turns
+    /// this process runs can be interrupted here.
+    pub fn interrupt_by(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        cause: InterruptCause,
+    ) -> Result<(), RuntimeError> {
         let turn = self.running_turn(thread_id, turn_id)?;
         let active = lock(&self.active);
         let Some(a) = active.get(turn_id) else {
@@ -438,9 +453,17 @@ impl Driver {
             "turn.interrupt_requested",
             thread_id,
             turn_id,
-            json!({}),
+            json!({"cause": cause.as_str(), "reason": cause.reason()}),
         )])?;
-        let _ = a.interrupt.send(true);
+        // The first cause wins: a second request does not rewrite why.
+        a.interrupt.send_if_modified(|c| {
+            if c.is_none() {
+                *c = Some(cause);
+                true
+            } else {
+                false
+            }
+        });
         Ok(())
     }
 
@@ -801,6 +824,7 @@ fn prepare(
     // A person can answer here: gate 8 leaves questions open for the
     // runtime's clients (the approver applies `auto_approve`).
     posture.headless = false;
+    let interactive = Some(posture.label());
     let rt = local_runtime()?;
     let mut notes = Vec::new();
     let model = (!t.model.is_empty()).then_some(t.model.as_str());
@@ -841,6 +865,7 @@ fn prepare(
         max_turns: 20,
         config: json!({"source": "runtime"}),
         instruction_imports: settings.user.project_instruction_imports.unwrap_or(false),
+        interactive,
     };
     Ok(Prepared {
         opts,

@@ -41,6 +41,7 @@ pub const EVENT_NAMES: &[&str] = &[
     "tool_call.timeout",
     "tool_call.canceled",
     "sandbox.denied",
+    "sandbox.allowed",
     "runtime.recovered",
 ];
 

@@ -67,6 +67,12 @@ impl ExecThread {
         self.tap.tap()
     }
 
+    /// Watch the loop's stop signal, so a message cut by Ctrl-C is
+    /// recorded `interrupted`.
+    pub fn watch_interrupt(&self, rx: crate::agent::Interrupt) {
+        self.tap.watch_interrupt(rx);
+    }
+
     /// Publish coalesced text on time (call inside the async runtime).
     pub fn spawn_ticker(&mut self) {
         self.ticker = Some(self.tap.spawn_ticker());
@@ -78,7 +84,7 @@ impl ExecThread {
         if let Some(t) = self.ticker.take() {
             t.abort();
         }
-        let summary = self.tap.close();
+        let summary = self.tap.close(status == "interrupted");
         let (st, error) = match status {
             "completed" => (TurnStatus::Completed, None),
             "interrupted" => (

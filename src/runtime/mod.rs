@@ -8,6 +8,7 @@ pub mod log;
 pub mod model;
 mod owner;
 pub mod pending;
+pub mod preview;
 pub mod projection;
 pub mod store;
 

@@ -269,6 +269,9 @@ impl Runtime {
             ));
         }
         check_client_tools(&t.client_tools)?;
+        if let Some(p) = &t.provider {
+            check_id("provider", p)?;
+        }
         let id = match t.id {
             Some(id) => {
                 check_id("id", &id)?;

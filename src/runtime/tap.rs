@@ -36,6 +36,10 @@ struct TapState {
     routing: Vec<RouteChoice>,
     error: Option<String>,
     failure: Option<RuntimeError>,
+    /// The loop's stop signal: once it is set, the message being streamed
+    /// is cut, so it is closed by [`TapHandle::close`] as the turn ended
+    /// (`interrupted`), never as `completed` by the loop's closing events.
+    interrupt: Option<crate::agent::Interrupt>,
 }
 
 /// Shared between the loop's tap and the ticker.
@@ -76,7 +80,13 @@ impl TapHandle {
             routing: Vec::new(),
             error: None,
             failure: None,
+            interrupt: None,
         })))
+    }
+
+    /// Watch the loop's stop signal (the receiver the loop gets).
+    pub fn watch_interrupt(&self, rx: crate::agent::Interrupt) {
+        self.with(|s| s.interrupt = Some(rx));
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut TapState) -> R) -> R {
@@ -115,11 +125,17 @@ impl TapHandle {
         })
     }
 
-    /// Close what is open (the message; calls without a result) and hand
-    /// back the totals.
-    pub fn close(&self) -> TapSummary {
+    /// Close what is open and hand back the totals. The message being
+    /// streamed ends `interrupted` when the turn was (its text is what
+    /// arrived before the stop), else `completed`; calls without a result
+    /// are left to the turn's close, which gives them the turn's status.
+    pub fn close(&self, interrupted: bool) -> TapSummary {
         self.with(|s| {
-            s.close_message();
+            s.close_message(if interrupted {
+                ItemStatus::Interrupted
+            } else {
+                ItemStatus::Completed
+            });
             TapSummary {
                 usage: s.usage,
                 error: s.error.take(),
@@ -144,14 +160,20 @@ impl TapState {
         self.keep(r);
     }
 
-    fn close_message(&mut self) {
+    fn stop_requested(&self) -> bool {
+        self.interrupt
+            .as_ref()
+            .is_some_and(|rx| rx.borrow().is_some())
+    }
+
+    fn close_message(&mut self, status: ItemStatus) {
         if let Some(text) = self.coalescer.take() {
             self.publish_delta(&text);
         }
         if let Some(item) = self.message.take() {
             let r = self
                 .rt
-                .finish_item(&self.turn, &item.id, ItemStatus::Completed, json!({}))
+                .finish_item(&self.turn, &item.id, status, json!({}))
                 .map(drop);
             self.keep(r);
         }
@@ -180,7 +202,10 @@ impl TapState {
         match ty {
             "content" => return,
             "metadata" | "done" => {}
-            _ => self.close_message(),
+            // After a stop request the loop only closes the turn: the cut
+            // message waits for `close`, which knows how the turn ended.
+            _ if self.stop_requested() => {}
+            _ => self.close_message(ItemStatus::Completed),
         }
         match ty {
             "tool_use" => {
@@ -215,19 +240,38 @@ impl TapState {
                     .collect();
                 self.approvals.insert(s("call_id"), Value::Object(v));
             }
-            "sandbox_denied" => {
+            "sandbox_denied" | "sandbox_allowed" => {
                 let item = self.calls.get(&s("call_id")).cloned();
                 let ev = NewEvent {
-                    event: "sandbox.denied",
+                    event: if ty == "sandbox_denied" {
+                        "sandbox.denied"
+                    } else {
+                        "sandbox.allowed"
+                    },
                     thread_id: Some(self.turn.thread_id.clone()),
                     turn_id: Some(self.turn.id.clone()),
                     item_id: item,
                     payload: {
-                        let mut p = json!({"call_id": s("call_id"), "tool": s("tool"), "path": f.get("path"),
-                                           "reason": s("reason"), "inferred": f.get("inferred")});
-                        // An egress refusal: which name, port and rule.
+                        let mut p = json!({"call_id": s("call_id"), "tool": s("tool"), "reason": s("reason")});
+                        if ty == "sandbox_denied" {
+                            p["path"] = f.get("path").cloned().unwrap_or(Value::Null);
+                            p["inferred"] = f.get("inferred").cloned().unwrap_or(Value::Null);
+                        }
+                        // An egress connection: which name, port, rule,
+                        // decision and the bytes relayed each way.
                         if f.get("kind").and_then(Value::as_str) == Some("network") {
-                            for k in ["kind", "host", "port", "rule", "protocol"] {
+                            for k in [
+                                "kind",
+                                "host",
+                                "port",
+                                "decision",
+                                "rule",
+                                "protocol",
+                                "bytes_up",
+                                "bytes_down",
+                                "addr",
+                                "error",
+                            ] {
                                 if let Some(v) = f.get(k) {
                                     p[k] = v.clone();
                                 }
@@ -248,8 +292,12 @@ impl TapState {
                     "ok" => ItemStatus::Completed,
                     _ => ItemStatus::Failed,
                 };
-                // The output itself stays in the session file (it can hold
-                // anything a command printed); the item keeps the facts.
+                // The full output stays in the session file (it can hold
+                // anything a command printed); the item keeps the facts and,
+                // for the built-in and MCP tools, a bounded head and tail
+                // (what a client draws; the TUI's tool cells come from it,
+                // so nothing has to read the session file back). A client
+                // tool's result and `ask_user`'s answers are never copied.
                 let mut meta = json!({
                     "status": s("status"), "exit_code": f.get("exit_code"),
                     "duration_ms": f.get("duration_ms"), "files_touched": f.get("files_touched"),
@@ -259,6 +307,21 @@ impl TapState {
                 });
                 if let Some(a) = self.approvals.remove(&call) {
                     meta["approval"] = a;
+                }
+                // What the command really ran under (backend and level;
+                // the shortfalls stay in the session file and the receipt).
+                if let Some(e) = f.get("enforced").filter(|e| e.is_object()) {
+                    meta["enforced"] = json!({"backend": e.get("backend"), "level": e.get("level"),
+                                              "partial_items": e.get("partial").and_then(Value::as_array).map_or(0, Vec::len)});
+                }
+                let tool = s("tool");
+                let shown = crate::agent::tools::ALL_TOOLS.contains(&tool.as_str())
+                    || crate::mcp::client_names::is_mcp(&tool);
+                match f.get("output").and_then(Value::as_str) {
+                    Some(out) if shown && !out.is_empty() => {
+                        meta["output_preview"] = json!(super::preview::output_preview(out));
+                    }
+                    _ => {}
                 }
                 let r = self
                     .rt
@@ -361,5 +424,114 @@ impl EventTap for RuntimeTap {
 
     fn event(&mut self, ty: &str, fields: &Value) {
         self.0.with(|s| s.event(ty, fields));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::runtime::NewThread;
+
+    fn setup() -> (tempfile::TempDir, Runtime, TurnRecord) {
+        let dir = tempfile::tempdir().unwrap();
+        let (rt, _) = Runtime::open_dir(dir.path()).unwrap();
+        let t = rt
+            .create_thread(NewThread {
+                model: "m".into(),
+                workspace: "/w".into(),
+                mode: "agent".into(),
+                allow_shell: true,
+                ..Default::default()
+            })
+            .unwrap();
+        let turn = rt.start_turn(&t.id, Some("p"), Some("m"), None).unwrap();
+        (dir, rt, turn)
+    }
+
+    fn item(rt: &Runtime, kind: ItemKind) -> TurnItemRecord {
+        rt.read(|s| s.items.values().find(|i| i.kind == kind).cloned())
+            .unwrap()
+    }
+
+    /// The item of a finished call carries the head and tail of its output
+    /// from the loop's `tool_result` event alone (no session file exists
+    /// here), so a client never depends on the order of the session
+    /// record and the event; a client tool's result is never copied.
+    #[test]
+    fn a_calls_item_carries_its_output_preview() {
+        let (_d, rt, turn) = setup();
+        let mut tap = TapHandle::new(rt.clone(), turn).tap();
+        let out: String = (1..=9).map(|i| format!("out {i}\n")).collect();
+        tap.event(
+            "tool_use",
+            &json!({"call_id": "c1", "tool": "shell", "args": {"command": "seq 9"}}),
+        );
+        tap.event(
+            "tool_result",
+            &json!({"call_id": "c1", "tool": "shell", "status": "ok", "exit_code": 0,
+                    "output": out,
+                    "enforced": {"backend": "bwrap", "level": "partial",
+                                 "partial": [{"item": "write-protect", "path": "/w/.git/hooks"}]}}),
+        );
+        let i = item(&rt, ItemKind::CommandExecution);
+        assert_eq!(i.status, ItemStatus::Completed);
+        let p: crate::runtime::preview::OutputPreview =
+            serde_json::from_value(i.metadata["output_preview"].clone()).unwrap();
+        assert_eq!(p.head, ["out 1", "out 2", "out 3"]);
+        assert_eq!(p.tail, ["out 7", "out 8", "out 9"]);
+        assert_eq!(p.hidden_lines, 3);
+        assert_eq!(
+            i.metadata["enforced"],
+            json!({"backend": "bwrap", "level": "partial", "partial_items": 1})
+        );
+        tap.event(
+            "tool_use",
+            &json!({"call_id": "c2", "tool": "open_in_editor", "args": {}}),
+        );
+        tap.event(
+            "tool_result",
+            &json!({"call_id": "c2", "tool": "open_in_editor", "status": "ok",
+                    "output": "the client's own result"}),
+        );
+        let i = item(&rt, ItemKind::ToolCall);
+        assert!(i.metadata.get("output_preview").is_none(), "{i:?}");
+    }
+
+    /// A message cut by an interrupt is closed `interrupted` by `close`,
+    /// not `completed` by the loop's closing events (its error, snapshots);
+    /// without a stop request the same events complete it.
+    #[test]
+    fn an_interrupted_message_is_closed_as_interrupted() {
+        let (_d, rt, turn) = setup();
+        let h = TapHandle::new(rt.clone(), turn);
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        h.watch_interrupt(rx);
+        let mut tap = h.tap();
+        tap.content("half an ans");
+        tx.send(Some(crate::agent::InterruptCause::Esc)).unwrap();
+        tap.event(
+            "error",
+            &json!({"message": "interrupted (Esc)", "category": "interrupted"}),
+        );
+        assert_eq!(
+            item(&rt, ItemKind::AgentMessage).status,
+            ItemStatus::InProgress
+        );
+        let sum = h.close(true);
+        assert_eq!(sum.error.as_deref(), Some("interrupted (Esc)"));
+        assert_eq!(
+            item(&rt, ItemKind::AgentMessage).status,
+            ItemStatus::Interrupted
+        );
+
+        let (_d, rt, turn) = setup();
+        let mut tap = TapHandle::new(rt.clone(), turn).tap();
+        tap.content("a whole answer");
+        tap.event("error", &json!({"message": "boom", "category": "provider"}));
+        assert_eq!(
+            item(&rt, ItemKind::AgentMessage).status,
+            ItemStatus::Completed
+        );
     }
 }

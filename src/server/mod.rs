@@ -335,6 +335,9 @@ pub(crate) struct CreateThread {
     pub auto_approve: Option<bool>,
     /// Tools this client executes itself (see docs/RUNTIME_API.md).
     pub client_tools: Option<Vec<crate::runtime::model::ClientTool>>,
+    /// A provider id for the thread's turns (checked like PATCH's); `""`
+    /// or absent: the configured one.
+    pub provider: Option<String>,
 }
 
 impl CreateThread {
@@ -344,13 +347,21 @@ impl CreateThread {
         ws: PathBuf,
         default_model: &str,
     ) -> crate::runtime::NewThread {
+        let provider = self.provider.filter(|p| !p.is_empty());
+        // The server's default model belongs to the configured provider:
+        // with another provider and no model, that provider's default.
+        let default_model = if provider.is_some() {
+            ""
+        } else {
+            default_model
+        };
         crate::runtime::NewThread {
             id: None,
             model: self
                 .model
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| default_model.to_string()),
-            provider: None,
+            provider,
             workspace: ws,
             mode: self.mode.unwrap_or_else(|| "agent".into()),
             system_prompt: self.system_prompt,

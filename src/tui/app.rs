@@ -27,7 +27,7 @@ use ratatui::crossterm::event::{
 };
 use ratatui_textarea::TextArea;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -227,7 +227,15 @@ pub fn run(setup: Setup) -> anyhow::Result<i32> {
     let mut guard = TerminalGuard::enter()?;
     let res = exec.block_on(event_loop(&mut guard, &rt, &driver, &setup, st));
     drop(guard);
-    let (code, sessions) = res?;
+    let (code, sessions, transcript) = res?;
+    // The alternate screen is gone with the guard: the conversation goes
+    // to the normal screen, so the terminal's own scrollback holds it
+    // after the UI has left (as plain, already sanitised text).
+    if !transcript.is_empty() {
+        let mut out = std::io::stdout().lock();
+        let _ = std::io::Write::write_all(&mut out, transcript.as_bytes());
+        let _ = std::io::Write::flush(&mut out);
+    }
     if let Some(s) = sessions.last() {
         println!(
             "codewhale: conversation {} — receipts: codewhale receipts {s}",
@@ -253,7 +261,7 @@ async fn event_loop(
     driver: &Driver,
     setup: &Setup,
     mut st: State,
-) -> anyhow::Result<(i32, Vec<String>)> {
+) -> anyhow::Result<(i32, Vec<String>, String)> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Input>();
     // Keys: crossterm's reader on its own thread. It polls with a short
     // timeout instead of blocking in `read`, so the reader lock is free
@@ -340,9 +348,23 @@ async fn event_loop(
                 // SIGTERM: stop the turn (its sandboxed tree is killed),
                 // then leave; the guard restores the terminal.
                 if let Some(t) = st.turn.clone() {
-                    let _ = driver.interrupt(&st.thread_id, &t);
+                    let _ = driver.interrupt_by(
+                        &st.thread_id,
+                        &t,
+                        crate::agent::InterruptCause::Sigterm,
+                    );
+                    // Give the loop a moment to record why it stopped
+                    // (bounded: SIGTERM must still end the process).
+                    let until = Instant::now() + Duration::from_secs(3);
+                    while driver.running() > 0 && Instant::now() < until {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
                 }
-                return Ok((super::terminal::SIGTERM_EXIT, app.sessions));
+                return Ok((
+                    super::terminal::SIGTERM_EXIT,
+                    app.sessions,
+                    transcript_text(&st),
+                ));
             }
         };
         match ev {
@@ -389,7 +411,23 @@ async fn event_loop(
             Input::Term(_) => {}
         }
     }
-    Ok((crate::exit::OK, app.sessions))
+    Ok((crate::exit::OK, app.sessions, transcript_text(&st)))
+}
+
+/// The transcript as plain text, cell by cell as the screen draws it
+/// (without colours), for the normal screen's scrollback on exit.
+pub fn transcript_text(st: &State) -> String {
+    let mut out = String::new();
+    for cell in &st.transcript {
+        for line in render::cell_lines(cell) {
+            for span in &line.spans {
+                out.push_str(&span.content);
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn new_input() -> TextArea<'static> {
@@ -491,10 +529,12 @@ impl App<'_> {
                     Err(_) => vec![error("starting the turn panicked")],
                 }
             }
-            Effect::Interrupt { turn_id } => match self.driver.interrupt(&st.thread_id, &turn_id) {
-                Ok(()) => Vec::new(),
-                Err(e) => vec![error(e)],
-            },
+            Effect::Interrupt { turn_id, cause } => {
+                match self.driver.interrupt_by(&st.thread_id, &turn_id, cause) {
+                    Ok(()) => Vec::new(),
+                    Err(e) => vec![error(e)],
+                }
+            }
             Effect::Answer {
                 approval_id,
                 choice,
@@ -567,10 +607,6 @@ impl App<'_> {
                 root,
                 model,
             } => self.answer_local(st, use_local, root, model),
-            Effect::LoadOutput { call_id } => match self.output_of(&call_id) {
-                Some(text) => vec![Event::ToolOutput { call_id, text }],
-                None => Vec::new(),
-            },
             Effect::Quit => Vec::new(),
         }
     }
@@ -629,21 +665,29 @@ impl App<'_> {
         }
     }
 
-    /// The picker's rows: every catalogue id, then the user's own
-    /// `[providers.*]`, with key presence as `auth list` finds it.
+    /// The providers `/provider` knows: every catalogue id, then the
+    /// user's own `[providers.*]`.
+    fn known_providers(&self) -> Vec<String> {
+        let custom = self
+            .setup
+            .cfg
+            .providers
+            .keys()
+            .filter(|id| registry::builtin(id).is_none());
+        crate::provider::catalogue::ids()
+            .map(str::to_string)
+            .chain(custom.cloned())
+            .collect()
+    }
+
+    /// The picker's rows: [`App::known_providers`], with key presence as
+    /// `auth list` finds it.
     fn picker_rows(&self) -> anyhow::Result<Vec<Row>> {
         let cfg = &self.setup.cfg;
         let store = AuthStore::new(&self.setup.home);
         let env = |n: &str| std::env::var(n).ok();
         let mut rows = Vec::new();
-        let custom = cfg
-            .providers
-            .keys()
-            .filter(|id| registry::builtin(id).is_none());
-        let ids = crate::provider::catalogue::ids()
-            .map(str::to_string)
-            .chain(custom.cloned());
-        for id in ids {
+        for id in self.known_providers() {
             let (key, source) = registry::find_key(&id, cfg.providers.get(&id), &store, &env)?;
             let row = registry::builtin(&id);
             let key = match (key, source) {
@@ -667,6 +711,13 @@ impl App<'_> {
     /// would (`PATCH /v1/threads/{id}` with `provider`): the turn's setup
     /// then resolves it exactly as `exec --provider ID` does.
     fn choose_provider(&self, st: &State, id: &str) -> Event {
+        let known = self.known_providers();
+        if !known.iter().any(|k| k == id) {
+            return error(format!(
+                "/provider {id}: unknown provider; known: {}",
+                known.join(", ")
+            ));
+        }
         let cfg = &self.setup.cfg;
         let store = AuthStore::new(&self.setup.home);
         let env = |n: &str| std::env::var(n).ok();
@@ -754,23 +805,6 @@ impl App<'_> {
         }
         out
     }
-
-    /// A tool call's output from the latest turn's session file.
-    fn output_of(&self, call_id: &str) -> Option<String> {
-        let session = self.sessions.last()?;
-        let path = receipt::find_session(&sessions_dir(&self.setup.home), session).ok()?;
-        tool_output(&path, call_id)
-    }
-}
-
-fn tool_output(path: &Path, call_id: &str) -> Option<String> {
-    let recs = crate::session::read_records(path).ok()?;
-    recs.into_iter().rev().find_map(|r| match r.event {
-        crate::session::Event::ToolResult {
-            call_id: c, output, ..
-        } if c == call_id => Some(output),
-        _ => None,
-    })
 }
 
 fn error(e: impl std::fmt::Display) -> Event {

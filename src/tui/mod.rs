@@ -26,6 +26,8 @@ pub mod sanitize;
 pub mod slash;
 pub mod state;
 pub mod terminal;
+#[cfg(test)]
+mod test_support;
 
 use std::io::IsTerminal;
 

@@ -7,8 +7,8 @@ use crate::authz::Approval;
 use crate::tui::provider_picker::Row;
 use crate::tui::render::draw;
 use crate::tui::state::{Event, FooterInfo, Key, State};
+use crate::tui::test_support::buffer_text as text;
 use ratatui::backend::TestBackend;
-use ratatui::buffer::Buffer;
 use ratatui::widgets::{Block, Borders};
 use ratatui::Terminal;
 use ratatui_textarea::TextArea;
@@ -34,19 +34,6 @@ fn screen(s: &State, w: u16, h: u16) -> String {
     inp.set_block(Block::default().borders(Borders::ALL));
     term.draw(|f| draw(f, s, &inp)).unwrap();
     text(term.backend().buffer())
-}
-
-fn text(b: &Buffer) -> String {
-    let mut out = String::new();
-    for y in 0..b.area.height {
-        let mut row = String::new();
-        for x in 0..b.area.width {
-            row.push_str(b[(x, y)].symbol());
-        }
-        out.push_str(row.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 fn rows() -> Vec<Row> {
@@ -150,21 +137,12 @@ fn small_terminals_still_ask_in_one_line() {
 
 #[test]
 fn docs_show_the_first_run_snapshots() {
-    let doc = include_str!("../../docs/TUI.md");
-    for name in [
-        "provider_picker",
-        "provider_key_field_shows_bullets_only",
-        "first_run_asks_about_local_ollama",
-    ] {
-        let path = format!(
-            "{}/src/tui/snapshots/codewhale__tui__picker_render__tests__{name}.snap",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let snap = std::fs::read_to_string(&path).unwrap();
-        let body: String = snap.split('\n').skip(4).collect::<Vec<_>>().join("\n");
-        assert!(
-            doc.contains(body.trim_end()),
-            "docs/TUI.md lacks the {name} snapshot"
-        );
-    }
+    crate::tui::test_support::assert_docs_show(
+        "picker_render",
+        &[
+            "provider_picker",
+            "provider_key_field_shows_bullets_only",
+            "first_run_asks_about_local_ollama",
+        ],
+    );
 }

@@ -3,7 +3,9 @@
 //! cells, narrow widths. docs/TUI.md's screens are these snapshots.
 
 use super::*;
+use crate::runtime::preview::output_preview;
 use crate::tui::state::{Event, FooterInfo};
+use crate::tui::test_support::buffer_text as text;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::Terminal;
@@ -39,20 +41,6 @@ fn screen(st: &State, w: u16, h: u16) -> Buffer {
     let inp = input();
     term.draw(|f| draw(f, st, &inp)).unwrap();
     term.backend().buffer().clone()
-}
-
-/// The buffer as text, one row per line (trailing spaces kept off).
-fn text(b: &Buffer) -> String {
-    let mut out = String::new();
-    for y in 0..b.area.height {
-        let mut row = String::new();
-        for x in 0..b.area.width {
-            row.push_str(b[(x, y)].symbol());
-        }
-        out.push_str(row.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 fn env(event: &str, item: Option<&str>, payload: serde_json::Value) -> Event {
@@ -110,16 +98,14 @@ fn conversation() -> State {
         json!({"item": {"kind": "command_execution", "metadata": {"call_id": "c2", "tool": "shell",
                "args": {"command": "cat hello.txt"}}}}),
     ));
+    let out = "hello codewhale\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\n";
     s.update(env(
         "item.completed",
         Some("i2"),
         json!({"item": {"kind": "command_execution", "metadata": {"status": "ok", "exit_code": 0,
-               "duration_ms": 41, "approval": {"decided_by": "you", "decision": "allow"}}}}),
+               "duration_ms": 41, "approval": {"decided_by": "you", "decision": "allow"},
+               "output_preview": output_preview(out)}}}),
     ));
-    s.update(Event::ToolOutput {
-        call_id: "c2".into(),
-        text: "hello codewhale\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\n".into(),
-    });
     s.update(env(
         "item.started",
         Some("m1"),
@@ -245,10 +231,12 @@ fn narrow_width_wraps_without_losing_input_or_footer() {
 #[test]
 fn hostile_tool_output_is_drawn_as_text() {
     let mut s = conversation();
-    s.update(Event::ToolOutput {
-        call_id: "c2".into(),
-        text: "\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x07safe\x1b[1;1H".into(),
-    });
+    s.update(env(
+        "item.completed",
+        Some("i2"),
+        json!({"item": {"kind": "command_execution", "metadata": {"status": "ok", "exit_code": 0,
+               "output_preview": output_preview("\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x07safe\x1b[1;1H")}}}),
+    ));
     let b = screen(&s, 80, 30);
     for c in b.content() {
         assert!(
@@ -284,23 +272,13 @@ fn wrap_is_exact() {
 
 #[test]
 fn docs_show_the_snapshots() {
-    // docs/TUI.md's screens are these snapshots, verbatim.
-    let doc = include_str!("../../docs/TUI.md");
-    for name in [
-        "transcript_with_diff_and_tool_cells",
-        "footer_per_posture",
-        "approval_card",
-        "card_falls_back_to_one_line_when_small",
-    ] {
-        let path = format!(
-            "{}/src/tui/snapshots/codewhale__tui__render__tests__{name}.snap",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let snap = std::fs::read_to_string(&path).unwrap();
-        let body: String = snap.split('\n').skip(4).collect::<Vec<_>>().join("\n");
-        assert!(
-            doc.contains(body.trim_end()),
-            "docs/TUI.md lacks the {name} snapshot"
-        );
-    }
+    crate::tui::test_support::assert_docs_show(
+        "render",
+        &[
+            "transcript_with_diff_and_tool_cells",
+            "footer_per_posture",
+            "approval_card",
+            "card_falls_back_to_one_line_when_small",
+        ],
+    );
 }

@@ -12,7 +12,8 @@ pub enum Slash {
         json: bool,
     },
     Model(String),
-    Provider,
+    /// `/provider` opens the picker; `/provider ID` selects ID directly.
+    Provider(Option<String>),
     /// `/mcp` (status) or `/mcp reload`.
     Mcp {
         reload: bool,
@@ -39,7 +40,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "what the last turn did (as `codewhale receipts`)",
     ),
     ("/model [ID|auto]", "show or switch the model"),
-    ("/provider", "pick the provider (and enter its key, masked)"),
+    (
+        "/provider [ID]",
+        "pick the provider (and enter its key, masked), or use ID",
+    ),
     (
         "/mcp [reload]",
         "MCP servers' status; reload re-reads mcp.json and restarts them",
@@ -121,7 +125,11 @@ pub fn parse(line: &str) -> Result<Slash, String> {
             [m] => Ok(Slash::Model(m.to_string())),
             _ => Err("usage: /model [ID|auto]".into()),
         },
-        "/provider" => no_args(Slash::Provider),
+        "/provider" => match args.as_slice() {
+            [] => Ok(Slash::Provider(None)),
+            [id] => Ok(Slash::Provider(Some(id.to_string()))),
+            _ => Err("usage: /provider [ID]".into()),
+        },
         "/mcp" => match args.as_slice() {
             [] => Ok(Slash::Mcp { reload: false }),
             ["reload"] => Ok(Slash::Mcp { reload: true }),
@@ -163,6 +171,14 @@ mod tests {
         assert_eq!(parse("/mcp"), Ok(Slash::Mcp { reload: false }));
         assert_eq!(parse("/mcp reload"), Ok(Slash::Mcp { reload: true }));
         assert!(parse("/mcp restart").is_err());
+        assert_eq!(parse("/provider"), Ok(Slash::Provider(None)));
+        assert_eq!(
+            parse("/provider ollama"),
+            Ok(Slash::Provider(Some("ollama".into())))
+        );
+        assert!(parse("/provider a b")
+            .unwrap_err()
+            .contains("/provider [ID]"));
     }
 
     #[test]

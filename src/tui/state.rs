@@ -10,8 +10,10 @@ use super::first_run::LocalAsk;
 use super::provider_picker::{Picker, Row};
 use super::sanitize::sanitize;
 use super::slash::{self, Slash};
+use crate::agent::InterruptCause;
 use crate::authz::{Approval, Mode};
 use crate::provider::auth::ApiKey;
+use crate::runtime::preview::OutputPreview;
 use serde_json::Value;
 
 /// A key as the state machine sees it (the app maps crossterm's events).
@@ -189,8 +191,10 @@ pub enum Effect {
         mode: Mode,
         permission: Approval,
     },
+    /// Stop the running turn; `cause` is recorded as why.
     Interrupt {
         turn_id: String,
+        cause: InterruptCause,
     },
     Answer {
         approval_id: String,
@@ -224,10 +228,6 @@ pub enum Effect {
     Mcp {
         reload: bool,
     },
-    /// Read a finished tool call's output from the session file.
-    LoadOutput {
-        call_id: String,
-    },
     Quit,
 }
 
@@ -255,11 +255,6 @@ pub enum Event {
         error: bool,
         text: String,
     },
-    /// A tool call's output, read from the session file.
-    ToolOutput {
-        call_id: String,
-        text: String,
-    },
     /// The terminal changed size.
     Resize,
     /// The picker's rows (after [`Effect::Provider`]).
@@ -281,9 +276,9 @@ pub enum Event {
 
 /// How long a second Ctrl-C has to quit.
 pub const QUIT_WINDOW_MS: u64 = 1000;
-/// Lines of tool output kept at each end of a cell.
-pub const HEAD_LINES: usize = 3;
-pub const TAIL_LINES: usize = 3;
+
+/// Under an agent message the turn's interrupt cut short.
+pub const INTERRUPTED_MESSAGE: &str = "(message interrupted: the rest was not received)";
 
 pub const OPERATE_NOTE: &str =
     "Operate runs with Work's permissions for now: sub-agents and the reviewer are not built yet";
@@ -365,13 +360,6 @@ impl State {
                 self.notice(error, text);
                 Vec::new()
             }
-            Event::ToolOutput { call_id, text } => {
-                if let Some(c) = self.tool_mut_by_call(&call_id) {
-                    c.output = Some(preview(&sanitize(&text)));
-                    self.dirty = true;
-                }
-                Vec::new()
-            }
             Event::Resize => {
                 self.dirty = true;
                 Vec::new()
@@ -440,7 +428,10 @@ impl State {
                 Some(t) => {
                     self.stopping = true;
                     self.flash = Some("stopping…".into());
-                    vec![Effect::Interrupt { turn_id: t.clone() }]
+                    vec![Effect::Interrupt {
+                        turn_id: t.clone(),
+                        cause: InterruptCause::Esc,
+                    }]
                 }
                 None => Vec::new(),
             },
@@ -502,7 +493,10 @@ impl State {
         if let Some(t) = &self.turn {
             self.stopping = true;
             self.flash = Some("stopping…".into());
-            return vec![Effect::Interrupt { turn_id: t.clone() }];
+            return vec![Effect::Interrupt {
+                turn_id: t.clone(),
+                cause: InterruptCause::CtrlC,
+            }];
         }
         if let Some(c) = self.card.take() {
             return vec![Effect::Answer {
@@ -556,8 +550,16 @@ impl State {
                 // Esc aborts the turn (the runtime cancels the request).
                 self.card = None;
                 self.stopping = true;
+                let cause = if key == Key::Esc {
+                    InterruptCause::Esc
+                } else {
+                    InterruptCause::CtrlC
+                };
                 return match &self.turn {
-                    Some(t) => vec![Effect::Interrupt { turn_id: t.clone() }],
+                    Some(t) => vec![Effect::Interrupt {
+                        turn_id: t.clone(),
+                        cause,
+                    }],
                     None => Vec::new(),
                 };
             }
@@ -678,7 +680,8 @@ impl State {
             }
             Slash::Receipts { turn, json } => vec![Effect::Receipts { turn, json }],
             Slash::Model(m) => vec![Effect::SetModel(m)],
-            Slash::Provider => vec![Effect::Provider],
+            Slash::Provider(None) => vec![Effect::Provider],
+            Slash::Provider(Some(id)) => vec![Effect::ChooseProvider(id)],
             Slash::Mcp { reload } => vec![Effect::Mcp { reload }],
         }
     }
@@ -691,7 +694,7 @@ impl State {
         let ev = s(env, "event");
         let p = env.get("payload").cloned().unwrap_or(Value::Null);
         let item_id = s(env, "item_id");
-        let mut fx = Vec::new();
+        let fx = Vec::new();
         match ev.as_str() {
             "turn.started" => {
                 self.turn = env
@@ -747,16 +750,28 @@ impl State {
             "item.completed" | "item.failed" | "item.interrupted" => {
                 let item = &p["item"];
                 let meta = &item["metadata"];
-                if let Some(Cell::Agent {
-                    text,
-                    pending,
-                    done,
-                    ..
-                }) = self.agent_mut(&item_id)
-                {
-                    text.push_str(pending);
-                    pending.clear();
-                    *done = true;
+                if let Some(i) = self.agent_index(&item_id) {
+                    if let Cell::Agent {
+                        text,
+                        pending,
+                        done,
+                        ..
+                    } = &mut self.transcript[i]
+                    {
+                        text.push_str(pending);
+                        pending.clear();
+                        *done = true;
+                    }
+                    if ev == "item.interrupted" {
+                        // The message was cut: say so under its text.
+                        self.transcript.insert(
+                            i + 1,
+                            Cell::Notice {
+                                error: true,
+                                text: INTERRUPTED_MESSAGE.into(),
+                            },
+                        );
+                    }
                 } else if let Some(c) = self.tool_mut(&item_id) {
                     c.status = Some(match meta["status"].as_str() {
                         Some(st) => st.to_string(),
@@ -766,10 +781,27 @@ impl State {
                     c.duration_ms = meta["duration_ms"].as_u64();
                     c.decided_by = meta["approval"]["decided_by"].as_str().map(str::to_string);
                     c.decision = meta["approval"]["decision"].as_str().map(str::to_string);
-                    let call_id = c.call_id.clone();
-                    if meta["output_bytes"].as_u64().unwrap_or(0) > 0 {
-                        fx.push(Effect::LoadOutput { call_id });
-                    }
+                    // The head and tail the runtime kept on the item (what
+                    // any client sees); the session file is never read back.
+                    c.output = meta
+                        .get("output_preview")
+                        .cloned()
+                        .and_then(|v| serde_json::from_value::<OutputPreview>(v).ok())
+                        .map(|p| {
+                            let clean = |v: Vec<String>| -> Vec<String> {
+                                v.iter().map(|l| sanitize(l)).collect()
+                            };
+                            (clean(p.head), clean(p.tail), p.hidden_lines)
+                        });
+                }
+                // The footer's sandbox part becomes what this command
+                // really ran under (until then: the selected tier).
+                if let (Some(b), Some(l)) = (
+                    meta["enforced"]["backend"].as_str(),
+                    meta["enforced"]["level"].as_str(),
+                ) {
+                    self.footer.backend = b.to_string();
+                    self.footer.level = l.to_string();
                 }
             }
             "approval.required" => {
@@ -841,6 +873,12 @@ impl State {
         }
     }
 
+    fn agent_index(&self, id: &str) -> Option<usize> {
+        self.transcript
+            .iter()
+            .rposition(|c| matches!(c, Cell::Agent { item_id, .. } if item_id == id))
+    }
+
     fn agent_mut(&mut self, id: &str) -> Option<&mut Cell> {
         self.transcript
             .iter_mut()
@@ -851,13 +889,6 @@ impl State {
     fn tool_mut(&mut self, id: &str) -> Option<&mut ToolCell> {
         self.transcript.iter_mut().rev().find_map(|c| match c {
             Cell::Tool(t) if t.item_id == id => Some(t.as_mut()),
-            _ => None,
-        })
-    }
-
-    fn tool_mut_by_call(&mut self, id: &str) -> Option<&mut ToolCell> {
-        self.transcript.iter_mut().rev().find_map(|c| match c {
-            Cell::Tool(t) if t.call_id == id => Some(t.as_mut()),
             _ => None,
         })
     }
@@ -943,35 +974,12 @@ fn unified(path: &str, old: &str, new: &str) -> String {
     format!("--- a/{path}\n+++ b/{path}\n{body}")
 }
 
-/// Head and tail lines of an output and how many lines lie between.
-pub fn preview(text: &str) -> (Vec<String>, Vec<String>, usize) {
-    let lines: Vec<&str> = text.lines().collect();
-    if lines.len() <= HEAD_LINES + TAIL_LINES {
-        return (lines.iter().map(|l| l.to_string()).collect(), Vec::new(), 0);
-    }
-    let head = lines[..HEAD_LINES].iter().map(|l| l.to_string()).collect();
-    let tail = lines[lines.len() - TAIL_LINES..]
-        .iter()
-        .map(|l| l.to_string())
-        .collect();
-    (head, tail, lines.len() - HEAD_LINES - TAIL_LINES)
-}
-
 pub fn mode_label(m: Mode) -> &'static str {
-    match m {
-        Mode::Plan => "Plan",
-        Mode::Work => "Work",
-        Mode::Operate => "Operate",
-    }
+    m.label()
 }
 
 pub fn permission_label(p: Approval) -> &'static str {
-    match p {
-        Approval::Ask => "Ask",
-        Approval::AutoReview => "Auto-Review",
-        Approval::FullAccess => "Full Access",
-        Approval::NeverRun => "Never Run",
-    }
+    p.label()
 }
 
 #[cfg(test)]

@@ -97,7 +97,8 @@ fn esc_interrupts_a_running_turn_and_does_nothing_idle() {
     assert_eq!(
         fx,
         vec![Effect::Interrupt {
-            turn_id: "turn_1".into()
+            turn_id: "turn_1".into(),
+            cause: InterruptCause::Esc,
         }]
     );
     assert!(s.stopping);
@@ -204,10 +205,20 @@ fn esc_on_a_card_aborts_the_turn() {
     assert_eq!(
         fx,
         vec![Effect::Interrupt {
-            turn_id: "turn_1".into()
+            turn_id: "turn_1".into(),
+            cause: InterruptCause::Esc,
         }]
     );
     assert!(s.card.is_none());
+    // Ctrl-C on a card stops the turn too, recorded as Ctrl-C.
+    let (_, fx) = key(with_card(), Key::CtrlC);
+    assert_eq!(
+        fx,
+        vec![Effect::Interrupt {
+            turn_id: "turn_1".into(),
+            cause: InterruptCause::CtrlC,
+        }]
+    );
 }
 
 #[test]
@@ -227,7 +238,8 @@ fn ctrl_c_interrupts_else_clears_else_arms_then_quits_within_a_second() {
     assert_eq!(
         fx,
         vec![Effect::Interrupt {
-            turn_id: "turn_1".into()
+            turn_id: "turn_1".into(),
+            cause: InterruptCause::CtrlC,
         }]
     );
     let (s, _) = st().step(Event::DraftChanged { empty: false });
@@ -314,47 +326,86 @@ fn a_tick_with_nothing_new_does_not_redraw() {
     assert!(!s.dirty);
 }
 
+/// `ev` of item `item` in the running turn: the next state and effects.
+fn on(s: State, ev: &str, item: &str, payload: Value) -> (State, Vec<Effect>) {
+    s.step(env(ev, Some("turn_1"), Some(item), payload))
+}
+
+/// A running turn with the shell call `command` started as item `i1`.
+fn shell_started(command: &str) -> State {
+    on(
+        running(),
+        "item.started",
+        "i1",
+        json!({"item": {"kind": "command_execution",
+                         "metadata": {"call_id": "c1", "tool": "shell", "args": {"command": command}}}}),
+    )
+    .0
+}
+
 #[test]
 fn tool_items_become_cells_with_their_facts() {
-    let s = running();
-    let (s, _) = s.step(env(
-        "item.started",
-        Some("turn_1"),
-        Some("i1"),
-        json!({"item": {"kind": "command_execution",
-                         "metadata": {"call_id": "c1", "tool": "shell", "args": {"command": "ls"}}}}),
-    ));
-    let (s, fx) = s.step(env(
+    // The output's head and tail come on the item itself (as the runtime
+    // keeps them): no effect reads the session file, so it does not matter
+    // whether the session record was written before the event.
+    let out: String = (1..=10).map(|i| format!("l{i}\n")).collect();
+    let (s, fx) = on(
+        shell_started("ls"),
         "item.completed",
-        Some("turn_1"),
-        Some("i1"),
+        "i1",
         json!({"item": {"kind": "command_execution", "status": "completed",
-                         "metadata": {"status": "ok", "exit_code": 0, "duration_ms": 12, "output_bytes": 5,
+                         "metadata": {"status": "ok", "exit_code": 0, "duration_ms": 12, "output_bytes": out.len(),
+                                      "output_preview": crate::runtime::preview::output_preview(&out),
                                       "approval": {"decided_by": "you", "decision": "allow"}}}}),
-    ));
-    assert_eq!(
-        fx,
-        vec![Effect::LoadOutput {
-            call_id: "c1".into()
-        }]
     );
+    assert!(fx.is_empty(), "{fx:?}");
     let Cell::Tool(t) = &s.transcript[0] else {
         panic!()
     };
     assert_eq!(t.title, "ls");
     assert_eq!(t.exit_code, Some(0));
     assert_eq!(t.decided_by.as_deref(), Some("you"));
-    let (s, _) = s.step(Event::ToolOutput {
-        call_id: "c1".into(),
-        text: (1..=10).map(|i| format!("l{i}\n")).collect(),
-    });
-    let Cell::Tool(t) = &s.transcript[0] else {
-        panic!()
-    };
     let (head, tail, hidden) = t.output.clone().unwrap();
     assert_eq!(head, ["l1", "l2", "l3"]);
     assert_eq!(tail, ["l8", "l9", "l10"]);
     assert_eq!(hidden, 4);
+}
+
+#[test]
+fn hostile_preview_lines_are_sanitised_in_the_cell() {
+    let (s, _) = on(
+        shell_started("cat f"),
+        "item.completed",
+        "i1",
+        json!({"item": {"kind": "command_execution", "metadata": {"status": "ok",
+               "output_preview": {"head": ["\x1b]52;c;aGk=\x07ok\x1b[2J"], "tail": [], "hidden_lines": 0}}}}),
+    );
+    let Cell::Tool(t) = &s.transcript[0] else {
+        panic!()
+    };
+    assert_eq!(t.output.clone().unwrap().0, ["ok"]);
+}
+
+#[test]
+fn an_interrupted_message_keeps_its_text_and_says_it_was_cut() {
+    let message = json!({"item": {"kind": "agent_message", "metadata": {}}});
+    let (s, _) = on(running(), "item.started", "m1", message.clone());
+    let (s, _) = on(s, "item.delta", "m1", json!({"delta": "first half"}));
+    let (s, _) = on(s, "item.interrupted", "m1", message.clone());
+    assert!(
+        matches!(&s.transcript[0], Cell::Agent { text, done: true, .. } if text == "first half"),
+        "{:?}",
+        s.transcript
+    );
+    assert!(
+        matches!(&s.transcript[1], Cell::Notice { text, .. } if text == INTERRUPTED_MESSAGE),
+        "{:?}",
+        s.transcript
+    );
+    // A completed message gets no such line.
+    let (s, _) = on(running(), "item.started", "m2", message.clone());
+    let (s, _) = on(s, "item.completed", "m2", message);
+    assert_eq!(s.transcript.len(), 1, "{:?}", s.transcript);
 }
 
 #[test]
@@ -428,4 +479,42 @@ fn unknown_commands_list_the_known_ones() {
         panic!()
     };
     assert!(text.contains("/undo") && text.contains("/help"), "{text}");
+}
+
+#[test]
+fn provider_with_an_id_selects_it_without_the_picker() {
+    let (s, fx) = st().step(Event::Submit("/provider ollama".into()));
+    assert_eq!(fx, vec![Effect::ChooseProvider("ollama".into())]);
+    assert!(s.picker.is_none());
+    let (_, fx) = st().step(Event::Submit("/provider".into()));
+    assert_eq!(fx, vec![Effect::Provider]);
+}
+
+#[test]
+fn the_footer_level_becomes_what_the_last_command_ran_under() {
+    let mut s = shell_started("ls");
+    s.footer.backend = "bwrap".into();
+    s.footer.level = "partial".into();
+    // No report (a file tool): the selected tier stays.
+    let (s, _) = on(
+        s,
+        "item.completed",
+        "i1",
+        json!({"item": {"kind": "command_execution", "metadata": {"status": "ok"}}}),
+    );
+    assert_eq!(
+        (s.footer.backend.as_str(), s.footer.level.as_str()),
+        ("bwrap", "partial")
+    );
+    let (s, _) = on(
+        s,
+        "item.completed",
+        "i1",
+        json!({"item": {"kind": "command_execution", "metadata": {"status": "ok",
+               "enforced": {"backend": "landlock", "level": "full", "partial_items": 0}}}}),
+    );
+    assert_eq!(
+        (s.footer.backend.as_str(), s.footer.level.as_str()),
+        ("landlock", "full")
+    );
 }

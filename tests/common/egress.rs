@@ -209,3 +209,78 @@ pub async fn run(mut c: tokio::process::Command) -> CurlOut {
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
     }
 }
+
+/// The real-sandbox fixture of the `network = "allowlist"` tests
+/// (real_egress, real_egress_tools): a fresh [`Fx`] plus its own private
+/// (0700) `XDG_RUNTIME_DIR`, where the proxy's Unix socket directory goes,
+/// and `TMPDIR`.
+pub struct EgressWorld {
+    pub fx: super::sandbox::Fx,
+    pub runtime: PathBuf,
+    pub tmp: PathBuf,
+}
+
+impl EgressWorld {
+    pub fn new() -> EgressWorld {
+        use std::os::unix::fs::PermissionsExt;
+        let fx = super::sandbox::Fx::new();
+        let runtime = fx.root.join("xdg-runtime");
+        let tmp = fx.root.join("tmp");
+        for d in [&runtime, &tmp] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        EgressWorld { fx, runtime, tmp }
+    }
+
+    /// `sandbox run --network=allowlist FLAGS -- sh -c SCRIPT` with the
+    /// test resolver `resolve`.
+    pub fn run(
+        &self,
+        case: &super::sandbox::Case,
+        resolve: &str,
+        flags: &[&str],
+        script: &str,
+    ) -> super::sandbox::Run {
+        self.run_with(case, resolve, flags, script, |_| {})
+    }
+
+    /// [`EgressWorld::run`], with `adjust` applied to the command (its
+    /// environment) before it runs. Panics on exit 125 (the sandbox could
+    /// not be set up), so no test mistakes a setup failure for a denial.
+    pub fn run_with(
+        &self,
+        case: &super::sandbox::Case,
+        resolve: &str,
+        flags: &[&str],
+        script: &str,
+        adjust: impl FnOnce(&mut Command),
+    ) -> super::sandbox::Run {
+        let report = self.fx.root.join("report.json");
+        let _ = std::fs::remove_file(&report);
+        let mut fl = vec![
+            "--network=allowlist",
+            "--report-json",
+            report.to_str().unwrap(),
+        ];
+        fl.extend_from_slice(flags);
+        let mut c = self.fx.command(case, &fl, &["sh", "-c", script]);
+        c.env("CODEWHALE_TEST_RESOLVE", resolve)
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .env("TMPDIR", &self.tmp);
+        adjust(&mut c);
+        let out = c.output().unwrap();
+        let report = std::fs::read_to_string(&report)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(serde_json::Value::Null);
+        let r = super::sandbox::Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            report,
+        };
+        assert_ne!(r.code, 125, "[{case}] sandbox setup failed: {}", r.stderr);
+        r
+    }
+}

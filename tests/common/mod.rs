@@ -22,6 +22,9 @@
 //! - [`fake_opensandbox`] + [`opensandbox_env`], [`egress`]: fake servers
 //!   (each behaviour cited from the real project) and loopback peers;
 //!   [`tool_origin`]: a git/PyPI/npm origin for real package tools.
+//! - [`pty`]: the TUI's PTY harness (a program in a real pty, a vt100
+//!   parser answering cursor-position queries, waits on the screen) and
+//!   the fresh home its runs get; benches/tui_pty.rs includes it too.
 //!
 //! Every test binary compiles the whole harness, so items one binary does
 //! not use are expected: dead code is allowed here and only here.
@@ -33,6 +36,7 @@ pub mod egress;
 pub mod fake_opensandbox;
 pub mod filters;
 pub mod opensandbox_env;
+pub mod pty;
 pub mod receipt_scenario;
 pub mod receipts;
 pub mod runtime;

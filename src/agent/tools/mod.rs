@@ -50,52 +50,80 @@ pub struct SandboxDenial {
     pub inferred: bool,
 }
 
-/// A connection the egress proxy refused while a command ran
-/// (`network = "allowlist"`): reported as its own `sandbox_denied` event
-/// (`kind: "network"`), one per refusal, so the runtime event log carries
-/// each as `sandbox.denied` with the name, port and deciding rule.
+/// One connection the egress proxy handled while a command ran
+/// (`network = "allowlist"`). Each becomes its own stream-json event: a
+/// refusal is `sandbox_denied` (`kind: "network"`), an allowed connection
+/// `sandbox_allowed`; the runtime event log carries them as
+/// `sandbox.denied` / `sandbox.allowed` on the shell call's item, with the
+/// name, port, deciding rule and the bytes relayed each way.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct NetworkDenial {
+pub struct NetworkConnection {
     /// The name (or IP literal) the command asked for.
     pub host: String,
     pub port: u16,
-    /// The rule that refused (`not in the allow list`, `deny: …`,
-    /// `resolves to 127.0.0.1 (loopback)`, …).
+    pub decision: crate::net::Decision,
+    /// The rule that decided (`allow: ok.test`, `not in the allow list`,
+    /// `deny: …`, `resolves to 127.0.0.1 (loopback)`, …).
     pub rule: String,
     /// The proxy front end the command used (`http-connect`, …).
     pub protocol: crate::net::Protocol,
+    /// Bytes from the command to the server (0 for a refusal).
+    pub bytes_up: u64,
+    /// Bytes from the server to the command (0 for a refusal).
+    pub bytes_down: u64,
+    /// The address the proxy dialled (allowed connections that got that far).
+    pub addr: Option<std::net::SocketAddr>,
+    /// A dial or relay failure after the allow (refused by the server,
+    /// byte cap reached, cut at shutdown).
+    pub error: Option<String>,
 }
 
-impl NetworkDenial {
-    /// The refused connections among a command's egress events, in order.
-    pub fn of_events(events: &[crate::net::ConnectionEvent]) -> Vec<NetworkDenial> {
+impl NetworkConnection {
+    /// Every connection among a command's egress events, in order.
+    pub fn of_events(events: &[crate::net::ConnectionEvent]) -> Vec<NetworkConnection> {
         events
             .iter()
-            .filter(|e| e.decision == crate::net::Decision::Refused)
-            .map(|e| NetworkDenial {
+            .map(|e| NetworkConnection {
                 host: e.host.clone(),
                 port: e.port,
+                decision: e.decision,
                 rule: e.rule.clone(),
                 protocol: e.protocol,
+                bytes_up: e.bytes_up,
+                bytes_down: e.bytes_down,
+                addr: e.addr,
+                error: e.error.clone(),
             })
             .collect()
     }
 
-    /// `the egress proxy refused HOST:PORT: RULE`.
+    pub fn refused(&self) -> bool {
+        self.decision == crate::net::Decision::Refused
+    }
+
+    /// `the egress proxy refused HOST:PORT: RULE` or `the egress proxy
+    /// allowed HOST:PORT (RULE)`.
     pub fn reason(&self) -> String {
-        format!(
-            "the egress proxy refused {}:{}: {}",
-            self.host, self.port, self.rule
-        )
+        if self.refused() {
+            format!(
+                "the egress proxy refused {}:{}: {}",
+                self.host, self.port, self.rule
+            )
+        } else {
+            format!(
+                "the egress proxy allowed {}:{} ({})",
+                self.host, self.port, self.rule
+            )
+        }
     }
 }
 
 /// What the host enforced for a command run, and the connections the
-/// egress proxy refused during it (one box: keeps `ToolOutput` small).
+/// egress proxy handled during it (one box: keeps `ToolOutput` small).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShellEnforced {
     pub summary: EnforcementSummary,
-    pub network_denied: Vec<NetworkDenial>,
+    pub connections: Vec<NetworkConnection>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -325,9 +353,9 @@ mod tests {
     }
 
     #[test]
-    fn network_denials_are_the_refused_events_in_order() {
+    fn network_connections_are_every_event_in_order_with_bytes() {
         use crate::net::{ConnectionEvent, Decision, Protocol};
-        let ev = |host: &str, decision, rule: &str| ConnectionEvent {
+        let ev = |host: &str, decision, rule: &str, up, down| ConnectionEvent {
             id: 0,
             protocol: Protocol::Socks5,
             host: host.into(),
@@ -336,23 +364,43 @@ mod tests {
             rule: rule.into(),
             addr: None,
             local: None,
-            bytes_up: 0,
-            bytes_down: 0,
+            bytes_up: up,
+            bytes_down: down,
             error: None,
         };
-        let d = NetworkDenial::of_events(&[
-            ev("crates.io", Decision::Allowed, "allow: crates.io"),
-            ev("evil.example", Decision::Refused, "not in the allow list"),
+        let c = NetworkConnection::of_events(&[
+            ev(
+                "crates.io",
+                Decision::Allowed,
+                "allow: crates.io",
+                517,
+                90_000,
+            ),
+            ev(
+                "evil.example",
+                Decision::Refused,
+                "not in the allow list",
+                0,
+                0,
+            ),
             ev(
                 "meta.test",
                 Decision::Refused,
                 "resolves to 169.254.169.254 (cloud-metadata)",
+                0,
+                0,
             ),
         ]);
-        assert_eq!(d.len(), 2);
-        assert_eq!(d[0].host, "evil.example");
+        assert_eq!(c.len(), 3);
+        assert!(!c[0].refused() && c[1].refused() && c[2].refused());
+        assert_eq!((c[0].bytes_up, c[0].bytes_down), (517, 90_000));
         assert_eq!(
-            d[1].reason(),
+            c[0].reason(),
+            "the egress proxy allowed crates.io:443 (allow: crates.io)"
+        );
+        assert_eq!(c[1].host, "evil.example");
+        assert_eq!(
+            c[2].reason(),
             "the egress proxy refused meta.test:443: resolves to 169.254.169.254 (cloud-metadata)"
         );
     }

@@ -5,7 +5,7 @@
 //! A host that cannot set up the sandbox means the command did not run —
 //! it is reported to the model, never retried unsandboxed.
 
-use super::{NetworkDenial, SandboxDenial, ShellEnforced, ToolContext, ToolOutput};
+use super::{NetworkConnection, SandboxDenial, ShellEnforced, ToolContext, ToolOutput};
 use crate::host::{ExecRequest, HostError};
 use serde_json::Value;
 use std::time::Duration;
@@ -91,11 +91,11 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
             });
             out.enforced = Some(Box::new(ShellEnforced {
                 summary: o.enforcement.summary(),
-                network_denied: o
+                connections: o
                     .enforcement
                     .egress
                     .as_ref()
-                    .map(|e| NetworkDenial::of_events(&e.events))
+                    .map(|e| NetworkConnection::of_events(&e.events))
                     .unwrap_or_default(),
             }));
             if code != 0 && o.enforcement.is_sandboxed() {

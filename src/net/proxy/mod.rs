@@ -6,6 +6,8 @@
 //! Dropping (or [`EgressProxy::shutdown`]) stops accepting and cuts every
 //! open relay.
 
+#[cfg(target_os = "linux")]
+pub mod handoff;
 mod http;
 mod meter;
 mod rewind;
@@ -68,7 +70,7 @@ impl EgressProxy {
             tcp_addr = Some(l.local_addr()?);
             let (g, rx) = (Arc::clone(&gate), stop_rx.clone());
             tasks.push(tokio::spawn(async move {
-                accept_loop(rx, g, || l.accept()).await;
+                accept_loop(rx, g, || l.accept(), serve).await;
             }));
         }
         let mut unix_path = None;
@@ -78,7 +80,7 @@ impl EgressProxy {
             unix_path = Some(path);
             let (g, rx) = (Arc::clone(&gate), stop_rx.clone());
             tasks.push(tokio::spawn(async move {
-                accept_loop(rx, g, || l.accept()).await;
+                accept_loop(rx, g, || l.accept(), serve_unix).await;
             }));
         }
         Ok(EgressProxy {
@@ -141,11 +143,16 @@ fn set_private(path: &Path) -> io::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
 }
 
-async fn accept_loop<F, Fut, S, A>(mut stop: watch::Receiver<bool>, gate: Arc<Gate>, mut accept: F)
-where
+async fn accept_loop<F, Fut, S, A, H, HFut>(
+    mut stop: watch::Receiver<bool>,
+    gate: Arc<Gate>,
+    mut accept: F,
+    handle: H,
+) where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = io::Result<(S, A)>>,
-    S: ClientStream,
+    H: Fn(Arc<Gate>, S) -> HFut,
+    HFut: std::future::Future<Output = ()> + Send + 'static,
 {
     let mut conns = tokio::task::JoinSet::new();
     loop {
@@ -153,7 +160,7 @@ where
             _ = stop.changed() => break,
             r = accept() => match r {
                 Ok((stream, _)) => {
-                    conns.spawn(serve(Arc::clone(&gate), stream));
+                    conns.spawn(handle(Arc::clone(&gate), stream));
                 }
                 // EMFILE and friends: back off instead of spinning.
                 Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
@@ -164,21 +171,65 @@ where
     conns.shutdown().await;
 }
 
+/// How long a client may take to send its first byte.
+const FIRST_BYTE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Tell SOCKS5 from HTTP by the first byte and hand the stream over.
 async fn serve<S>(gate: Arc<Gate>, mut stream: S)
 where
     S: ClientStream,
 {
     let mut first = [0u8; 1];
-    let Ok(Ok(1)) =
-        tokio::time::timeout(std::time::Duration::from_secs(30), stream.read(&mut first)).await
-    else {
+    let Ok(Ok(1)) = tokio::time::timeout(FIRST_BYTE, stream.read(&mut first)).await else {
         return;
     };
-    let stream = rewind::Rewind::new(first[0], stream);
-    if first[0] == 0x05 {
+    dispatch(gate, first[0], stream).await;
+}
+
+async fn dispatch<S: ClientStream>(gate: Arc<Gate>, first: u8, stream: S) {
+    let stream = rewind::Rewind::new(first, stream);
+    if first == 0x05 {
         socks::serve(gate, stream).await;
     } else {
         http::serve(gate, stream).await;
     }
+}
+
+/// A connection on the Unix listener: either the bwrap bridge handing
+/// over the command's TCP socket ([`handoff`]), served like a client of
+/// the TCP port, or a client speaking to the proxy itself.
+#[cfg(target_os = "linux")]
+async fn serve_unix(gate: Arc<Gate>, stream: tokio::net::UnixStream) {
+    use std::os::fd::AsFd;
+    let first = tokio::time::timeout(FIRST_BYTE, async {
+        loop {
+            stream.readable().await?;
+            match stream.try_io(tokio::io::Interest::READABLE, || {
+                handoff::recv_first(stream.as_fd())
+            }) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                r => return r,
+            }
+        }
+    })
+    .await;
+    let Ok(Ok(Some((first, fds)))) = first else {
+        return;
+    };
+    if first == handoff::HANDOFF {
+        drop(stream);
+        // Anything but one connected TCP socket is closed unserved.
+        if let Ok(tcp) = handoff::tcp_client(fds) {
+            serve(gate, tcp).await;
+        }
+        return;
+    }
+    // Descriptors sent with anything else are closed unused.
+    drop(fds);
+    dispatch(gate, first, stream).await;
+}
+
+#[cfg(not(target_os = "linux"))]
+async fn serve_unix(gate: Arc<Gate>, stream: tokio::net::UnixStream) {
+    serve(gate, stream).await;
 }
