@@ -81,6 +81,15 @@ mod imp {
         std::env::remove_var("LD_LIBRARY_PATH");
         std::env::remove_var("XDG_CACHE_HOME");
 
+        // A second workspace with a `.env` at its root: the landlock tier
+        // masks it by a mount (default) or, with the test seam, carves it
+        // and starts the opener; both timed through the CLI (the seam is
+        // read once per process).
+        let ws_env = dir.path().join("ws-env");
+        std::fs::create_dir_all(ws_env.join(".git/hooks")).expect("ws-env");
+        std::fs::write(ws_env.join(".git/config"), "").expect("config");
+        std::fs::write(ws_env.join(".env"), "TOKEN=1").expect(".env");
+
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
         let resolved = resolve(&policy, &HostFacts::detect()).expect("resolve");
         let bwrap = which::which("bwrap").expect("bwrap on PATH");
@@ -131,6 +140,21 @@ mod imp {
             .args(["--", "true"])
             .current_dir(&ws)
             .stdin(Stdio::null());
+        let mut ll_mask = Command::new(&bin);
+        ll_mask
+            .args(["sandbox", "run", "--backend", "landlock", "-C"])
+            .arg(&ws_env)
+            .args(["--", "true"])
+            .current_dir(&ws_env)
+            .stdin(Stdio::null());
+        let mut ll_carve = Command::new(&bin);
+        ll_carve
+            .args(["sandbox", "run", "--backend", "landlock", "-C"])
+            .arg(&ws_env)
+            .args(["--", "true"])
+            .env("CODEWHALE_TEST_LANDLOCK_NO_MASK", "1")
+            .current_dir(&ws_env)
+            .stdin(Stdio::null());
         // The helper the product uses: the small binary next to codewhale.
         let small = std::path::Path::new(&bin).with_file_name("codewhale-sandbox-helper");
         let helper: std::path::PathBuf = if small.is_file() {
@@ -180,6 +204,7 @@ mod imp {
         let mut libbw = Vec::new();
         let mut libnone = Vec::new();
         let mut bare_ll = Vec::new();
+        let (mut masked, mut carved) = (Vec::new(), Vec::new());
         // Phase 1, the landlock tier, in its own loop and first: every
         // bwrap run leaves namespaces for the kernel to tear down in the
         // background (for seconds), which would land on whatever
@@ -189,7 +214,11 @@ mod imp {
             let li = lib_ll();
             let ln = lib_none();
             let l = time(&mut ll_c);
+            let m = time(&mut ll_mask);
+            let k = time(&mut ll_carve);
             if i >= WARMUP {
+                masked.push(m);
+                carved.push(k);
                 bare_ll.push(b);
                 lib.push(li);
                 libnone.push(ln);
@@ -290,6 +319,20 @@ mod imp {
         println!(
             "  ratio landlock lib / bare:     {:>8.2}x (target <= 2x)",
             li.as_secs_f64() / bl.as_secs_f64()
+        );
+        let (m, k) = (median(masked), median(carved));
+        println!(
+            "  landlock tier, CLI, root .env, mask:         {:>8.2} ms",
+            ms(m)
+        );
+        println!(
+            "  landlock tier, CLI, root .env, carve+opener: {:>8.2} ms",
+            ms(k)
+        );
+        println!(
+            "  ratio mask / carve+opener:     {:>8.2}x; mask / no .env: {:.2}x",
+            m.as_secs_f64() / k.as_secs_f64(),
+            m.as_secs_f64() / l.as_secs_f64()
         );
         let ln = median(libnone);
         println!("  unsandboxed, library (host):   {:>8.2} ms", ms(ln));

@@ -13,6 +13,48 @@ mod common;
 
 use common::sandbox::*;
 
+/// `sh -c SCRIPT` in the sandbox with the `carve+opener` fallback forced by
+/// the test seam `CODEWHALE_TEST_LANDLOCK_NO_MASK=1`: this file tests the
+/// opener, which the default `mask` strategy does not need (see
+/// real_landlock_mask.rs).
+fn sh(fx: &Fx, case: &Case, script: &str) -> Run {
+    let report = fx.root.join(format!(
+        "opener-report-{}.json",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    let out = fx
+        .command(
+            case,
+            &["--report-json", report.to_str().unwrap()],
+            &["sh", "-c", script],
+        )
+        .env("CODEWHALE_TEST_LANDLOCK_NO_MASK", "1")
+        .output()
+        .unwrap();
+    let r = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        report: std::fs::read_to_string(&report)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(serde_json::Value::Null),
+    };
+    assert!(
+        r.code != 125,
+        "[{case}] the sandbox could not be set up: {r:?}"
+    );
+    assert_eq!(
+        r.enforcement()["deny_read_strategy"],
+        "carve+opener",
+        "[{case}] the seam did not force the fallback"
+    );
+    r
+}
+
 fn landlock_ww() -> Vec<Case> {
     cases()
         .into_iter()
@@ -50,7 +92,8 @@ fn host_env_intact(fx: &Fx, case: &Case) {
 fn new_files_and_directories_next_to_env_are_usable() {
     for case in landlock_ww() {
         let fx = Fx::new();
-        let r = fx.sh(
+        let r = sh(
+            &fx,
             &case,
             "set -e; echo x > new.txt && cat new.txt; \
              mkdir build && cd build && ls && echo y > f && ls && cat f && cd ..; \
@@ -90,7 +133,7 @@ fn the_opener_keeps_env_unreadable_through_links_and_renames() {
              mv own.txt own2.txt && cat own2.txt; \
              cp README .env.local; cat .env.local && echo ENVNAME-READ; \
              true";
-        let r = fx.sh(&case, script);
+        let r = sh(&fx, &case, script);
         no_secret(&case, &r);
         for bad in [
             "DIRECT-READ",
@@ -136,7 +179,7 @@ fn a_symlink_flipped_during_opens_never_yields_env() {
         // One process flips `lnk` between .env and our own file as fast as
         // it can (ln -sfn + mv -T: an atomic rename over the link) while
         // another opens it 400 times.
-        let r = fx.sh(
+        let r = sh(&fx,
             &case,
             "echo MINE > mine.txt; ln -s mine.txt lnk; \
              ( while :; do ln -sfn .env t1 && mv -T t1 lnk; ln -sfn mine.txt t2 && mv -T t2 lnk; done ) & \
@@ -179,7 +222,7 @@ stop = True; t.join()
 print(sorted(seen))
 "#;
         std::fs::write(fx.ws.join("race.py"), py).unwrap();
-        let r = fx.sh(&case, "python3 race.py");
+        let r = sh(&fx, &case, "python3 race.py");
         assert!(r.ok(), "[{case}] {r:?}");
         no_secret(&case, &r);
         assert!(
@@ -197,7 +240,8 @@ fn binaries_built_next_to_env_cannot_run_and_the_report_says_so() {
         // A copy of a system binary made in the run: readable (the opener),
         // not executable (Landlock's execute right is checked on the file
         // at execve, which is not an open the opener sees).
-        let r = fx.sh(
+        let r = sh(
+            &fx,
             &case,
             "mkdir bin && cp /bin/true bin/mytrue && cmp /bin/true bin/mytrue && echo same; \
              ./bin/mytrue && echo RAN; true",

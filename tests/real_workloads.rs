@@ -20,14 +20,17 @@
 //! showing only what the toolchain made.
 //!
 //! The Python project and a second Rust crate live in the workspace root,
-//! next to the masked `.env`. In the landlock tier that root is carved
-//! (read is granted on its children except `.env`), so what the command
-//! creates there (`venv/`, `target/`) has no read right of its own: the
-//! opener (src/host/backends/landlock/opener/) serves those reads. It cannot
-//! serve `execve`, so a binary built there cannot run in the same run in
-//! that tier: asserted, and reported, in
-//! `cargo_build_in_the_root_next_to_env`; the full cargo case (build, run,
-//! test) uses a subdirectory that exists before the run.
+//! next to the masked `.env`. In the landlock tier `.env` is masked by a
+//! read-only mount in the command's mount namespace and the root granted
+//! whole (strategy `mask`), so what the command creates there runs too.
+//! With the test seam `CODEWHALE_TEST_LANDLOCK_NO_MASK=1` the tier falls
+//! back to the carve (read is granted on the root's children except
+//! `.env`): what the command creates there (`venv/`, `target/`) is read
+//! through the opener (src/host/backends/landlock/opener/), which cannot
+//! serve `execve`, so a binary built there cannot run in the same run:
+//! asserted, and reported, in `cargo_build_in_the_root_next_to_env`; the
+//! full cargo case (build, run, test) uses a subdirectory that exists
+//! before the run.
 //!
 //! Cost: one crate build (two tiny crates, no registry), a venv without
 //! upgrading pip; a few seconds per tier.
@@ -37,6 +40,31 @@ mod common;
 use common::sandbox::*;
 use std::fs;
 use std::path::{Path, PathBuf};
+
+/// Whether the landlock tier is expected to mask `.env` (the default) or
+/// to fall back to the carve and the opener (the test seam
+/// `CODEWHALE_TEST_LANDLOCK_NO_MASK=1` in this process's environment,
+/// which codewhale inherits).
+fn expect_mask() -> bool {
+    std::env::var("CODEWHALE_TEST_LANDLOCK_NO_MASK").map_or(true, |v| v.trim() != "1")
+}
+
+/// In the landlock tier: the report names the strategy expected.
+fn strategy_reported(case: &Case, r: &Run) {
+    if !case.tier.namespaces {
+        let want = if expect_mask() {
+            "mask"
+        } else {
+            "carve+opener"
+        };
+        assert_eq!(
+            r.enforcement()["deny_read_strategy"],
+            want,
+            "[{case}] {}",
+            r.enforcement()
+        );
+    }
+}
 
 fn ww_cases() -> Vec<Case> {
     cases().into_iter().filter(|c| c.ww()).collect()
@@ -224,7 +252,8 @@ fn python_venv_local_wheel_and_unittest() {
         );
         // unittest's bytecode caches were written where Python puts them.
         assert!(py.join("tests/__pycache__").is_dir(), "[{case}]");
-        if !case.tier.namespaces {
+        strategy_reported(&case, &r);
+        if !case.tier.namespaces && !expect_mask() {
             assert!(
                 reported_partial(&r, &["over-restricted", "opener active in"]),
                 "[{case}] {}",
@@ -312,12 +341,12 @@ fn git_commit_rebase_stash_and_worktree() {
     }
 }
 
-/// A crate in the workspace root, next to `.env`: `cargo build` works in
-/// every tier (in the landlock tier `target/` is a new entry of the carved
-/// root, read through the opener). Running what it built works in the bwrap
-/// tier; in the landlock tier `execve` of a file in that new entry is
-/// denied (Landlock's execute right, which the opener cannot give), and the
-/// report says so.
+/// A crate in the workspace root, next to `.env`: `cargo build` and
+/// running what it built work in the bwrap tier and in the landlock tier's
+/// `mask` strategy. In the `carve+opener` fallback (test seam) `target/` is
+/// a new entry of the carved root, read through the opener, and `execve` of
+/// a file in it is denied (Landlock's execute right, which the opener
+/// cannot give), and the report says so.
 #[test]
 fn cargo_build_in_the_root_next_to_env() {
     for case in ww_cases() {
@@ -340,8 +369,14 @@ fn cargo_build_in_the_root_next_to_env() {
         );
         assert!(r.stdout.contains("built"), "[{case}] {r:?}");
         assert!(fx.ws.join("target/debug/app").exists(), "[{case}]");
-        if case.tier.namespaces {
+        strategy_reported(&case, &r);
+        if case.tier.namespaces || expect_mask() {
             assert!(r.stdout.contains("answer=42"), "[{case}] {r:?}");
+            assert!(
+                !reported_partial(&r, &["over-restricted", "cannot be executed"]),
+                "[{case}] {}",
+                r.enforcement()["partial"]
+            );
         } else {
             assert!(!r.stdout.contains("answer=42"), "[{case}] {r:?}");
             assert!(r.stderr.contains("Permission denied"), "[{case}] {r:?}");
@@ -359,15 +394,17 @@ fn cargo_build_in_the_root_next_to_env() {
 }
 
 /// What a masked `.env` in the root costs in each tier: in the landlock
-/// tier the report names the carve and says the opener served the reads;
-/// in both, what the command created in the root is readable.
+/// tier the report names the strategy (`mask`, or with the test seam the
+/// carve, and that the opener served the reads); in both, what the command
+/// created in the root is readable.
 #[test]
 fn root_entries_next_to_env_are_readable_and_the_opener_is_reported() {
     for case in ww_cases() {
         let fx = Fx::new();
         let r = fx.sh(&case, "echo x > new.txt; cat new.txt");
         assert!(r.ok() && r.stdout.trim() == "x", "[{case}] {r:?}");
-        if !case.tier.namespaces {
+        strategy_reported(&case, &r);
+        if !case.tier.namespaces && !expect_mask() {
             assert!(
                 reported_partial(&r, &["over-restricted", ".env", "cannot be executed"]),
                 "[{case}] {}",

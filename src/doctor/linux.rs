@@ -146,6 +146,41 @@ pub fn landlock_row(abi: u32) -> Row {
     r
 }
 
+/// How the landlock tier holds a deny-read item inside a writable root
+/// (the usual `.env` in the workspace root): `mask` where this process can
+/// make a mount namespace, else the `carve+opener` fallback.
+pub fn landlock_mask_row() -> Row {
+    use crate::host::backends::landlock::mask::{self, MaskVia};
+    let id = "landlock-mask";
+    match mask::choose(
+        crate::policy::HoleStrategy::Carve,
+        &mask::probe(),
+        mask::seam_off(),
+    ) {
+        Ok(via) => Row::new(
+            id,
+            "sandbox",
+            Status::Ok,
+            format!(
+                "landlock tier: deny-read items inside writable roots are masked by read-only mounts (strategy mask, {})",
+                match via {
+                    MaskVia::MountNs => "a private mount namespace",
+                    MaskVia::UserNs => "a private user and mount namespace",
+                }
+            ),
+        )
+        .detail("files the command creates next to a masked .env can be read and executed; the .env cannot be read, renamed, removed or unmounted"),
+        Err(why) => Row::new(
+            id,
+            "sandbox",
+            Status::Warn,
+            format!("landlock tier: deny-read items inside writable roots use the carve+opener fallback ({why})"),
+        )
+        .detail("files the command creates next to a .env in a writable root are readable through the opener but cannot be executed (./target/debug/app, cargo test), and .env can be renamed")
+        .fix("allow user namespaces (user.max_user_namespaces > 0; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0), or run codewhale with CAP_SYS_ADMIN"),
+    }
+}
+
 /// Whether the kernel has seccomp filtering.
 pub fn seccomp_row(status_text: &str) -> Row {
     let own = ProcStatus::parse(status_text);
@@ -181,6 +216,7 @@ pub fn checks(settings: &HostSettings, workspace: &Path) -> Vec<Row> {
         bwrap_row(settings, workspace),
         userns_row(),
         landlock_row(crate::host::backends::landlock::kernel_abi()),
+        landlock_mask_row(),
         seccomp_row(&status),
         checks::container(container_kind().as_deref()),
     ]

@@ -199,6 +199,36 @@ impl std::fmt::Display for Shortfall {
     }
 }
 
+/// How the landlock tier held deny-read items inside writable roots in one
+/// run (see `host::backends::landlock::mask`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DenyReadStrategy {
+    /// There was no deny-read item inside a writable root.
+    #[serde(rename = "none")]
+    None,
+    /// Read-only mounts over them in a private mount namespace.
+    #[serde(rename = "mask")]
+    Mask,
+    /// Landlock carve plus the opener (new entries cannot be executed).
+    #[serde(rename = "carve+opener")]
+    CarveOpener,
+    /// Left readable (`deny_read_in_writable = "yield"`).
+    #[serde(rename = "yield")]
+    Yield,
+}
+
+impl DenyReadStrategy {
+    /// The stable id (as serialised).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DenyReadStrategy::None => "none",
+            DenyReadStrategy::Mask => "mask",
+            DenyReadStrategy::CarveOpener => "carve+opener",
+            DenyReadStrategy::Yield => "yield",
+        }
+    }
+}
+
 /// What the after-run integrity check did to one protected path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -217,6 +247,10 @@ pub enum RevertAction {
     /// repository's config or hook, see `integrity::nested`): moved into
     /// the quarantine; there is no earlier version to put back.
     Quarantined,
+    /// A deny-read file the landlock tier's carve+opener fallback let the
+    /// command rename inside its directory (`mv .env e2`): renamed back
+    /// (`why` says from where).
+    MovedBack,
     /// The revert failed (`error` says why): the path may still hold what
     /// the command wrote.
     Failed,
@@ -255,6 +289,7 @@ impl Revert {
             RevertAction::Quarantined => {
                 "written during the run and would run code on the host; moved to quarantine"
             }
+            RevertAction::MovedBack => "renamed during the run; moved back",
             RevertAction::Failed => "could not be reverted",
         };
         let mut s = format!("{}: {what}", self.path.display());
@@ -407,6 +442,10 @@ pub struct Enforcement {
     /// (each also listed in `partial`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reverted: Vec<Revert>,
+    /// The landlock tier: how deny-read items inside writable roots were
+    /// held (`mask`, `carve+opener`, `yield`, `none`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny_read_strategy: Option<DenyReadStrategy>,
 }
 
 /// The egress proxy's account of one command.
@@ -451,6 +490,7 @@ impl Enforcement {
             external: None,
             egress: None,
             reverted: Vec::new(),
+            deny_read_strategy: None,
         }
     }
 

@@ -81,6 +81,23 @@ mod imp {
         for r in &plan.rules {
             let _ = writeln!(out, "    {}  {}  {:?}", r.path.display(), r.access, r.why);
         }
+        let _ = writeln!(
+            out,
+            "  deny-read items inside writable roots: strategy {}",
+            plan.deny_read_strategy.as_str()
+        );
+        for m in &plan.masks {
+            let _ = writeln!(
+                out,
+                "    mask: {} (an empty read-only {} mounted over it in the command's own mount namespace{}; held during the run, nothing changes on the host)",
+                m.path.display(),
+                if m.is_dir { "directory" } else { "file" },
+                match plan.mask_via {
+                    Some(landlock::mask::MaskVia::UserNs) => ", made in a user namespace with the identity map",
+                    _ => "",
+                }
+            );
+        }
         if let Some(t) = &plan.tmpdir {
             let _ = writeln!(out, "  TMPDIR/TMP/TEMP: {} (fresh per run)", t.display());
         }

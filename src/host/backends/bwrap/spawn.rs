@@ -256,6 +256,7 @@ fn enforcement(
         external: None,
         egress: None,
         reverted: Vec::new(),
+        deny_read_strategy: None,
     }
 }
 

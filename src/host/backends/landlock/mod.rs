@@ -31,8 +31,10 @@
 pub mod apply;
 pub mod cache;
 pub mod complement;
+pub mod mask;
 pub mod opener;
 pub mod plan;
+pub mod renamed;
 pub mod rights;
 pub mod stage;
 pub mod tier;
@@ -88,6 +90,13 @@ pub struct LandlockOptions {
     /// `network = "allowlist"`. Landlock rules are per port, not per
     /// address; the callers say what else makes the port safe.
     pub connect_ports: Vec<u16>,
+    /// [`Tier::NoNamespaces`] with `deny_read_in_writable = "carve"`: mask
+    /// deny-read items inside writable roots by mounts made this way
+    /// (see [`mask`]) instead of carving them; `None` = carve + opener.
+    pub mask: Option<mask::MaskVia>,
+    /// Why masking is not used (the probe's or the seam's reason), for
+    /// the fallback's report item.
+    pub mask_fallback: Option<String>,
 }
 
 impl LandlockOptions {
@@ -101,6 +110,8 @@ impl LandlockOptions {
             deny_read_in_writable: HoleStrategy::Carve,
             protect_in_writable: HoleStrategy::Yield,
             connect_ports: Vec::new(),
+            mask: None,
+            mask_fallback: None,
         }
     }
 }

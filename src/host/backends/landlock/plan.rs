@@ -5,6 +5,7 @@
 //! filesystem. The result serialises for `sandbox explain --json`.
 
 use super::complement::{complement, real_location, WalkStats};
+use super::mask::{DenyReadStrategy, MaskTarget, MaskVia};
 use super::rights::{
     self, FsAccess, NetAccess, ScopeSet, BIND_TCP, CONNECT_TCP, DEVICE_WRITE, FILE_RIGHTS,
     READ_CONTENT, READ_DIR, SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL, TARGET_ABI,
@@ -161,6 +162,13 @@ pub struct LandlockPlan {
     /// the opener serves reads beneath them (see `opener`).
     #[serde(skip)]
     pub opener_dirs: Vec<PathBuf>,
+    /// How deny-read items inside writable roots are held.
+    pub deny_read_strategy: DenyReadStrategy,
+    /// [`DenyReadStrategy::Mask`]: how the namespace is made.
+    pub mask_via: Option<MaskVia>,
+    /// [`DenyReadStrategy::Mask`]: the items covered by read-only mounts
+    /// (not carved: their roots are granted whole).
+    pub masks: Vec<MaskTarget>,
 }
 
 impl LandlockPlan {
@@ -267,6 +275,8 @@ pub fn plan(
     let mut stats = WalkStats::default();
     let mut carved_dirs = Vec::new();
     let mut opener_dirs = Vec::new();
+    let mut masks = Vec::new();
+    let mut strategy = DenyReadStrategy::None;
     if abi == 0 {
         partial.push(PartialItem::new(
             PartialKind::NotEnforced,
@@ -325,6 +335,8 @@ pub fn plan(
                 &mut rules,
                 &mut partial,
                 &mut stats,
+                &mut masks,
+                &mut strategy,
             );
             opener_dirs = carved_dirs
                 .iter()
@@ -404,6 +416,9 @@ pub fn plan(
         stats,
         carved_dirs,
         opener_dirs,
+        deny_read_strategy: strategy,
+        mask_via: if masks.is_empty() { None } else { opts.mask },
+        masks,
     })
 }
 
@@ -413,6 +428,7 @@ fn is_real_dir(p: &Path) -> bool {
 
 /// Read side of the no-namespace tier: `read-dir` everywhere, contents via
 /// the complement walk from `/` around the deny-read holes.
+#[allow(clippy::too_many_arguments)]
 fn plan_reads(
     resolved: &ResolvedPolicy,
     opts: &LandlockOptions,
@@ -420,6 +436,8 @@ fn plan_reads(
     rules: &mut Rules,
     partial: &mut Vec<PartialItem>,
     stats: &mut WalkStats,
+    masks: &mut Vec<MaskTarget>,
+    strategy: &mut DenyReadStrategy,
 ) -> Vec<PathBuf> {
     rules.add(Path::new("/"), true, READ_DIR, RuleWhy::ListEverywhere);
     let mut holes = Vec::new();
@@ -441,7 +459,23 @@ fn plan_reads(
         let parent = real.parent().unwrap_or(Path::new("/"));
         if let Some(root) = under_any(parent, regions) {
             match opts.deny_read_in_writable {
+                HoleStrategy::Carve if opts.mask.is_some() => {
+                    // Covered by a read-only mount in the command's mount
+                    // namespace: no hole, the root is granted whole.
+                    *strategy = DenyReadStrategy::Mask;
+                    if e.kind == PathKind::Missing {
+                        // Nothing to cover (one created later: the
+                        // tier-limit "resolved once" item).
+                        continue;
+                    }
+                    masks.push(MaskTarget {
+                        is_dir: e.kind == PathKind::Dir,
+                        path: real,
+                    });
+                    continue;
+                }
                 HoleStrategy::Yield => {
+                    *strategy = DenyReadStrategy::Yield;
                     partial.push(PartialItem::new(
                         PartialKind::NotEnforced,
  Shortfall::DenyRead,
@@ -453,16 +487,20 @@ fn plan_reads(
                     ));
                     continue;
                 }
-                HoleStrategy::Carve => partial.push(PartialItem::new(
+                HoleStrategy::Carve => {
+                    *strategy = DenyReadStrategy::CarveOpener;
+                    partial.push(PartialItem::new(
                     PartialKind::OverRestricted,
  Shortfall::OverRestricted,
                     Some(&real),
                     format!(
-                        "kept unreadable inside writable root {}: files created during the run directly in {} cannot be executed, and are readable only through the opener (seccomp user notification; the run's report says whether it was active)",
+                        "kept unreadable inside writable root {} by the carve+opener fallback (no mask: {}): files created during the run directly in {} cannot be executed, and are readable only through the opener (seccomp user notification; the run's report says whether it was active)",
                         root.display(),
+                        opts.mask_fallback.as_deref().unwrap_or("not requested"),
                         join_paths(&carved_in_root(&real, &root))
                     ),
-                )),
+                ))
+                }
             }
         }
         holes.push(real);

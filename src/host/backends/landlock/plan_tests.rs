@@ -48,6 +48,8 @@ fn opts(tier: Tier) -> LandlockOptions {
         deny_read_in_writable: HoleStrategy::Carve,
         protect_in_writable: HoleStrategy::Yield,
         connect_ports: Vec::new(),
+        mask: None,
+        mask_fallback: None,
     }
 }
 
@@ -351,4 +353,76 @@ fn one_rule_per_path_with_the_union_of_rights() {
     for r in p.rules.iter().filter(|r| !r.is_dir) {
         assert!(super::rights::FILE_RIGHTS.contains(r.access), "{r:?}");
     }
+}
+
+#[test]
+fn workspace_env_file_is_masked_when_a_mount_namespace_is_available() {
+    let t = tree();
+    fs::write(t.ws.join(".env"), "TOKEN=1").unwrap();
+    fs::create_dir_all(t.ws.join("sub")).unwrap();
+    fs::write(t.ws.join("sub/.env.local"), "TOKEN=2").unwrap();
+    let r = resolved(&t, SandboxMode::WorkspaceWrite);
+    let mut o = opts(Tier::NoNamespaces);
+    o.mask = Some(super::mask::MaskVia::UserNs);
+    let p = plan(&r, &o).unwrap();
+    assert_eq!(p.deny_read_strategy, super::mask::DenyReadStrategy::Mask);
+    assert_eq!(p.mask_via, Some(super::mask::MaskVia::UserNs));
+    let masked: Vec<&Path> = p.masks.iter().map(|m| m.path.as_path()).collect();
+    assert!(masked.contains(&t.ws.join(".env").as_path()), "{masked:?}");
+    assert!(masked.contains(&t.ws.join("sub/.env.local").as_path()));
+    assert!(p.masks.iter().all(|m| !m.is_dir));
+    // The root is granted whole (so new entries can be read and executed):
+    // no carve, no opener, no over-restricted item for the .env.
+    assert!(granted(&p, &t.ws.join("target/debug/app"), READ_FILE));
+    assert!(granted(
+        &p,
+        &t.ws.join("target/debug/app"),
+        super::rights::EXECUTE
+    ));
+    assert!(p.opener_dirs.is_empty(), "{:?}", p.opener_dirs);
+    assert!(!p
+        .partial
+        .iter()
+        .any(|i| i.path.as_deref() == Some(&t.ws.join(".env"))));
+    // Control: deny-read items outside writable roots stay carved by
+    // Landlock, mask or not.
+    assert!(!granted(&p, &t.home.join(".ssh/id_rsa"), READ_FILE));
+    assert!(granted(&p, &t.home.join("notes.txt"), READ_FILE));
+
+    // Without a mask (the probe failed): carve + opener, with its reason.
+    let mut o = opts(Tier::NoNamespaces);
+    o.mask_fallback = Some("unshare: Operation not permitted".into());
+    let p = plan(&r, &o).unwrap();
+    assert_eq!(
+        p.deny_read_strategy,
+        super::mask::DenyReadStrategy::CarveOpener
+    );
+    assert!(p.masks.is_empty() && p.mask_via.is_none());
+    assert!(!granted(&p, &t.ws.join(".env"), READ_FILE));
+    assert!(!granted(&p, &t.ws.join("target/debug/app"), READ_FILE));
+    assert!(p.opener_dirs.contains(&t.ws));
+    let item = p
+        .partial
+        .iter()
+        .find(|i| i.path.as_deref() == Some(&t.ws.join(".env")))
+        .unwrap();
+    assert!(item.detail.contains("carve+opener"), "{}", item.detail);
+    assert!(item.detail.contains("unshare: Operation not permitted"));
+    assert!(item.detail.contains("cannot be executed"));
+}
+
+#[test]
+fn a_mask_leaves_read_only_mode_and_empty_workspaces_alone() {
+    let t = tree();
+    let mut o = opts(Tier::NoNamespaces);
+    o.mask = Some(super::mask::MaskVia::MountNs);
+    // No deny-read item inside a writable root: nothing to mask.
+    let p = plan(&resolved(&t, SandboxMode::WorkspaceWrite), &o).unwrap();
+    assert_eq!(p.deny_read_strategy, super::mask::DenyReadStrategy::None);
+    assert!(p.masks.is_empty() && p.mask_via.is_none());
+    // Read-only mode has no writable root: the .env is carved by Landlock.
+    fs::write(t.ws.join(".env"), "TOKEN=1").unwrap();
+    let p = plan(&resolved(&t, SandboxMode::ReadOnly), &o).unwrap();
+    assert!(p.masks.is_empty());
+    assert!(!granted(&p, &t.ws.join(".env"), READ_FILE));
 }

@@ -22,19 +22,21 @@
 //! signal scope (ABI ≥ 6) and seccomp's ptrace rule.
 
 use crate::host::backends::landlock::cache as landlock_cache;
+use crate::host::backends::landlock::mask;
 use crate::host::backends::landlock::opener;
 use crate::host::backends::landlock::stage::{
-    read_stage_status, Command as StageCommand, Stage, StageStatus,
+    read_stage_status, Command as StageCommand, Stage, StageStatus, Step,
 };
 use crate::host::backends::landlock::{self, LandlockOptions, LandlockPlan, PartialKind, Tier};
 use crate::host::enforcement::{
-    Enforcement, EnforcementLevel, LandlockReport, LandlockStatus, NetworkEnforcer, PartialItem,
-    SeccompReport, Shortfall,
+    Enforcement, EnforcementLevel, LandlockReport, LandlockStatus, Namespace, NetworkEnforcer,
+    PartialItem, SeccompReport, Shortfall,
 };
 use crate::host::process::supervise;
 use crate::host::request::{ExecOutcome, ExecRequest};
 use crate::host::seccomp::{denied_names, SeccompOptions};
 use crate::host::{BackendKind, HostError};
+use crate::policy::HoleStrategy;
 use crate::policy::ResolvedPolicy;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -97,7 +99,32 @@ pub fn options(policy: &ResolvedPolicy, tmp_dir: Option<PathBuf>) -> LandlockOpt
     opts.tmp_dir = tmp_dir;
     opts.deny_read_in_writable = policy.landlock.deny_read_in_writable;
     opts.protect_in_writable = policy.landlock.protect_in_writable;
+    // Probed (one fork, once per process) only when there is something to
+    // mask: an existing deny-read item inside a writable root.
+    if opts.deny_read_in_writable == HoleStrategy::Carve && has_deny_read_in_writable(policy) {
+        match mask::choose(opts.deny_read_in_writable, &mask::probe(), mask::seam_off()) {
+            Ok(via) => opts.mask = Some(via),
+            Err(why) => opts.mask_fallback = Some(why),
+        }
+    }
     opts
+}
+
+/// Whether an existing deny-read item (not a symlink) lies inside a
+/// writable root: what the mask strategy would cover.
+fn has_deny_read_in_writable(policy: &ResolvedPolicy) -> bool {
+    use crate::policy::resolve::PathKind;
+    policy
+        .deny_read
+        .iter()
+        .filter(|e| !matches!(e.kind, PathKind::Symlink | PathKind::Missing))
+        .any(|e| {
+            let real = landlock::complement::real_location(&e.path);
+            policy
+                .writable_roots
+                .iter()
+                .any(|r| real.starts_with(&r.path) && real != r.path)
+        })
 }
 
 /// The seccomp options of this tier: with the network off, `socket()` of
@@ -117,6 +144,38 @@ pub fn run(
     req: &ExecRequest,
     note: Option<String>,
 ) -> Result<ExecOutcome, HostError> {
+    match run_once(policy, req, note.clone(), None) {
+        // The mask could not be set up although the probe said it could
+        // (the command did not run): the carve and the opener instead.
+        Err(Attempt::MaskFailed(why)) => match run_once(policy, req, note, Some(why)) {
+            Ok(o) => Ok(o),
+            Err(Attempt::Host(e)) => Err(e),
+            Err(Attempt::MaskFailed(why)) => Err(unavailable(why)),
+        },
+        Ok(o) => Ok(o),
+        Err(Attempt::Host(e)) => Err(e),
+    }
+}
+
+/// Why one attempt of [`run`] did not produce an outcome.
+enum Attempt {
+    Host(HostError),
+    /// The mask step failed before the command ran (the reason).
+    MaskFailed(String),
+}
+
+impl From<HostError> for Attempt {
+    fn from(e: HostError) -> Self {
+        Attempt::Host(e)
+    }
+}
+
+fn run_once(
+    policy: &ResolvedPolicy,
+    req: &ExecRequest,
+    note: Option<String>,
+    mask_failed: Option<String>,
+) -> Result<ExecOutcome, Attempt> {
     available().map_err(unavailable)?;
     // network = "allowlist": the proxy on a free host loopback port, the
     // only TCP port Landlock lets the command connect to.
@@ -125,6 +184,10 @@ pub fn run(
         _ => None,
     };
     let mut opts = options(policy, None);
+    if let Some(why) = mask_failed {
+        opts.mask = None;
+        opts.mask_fallback = Some(format!("the mask failed when the run was set up: {why}"));
+    }
     if let Some(port) = egress.as_ref().and_then(|e| e.tcp_port()) {
         opts.connect_ports = vec![port];
     }
@@ -133,16 +196,16 @@ pub fn run(
     if egress.is_some() && prepared.report().abi < 4 {
         // Fail closed: without Landlock's TCP rules nothing would keep
         // the command from connecting anywhere directly.
-        return Err(unavailable(format!(
+        return Err(Attempt::Host(unavailable(format!(
             "network = \"allowlist\" needs Landlock ABI 4 (TCP connect rules) in this tier; \
              in effect: ABI {}",
             prepared.report().abi
-        )));
+        ))));
     }
     if !prepared.enforces_anything() {
-        return Err(unavailable(
+        return Err(Attempt::Host(unavailable(
             "Landlock would enforce nothing on this kernel".into(),
-        ));
+        )));
     }
     let tmp_path = entry.tmp_path.clone();
     let report = prepared.report().clone();
@@ -172,7 +235,7 @@ pub fn run(
         scrubbed.vars.extend(crate::host::egress::ssh_env(None));
     }
     let Some(program) = req.argv.first() else {
-        return Err(HostError::NotFound(String::new()));
+        return Err(Attempt::Host(HostError::NotFound(String::new())));
     };
     let cwd = req.cwd.clone().unwrap_or_else(|| policy.workspace.clone());
     // Looked up here, with the command's PATH, as a shell would; whether
@@ -202,6 +265,22 @@ pub fn run(
         },
     )
     .map_err(|e| unavailable(e.to_string()))?;
+    // The mask strategy: the command's half mounts over each deny-read
+    // item inside a writable root in its own mount namespace.
+    let masked = match (entry.plan.mask_via, entry.plan.masks.is_empty()) {
+        (Some(via), false) => {
+            let Some(spec) = mask::MaskSpec::new(via, &entry.plan.masks, &tmp_path) else {
+                return Err(Attempt::MaskFailed(
+                    "a masked path contains a NUL byte".into(),
+                ));
+            };
+            stage = stage
+                .with_mask(spec)
+                .map_err(|e| unavailable(e.to_string()))?;
+            true
+        }
+        _ => false,
+    };
     // A carve inside a writable root: the opener serves reads of the
     // command's new entries there (see `opener`).
     let opener = start_opener(policy, &entry.plan)?;
@@ -221,6 +300,13 @@ pub fn run(
     let paths: Vec<PathBuf> = policy.protected.iter().map(|e| e.path.clone()).collect();
     let targets = crate::host::integrity::targets(policy, &paths);
     let guard = crate::host::integrity::RunGuard::enter(&policy.workspace, &targets)?;
+    // The fallback lets the command rename a deny-read file in its
+    // directory: each is renamed back after the run (see `renamed`).
+    let watched = if entry.plan.deny_read_strategy == mask::DenyReadStrategy::CarveOpener {
+        landlock::renamed::record(policy)
+    } else {
+        Vec::new()
+    };
     // The stage holds the run's lock too: if codewhale is SIGKILLed, the
     // run stays "live" (no other command checks against its baseline)
     // until the stage has killed and reaped every process of the tree.
@@ -235,19 +321,27 @@ pub fn run(
     let unguarded = guard.unguarded.clone();
     let mut reverts = guard.recovered.clone();
     reverts.extend(guard.leave());
+    let moved_back = landlock::renamed::restore(&watched);
+    if masked {
+        if let StageStatus::Failed { step, error } = &status {
+            if step == Step::Mask.what() {
+                return Err(Attempt::MaskFailed(error.clone()));
+            }
+        }
+    }
     let sup = match (sup, &status) {
         (Ok(s), _) => s,
         (Err(e), StageStatus::Failed { step, error }) => {
-            return Err(unavailable(format!(
+            return Err(Attempt::Host(unavailable(format!(
                 "{step}: {error} (the command did not run; spawn: {e})"
-            )))
+            ))))
         }
         (Err(HostError::Io { context, source }), _) => {
-            return Err(unavailable(format!(
+            return Err(Attempt::Host(unavailable(format!(
                 "{context}: {source} (starting the sandbox stage failed)"
-            )))
+            ))))
         }
-        (Err(other), _) => return Err(other),
+        (Err(other), _) => return Err(Attempt::Host(other)),
     };
     // The ruleset was applied (a command that is not found or not
     // executable says nothing against it): keep it for the next run.
@@ -316,7 +410,19 @@ pub fn run(
     if !reverts.is_empty() {
         enforcement.level = EnforcementLevel::Partial;
     }
+    for m in &moved_back {
+        enforcement.partial.push(PartialItem::at(
+            Shortfall::DenyRead,
+            m.path.clone(),
+            format!(
+                "carve+opener: renamed during the run (its content stayed unreadable), put back after it: {}",
+                m.line()
+            ),
+        ));
+        enforcement.level = EnforcementLevel::Partial;
+    }
     enforcement.reverted = reverts;
+    enforcement.reverted.extend(moved_back);
     enforcement.partial.extend(opener_items);
     if let Some(n) = note {
         enforcement
@@ -405,7 +511,7 @@ impl OpenerRun {
             .join(", ");
         let text = if stats.active {
             format!(
-                "opener active in {dirs}: reads of entries the command created there are opened \
+                "carve+opener: opener active in {dirs}: reads of entries the command created there are opened \
                  by codewhale outside the sandbox after checking they are not a deny-read item \
                  (inode, name and path; {} served, {} refused); those entries still cannot be \
                  executed (Landlock's execute right cannot be added to a running domain)",
@@ -413,7 +519,7 @@ impl OpenerRun {
             )
         } else {
             format!(
-                "opener not active ({}): entries the command created in {dirs} are not readable \
+                "carve+opener: opener not active ({}): entries the command created in {dirs} are not readable \
                  or executable in this run",
                 stats
                     .inactive_reason
@@ -477,7 +583,9 @@ pub fn enforcement(
             .iter()
             .map(|n| PartialItem::new(Shortfall::DenyRead, n.clone())),
     );
-    if !bounding_set_clearable() {
+    // In the mask's user namespace the command's half holds CAP_SETPCAP
+    // there and clears the bounding set before it drops everything.
+    if !bounding_set_clearable() && plan.mask_via != Some(mask::MaskVia::UserNs) {
         partial.push(PartialItem::new(
             Shortfall::CapabilityBoundingSet,
             "the bounding set is not cleared (no CAP_SETPCAP and no user namespace); \
@@ -491,12 +599,19 @@ pub fn enforcement(
         EnforcementLevel::Partial
     };
     let label = String::from("sandboxed: landlock+seccomp");
+    // The mask is the only namespace change: the mount namespace, and the
+    // user namespace it needs without CAP_SYS_ADMIN.
+    let namespaces = match plan.mask_via {
+        Some(mask::MaskVia::MountNs) => vec![Namespace::Mount],
+        Some(mask::MaskVia::UserNs) => vec![Namespace::User, Namespace::Mount],
+        None => Vec::new(),
+    };
     Enforcement {
         backend: BackendKind::Landlock,
         mode: policy.mode,
         level,
         label,
-        namespaces: Vec::new(),
+        namespaces,
         network_allowed: policy.network,
         network_enforced_by,
         // The stage checked no_new_privs and the empty capability sets
@@ -521,5 +636,6 @@ pub fn enforcement(
         external: None,
         egress: None,
         reverted: Vec::new(),
+        deny_read_strategy: Some(plan.deny_read_strategy),
     }
 }

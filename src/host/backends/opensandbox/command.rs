@@ -356,6 +356,7 @@ impl OpenSandboxSession {
             }),
             egress: None,
             reverted: Vec::new(),
+            deny_read_strategy: None,
         }
     }
 }

@@ -169,5 +169,6 @@ fn enforcement(
         external: None,
         egress: None,
         reverted: Vec::new(),
+        deny_read_strategy: None,
     }
 }

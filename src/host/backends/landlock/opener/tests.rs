@@ -42,6 +42,8 @@ fn planned(t: &Tree, mode: SandboxMode) -> (crate::policy::ResolvedPolicy, Landl
         deny_read_in_writable: HoleStrategy::Carve,
         protect_in_writable: HoleStrategy::Yield,
         connect_ports: Vec::new(),
+        mask: None,
+        mask_fallback: None,
     };
     let p = plan(&r, &o).unwrap();
     (r, p)

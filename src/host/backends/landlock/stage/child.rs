@@ -199,8 +199,30 @@ fn command_main(stage: &Stage) -> i32 {
     if unsafe { libc::setsid() } < 0 {
         return fail(Step::Setsid);
     }
-    // no_new_privs, the capability drop and the seccomp filter came with
-    // the launcher thread (see `launcher`): check they are in force.
+    // The mask strategy: the namespace and its mounts first (they need
+    // the capabilities or a user namespace, and the mount calls the
+    // filter denies), then every capability dropped and the filter
+    // installed here; otherwise all of it came with the launcher thread.
+    if let Some((spec, progs)) = &stage.mask {
+        if let Err((what, e)) = crate::host::backends::landlock::mask::apply(spec) {
+            // The errno word carries the mask's own step in its top byte.
+            report_failure(
+                status,
+                Step::Mask,
+                (i32::from(what) << 24) | (e & 0xff_ffff),
+            );
+            return crate::exit::SANDBOX_SETUP;
+        }
+        if !drop_capabilities() {
+            return fail(Step::Capabilities);
+        }
+        if let Err((step, e)) = install_filters(progs) {
+            report_failure(status, step, e);
+            return crate::exit::SANDBOX_SETUP;
+        }
+    }
+    // no_new_privs, the capability drop and the seccomp filter: check
+    // they are in force.
     if let Some(step) = inherited_missing() {
         return fail(step);
     }
@@ -303,13 +325,25 @@ fn install_opener(o: &super::OpenerEnd) -> bool {
 /// dropped, the seccomp programs installed. Per-thread state: codewhale's
 /// other threads keep theirs. The failed step and errno otherwise.
 pub(super) fn harden_thread(progs: &[seccompiler::BpfProgram]) -> Result<(), (Step, i32)> {
+    no_new_privs()?;
+    if !drop_capabilities() {
+        return Err((Step::Capabilities, errno()));
+    }
+    install_filters(progs)
+}
+
+/// Set no_new_privs on the calling thread (all a `mask` launcher thread
+/// gets, see `launcher`).
+pub(super) fn no_new_privs() -> Result<(), (Step, i32)> {
     // SAFETY: prctl with integer arguments only.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err((Step::NoNewPrivs, errno()));
     }
-    if !drop_capabilities() {
-        return Err((Step::Capabilities, errno()));
-    }
+    Ok(())
+}
+
+/// Install the seccomp programs on the calling thread (system calls only).
+fn install_filters(progs: &[seccompiler::BpfProgram]) -> Result<(), (Step, i32)> {
     for prog in progs {
         let fprog = libc::sock_fprog {
             len: prog.len() as libc::c_ushort,

@@ -31,6 +31,11 @@ pub type Job = Box<dyn FnOnce(Result<(), (Step, i32)>) + Send>;
 
 struct Pool {
     opts: SeccompOptions,
+    /// Threads for the `mask` strategy: only no_new_privs. The command's
+    /// half makes its namespace first (which needs the capabilities, or a
+    /// user namespace, and the mount calls the filter denies), then drops
+    /// every capability and installs the filter itself (see `child`).
+    mask: bool,
     tx: Mutex<Sender<Job>>,
     rx: Arc<Mutex<Receiver<Job>>>,
     /// Threads waiting for a job that no submit has reserved.
@@ -39,16 +44,17 @@ struct Pool {
 
 static POOLS: Mutex<Vec<Arc<Pool>>> = Mutex::new(Vec::new());
 
-fn pool(opts: &SeccompOptions) -> std::io::Result<Arc<Pool>> {
+fn pool(opts: &SeccompOptions, mask: bool) -> std::io::Result<Arc<Pool>> {
     let mut pools = POOLS
         .lock()
         .map_err(|_| std::io::Error::other("the launcher pools' lock is poisoned"))?;
-    if let Some(p) = pools.iter().find(|p| p.opts == *opts) {
+    if let Some(p) = pools.iter().find(|p| p.opts == *opts && p.mask == mask) {
         return Ok(Arc::clone(p));
     }
     let (tx, rx) = mpsc::channel();
     let p = Arc::new(Pool {
         opts: *opts,
+        mask,
         tx: Mutex::new(tx),
         rx: Arc::new(Mutex::new(rx)),
         idle: Arc::new(AtomicUsize::new(0)),
@@ -61,19 +67,20 @@ fn pool(opts: &SeccompOptions) -> std::io::Result<Arc<Pool>> {
 /// `opts` (a free one, or a new one).
 pub fn launch(
     opts: &SeccompOptions,
+    mask: bool,
     job: impl FnOnce(Result<(), (Step, i32)>) + Send + 'static,
 ) -> std::io::Result<()> {
-    let p = pool(opts)?;
+    let p = pool(opts, mask)?;
     let reserved = p
         .idle
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
         .is_ok();
     if !reserved {
-        let (rx, idle, opts) = (Arc::clone(&p.rx), Arc::clone(&p.idle), p.opts);
+        let (rx, idle, opts, mask) = (Arc::clone(&p.rx), Arc::clone(&p.idle), p.opts, p.mask);
         std::thread::Builder::new()
             .name("codewhale-stage".into())
             .stack_size(64 * 1024)
-            .spawn(move || worker(opts, rx, idle))?;
+            .spawn(move || worker(opts, mask, rx, idle))?;
     }
     let tx =
         p.tx.lock()
@@ -82,7 +89,7 @@ pub fn launch(
         .map_err(|_| std::io::Error::other("the launcher pool is gone"))
 }
 
-fn worker(opts: SeccompOptions, rx: Arc<Mutex<Receiver<Job>>>, idle: Arc<AtomicUsize>) {
+fn worker(opts: SeccompOptions, mask: bool, rx: Arc<Mutex<Receiver<Job>>>, idle: Arc<AtomicUsize>) {
     // SAFETY: sigfillset/pthread_sigmask on a live sigset, for this thread
     // only: it does nothing but start stages.
     unsafe {
@@ -91,6 +98,7 @@ fn worker(opts: SeccompOptions, rx: Arc<Mutex<Receiver<Job>>>, idle: Arc<AtomicU
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
     }
     let hardened = match super::compiled(&opts) {
+        Ok(_) if mask => super::child::no_new_privs(),
         Ok(progs) => harden_thread(&progs),
         Err(_) => Err((Step::Seccomp, libc::EINVAL)),
     };
@@ -128,7 +136,7 @@ mod tests {
         let (release_tx, release_rx) = mpsc::channel::<()>();
         // Job 1 blocks until released, like a stage that lives on.
         let tx = started_tx.clone();
-        launch(&opts, move |h| {
+        launch(&opts, false, move |h| {
             // SAFETY: prctl queries with integer arguments only.
             let state = unsafe {
                 (
@@ -147,7 +155,7 @@ mod tests {
             "hardened: no_new_privs, seccomp filter"
         );
         // Job 2 must start while job 1 still holds its thread.
-        launch(&opts, move |h| {
+        launch(&opts, false, move |h| {
             started_tx.send((2, h.is_ok(), (0, 0))).unwrap()
         })
         .unwrap();

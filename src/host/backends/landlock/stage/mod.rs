@@ -144,6 +144,13 @@ pub struct Stage {
     /// so a run whose codewhale was SIGKILLed counts as live until the
     /// stage has killed and reaped the whole tree (-1: none).
     hold_fd: RawFd,
+    /// The `mask` strategy: what to mount, and the seccomp programs the
+    /// command's half installs itself after mounting (its launcher thread
+    /// carries only no_new_privs, see `launcher`).
+    mask: Option<(
+        crate::host::backends::landlock::mask::MaskSpec,
+        Arc<Vec<BpfProgram>>,
+    )>,
 }
 
 /// What the command's half needs to install the opener's filter.
@@ -209,6 +216,7 @@ impl Stage {
             done: std::sync::atomic::AtomicBool::new(false),
             opener: None,
             hold_fd: -1,
+            mask: None,
         })
     }
 
@@ -219,6 +227,19 @@ impl Stage {
     pub fn with_opener(mut self, prog: Vec<seccompiler::sock_filter>, sock: RawFd) -> Stage {
         self.opener = Some(OpenerEnd { prog, sock });
         self
+    }
+
+    /// Mask deny-read items with `spec` in the command's half (see
+    /// `mask`): the stage starts from a launcher thread that only sets
+    /// no_new_privs, and the command's half drops the capabilities and
+    /// installs the seccomp filter after mounting.
+    pub fn with_mask(
+        mut self,
+        spec: crate::host::backends::landlock::mask::MaskSpec,
+    ) -> Result<Stage, StageError> {
+        let progs = compiled(&self.seccomp)?;
+        self.mask = Some((spec, progs));
+        Ok(self)
     }
 
     /// Keep `fd` open in the stage until it exits (see [`Stage::hold_fd`]);
@@ -239,8 +260,9 @@ impl Stage {
         self.stderr = ends.stderr.as_raw_fd();
         self.hello_fd = hello_w.as_raw_fd();
         let opts = self.seccomp;
+        let mask = self.mask.is_some();
         let (err_tx, err_rx) = std::sync::mpsc::channel();
-        launcher::launch(&opts, move |hardened| {
+        launcher::launch(&opts, mask, move |hardened| {
             let _ = err_tx.send(start(self, hello_w, hardened));
         })
         .map_err(|e| HostError::io("handing the stage to its launcher thread", e))?;

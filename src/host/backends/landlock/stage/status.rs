@@ -26,6 +26,8 @@ pub enum Step {
     Fork = 7,
     Stdio = 8,
     Opener = 9,
+    /// The mask (see `mask`); the errno record carries the mask's own step.
+    Mask = 10,
 }
 
 impl Step {
@@ -40,6 +42,7 @@ impl Step {
             7 => Step::Fork,
             8 => Step::Stdio,
             9 => Step::Opener,
+            10 => Step::Mask,
             _ => return None,
         })
     }
@@ -55,6 +58,7 @@ impl Step {
             Step::Fork => "forking the command",
             Step::Stdio => "setting up the stage's stdio and working directory",
             Step::Opener => "handing the opener's seccomp listener to codewhale",
+            Step::Mask => "masking deny-read items by mounts in a private mount namespace",
         }
     }
 }
@@ -81,6 +85,16 @@ pub fn decode_status(bytes: &[u8]) -> StageStatus {
         [APPLIED, ..] => StageStatus::Applied,
         [FAILED, step, e0, e1, e2, e3, ..] => {
             let errno = i32::from_le_bytes([*e0, *e1, *e2, *e3]);
+            if Step::from_u8(*step) == Some(Step::Mask) {
+                // The top byte is the mask's own step (see `child`).
+                return StageStatus::Failed {
+                    step: Step::Mask.what().to_string(),
+                    error: crate::host::backends::landlock::mask::describe(
+                        (errno >> 24) as u8,
+                        errno & 0xff_ffff,
+                    ),
+                };
+            }
             StageStatus::Failed {
                 step: Step::from_u8(*step)
                     .map(Step::what)
