@@ -376,6 +376,8 @@ async fn router_choice_and_cost_are_in_the_turn_and_usage() {
     assert!(t["routing"][0]["reason"].as_str().unwrap().contains("plan"));
     assert_eq!(t["routing"][0]["used_model"], "m-strong", "the fallback");
     assert_eq!(t["usage"]["input_tokens"], 1000);
+    // The context in use: the answering request's prompt plus answer.
+    assert_eq!(t["context_tokens"], 1500, "{t}");
     // 1000 in at $1/M + 500 out at $2/M.
     let cost = t["cost_usd"].as_f64().unwrap();
     assert!((cost - 0.002).abs() < 1e-9, "{t}");

@@ -155,6 +155,13 @@ pub struct TurnRecord {
     /// The router's choices (empty when the thread names one model).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routing: Vec<RouteChoice>,
+    /// How much of the model's context the conversation fills after the
+    /// turn's latest model request: that request's prompt (cached tokens
+    /// included) plus its answer, which the next prompt carries. `None`
+    /// until a request reported usage. A client sets it against the
+    /// model's context window (the TUI footer's `ctx` figure).
+    #[serde(default)]
+    pub context_tokens: Option<u64>,
 }
 
 /// What an item is.

@@ -268,6 +268,7 @@ mod tests {
             cost_usd: None,
             by_model: Vec::new(),
             routing: Vec::new(),
+            context_tokens: None,
         }
     }
 

@@ -448,6 +448,7 @@ impl Runtime {
             cost_usd: None,
             by_model: Vec::new(),
             routing: Vec::new(),
+            context_tokens: None,
         };
         self.append(vec![NewEvent::turn(
             "turn.started",

@@ -362,8 +362,14 @@ impl TapState {
                 m.cost_usd = add_cost(m.cost_usd, c);
                 m.requests += 1;
                 let (usage, cost, by) = (self.usage, self.cost, self.by_model.clone());
+                // The context in use is this request's, not the turn's sum.
+                let reported = f.get("usage_reported").and_then(Value::as_bool) != Some(false);
+                let context = reported.then(|| u.input_tokens + u.output_tokens);
                 let r = self.rt.update_turn(&self.turn.id, |t| {
                     t.usage = usage;
+                    if context.is_some() {
+                        t.context_tokens = context;
+                    }
                     t.cost_usd = cost;
                     t.by_model = by;
                     if !provider.is_empty() {
@@ -533,5 +539,34 @@ mod tests {
             item(&rt, ItemKind::AgentMessage).status,
             ItemStatus::Completed
         );
+    }
+
+    /// The turn's `context_tokens` is the latest request's prompt plus
+    /// answer, not the turn's sum; a request that reported no usage
+    /// leaves the last known figure.
+    #[test]
+    fn context_tokens_follow_the_latest_request() {
+        let (_d, rt, turn) = setup();
+        let id = turn.id.clone();
+        let mut tap = TapHandle::new(rt.clone(), turn).tap();
+        let ctx = |rt: &Runtime| rt.read(|s| s.turns.get(&id).and_then(|t| t.context_tokens));
+        assert_eq!(ctx(&rt), None);
+        tap.event(
+            "turn_usage",
+            &json!({"input_tokens": 1000, "output_tokens": 50, "usage_reported": true}),
+        );
+        assert_eq!(ctx(&rt), Some(1050));
+        tap.event(
+            "turn_usage",
+            &json!({"input_tokens": 1200, "output_tokens": 30, "usage_reported": true}),
+        );
+        assert_eq!(ctx(&rt), Some(1230));
+        tap.event(
+            "turn_usage",
+            &json!({"input_tokens": 0, "output_tokens": 0, "usage_reported": false}),
+        );
+        assert_eq!(ctx(&rt), Some(1230));
+        let usage = rt.read(|s| s.turns.get(&id).map(|t| t.usage)).unwrap();
+        assert_eq!(usage.input_tokens, 2200);
     }
 }

@@ -202,6 +202,7 @@ mod tests {
             cost_usd: cost,
             by_model: Vec::new(),
             routing: Vec::new(),
+            context_tokens: None,
         }
     }
 

@@ -144,13 +144,16 @@ pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
     Ok(Setup {
         home,
         workspace: ws,
-        footer: FooterInfo {
-            model,
-            provider,
-            backend,
-            level,
-            full_access_capped,
-            ..Default::default()
+        footer: {
+            let mut f = FooterInfo {
+                selected: (backend.clone(), level.clone()),
+                backend,
+                level,
+                full_access_capped,
+                ..Default::default()
+            };
+            f.set_model(&provider, &model);
+            f
         },
         permission,
         notes,
@@ -657,10 +660,18 @@ impl App<'_> {
         if m.is_empty() {
             return Event::Output {
                 error: false,
-                text: format!(
-                    "model {} (provider {})",
-                    st.footer.model, st.footer.provider
-                ),
+                text: match st.footer.context_window {
+                    Some(w) => format!(
+                        "model {} (provider {}; context window {w} tokens, {} used)",
+                        st.footer.model,
+                        st.footer.provider,
+                        st.footer.context_tokens.unwrap_or(0)
+                    ),
+                    None => format!(
+                        "model {} (provider {}; context window not in the catalogue)",
+                        st.footer.model, st.footer.provider
+                    ),
+                },
             };
         }
         let patch = ThreadPatch {

@@ -253,8 +253,7 @@ impl State {
             false,
             format!("provider {provider} · model {model} for the next turn"),
         );
-        self.footer.provider = provider;
-        self.footer.model = model;
+        self.footer.set_model(&provider, &model);
     }
 }
 

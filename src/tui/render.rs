@@ -169,27 +169,41 @@ pub fn footer_line(st: &State, width: u16) -> Line<'static> {
         None => "cost ?".to_string(),
     };
     let tokens = f.input_tokens + f.output_tokens;
-    let parts: Vec<Span<'static>> = vec![
-        Span::styled(
-            format!(" {} ", mode_label(st.mode)),
-            Style::default().fg(Color::Black).bg(Color::Cyan),
+    let (ctx, ctx_style) = context_part(f);
+    // Figures (context, tokens and cost) are shown whole or not at all:
+    // a clipped `$0.0021` would read as `$0`.
+    let parts: Vec<(Span<'static>, bool)> = vec![
+        (
+            Span::styled(
+                format!(" {} ", mode_label(st.mode)),
+                Style::default().fg(Color::Black).bg(Color::Cyan),
+            ),
+            true,
         ),
-        Span::raw(" "),
-        Span::styled(permission_label(st.permission), perm_style),
-        Span::raw(" · "),
-        Span::styled(sandbox, Style::default().fg(Color::Blue)),
-        Span::raw(" · "),
-        Span::raw(f.model.clone()),
-        Span::raw(" · "),
-        Span::raw(format!("{} tok {cost}", human(tokens))),
+        (Span::raw(" "), true),
+        (
+            Span::styled(permission_label(st.permission), perm_style),
+            true,
+        ),
+        (Span::raw(" · "), true),
+        (
+            Span::styled(sandbox, Style::default().fg(Color::Blue)),
+            true,
+        ),
+        (Span::raw(" · "), true),
+        (Span::raw(f.model.clone()), true),
+        (Span::raw(" · "), false),
+        (Span::styled(ctx, ctx_style), false),
+        (Span::raw(" · "), false),
+        (Span::raw(format!("{} tok {cost}", human(tokens))), false),
     ];
     let mut used = 0usize;
     let mut out = Vec::new();
-    for s in parts {
+    for (s, clippable) in parts {
         let w = str_width(&s.content);
         if used + w > width as usize {
             let room = (width as usize).saturating_sub(used);
-            if room > 0 {
+            if room > 0 && clippable {
                 out.push(Span::styled(clip(&s.content, room), s.style));
             }
             break;
@@ -197,7 +211,32 @@ pub fn footer_line(st: &State, width: u16) -> Line<'static> {
         used += w;
         out.push(s);
     }
+    // No dangling separator when the next figure did not fit.
+    if out.last().is_some_and(|s| s.content == " · ") {
+        out.pop();
+    }
     Line::from(out)
+}
+
+/// How full the model's context is: a percentage of the catalogue's
+/// window (yellow from 80 %, red from 95 %; `/model` names the window), the bare token count when
+/// the window is not known, `ctx ?` before any request reported usage
+/// against an unknown window.
+fn context_part(f: &FooterInfo) -> (String, Style) {
+    match (f.context_window, f.context_tokens) {
+        (Some(w), c) if w > 0 => {
+            let c = c.unwrap_or(0);
+            let pct = (c.saturating_mul(100) / u64::from(w)).min(999);
+            let style = match pct {
+                95.. => Style::default().fg(Color::Red),
+                80.. => Style::default().fg(Color::Yellow),
+                _ => Style::default(),
+            };
+            (format!("ctx {pct}%"), style)
+        }
+        (_, Some(c)) => (format!("ctx {}", human(c)), Style::default()),
+        _ => ("ctx ?".to_string(), Style::default()),
+    }
 }
 
 fn human(n: u64) -> String {

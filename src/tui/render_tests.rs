@@ -21,6 +21,9 @@ fn footer() -> FooterInfo {
         output_tokens: 345,
         cost_usd: Some(0.0021),
         full_access_capped: None,
+        selected: ("bwrap".into(), "full".into()),
+        context_tokens: Some(23_400),
+        context_window: Some(128_000),
     }
 }
 
@@ -171,6 +174,36 @@ fn unknown_cost_is_never_zero() {
     s.footer.cost_usd = None;
     let t = text(&screen(&s, 80, 4));
     assert!(t.contains("cost ?") && !t.contains("$0"), "{t}");
+}
+
+/// The context part: a share of a known window (coloured as it fills),
+/// the bare count against an unknown one, `ctx ?` before any usage.
+#[test]
+fn context_fullness_in_the_footer() {
+    let line = |ctx: Option<u64>, win: Option<u32>| {
+        let mut s = st(Approval::Ask);
+        (s.footer.context_tokens, s.footer.context_window) = (ctx, win);
+        let b = screen(&s, 120, 4);
+        let t = text(&b).lines().last().unwrap_or("").to_string();
+        let row = b.area.height - 1;
+        let x = t.find("ctx").map(|i| t[..i].chars().count() as u16);
+        (t, x.map(|x| b[(x, row)].fg))
+    };
+    let (t, fg) = line(Some(23_400), Some(128_000));
+    assert!(t.contains("ctx 18% ·"), "{t}");
+    assert_eq!(fg, Some(Color::Reset));
+    let (t, fg) = line(Some(110_000), Some(128_000));
+    assert!(t.contains("ctx 85% ·"), "{t}");
+    assert_eq!(fg, Some(Color::Yellow));
+    let (t, fg) = line(Some(990_000), Some(1_000_000));
+    assert!(t.contains("ctx 99% ·"), "{t}");
+    assert_eq!(fg, Some(Color::Red));
+    let (t, _) = line(Some(23_400), None);
+    assert!(t.contains("ctx 23.4k ·"), "{t}");
+    let (t, _) = line(None, None);
+    assert!(t.contains("ctx ? ·"), "{t}");
+    let (t, _) = line(None, Some(131_072));
+    assert!(t.contains("ctx 0% ·"), "{t}");
 }
 
 #[test]

@@ -138,6 +138,28 @@ pub struct FooterInfo {
     /// The sandbox mode Full Access still runs under when the user's
     /// settings cap it (`None`: Full Access really runs unsandboxed).
     pub full_access_capped: Option<String>,
+    /// The backend and tier selected at startup. `backend`/`level` follow
+    /// what each command really ran under; a permission change puts
+    /// these back, so a Full Access command's `none off` never lingers
+    /// into Ask.
+    pub selected: (String, String),
+    /// The latest model request's prompt plus answer (the runtime's
+    /// `turn.context_tokens`); `None` before any request reported usage.
+    pub context_tokens: Option<u64>,
+    /// The model's context window from the catalogue (`None`: not known,
+    /// e.g. a local model; the footer then shows tokens, not a percentage).
+    pub context_window: Option<u32>,
+}
+
+impl FooterInfo {
+    /// Switch the model shown, and the context window it has.
+    pub fn set_model(&mut self, provider: &str, model: &str) {
+        self.provider = provider.to_string();
+        self.model = model.to_string();
+        self.context_window = crate::provider::catalogue::get(provider)
+            .and_then(|e| e.model(model))
+            .and_then(|m| m.context_window);
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -587,6 +609,9 @@ impl State {
     }
 
     fn set_permission(&mut self, p: Approval) {
+        if p != self.permission && !self.footer.selected.0.is_empty() {
+            (self.footer.backend, self.footer.level) = self.footer.selected.clone();
+        }
         self.permission = p;
         self.flash = match p {
             Approval::AutoReview => Some(AUTO_REVIEW_NOTE.into()),
@@ -852,6 +877,18 @@ impl State {
     }
 
     fn usage(&mut self, turn: &Value, done: bool) {
+        // The model that really answers (routing, `/model`, `/provider`).
+        if let (Some(p), Some(m)) = (
+            turn["effective_provider"].as_str(),
+            turn["effective_model"].as_str(),
+        ) {
+            if !m.is_empty() && (p != self.footer.provider || m != self.footer.model) {
+                self.footer.set_model(p, m);
+            }
+        }
+        if let Some(c) = turn["context_tokens"].as_u64() {
+            self.footer.context_tokens = Some(c);
+        }
         let u = &turn["usage"];
         let live_in = u["input_tokens"].as_u64().unwrap_or(0);
         let live_out = u["output_tokens"].as_u64().unwrap_or(0);

@@ -518,3 +518,69 @@ fn the_footer_level_becomes_what_the_last_command_ran_under() {
         ("landlock", "full")
     );
 }
+
+/// A permission change puts the selected sandbox back in the footer: a
+/// Full Access command's `none off` never lingers into Ask.
+#[test]
+fn a_permission_change_restores_the_selected_sandbox_in_the_footer() {
+    let mut s = shell_started("ls");
+    s.footer.selected = ("bwrap".into(), "partial".into());
+    (s.footer.backend, s.footer.level) = s.footer.selected.clone();
+    s.permission = Approval::FullAccess;
+    let (s, _) = on(
+        s,
+        "item.completed",
+        "i1",
+        json!({"item": {"kind": "command_execution", "metadata": {"status": "ok",
+               "enforced": {"backend": "none", "level": "off", "partial_items": 0}}}}),
+    );
+    assert_eq!(
+        (s.footer.backend.as_str(), s.footer.level.as_str()),
+        ("none", "off")
+    );
+    let (s, _) = s.step(env(
+        "turn.completed",
+        Some("turn_1"),
+        None,
+        json!({"turn": {"status": "completed", "usage": {}}}),
+    ));
+    let (s, _) = key(s, Key::BackTab);
+    assert_ne!(s.permission, Approval::FullAccess);
+    assert_eq!(
+        (s.footer.backend.as_str(), s.footer.level.as_str()),
+        ("bwrap", "partial")
+    );
+}
+
+/// The footer follows the model that really answered (routing, `/model`)
+/// with its catalogue window, and the runtime's `context_tokens`.
+#[test]
+fn the_footer_follows_the_answering_model_and_its_context() {
+    let mut s = running();
+    s.footer.set_model("deepseek", "deepseek-flash");
+    assert_eq!(s.footer.context_window, Some(1_000_000));
+    let (s, _) = s.step(env(
+        "turn.lifecycle",
+        Some("turn_1"),
+        None,
+        json!({"turn": {"status": "running", "effective_provider": "anthropic",
+                        "effective_model": "claude-sonnet-5-5", "context_tokens": 4321,
+                        "usage": {"input_tokens": 4000, "output_tokens": 321}}}),
+    ));
+    assert_eq!(
+        (s.footer.provider.as_str(), s.footer.model.as_str()),
+        ("anthropic", "claude-sonnet-5-5")
+    );
+    assert_eq!(s.footer.context_window, Some(1_000_000));
+    assert_eq!(s.footer.context_tokens, Some(4321));
+    // An unknown model: no window, the count stays.
+    let (s, _) = s.step(env(
+        "turn.lifecycle",
+        Some("turn_1"),
+        None,
+        json!({"turn": {"status": "running", "effective_provider": "ollama",
+                        "effective_model": "llama-local", "usage": {}}}),
+    ));
+    assert_eq!(s.footer.context_window, None);
+    assert_eq!(s.footer.context_tokens, Some(4321));
+}
