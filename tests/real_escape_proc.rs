@@ -119,8 +119,14 @@ fn c14_c22_no_privileges() {
         assert!(r.stdout.contains("NoNewPrivs:\t1"), "[{case}] {r:?}");
         // Without a user namespace an unprivileged process cannot clear
         // its bounding set (no CAP_SETPCAP); the report says so, and
-        // no_new_privs keeps it from mattering.
-        let bnd_clearable = case.tier.namespaces || is_root();
+        // no_new_privs keeps it from mattering. The landlock tier's mask
+        // (a `.env` in the workspace root) runs the command in a user
+        // namespace of its own when it is not root: there it can, and the
+        // report claims so — checked below like every other set.
+        let userns = r.enforcement()["namespaces"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|n| n == "user"));
+        let bnd_clearable = case.tier.namespaces || is_root() || userns;
         if !bnd_clearable {
             case.assert_partial(&r, &["bounding set is not cleared"]);
         }

@@ -532,3 +532,151 @@ fn nested_repositories_written_during_a_run_run_nothing_on_the_host() {
         assert_eq!(r.enforcement()["level"], "partial", "[{case}]");
     }
 }
+
+/// The run's directory in codewhale's integrity state (one workspace here).
+fn run_dir(fx: &Fx) -> std::path::PathBuf {
+    let runs = fx.home.join(".codewhale/integrity/runs");
+    let mut dirs: Vec<_> = fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs.pop().unwrap()
+}
+
+/// The recorded sandbox inits of the run (`pid-starttime` names).
+fn records(fx: &Fx) -> Vec<(i32, u64)> {
+    let Ok(rd) = fs::read_dir(run_dir(fx).join("sandboxes")) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let (p, s) = n.split_once('-')?;
+            Some((p.parse().ok()?, s.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Field 22 of `/proc/PID/stat`: the start time a record names.
+fn start_time(pid: u32) -> u64 {
+    let s = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &s[s.rfind(')').unwrap() + 1..];
+    rest.split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+/// A run of `case` whose codewhale was SIGKILLed, once its sandbox is gone
+/// (its baseline is a dead run's now). In the bwrap tier the run recorded
+/// its sandbox's pid-namespace init before the command started: it is
+/// on record by the time the command's first act (the marker) is done.
+fn dead_run(fx: &Fx, case: &Case) {
+    let mark = fx.ws.join("started.mark");
+    let dur = format!("28.{}", std::process::id());
+    let script = format!("echo > started.mark; exec sleep {dur}");
+    let mut child = fx
+        .command(case, &[], &["sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    wait_for(&mark, "the sandboxed command's marker");
+    if case.tier.name == "bwrap" {
+        let recs = records(fx);
+        assert_eq!(recs.len(), 1, "[{case}] the init is on record first");
+        let (pid, _) = recs[0];
+        let ns = |p: &str| fs::read_link(format!("/proc/{p}/ns/pid")).unwrap();
+        assert_ne!(
+            ns(&pid.to_string()),
+            ns("self"),
+            "[{case}] the record names the sandbox's own pid namespace init"
+        );
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t = Instant::now();
+    while process_with_mark(&dur) {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "[{case}] sandbox survived"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The landlock stage holds the run's lock until it has reaped the
+    // tree; only then is the baseline a dead run's.
+    let active = fs::File::open(run_dir(fx).join("active")).unwrap();
+    let t = Instant::now();
+    // SAFETY: flock on a file this test opened; released at once.
+    while unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&active),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    } != 0
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "[{case}] the run lock stayed held"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(active);
+    fs::remove_file(&mark).unwrap();
+}
+
+/// A write that lands after codewhale's death — a process of the dead
+/// run's sandbox still finishing its last system call while the kernel
+/// tears the namespace down — is reverted, because the next command waits
+/// for every sandbox init the dead run recorded before it checks. Here the
+/// late writer is an ordinary process put on record as that init (the
+/// kernel's teardown cannot be slowed on demand); the positive control is
+/// the same late write without the record: it lands after the check and
+/// stays. A run that ends normally leaves no record behind.
+#[test]
+fn the_check_of_a_dead_run_waits_for_its_recorded_sandboxes() {
+    for case in ww_cases() {
+        for recorded in [true, false] {
+            let fx = Fx::new();
+            let done = fx.command(&case, &[], &["true"]).output().unwrap();
+            assert!(done.status.success(), "[{case}] {done:?}");
+            assert!(
+                records(&fx).is_empty(),
+                "[{case}] a finished run's record stays"
+            );
+            dead_run(&fx, &case);
+            let late = std::process::Command::new("sh")
+                .args(["-c", "sleep 2; echo LATE-WRITE > .envrc"])
+                .current_dir(&fx.ws)
+                .spawn()
+                .unwrap();
+            if recorded {
+                let pid = late.id();
+                let dir = run_dir(&fx).join("sandboxes");
+                fs::create_dir_all(&dir).unwrap();
+                fs::write(dir.join(format!("{pid}-{}", start_time(pid))), b"").unwrap();
+            }
+            let next = std::process::Command::new(BIN)
+                .arg("--version")
+                .env("HOME", &fx.home)
+                .output()
+                .unwrap();
+            assert!(next.status.success(), "[{case}] {next:?}");
+            let mut late = late;
+            late.wait().unwrap();
+            let landed = fx.ws.join(".envrc").exists();
+            if recorded {
+                assert!(!landed, "[{case}] the late write stayed");
+                assert_eq!(
+                    files_with(&quarantine(&fx), "LATE-WRITE").len(),
+                    1,
+                    "[{case}] quarantined"
+                );
+                assert!(records(&fx).is_empty(), "[{case}] the record is dropped");
+            } else {
+                // Positive control: without the wait the check ran first.
+                assert!(
+                    landed,
+                    "[{case}] control: the late write lands after the check"
+                );
+            }
+        }
+    }
+}

@@ -34,11 +34,22 @@ fn expect_mask() -> bool {
     std::env::var(SEAM).map_or(true, |v| v.trim() != "1")
 }
 
+/// The report's strategy; the label (what stream-json, the session log
+/// and receipts carry) names the same one.
 fn strategy(r: &Run) -> String {
-    r.enforcement()["deny_read_strategy"]
-        .as_str()
-        .unwrap_or("")
-        .to_string()
+    let e = r.enforcement();
+    let s = e["deny_read_strategy"].as_str().unwrap_or("").to_string();
+    let label = e["label"].as_str().unwrap_or("");
+    if s == "none" || s.is_empty() {
+        assert_eq!(label, "sandboxed: landlock+seccomp", "{e}");
+    } else {
+        assert_eq!(
+            label,
+            format!("sandboxed: landlock+seccomp, deny-read by {s}"),
+            "{e}"
+        );
+    }
+    s
 }
 
 /// A Rust toolchain this user can run (see real_workloads.rs for why).

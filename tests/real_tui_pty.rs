@@ -10,7 +10,7 @@
 mod common;
 
 use common::pty::{provider_config, FreshHome, Pty};
-use common::scripted_model::{call, reply, trickle, ScriptedModel, Step, Wire};
+use common::scripted_model::{call, reply, reply_with_usage, trickle, ScriptedModel, Step, Wire};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -162,6 +162,34 @@ fn a_then_the_same_kind_passes_by_session_rule() {
     let r = t.receipts();
     assert!(r.contains("approved by you"), "{r}");
     assert!(r.contains("approved by a session rule"), "{r}");
+    t.quit();
+}
+
+/// The footer's context part follows the runtime's `context_tokens`: `ctx ?`
+/// before any usage, then the latest request's prompt plus answer (the
+/// scripted model is not in the catalogue, so a count, not a share), and
+/// `/model` says the window is not known.
+#[test]
+fn the_footer_shows_the_context_in_use() {
+    let m = model(vec![reply_with_usage(
+        "counted",
+        json!({"prompt_tokens": 1200, "completion_tokens": 34, "total_tokens": 1234}),
+    )]);
+    let t = Tui::start(&m, |_| {});
+    let s = t.wait_for("Ask codewhale", BOOT);
+    assert!(s.contains("ctx ? ·"), "{s}");
+    t.type_text("count");
+    t.send(b"\r");
+    t.wait_for("counted", TURN);
+    let s = t.wait_for("ctx 1.2k", TURN);
+    assert!(s.contains("1.2k tok"), "{s}");
+    t.wait_idle(TURN);
+    t.type_text("/model");
+    t.send(b"\r");
+    t.wait_for(
+        "context window not in the catalogue",
+        Duration::from_secs(5),
+    );
     t.quit();
 }
 

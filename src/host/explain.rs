@@ -230,6 +230,7 @@ mod imp {
         let spec = helper::HelperSpec {
             status_fd: 3,
             lifeline_fd: Some(4),
+            go_fd: Some(5),
             seccomp: seccomp_opts,
             landlock: Some(helper::InsideBwrapLandlock::new(
                 resolved,
@@ -252,6 +253,7 @@ mod imp {
             helper: Some(spawn::helper_argv(&spec, settings.helper_exe.as_deref())?),
             command: vec!["CMD".into(), "ARGS…".into()],
             egress_dir: None,
+            info_fd: Some(6),
         };
         let plan = bwrap::plan(resolved, &opts);
         let rules = seccomp::rules(&seccomp_opts);

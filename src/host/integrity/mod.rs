@@ -30,6 +30,8 @@
 //! Only the protected paths are read, never the trees around them.
 
 pub mod nested;
+#[cfg(target_os = "linux")]
+pub mod sandboxes;
 pub mod state;
 
 use crate::host::enforcement::{Revert, RevertAction};
@@ -43,6 +45,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 const BASELINE: &str = "baseline.json";
+
+/// How long the check of a dead run waits for the sandboxes it recorded to
+/// be gone ([`sandboxes::wait_dead`]); the kernel takes milliseconds, so
+/// only a process stuck in the kernel (a hung network filesystem) gets near.
+#[cfg(target_os = "linux")]
+const DEAD_SANDBOX_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One guarded path and the writable root it lies in.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -232,6 +240,10 @@ impl RunGuard {
             // Nobody else is running here: a baseline still present is
             // a dead run's, checked before this run takes a fresh one.
             if let Some(old) = load(&dir) {
+                #[cfg(target_os = "linux")]
+                for n in sandboxes::wait_dead(&dir, DEAD_SANDBOX_WAIT) {
+                    eprintln!("codewhale: {n}");
+                }
                 recovered = check(&base, &old, &objects, true);
             }
             Baseline {
@@ -290,6 +302,13 @@ impl RunGuard {
     #[cfg(target_os = "linux")]
     pub fn lock_fd(&self) -> std::os::fd::RawFd {
         self.active.as_raw_fd()
+    }
+
+    /// Record a sandbox's pid-namespace init for this run before the
+    /// command may start (see [`sandboxes`]).
+    #[cfg(target_os = "linux")]
+    pub fn record_sandbox(&self, pid: libc::pid_t) -> Result<sandboxes::Recorded, HostError> {
+        sandboxes::record(&self.dir, pid)
     }
 
     /// After the command's process tree ended: revert what changed, and
@@ -362,6 +381,10 @@ pub fn recover_in(base: &Path) -> Vec<(PathBuf, Vec<Revert>)> {
             continue; // a live run: it checks when it leaves
         }
         if let Some(b) = load(&dir) {
+            #[cfg(target_os = "linux")]
+            for n in sandboxes::wait_dead(&dir, DEAD_SANDBOX_WAIT) {
+                eprintln!("codewhale: {n}");
+            }
             let r = check(base, &b, &objects, true);
             let _ = std::fs::remove_file(dir.join(BASELINE));
             out.push((b.workspace, r));

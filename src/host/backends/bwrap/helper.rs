@@ -41,6 +41,12 @@ pub struct HelperSpec {
     /// so it hangs up exactly when codewhale dies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifeline_fd: Option<RawFd>,
+    /// Read end of the go-ahead pipe: the command starts only after
+    /// codewhale has recorded the sandbox's pid-namespace init and sent one
+    /// byte (see `host::integrity::sandboxes`); a hang-up instead means
+    /// codewhale is gone, and the command never starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub go_fd: Option<RawFd>,
     pub seccomp: SeccompOptions,
     /// Inside bwrap: plan and apply Landlock ([`Tier::InsideBwrap`]) from
     /// this trimmed policy before seccomp. Planned here, not in the parent,
@@ -189,10 +195,33 @@ pub fn main(spec_json: &str, command: &[OsString]) -> i32 {
     if failed {
         return crate::exit::SANDBOX_SETUP;
     }
+    if let Some(go) = spec.go_fd {
+        if !go_ahead(go) {
+            eprintln!(
+                "codewhale: the sandbox was not cleared to start the command (codewhale went away)"
+            );
+            return crate::exit::SANDBOX_SETUP;
+        }
+    }
     if let Some(lifeline) = spec.lifeline_fd {
         return watch(lifeline, program, args);
     }
     exec_command(program, args)
+}
+
+/// Wait for codewhale's one-byte go-ahead on `fd` (then closed). `false`
+/// when it hung up instead.
+fn go_ahead(fd: RawFd) -> bool {
+    // SAFETY: the go fd was handed to us for this purpose alone.
+    let f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut b = [0u8; 1];
+    loop {
+        match std::io::Read::read(&mut &f, &mut b) {
+            Ok(1) => return true,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            _ => return false,
+        }
+    }
 }
 
 /// Replace this process with the command; returns the exit code on failure.

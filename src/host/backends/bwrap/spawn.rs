@@ -5,17 +5,77 @@
 
 use super::helper::{HelperSpec, HelperStatus, SUBCOMMAND};
 use crate::host::backends::bwrap::{plan, BwrapOptions, BwrapPlan};
-use crate::host::enforcement::{Enforcement, EnforcementLevel, LandlockStatus, NetworkEnforcer};
+use crate::host::enforcement::{
+    Enforcement, EnforcementLevel, LandlockStatus, NetworkEnforcer, PartialItem, Shortfall,
+};
 use crate::host::process::supervise;
 use crate::host::request::{ExecOutcome, ExecRequest};
 use crate::host::seccomp::SeccompOptions;
 use crate::host::{BackendKind, HostError};
 use crate::policy::ResolvedPolicy;
 use std::ffi::OsString;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// How long a run waits, after bwrap has gone, for its sandbox's pid
+/// namespace to empty (the kernel takes milliseconds; only a process stuck
+/// in the kernel, e.g. on a hung network filesystem, gets near this).
+const SANDBOX_EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Read bwrap's `--info-fd` report to its end (bwrap closes it once
+/// written), record the sandbox's pid-namespace init for the crash
+/// recovery, then give the helper the go-ahead. On any failure the
+/// go-ahead pipe is closed unwritten and the command never starts.
+fn record_and_go(
+    info: OwnedFd,
+    go: OwnedFd,
+    guard: &crate::host::integrity::RunGuard,
+) -> Result<crate::host::integrity::sandboxes::Recorded, String> {
+    // Read until the report parses rather than to the end: a copy of the
+    // write end that leaked into a process spawned meanwhile by another
+    // thread would hold the end off.
+    let mut f = std::fs::File::from(info);
+    let mut text = Vec::new();
+    let mut buf = [0u8; 512];
+    let v: serde_json::Value = loop {
+        let n = match f.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("reading bwrap's --info-fd: {e}")),
+        };
+        if n == 0 {
+            // bwrap failed before it created the sandbox (its own error
+            // says why), or wrote something unreadable.
+            return Err(format!(
+                "bwrap reported no sandbox{}",
+                if text.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {:?}", String::from_utf8_lossy(&text))
+                }
+            ));
+        }
+        text.extend_from_slice(&buf[..n]);
+        if text.len() > 64 * 1024 {
+            return Err("bwrap's --info-fd report is too long".into());
+        }
+        if let Ok(v) = serde_json::from_slice(&text) {
+            break v;
+        }
+    };
+    let text = String::from_utf8_lossy(&text);
+    let pid = v["child-pid"]
+        .as_i64()
+        .and_then(|p| libc::pid_t::try_from(p).ok())
+        .ok_or_else(|| format!("bwrap's --info-fd report has no child-pid: {text:?}"))?;
+    let rec = guard.record_sandbox(pid).map_err(|e| e.to_string())?;
+    std::fs::File::from(go)
+        .write_all(&[1])
+        .map_err(|e| format!("giving the helper the go-ahead: {e}"))?;
+    Ok(rec)
+}
 
 /// Directories no trusted bwrap is taken from when searching `PATH`:
 /// anyone (or a sandboxed command in an earlier run) can plant files there.
@@ -110,6 +170,7 @@ pub fn options(
         helper,
         command,
         egress_dir: None,
+        info_fd: None,
     })
 }
 
@@ -304,6 +365,14 @@ pub fn run(
     let (life_read, life_write): (OwnedFd, OwnedFd) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| HostError::io("creating the lifeline pipe", e.into()))?;
+    // bwrap's --info-fd (the pid of the sandbox's pid-namespace init) and
+    // the go-ahead: the helper starts the command only once that init is
+    // recorded for the crash recovery (`integrity::sandboxes`).
+    let (info_read, info_write): (OwnedFd, OwnedFd) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| HostError::io("creating the info pipe", e.into()))?;
+    let (go_read, go_write): (OwnedFd, OwnedFd) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| HostError::io("creating the go-ahead pipe", e.into()))?;
     // network = "allowlist": the proxy outside, the bridge inside.
     let egress = match &policy.egress {
         Some(spec) if !policy.network => Some(crate::host::egress::EgressRun::start_unix(spec)?),
@@ -323,6 +392,7 @@ pub fn run(
     };
     let spec = HelperSpec {
         lifeline_fd: Some(life_read.as_raw_fd()),
+        go_fd: Some(go_read.as_raw_fd()),
         status_fd: write_end.as_raw_fd(),
         egress: bridge,
         seccomp,
@@ -335,6 +405,7 @@ pub fn run(
     let command = req.argv.iter().map(OsString::from).collect();
     let mut opts = options(bwrap, &cwd, Some(&spec), helper_exe, command)?;
     opts.egress_dir = egress.as_ref().and_then(|e| e.socket_dir());
+    opts.info_fd = Some(info_write.as_raw_fd());
     let plan = plan(policy, &opts).map_err(|e| HostError::Unavailable {
         backend: crate::host::BackendKind::Bwrap,
         reason: e.to_string(),
@@ -366,11 +437,27 @@ pub fn run(
     cmd.args(&plan.argv[1..]);
     cmd.env_clear().envs(&scrubbed.vars);
 
-    let sup = supervise::run_with(cmd, vec![write_end, life_read], req, false);
+    let (sup, recorded) = std::thread::scope(|sc| {
+        let recorder = sc.spawn(|| record_and_go(info_read, go_write, &guard));
+        let sup = supervise::run_with(
+            cmd,
+            vec![write_end, life_read, info_write, go_read],
+            req,
+            false,
+        );
+        (sup, recorder.join())
+    });
     drop(life_write);
     let status = read_status(read_end);
-    // bwrap is gone (supervision waited for it), and with its pid
-    // namespace every process of the command: nothing writes any more.
+    // bwrap is gone (supervision waited for it). Its pid namespace's init
+    // exits only after every process of the namespace has: once it has,
+    // nothing of the command writes any more (a timeout or Esc killed
+    // bwrap, and the namespace dies a moment later).
+    let (unsettled, record_error) = match recorded {
+        Ok(Ok(r)) => (!r.finish(SANDBOX_EXIT_WAIT), None),
+        Ok(Err(why)) => (false, Some(why)),
+        Err(_) => (false, Some("the recorder thread panicked".to_string())),
+    };
     let unguarded = guard.unguarded.clone();
     let mut reverts = guard.recovered.clone();
     reverts.extend(guard.leave());
@@ -397,7 +484,25 @@ pub fn run(
             )))
         }
     };
+    // The helper set up, but the command was never cleared to start.
+    if let Some(why) = record_error {
+        return Err(HostError::Unavailable {
+            backend: crate::host::BackendKind::Bwrap,
+            reason: format!("could not record the sandbox before starting the command: {why}"),
+            remedy: None,
+        });
+    }
     let mut enforcement = enforcement(policy, &plan, &status, scrubbed.removed);
+    if unsettled {
+        enforcement.partial.push(PartialItem::new(
+            Shortfall::Supervision,
+            format!(
+                "the sandbox's processes had not all exited {} s after bwrap did; the after-run \
+                 check of protected paths ran anyway, so a write landing later is not reverted",
+                SANDBOX_EXIT_WAIT.as_secs()
+            ),
+        ));
+    }
     enforcement
         .partial
         .extend(crate::host::integrity::report_items(

@@ -598,7 +598,14 @@ pub fn enforcement(
     } else {
         EnforcementLevel::Partial
     };
-    let label = String::from("sandboxed: landlock+seccomp");
+    // The label travels to stream-json, the session log and receipts: it
+    // names how deny-read items inside writable roots were held when there
+    // were any (`mask`: a private mount namespace; `carve+opener`: the
+    // fallback, whose new entries cannot be executed).
+    let label = match plan.deny_read_strategy {
+        mask::DenyReadStrategy::None => String::from("sandboxed: landlock+seccomp"),
+        s => format!("sandboxed: landlock+seccomp, deny-read by {}", s.as_str()),
+    };
     // The mask is the only namespace change: the mount namespace, and the
     // user namespace it needs without CAP_SYS_ADMIN.
     let namespaces = match plan.mask_via {
