@@ -312,3 +312,77 @@ fn the_seam_forces_the_carve_and_the_opener() {
         );
     }
 }
+
+/// The fallback's rename is put back after a crash too: codewhale is
+/// SIGKILLed after the command renamed `.env`, so the run never reaches
+/// its own after-run step; the next codewhale command (`--version`)
+/// renames it back from the list the run kept in its integrity directory.
+/// Positive control: until then the rename is there on the host.
+#[test]
+fn a_rename_by_a_sigkilled_fallback_run_is_put_back_by_the_next_command() {
+    use std::time::{Duration, Instant};
+    for case in landlock_ww() {
+        let fx = Fx::new();
+        let mark = fx.ws.join("started.mark");
+        let dur = format!("27.{}", std::process::id());
+        let script = format!("mv .env e2 && echo > started.mark; exec sleep {dur}");
+        let mut child = fx
+            .command(&case, &[], &["sh", "-c", &script])
+            .env(SEAM, "1")
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while !mark.exists() {
+            assert!(t.elapsed() < Duration::from_secs(30), "[{case}] no marker");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // The stage holds the run's lock until it has reaped the tree.
+        let runs = fx.home.join(".codewhale/integrity/runs");
+        let run = fs::read_dir(&runs)
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path();
+        let active = fs::File::open(run.join("active")).unwrap();
+        let t = Instant::now();
+        // SAFETY: flock on a file this test opened; released when dropped.
+        while unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&active),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        } != 0
+        {
+            assert!(t.elapsed() < Duration::from_secs(10), "[{case}] lock held");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(active);
+        // Positive control: the crash left the rename in place.
+        assert!(
+            fx.ws.join("e2").exists() && !fx.ws.join(".env").exists(),
+            "[{case}] the command's rename did not happen"
+        );
+        let next = std::process::Command::new(BIN)
+            .arg("--version")
+            .env("HOME", &fx.home)
+            .output()
+            .unwrap();
+        assert!(next.status.success(), "[{case}] {next:?}");
+        let err = String::from_utf8_lossy(&next.stderr);
+        assert!(
+            err.contains(".env"),
+            "[{case}] says what it put back: {err}"
+        );
+        host_env_intact(&fx, &case);
+        assert!(!fx.ws.join("e2").exists(), "[{case}] e2 left on the host");
+        let left: Vec<_> = fs::read_dir(&run)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("renamed-"))
+            .collect();
+        assert!(left.is_empty(), "[{case}] the list stays: {left:?}");
+    }
+}

@@ -42,9 +42,18 @@ impl Tui {
     /// CODEWHALE_HOME, TMPDIR and XDG_RUNTIME_DIR, with the scripted model
     /// as the provider. `prepare` fills the workspace first.
     fn start(model: &ScriptedModel, prepare: impl FnOnce(&Path)) -> Tui {
+        Tui::start_env(model, prepare, &[])
+    }
+
+    /// [`Tui::start`] with extra environment variables for codewhale.
+    fn start_env(model: &ScriptedModel, prepare: impl FnOnce(&Path), env: &[(&str, &str)]) -> Tui {
         let home = FreshHome::new(&provider_config(model.kind(), &model.base_url()));
         prepare(&home.ws);
-        let pty = Pty::spawn(home.command(Path::new(BIN)), 30, 100);
+        let mut cmd = home.command(Path::new(BIN));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let pty = Pty::spawn(cmd, 30, 100);
         Tui {
             ws: home.ws.clone(),
             home,
@@ -732,4 +741,28 @@ fn sigterm_mid_turn_is_recorded_as_such_and_exits_143() {
         .find(|r| r["event"] == "turn.completed")
         .expect("the turn closed before the exit");
     assert_eq!(done["payload"]["turn"]["error"], "interrupted (SIGTERM)");
+}
+
+/// A panic leaves the terminal as a normal exit does: raw mode off, the
+/// normal screen, bracketed paste off (the hook restores before the
+/// message prints). The test seam `CODEWHALE_TEST_TUI_PANIC` makes the
+/// TUI panic when that exact text is submitted. Positive control: the
+/// terminal is in raw mode while the TUI runs.
+#[test]
+fn a_panic_restores_the_terminal() {
+    let m = model(vec![]);
+    let mut t = Tui::start_env(&m, |_| {}, &[("CODEWHALE_TEST_TUI_PANIC", "boom-now")]);
+    t.wait_for("Ask codewhale", BOOT);
+    assert!(t.raw_mode(), "the TUI runs in raw mode");
+    t.type_text("boom-now");
+    t.send(b"\r");
+    let code = t.wait_exit(Duration::from_secs(10));
+    assert_eq!(code.exit_code(), 101, "{code:?}");
+    std::thread::sleep(Duration::from_millis(100));
+    t.assert_terminal_restored();
+    let s = t.screen();
+    assert!(
+        s.contains("CODEWHALE_TEST_TUI_PANIC"),
+        "the panic message shows: {s}"
+    );
 }

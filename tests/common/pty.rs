@@ -321,6 +321,19 @@ impl Pty {
         let p = self.parser.lock().unwrap();
         assert!(!p.screen().alternate_screen(), "alternate screen left on");
         assert!(!p.screen().bracketed_paste(), "bracketed paste left on");
+        assert!(!self.raw_mode(), "raw mode left on");
+    }
+
+    /// Whether the terminal is in raw mode (no canonical input, no echo):
+    /// on Linux `tcgetattr` on the master reads the slave's settings.
+    pub fn raw_mode(&self) -> bool {
+        let fd = self.master.as_raw_fd().expect("the pty's master fd");
+        // SAFETY: a zeroed termios is a valid out-parameter; fd is the
+        // master this Pty owns.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::tcgetattr(fd, &mut t) }, 0, "tcgetattr");
+        t.c_lflag & (libc::ICANON | libc::ECHO) != (libc::ICANON | libc::ECHO)
     }
 }
 

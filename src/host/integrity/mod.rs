@@ -246,6 +246,8 @@ impl RunGuard {
                 }
                 recovered = check(&base, &old, &objects, true);
             }
+            #[cfg(target_os = "linux")]
+            recovered.extend(crate::host::backends::landlock::renamed::recover(&dir));
             Baseline {
                 workspace: workspace.to_path_buf(),
                 entries: Vec::new(),
@@ -302,6 +304,12 @@ impl RunGuard {
     #[cfg(target_os = "linux")]
     pub fn lock_fd(&self) -> std::os::fd::RawFd {
         self.active.as_raw_fd()
+    }
+
+    /// This run's directory in the integrity state (its baseline, locks
+    /// and the records of what the crash recovery must know).
+    pub fn run_dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Record a sandbox's pid-namespace init for this run before the
@@ -368,7 +376,7 @@ pub fn recover_in(base: &Path) -> Vec<(PathBuf, Vec<Revert>)> {
     let mut out = Vec::new();
     for e in rd.flatten() {
         let dir = e.path();
-        if !dir.join(BASELINE).exists() {
+        if !dir.join(BASELINE).exists() && !has_renamed_lists(&dir) {
             continue;
         }
         let (Ok(mutex), Ok(active)) =
@@ -380,17 +388,35 @@ pub fn recover_in(base: &Path) -> Vec<(PathBuf, Vec<Revert>)> {
         if !flock(&active, libc::LOCK_EX | libc::LOCK_NB) {
             continue; // a live run: it checks when it leaves
         }
+        #[cfg(target_os = "linux")]
+        for n in sandboxes::wait_dead(&dir, DEAD_SANDBOX_WAIT) {
+            eprintln!("codewhale: {n}");
+        }
+        let mut r = Vec::new();
+        let mut workspace = None;
         if let Some(b) = load(&dir) {
-            #[cfg(target_os = "linux")]
-            for n in sandboxes::wait_dead(&dir, DEAD_SANDBOX_WAIT) {
-                eprintln!("codewhale: {n}");
-            }
-            let r = check(base, &b, &objects, true);
+            r = check(base, &b, &objects, true);
             let _ = std::fs::remove_file(dir.join(BASELINE));
-            out.push((b.workspace, r));
+            workspace = Some(b.workspace);
+        }
+        // Deny-read files a dead carve+opener run renamed (its list can
+        // outlive the baseline when a concurrent run left last).
+        #[cfg(target_os = "linux")]
+        r.extend(crate::host::backends::landlock::renamed::recover(&dir));
+        if let Some(ws) = workspace.or_else(|| (!r.is_empty()).then(|| dir.clone())) {
+            out.push((ws, r));
         }
     }
     out
+}
+
+/// Whether `dir` holds a carve+opener run's list of watched deny-read
+/// files (`landlock::renamed::persist`).
+fn has_renamed_lists(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("renamed-"))
+    })
 }
 
 /// Whether a baseline of a dead run is waiting (for `doctor`).

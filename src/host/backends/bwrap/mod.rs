@@ -60,8 +60,9 @@ pub struct BwrapOptions {
     pub egress_dir: Option<PathBuf>,
     /// `--info-fd`: bwrap writes the pid of the sandbox's pid-namespace
     /// init there, which codewhale records before the command may start
-    /// (`host::integrity::sandboxes`).
-    pub info_fd: Option<std::os::fd::RawFd>,
+    /// (`host::integrity::sandboxes`). A plain fd number: the planner is
+    /// pure and builds on every platform.
+    pub info_fd: Option<i32>,
 }
 
 /// The plan: the argv plus what the `Enforcement` report should state.

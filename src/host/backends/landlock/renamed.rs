@@ -10,9 +10,14 @@
 //! nothing is ever overwritten or deleted. What cannot be put back (moved
 //! elsewhere, or a new file now at the name) is reported as `failed` with
 //! the reason, both files left where they are. The `mask` strategy needs
-//! none of this (a mount point cannot be renamed). Not covered: a run whose
-//! codewhale was SIGKILLed (the integrity check's crash recovery does not
-//! know these files).
+//! none of this (a mount point cannot be renamed).
+//!
+//! A run whose codewhale is SIGKILLed never gets to its after-run step, so
+//! the watched list is also written into the run's integrity directory
+//! ([`persist`]) before the command starts; the crash recovery of a dead
+//! run ([`recover`]) renames back from those lists exactly as the run
+//! would have (a renamed secret would otherwise stay readable under its
+//! new name in later runs: the resolver only withholds deny-read names).
 
 use crate::host::enforcement::{Revert, RevertAction};
 use crate::policy::resolve::{PathKind, ResolvedPolicy};
@@ -23,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 /// One deny-read file inside a writable root, as it was when the run
 /// started.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Watched {
     pub path: PathBuf,
     dev: u64,
@@ -51,6 +56,57 @@ pub fn record(policy: &ResolvedPolicy) -> Vec<Watched> {
             })
         })
         .collect()
+}
+
+/// The name of a run's persisted list in its integrity directory.
+const PREFIX: &str = "renamed-";
+
+/// Write `watched` into the run's integrity directory `run_dir` for the
+/// crash recovery (nothing when empty). The file to drop after the run.
+pub fn persist(run_dir: &Path, watched: &[Watched]) -> Result<Option<PathBuf>, String> {
+    if watched.is_empty() {
+        return Ok(None);
+    }
+    let name = format!(
+        "{PREFIX}{}-{}.json",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    );
+    let path = run_dir.join(name);
+    let bytes = serde_json::to_vec(watched).map_err(|e| e.to_string())?;
+    std::fs::write(&path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(Some(path))
+}
+
+/// The crash recovery of a dead run in `run_dir`: rename back what each
+/// persisted list names, drop the lists; the reverts, marked as an earlier
+/// run's.
+pub fn recover(run_dir: &Path) -> Vec<Revert> {
+    let Ok(rd) = std::fs::read_dir(run_dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().starts_with(PREFIX) {
+            continue;
+        }
+        let p = e.path();
+        if let Ok(w) = std::fs::read(&p)
+            .map_err(|_| ())
+            .and_then(|b| serde_json::from_slice::<Vec<Watched>>(&b).map_err(|_| ()))
+        {
+            out.extend(restore(&w).into_iter().map(|mut r| {
+                r.earlier_run = true;
+                r
+            }));
+        }
+        let _ = std::fs::remove_file(&p);
+    }
+    out
 }
 
 fn same(m: &std::fs::Metadata, w: &Watched) -> bool {

@@ -307,6 +307,13 @@ fn run_once(
     } else {
         Vec::new()
     };
+    // ... and, should codewhale die first, by the crash recovery.
+    let persisted = landlock::renamed::persist(guard.run_dir(), &watched).map_err(|e| {
+        HostError::io(
+            "recording the deny-read files for the crash recovery",
+            std::io::Error::other(e),
+        )
+    })?;
     // The stage holds the run's lock too: if codewhale is SIGKILLed, the
     // run stays "live" (no other command checks against its baseline)
     // until the stage has killed and reaped every process of the tree.
@@ -318,10 +325,15 @@ fn run_once(
     let status = read_stage_status(read_end);
     // The stage (subreaper of the command's tree) killed every descendant
     // before it exited, and supervision waited for it: nothing writes now.
+    // Renamed back while this run still holds its lock (a crash recovery
+    // started meanwhile cannot race it), then the list is dropped.
+    let moved_back = landlock::renamed::restore(&watched);
+    if let Some(p) = persisted {
+        let _ = std::fs::remove_file(p);
+    }
     let unguarded = guard.unguarded.clone();
     let mut reverts = guard.recovered.clone();
     reverts.extend(guard.leave());
-    let moved_back = landlock::renamed::restore(&watched);
     if masked {
         if let StageStatus::Failed { step, error } = &status {
             if step == Step::Mask.what() {
