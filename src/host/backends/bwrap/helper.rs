@@ -203,6 +203,10 @@ pub fn main(spec_json: &str, command: &[OsString]) -> i32 {
             return crate::exit::SANDBOX_SETUP;
         }
     }
+    // Nothing codewhale or bwrap handed down reaches the command (the
+    // status and lifeline fds, the spare read end of bwrap's info pipe):
+    // every fd above stdio is marked close-on-exec; this stage keeps its own.
+    crate::host::process::os::cloexec_from_3();
     if let Some(lifeline) = spec.lifeline_fd {
         return watch(lifeline, program, args);
     }

@@ -371,6 +371,14 @@ pub fn run(
     let (info_read, info_write): (OwnedFd, OwnedFd) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| HostError::io("creating the info pipe", e.into()))?;
+    // bwrap gets a read end of its own: should we die before reading, its
+    // write must not fail with EPIPE, which would kill bwrap between its
+    // clone and releasing the child, and leave that child blocked for ever
+    // (it arms no parent-death signal before it is released). The helper
+    // marks it close-on-exec with every other fd (the command never has it).
+    let info_keep = info_read
+        .try_clone()
+        .map_err(|e| HostError::io("duplicating the info pipe", e))?;
     let (go_read, go_write): (OwnedFd, OwnedFd) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| HostError::io("creating the go-ahead pipe", e.into()))?;
     // network = "allowlist": the proxy outside, the bridge inside.
@@ -441,7 +449,7 @@ pub fn run(
         let recorder = sc.spawn(|| record_and_go(info_read, go_write, &guard));
         let sup = supervise::run_with(
             cmd,
-            vec![write_end, life_read, info_write, go_read],
+            vec![write_end, life_read, info_write, info_keep, go_read],
             req,
             false,
         );
