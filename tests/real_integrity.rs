@@ -533,21 +533,9 @@ fn nested_repositories_written_during_a_run_run_nothing_on_the_host() {
     }
 }
 
-/// The run's directory in codewhale's integrity state (one workspace here).
-fn run_dir(fx: &Fx) -> std::path::PathBuf {
-    let runs = fx.home.join(".codewhale/integrity/runs");
-    let mut dirs: Vec<_> = fs::read_dir(&runs)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs.pop().unwrap()
-}
-
 /// The recorded sandbox inits of the run (`pid-starttime` names).
 fn records(fx: &Fx) -> Vec<(i32, u64)> {
-    let Ok(rd) = fs::read_dir(run_dir(fx).join("sandboxes")) else {
+    let Ok(rd) = fs::read_dir(fx.integrity_run_dir().join("sandboxes")) else {
         return Vec::new();
     };
     rd.flatten()
@@ -602,23 +590,7 @@ fn dead_run(fx: &Fx, case: &Case) {
     }
     // The landlock stage holds the run's lock until it has reaped the
     // tree; only then is the baseline a dead run's.
-    let active = fs::File::open(run_dir(fx).join("active")).unwrap();
-    let t = Instant::now();
-    // SAFETY: flock on a file this test opened; released at once.
-    while unsafe {
-        libc::flock(
-            std::os::fd::AsRawFd::as_raw_fd(&active),
-            libc::LOCK_EX | libc::LOCK_NB,
-        )
-    } != 0
-    {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "[{case}] the run lock stayed held"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    drop(active);
+    fx.wait_run_unlocked(&case.to_string());
     fs::remove_file(&mark).unwrap();
 }
 
@@ -649,7 +621,7 @@ fn the_check_of_a_dead_run_waits_for_its_recorded_sandboxes() {
                 .unwrap();
             if recorded {
                 let pid = late.id();
-                let dir = run_dir(&fx).join("sandboxes");
+                let dir = fx.integrity_run_dir().join("sandboxes");
                 fs::create_dir_all(&dir).unwrap();
                 fs::write(dir.join(format!("{pid}-{}", start_time(pid))), b"").unwrap();
             }

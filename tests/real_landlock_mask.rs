@@ -339,27 +339,8 @@ fn a_rename_by_a_sigkilled_fallback_run_is_put_back_by_the_next_command() {
         child.kill().unwrap();
         child.wait().unwrap();
         // The stage holds the run's lock until it has reaped the tree.
-        let runs = fx.home.join(".codewhale/integrity/runs");
-        let run = fs::read_dir(&runs)
-            .unwrap()
-            .flatten()
-            .next()
-            .unwrap()
-            .path();
-        let active = fs::File::open(run.join("active")).unwrap();
-        let t = Instant::now();
-        // SAFETY: flock on a file this test opened; released when dropped.
-        while unsafe {
-            libc::flock(
-                std::os::fd::AsRawFd::as_raw_fd(&active),
-                libc::LOCK_EX | libc::LOCK_NB,
-            )
-        } != 0
-        {
-            assert!(t.elapsed() < Duration::from_secs(10), "[{case}] lock held");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        drop(active);
+        fx.wait_run_unlocked(&case.to_string());
+        let run = fx.integrity_run_dir();
         // Positive control: the crash left the rename in place.
         assert!(
             fx.ws.join("e2").exists() && !fx.ws.join(".env").exists(),

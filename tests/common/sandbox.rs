@@ -472,3 +472,36 @@ pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+impl Fx {
+    /// The run's directory in codewhale's integrity state (this fixture
+    /// has one workspace, so one directory).
+    pub fn integrity_run_dir(&self) -> PathBuf {
+        let runs = self.home.join(".codewhale/integrity/runs");
+        let mut dirs: Vec<_> = fs::read_dir(&runs)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        dirs.pop().unwrap()
+    }
+
+    /// Wait (at most 10 s) until no process holds the run's lock: only
+    /// then is a killed run's baseline a dead run's (the landlock stage
+    /// holds it until it has reaped the tree). Panics naming `what`.
+    pub fn wait_run_unlocked(&self, what: &str) {
+        let active = fs::File::open(self.integrity_run_dir().join("active")).unwrap();
+        let free = || {
+            // SAFETY: flock on a file this fixture opened; the lock goes
+            // when the file is closed.
+            unsafe {
+                libc::flock(
+                    std::os::fd::AsRawFd::as_raw_fd(&active),
+                    libc::LOCK_EX | libc::LOCK_NB,
+                ) == 0
+            }
+        };
+        assert!(eventually(10_000, free), "{what}: the run lock stayed held");
+    }
+}
