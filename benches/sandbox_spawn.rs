@@ -99,7 +99,6 @@ mod imp {
             helper: None,
             command: vec!["true".into()],
             egress_dir: None,
-            info_fd: None,
         };
         let raw = plan(&resolved, &opts).expect("plan");
         // The after-run integrity check alone (what the new protection

@@ -73,7 +73,6 @@ fn opts(cwd: &Path) -> BwrapOptions {
         )),
         command: vec!["sh".into(), "-c".into(), "true".into()],
         egress_dir: None,
-        info_fd: None,
     }
 }
 

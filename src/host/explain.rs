@@ -253,7 +253,6 @@ mod imp {
             helper: Some(spawn::helper_argv(&spec, settings.helper_exe.as_deref())?),
             command: vec!["CMD".into(), "ARGS…".into()],
             egress_dir: None,
-            info_fd: Some(6),
         };
         let plan = bwrap::plan(resolved, &opts);
         let rules = seccomp::rules(&seccomp_opts);

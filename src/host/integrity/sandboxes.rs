@@ -8,9 +8,10 @@
 //! command started in between would check the dead run's baseline before a
 //! write already in flight lands, and that write would stay.
 //!
-//! So the run records the namespace's init (its pid and start time, from
-//! bwrap's `--info-fd`) here *before* the command may start — the helper
-//! inside waits for codewhale's go-ahead — and:
+//! So the run records the namespace's init (its pid and start time: the
+//! parent of the in-sandbox helper, whose pid the kernel hands codewhale
+//! with the helper's ready message) here *before* the command may start —
+//! the helper waits for codewhale's go-ahead — and:
 //!
 //! - the run itself, after bwrap has gone, waits for that init to exit
 //!   before it checks (a timeout or Esc kills bwrap, and the namespace dies
@@ -52,6 +53,13 @@ fn stat(pid: libc::pid_t) -> Option<(u64, bool)> {
     let state = fields.first()?;
     let start = fields.get(19)?.parse().ok()?;
     Some((start, matches!(*state, "Z" | "X" | "x")))
+}
+
+/// The parent of `pid` (field 4 of `/proc/PID/stat`).
+pub fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// A pidfd for `pid` (`None` on kernels without `pidfd_open`, or when the
@@ -259,6 +267,19 @@ mod tests {
         std::fs::write(recs.join("junk"), b"").unwrap();
         assert!(wait_dead(dir.path(), Duration::from_secs(10)).is_empty());
         assert_eq!(std::fs::read_dir(&recs).unwrap().count(), 0);
+    }
+
+    /// The helper's parent is what a bwrap run records.
+    #[test]
+    fn parent_of_names_the_parent() {
+        let mut c = child("sleep 5");
+        assert_eq!(
+            parent_of(c.id() as libc::pid_t),
+            Some(std::process::id() as libc::pid_t)
+        );
+        c.kill().unwrap();
+        c.wait().unwrap();
+        assert_eq!(parent_of(c.id() as libc::pid_t), None);
     }
 
     /// `finish` returns once the process exited and drops the record.

@@ -41,10 +41,11 @@ pub struct HelperSpec {
     /// so it hangs up exactly when codewhale dies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifeline_fd: Option<RawFd>,
-    /// Read end of the go-ahead pipe: the command starts only after
-    /// codewhale has recorded the sandbox's pid-namespace init and sent one
-    /// byte (see `host::integrity::sandboxes`); a hang-up instead means
-    /// codewhale is gone, and the command never starts.
+    /// The helper's end of the go-ahead socket: it says ready, and the
+    /// command starts only after codewhale has recorded the sandbox's
+    /// pid-namespace init and answered with one byte (see
+    /// `host::integrity::sandboxes`); a hang-up instead means codewhale is
+    /// gone, and the command never starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub go_fd: Option<RawFd>,
     pub seccomp: SeccompOptions,
@@ -204,8 +205,8 @@ pub fn main(spec_json: &str, command: &[OsString]) -> i32 {
         }
     }
     // Nothing codewhale or bwrap handed down reaches the command (the
-    // status and lifeline fds, the spare read end of bwrap's info pipe):
-    // every fd above stdio is marked close-on-exec; this stage keeps its own.
+    // status and lifeline fds, anything else inherited): every fd above
+    // stdio is marked close-on-exec; this stage keeps its own.
     crate::host::process::os::cloexec_from_3();
     if let Some(lifeline) = spec.lifeline_fd {
         return watch(lifeline, program, args);
@@ -213,11 +214,21 @@ pub fn main(spec_json: &str, command: &[OsString]) -> i32 {
     exec_command(program, args)
 }
 
-/// Wait for codewhale's one-byte go-ahead on `fd` (then closed). `false`
-/// when it hung up instead.
+/// The go-ahead handshake on the socket `fd` (then closed): say ready
+/// (codewhale learns this process's pid from the kernel and records the
+/// sandbox's init), then wait for one byte. `false` when codewhale hung up.
 fn go_ahead(fd: RawFd) -> bool {
     // SAFETY: the go fd was handed to us for this purpose alone.
-    let f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let f = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    let ready = nix::sys::socket::send(
+        std::os::fd::AsRawFd::as_raw_fd(&f),
+        b"R",
+        nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+    );
+    if ready != Ok(1) {
+        return false;
+    }
+    let f = std::fs::File::from(f);
     let mut b = [0u8; 1];
     loop {
         match std::io::Read::read(&mut &f, &mut b) {

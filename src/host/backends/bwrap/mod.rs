@@ -58,11 +58,6 @@ pub struct BwrapOptions {
     /// to a socket needs no write access to its mount) so the bridge can
     /// reach it even when it lives under the private `/tmp`.
     pub egress_dir: Option<PathBuf>,
-    /// `--info-fd`: bwrap writes the pid of the sandbox's pid-namespace
-    /// init there, which codewhale records before the command may start
-    /// (`host::integrity::sandboxes`). A plain fd number: the planner is
-    /// pure and builds on every platform.
-    pub info_fd: Option<i32>,
 }
 
 /// The plan: the argv plus what the `Enforcement` report should state.
@@ -176,10 +171,6 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
     let mut a = Argv(vec![opts.bwrap.as_os_str().to_owned()]);
     a.flag("--new-session");
     a.flag("--die-with-parent");
-    if let Some(fd) = opts.info_fd {
-        a.0.push("--info-fd".into());
-        a.0.push(fd.to_string().into());
-    }
     a.flag("--unshare-all");
     let mut namespaces = ALL_NAMESPACES.to_vec();
     if policy.network {

@@ -14,7 +14,7 @@ use crate::host::seccomp::SeccompOptions;
 use crate::host::{BackendKind, HostError};
 use crate::policy::ResolvedPolicy;
 use std::ffi::OsString;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -24,56 +24,55 @@ use std::path::{Path, PathBuf};
 /// in the kernel, e.g. on a hung network filesystem, gets near this).
 const SANDBOX_EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Read bwrap's `--info-fd` report to its end (bwrap closes it once
-/// written), record the sandbox's pid-namespace init for the crash
-/// recovery, then give the helper the go-ahead. On any failure the
-/// go-ahead pipe is closed unwritten and the command never starts.
+/// The go-ahead handshake with the helper, on a Unix socket pair: the
+/// helper says it is ready (one byte; the kernel attaches its pid, as this
+/// process sees it, because we set `SO_PASSCRED`), we record its parent —
+/// the sandbox's pid-namespace init — for the crash recovery, and answer
+/// with one byte. On any failure nothing is sent and the helper, seeing
+/// the hang-up, never starts the command. (bwrap's own `--info-fd` would
+/// give the init's pid too, but its write lands in bwrap's start-up window
+/// where a failing write — we died — kills bwrap and orphans its child.)
 fn record_and_go(
-    info: OwnedFd,
     go: OwnedFd,
     guard: &crate::host::integrity::RunGuard,
 ) -> Result<crate::host::integrity::sandboxes::Recorded, String> {
-    // Read until the report parses rather than to the end: a copy of the
-    // write end that leaked into a process spawned meanwhile by another
-    // thread would hold the end off.
-    let mut f = std::fs::File::from(info);
-    let mut text = Vec::new();
-    let mut buf = [0u8; 512];
-    let v: serde_json::Value = loop {
-        let n = match f.read(&mut buf) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("reading bwrap's --info-fd: {e}")),
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, UnixCredentials};
+    let mut byte = [0u8; 1];
+    let mut space = nix::cmsg_space!(UnixCredentials);
+    let helper = loop {
+        let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+        let msg = match recvmsg::<()>(
+            go.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Ok(m) => m,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(format!("waiting for the helper: {e}")),
         };
-        if n == 0 {
-            // bwrap failed before it created the sandbox (its own error
-            // says why), or wrote something unreadable.
-            return Err(format!(
-                "bwrap reported no sandbox{}",
-                if text.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {:?}", String::from_utf8_lossy(&text))
-                }
-            ));
+        if msg.bytes == 0 {
+            // bwrap failed before the helper ran (its own error says why).
+            return Err("the helper never reported ready".into());
         }
-        text.extend_from_slice(&buf[..n]);
-        if text.len() > 64 * 1024 {
-            return Err("bwrap's --info-fd report is too long".into());
-        }
-        if let Ok(v) = serde_json::from_slice(&text) {
-            break v;
-        }
+        let pid = msg
+            .cmsgs()
+            .map_err(|e| format!("reading the helper's credentials: {e}"))?
+            .find_map(|c| match c {
+                ControlMessageOwned::ScmCredentials(cr) => Some(cr.pid()),
+                _ => None,
+            })
+            .ok_or("the helper's ready message carried no credentials")?;
+        break pid;
     };
-    let text = String::from_utf8_lossy(&text);
-    let pid = v["child-pid"]
-        .as_i64()
-        .and_then(|p| libc::pid_t::try_from(p).ok())
-        .ok_or_else(|| format!("bwrap's --info-fd report has no child-pid: {text:?}"))?;
-    let rec = guard.record_sandbox(pid).map_err(|e| e.to_string())?;
-    std::fs::File::from(go)
-        .write_all(&[1])
+    let init = crate::host::integrity::sandboxes::parent_of(helper)
+        .ok_or_else(|| format!("the helper (pid {helper}) has no parent to record"))?;
+    let rec = guard.record_sandbox(init).map_err(|e| e.to_string())?;
+    let sent = nix::sys::socket::send(go.as_raw_fd(), &[1], MsgFlags::MSG_NOSIGNAL)
         .map_err(|e| format!("giving the helper the go-ahead: {e}"))?;
+    if sent != 1 {
+        return Err("giving the helper the go-ahead: short write".into());
+    }
     Ok(rec)
 }
 
@@ -170,7 +169,6 @@ pub fn options(
         helper,
         command,
         egress_dir: None,
-        info_fd: None,
     })
 }
 
@@ -365,22 +363,18 @@ pub fn run(
     let (life_read, life_write): (OwnedFd, OwnedFd) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| HostError::io("creating the lifeline pipe", e.into()))?;
-    // bwrap's --info-fd (the pid of the sandbox's pid-namespace init) and
-    // the go-ahead: the helper starts the command only once that init is
-    // recorded for the crash recovery (`integrity::sandboxes`).
-    let (info_read, info_write): (OwnedFd, OwnedFd) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| HostError::io("creating the info pipe", e.into()))?;
-    // bwrap gets a read end of its own: should we die before reading, its
-    // write must not fail with EPIPE, which would kill bwrap between its
-    // clone and releasing the child, and leave that child blocked for ever
-    // (it arms no parent-death signal before it is released). The helper
-    // marks it close-on-exec with every other fd (the command never has it).
-    let info_keep = info_read
-        .try_clone()
-        .map_err(|e| HostError::io("duplicating the info pipe", e))?;
-    let (go_read, go_write): (OwnedFd, OwnedFd) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|e| HostError::io("creating the go-ahead pipe", e.into()))?;
+    // The go-ahead: the helper starts the command only once the sandbox's
+    // pid-namespace init is recorded for the crash recovery
+    // (`integrity::sandboxes`, [`record_and_go`]).
+    let (go_ours, go_theirs): (OwnedFd, OwnedFd) = nix::sys::socket::socketpair(
+        nix::sys::socket::AddressFamily::Unix,
+        nix::sys::socket::SockType::Stream,
+        None,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| HostError::io("creating the go-ahead socket", e.into()))?;
+    nix::sys::socket::setsockopt(&go_ours, nix::sys::socket::sockopt::PassCred, &true)
+        .map_err(|e| HostError::io("asking for the helper's credentials", e.into()))?;
     // network = "allowlist": the proxy outside, the bridge inside.
     let egress = match &policy.egress {
         Some(spec) if !policy.network => Some(crate::host::egress::EgressRun::start_unix(spec)?),
@@ -400,7 +394,7 @@ pub fn run(
     };
     let spec = HelperSpec {
         lifeline_fd: Some(life_read.as_raw_fd()),
-        go_fd: Some(go_read.as_raw_fd()),
+        go_fd: Some(go_theirs.as_raw_fd()),
         status_fd: write_end.as_raw_fd(),
         egress: bridge,
         seccomp,
@@ -413,7 +407,6 @@ pub fn run(
     let command = req.argv.iter().map(OsString::from).collect();
     let mut opts = options(bwrap, &cwd, Some(&spec), helper_exe, command)?;
     opts.egress_dir = egress.as_ref().and_then(|e| e.socket_dir());
-    opts.info_fd = Some(info_write.as_raw_fd());
     let plan = plan(policy, &opts).map_err(|e| HostError::Unavailable {
         backend: crate::host::BackendKind::Bwrap,
         reason: e.to_string(),
@@ -446,13 +439,8 @@ pub fn run(
     cmd.env_clear().envs(&scrubbed.vars);
 
     let (sup, recorded) = std::thread::scope(|sc| {
-        let recorder = sc.spawn(|| record_and_go(info_read, go_write, &guard));
-        let sup = supervise::run_with(
-            cmd,
-            vec![write_end, life_read, info_write, info_keep, go_read],
-            req,
-            false,
-        );
+        let recorder = sc.spawn(|| record_and_go(go_ours, &guard));
+        let sup = supervise::run_with(cmd, vec![write_end, life_read, go_theirs], req, false);
         (sup, recorder.join())
     });
     drop(life_write);
