@@ -199,6 +199,18 @@ fn the_footer_shows_the_context_in_use() {
         "context window not in the catalogue",
         Duration::from_secs(5),
     );
+    // Another model: the footer names it at once, before any turn.
+    t.type_text("/model other-model");
+    t.send(b"\r");
+    let s = t.wait_for(
+        "model other-model for the next turn",
+        Duration::from_secs(5),
+    );
+    let footer = s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    assert!(
+        footer.contains("· other-model ·"),
+        "footer: {footer:?}\n{s}"
+    );
     t.quit();
 }
 

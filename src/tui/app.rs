@@ -692,9 +692,10 @@ impl App<'_> {
                        (each choice and its reason are in the turn record)"
                     .into(),
             },
-            Ok(_) => Event::Output {
-                error: false,
-                text: format!("model {m} for the next turns"),
+            // The footer shows the new model (and its window) at once.
+            Ok(_) => Event::ProviderSwitched {
+                provider: st.footer.provider.clone(),
+                model: m.to_string(),
             },
             Err(e) => error(e),
         }

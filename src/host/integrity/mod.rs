@@ -342,7 +342,9 @@ impl RunGuard {
 
 /// Check every baseline no live run holds (runs that died) and revert
 /// against it. Called at the start of every codewhale command; cheap when
-/// there is nothing to do (one directory listing).
+/// there is nothing to do (a listing of the runs, and of the small
+/// directory of each workspace that has no baseline, for a dead fallback
+/// run's list of renamed files).
 pub fn recover_all() -> Vec<(PathBuf, Vec<Revert>)> {
     let r = recover_in(&state_dir());
     if let Ok(mut seen) = recovered_log().lock() {
