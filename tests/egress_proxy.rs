@@ -359,25 +359,20 @@ async fn bulk_both_ways(
     d.args(args)
         .args(["-o", "/dev/null", "-w", "%{size_download}"])
         .arg(format!("http://{host}:{port}/bytes/{down}"));
-    let out = run(d).await;
-    assert_eq!(
-        (out.code, out.stdout.clone()),
-        (0, down.to_string()),
-        "{args:?}: {}",
-        out.stderr
-    );
     let mut u = curl();
     u.args(args)
         .arg("--data-binary")
         .arg(format!("@{}", upload.display()))
         .arg(format!("http://{host}:{port}/count"));
-    let out = run(u).await;
-    assert_eq!(
-        (out.code, out.stdout.clone()),
-        (0, up.to_string()),
-        "{args:?}: {}",
-        out.stderr
-    );
+    for (cmd, want) in [(d, down), (u, up)] {
+        let out = run(cmd).await;
+        assert_eq!(
+            (out.code, out.stdout.clone()),
+            (0, want.to_string()),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
 }
 
 /// Bulk bytes both ways through each tunnel front end (on Linux the relay

@@ -202,22 +202,27 @@ fn c24_no_survivors() {
 /// The whole sandbox dies with codewhale: killed (SIGKILL, so no cleanup
 /// code runs) early, while bwrap is still setting up, and late, while the
 /// command runs.
+/// `codewhale sandbox run` of a `sleep` whose process name is `mark`
+/// (so the test can find every process of that run by it), output dropped.
+fn sleeper(fx: &Fx, case: &Case, mark: &str) -> std::process::Child {
+    fx.command(
+        case,
+        &[],
+        &["bash", "-c", &format!("exec -a {mark} sleep 1000")],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap()
+}
+
 #[test]
 fn sandbox_dies_with_codewhale() {
     let fx = Fx::new();
     for case in cases() {
         for (i, early_ms) in [Some(5u64), Some(40), None].into_iter().enumerate() {
             let mark = format!("cwdie{}x{}x{i}", std::process::id(), case.mode.flag().len());
-            let mut child = fx
-                .command(
-                    &case,
-                    &[],
-                    &["bash", "-c", &format!("exec -a {mark} sleep 1000")],
-                )
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            let mut child = sleeper(&fx, &case, &mark);
             match early_ms {
                 Some(ms) => std::thread::sleep(Duration::from_millis(ms)),
                 None => {
@@ -260,16 +265,7 @@ fn a_kill_at_any_moment_of_start_up_leaves_no_sandbox() {
                 std::process::id(),
                 case.mode.flag().len()
             );
-            let mut child = fx
-                .command(
-                    &case,
-                    &[],
-                    &["bash", "-c", &format!("exec -a {mark} sleep 1000")],
-                )
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            let mut child = sleeper(&fx, &case, &mark);
             std::thread::sleep(Duration::from_micros((i % 13) * 500));
             child.kill().unwrap();
             child.wait().unwrap();

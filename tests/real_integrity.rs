@@ -150,12 +150,7 @@ fn a_sigkilled_run_leaves_nothing_once_the_next_command_starts() {
         }
         // During the dead run (until the next command) the command's
         // writes are there: this is what "held only after the run" means.
-        let next = std::process::Command::new(BIN)
-            .arg("--version")
-            .env("HOME", &fx.home)
-            .output()
-            .unwrap();
-        assert!(next.status.success(), "{next:?}");
+        let next = fx.next_command();
         let err = String::from_utf8_lossy(&next.stderr);
         assert!(
             err.contains(".envrc"),
@@ -625,12 +620,7 @@ fn the_check_of_a_dead_run_waits_for_its_recorded_sandboxes() {
                 fs::create_dir_all(&dir).unwrap();
                 fs::write(dir.join(format!("{pid}-{}", start_time(pid))), b"").unwrap();
             }
-            let next = std::process::Command::new(BIN)
-                .arg("--version")
-                .env("HOME", &fx.home)
-                .output()
-                .unwrap();
-            assert!(next.status.success(), "[{case}] {next:?}");
+            fx.next_command();
             let mut late = late;
             late.wait().unwrap();
             let landed = fx.ws.join(".envrc").exists();

@@ -18,7 +18,7 @@ mod common;
 
 use common::sandbox::*;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const SEAM: &str = "CODEWHALE_TEST_LANDLOCK_NO_MASK";
 
@@ -50,28 +50,6 @@ fn strategy(r: &Run) -> String {
         );
     }
     s
-}
-
-/// A Rust toolchain this user can run (see real_workloads.rs for why).
-fn cargo_bin_dir() -> PathBuf {
-    let runs = |c: &Path| {
-        std::process::Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if let Some(cargo) = std::env::var_os("CARGO").map(PathBuf::from) {
-        let cargo = fs::canonicalize(&cargo).unwrap_or(cargo);
-        if runs(&cargo) {
-            return cargo.parent().unwrap().to_path_buf();
-        }
-    }
-    assert!(
-        runs(Path::new("/usr/bin/cargo")),
-        "no Rust toolchain this user can run ($CARGO not executable, /usr/bin/cargo missing; \
-         ci/setup installs Debian's cargo)"
-    );
-    PathBuf::from("/usr/bin")
 }
 
 fn write(p: &Path, text: &str) {
@@ -346,12 +324,7 @@ fn a_rename_by_a_sigkilled_fallback_run_is_put_back_by_the_next_command() {
             fx.ws.join("e2").exists() && !fx.ws.join(".env").exists(),
             "[{case}] the command's rename did not happen"
         );
-        let next = std::process::Command::new(BIN)
-            .arg("--version")
-            .env("HOME", &fx.home)
-            .output()
-            .unwrap();
-        assert!(next.status.success(), "[{case}] {next:?}");
+        let next = fx.next_command();
         let err = String::from_utf8_lossy(&next.stderr);
         assert!(
             err.contains(".env"),

@@ -70,35 +70,6 @@ fn ww_cases() -> Vec<Case> {
     cases().into_iter().filter(|c| c.ww()).collect()
 }
 
-/// A Rust toolchain this user can run, by its real binaries (not the
-/// rustup proxy, which looks under `$HOME`, and the fixture has its own
-/// `HOME`): the one running this suite when this user can execute it (root),
-/// else the distribution's (`/usr/bin/cargo`; ci/setup installs Debian's
-/// `cargo` for the unprivileged run, since rustup's toolchain under a 0700
-/// `/root` is out of the unprivileged user's reach).
-fn cargo_bin_dir() -> PathBuf {
-    let runs = |c: &Path| {
-        std::process::Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if let Some(cargo) = std::env::var_os("CARGO").map(PathBuf::from) {
-        let cargo = fs::canonicalize(&cargo).unwrap_or(cargo);
-        if runs(&cargo) {
-            return cargo.parent().unwrap().to_path_buf();
-        }
-    }
-    assert!(
-        runs(Path::new("/usr/bin/cargo")),
-        "no Rust toolchain this user (uid {}) can run: $CARGO is not executable here and \
-         /usr/bin/cargo is missing; ci/setup installs Debian's cargo for the unprivileged run",
-        // SAFETY: getuid has no preconditions.
-        unsafe { libc::getuid() }
-    );
-    PathBuf::from("/usr/bin")
-}
-
 fn python() -> PathBuf {
     for p in ["/usr/bin/python3", "/usr/local/bin/python3"] {
         if Path::new(p).exists() {

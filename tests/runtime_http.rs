@@ -8,7 +8,9 @@
 mod common;
 
 use common::cli::Fixture;
-use common::runtime::{api, client, events_until, fixture, has, python_http_client, Server, TOKEN};
+use common::runtime::{
+    api, client, events_until, fixture, has, python_http_client, turn_receipt, Server, TOKEN,
+};
 use common::scripted_model::{call, reply, ScriptedModel, Step, Wire};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
@@ -230,13 +232,7 @@ async fn a_turn_with_an_approval_streams_replays_and_settles_once() {
     }
 
     // The receipt of the turn, read-only from its session file.
-    let (code, r) = api(
-        &s,
-        "GET",
-        &format!("/v1/threads/{thread}/turns/{turn}/receipt"),
-        None,
-    )
-    .await;
+    let (code, r) = turn_receipt(&s, &thread, &turn).await;
     assert_eq!(code, 200, "{r}");
     assert!(
         r["schema"]

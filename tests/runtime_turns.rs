@@ -13,7 +13,7 @@ mod common;
 use common::cli::Fixture;
 use common::runtime::{
     api, count, events_until, first, fixture, new_thread, new_turn, python_http_client,
-    until_completed, Server,
+    turn_receipt, until_completed, Server,
 };
 use common::scripted_model::{call, reply, reply_with_usage, ScriptedModel, Step, Wire};
 use serde_json::{json, Value};
@@ -825,13 +825,7 @@ async fn a_client_interrupt_is_recorded_as_such_and_cuts_the_message() {
         .find(|i| i["kind"] == "agent_message")
         .unwrap();
     assert_eq!(msg["status"], "interrupted", "{msg}");
-    let (code, r) = api(
-        &s,
-        "GET",
-        &format!("/v1/threads/{thread}/turns/{turn}/receipt"),
-        None,
-    )
-    .await;
+    let (code, r) = turn_receipt(&s, &thread, &turn).await;
     assert_eq!(code, 200, "{r}");
     let rs = r.to_string();
     assert!(rs.contains(reason), "{rs}");

@@ -275,19 +275,15 @@ fn action_line(a: &Action) -> String {
     let reason = a.reason.as_deref().unwrap_or("");
     match (a.kind, a.status) {
         (ActionKind::FailedTurn, _) => format!("turn {} did not finish — {reason}", a.turn),
-        // The posture (Plan mode, a tool not offered) is no one to ask:
-        // only its reason says what to change.
-        (_, StoppedAtApproval | BlockedBeforeStart)
-            if a.decided_by == Some(Decider::Posture) && !reason.is_empty() =>
-        {
-            format!(
-                "did not {} · {}: {reason}",
-                what(a),
-                stopped_by(a.decided_by)
-            )
-        }
         (_, StoppedAtApproval | BlockedBeforeStart) if a.decided_by != Some(Decider::Sandbox) => {
-            format!("did not {} · {}", what(a), stopped_by(a.decided_by))
+            let line = format!("did not {} · {}", what(a), stopped_by(a.decided_by));
+            // The posture (Plan mode, a tool not offered) is no one to ask:
+            // only its reason says what to change.
+            if a.decided_by == Some(Decider::Posture) && !reason.is_empty() {
+                format!("{line}: {reason}")
+            } else {
+                line
+            }
         }
         (_, BlockedBeforeStart | StoppedAtApproval) => {
             format!("did not {} · blocked by the sandbox: {reason}", what(a))

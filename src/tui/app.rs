@@ -692,9 +692,12 @@ impl App<'_> {
                        (each choice and its reason are in the turn record)"
                     .into(),
             },
-            // The footer shows the new model (and its window) at once.
-            Ok(_) => Event::ProviderSwitched {
-                provider: st.footer.provider.clone(),
+            // The footer shows the new model (and its window) at once, at
+            // the thread's provider (not one the router answered from).
+            Ok(t) => Event::ProviderSwitched {
+                provider: t
+                    .provider
+                    .unwrap_or_else(|| self.setup.footer.provider.clone()),
                 model: m.to_string(),
             },
             Err(e) => error(e),

@@ -6,7 +6,7 @@
 
 use super::markdown;
 use super::sanitize::sanitize;
-use super::state::{mode_label, permission_label, Card, Cell, Choice, FooterInfo, State, ToolCell};
+use super::state::{Card, Cell, Choice, FooterInfo, State, ToolCell};
 pub use super::transcript::TranscriptCache;
 use crate::authz::Approval;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -175,16 +175,13 @@ pub fn footer_line(st: &State, width: u16) -> Line<'static> {
     let parts: Vec<(Span<'static>, bool)> = vec![
         (
             Span::styled(
-                format!(" {} ", mode_label(st.mode)),
+                format!(" {} ", st.mode.label()),
                 Style::default().fg(Color::Black).bg(Color::Cyan),
             ),
             true,
         ),
         (Span::raw(" "), true),
-        (
-            Span::styled(permission_label(st.permission), perm_style),
-            true,
-        ),
+        (Span::styled(st.permission.label(), perm_style), true),
         (Span::raw(" · "), true),
         (
             Span::styled(sandbox, Style::default().fg(Color::Blue)),

@@ -177,7 +177,8 @@ fn unknown_cost_is_never_zero() {
 }
 
 /// The context part: a share of a known window (coloured as it fills),
-/// the bare count against an unknown one, `ctx ?` before any usage.
+/// the bare count against an unknown one, `ctx ?` when neither is known
+/// (`ctx 0%` before any usage of a model with a known window).
 #[test]
 fn context_fullness_in_the_footer() {
     let line = |ctx: Option<u64>, win: Option<u32>| {

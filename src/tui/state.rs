@@ -719,7 +719,6 @@ impl State {
         let ev = s(env, "event");
         let p = env.get("payload").cloned().unwrap_or(Value::Null);
         let item_id = s(env, "item_id");
-        let fx = Vec::new();
         match ev.as_str() {
             "turn.started" => {
                 self.turn = env
@@ -762,7 +761,7 @@ impl State {
                         self.transcript
                             .push(Cell::Tool(Box::new(tool_cell(&item_id, meta))));
                     }
-                    _ => return fx,
+                    _ => return Vec::new(),
                 }
             }
             "item.delta" => {
@@ -770,7 +769,7 @@ impl State {
                     pending.push_str(p["delta"].as_str().unwrap_or(""));
                 }
                 // Shown on the next tick: no frame per delta.
-                return fx;
+                return Vec::new();
             }
             "item.completed" | "item.failed" | "item.interrupted" => {
                 let item = &p["item"];
@@ -842,11 +841,7 @@ impl State {
                     path,
                     diff,
                     cwd: self.workspace.clone(),
-                    posture: format!(
-                        "{} · {}",
-                        mode_label(self.mode),
-                        permission_label(self.permission)
-                    ),
+                    posture: format!("{} · {}", self.mode.label(), self.permission.label()),
                     reason: s(&p, "reason"),
                     hold: p["hold"].as_bool().unwrap_or(false),
                     selected: Choice::Deny,
@@ -870,10 +865,10 @@ impl State {
                 );
                 self.notice(true, text);
             }
-            _ => return fx,
+            _ => return Vec::new(),
         }
         self.dirty = true;
-        fx
+        Vec::new()
     }
 
     fn usage(&mut self, turn: &Value, done: bool) {
@@ -917,10 +912,7 @@ impl State {
     }
 
     fn agent_mut(&mut self, id: &str) -> Option<&mut Cell> {
-        self.transcript
-            .iter_mut()
-            .rev()
-            .find(|c| matches!(c, Cell::Agent { item_id, .. } if item_id == id))
+        self.agent_index(id).map(|i| &mut self.transcript[i])
     }
 
     fn tool_mut(&mut self, id: &str) -> Option<&mut ToolCell> {
@@ -1009,14 +1001,6 @@ fn unified(path: &str, old: &str, new: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n");
     format!("--- a/{path}\n+++ b/{path}\n{body}")
-}
-
-pub fn mode_label(m: Mode) -> &'static str {
-    m.label()
-}
-
-pub fn permission_label(p: Approval) -> &'static str {
-    p.label()
 }
 
 #[cfg(test)]

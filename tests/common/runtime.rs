@@ -160,6 +160,17 @@ pub async fn api(s: &Server, method: &str, path: &str, body: Option<Value>) -> (
 }
 
 /// A new thread (201) from `body`; its id.
+/// `GET /v1/threads/{thread}/turns/{turn}/receipt`: status and body.
+pub async fn turn_receipt(s: &Server, thread: &str, turn: &str) -> (u16, Value) {
+    api(
+        s,
+        "GET",
+        &format!("/v1/threads/{thread}/turns/{turn}/receipt"),
+        None,
+    )
+    .await
+}
+
 pub async fn new_thread(s: &Server, body: Value) -> String {
     let (code, t) = api(s, "POST", "/v1/threads", Some(body)).await;
     assert_eq!(code, 201, "{t}");

@@ -487,6 +487,19 @@ impl Fx {
         dirs.pop().unwrap()
     }
 
+    /// The next codewhale command after a killed run (`--version`, which
+    /// like every command first recovers dead runs), as this fixture's user;
+    /// asserts it succeeded and returns its output.
+    pub fn next_command(&self) -> std::process::Output {
+        let out = Command::new(BIN)
+            .arg("--version")
+            .env("HOME", &self.home)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        out
+    }
+
     /// Wait (at most 10 s) until no process holds the run's lock: only
     /// then is a killed run's baseline a dead run's (the landlock stage
     /// holds it until it has reaped the tree). Panics naming `what`.
@@ -504,4 +517,33 @@ impl Fx {
         };
         assert!(eventually(10_000, free), "{what}: the run lock stayed held");
     }
+}
+
+/// A Rust toolchain this user can run, by its real binaries (not the
+/// rustup proxy, which looks under `$HOME`, and the fixture has its own
+/// `HOME`): the one running this suite when this user can execute it (root),
+/// else the distribution's (`/usr/bin/cargo`; ci/setup installs Debian's
+/// `cargo` for the unprivileged run, since rustup's toolchain under a 0700
+/// `/root` is out of the unprivileged user's reach).
+pub fn cargo_bin_dir() -> PathBuf {
+    let runs = |c: &Path| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if let Some(cargo) = std::env::var_os("CARGO").map(PathBuf::from) {
+        let cargo = fs::canonicalize(&cargo).unwrap_or(cargo);
+        if runs(&cargo) {
+            return cargo.parent().unwrap().to_path_buf();
+        }
+    }
+    assert!(
+        runs(Path::new("/usr/bin/cargo")),
+        "no Rust toolchain this user (uid {}) can run: $CARGO is not executable here and \
+         /usr/bin/cargo is missing; ci/setup installs Debian's cargo for the unprivileged run",
+        // SAFETY: getuid has no preconditions.
+        unsafe { libc::getuid() }
+    );
+    PathBuf::from("/usr/bin")
 }

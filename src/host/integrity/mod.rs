@@ -27,7 +27,9 @@
 //! ([`recover_all`], called at start-up by every command) checks and
 //! reverts against it before anything else.
 //!
-//! Only the protected paths are read, never the trees around them.
+//! Only the protected paths are read, never the trees around them (the
+//! nested-repository audit adds the nested gitdirs' few files, and the
+//! index's gitlinks, listed by git only when the index changed).
 
 pub mod nested;
 #[cfg(target_os = "linux")]
@@ -533,9 +535,15 @@ fn check(base: &Path, b: &Baseline, objects: &Objects, earlier_run: bool) -> Vec
             }
         }
         for root in roots {
-            out.extend(nested::audit(root, since, &skip, earlier_run, &mut |p| {
-                quarantine(&qdir, p)
-            }));
+            let cache = base.join("gitlinks");
+            out.extend(nested::audit(
+                root,
+                Some(&cache),
+                since,
+                &skip,
+                earlier_run,
+                &mut |p| quarantine(&qdir, p),
+            ));
         }
     }
     out

@@ -54,7 +54,9 @@ pub enum Kind {
 /// One gitdir host git would read from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Gitdir {
+    /// The gitdir (for a pointer, where it leads).
     pub path: PathBuf,
+    /// What kind of nested repository it is.
     pub kind: Kind,
 }
 
@@ -181,7 +183,9 @@ fn config_keys(file: &Path) -> Option<Vec<String>> {
 }
 
 /// Every nested gitdir of the repository at `root` that host git reads.
-pub fn discover(root: &Path) -> Vec<Gitdir> {
+/// `cache`: where the gitlink list is kept between runs (see [`gitlinks`]);
+/// `None` always asks git.
+pub fn discover(root: &Path, cache: Option<&Path>) -> Vec<Gitdir> {
     let dotgit = root.join(".git");
     if !std::fs::symlink_metadata(&dotgit).is_ok_and(|m| m.is_dir()) {
         return Vec::new();
@@ -199,7 +203,7 @@ pub fn discover(root: &Path) -> Vec<Gitdir> {
             }
         }
     }
-    for link in gitlinks(root) {
+    for link in gitlinks(root, cache) {
         let wt = root.join(&link);
         let dg = wt.join(".git");
         let Ok(m) = std::fs::symlink_metadata(&dg) else {
@@ -254,17 +258,76 @@ fn modules_under(dir: &Path, depth: usize, visits: &mut usize, out: &mut Vec<Git
     }
 }
 
-fn gitlinks(root: &Path) -> Vec<PathBuf> {
-    if !root.join(".git/index").exists() {
+/// The index's identity: device, inode, size, mtime and ctime (ns). Git
+/// replaces the index by a rename on every write (a new inode), and no
+/// process can set a ctime, so a command that rewrote the index in place
+/// and reset its mtime still changes this.
+fn index_stamp(index: &Path) -> Option<[i128; 5]> {
+    let m = std::fs::symlink_metadata(index).ok()?;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    Some([
+        i128::from(m.dev()),
+        i128::from(m.ino()),
+        i128::from(m.size()),
+        ns(m.mtime(), m.mtime_nsec()),
+        ns(m.ctime(), m.ctime_nsec()),
+    ])
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Cached {
+    stamp: [i128; 5],
+    links: Vec<PathBuf>,
+}
+
+/// The gitlinks of `root`'s index. Listing them runs `git ls-files`
+/// (a process, and the whole index read), which the after-run check would
+/// otherwise pay on every sandboxed command; so the list is kept in
+/// `cache` with the index's [`index_stamp`] and git is asked again only
+/// when the index changed.
+fn gitlinks(root: &Path, cache: Option<&Path>) -> Vec<PathBuf> {
+    let index = root.join(".git/index");
+    let Some(stamp) = index_stamp(&index) else {
         return Vec::new();
+    };
+    let file = cache.map(|d| {
+        use sha2::Digest;
+        let key = hex::encode(&sha2::Sha256::digest(root.as_os_str().as_encoded_bytes())[..8]);
+        d.join(format!("{key}.json"))
+    });
+    if let Some(f) = &file {
+        let hit = std::fs::read(f)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Cached>(&b).ok())
+            .filter(|c| c.stamp == stamp);
+        if let Some(c) = hit {
+            return c.links;
+        }
     }
     let Some(mut c) = git(root) else {
         return Vec::new();
     };
-    match c.args(["ls-files", "--stage", "-z"]).output() {
+    let links = match c.args(["ls-files", "--stage", "-z"]).output() {
         Ok(o) if o.status.success() => gitlinks_of_stage(&o.stdout),
-        _ => Vec::new(),
+        _ => return Vec::new(),
+    };
+    // Kept only if the index did not change while git read it.
+    if let (Some(f), Some(after)) = (&file, index_stamp(&index)) {
+        if after == stamp {
+            let c = Cached {
+                stamp,
+                links: links.clone(),
+            };
+            if let (Some(d), Ok(bytes)) = (f.parent(), serde_json::to_vec(&c)) {
+                let _ = std::fs::create_dir_all(d);
+                let tmp = f.with_extension(format!("tmp{}", std::process::id()));
+                if std::fs::write(&tmp, bytes).is_ok() {
+                    let _ = std::fs::rename(&tmp, f);
+                }
+            }
+        }
     }
+    links
 }
 
 fn written_since(p: &Path, since: SystemTime) -> bool {
@@ -348,13 +411,14 @@ fn files_of(g: &Gitdir) -> Vec<(PathBuf, Role)> {
 /// `skip`: paths the exact baseline comparison already handled.
 pub fn audit(
     root: &Path,
+    cache: Option<&Path>,
     since: SystemTime,
     skip: &[PathBuf],
     earlier_run: bool,
     quarantine: &mut dyn FnMut(&Path) -> Result<PathBuf, String>,
 ) -> Vec<Revert> {
     let mut out = Vec::new();
-    for g in discover(root) {
+    for g in discover(root, cache) {
         for (file, role) in files_of(&g) {
             if skip.contains(&file) || !written_since(&file, since) {
                 continue;
@@ -388,6 +452,51 @@ pub fn audit(
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    fn sh(dir: &Path, script: &str) {
+        let st = Command::new("sh")
+            .args(["-c", script])
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{script}");
+    }
+
+    /// The gitlink list comes from git once, then from the cache while the
+    /// index is unchanged (a planted entry with the index's stamp is
+    /// believed: proof the second call did not ask git), and from git again
+    /// once the index changed.
+    #[test]
+    fn gitlinks_are_listed_by_git_only_when_the_index_changed() {
+        let t = tempfile::tempdir().unwrap();
+        let (root, cache) = (t.path().join("ws"), t.path().join("cache"));
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        sh(&root, "git init -q . && git -C sub init -q && git -C sub -c user.name=t -c user.email=t@t commit -q --allow-empty -m x && git add sub");
+        assert_eq!(gitlinks(&root, Some(&cache)), vec![PathBuf::from("sub")]);
+        let f = std::fs::read_dir(&cache)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut c: Cached = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+        c.links = vec![PathBuf::from("planted")];
+        std::fs::write(&f, serde_json::to_vec(&c).unwrap()).unwrap();
+        assert_eq!(
+            gitlinks(&root, Some(&cache)),
+            vec![PathBuf::from("planted")]
+        );
+        // Without a cache git is asked every time.
+        assert_eq!(gitlinks(&root, None), vec![PathBuf::from("sub")]);
+        // A changed index is listed again.
+        std::fs::create_dir_all(root.join("sub2")).unwrap();
+        sh(&root, "git -C sub2 init -q && git -C sub2 -c user.name=t -c user.email=t@t commit -q --allow-empty -m x && git add sub2");
+        let mut now = gitlinks(&root, Some(&cache));
+        now.sort();
+        assert_eq!(now, vec![PathBuf::from("sub"), PathBuf::from("sub2")]);
+    }
 
     #[test]
     fn keys_that_name_programs_are_not_allowed() {

@@ -41,25 +41,26 @@ pub struct Recorded {
     pidfd: Option<OwnedFd>,
 }
 
-/// The start time of `pid` (field 22 of `/proc/PID/stat`, clock ticks
-/// since boot) and whether it has exited (a zombie counts as exited:
-/// nothing of it runs any more). `None`: no such process.
-fn stat(pid: libc::pid_t) -> Option<(u64, bool)> {
+/// The fields of `/proc/PID/stat` after the command name (which is in
+/// parentheses and may hold spaces or `)`): the state first, so field N of
+/// proc(5) is index N - 3. `None`: no such process.
+fn stat_fields(pid: libc::pid_t) -> Option<Vec<String>> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may hold spaces or ')'.
     let rest = &s[s.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state is field 3, start time field 22.
-    let state = fields.first()?;
-    let start = fields.get(19)?.parse().ok()?;
-    Some((start, matches!(*state, "Z" | "X" | "x")))
+    Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
-/// The parent of `pid` (field 4 of `/proc/PID/stat`).
+/// The start time of `pid` (field 22, clock ticks since boot) and whether
+/// it has exited (a zombie counts as exited: nothing of it runs any more).
+fn stat(pid: libc::pid_t) -> Option<(u64, bool)> {
+    let f = stat_fields(pid)?;
+    let start = f.get(19)?.parse().ok()?;
+    Some((start, matches!(f.first()?.as_str(), "Z" | "X" | "x")))
+}
+
+/// The parent of `pid` (field 4).
 pub fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &s[s.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
+    stat_fields(pid)?.get(1)?.parse().ok()
 }
 
 /// A pidfd for `pid` (`None` on kernels without `pidfd_open`, or when the
@@ -161,6 +162,7 @@ impl Recorded {
         ok
     }
 
+    /// The recorded init's pid.
     pub fn pid(&self) -> libc::pid_t {
         self.pid
     }

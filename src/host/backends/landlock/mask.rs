@@ -60,6 +60,7 @@ pub enum MaskVia {
 /// What the probe found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Probe {
+    /// The command can get a mount namespace this way.
     Available(MaskVia),
     /// Why not (e.g. `unshare: Operation not permitted`).
     Unavailable(String),
@@ -89,8 +90,10 @@ pub fn seam_off() -> bool {
 /// One item to mask (an existing file or directory, symlinks resolved).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MaskTarget {
+    /// The item's real location.
     #[serde(serialize_with = "lossy")]
     pub path: PathBuf,
+    /// Masked by an empty directory (else an empty file).
     pub is_dir: bool,
 }
 
@@ -101,6 +104,7 @@ fn lossy<S: serde::Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
 /// Everything the command's half needs to mask, laid out before any
 /// clone (it can only make system calls).
 pub struct MaskSpec {
+    /// How the mount namespace is entered.
     pub via: MaskVia,
     /// `"U U 1\n"` and `"G G 1\n"` for [`MaskVia::UserNs`].
     pub uid_map: Vec<u8>,
@@ -318,10 +322,13 @@ pub fn apply(spec: &MaskSpec) -> Result<(), (u8, i32)> {
             libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
             0o444,
         );
-        if fd < 0 || libc::mkdir(spec.empty_dir.as_ptr(), 0o555) != 0 {
+        if fd < 0 {
             return Err((5, errno()));
         }
         libc::close(fd);
+        if libc::mkdir(spec.empty_dir.as_ptr(), 0o555) != 0 {
+            return Err((5, errno()));
+        }
         if libc::mount(
             std::ptr::null(),
             spec.scratch.as_ptr(),

@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 /// started.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Watched {
+    /// The file's path when the run started (symlinks resolved).
     pub path: PathBuf,
     dev: u64,
     ino: u64,

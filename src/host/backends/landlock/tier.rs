@@ -147,15 +147,24 @@ pub fn run(
     match run_once(policy, req, note.clone(), None) {
         // The mask could not be set up although the probe said it could
         // (the command did not run): the carve and the opener instead.
-        Err(Attempt::MaskFailed(why)) => match run_once(policy, req, note, Some(why)) {
-            Ok(o) => Ok(o),
-            Err(Attempt::Host(e)) => Err(e),
-            Err(Attempt::MaskFailed(why)) => Err(unavailable(why)),
-        },
+        Err(Attempt::MaskFailed(why)) => {
+            // Remembered: later runs of this process go straight to the
+            // fallback instead of failing the same set-up first.
+            let _ = MASK_FAILED.set(why.clone());
+            match run_once(policy, req, note, Some(why)) {
+                Ok(o) => Ok(o),
+                Err(Attempt::Host(e)) => Err(e),
+                Err(Attempt::MaskFailed(why)) => Err(unavailable(why)),
+            }
+        }
         Ok(o) => Ok(o),
         Err(Attempt::Host(e)) => Err(e),
     }
 }
+
+/// Why the mask failed to set up in this process, once it has (the probe
+/// said it would work): every later run uses the fallback directly.
+static MASK_FAILED: OnceLock<String> = OnceLock::new();
 
 /// Why one attempt of [`run`] did not produce an outcome.
 enum Attempt {
@@ -184,6 +193,7 @@ fn run_once(
         _ => None,
     };
     let mut opts = options(policy, None);
+    let mask_failed = mask_failed.or_else(|| opts.mask.and(MASK_FAILED.get().cloned()));
     if let Some(why) = mask_failed {
         opts.mask = None;
         opts.mask_fallback = Some(format!("the mask failed when the run was set up: {why}"));
