@@ -18,6 +18,12 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    // The fixture lives under target/tmp, inside this checkout's own git
+    // repository: git's ceiling keeps resolution from taking the fixture's
+    // `.env` for a file of that repository (policy::git_view). Set once,
+    // before any test resolves.
+    static CEILING: std::sync::Once = std::sync::Once::new();
+    CEILING.call_once(|| std::env::set_var("GIT_CEILING_DIRECTORIES", env!("CARGO_TARGET_TMPDIR")));
     // Prefer target/tmp; an unprivileged CI user may not be able to write
     // there, then the OS temp dir (see `args` for what that changes).
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -118,12 +124,16 @@ fn read_only_network_off() {
         "RO binds nothing writable"
     );
     assert!(p.namespaces.contains(&Namespace::Net));
-    // Deny-read: directory → empty read-only tmpfs, file → /dev/null.
+    // Deny-read: directory → empty read-only tmpfs, file → an empty
+    // read-only regular file (bwrap copies it from a data fd).
     let ssh = find(&a, &["--tmpfs", "[TMP]/home/.ssh"]).unwrap();
     assert_eq!(a[ssh + 2..ssh + 4], ["--remount-ro", "[TMP]/home/.ssh"]);
-    assert!(find(&a, &["--ro-bind", "/dev/null", "[TMP]/home/.netrc"]).is_some());
-    assert!(find(&a, &["--ro-bind", "/dev/null", "[TMP]/ws/.env"]).is_some());
-    assert!(find(&a, &["--ro-bind", "/dev/null", "[TMP]/ws/.env.example"]).is_none());
+    let data = |p: &str| find(&a, &["--ro-bind-data", "@data-fd", p]);
+    assert!(data("[TMP]/home/.netrc").is_some());
+    assert!(data("[TMP]/ws/.env").is_some());
+    assert!(data("[TMP]/ws/.env.example").is_none());
+    assert!(p.data.iter().all(|d| d.content.is_empty()));
+    assert!(!a.contains(&"/dev/null".to_string()));
     insta::assert_yaml_snapshot!("read_only_network_off", a);
 }
 
@@ -150,7 +160,7 @@ fn workspace_write_network_off_orders_mounts() {
         &["--ro-bind", "[TMP]/ws/.git/config", "[TMP]/ws/.git/config"],
     )
     .unwrap();
-    let env = find(&a, &["--ro-bind", "/dev/null", "[TMP]/ws/.env"]).unwrap();
+    let env = find(&a, &["--ro-bind-data", "@data-fd", "[TMP]/ws/.env"]).unwrap();
     // Later mounts win: root < tmp < writable < pinned ancestors < masks < protected.
     assert!(root < tmp && tmp < ws && ws < git && git < env && env < hooks && hooks < config);
     // Missing protected paths get no mount at all (bwrap would create the

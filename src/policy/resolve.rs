@@ -6,6 +6,7 @@
 //! Landlock ruleset and the Seatbelt parameters agree by construction.
 //! Host facts live in [`super::facts`], path primitives in [`super::paths`].
 
+use super::git_view::GitView;
 use super::paths::{
     entry, expand, expand_user_entry, git_pointer_targets, kind_of, push_unique,
     push_with_canonical, Canon,
@@ -55,6 +56,11 @@ pub struct ResolvedPolicy {
     /// is never `full` while a secret may be readable.
     #[serde(default)]
     pub unmasked: Vec<String>,
+    /// What git inside the sandbox sees of deny-read files in
+    /// repositories: tracked ones left readable, indexed versions and
+    /// `info/exclude` overlays (see [`super::git_view`]).
+    #[serde(default, skip_serializing_if = "GitView::is_empty")]
+    pub git: GitView,
 }
 
 impl ResolvedPolicy {
@@ -273,6 +279,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
     let mut deny_read = Vec::new();
     let mut seen_deny = BTreeSet::new();
     let mut unmasked = Vec::new();
+    let mut git = GitView::default();
     if policy.mode != SandboxMode::DangerFullAccess {
         let mut canon = Canon::default();
         for t in tables::DENY_READ {
@@ -297,6 +304,8 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
             &mut seen_deny,
             &mut unmasked,
         );
+        git = super::git_view::resolve(&mut deny_read, &workspace);
+        unmasked.extend(git.notes.iter().cloned());
     }
 
     Ok(ResolvedPolicy {
@@ -317,6 +326,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
         landlock: policy.landlock,
         notes,
         unmasked,
+        git,
     })
 }
 

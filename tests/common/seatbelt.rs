@@ -189,5 +189,6 @@ pub fn resolved(c: Cell) -> ResolvedPolicy {
         landlock: Default::default(),
         notes: Vec::new(),
         unmasked: Vec::new(),
+        git: Default::default(),
     }
 }

@@ -93,6 +93,7 @@ impl InsideBwrapLandlock {
         policy.homes.clear();
         policy.notes.clear();
         policy.unmasked.clear();
+        policy.git = Default::default();
         policy.env = Default::default();
         InsideBwrapLandlock { policy, max_abi }
     }

@@ -12,10 +12,14 @@
 //! 5. the existing directories between a writable root and a protected
 //!    path are bound onto themselves, so they cannot be renamed away
 //!    (EBUSY);
-//! 6. deny-read masks: directories get an empty read-only tmpfs, files and
-//!    sockets get `/dev/null`;
-//! 7. write-protected paths last: existing ones are re-bound read-only onto
-//!    themselves.
+//! 6. deny-read masks: directories get an empty read-only tmpfs, regular
+//!    files an empty read-only regular file (`--ro-bind-data`; a tracked
+//!    file with local changes its indexed version, see
+//!    `policy::git_view`), sockets and files git must not add `/dev/null`;
+//! 7. write-protected paths: existing ones are re-bound read-only onto
+//!    themselves;
+//! 8. last, each repository's `info/exclude` extended by the masked
+//!    untracked names (read-only, over any protected `.git` mount).
 //!
 //! Protected paths that do not exist are *not* mounted: a mount needs an
 //! entry to mount on, and bwrap would create it on the host, in the user's
@@ -65,6 +69,11 @@ pub struct BwrapOptions {
 pub struct BwrapPlan {
     #[serde(serialize_with = "lossy_args")]
     pub argv: Vec<OsString>,
+    /// The contents of the `--ro-bind-data` mounts, in argv order: the
+    /// spawn step hands bwrap one fd per entry and writes its number over
+    /// [`DataMount::arg`] (the plan holds a placeholder there).
+    #[serde(skip)]
+    pub data: Vec<DataMount>,
     /// Deny-read paths masked by a mount.
     pub masked: Vec<PathBuf>,
     /// Write-protected paths re-mounted read-only (the existing ones).
@@ -76,6 +85,34 @@ pub struct BwrapPlan {
     pub namespaces: Vec<Namespace>,
     /// Policy entries the plan could not express (for `Enforcement.partial`).
     pub skipped: Vec<PartialItem>,
+}
+
+/// One `--ro-bind-data FD DEST` of the plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataMount {
+    /// The index in the argv of the `FD` argument.
+    pub arg: usize,
+    /// What bwrap copies into the read-only file at `DEST`.
+    pub content: Vec<u8>,
+}
+
+/// The placeholder for a data fd until the spawn step has one (what
+/// `explain` prints).
+pub const DATA_FD_PLACEHOLDER: &str = "@data-fd";
+
+#[derive(Default)]
+struct DataMounts(Vec<DataMount>);
+
+impl DataMounts {
+    fn push(&mut self, a: &mut Argv, dest: &Path, content: &[u8]) {
+        a.flag("--ro-bind-data");
+        self.0.push(DataMount {
+            arg: a.0.len(),
+            content: content.to_vec(),
+        });
+        a.flag(DATA_FD_PLACEHOLDER);
+        a.0.push(dest.as_os_str().to_owned());
+    }
 }
 
 fn lossy_args<S: serde::Serializer>(a: &[OsString], s: S) -> Result<S::Ok, S::Error> {
@@ -244,6 +281,7 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
     }
 
     let mut masked = Vec::new();
+    let mut data = DataMounts::default();
     // Deny-read paths resolution could not establish: not masked, so partial.
     let mut skipped: Vec<PartialItem> = policy
         .unmasked
@@ -256,6 +294,16 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
             PathKind::Dir => {
                 a.one("--tmpfs", &e.path);
                 a.one("--remount-ro", &e.path);
+                masked.push(e.path.clone());
+            }
+            // A regular file gets an empty (or, for a tracked file with
+            // local changes, its indexed) read-only regular file, so git
+            // and tree walkers treat it like any file (`policy::git_view`);
+            // `/dev/null` on a `nodev` mount (reads fail) only where git
+            // must not be able to add it.
+            PathKind::File if !policy.git.is_unreadable(&e.path) => {
+                let content = policy.git.indexed_version(&e.path).unwrap_or_default();
+                data.push(&mut a, &e.path, content);
                 masked.push(e.path.clone());
             }
             PathKind::File | PathKind::Other => {
@@ -308,6 +356,13 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
         }
     }
 
+    // The repositories' `info/exclude`, extended by the masked untracked
+    // names, last: over any protected mount of `.git`.
+    for o in policy.git.excludes() {
+        absolute(&o.path)?;
+        data.push(&mut a, &o.path, &o.content);
+    }
+
     if let Some(d) = &opts.egress_dir {
         absolute(d)?;
         a.two("--ro-bind", d, d);
@@ -322,6 +377,7 @@ pub fn plan(policy: &ResolvedPolicy, opts: &BwrapOptions) -> Result<BwrapPlan, P
 
     Ok(BwrapPlan {
         argv: a.0,
+        data: data.0,
         masked,
         protected,
         guarded_after,

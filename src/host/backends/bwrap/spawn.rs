@@ -348,6 +348,33 @@ pub(crate) fn read_status(read_end: OwnedFd) -> Option<HelperStatus> {
     serde_json::from_str(line.trim()).ok()
 }
 
+/// One in-memory file per `--ro-bind-data` mount of `plan`, its number
+/// written over the plan's placeholder (bwrap reads each to its end and
+/// closes it while it sets up the mounts).
+fn data_fds(plan: &mut super::BwrapPlan) -> Result<Vec<OwnedFd>, HostError> {
+    let mut fds = Vec::with_capacity(plan.data.len());
+    for d in &plan.data {
+        let fd = nix::sys::memfd::memfd_create(
+            c"codewhale-mask",
+            nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
+        )
+        .map_err(|e| HostError::io("creating a mask's content", e.into()))?;
+        let mut f = std::fs::File::from(fd);
+        {
+            use std::io::{Seek, Write};
+            f.write_all(&d.content)
+                .and_then(|()| f.rewind())
+                .map_err(|e| HostError::io("writing a mask's content", e))?;
+        }
+        let fd = OwnedFd::from(f);
+        if let Some(arg) = plan.argv.get_mut(d.arg) {
+            *arg = fd.as_raw_fd().to_string().into();
+        }
+        fds.push(fd);
+    }
+    Ok(fds)
+}
+
 /// Run `req` under bwrap with the helper stage.
 pub fn run(
     policy: &ResolvedPolicy,
@@ -407,11 +434,12 @@ pub fn run(
     let command = req.argv.iter().map(OsString::from).collect();
     let mut opts = options(bwrap, &cwd, Some(&spec), helper_exe, command)?;
     opts.egress_dir = egress.as_ref().and_then(|e| e.socket_dir());
-    let plan = plan(policy, &opts).map_err(|e| HostError::Unavailable {
+    let mut plan = plan(policy, &opts).map_err(|e| HostError::Unavailable {
         backend: crate::host::BackendKind::Bwrap,
         reason: e.to_string(),
         remedy: None,
     })?;
+    let data_fds = data_fds(&mut plan)?;
     // Missing protected paths are not mounted (that would create them on
     // the host): their baseline is recorded now and checked after the run.
     let targets = crate::host::integrity::targets(policy, &plan.guarded_after);
@@ -440,7 +468,9 @@ pub fn run(
 
     let (sup, recorded) = std::thread::scope(|sc| {
         let recorder = sc.spawn(|| record_and_go(go_ours, &guard));
-        let sup = supervise::run_with(cmd, vec![write_end, life_read, go_theirs], req, false);
+        let mut keep = vec![write_end, life_read, go_theirs];
+        keep.extend(data_fds);
+        let sup = supervise::run_with(cmd, keep, req, false);
         (sup, recorder.join())
     });
     drop(life_write);

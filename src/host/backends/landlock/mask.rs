@@ -93,8 +93,32 @@ pub struct MaskTarget {
     /// The item's real location.
     #[serde(serialize_with = "lossy")]
     pub path: PathBuf,
-    /// Masked by an empty directory (else an empty file).
+    /// Masked by an empty directory (else a file, see `form`).
     pub is_dir: bool,
+    /// What a file's mask holds.
+    #[serde(skip_serializing_if = "MaskForm::is_empty")]
+    pub form: MaskForm,
+}
+
+/// What a file mask shows (`policy::git_view` decides).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MaskForm {
+    /// An empty read-only file.
+    #[default]
+    Empty,
+    /// A file no one may read (mode 0; every capability is dropped before
+    /// the command runs): git must fail on it rather than add it.
+    Unreadable,
+    /// A read-only file with these bytes (a tracked file's indexed version,
+    /// an extended `info/exclude`); never serialised.
+    Content(#[serde(skip)] Vec<u8>),
+}
+
+impl MaskForm {
+    fn is_empty(&self) -> bool {
+        *self == MaskForm::Empty
+    }
 }
 
 fn lossy<S: serde::Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
@@ -115,13 +139,21 @@ pub struct MaskSpec {
     pub scratch: CString,
     pub empty_file: CString,
     pub empty_dir: CString,
-    /// `(target, is_dir)`.
-    pub targets: Vec<(CString, bool)>,
+    /// The mode-0 file (for [`MaskForm::Unreadable`]).
+    pub closed_file: CString,
+    /// `(target, source)`: the source is one of the three above or a file
+    /// of [`MaskSpec::contents`].
+    pub targets: Vec<(CString, CString)>,
+    /// `(file on the scratch tmpfs, its bytes)`.
+    pub contents: Vec<(CString, Vec<u8>)>,
+    /// The scratch tmpfs's `size=` option (its files and some room).
+    pub scratch_opts: CString,
 }
 
 /// Names of the empty file and directory on the scratch tmpfs.
 const EMPTY_FILE: &str = "codewhale-mask-file";
 const EMPTY_DIR: &str = "codewhale-mask-dir";
+const CLOSED_FILE: &str = "codewhale-mask-closed";
 
 impl MaskSpec {
     /// `None` when a path contains a NUL byte (it cannot be mounted on).
@@ -129,17 +161,41 @@ impl MaskSpec {
         let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).ok();
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let empty_file = c(&scratch.join(EMPTY_FILE))?;
+        let empty_dir = c(&scratch.join(EMPTY_DIR))?;
+        let closed_file = c(&scratch.join(CLOSED_FILE))?;
+        let mut contents = Vec::new();
+        let mut list = Vec::with_capacity(targets.len());
+        for t in targets {
+            let src = match (&t.form, t.is_dir) {
+                (_, true) => empty_dir.clone(),
+                (MaskForm::Empty, false) => empty_file.clone(),
+                (MaskForm::Unreadable, false) => closed_file.clone(),
+                (MaskForm::Content(bytes), false) => {
+                    let name = c(&scratch.join(format!("codewhale-mask-{}", contents.len())))?;
+                    contents.push((name.clone(), bytes.clone()));
+                    name
+                }
+            };
+            list.push((c(&t.path)?, src));
+        }
+        // tmpfs rounds each file up to a page; 16 KiB for the fixed entries.
+        let bytes: usize = contents
+            .iter()
+            .map(|(_, b)| b.len().div_ceil(4096) * 4096 + 4096)
+            .sum();
+        let size = 16 * 1024 + bytes;
         Some(MaskSpec {
             via,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             scratch: c(scratch)?,
-            empty_file: c(&scratch.join(EMPTY_FILE))?,
-            empty_dir: c(&scratch.join(EMPTY_DIR))?,
-            targets: targets
-                .iter()
-                .map(|t| Some((c(&t.path)?, t.is_dir)))
-                .collect::<Option<Vec<_>>>()?,
+            empty_file,
+            empty_dir,
+            closed_file,
+            targets: list,
+            contents,
+            scratch_opts: CString::new(format!("mode=0755,size={size}")).ok()?,
         })
     }
 }
@@ -262,6 +318,32 @@ fn write_file(path: &[u8], data: &[u8]) -> bool {
     }
 }
 
+/// Create `path` with `mode` holding `data` (system calls only).
+fn make_file(path: &CString, mode: libc::mode_t, data: &[u8]) -> bool {
+    // SAFETY: open/write/close on a NUL-terminated path prepared before
+    // and on the fd just opened; `data` outlives the calls.
+    unsafe {
+        let fd = libc::open(
+            path.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+            mode,
+        );
+        if fd < 0 {
+            return false;
+        }
+        let mut done = 0;
+        while done < data.len() {
+            let n = libc::write(fd, data[done..].as_ptr().cast(), data.len() - done);
+            if n <= 0 {
+                libc::close(fd);
+                return false;
+            }
+            done += n as usize;
+        }
+        libc::close(fd) == 0
+    }
+}
+
 /// Step 1–3: the namespace(s), the id maps, private propagation. System
 /// calls only (runs in a forked or `CLONE_VM` child).
 fn enter_namespace(spec: &MaskSpec) -> Result<(), (u8, i32)> {
@@ -298,8 +380,9 @@ fn enter_namespace(spec: &MaskSpec) -> Result<(), (u8, i32)> {
 
 /// The whole mask, in the command's half before Landlock and seccomp:
 /// namespace(s), a scratch tmpfs on `spec.scratch` holding an empty file
-/// (0444) and directory (0555), remounted read-only, bound over each
-/// target, then detached (the binds keep it alive). System calls only.
+/// (0444), a mode-0 file, an empty directory (0555) and the content files
+/// (0444), remounted read-only, bound over each target, then detached
+/// (the binds keep it alive). System calls only.
 /// `Err((step, errno))` otherwise ([`describe`]).
 pub fn apply(spec: &MaskSpec) -> Result<(), (u8, i32)> {
     enter_namespace(spec)?;
@@ -312,20 +395,19 @@ pub fn apply(spec: &MaskSpec) -> Result<(), (u8, i32)> {
             spec.scratch.as_ptr(),
             c"tmpfs".as_ptr(),
             flags,
-            c"mode=0755,size=16k".as_ptr().cast(),
+            spec.scratch_opts.as_ptr().cast(),
         ) != 0
         {
             return Err((4, errno()));
         }
-        let fd = libc::open(
-            spec.empty_file.as_ptr(),
-            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
-            0o444,
-        );
-        if fd < 0 {
+        if !make_file(&spec.empty_file, 0o444, b"") || !make_file(&spec.closed_file, 0, b"") {
             return Err((5, errno()));
         }
-        libc::close(fd);
+        for (name, bytes) in &spec.contents {
+            if !make_file(name, 0o444, bytes) {
+                return Err((5, errno()));
+            }
+        }
         if libc::mkdir(spec.empty_dir.as_ptr(), 0o555) != 0 {
             return Err((5, errno()));
         }
@@ -339,12 +421,7 @@ pub fn apply(spec: &MaskSpec) -> Result<(), (u8, i32)> {
         {
             return Err((6, errno()));
         }
-        for (target, is_dir) in &spec.targets {
-            let src = if *is_dir {
-                &spec.empty_dir
-            } else {
-                &spec.empty_file
-            };
+        for (target, src) in &spec.targets {
             if libc::mount(
                 src.as_ptr(),
                 target.as_ptr(),
@@ -401,6 +478,7 @@ mod tests {
             &[MaskTarget {
                 path: "/w/.env".into(),
                 is_dir: false,
+                form: MaskForm::Empty,
             }],
             Path::new("/tmp/run"),
         )

@@ -5,7 +5,7 @@
 //! filesystem. The result serialises for `sandbox explain --json`.
 
 use super::complement::{complement, real_location, WalkStats};
-use super::mask::{DenyReadStrategy, MaskTarget, MaskVia};
+use super::mask::{DenyReadStrategy, MaskForm, MaskTarget, MaskVia};
 use super::rights::{
     self, FsAccess, NetAccess, ScopeSet, BIND_TCP, CONNECT_TCP, DEVICE_WRITE, FILE_RIGHTS,
     READ_CONTENT, READ_DIR, SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL, TARGET_ABI,
@@ -468,9 +468,17 @@ fn plan_reads(
                         // tier-limit "resolved once" item).
                         continue;
                     }
+                    let form = if resolved.git.is_unreadable(&e.path) {
+                        MaskForm::Unreadable
+                    } else if let Some(v) = resolved.git.indexed_version(&e.path) {
+                        MaskForm::Content(v.to_vec())
+                    } else {
+                        MaskForm::Empty
+                    };
                     masks.push(MaskTarget {
                         is_dir: e.kind == PathKind::Dir,
                         path: real,
+                        form,
                     });
                     continue;
                 }
@@ -504,6 +512,29 @@ fn plan_reads(
             }
         }
         holes.push(real);
+    }
+    // The repositories' `info/exclude`, extended by the masked untracked
+    // names (`policy::git_view`): only the mask can lay a file over one.
+    let excludes: Vec<_> = resolved.git.excludes().collect();
+    if !excludes.is_empty() {
+        if *strategy == DenyReadStrategy::Mask {
+            for o in excludes {
+                masks.push(MaskTarget {
+                    path: real_location(&o.path),
+                    is_dir: false,
+                    form: MaskForm::Content(o.content.clone()),
+                });
+            }
+        } else {
+            for o in excludes {
+                partial.push(PartialItem::new(
+                    PartialKind::NotEnforced,
+                    Shortfall::DenyRead,
+                    Some(&o.path),
+                    "not extended by the masked names (only the mask strategy can lay a file over it): git inside the sandbox may see an untracked masked file, and fail on reading it",
+                ));
+            }
+        }
     }
     let walk = complement(Path::new("/"), &holes);
     for g in &walk.grants {

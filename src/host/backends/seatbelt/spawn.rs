@@ -142,6 +142,13 @@ fn enforcement(
             .iter()
             .map(|n| PartialItem::new(Shortfall::DenyRead, n.clone())),
     );
+    partial.extend(
+        resolved
+            .git
+            .unapplied("Seatbelt cannot lay a file over a path")
+            .into_iter()
+            .map(|n| PartialItem::new(Shortfall::DenyRead, n)),
+    );
     partial.push(PartialItem::new(
         Shortfall::Supervision,
         "no parent-death signal on macOS: if codewhale is killed, the command (and a descendant that called setsid itself) can outlive the run",
