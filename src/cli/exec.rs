@@ -338,11 +338,11 @@ fn note_runtime_recovery(out: &mut crate::agent::Emitter, r: &crate::runtime::Op
 fn load_context(args: &ExecArgs, workspace: &std::path::Path) -> anyhow::Result<SandboxContext> {
     let mut o = LoadOptions::new(workspace);
     o.overrides.model = args.model.clone();
-    super::sandbox::check_allow_domains(args.network, &args.allow_domains)?;
+    let allow_domains = super::sandbox::check_allow_domains(args.network, &args.allow_domains)?;
     let flags = SandboxFlags {
         mode: args.sandbox,
         network_mode: args.network,
-        allow_domains: args.allow_domains.clone(),
+        allow_domains,
         backend: args.backend,
         no_project_config: args.no_project_config,
         ..SandboxFlags::default()

@@ -101,14 +101,23 @@ pub fn parse_network_mode(s: &str) -> Result<crate::net::NetworkMode, String> {
     crate::net::NetworkMode::parse(s).map_err(|e| e.to_string())
 }
 
-/// `--allow-domain` entries must parse, and make no sense with the network on.
+/// `--allow-domain` entries must parse, and make no sense with the network
+/// on. Returns them as entries (a URL's host; see
+/// `net::policy::flag_entry`), saying on stderr what was taken from a URL.
 pub fn check_allow_domains(
     mode: Option<crate::net::NetworkMode>,
     domains: &[String],
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<String>> {
+    let mut entries = Vec::with_capacity(domains.len());
     for d in domains {
-        crate::net::policy::expand(std::slice::from_ref(d))
+        let (entry, note) = crate::net::policy::flag_entry(d)
             .map_err(|e| anyhow::anyhow!("--allow-domain {d}: {e}"))?;
+        crate::net::policy::expand(std::slice::from_ref(&entry))
+            .map_err(|e| anyhow::anyhow!("--allow-domain {d}: {e}"))?;
+        if let Some(n) = note {
+            eprintln!("codewhale: --allow-domain {d}: {n}");
+        }
+        entries.push(entry);
     }
     if mode == Some(crate::net::NetworkMode::On) && !domains.is_empty() {
         anyhow::bail!(
@@ -118,7 +127,7 @@ pub fn check_allow_domains(
     if mode == Some(crate::net::NetworkMode::Off) && !domains.is_empty() {
         anyhow::bail!("--allow-domain contradicts --network=off");
     }
-    Ok(())
+    Ok(entries)
 }
 
 impl PolicyArgs {
@@ -133,12 +142,12 @@ impl PolicyArgs {
             Some(w) => w.clone(),
             None => std::env::current_dir().context("reading the current directory")?,
         };
-        check_allow_domains(self.network, &self.allow_domains)?;
+        let allow_domains = check_allow_domains(self.network, &self.allow_domains)?;
         let flags = config::SandboxFlags {
             mode: self.mode,
             network: false,
             network_mode: self.network,
-            allow_domains: self.allow_domains.clone(),
+            allow_domains,
             writable_roots: self.writable_roots.clone(),
             backend: self.backend,
             bwrap_path: self.bwrap_path.clone(),
@@ -215,6 +224,10 @@ fn run_cmd(args: RunArgs) -> i32 {
         if let Some(e) = &out.enforcement.egress {
             // `network: 3 connections to crates.io; 1 refused: evil.example (…)`.
             eprintln!("codewhale: {}", e.line);
+        }
+        // The command ran in the workspace (`-C`).
+        for h in crate::host::hints::after_run(out, &policy, &policy.workspace) {
+            eprintln!("codewhale: {}", h.text());
         }
         if !out.enforcement.is_sandboxed() {
             eprintln!(

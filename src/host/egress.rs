@@ -102,10 +102,13 @@ impl EgressRun {
     /// `$XDG_RUNTIME_DIR` (or the temp dir): the bwrap tier.
     pub fn start_unix(spec: &EgressSpec) -> Result<Self, HostError> {
         let (gate, test_names) = gate(spec, BackendKind::Bwrap)?;
+        // A `TMPDIR` that does not exist (a fresh machine's, a removed
+        // one) must not stop the run: `/tmp` then.
         let base = std::env::var_os("XDG_RUNTIME_DIR")
             .map(PathBuf::from)
             .filter(|p| p.is_dir())
-            .unwrap_or_else(std::env::temp_dir);
+            .or_else(|| Some(std::env::temp_dir()).filter(|p| p.is_dir()))
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
         let dir = tempfile::Builder::new()
             .prefix("codewhale-egress-")
             .tempdir_in(&base)

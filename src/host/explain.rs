@@ -127,7 +127,7 @@ mod imp {
         let seccomp_opts = if resolved.egress.is_some() && !resolved.network {
             SeccompOptions::for_allowlist()
         } else {
-            tier::seccomp_options(resolved.network)
+            tier::seccomp_options(resolved.network, plan.private_net.is_some())
         };
         let rules = seccomp::rules(&seccomp_opts);
         let available = tier::available();
@@ -211,6 +211,9 @@ mod imp {
     fn inside_bwrap_plan(resolved: &ResolvedPolicy) -> Result<LandlockPlan, HostError> {
         let mut opts = LandlockOptions::detect(Tier::InsideBwrap);
         opts.max_abi = tier::max_abi_seam();
+        if !resolved.network {
+            opts.private_net = Some(landlock::PrivateNet::Bwrap);
+        }
         landlock::plan(resolved, &opts).map_err(plan_error)
     }
 

@@ -12,6 +12,7 @@ pub mod egress;
 pub mod enforcement;
 pub mod error;
 pub mod explain;
+pub mod hints;
 #[cfg(unix)]
 pub mod integrity;
 pub mod process;

@@ -382,6 +382,66 @@ fn parse_port(p: &str) -> Result<u16, &'static str> {
     }
 }
 
+/// What a person typed after `--allow-domain`, made into one entry:
+/// a URL gives its host (and explicit port), with a note saying so; a
+/// comma list, `localhost`, an IP literal and the cloud metadata names
+/// are refused with the reason (none of them can ever be reached through
+/// the proxy, which decides by name and refuses loopback, private and
+/// metadata addresses). `Ok((entry, note))`.
+pub fn flag_entry(raw: &str) -> Result<(String, Option<String>), String> {
+    let t = raw.trim();
+    if t.contains(',') {
+        return Err(
+            "one name per flag: repeat it (--allow-domain a.example --allow-domain b.example)"
+                .into(),
+        );
+    }
+    if t.starts_with('@') {
+        return Ok((t.to_string(), None));
+    }
+    let (entry, note) = if t.contains("://") {
+        let u = url::Url::parse(t).map_err(|e| format!("not a URL ({e})"))?;
+        let host = u
+            .host_str()
+            .ok_or_else(|| "the URL names no host".to_string())?;
+        let entry = match u.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_string(),
+        };
+        let note = format!("taking the URL's host: {entry}");
+        (entry, Some(note))
+    } else {
+        (t.to_string(), None)
+    };
+    let host = split_port(&entry)
+        .map(|(h, _)| h.trim_start_matches('[').trim_end_matches(']'))
+        .unwrap_or(&entry)
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    if host == "localhost" || host.ends_with(".localhost") {
+        return Err("localhost is the loopback, which the allow list never reaches: the sandbox's own loopback needs no entry (it stays usable with the network off), the host's is never reachable".into());
+    }
+    if matches!(
+        host.as_str(),
+        "metadata" | "metadata.google.internal" | "metadata.azure.internal"
+    ) {
+        return Err("a cloud metadata service: never reachable from the sandbox".into());
+    }
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        let why = if ip.is_loopback() {
+            "a loopback address: the host's loopback is never reachable (the sandbox's own needs no entry)"
+        } else if matches!(ip, std::net::IpAddr::V4(v4) if v4.is_link_local())
+            || host == "fd00:ec2::254"
+        {
+            "a link-local (cloud metadata) address: never reachable from the sandbox"
+        } else {
+            "an IP literal: the allow list is by name (the proxy resolves names itself and checks the addresses); name the host instead"
+        };
+        return Err(why.into());
+    }
+    Ok((entry, note))
+}
+
 /// Expand entries into patterns: `@set` becomes the set's hosts (each
 /// quoted as `@set: host`), anything else is parsed as one pattern.
 pub fn expand(entries: &[String]) -> Result<Vec<HostPattern>, PolicyError> {

@@ -73,6 +73,11 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
             if !stderr.is_empty() {
                 text.push_str(&format!("\nstderr:\n{stderr}"));
             }
+            // What the sandbox did that the output does not say (reverts,
+            // the network being off, a write outside the roots).
+            for h in crate::host::hints::after_run(&o, &ctx.policy, ctx.guard.workspace()) {
+                text.push_str(&format!("\ncodewhale: {}", h.text()));
+            }
             let mut out = if o.timed_out {
                 ToolOutput::error("timeout", text)
             } else if code == 0 {

@@ -79,6 +79,10 @@ fn condition(c: ArgCondition) -> Result<Vec<SeccompCondition>, SeccompError> {
             SeccompCmpOp::MaskedEq(mask),
             value,
         )?,
+        ArgCondition::NotIn32 { arg, values } => values
+            .iter()
+            .map(|v| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *v))
+            .collect::<Result<Vec<_>, _>>()?,
         ArgCondition::FlagSet { arg, mask } => one(
             arg,
             SeccompCmpArgLen::Qword,
@@ -255,6 +259,7 @@ mod tests {
                 network: true,
                 deny_unix_socket: true,
                 stream_only: false,
+                private_net: false,
             },
         ] {
             for r in rules(&opts) {

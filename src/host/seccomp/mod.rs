@@ -17,6 +17,8 @@ use serde::Serialize;
 /// data, so they are spelled here rather than taken from a per-OS libc).
 pub const AF_UNIX: u64 = 1;
 pub const AF_VSOCK: u64 = 40;
+pub const AF_INET: u64 = 2;
+pub const AF_INET6: u64 = 10;
 /// `CLONE_NEWUSER` (Linux).
 pub const CLONE_NEWUSER: u64 = 0x1000_0000;
 /// `TIOCSTI`: push a byte into the terminal's input queue.
@@ -61,6 +63,8 @@ pub enum ArgCondition {
     /// `(arg & mask) == value` on the low 32 bits (`socket`'s type with
     /// the `SOCK_NONBLOCK`/`SOCK_CLOEXEC` flags masked off).
     MaskedEq32 { arg: u8, mask: u64, value: u64 },
+    /// `arg` (low 32 bits) is none of `values`.
+    NotIn32 { arg: u8, values: &'static [u64] },
 }
 
 /// One row: deny `syscall` with `errno` when `cond` holds.
@@ -87,6 +91,12 @@ pub struct SeccompOptions {
     /// packet sockets. Landlock governs TCP only.
     #[serde(default)]
     pub stream_only: bool,
+    /// The command has a network namespace of its own whose only interface
+    /// is its own loopback: with the network off, IP sockets stay allowed
+    /// (a test server the command starts and talks to reaches nothing
+    /// else; the host's loopback is another namespace's).
+    #[serde(default)]
+    pub private_net: bool,
 }
 
 impl SeccompOptions {
@@ -98,6 +108,8 @@ impl SeccompOptions {
             network,
             deny_unix_socket: !network,
             stream_only: false,
+            // bwrap unshares the network whenever it is off.
+            private_net: !network,
         }
     }
 
@@ -107,6 +119,7 @@ impl SeccompOptions {
             network: true,
             deny_unix_socket: true,
             stream_only: true,
+            private_net: false,
         }
     }
 }
@@ -218,7 +231,17 @@ pub const FIXED_RULES: &[Rule] = &[
 /// The complete table for `opts`: the fixed rows plus the socket rows.
 pub fn rules(opts: &SeccompOptions) -> Vec<Rule> {
     let mut out = FIXED_RULES.to_vec();
-    if !opts.network {
+    if !opts.network && opts.private_net {
+        out.push(Rule {
+            syscall: "socket",
+            cond: ArgCondition::NotIn32 {
+                arg: 0,
+                values: &[AF_UNIX, AF_INET, AF_INET6],
+            },
+            errno: Errno::Eperm,
+            reason: "network is off: only AF_UNIX sockets and IP sockets on the command's own loopback (a private network namespace) are allowed",
+        });
+    } else if !opts.network {
         out.push(Rule {
             syscall: "socket",
             cond: ArgCondition::Ne32 {
@@ -277,6 +300,14 @@ pub fn describe(rule: &Rule) -> String {
         ArgCondition::MaskedEq32 { arg, mask, value } => {
             format!(" if ((u32)arg{arg} & {mask:#x}) == {value:#x}")
         }
+        ArgCondition::NotIn32 { arg, values } => format!(
+            " if (u32)arg{arg} not in {{{}}}",
+            values
+                .iter()
+                .map(|v| format!("{v:#x}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
     let errno = match rule.errno {
         Errno::Eperm => "EPERM",
@@ -289,6 +320,33 @@ pub fn describe(rule: &Rule) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_private_namespace_keeps_ip_sockets_and_nothing_else() {
+        let r = rules(&SeccompOptions {
+            network: false,
+            deny_unix_socket: true,
+            stream_only: false,
+            private_net: true,
+        });
+        let fam: Vec<_> = r
+            .iter()
+            .filter(|r| r.syscall == "socket" && r.reason.starts_with("network is off"))
+            .collect();
+        assert_eq!(fam.len(), 1);
+        assert_eq!(
+            fam[0].cond,
+            ArgCondition::NotIn32 {
+                arg: 0,
+                values: &[AF_UNIX, AF_INET, AF_INET6]
+            }
+        );
+        assert!(describe(fam[0]).contains("not in {0x1, 0x2, 0xa}"));
+        // The bwrap tier asks for it exactly when the network is off.
+        assert!(SeccompOptions::for_bwrap(false).private_net);
+        assert!(!SeccompOptions::for_bwrap(true).private_net);
+        assert!(!SeccompOptions::for_allowlist().private_net);
+    }
 
     #[test]
     fn network_off_adds_the_family_rule() {
@@ -318,6 +376,7 @@ mod tests {
             network: false,
             deny_unix_socket: true,
             stream_only: false,
+            private_net: false,
         });
         assert!(r.iter().any(|r| r.cond
             == ArgCondition::Eq32 {

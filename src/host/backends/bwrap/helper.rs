@@ -131,6 +131,12 @@ fn apply_landlock(
     let mut opts = LandlockOptions::detect(Tier::InsideBwrap);
     opts.max_abi = l.max_abi;
     opts.connect_ports = connect_ports;
+    // bwrap unshares the network whenever it is off (allowlist included):
+    // the namespace holds only the command's own loopback (and the egress
+    // bridge), so TCP there is the command's own business.
+    if !l.policy.network {
+        opts.private_net = Some(landlock::PrivateNet::Bwrap);
+    }
     let plan = landlock::plan(&l.policy, &opts).map_err(|e| e.to_string())?;
     landlock::apply(&plan).map(Some).map_err(|e| e.to_string())
 }

@@ -289,9 +289,9 @@ fn enforcement(
     if policy.egress.is_some() && bridge {
         network_enforced_by.push(crate::host::enforcement::NetworkEnforcer::EgressProxy);
     }
-    if !policy.network && landlock_on && landlock.as_ref().is_some_and(|l| l.abi >= 4) {
-        network_enforced_by.push(NetworkEnforcer::LandlockNet);
-    }
+    // Landlock's TCP rules are not planned inside bwrap: the network
+    // namespace holds only the command's own loopback (and the bridge),
+    // so they would only keep a test server from listening there.
     Enforcement {
         backend: BackendKind::Bwrap,
         mode: policy.mode,

@@ -148,6 +148,9 @@ pub struct MaskSpec {
     pub contents: Vec<(CString, Vec<u8>)>,
     /// The scratch tmpfs's `size=` option (its files and some room).
     pub scratch_opts: CString,
+    /// Also a network namespace of the command's own, its loopback up
+    /// (see [`MaskSpec::with_net`]).
+    pub net: bool,
 }
 
 /// Names of the empty file and directory on the scratch tmpfs.
@@ -196,7 +199,19 @@ impl MaskSpec {
             targets: list,
             contents,
             scratch_opts: CString::new(format!("mode=0755,size={size}")).ok()?,
+            net: false,
         })
+    }
+
+    /// Enter a network namespace of the command's own as well, whose only
+    /// interface is its loopback, brought up: with the network off a test
+    /// server the command starts is reachable from the command and from
+    /// nothing else, and the host's loopback services are in another
+    /// namespace. Unix sockets named in the filesystem are not namespaced
+    /// and stay denied by seccomp.
+    pub fn with_net(mut self, net: bool) -> MaskSpec {
+        self.net = net;
+        self
     }
 }
 
@@ -204,7 +219,14 @@ impl MaskSpec {
 /// process in a forked child; cached).
 pub fn probe() -> Probe {
     static PROBE: OnceLock<Probe> = OnceLock::new();
-    PROBE.get_or_init(probe_uncached).clone()
+    PROBE.get_or_init(|| probe_uncached(false)).clone()
+}
+
+/// Whether this process can also give the command a network namespace of
+/// its own with its loopback up (probed once per process; cached).
+pub fn probe_net() -> Probe {
+    static PROBE: OnceLock<Probe> = OnceLock::new();
+    PROBE.get_or_init(|| probe_uncached(true)).clone()
 }
 
 fn has_sys_admin() -> bool {
@@ -225,11 +247,12 @@ pub fn wanted_via() -> MaskVia {
     }
 }
 
-fn probe_uncached() -> Probe {
+fn probe_uncached(net: bool) -> Probe {
     let via = wanted_via();
     let Some(spec) = MaskSpec::new(via, &[], Path::new("/")) else {
         return Probe::Unavailable("no scratch path".into());
     };
+    let spec = spec.with_net(net);
     let Ok((r, w)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
         return Probe::Unavailable("creating the probe's pipe failed".into());
     };
@@ -285,6 +308,7 @@ fn step_name(b: u8) -> &'static str {
         6 => "remounting the scratch tmpfs read-only",
         7 => "bind-mounting a mask",
         8 => "detaching the scratch tmpfs",
+        9 => "bringing up the private network namespace's loopback",
         _ => "an unknown step",
     }
 }
@@ -347,10 +371,13 @@ fn make_file(path: &CString, mode: libc::mode_t, data: &[u8]) -> bool {
 /// Step 1–3: the namespace(s), the id maps, private propagation. System
 /// calls only (runs in a forked or `CLONE_VM` child).
 fn enter_namespace(spec: &MaskSpec) -> Result<(), (u8, i32)> {
-    let flags = match spec.via {
+    let mut flags = match spec.via {
         MaskVia::MountNs => libc::CLONE_NEWNS,
         MaskVia::UserNs => libc::CLONE_NEWUSER | libc::CLONE_NEWNS,
     };
+    if spec.net {
+        flags |= libc::CLONE_NEWNET;
+    }
     // SAFETY: unshare with constant flags.
     if unsafe { libc::unshare(flags) } != 0 {
         return Err((1, errno()));
@@ -375,7 +402,33 @@ fn enter_namespace(spec: &MaskSpec) -> Result<(), (u8, i32)> {
     if rc != 0 {
         return Err((3, errno()));
     }
+    if spec.net && !loopback_up() {
+        return Err((9, errno()));
+    }
     Ok(())
+}
+
+/// Set `IFF_UP` on `lo` in the current network namespace (system calls
+/// only; a new namespace's loopback starts down).
+fn loopback_up() -> bool {
+    // SAFETY: socket/ioctl/close with a zeroed `ifreq` on our stack whose
+    // name is the NUL-terminated "lo"; the fd is ours and closed.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return false;
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        req.ifr_name[0] = b'l' as libc::c_char;
+        req.ifr_name[1] = b'o' as libc::c_char;
+        let mut ok = libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req) == 0;
+        if ok {
+            req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            ok = libc::ioctl(fd, libc::SIOCSIFFLAGS, &req) == 0;
+        }
+        libc::close(fd);
+        ok
+    }
 }
 
 /// The whole mask, in the command's half before Landlock and seccomp:
@@ -386,6 +439,10 @@ fn enter_namespace(spec: &MaskSpec) -> Result<(), (u8, i32)> {
 /// `Err((step, errno))` otherwise ([`describe`]).
 pub fn apply(spec: &MaskSpec) -> Result<(), (u8, i32)> {
     enter_namespace(spec)?;
+    if spec.targets.is_empty() {
+        // Only the network namespace was wanted.
+        return Ok(());
+    }
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     // SAFETY: mount/open/mkdir/umount2 on NUL-terminated strings prepared
     // before; null pointers where the kernel allows them.

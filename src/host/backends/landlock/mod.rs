@@ -97,6 +97,25 @@ pub struct LandlockOptions {
     /// Why masking is not used (the probe's or the seam's reason), for
     /// the fallback's report item.
     pub mask_fallback: Option<String>,
+    /// The command runs in a network namespace of its own whose only
+    /// interface is its own loopback (bwrap's, or the one the no-namespace
+    /// tier makes with the mask's step, `Some(via)`): Landlock's TCP rules
+    /// are not needed to keep it off the network, and would only keep a
+    /// test server from listening on that loopback.
+    pub private_net: Option<PrivateNet>,
+    /// With the network off and no private namespace: why not (the
+    /// `over-restricted: loopback` item).
+    pub private_net_fallback: Option<String>,
+}
+
+/// Who made the command's private network namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrivateNet {
+    /// bwrap's `--unshare-net` (the inside-bwrap tier).
+    Bwrap,
+    /// The no-namespace tier's own step, entered this way.
+    Stage(mask::MaskVia),
 }
 
 impl LandlockOptions {
@@ -112,6 +131,8 @@ impl LandlockOptions {
             connect_ports: Vec::new(),
             mask: None,
             mask_fallback: None,
+            private_net: None,
+            private_net_fallback: None,
         }
     }
 }

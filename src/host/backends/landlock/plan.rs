@@ -169,6 +169,9 @@ pub struct LandlockPlan {
     /// [`DenyReadStrategy::Mask`]: the items covered by read-only mounts
     /// (not carved: their roots are granted whole).
     pub masks: Vec<MaskTarget>,
+    /// The command's own network namespace (see
+    /// [`LandlockOptions::private_net`]).
+    pub private_net: Option<super::PrivateNet>,
 }
 
 impl LandlockPlan {
@@ -250,7 +253,7 @@ pub fn plan(
     let abi = cap.min(opts.kernel_abi);
 
     let wanted_fs = FsAccess::supported(TARGET_ABI);
-    let wanted_net = if resolved.network {
+    let wanted_net = if resolved.network || opts.private_net.is_some() {
         NetAccess::empty()
     } else {
         BIND_TCP.union(CONNECT_TCP)
@@ -295,6 +298,17 @@ pub fn plan(
             Shortfall::LandlockRight,
             None,
             format!("{d}: the kernel offers ABI {}", abi),
+        ));
+    }
+    if !resolved.network && opts.private_net.is_none() && opts.tier == Tier::NoNamespaces {
+        partial.push(PartialItem::new(
+            PartialKind::OverRestricted,
+            Shortfall::OverRestricted,
+            None,
+            format!(
+                "loopback: the command has no network namespace of its own ({}), so it can neither listen on nor connect to 127.0.0.1, not even to reach a server it started itself (test suites that start a local server fail); bwrap's tier has one",
+                opts.private_net_fallback.as_deref().unwrap_or("not requested")
+            ),
         ));
     }
 
@@ -419,6 +433,7 @@ pub fn plan(
         deny_read_strategy: strategy,
         mask_via: if masks.is_empty() { None } else { opts.mask },
         masks,
+        private_net: opts.private_net,
     })
 }
 

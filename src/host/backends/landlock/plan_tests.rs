@@ -50,6 +50,8 @@ fn opts(tier: Tier) -> LandlockOptions {
         connect_ports: Vec::new(),
         mask: None,
         mask_fallback: None,
+        private_net: None,
+        private_net_fallback: None,
     }
 }
 

@@ -27,7 +27,9 @@ use crate::host::backends::landlock::opener;
 use crate::host::backends::landlock::stage::{
     read_stage_status, Command as StageCommand, Stage, StageStatus, Step,
 };
-use crate::host::backends::landlock::{self, LandlockOptions, LandlockPlan, PartialKind, Tier};
+use crate::host::backends::landlock::{
+    self, LandlockOptions, LandlockPlan, PartialKind, PrivateNet, Tier,
+};
 use crate::host::enforcement::{
     Enforcement, EnforcementLevel, LandlockReport, LandlockStatus, Namespace, NetworkEnforcer,
     PartialItem, SeccompReport, Shortfall,
@@ -107,6 +109,21 @@ pub fn options(policy: &ResolvedPolicy, tmp_dir: Option<PathBuf>) -> LandlockOpt
             Err(why) => opts.mask_fallback = Some(why),
         }
     }
+    // With the network off, a network namespace of the command's own keeps
+    // its loopback usable (a test server) and everything else out of
+    // reach. Under "allowlist" the proxy listens on the host's loopback,
+    // which a private namespace could not reach.
+    if !policy.network {
+        if policy.egress.is_some() {
+            opts.private_net_fallback =
+                Some("network = \"allowlist\" reaches its proxy on the host's loopback".into());
+        } else {
+            match mask::probe_net() {
+                mask::Probe::Available(via) => opts.private_net = Some(PrivateNet::Stage(via)),
+                mask::Probe::Unavailable(why) => opts.private_net_fallback = Some(why),
+            }
+        }
+    }
     opts
 }
 
@@ -128,12 +145,15 @@ fn has_deny_read_in_writable(policy: &ResolvedPolicy) -> bool {
 }
 
 /// The seccomp options of this tier: with the network off, `socket()` of
-/// every family (AF_UNIX included) is denied; `socketpair` stays.
-pub fn seccomp_options(network: bool) -> SeccompOptions {
+/// every family (AF_UNIX included) is denied, except IP sockets when the
+/// command has a network namespace of its own (`private_net`: only its
+/// own loopback); `socketpair` stays.
+pub fn seccomp_options(network: bool, private_net: bool) -> SeccompOptions {
     SeccompOptions {
         network,
         deny_unix_socket: !network,
         stream_only: false,
+        private_net: !network && private_net,
     }
 }
 
@@ -197,6 +217,11 @@ fn run_once(
     if let Some(why) = mask_failed {
         opts.mask = None;
         opts.mask_fallback = Some(format!("the mask failed when the run was set up: {why}"));
+        if opts.private_net.take().is_some() {
+            opts.private_net_fallback = Some(format!(
+                "the namespace step failed when the run was set up: {why}"
+            ));
+        }
     }
     if let Some(port) = egress.as_ref().and_then(|e| e.tcp_port()) {
         opts.connect_ports = vec![port];
@@ -229,7 +254,7 @@ fn run_once(
     let seccomp = if egress.is_some() {
         SeccompOptions::for_allowlist()
     } else {
-        seccomp_options(policy.network)
+        seccomp_options(policy.network, entry.plan.private_net.is_some())
     };
     let base_env: Vec<(String, String)> = match &req.env {
         Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -277,19 +302,35 @@ fn run_once(
     .map_err(|e| unavailable(e.to_string()))?;
     // The mask strategy: the command's half mounts over each deny-read
     // item inside a writable root in its own mount namespace.
-    let masked = match (entry.plan.mask_via, entry.plan.masks.is_empty()) {
-        (Some(via), false) => {
-            let Some(spec) = mask::MaskSpec::new(via, &entry.plan.masks, &tmp_path) else {
+    let private_net = match entry.plan.private_net {
+        Some(PrivateNet::Stage(via)) => Some(via),
+        _ => None,
+    };
+    let mask_via = match (entry.plan.mask_via, entry.plan.masks.is_empty()) {
+        (Some(via), false) => Some(via),
+        _ => None,
+    };
+    // The mask's step also makes the private network namespace; with
+    // nothing to mask it makes only the namespaces.
+    let masked = match mask_via.or(private_net) {
+        Some(via) => {
+            let targets = if mask_via.is_some() {
+                entry.plan.masks.as_slice()
+            } else {
+                &[]
+            };
+            let Some(spec) = mask::MaskSpec::new(via, targets, &tmp_path) else {
                 return Err(Attempt::MaskFailed(
                     "a masked path contains a NUL byte".into(),
                 ));
             };
+            let spec = spec.with_net(private_net.is_some());
             stage = stage
                 .with_mask(spec)
                 .map_err(|e| unavailable(e.to_string()))?;
             true
         }
-        _ => false,
+        None => false,
     };
     // A carve inside a writable root: the opener serves reads of the
     // command's new entries there (see `opener`).
@@ -583,6 +624,9 @@ pub fn enforcement(
     let skipped = not_enforced(plan);
     let mut network_enforced_by = Vec::new();
     if !policy.network {
+        if plan.private_net.is_some() {
+            network_enforced_by.push(NetworkEnforcer::Netns);
+        }
         network_enforced_by.push(NetworkEnforcer::Seccomp);
         if !plan.handled_net.is_empty() && landlock.abi >= 4 {
             network_enforced_by.push(NetworkEnforcer::LandlockNet);
@@ -607,7 +651,11 @@ pub fn enforcement(
     );
     // In the mask's user namespace the command's half holds CAP_SETPCAP
     // there and clears the bounding set before it drops everything.
-    if !bounding_set_clearable() && plan.mask_via != Some(mask::MaskVia::UserNs) {
+    let ns_via = plan.mask_via.or(match plan.private_net {
+        Some(PrivateNet::Stage(via)) => Some(via),
+        _ => None,
+    });
+    if !bounding_set_clearable() && ns_via != Some(mask::MaskVia::UserNs) {
         partial.push(PartialItem::new(
             Shortfall::CapabilityBoundingSet,
             "the bounding set is not cleared (no CAP_SETPCAP and no user namespace); \
@@ -630,11 +678,14 @@ pub fn enforcement(
     };
     // The mask is the only namespace change: the mount namespace, and the
     // user namespace it needs without CAP_SYS_ADMIN.
-    let namespaces = match plan.mask_via {
+    let mut namespaces = match ns_via {
         Some(mask::MaskVia::MountNs) => vec![Namespace::Mount],
         Some(mask::MaskVia::UserNs) => vec![Namespace::User, Namespace::Mount],
         None => Vec::new(),
     };
+    if ns_via.is_some() && plan.private_net.is_some() {
+        namespaces.push(Namespace::Net);
+    }
     Enforcement {
         backend: BackendKind::Landlock,
         mode: policy.mode,

@@ -404,13 +404,23 @@ mod tests {
         env.insert("GH_TOKEN".to_string(), "t".to_string());
         req.env = Some(env);
         let (vars, removed) = command_env(&r, &req);
-        assert_eq!(vars.keys().collect::<Vec<_>>(), vec!["PATH"]);
+        // The network is off: the package managers' retry settings are
+        // set too (policy::resolve::OFFLINE_ENV).
+        let offline = |k: &str| {
+            crate::policy::resolve::OFFLINE_ENV
+                .iter()
+                .any(|(o, _)| *o == k)
+        };
+        let mut expect = vec!["PATH"];
+        expect.extend(crate::policy::resolve::OFFLINE_ENV.iter().map(|(k, _)| *k));
+        expect.sort_unstable();
+        assert_eq!(vars.keys().map(String::as_str).collect::<Vec<_>>(), expect);
         assert_eq!(removed, vec!["GH_TOKEN".to_string()]);
         req.env = None;
         let (vars, _) = command_env(&r, &req);
         for k in vars.keys() {
             assert!(
-                PORTABLE_ENV.contains(&k.as_str()) || k.starts_with("LC_"),
+                PORTABLE_ENV.contains(&k.as_str()) || k.starts_with("LC_") || offline(k),
                 "{k}"
             );
         }

@@ -44,6 +44,8 @@ fn planned(t: &Tree, mode: SandboxMode) -> (crate::policy::ResolvedPolicy, Landl
         connect_ports: Vec::new(),
         mask: None,
         mask_fallback: None,
+        private_net: None,
+        private_net_fallback: None,
     };
     let p = plan(&r, &o).unwrap();
     (r, p)

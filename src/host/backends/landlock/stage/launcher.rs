@@ -131,6 +131,7 @@ mod tests {
             network: true,
             deny_unix_socket: false,
             stream_only: false,
+            private_net: false,
         };
         let (started_tx, started_rx) = mpsc::channel();
         let (release_tx, release_rx) = mpsc::channel::<()>();
