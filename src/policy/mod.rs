@@ -12,6 +12,7 @@
 pub mod env;
 pub mod env_scan;
 pub mod facts;
+pub mod git_code;
 pub mod git_view;
 pub mod paths;
 pub mod resolve;

@@ -253,6 +253,23 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
             }
         }
     }
+    // Wherever the repositories' own configuration points git for code
+    // or configuration (core.hooksPath, include.path): read with git's
+    // rules, held like `.git/hooks` when inside a writable root.
+    for root in &roots {
+        if kind_of(&root.join(".git")) == PathKind::Missing {
+            continue;
+        }
+        for g in super::git_code::observe(root) {
+            if roots.iter().any(|r| g.path.starts_with(r)) {
+                push_unique(
+                    &mut protected,
+                    &mut seen_prot,
+                    entry(g.path, g.dir, g.reason),
+                );
+            }
+        }
+    }
     for raw in &policy.extra_protect_write {
         for p in expand_user_entry(raw, facts, &workspace) {
             push_unique(
