@@ -86,9 +86,73 @@ fn absolute(top: &Path, p: &str) -> PathBuf {
     }
 }
 
+/// The config files git would read for the worktree at `top`: the
+/// repository's (its gitdir's and common dir's `config` and
+/// `config.worktree`), the global ones and the system one, as git(1) and
+/// git-config(1) name them.
+fn config_files(top: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let dotgit = top.join(".git");
+    let mut gitdirs = vec![dotgit.clone()];
+    if let Ok(text) = std::fs::read_to_string(&dotgit) {
+        if let Some(rel) = text.lines().next().and_then(|l| l.strip_prefix("gitdir:")) {
+            gitdirs = vec![normalize(&top.join(rel.trim()))];
+        }
+    }
+    if let Some(g) = gitdirs.first().cloned() {
+        if let Ok(c) = std::fs::read_to_string(g.join("commondir")) {
+            gitdirs.push(normalize(&g.join(c.trim())));
+        }
+    }
+    for g in gitdirs {
+        out.push(g.join("config"));
+        out.push(g.join("config.worktree"));
+    }
+    match std::env::var_os("GIT_CONFIG_GLOBAL") {
+        Some(g) => out.push(PathBuf::from(g)),
+        None => {
+            if let Some(home) = std::env::var_os("HOME") {
+                out.push(Path::new(&home).join(".gitconfig"));
+                let xdg = std::env::var_os("XDG_CONFIG_HOME")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| Path::new(&home).join(".config"));
+                out.push(xdg.join("git/config"));
+            }
+        }
+    }
+    if std::env::var_os("GIT_CONFIG_NOSYSTEM").is_none() {
+        out.push(
+            std::env::var_os("GIT_CONFIG_SYSTEM")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/etc/gitconfig")),
+        );
+    }
+    out
+}
+
+/// Whether any config file git reads could set `core.hooksPath` or include
+/// another file: key names are case-insensitive but always spelled out
+/// (git-config(1) has no escapes in names), so a file that contains
+/// neither `hookspath` nor `include` in any case sets neither. Saves the
+/// git process on every resolution of the common repository.
+fn may_point_elsewhere(top: &Path) -> bool {
+    config_files(top).iter().any(|f| {
+        std::fs::read(f).is_ok_and(|b| {
+            let lower = b.to_ascii_lowercase();
+            [&b"hookspath"[..], &b"include"[..]]
+                .iter()
+                .any(|n| lower.windows(n.len()).any(|w| w == *n))
+        })
+    })
+}
+
 /// Ask git for the worktree at `top` (empty when git is missing or
-/// cannot read it: the static table still holds).
+/// cannot read it, or when no config file could point anywhere: the
+/// static table still holds).
 pub fn observe(top: &Path) -> Vec<GitCodePath> {
+    if !may_point_elsewhere(top) {
+        return Vec::new();
+    }
     let Ok(exe) = which::which("git") else {
         return Vec::new();
     };
@@ -134,6 +198,25 @@ mod tests {
             ]
         );
         assert!(got[3].dir && got[3].reason.contains("hooksPath"));
+    }
+
+    #[test]
+    fn a_repository_whose_config_names_neither_key_needs_no_git() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join(".git")).unwrap();
+        std::fs::write(t.path().join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+        // The global and system files of this process may say anything;
+        // only the repository's own file is asserted on.
+        let repo_only = |top: &Path| {
+            config_files(top)
+                .into_iter()
+                .filter(|f| f.starts_with(top))
+                .any(|f| std::fs::read_to_string(f).is_ok_and(|s| s.to_ascii_lowercase().contains("hookspath")))
+        };
+        assert!(!repo_only(t.path()));
+        std::fs::write(t.path().join(".git/config"), "[core]\n\tHooksPath = h\n").unwrap();
+        assert!(repo_only(t.path()));
+        assert!(may_point_elsewhere(t.path()));
     }
 
     #[test]

@@ -393,6 +393,11 @@ pub fn observe(files: &[PathBuf]) -> (Vec<RepoFacts>, Vec<String>) {
     let mut repos = Vec::new();
     let mut notes = Vec::new();
     for (top, files) in by_top {
+        let key = StatKey::of(&top, &files);
+        if let Some(hit) = key.as_ref().and_then(|k| cached(&top, k)) {
+            repos.push(hit);
+            continue;
+        }
         let rels: Vec<PathBuf> = files
             .iter()
             .filter_map(|f| f.strip_prefix(&top).ok().map(Path::to_path_buf))
@@ -433,13 +438,72 @@ pub fn observe(files: &[PathBuf]) -> (Vec<RepoFacts>, Vec<String>) {
             let content = std::fs::read(&p).ok()?;
             Some((p, content))
         });
-        repos.push(RepoFacts {
+        let facts = RepoFacts {
             top,
             exclude,
             files: out,
-        });
+        };
+        if let Some(k) = key {
+            remember(&facts.top, k, &facts);
+        }
+        repos.push(facts);
     }
     (repos, notes)
+}
+
+/// What [`RepoFacts`] depend on, by `lstat`: the index, the
+/// `info/exclude` and each deny-read file (device, inode, size, mtime and
+/// ctime in nanoseconds). A long-lived process (the TUI, the runtime)
+/// asks git again only when one of them changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct StatKey(Vec<Option<(u64, u64, u64, i64, i64, i64, i64)>>);
+
+impl StatKey {
+    #[cfg(unix)]
+    fn of(top: &Path, files: &[PathBuf]) -> Option<StatKey> {
+        use std::os::unix::fs::MetadataExt;
+        let exclude = exclude_path(top)?;
+        let index = exclude.parent()?.parent()?.join("index");
+        let stat = |p: &Path| {
+            std::fs::symlink_metadata(p).ok().map(|m| {
+                (
+                    m.dev(),
+                    m.ino(),
+                    m.len(),
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    m.ctime(),
+                    m.ctime_nsec(),
+                )
+            })
+        };
+        let mut v = vec![stat(&index), stat(&exclude), stat(&top.join(".git"))];
+        v.extend(files.iter().map(|f| stat(f)));
+        Some(StatKey(v))
+    }
+
+    #[cfg(not(unix))]
+    fn of(_top: &Path, _files: &[PathBuf]) -> Option<StatKey> {
+        None
+    }
+}
+
+type FactsCache = std::collections::HashMap<PathBuf, (StatKey, RepoFacts)>;
+
+fn cache() -> &'static std::sync::Mutex<FactsCache> {
+    static CACHE: std::sync::OnceLock<std::sync::Mutex<FactsCache>> = std::sync::OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+fn cached(top: &Path, key: &StatKey) -> Option<RepoFacts> {
+    let c = cache().lock().ok()?;
+    c.get(top).filter(|(k, _)| k == key).map(|(_, f)| f.clone())
+}
+
+fn remember(top: &Path, key: StatKey, facts: &RepoFacts) {
+    if let Ok(mut c) = cache().lock() {
+        c.insert(top.to_path_buf(), (key, facts.clone()));
+    }
 }
 
 fn same_content(path: &Path, blob: &[u8]) -> bool {
