@@ -26,7 +26,9 @@ pub fn body(model: &str, req: ChatRequest<'_>) -> Value {
             Message::User { text } => {
                 messages.push(json!({"role": "user", "content": [{"type": "text", "text": text}]}))
             }
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant {
+                text, tool_calls, ..
+            } => {
                 let mut content = Vec::new();
                 if !text.is_empty() {
                     content.push(json!({"type": "text", "text": text}));
@@ -203,6 +205,7 @@ impl Accumulator {
         Some(Completion {
             text: self.text,
             tool_calls,
+            reasoning: Vec::new(),
             usage: Some(self.usage),
             stop_reason: self.stop_reason,
         })

@@ -16,10 +16,12 @@ pub mod config;
 pub mod cost;
 pub mod discovery;
 pub mod openai;
+pub mod reasoning;
 pub mod registry;
 pub mod router;
 pub mod wire;
 
+pub use reasoning::ReasoningPart;
 pub use registry::{ProviderSettings, WireFormat};
 
 use futures_util::StreamExt;
@@ -36,6 +38,10 @@ pub enum Message {
     Assistant {
         text: String,
         tool_calls: Vec<ToolCall>,
+        /// The reasoning the provider returned with this message, kept to
+        /// be sent back where its API requires it ([`reasoning`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasoning: Vec<ReasoningPart>,
     },
     ToolResult {
         call_id: String,
@@ -108,6 +114,8 @@ impl Usage {
 pub struct Completion {
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
+    /// Reasoning to keep with the assistant message ([`reasoning`]).
+    pub reasoning: Vec<ReasoningPart>,
     pub usage: Option<Usage>,
     pub stop_reason: Option<String>,
 }

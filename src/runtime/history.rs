@@ -8,7 +8,7 @@
 //! Pure: [`from_records`] folds one session file; [`Replay`] strings turns
 //! together.
 
-use crate::provider::{Message, ToolCall};
+use crate::provider::{Message, ReasoningPart, ToolCall};
 use crate::session::{Event, Record};
 use serde_json::Value;
 
@@ -23,13 +23,14 @@ pub const SUMMARY_PREFIX: &str =
 struct Pending {
     text: String,
     calls: Vec<ToolCall>,
+    reasoning: Vec<ReasoningPart>,
     results: Vec<Message>,
 }
 
 impl Pending {
     fn flush(&mut self, out: &mut Vec<Message>) {
         let p = std::mem::take(self);
-        if p.text.is_empty() && p.calls.is_empty() {
+        if p.text.is_empty() && p.calls.is_empty() && p.reasoning.is_empty() {
             return;
         }
         // Every call gets a result: the providers require the pairing.
@@ -50,6 +51,7 @@ impl Pending {
         out.push(Message::Assistant {
             text: p.text,
             tool_calls: p.calls,
+            reasoning: p.reasoning,
         });
         out.extend(p.results);
         out.extend(missing);
@@ -81,6 +83,7 @@ pub fn from_records(records: &[Record]) -> Vec<Message> {
                 out.push(Message::User { text: text.clone() });
             }
             Event::AssistantMessage { text } => p.text = text.clone(),
+            Event::Reasoning { parts, .. } => p.reasoning = parts.clone(),
             Event::ToolCall {
                 call_id,
                 tool,
@@ -213,7 +216,42 @@ mod tests {
             }
         );
         assert!(
-            matches!(&m[5], Message::Assistant { text, tool_calls } if text == "done" && tool_calls.is_empty())
+            matches!(&m[5], Message::Assistant { text, tool_calls, .. } if text == "done" && tool_calls.is_empty())
+        );
+    }
+
+    #[test]
+    fn reasoning_comes_back_with_its_assistant_message() {
+        let parts = vec![ReasoningPart::Content {
+            text: "think \"first\"".into(),
+        }];
+        let recs = vec![
+            rec(0, Event::UserMessage { text: "go".into() }),
+            rec(1, Event::TurnStarted),
+            rec(
+                1,
+                Event::Reasoning {
+                    event_v: 1,
+                    parts: parts.clone(),
+                },
+            ),
+            rec(1, call("c1", json!({"path": "a"}))),
+            rec(1, result("c1", "ok", "A")),
+            rec(
+                2,
+                Event::AssistantMessage {
+                    text: "done".into(),
+                },
+            ),
+        ];
+        let m = from_records(&recs);
+        assert!(
+            matches!(&m[1], Message::Assistant { reasoning, tool_calls, .. } if *reasoning == parts && tool_calls.len() == 1),
+            "{m:#?}"
+        );
+        assert!(
+            matches!(&m[3], Message::Assistant { reasoning, .. } if reasoning.is_empty()),
+            "{m:#?}"
         );
     }
 

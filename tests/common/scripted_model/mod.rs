@@ -50,6 +50,62 @@ pub enum Step {
         chunks: Vec<String>,
         every: std::time::Duration,
     },
+    /// A reply from a reasoning model: the reasoning first, then text and
+    /// tool calls. OpenAI wire: DeepSeek's thinking-mode stream, where
+    /// `delta.reasoning_content` chunks come before `delta.content`
+    /// (<https://api-docs.deepseek.com/guides/thinking_mode>, "API
+    /// Example", streaming).
+    Thinking {
+        reasoning: String,
+        text: String,
+        calls: Vec<(String, String, String)>,
+    },
+}
+
+/// A thinking-mode tool call: `reasoning`, then the call.
+pub fn think_call(reasoning: &str, id: &str, name: &str, args: Value) -> Step {
+    Step::Thinking {
+        reasoning: reasoning.into(),
+        text: String::new(),
+        calls: vec![(id.into(), name.into(), args.to_string())],
+    }
+}
+
+/// A thinking-mode final answer: `reasoning`, then `text`.
+pub fn think_reply(reasoning: &str, text: &str) -> Step {
+    Step::Thinking {
+        reasoning: reasoning.into(),
+        text: text.into(),
+        calls: Vec::new(),
+    }
+}
+
+/// Behaviours of one real provider the server can hold requests to.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Faithful {
+    /// DeepSeek's thinking mode: an assistant message with `tool_calls`
+    /// but no `reasoning_content` is refused with 400.
+    pub deepseek_thinking: bool,
+}
+
+/// DeepSeek's thinking-mode guide ("Input and Output Parameters"): between
+/// two user messages, if the model made tool calls, the intermediate
+/// assistant messages' `reasoning_content` "must be passed back to the API
+/// in all subsequent requests"; otherwise "the API will return a 400
+/// error". The error body is the one the API returns, as quoted in
+/// <https://github.com/anomalyco/opencode/issues/24083>.
+fn deepseek_thinking_error(body: &Value) -> Option<String> {
+    let msgs = body["messages"].as_array()?;
+    let missing = msgs.iter().any(|m| {
+        m["role"] == "assistant"
+            && m["tool_calls"].as_array().is_some_and(|c| !c.is_empty())
+            && !m["reasoning_content"].is_string()
+    });
+    missing.then(|| {
+        json!({"error": {"message": "The reasoning_content in the thinking mode must be passed back to the API.",
+                         "type": "invalid_request_error", "param": null, "code": "invalid_request_error"}})
+        .to_string()
+    })
 }
 
 /// `text` as `n` deltas (split on char boundaries), streamed one every
@@ -107,6 +163,7 @@ pub struct Seen {
 
 struct Shared {
     wire: Wire,
+    faithful: Faithful,
     steps: Mutex<VecDeque<Step>>,
     seen: Mutex<Vec<Seen>>,
 }
@@ -120,11 +177,17 @@ pub struct ScriptedModel {
 impl ScriptedModel {
     /// Start on an ephemeral loopback port, in a background thread.
     pub fn start(wire: Wire, steps: Vec<Step>) -> Self {
+        Self::start_faithful(wire, steps, Faithful::default())
+    }
+
+    /// Start, holding requests to the real provider's rules in `faithful`.
+    pub fn start_faithful(wire: Wire, steps: Vec<Step>, faithful: Faithful) -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         listener.set_nonblocking(true).expect("nonblocking");
         let port = listener.local_addr().expect("addr").port();
         let shared = Arc::new(Shared {
             wire,
+            faithful,
             steps: Mutex::new(steps.into()),
             seen: Mutex::new(Vec::new()),
         });
@@ -229,6 +292,16 @@ async fn handle(
         api_key: h("api-key"),
         at: std::time::Instant::now(),
     });
+    if s.faithful.deepseek_thinking {
+        let seen = s.seen.lock().unwrap().last().map(|r| r.body.clone());
+        if let Some(err) = seen.as_ref().and_then(deepseek_thinking_error) {
+            return Response::builder()
+                .status(400)
+                .header("content-type", "application/json")
+                .body(Body::from(err))
+                .unwrap();
+        }
+    }
     let step = s.steps.lock().unwrap().pop_front();
     let Some(step) = step else {
         return Response::builder()
@@ -256,6 +329,14 @@ async fn handle(
         }
         Step::Reply { text, calls } => sse(match s.wire {
             Wire::OpenAi => openai_stream(&text, &calls),
+            Wire::Anthropic => anthropic_stream(&text, &calls),
+        }),
+        Step::Thinking {
+            reasoning,
+            text,
+            calls,
+        } => sse(match s.wire {
+            Wire::OpenAi => deepseek_thinking_stream(&reasoning, &text, &calls),
             Wire::Anthropic => anthropic_stream(&text, &calls),
         }),
         Step::ReplyWithUsage { text, usage } => sse(match s.wire {
@@ -412,6 +493,33 @@ fn openai_stream_usage(text: &str, calls: &[(String, String, String)], usage: Va
     out += &data(json!({"choices":[],"usage":usage}));
     out += "data: [DONE]\n\n";
     out
+}
+
+/// DeepSeek's thinking-mode stream: the first chunk has the role and an
+/// empty `reasoning_content`, reasoning chunks carry `"content": null`,
+/// answer chunks `"reasoning_content": null`; the usage chunk reports
+/// `completion_tokens_details.reasoning_tokens` (DeepSeek's API reference,
+/// "Create Chat Completion", streaming response).
+fn deepseek_thinking_stream(
+    reasoning: &str,
+    text: &str,
+    calls: &[(String, String, String)],
+) -> String {
+    let mut out = data(
+        json!({"choices":[{"index":0,"delta":{"role":"assistant","content":null,"reasoning_content":""}}]}),
+    );
+    let (a, b) = halves(reasoning);
+    for part in [a, b] {
+        out += &data(
+            json!({"choices":[{"index":0,"delta":{"content":null,"reasoning_content":part}}]}),
+        );
+    }
+    out + &openai_stream_usage(
+        text,
+        calls,
+        json!({"prompt_tokens":100,"completion_tokens":40,
+               "completion_tokens_details":{"reasoning_tokens":20}}),
+    )
 }
 
 fn anthropic_stream(text: &str, calls: &[(String, String, String)]) -> String {
