@@ -38,6 +38,9 @@ pub struct KnownModel {
     /// Tokens; `None` when no source was checked.
     pub context_window: Option<u32>,
     pub price: Option<ListPrice>,
+    /// Whether and how the model takes reasoning control (`None`: it does
+    /// not, as far as a source says; `reasoning_effort` is not sent).
+    pub reasoning: Option<super::effort::ModelReasoning>,
 }
 
 /// One built-in provider.

@@ -15,12 +15,14 @@ mod catalogue_data;
 pub mod config;
 pub mod cost;
 pub mod discovery;
+pub mod effort;
 pub mod openai;
 pub mod reasoning;
 pub mod registry;
 pub mod router;
 pub mod wire;
 
+pub use effort::{ReasoningControl, ReasoningEffort};
 pub use reasoning::ReasoningPart;
 pub use registry::{ProviderSettings, WireFormat};
 

@@ -13,6 +13,7 @@
 //! messages of every user turn that made tool calls, and left out of the
 //! others, where DeepSeek ignores it ([`super::reasoning`]).
 
+use super::effort::WireReasoning;
 use super::reasoning::{self, ReasoningPart};
 use super::{ChatRequest, Completion, Message, ToolCall, Usage};
 use serde_json::{json, Value};
@@ -20,7 +21,12 @@ use std::collections::BTreeMap;
 
 /// The JSON body for one streamed request. `stream_usage` asks for the
 /// final usage chunk; a few compatibility APIs reject the field.
-pub fn body(model: &str, req: ChatRequest<'_>, stream_usage: bool) -> Value {
+pub fn body(
+    model: &str,
+    req: ChatRequest<'_>,
+    stream_usage: bool,
+    reasoning: WireReasoning,
+) -> Value {
     let mut messages = vec![json!({"role": "system", "content": req.system})];
     let keep = keeps_reasoning(req.messages);
     for (i, m) in req.messages.iter().enumerate() {
@@ -58,6 +64,21 @@ pub fn body(model: &str, req: ChatRequest<'_>, stream_usage: bool) -> Value {
     });
     if stream_usage {
         body["stream_options"] = json!({"include_usage": true});
+    }
+    match reasoning {
+        WireReasoning::Effort(e) => body["reasoning_effort"] = json!(e),
+        // DeepSeek's guide: `{"thinking": {"type": "enabled"|"disabled"}}`
+        // beside `reasoning_effort` (the OpenAI SDK's `extra_body`).
+        WireReasoning::DeepSeek { enabled, effort } => {
+            body["thinking"] = json!({"type": if enabled { "enabled" } else { "disabled" }});
+            if let Some(e) = effort {
+                body["reasoning_effort"] = json!(e);
+            }
+        }
+        // Anthropic's controls have no Chat Completions form.
+        WireReasoning::Default
+        | WireReasoning::AnthropicBudget(_)
+        | WireReasoning::AnthropicAdaptive(_) => {}
     }
     if !req.tools.is_empty() {
         body["tools"] = req
@@ -304,7 +325,9 @@ mod tests {
                 tools: &tools,
             },
             true,
+            WireReasoning::Default,
         );
+        assert!(b.get("reasoning_effort").is_none() && b.get("thinking").is_none());
         assert_eq!(b["stream_options"]["include_usage"], true);
         assert_eq!(b["messages"][0]["role"], "system");
         assert_eq!(b["messages"][2]["tool_calls"][0]["id"], "c1");
@@ -390,7 +413,13 @@ mod tests {
                 tools: &[],
             },
             false,
+            WireReasoning::DeepSeek {
+                enabled: true,
+                effort: Some("max"),
+            },
         );
+        assert_eq!(b["thinking"], json!({"type": "enabled"}));
+        assert_eq!(b["reasoning_effort"], "max");
         let m = b["messages"].as_array().unwrap();
         // [0] is the system message.
         assert_eq!(m[2]["reasoning_content"], "r-call");

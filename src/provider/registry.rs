@@ -102,6 +102,11 @@ pub struct ProviderSettings {
     pub stream_usage: bool,
     /// A local runtime (no key; the model may be discovered).
     pub local: bool,
+    /// How the model takes reasoning control (catalogue data, or a custom
+    /// provider's `thinking = true`); `None`: no effort is sent.
+    pub reasoning: Option<super::ReasoningControl>,
+    /// The configured `reasoning_effort` (`None`: the provider's default).
+    pub effort: Option<super::ReasoningEffort>,
 }
 
 impl ProviderSettings {
@@ -119,7 +124,14 @@ impl ProviderSettings {
             api_version: None,
             stream_usage: true,
             local: false,
+            reasoning: None,
+            effort: None,
         }
+    }
+
+    /// What this run's requests carry for reasoning.
+    pub fn wire_reasoning(&self) -> super::effort::WireReasoning {
+        super::effort::map(self.reasoning, self.effort)
     }
 }
 
@@ -253,6 +265,8 @@ pub fn select(
         }),
         stream_usage: row.map(|r| r.stream_usage).unwrap_or(true),
         local,
+        reasoning: reasoning_control(row, entry, wire, &model, &wire_model),
+        effort: cfg.reasoning_effort,
         id,
         wire,
         base_url,
@@ -260,6 +274,32 @@ pub fn select(
         api_key,
         key_source,
     })
+}
+
+/// A custom provider's `thinking` wins (true: the wire format's own
+/// control, Anthropic's budgets or OpenAI's `reasoning_effort`; false:
+/// none); then the catalogue's data for the model.
+fn reasoning_control(
+    row: Option<&Entry>,
+    entry: Option<&ProviderEntry>,
+    wire: WireFormat,
+    model: &str,
+    wire_model: &str,
+) -> Option<super::ReasoningControl> {
+    use super::ReasoningControl as C;
+    match entry.and_then(|e| e.thinking) {
+        Some(true) => Some(match wire {
+            WireFormat::Anthropic => C::AnthropicThinking {
+                budgets: super::effort::ANTHROPIC_BUDGETS,
+            },
+            WireFormat::OpenAiCompatible | WireFormat::AzureOpenAi => C::OpenAiEffort,
+        }),
+        Some(false) => None,
+        None => row
+            .and_then(|r| r.model(model).or_else(|| r.model(wire_model)))
+            .and_then(|m| m.reasoning)
+            .map(|r| r.control),
+    }
 }
 
 /// Config prices win; then the catalogue's list price for the model as the

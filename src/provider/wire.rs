@@ -51,9 +51,12 @@ pub fn request(
     let key = s.api_key.as_ref().map(|k| k.expose());
     match s.wire {
         WireFormat::OpenAiCompatible => {
-            let mut b = http
-                .post(url(s))
-                .json(&openai::body(&s.model, req, s.stream_usage));
+            let mut b = http.post(url(s)).json(&openai::body(
+                &s.model,
+                req,
+                s.stream_usage,
+                s.wire_reasoning(),
+            ));
             if let Some(k) = key {
                 b = b.bearer_auth(k);
             }
@@ -62,9 +65,12 @@ pub fn request(
         WireFormat::AzureOpenAi => {
             // The deployment in the URL selects the model; the body's
             // `model` is ignored by Azure but harmless.
-            let mut b = http
-                .post(url(s))
-                .json(&openai::body(&s.model, req, s.stream_usage));
+            let mut b = http.post(url(s)).json(&openai::body(
+                &s.model,
+                req,
+                s.stream_usage,
+                s.wire_reasoning(),
+            ));
             if let Some(k) = key {
                 b = b.header("api-key", k);
             }
@@ -74,7 +80,7 @@ pub fn request(
             let mut b = http
                 .post(url(s))
                 .header("anthropic-version", ANTHROPIC_VERSION)
-                .json(&anthropic::body(&s.model, req));
+                .json(&anthropic::body(&s.model, req, s.wire_reasoning()));
             if let Some(k) = key {
                 b = b.header("x-api-key", k);
             }

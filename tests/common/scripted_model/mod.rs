@@ -86,6 +86,65 @@ pub struct Faithful {
     /// DeepSeek's thinking mode: an assistant message with `tool_calls`
     /// but no `reasoning_content` is refused with 400.
     pub deepseek_thinking: bool,
+    /// Anthropic with thinking on: a thinking block whose signature is not
+    /// the one the server issued for its text, or a tool-use loop whose
+    /// last assistant message does not start with its thinking block, is
+    /// refused with 400.
+    pub anthropic_thinking: bool,
+}
+
+/// The signature the server issues for a thinking text (Anthropic's is an
+/// opaque encrypted value; a digest is enough to detect any change).
+pub fn signature(thinking: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(format!(
+        "scripted-signature:{thinking}"
+    )))
+}
+
+/// Anthropic's extended-thinking guide
+/// (<https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking>,
+/// "Preserving thinking blocks"): during tool use the last assistant
+/// message's thinking blocks must be passed back unmodified; the API
+/// checks each block's signature. The error bodies follow the API's error
+/// shape (`{"type":"error","error":{"type":"invalid_request_error",…}}`,
+/// "Errors" page) with the messages the API is reported to give.
+fn anthropic_thinking_error(body: &Value) -> Option<String> {
+    let err = |m: String| {
+        Some(
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": m}})
+                .to_string(),
+        )
+    };
+    let msgs = body["messages"].as_array()?;
+    for (i, m) in msgs.iter().enumerate() {
+        for (j, b) in m["content"].as_array().into_iter().flatten().enumerate() {
+            if b["type"] == "thinking"
+                && b["signature"].as_str() != Some(&signature(b["thinking"].as_str().unwrap_or("")))
+            {
+                return err(format!(
+                    "messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+                ));
+            }
+        }
+    }
+    // In a tool-use loop (the request ends with tool results), the last
+    // assistant message must start with a thinking block.
+    let in_loop = msgs.last().is_some_and(|m| {
+        m["role"] == "user" && m["content"][0]["type"].as_str() == Some("tool_result")
+    });
+    let (i, last) = msgs
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, m)| m["role"] == "assistant")?;
+    let first = last["content"][0]["type"].as_str().unwrap_or("");
+    if in_loop && first != "thinking" && first != "redacted_thinking" {
+        return err(format!(
+            "messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block."
+        ));
+    }
+    None
 }
 
 /// DeepSeek's thinking-mode guide ("Input and Output Parameters"): between
@@ -292,9 +351,14 @@ async fn handle(
         api_key: h("api-key"),
         at: std::time::Instant::now(),
     });
-    if s.faithful.deepseek_thinking {
-        let seen = s.seen.lock().unwrap().last().map(|r| r.body.clone());
-        if let Some(err) = seen.as_ref().and_then(deepseek_thinking_error) {
+    let seen = s.seen.lock().unwrap().last().map(|r| r.body.clone());
+    let refused = match (s.faithful, seen.as_ref()) {
+        (f, Some(b)) if f.deepseek_thinking => deepseek_thinking_error(b),
+        (f, Some(b)) if f.anthropic_thinking => anthropic_thinking_error(b),
+        _ => None,
+    };
+    {
+        if let Some(err) = refused {
             return Response::builder()
                 .status(400)
                 .header("content-type", "application/json")
@@ -337,7 +401,12 @@ async fn handle(
             calls,
         } => sse(match s.wire {
             Wire::OpenAi => deepseek_thinking_stream(&reasoning, &text, &calls),
-            Wire::Anthropic => anthropic_stream(&text, &calls),
+            Wire::Anthropic => anthropic_stream_full(
+                Some(&reasoning),
+                &text,
+                &calls,
+                json!({"input_tokens":100,"output_tokens":40}),
+            ),
         }),
         Step::ReplyWithUsage { text, usage } => sse(match s.wire {
             Wire::OpenAi => openai_stream_usage(&text, &[], usage),
@@ -527,6 +596,19 @@ fn anthropic_stream(text: &str, calls: &[(String, String, String)]) -> String {
 }
 
 fn anthropic_stream_usage(text: &str, calls: &[(String, String, String)], usage: Value) -> String {
+    anthropic_stream_full(None, text, calls, usage)
+}
+
+/// The Messages stream, with a thinking block first when `thinking` is
+/// given: `content_block_start` (`{"type":"thinking","thinking":""}`),
+/// `thinking_delta`s, one `signature_delta`, `content_block_stop`
+/// (extended-thinking guide, "Streaming thinking").
+fn anthropic_stream_full(
+    thinking: Option<&str>,
+    text: &str,
+    calls: &[(String, String, String)],
+    usage: Value,
+) -> String {
     let mut start_usage = usage.clone();
     start_usage["output_tokens"] = json!(1);
     let out_tokens = usage["output_tokens"].as_u64().unwrap_or(0);
@@ -535,6 +617,28 @@ fn anthropic_stream_usage(text: &str, calls: &[(String, String, String)], usage:
         json!({"type":"message_start","message":{"usage":start_usage}}),
     );
     let mut idx = 0;
+    if let Some(t) = thinking {
+        out += &named(
+            "content_block_start",
+            json!({"type":"content_block_start","index":idx,"content_block":{"type":"thinking","thinking":""}}),
+        );
+        let (a, b) = halves(t);
+        for part in [a, b] {
+            out += &named(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":idx,"delta":{"type":"thinking_delta","thinking":part}}),
+            );
+        }
+        out += &named(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":idx,"delta":{"type":"signature_delta","signature":signature(t)}}),
+        );
+        out += &named(
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":idx}),
+        );
+        idx += 1;
+    }
     if !text.is_empty() {
         out += &named(
             "content_block_start",
