@@ -1002,6 +1002,7 @@ impl Loop<'_> {
                    "session_file": self.log.path(), "cost": cost::label(self.total_cost),
                    "input_tokens": self.total.input_tokens,
                    "cached_input_tokens": self.total.cached_input_tokens,
+                   "cache_write_tokens": self.total.cache_write_tokens,
                    "output_tokens": self.total.output_tokens,
                    "reasoning_tokens": self.total.reasoning_tokens}),
         );

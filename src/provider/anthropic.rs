@@ -15,6 +15,13 @@
 //! "Preserving thinking blocks"; streaming events under "Streaming
 //! thinking").
 //!
+//! Prompt caching: every request carries `cache_control: {"type":
+//! "ephemeral"}` breakpoints ([`cache_breakpoints`]) on the stable prefix
+//! (the last tool, the system prompt with the project instructions) and
+//! rolling ones on the latest turn, at most the API's four
+//! (<https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching>).
+//! A breakpoint changes what is billed, never what the model sees.
+//!
 //! Usage: `input_tokens` excludes cache reads and writes, which come as
 //! `cache_read_input_tokens` and `cache_creation_input_tokens`; all three
 //! are added into [`Usage::input_tokens`]. Thinking tokens are part of
@@ -31,6 +38,13 @@ const MAX_TOKENS: u64 = 8192;
 /// The JSON body for one streamed request. Consecutive tool results are
 /// merged into one `user` message, as the API requires.
 pub fn body(model: &str, req: ChatRequest<'_>, reasoning: WireReasoning) -> Value {
+    let mut body = uncached_body(model, req, reasoning);
+    cache_breakpoints(&mut body);
+    body
+}
+
+/// [`body`] without the caching breakpoints: what the model sees.
+fn uncached_body(model: &str, req: ChatRequest<'_>, reasoning: WireReasoning) -> Value {
     let mut messages: Vec<Value> = Vec::new();
     for m in req.messages {
         match m {
@@ -110,6 +124,63 @@ pub fn body(model: &str, req: ChatRequest<'_>, reasoning: WireReasoning) -> Valu
             .collect();
     }
     body
+}
+
+/// The API's limit on `cache_control` blocks per request.
+pub const MAX_BREAKPOINTS: usize = 4;
+
+/// Sets the prompt-caching breakpoints, never more than
+/// [`MAX_BREAKPOINTS`]. The cache is a prefix cache in the order tools,
+/// system, messages; a request reads the longest prefix an earlier request
+/// wrote at a breakpoint (the API looks back about 20 blocks from each
+/// breakpoint), and writes the prefix up to its breakpoints:
+///
+/// 1. the last tool: the tool list (changes only with MCP servers);
+/// 2. the system prompt (with the project instructions): stable for the
+///    run;
+/// 3. the last block of the last message: the whole conversation so far,
+///    read back by the next request of the tool loop;
+/// 4. the last block of the message two back (the previous request's
+///    rolling breakpoint): its write is read now even when the new turn
+///    added more than the look-back's 20 blocks.
+///
+/// The system prompt becomes one text block (same text): the form that
+/// takes a `cache_control`. Empty text blocks cannot carry one and are
+/// skipped.
+fn cache_breakpoints(body: &mut Value) {
+    let mark = json!({"type": "ephemeral"});
+    let mut n = 0;
+    if let Some(last) = body["tools"].as_array_mut().and_then(|t| t.last_mut()) {
+        last["cache_control"] = mark.clone();
+        n += 1;
+    }
+    if let Some(system) = body["system"].as_str().filter(|s| !s.is_empty()) {
+        body["system"] = json!([{"type": "text", "text": system, "cache_control": mark.clone()}]);
+        n += 1;
+    }
+    let Some(messages) = body["messages"].as_array_mut() else {
+        return;
+    };
+    let len = messages.len();
+    for i in [len.checked_sub(1), len.checked_sub(3)]
+        .into_iter()
+        .flatten()
+    {
+        if n >= MAX_BREAKPOINTS {
+            break;
+        }
+        let block = messages[i]["content"]
+            .as_array_mut()
+            .and_then(|c| c.last_mut())
+            .filter(|b| {
+                !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking"))
+                    && b["text"].as_str() != Some("")
+            });
+        if let Some(b) = block {
+            b["cache_control"] = mark.clone();
+            n += 1;
+        }
+    }
 }
 
 /// A kept thinking block as the API sent it (other parts are not
@@ -472,5 +543,87 @@ mod tests {
         let b = body("m", req, WireReasoning::Default);
         assert!(b.get("thinking").is_none() && b.get("output_config").is_none());
         assert_eq!(b["max_tokens"], MAX_TOKENS);
+    }
+
+    /// Every `cache_control` in `v`, removed; how many there were.
+    fn strip_cache_control(v: &mut Value) -> usize {
+        match v {
+            Value::Object(o) => {
+                let here = usize::from(o.remove("cache_control").is_some());
+                here + o.values_mut().map(strip_cache_control).sum::<usize>()
+            }
+            Value::Array(a) => a.iter_mut().map(strip_cache_control).sum(),
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn cache_breakpoints_sit_on_the_prefix_and_the_latest_turns_and_change_nothing_else() {
+        let tools = vec![
+            crate::provider::ToolSpec {
+                name: "a".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            },
+            crate::provider::ToolSpec {
+                name: "b".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            },
+        ];
+        let call = |id: &str| Message::Assistant {
+            text: String::new(),
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: "a".into(),
+                arguments: "{}".into(),
+            }],
+            reasoning: Vec::new(),
+        };
+        let result = |id: &str| Message::ToolResult {
+            call_id: id.into(),
+            content: "out".into(),
+            is_error: false,
+        };
+        let mut msgs = vec![Message::User { text: "go".into() }];
+        for n in 0..6 {
+            let req = ChatRequest {
+                system: "sys + AGENTS.md",
+                messages: &msgs,
+                tools: &tools,
+            };
+            let mut b = body("m", req, WireReasoning::Default);
+            let mark = json!({"type": "ephemeral"});
+            assert_eq!(b["tools"][1]["cache_control"], mark);
+            assert!(b["tools"][0].get("cache_control").is_none());
+            assert_eq!(b["system"][0]["cache_control"], mark);
+            let len = b["messages"].as_array().unwrap().len();
+            let last_block = |i: usize| {
+                b["messages"][i]["content"]
+                    .as_array()
+                    .unwrap()
+                    .last()
+                    .unwrap()["cache_control"]
+                    .clone()
+            };
+            assert_eq!(last_block(len - 1), mark);
+            if len >= 3 {
+                assert_eq!(last_block(len - 3), mark);
+            }
+            assert_eq!(b["system"][0]["text"], "sys + AGENTS.md");
+            let count = strip_cache_control(&mut b);
+            assert!(count <= MAX_BREAKPOINTS, "{count} breakpoints");
+            assert_eq!(count, if len >= 3 { 4 } else { 3 });
+            // Without them the request is what the model sees uncached.
+            b["system"] = b["system"][0]["text"].clone();
+            assert_eq!(
+                b,
+                uncached_body("m", req, WireReasoning::Default),
+                "request {n}"
+            );
+            let id = format!("c{n}");
+            msgs.push(call(&id));
+            msgs.push(result(&id));
+        }
     }
 }

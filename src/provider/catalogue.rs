@@ -18,6 +18,11 @@ pub struct ListPrice {
     /// Input tokens served from the provider's prompt cache. `None`: not
     /// confirmed from a source, so a turn with cached tokens costs `unknown`.
     pub cached_input: Option<f64>,
+    /// Input tokens written to the prompt cache (Anthropic's 5-minute
+    /// `ephemeral` writes). `None`: not confirmed, so a turn that wrote
+    /// to the cache costs `unknown`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
     pub output: f64,
     /// The price holds for requests whose prompt (all input tokens, cached
     /// ones included) is at most this many tokens. Above it the provider

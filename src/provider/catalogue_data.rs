@@ -99,6 +99,10 @@ const ANTHROPIC_MODELS: &[KnownModel] = &[reasons(mp(
         // cost trackers (secondary) report a cut to $0.10 from 2026-10-07
         // on the pricing page. The two disagree: left unknown.
         cached_input: None,
+        // "5m cache write $2.50 / MTok" on the same model page (read
+        // 2026-12-02): the write price of the `ephemeral` breakpoints
+        // codewhale sets (5-minute TTL by default).
+        cache_write: Some(2.50),
         output: 10.00,
         up_to_prompt_tokens: None,
         date: "2026-12-01",
@@ -136,6 +140,7 @@ const OPENAI_MODELS: &[KnownModel] = &[
         ListPrice {
             input: 0.15,
             cached_input: Some(0.075),
+            cache_write: None,
             output: 0.60,
             up_to_prompt_tokens: None,
             date: "2026-05-27",
@@ -148,6 +153,7 @@ const OPENAI_MODELS: &[KnownModel] = &[
         ListPrice {
             input: 2.50,
             cached_input: Some(1.25),
+            cache_write: None,
             output: 10.00,
             up_to_prompt_tokens: None,
             date: "2026-05-27",
@@ -186,6 +192,7 @@ const XAI_MODELS: &[KnownModel] = &[mp(
     ListPrice {
         input: 2.00,
         cached_input: None,
+        cache_write: None,
         output: 6.00,
         up_to_prompt_tokens: Some(200_000),
         date: "2026-12-01",
@@ -202,6 +209,7 @@ const ZAI_MODELS: &[KnownModel] = &[mp(
     ListPrice {
         input: 0.60,
         cached_input: Some(0.11),
+        cache_write: None,
         output: 2.20,
         up_to_prompt_tokens: None,
         date: "2026-12-01",
@@ -218,6 +226,7 @@ const CEREBRAS_MODELS: &[KnownModel] = &[mp(
     ListPrice {
         input: 0.35,
         cached_input: None,
+        cache_write: None,
         output: 0.75,
         up_to_prompt_tokens: None,
         date: "2026-12-01",

@@ -35,6 +35,10 @@ pub struct ProviderEntry {
     /// USD per million cached input tokens (without it, a turn with cached
     /// tokens costs `unknown`).
     pub price_cached_input_per_mtok: Option<f64>,
+    /// USD per million input tokens written to the prompt cache (Anthropic
+    /// cache writes; without it, a turn that wrote to the cache costs
+    /// `unknown`).
+    pub price_cache_write_per_mtok: Option<f64>,
     /// Azure OpenAI `api-version` (default: the latest GA data-plane one).
     pub api_version: Option<String>,
     /// The model reasons and takes `reasoning_effort`: `true` sends

@@ -314,6 +314,7 @@ fn price_for(
         return Some(Price {
             input_per_mtok: i,
             cached_input_per_mtok: entry.and_then(|e| e.price_cached_input_per_mtok),
+            cache_write_per_mtok: entry.and_then(|e| e.price_cache_write_per_mtok),
             output_per_mtok: o,
             up_to_prompt_tokens: None,
             source: format!("config [providers.{id}]"),

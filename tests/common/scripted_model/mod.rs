@@ -91,6 +91,124 @@ pub struct Faithful {
     /// last assistant message does not start with its thinking block, is
     /// refused with 400.
     pub anthropic_thinking: bool,
+    /// Anthropic's prompt cache, simulated ([`anthropic_cache_bill`]):
+    /// each reply's usage is what the API would bill for that request.
+    pub anthropic_cache: bool,
+}
+
+/// What one request was billed under the cache simulation (tokens).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheBill {
+    /// `input_tokens`: after the last breakpoint, or not cached.
+    pub fresh: u64,
+    /// `cache_read_input_tokens`.
+    pub read: u64,
+    /// `cache_creation_input_tokens`.
+    pub write: u64,
+}
+
+impl CacheBill {
+    pub fn total(&self) -> u64 {
+        self.fresh + self.read + self.write
+    }
+}
+
+/// Anthropic's prompt-caching guide
+/// (<https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching>):
+/// the cache holds prefixes in the order tools, system, messages; a block
+/// with `cache_control` marks a breakpoint (at most 4 per request, else
+/// 400); a request reads the longest prefix written earlier that ends at
+/// one of its breakpoints or at most 20 blocks before one ("the system
+/// automatically checks for cache hits at previous block boundaries, up to
+/// about 20 blocks before your explicit breakpoint"); it writes the prefix
+/// up to its last breakpoint, billed as `cache_creation_input_tokens` from
+/// the end of the hit; the rest is `input_tokens`. Prompts shorter than the
+/// minimum cacheable length (1,024 tokens for Sonnet and Opus models) are
+/// not cached. Tokens are estimated as serialised bytes / 4 (the
+/// `cache_control` fields themselves excluded).
+pub const LOOKBACK_BLOCKS: usize = 20;
+pub const MIN_CACHEABLE_TOKENS: u64 = 1024;
+
+fn cache_blocks(body: &Value) -> Vec<(Value, bool)> {
+    let strip = |b: &Value| {
+        let mut b = b.clone();
+        let mark = b
+            .as_object_mut()
+            .and_then(|o| o.remove("cache_control"))
+            .is_some();
+        (b, mark)
+    };
+    let mut out: Vec<(Value, bool)> = Vec::new();
+    for t in body["tools"].as_array().into_iter().flatten() {
+        out.push(strip(t));
+    }
+    match &body["system"] {
+        Value::String(s) => out.push((json!({"type": "text", "text": s}), false)),
+        Value::Array(a) => out.extend(a.iter().map(strip)),
+        _ => {}
+    }
+    for m in body["messages"].as_array().into_iter().flatten() {
+        match &m["content"] {
+            Value::String(s) => out.push((json!({"role": m["role"], "text": s}), false)),
+            Value::Array(a) => out.extend(a.iter().map(|b| {
+                let (mut v, mark) = strip(b);
+                v["role"] = m["role"].clone();
+                (v, mark)
+            })),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Bill one request against (and update) the simulated cache.
+fn anthropic_cache_bill(
+    body: &Value,
+    cache: &mut std::collections::HashSet<String>,
+) -> Result<CacheBill, String> {
+    use sha2::Digest;
+    let blocks = cache_blocks(body);
+    let marks: Vec<usize> = (0..blocks.len()).filter(|&i| blocks[i].1).collect();
+    if marks.len() > 4 {
+        return Err(format!(
+            "A maximum of 4 blocks with cache_control may be provided. Found {}.",
+            marks.len()
+        ));
+    }
+    let mut hasher = sha2::Sha256::new();
+    let mut cum = Vec::with_capacity(blocks.len());
+    let mut hashes = Vec::with_capacity(blocks.len());
+    let mut total = 0u64;
+    for (b, _) in &blocks {
+        let text = b.to_string();
+        total += (text.len() as u64 / 4).max(1);
+        hasher.update(text.as_bytes());
+        cum.push(total);
+        hashes.push(hex::encode(hasher.clone().finalize()));
+    }
+    let read = marks
+        .iter()
+        .flat_map(|&m| m.saturating_sub(LOOKBACK_BLOCKS)..=m)
+        .filter(|&j| cache.contains(&hashes[j]))
+        .map(|j| cum[j])
+        .max()
+        .unwrap_or(0);
+    let last = marks.last().map(|&m| cum[m]).unwrap_or(0);
+    let write = if last > read && last >= MIN_CACHEABLE_TOKENS {
+        for &m in &marks {
+            if cum[m] >= MIN_CACHEABLE_TOKENS {
+                cache.insert(hashes[m].clone());
+            }
+        }
+        last - read
+    } else {
+        0
+    };
+    Ok(CacheBill {
+        fresh: total - read - write,
+        read,
+        write,
+    })
 }
 
 /// The signature the server issues for a thinking text (Anthropic's is an
@@ -223,6 +341,8 @@ pub struct Seen {
 struct Shared {
     wire: Wire,
     faithful: Faithful,
+    cache: Mutex<std::collections::HashSet<String>>,
+    bills: Mutex<Vec<CacheBill>>,
     steps: Mutex<VecDeque<Step>>,
     seen: Mutex<Vec<Seen>>,
 }
@@ -247,6 +367,8 @@ impl ScriptedModel {
         let shared = Arc::new(Shared {
             wire,
             faithful,
+            cache: Mutex::new(Default::default()),
+            bills: Mutex::new(Vec::new()),
             steps: Mutex::new(steps.into()),
             seen: Mutex::new(Vec::new()),
         });
@@ -295,6 +417,11 @@ impl ScriptedModel {
 
     pub fn requests(&self) -> Vec<Seen> {
         self.shared.seen.lock().unwrap().clone()
+    }
+
+    /// Each request's bill under the cache simulation, in order.
+    pub fn cache_bills(&self) -> Vec<CacheBill> {
+        self.shared.bills.lock().unwrap().clone()
     }
 
     pub fn steps_left(&self) -> usize {
@@ -357,13 +484,33 @@ async fn handle(
         (f, Some(b)) if f.anthropic_thinking => anthropic_thinking_error(b),
         _ => None,
     };
-    {
-        if let Some(err) = refused {
-            return Response::builder()
-                .status(400)
-                .header("content-type", "application/json")
-                .body(Body::from(err))
-                .unwrap();
+    if let Some(err) = refused {
+        return Response::builder()
+            .status(400)
+            .header("content-type", "application/json")
+            .body(Body::from(err))
+            .unwrap();
+    }
+    let mut cache_usage = None;
+    if let (true, Some(b)) = (s.faithful.anthropic_cache, seen.as_ref()) {
+        match anthropic_cache_bill(b, &mut s.cache.lock().unwrap()) {
+            Ok(bill) => {
+                s.bills.lock().unwrap().push(bill);
+                cache_usage = Some(json!({"input_tokens": bill.fresh,
+                    "cache_read_input_tokens": bill.read,
+                    "cache_creation_input_tokens": bill.write,
+                    "output_tokens": 20}));
+            }
+            Err(m) => {
+                return Response::builder()
+                    .status(400)
+                    .header("content-type", "application/json")
+                    .body(Body::from(
+                        json!({"type": "error", "error": {"type": "invalid_request_error", "message": m}})
+                            .to_string(),
+                    ))
+                    .unwrap()
+            }
         }
     }
     let step = s.steps.lock().unwrap().pop_front();
@@ -391,9 +538,10 @@ async fn handle(
             }
             r.body(Body::from(body)).unwrap()
         }
-        Step::Reply { text, calls } => sse(match s.wire {
-            Wire::OpenAi => openai_stream(&text, &calls),
-            Wire::Anthropic => anthropic_stream(&text, &calls),
+        Step::Reply { text, calls } => sse(match (s.wire, cache_usage) {
+            (Wire::OpenAi, _) => openai_stream(&text, &calls),
+            (Wire::Anthropic, Some(u)) => anthropic_stream_usage(&text, &calls, u),
+            (Wire::Anthropic, None) => anthropic_stream(&text, &calls),
         }),
         Step::Thinking {
             reasoning,
