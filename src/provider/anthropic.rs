@@ -194,7 +194,7 @@ fn thinking_block(p: &ReasoningPart) -> Option<Value> {
         ReasoningPart::RedactedThinking { data } => {
             Some(json!({"type": "redacted_thinking", "data": data}))
         }
-        ReasoningPart::Content { .. } => None,
+        ReasoningPart::Content { .. } | ReasoningPart::Encrypted { .. } => None,
     }
 }
 

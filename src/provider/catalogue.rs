@@ -46,6 +46,10 @@ pub struct KnownModel {
     /// Whether and how the model takes reasoning control (`None`: it does
     /// not, as far as a source says; `reasoning_effort` is not sent).
     pub reasoning: Option<super::effort::ModelReasoning>,
+    /// The wire format this model is served on when it differs from the
+    /// provider's (OpenAI's reasoning models: `openai-responses`); a
+    /// `kind` in `[providers.NAME]` still wins.
+    pub wire: Option<WireFormat>,
 }
 
 /// One built-in provider.

@@ -17,6 +17,7 @@ const fn m(id: &'static str, context_window: Option<u32>) -> KnownModel {
         context_window,
         price: None,
         reasoning: None,
+        wire: None,
     }
 }
 
@@ -26,6 +27,7 @@ const fn mp(id: &'static str, context_window: Option<u32>, price: ListPrice) -> 
         context_window,
         price: Some(price),
         reasoning: None,
+        wire: None,
     }
 }
 
@@ -126,14 +128,17 @@ const OPENAI_MODELS: &[KnownModel] = &[
     // Reasoning: the reasoning guide names gpt-5.6 for reasoning
     // workloads, controlled by `reasoning.effort` (Responses) /
     // `reasoning_effort` (Chat Completions).
-    reasons(
+    KnownModel {
+        wire: Some(WireFormat::OpenAiResponses),
+        ..reasons(
         m("gpt-5.6", Some(1_050_000)),
         ModelReasoning {
             control: ReasoningControl::OpenAiEffort,
             date: "2026-12-02",
             source: "https://developers.openai.com/api/docs/guides/reasoning (\"Start with gpt-5.6 for most reasoning workloads\")",
         },
-    ),
+    )
+    },
     mp(
         "gpt-4o-mini",
         Some(128_000),

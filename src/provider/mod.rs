@@ -1,6 +1,7 @@
-//! Model providers: one neutral conversation type, three wire formats
-//! (OpenAI-compatible Chat Completions, Azure OpenAI deployments and
-//! Anthropic Messages, all streamed over SSE), the catalogue of built-in ids
+//! Model providers: one neutral conversation type, four wire formats
+//! (OpenAI-compatible Chat Completions, Azure OpenAI deployments, OpenAI
+//! Responses and Anthropic Messages, all streamed over SSE), reasoning kept
+//! and sent back where the provider needs it, the catalogue of built-in ids
 //! with list prices, local-runtime discovery, the `model = "auto"` router,
 //! a local key store and retries.
 //!
@@ -19,6 +20,7 @@ pub mod effort;
 pub mod openai;
 pub mod reasoning;
 pub mod registry;
+pub mod responses;
 pub mod router;
 pub mod wire;
 
@@ -361,6 +363,7 @@ impl Provider {
         let mut events = eventsource_stream::Eventsource::eventsource(resp.bytes_stream());
         let mut oai = openai::Accumulator::default();
         let mut ant = anthropic::Accumulator::default();
+        let mut rsp = responses::Accumulator::default();
         while let Some(ev) = events.next().await {
             let ev =
                 ev.map_err(|e| Attempt::Fail(self.cut(format!("stream broke mid-way: {e}"))))?;
@@ -369,6 +372,7 @@ impl Provider {
                     oai.feed(&ev.data, on_text)
                 }
                 WireFormat::Anthropic => ant.feed(&ev.event, &ev.data, on_text),
+                WireFormat::OpenAiResponses => rsp.feed(&ev.event, &ev.data, on_text),
             };
             match step {
                 Ok(true) => break,
@@ -379,6 +383,7 @@ impl Provider {
         let done = match s.wire {
             WireFormat::OpenAiCompatible | WireFormat::AzureOpenAi => oai.finish(),
             WireFormat::Anthropic => ant.finish(),
+            WireFormat::OpenAiResponses => rsp.finish(),
         };
         done.ok_or_else(|| {
             Attempt::Fail(self.cut(

@@ -31,6 +31,13 @@ pub enum ReasoningPart {
     Thinking { thinking: String, signature: String },
     /// Anthropic `redacted_thinking` block: opaque, verbatim.
     RedactedThinking { data: String },
+    /// An OpenAI Responses `reasoning` item with `store: false`: its id,
+    /// summary texts and encrypted content, sent back as they came.
+    Encrypted {
+        id: String,
+        encrypted_content: String,
+        summary: Vec<String>,
+    },
 }
 
 /// The `reasoning_content` among `parts`, if the response had one.
@@ -52,6 +59,11 @@ pub fn chars(parts: &[ReasoningPart]) -> usize {
                 signature,
             } => thinking.len() + signature.len(),
             ReasoningPart::RedactedThinking { data } => data.len(),
+            ReasoningPart::Encrypted {
+                encrypted_content,
+                summary,
+                ..
+            } => encrypted_content.len() + summary.iter().map(String::len).sum::<usize>(),
         })
         .sum()
 }

@@ -24,6 +24,10 @@ pub enum WireFormat {
     /// with an `api-key` header; the "model" is the deployment name.
     #[serde(rename = "azure-openai")]
     AzureOpenAi,
+    /// OpenAI's Responses API: `POST {base}/responses`, SSE, `store: false`
+    /// with encrypted reasoning carried between requests (`responses.rs`).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
 }
 
 impl WireFormat {
@@ -32,6 +36,7 @@ impl WireFormat {
             WireFormat::OpenAiCompatible => "openai-compatible",
             WireFormat::Anthropic => "anthropic",
             WireFormat::AzureOpenAi => "azure-openai",
+            WireFormat::OpenAiResponses => "openai-responses",
         }
     }
 
@@ -40,6 +45,7 @@ impl WireFormat {
             "openai-compatible" => Some(WireFormat::OpenAiCompatible),
             "anthropic" => Some(WireFormat::Anthropic),
             "azure-openai" => Some(WireFormat::AzureOpenAi),
+            "openai-responses" => Some(WireFormat::OpenAiResponses),
             _ => None,
         }
     }
@@ -203,10 +209,17 @@ pub fn select(
     let wire = match entry.and_then(|e| e.kind.as_deref()) {
         Some(k) => WireFormat::parse(k).ok_or_else(|| {
             setup(format!(
-                "[providers.{id}] kind = \"{k}\": expected \"openai-compatible\", \"anthropic\" or \"azure-openai\""
+                "[providers.{id}] kind = \"{k}\": expected \"openai-compatible\", \"openai-responses\", \"anthropic\" or \"azure-openai\""
             ))
         })?,
-        None => row.map(|r| r.wire).unwrap_or(WireFormat::OpenAiCompatible),
+        // The catalogue may name a better wire for the model (OpenAI's
+        // reasoning models: Responses).
+        None => row
+            .map(|r| {
+                let m = model.or(entry.and_then(|e| e.model.as_deref())).unwrap_or(r.default_model);
+                r.model(m).and_then(|k| k.wire).unwrap_or(r.wire)
+            })
+            .unwrap_or(WireFormat::OpenAiCompatible),
     };
     let base_url = match (entry.and_then(|e| e.base_url.clone()), row) {
         (Some(b), _) => b,
@@ -292,7 +305,9 @@ fn reasoning_control(
             WireFormat::Anthropic => C::AnthropicThinking {
                 budgets: super::effort::ANTHROPIC_BUDGETS,
             },
-            WireFormat::OpenAiCompatible | WireFormat::AzureOpenAi => C::OpenAiEffort,
+            WireFormat::OpenAiCompatible
+            | WireFormat::AzureOpenAi
+            | WireFormat::OpenAiResponses => C::OpenAiEffort,
         }),
         Some(false) => None,
         None => row

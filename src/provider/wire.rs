@@ -2,7 +2,7 @@
 //! authentication header and the body. Parsing the stream is in
 //! [`super::openai`] (also used for Azure) and [`super::anthropic`].
 
-use super::{anthropic, openai, ChatRequest, ProviderSettings, WireFormat};
+use super::{anthropic, openai, responses, ChatRequest, ProviderSettings, WireFormat};
 
 /// `anthropic-version` header value (the Messages API's stable version).
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -14,6 +14,7 @@ pub fn url(s: &ProviderSettings) -> String {
         WireFormat::OpenAiCompatible => format!("{base}/chat/completions"),
         WireFormat::Anthropic => format!("{base}/v1/messages"),
         WireFormat::AzureOpenAi => azure_url(base, &s.model, s.api_version.as_deref()),
+        WireFormat::OpenAiResponses => format!("{base}/responses"),
     }
 }
 
@@ -73,6 +74,15 @@ pub fn request(
             ));
             if let Some(k) = key {
                 b = b.header("api-key", k);
+            }
+            b
+        }
+        WireFormat::OpenAiResponses => {
+            let mut b = http
+                .post(url(s))
+                .json(&responses::body(&s.model, req, s.wire_reasoning()));
+            if let Some(k) = key {
+                b = b.bearer_auth(k);
             }
             b
         }

@@ -18,6 +18,8 @@ use std::sync::{Arc, Mutex};
 pub enum Wire {
     OpenAi,
     Anthropic,
+    /// OpenAI's Responses API (`POST /v1/responses`).
+    Responses,
 }
 
 /// One scripted answer.
@@ -94,6 +96,151 @@ pub struct Faithful {
     /// Anthropic's prompt cache, simulated ([`anthropic_cache_bill`]):
     /// each reply's usage is what the API would bill for that request.
     pub anthropic_cache: bool,
+    /// OpenAI Responses with `store: false`: a request must say
+    /// `store: false` and ask for `reasoning.encrypted_content`, and a
+    /// `function_call` the server issued with reasoning must come after
+    /// that `reasoning` item, its encrypted content unchanged.
+    pub responses_reasoning: bool,
+}
+
+/// OpenAI's reasoning guide ("Encrypted reasoning items", read
+/// 2026-12-02): with `store: false` the reasoning items of a tool-calling
+/// response must be passed back in `input`; the API refuses a
+/// `function_call` item without its reasoning item (error text as the API
+/// gives it: "Item '…' of type 'function_call' was provided without its
+/// required 'reasoning' item: '…'.").
+fn responses_reasoning_error(body: &Value) -> Option<String> {
+    let err = |m: String| {
+        Some(json!({"error": {"message": m, "type": "invalid_request_error", "param": "input", "code": null}}).to_string())
+    };
+    if body["store"] != json!(false)
+        || !body["include"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("reasoning.encrypted_content")))
+    {
+        return err("this scripted model expects store: false and include: [\"reasoning.encrypted_content\"]".into());
+    }
+    let input = body["input"].as_array()?;
+    let mut seen_reasoning: Vec<&str> = Vec::new();
+    for it in input {
+        match it["type"].as_str() {
+            Some("reasoning") => {
+                let summary = it["summary"][0]["text"].as_str().unwrap_or("");
+                if it["encrypted_content"].as_str() != Some(&encrypted(summary)) {
+                    return err(format!(
+                        "The encrypted content for item {} could not be verified.",
+                        it["id"]
+                    ));
+                }
+                seen_reasoning.extend(it["id"].as_str());
+            }
+            Some("function_call") => {
+                let call = it["call_id"].as_str().unwrap_or("");
+                if let Some(rs) = call.strip_prefix("r-") {
+                    let want = format!("rs_{rs}");
+                    if !seen_reasoning.contains(&want.as_str()) {
+                        return err(format!("Item 'fc_{call}' of type 'function_call' was provided without its required 'reasoning' item: '{want}'."));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A plain reply's usage on the Responses wire (as the other wires': 100
+/// in, 20 out).
+static RESPONSES_USAGE: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+    json!({"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
+           "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0}})
+});
+
+/// The "encrypted" reasoning the scripted Responses server issues for a
+/// reasoning text (OpenAI's is opaque; a digest detects any change).
+pub fn encrypted(reasoning: &str) -> String {
+    format!("enc:{}", signature(reasoning))
+}
+
+/// A Responses stream: an optional reasoning item (id `rs_<call id>` when
+/// there are calls), text deltas, function calls with argument deltas,
+/// then `response.completed` with usage (cached and reasoning tokens).
+/// Event shapes from OpenAI's streaming reference (`response.output_item.added`
+/// / `.done`, `response.output_text.delta`,
+/// `response.function_call_arguments.delta`, `response.completed`).
+/// A call that follows reasoning gets the call id `r-<id>` so the server
+/// can tell which reasoning item (`rs_<id>`) it needs.
+fn responses_stream(
+    reasoning: Option<&str>,
+    text: &str,
+    calls: &[(String, String, String)],
+    usage: Value,
+) -> String {
+    let ev = |v: Value| {
+        let kind = v["type"].as_str().unwrap_or("").to_string();
+        named(&kind, v)
+    };
+    let mut out = ev(json!({"type": "response.created", "response": {"status": "in_progress"}}));
+    let mut idx = 0;
+    let first = calls
+        .first()
+        .map(|c| c.0.clone())
+        .unwrap_or_else(|| "reply".into());
+    if let Some(r) = reasoning {
+        let item = json!({"type": "reasoning", "id": format!("rs_{first}"),
+                          "summary": [{"type": "summary_text", "text": r}],
+                          "encrypted_content": encrypted(r)});
+        out += &ev(
+            json!({"type": "response.output_item.added", "output_index": idx,
+                          "item": {"type": "reasoning", "id": format!("rs_{first}"), "summary": []}}),
+        );
+        out += &ev(json!({"type": "response.output_item.done", "output_index": idx, "item": item}));
+        idx += 1;
+    }
+    if !text.is_empty() {
+        out += &ev(
+            json!({"type": "response.output_item.added", "output_index": idx,
+                          "item": {"type": "message", "role": "assistant", "content": []}}),
+        );
+        let (a, b) = halves(text);
+        for part in [a, b] {
+            out += &ev(
+                json!({"type": "response.output_text.delta", "output_index": idx,
+                              "content_index": 0, "delta": part}),
+            );
+        }
+        idx += 1;
+    }
+    for (id, name, args) in calls {
+        // A thinking step has one call: its id names the reasoning item
+        // (`r-<id>` needs `rs_<id>`).
+        let call_id = if reasoning.is_some() {
+            format!("r-{id}")
+        } else {
+            id.clone()
+        };
+        out += &ev(
+            json!({"type": "response.output_item.added", "output_index": idx,
+                          "item": {"type": "function_call", "id": format!("fc_{id}"), "call_id": call_id,
+                                   "name": name, "arguments": ""}}),
+        );
+        let (a, b) = halves(args);
+        for part in [a, b] {
+            out += &ev(
+                json!({"type": "response.function_call_arguments.delta", "output_index": idx, "delta": part}),
+            );
+        }
+        out += &ev(
+            json!({"type": "response.output_item.done", "output_index": idx,
+                          "item": {"type": "function_call", "id": format!("fc_{id}"), "call_id": call_id,
+                                   "name": name, "arguments": args}}),
+        );
+        idx += 1;
+    }
+    out += &ev(
+        json!({"type": "response.completed", "response": {"status": "completed", "usage": usage}}),
+    );
+    out
 }
 
 /// What one request was billed under the cache simulation (tokens).
@@ -383,6 +530,7 @@ impl ScriptedModel {
                 let app = Router::new()
                     .route("/v1/chat/completions", post(handle))
                     .route("/v1/messages", post(handle))
+                    .route("/v1/responses", post(handle))
                     // Azure OpenAI's deployment URL (same stream as OpenAI).
                     .route(
                         "/openai/deployments/{deployment}/chat/completions",
@@ -403,7 +551,7 @@ impl ScriptedModel {
     /// The `base_url` to configure for this wire format.
     pub fn base_url(&self) -> String {
         match self.wire {
-            Wire::OpenAi => format!("http://127.0.0.1:{}/v1", self.port),
+            Wire::OpenAi | Wire::Responses => format!("http://127.0.0.1:{}/v1", self.port),
             Wire::Anthropic => format!("http://127.0.0.1:{}", self.port),
         }
     }
@@ -411,6 +559,7 @@ impl ScriptedModel {
     pub fn kind(&self) -> &'static str {
         match self.wire {
             Wire::OpenAi => "openai-compatible",
+            Wire::Responses => "openai-responses",
             Wire::Anthropic => "anthropic",
         }
     }
@@ -482,6 +631,7 @@ async fn handle(
     let refused = match (s.faithful, seen.as_ref()) {
         (f, Some(b)) if f.deepseek_thinking => deepseek_thinking_error(b),
         (f, Some(b)) if f.anthropic_thinking => anthropic_thinking_error(b),
+        (f, Some(b)) if f.responses_reasoning => responses_reasoning_error(b),
         _ => None,
     };
     if let Some(err) = refused {
@@ -540,6 +690,7 @@ async fn handle(
         }
         Step::Reply { text, calls } => sse(match (s.wire, cache_usage) {
             (Wire::OpenAi, _) => openai_stream(&text, &calls),
+            (Wire::Responses, _) => responses_stream(None, &text, &calls, RESPONSES_USAGE.clone()),
             (Wire::Anthropic, Some(u)) => anthropic_stream_usage(&text, &calls, u),
             (Wire::Anthropic, None) => anthropic_stream(&text, &calls),
         }),
@@ -549,6 +700,13 @@ async fn handle(
             calls,
         } => sse(match s.wire {
             Wire::OpenAi => deepseek_thinking_stream(&reasoning, &text, &calls),
+            Wire::Responses => responses_stream(
+                Some(&reasoning),
+                &text,
+                &calls,
+                json!({"input_tokens": 100, "input_tokens_details": {"cached_tokens": 60},
+                       "output_tokens": 40, "output_tokens_details": {"reasoning_tokens": 20}}),
+            ),
             Wire::Anthropic => anthropic_stream_full(
                 Some(&reasoning),
                 &text,
@@ -558,6 +716,7 @@ async fn handle(
         }),
         Step::ReplyWithUsage { text, usage } => sse(match s.wire {
             Wire::OpenAi => openai_stream_usage(&text, &[], usage),
+            Wire::Responses => responses_stream(None, &text, &[], usage),
             Wire::Anthropic => anthropic_stream_usage(&text, &[], usage),
         }),
         Step::Cut { text } => {
@@ -620,6 +779,10 @@ fn halves(s: &str) -> (String, String) {
 fn partial(wire: Wire, text: &str) -> String {
     match wire {
         Wire::OpenAi => data(json!({"choices":[{"index":0,"delta":{"content":text}}]})),
+        Wire::Responses => named(
+            "response.output_text.delta",
+            json!({"type": "response.output_text.delta", "output_index": 0, "delta": text}),
+        ),
         Wire::Anthropic => {
             named(
                 "message_start",
@@ -640,6 +803,7 @@ fn partial(wire: Wire, text: &str) -> String {
 /// [`anthropic_stream`]).
 fn trickle_events(wire: Wire, chunks: &[String]) -> Vec<String> {
     match wire {
+        Wire::Responses => vec![responses_stream(None, &chunks.concat(), &[], RESPONSES_USAGE.clone())],
         Wire::OpenAi => chunks
             .iter()
             .map(|c| data(json!({"choices":[{"index":0,"delta":{"content":c}}]})))
