@@ -58,6 +58,37 @@ impl Pending {
     }
 }
 
+/// A tool output of an earlier turn longer than this (bytes) is replayed
+/// as its head and tail: a long session would otherwise carry every large
+/// output of every turn into each later request. The turn that ran the
+/// tool saw it whole; the session file keeps what was sent then.
+pub const HISTORY_OUTPUT_LIMIT: usize = 8 * 1024;
+/// Bytes kept at each end of a truncated output.
+const KEEP: usize = 3 * 1024;
+
+/// `output` cut to its head and tail around a line saying how much was
+/// hidden, when it is over [`HISTORY_OUTPUT_LIMIT`] (char boundaries kept).
+fn head_and_tail(output: &str) -> String {
+    if output.len() <= HISTORY_OUTPUT_LIMIT {
+        return output.to_string();
+    }
+    let mut head = KEEP;
+    while !output.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = output.len() - KEEP;
+    while !output.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n[… {} of {} bytes of this earlier tool output hidden here; the session file keeps it …]\n{}",
+        &output[..head],
+        tail - head,
+        output.len(),
+        &output[tail..]
+    )
+}
+
 /// The raw argument text a call was made with (the session file keeps
 /// unparseable arguments under `{"_raw": …}`).
 fn arguments(args: &Value) -> String {
@@ -101,7 +132,7 @@ pub fn from_records(records: &[Record]) -> Vec<Message> {
                 ..
             } => p.results.push(Message::ToolResult {
                 call_id: call_id.clone(),
-                content: output.clone(),
+                content: head_and_tail(output),
                 is_error: status != "ok",
             }),
             _ => {}
@@ -253,6 +284,36 @@ mod tests {
             matches!(&m[3], Message::Assistant { reasoning, .. } if reasoning.is_empty()),
             "{m:#?}"
         );
+    }
+
+    #[test]
+    fn large_earlier_outputs_come_back_as_head_and_tail() {
+        let big: String = (0..4000).map(|i| format!("line {i} é\n")).collect();
+        assert!(big.len() > HISTORY_OUTPUT_LIMIT);
+        let recs = vec![
+            rec(0, Event::UserMessage { text: "go".into() }),
+            rec(1, call("c1", json!({}))),
+            rec(1, result("c1", "ok", &big)),
+            rec(1, call("c2", json!({}))),
+            rec(1, result("c2", "ok", "small")),
+        ];
+        let m = from_records(&recs);
+        let Message::ToolResult { content, .. } = &m[2] else {
+            panic!("{m:#?}")
+        };
+        assert!(content.len() < 2 * KEEP + 200, "{}", content.len());
+        assert!(content.starts_with("line 0 é\n"));
+        assert!(content.ends_with("line 3999 é\n"));
+        // The marker states exactly what is missing between head and tail.
+        let (head, rest) = content.split_once("\n[… ").unwrap();
+        let (hidden, rest) = rest.split_once(" of ").unwrap();
+        let (total, tail) = rest.split_once(" bytes").unwrap();
+        let tail = tail.split_once("…]\n").unwrap().1;
+        let hidden: usize = hidden.parse().unwrap();
+        assert_eq!(total.parse::<usize>().unwrap(), big.len());
+        assert_eq!(head.len() + hidden + tail.len(), big.len());
+        assert!(big.starts_with(head) && big.ends_with(tail));
+        assert!(matches!(&m[3], Message::ToolResult { content, .. } if content == "small"));
     }
 
     #[test]
