@@ -47,6 +47,11 @@ fn usage_for(wire: Wire) -> Value {
         // Anthropic: input excludes cache reads, which come apart.
         Wire::Anthropic => json!({"input_tokens": 600, "cache_read_input_tokens": 400,
             "cache_creation_input_tokens": 0, "output_tokens": 300}),
+        // Responses: input includes the cached tokens, output the reasoning.
+        Wire::Responses => {
+            json!({"input_tokens": 1000, "input_tokens_details": {"cached_tokens": 400},
+            "output_tokens": 300, "output_tokens_details": {"reasoning_tokens": 120}})
+        }
     }
 }
 
@@ -158,7 +163,7 @@ fn each_wire_format_for_a_sample_of_catalogue_entries() {
                 assert_eq!(r.authorization, None);
                 assert_eq!(r.query.as_deref(), Some("api-version=2024-10-21"));
             }
-            (_, Wire::OpenAi) => {
+            (_, Wire::OpenAi | Wire::Responses) => {
                 assert_eq!(
                     r.authorization.as_deref(),
                     Some("Bearer test-key-123"),
@@ -186,7 +191,7 @@ fn each_wire_format_for_a_sample_of_catalogue_entries() {
         assert_eq!(u["output_tokens"], 300, "{}: {u}", c.id);
         assert_eq!(u["usage_reported"], true);
         match c.wire {
-            Wire::OpenAi => assert_eq!(u["reasoning_tokens"], 120, "{}", c.id),
+            Wire::OpenAi | Wire::Responses => assert_eq!(u["reasoning_tokens"], 120, "{}", c.id),
             Wire::Anthropic => assert!(u["reasoning_tokens"].is_null(), "{}", c.id),
         }
         // Prices: gpt-4o-mini has dated list prices including cached

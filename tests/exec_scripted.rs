@@ -15,6 +15,13 @@ use serde_json::{json, Value};
 /// The text of the tool result for `id` in a recorded request body, and
 /// whether it was flagged as an error (Anthropic only; OpenAI has no flag).
 fn tool_result(body: &Value, wire: Wire, id: &str) -> Option<(String, Option<bool>)> {
+    if wire == Wire::Responses {
+        return body["input"]
+            .as_array()?
+            .iter()
+            .find(|i| i["type"] == "function_call_output" && i["call_id"] == id)
+            .map(|i| (i["output"].as_str().unwrap_or("").to_string(), None));
+    }
     let msgs = body["messages"].as_array()?;
     match wire {
         Wire::OpenAi => msgs
@@ -31,6 +38,7 @@ fn tool_result(body: &Value, wire: Wire, id: &str) -> Option<(String, Option<boo
                     b["is_error"].as_bool(),
                 )
             }),
+        Wire::Responses => None,
     }
 }
 
@@ -220,6 +228,7 @@ fn conversation(wire: Wire) {
                 assert!(u["cost_usd"].is_null());
             }
             Wire::Anthropic => assert_eq!(u["cost"], "0.000140 USD"),
+            Wire::Responses => assert_eq!(u["cost"], "unknown"),
         }
     }
     let text: String = of_type(&ev, "content")
@@ -256,6 +265,11 @@ fn conversation(wire: Wire) {
                 assert_eq!(r.path, "/v1/messages");
                 assert_eq!(r.x_api_key.as_deref(), Some("test-key"));
             }
+            Wire::Responses => {
+                assert_eq!(r.path, "/v1/responses");
+                assert_eq!(r.authorization.as_deref(), Some("Bearer test-key"));
+                assert_eq!(r.body["store"], false);
+            }
         }
         assert_eq!(r.body["stream"], true);
     }
@@ -266,7 +280,7 @@ fn conversation(wire: Wire) {
             .iter()
             .map(|t| t["function"]["name"].as_str().unwrap().to_string())
             .collect(),
-        Wire::Anthropic => reqs[0].body["tools"]
+        Wire::Anthropic | Wire::Responses => reqs[0].body["tools"]
             .as_array()
             .unwrap()
             .iter()
@@ -363,6 +377,13 @@ fn e2e_openai_compatible() {
 #[test]
 fn e2e_anthropic() {
     conversation(Wire::Anthropic);
+}
+
+/// The same session over `openai-responses`: the same tools, gates,
+/// results and stream-json as over Chat Completions.
+#[test]
+fn e2e_openai_responses() {
+    conversation(Wire::Responses);
 }
 
 #[test]

@@ -569,6 +569,15 @@ impl Loop<'_> {
             }
             let completion = result.map_err(Stop::Provider)?;
             self.usage(turn, completion.usage, price.as_ref())?;
+            if !completion.reasoning.is_empty() {
+                self.log.append(
+                    turn,
+                    Event::Reasoning {
+                        event_v: 1,
+                        parts: completion.reasoning.clone(),
+                    },
+                )?;
+            }
             if !completion.text.is_empty() {
                 self.answer = completion.text.clone();
                 self.log.append(
@@ -589,12 +598,14 @@ impl Loop<'_> {
                 messages.push(Message::Assistant {
                     text: completion.text.clone(),
                     tool_calls: Vec::new(),
+                    reasoning: completion.reasoning.clone(),
                 });
                 continue;
             }
             messages.push(Message::Assistant {
                 text: completion.text.clone(),
                 tool_calls: completion.tool_calls.clone(),
+                reasoning: completion.reasoning.clone(),
             });
             for call in &completion.tool_calls {
                 let (content, is_error) = self.tool_call(turn, call).await?;
@@ -991,6 +1002,7 @@ impl Loop<'_> {
                    "session_file": self.log.path(), "cost": cost::label(self.total_cost),
                    "input_tokens": self.total.input_tokens,
                    "cached_input_tokens": self.total.cached_input_tokens,
+                   "cache_write_tokens": self.total.cache_write_tokens,
                    "output_tokens": self.total.output_tokens,
                    "reasoning_tokens": self.total.reasoning_tokens}),
         );

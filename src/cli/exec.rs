@@ -26,6 +26,11 @@ pub struct ExecArgs {
     /// model; `auto` routes per turn by the `[router]` config).
     #[arg(long, short = 'm')]
     pub model: Option<String>,
+    /// How hard the model reasons: none, minimal, low, medium, high,
+    /// xhigh, max (overrides `reasoning_effort` in config; mapped per
+    /// provider, see docs/PROVIDERS.md "Reasoning").
+    #[arg(long, value_name = "LEVEL", value_parser = parse_effort)]
+    pub reasoning_effort: Option<crate::provider::ReasoningEffort>,
     /// Approve what the gates would ask about. Keeps the sandbox
     /// (workspace-write unless --sandbox says otherwise).
     #[arg(long)]
@@ -338,6 +343,7 @@ fn note_runtime_recovery(out: &mut crate::agent::Emitter, r: &crate::runtime::Op
 fn load_context(args: &ExecArgs, workspace: &std::path::Path) -> anyhow::Result<SandboxContext> {
     let mut o = LoadOptions::new(workspace);
     o.overrides.model = args.model.clone();
+    o.overrides.reasoning_effort = args.reasoning_effort;
     let allow_domains = super::sandbox::check_allow_domains(args.network, &args.allow_domains)?;
     let flags = SandboxFlags {
         mode: args.sandbox,
@@ -365,4 +371,9 @@ fn config_report(s: &Settings, skipped: bool, notes: &[String]) -> serde_json::V
         })).collect::<Vec<_>>(),
         "warnings": s.warnings.iter().chain(notes).collect::<Vec<_>>(),
     })
+}
+
+/// `--reasoning-effort`: clap names the flag and the value on error.
+fn parse_effort(s: &str) -> Result<crate::provider::ReasoningEffort, String> {
+    s.parse()
 }

@@ -36,7 +36,7 @@ pub struct CliOverrides {
     pub approval_policy: Option<Approval>,
     pub sandbox_mode: Option<SandboxMode>,
     pub model: Option<String>,
-    pub reasoning_effort: Option<String>,
+    pub reasoning_effort: Option<crate::provider::ReasoningEffort>,
     pub max_subagents: Option<u32>,
     pub allow_shell: Option<bool>,
 }
@@ -85,7 +85,7 @@ pub struct Settings {
     pub allow_shell: bool,
     pub max_subagents: Option<u32>,
     pub model: Option<String>,
-    pub reasoning_effort: Option<String>,
+    pub reasoning_effort: Option<crate::provider::ReasoningEffort>,
     /// Keys not applied (project keys outside the allowed set, loosening attempts).
     pub ignored: Vec<IgnoredKey>,
     /// Non-fatal notes (unknown user-config keys, legacy location in use).
@@ -199,10 +199,7 @@ fn load_layers(opts: &LoadOptions, user_rules: bool) -> Result<Settings, ConfigE
         allow_shell: o.allow_shell.or(user.allow_shell).unwrap_or(true),
         max_subagents: o.max_subagents.or(user.max_subagents),
         model: o.model.clone().or_else(|| user.model.clone()),
-        reasoning_effort: o
-            .reasoning_effort
-            .clone()
-            .or_else(|| user.reasoning_effort.clone()),
+        reasoning_effort: o.reasoning_effort.or(user.reasoning_effort),
     };
     let mut ignored = Vec::new();
     let mut project_file = None;

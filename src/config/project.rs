@@ -33,7 +33,7 @@ pub const ALLOWED_KEYS: &[&str] = &[
 #[derive(Debug, Default, Deserialize)]
 pub struct ProjectOverride {
     pub model: Option<String>,
-    pub reasoning_effort: Option<String>,
+    pub reasoning_effort: Option<crate::provider::ReasoningEffort>,
     pub approval_policy: Option<Approval>,
     pub sandbox_mode: Option<SandboxMode>,
     pub max_subagents: Option<u32>,
@@ -128,7 +128,7 @@ pub struct Tightenable {
     pub allow_shell: bool,
     pub max_subagents: Option<u32>,
     pub model: Option<String>,
-    pub reasoning_effort: Option<String>,
+    pub reasoning_effort: Option<crate::provider::ReasoningEffort>,
 }
 
 /// Apply `o` to `base` in the tightening direction only; report what was ignored.
@@ -190,8 +190,8 @@ pub fn apply(file: &Path, o: &ProjectOverride, base: &mut Tightenable) -> Vec<Ig
     if let Some(m) = &o.model {
         base.model = Some(m.clone());
     }
-    if let Some(r) = &o.reasoning_effort {
-        base.reasoning_effort = Some(r.clone());
+    if let Some(r) = o.reasoning_effort {
+        base.reasoning_effort = Some(r);
     }
     ignored
 }

@@ -18,6 +18,11 @@ pub struct ListPrice {
     /// Input tokens served from the provider's prompt cache. `None`: not
     /// confirmed from a source, so a turn with cached tokens costs `unknown`.
     pub cached_input: Option<f64>,
+    /// Input tokens written to the prompt cache (Anthropic's 5-minute
+    /// `ephemeral` writes). `None`: not confirmed, so a turn that wrote
+    /// to the cache costs `unknown`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
     pub output: f64,
     /// The price holds for requests whose prompt (all input tokens, cached
     /// ones included) is at most this many tokens. Above it the provider
@@ -38,6 +43,13 @@ pub struct KnownModel {
     /// Tokens; `None` when no source was checked.
     pub context_window: Option<u32>,
     pub price: Option<ListPrice>,
+    /// Whether and how the model takes reasoning control (`None`: it does
+    /// not, as far as a source says; `reasoning_effort` is not sent).
+    pub reasoning: Option<super::effort::ModelReasoning>,
+    /// The wire format this model is served on when it differs from the
+    /// provider's (OpenAI's reasoning models: `openai-responses`); a
+    /// `kind` in `[providers.NAME]` still wins.
+    pub wire: Option<WireFormat>,
 }
 
 /// One built-in provider.

@@ -6,6 +6,7 @@
 //! price search of 2026-12-01 is summarised in docs/PROVIDERS.md.
 
 use super::catalogue::{Entry, KnownModel, ListPrice};
+use super::effort::{ModelReasoning, ReasoningControl};
 use super::registry::WireFormat::{self, Anthropic, AzureOpenAi, OpenAiCompatible as Oai};
 
 const NO_MODELS: &[KnownModel] = &[];
@@ -15,6 +16,8 @@ const fn m(id: &'static str, context_window: Option<u32>) -> KnownModel {
         id,
         context_window,
         price: None,
+        reasoning: None,
+        wire: None,
     }
 }
 
@@ -23,6 +26,16 @@ const fn mp(id: &'static str, context_window: Option<u32>, price: ListPrice) -> 
         id,
         context_window,
         price: Some(price),
+        reasoning: None,
+        wire: None,
+    }
+}
+
+/// `model` with its reasoning control.
+const fn reasons(model: KnownModel, reasoning: ModelReasoning) -> KnownModel {
+    KnownModel {
+        reasoning: Some(reasoning),
+        ..model
     }
 }
 
@@ -79,7 +92,7 @@ const fn local(
 /// date). `claude-sonnet-4-5` was listed here until this change: its own
 /// model page marks it deprecated and retiring on 2026-11-30, so it is no
 /// longer a model to price.
-const ANTHROPIC_MODELS: &[KnownModel] = &[mp(
+const ANTHROPIC_MODELS: &[KnownModel] = &[reasons(mp(
     "claude-sonnet-5-5",
     Some(1_000_000),
     ListPrice {
@@ -88,10 +101,20 @@ const ANTHROPIC_MODELS: &[KnownModel] = &[mp(
         // cost trackers (secondary) report a cut to $0.10 from 2026-10-07
         // on the pricing page. The two disagree: left unknown.
         cached_input: None,
+        // "5m cache write $2.50 / MTok" on the same model page (read
+        // 2026-12-02): the write price of the `ephemeral` breakpoints
+        // codewhale sets (5-minute TTL by default).
+        cache_write: Some(2.50),
         output: 10.00,
         up_to_prompt_tokens: None,
         date: "2026-12-01",
         source: "https://platform.claude.com/docs/zh-CN/models/sonnet-5-5/overview (page undated, read 2026-12-01; the pt-BR and it copies of the page state the same $2 / $10 and 1M context window)",
+    },
+),
+    ModelReasoning {
+        control: ReasoningControl::AnthropicAdaptive,
+        date: "2026-12-02",
+        source: "https://platform.claude.com/docs/en/models/sonnet-5-5/whats-new-sonnet-5-5 (adaptive thinking on by default, effort low/medium/high/xhigh/max, default high; thinking.type \"disabled\" answers 400, \"between_tools\" is the lowest setting)",
     },
 )];
 
@@ -101,13 +124,28 @@ const OPENAI_MODELS: &[KnownModel] = &[
     // promotion the page guarantees only "at least until" 2026-11-21, and
     // prompts over 272K tokens cost more; what applies after the promotion
     // is not stated, so the price stays unknown.
-    m("gpt-5.6", Some(1_050_000)),
+    //
+    // Reasoning: the reasoning guide names gpt-5.6 for reasoning
+    // workloads, controlled by `reasoning.effort` (Responses) /
+    // `reasoning_effort` (Chat Completions).
+    KnownModel {
+        wire: Some(WireFormat::OpenAiResponses),
+        ..reasons(
+        m("gpt-5.6", Some(1_050_000)),
+        ModelReasoning {
+            control: ReasoningControl::OpenAiEffort,
+            date: "2026-12-02",
+            source: "https://developers.openai.com/api/docs/guides/reasoning (\"Start with gpt-5.6 for most reasoning workloads\")",
+        },
+    )
+    },
     mp(
         "gpt-4o-mini",
         Some(128_000),
         ListPrice {
             input: 0.15,
             cached_input: Some(0.075),
+            cache_write: None,
             output: 0.60,
             up_to_prompt_tokens: None,
             date: "2026-05-27",
@@ -120,6 +158,7 @@ const OPENAI_MODELS: &[KnownModel] = &[
         ListPrice {
             input: 2.50,
             cached_input: Some(1.25),
+            cache_write: None,
             output: 10.00,
             up_to_prompt_tokens: None,
             date: "2026-05-27",
@@ -134,7 +173,17 @@ const DEEPSEEK_MODELS: &[KnownModel] = &[
     // 01:00-04:00 and 06:00-10:00 UTC, off-peak at half): one list price
     // does not describe it, so it stays unknown. `deepseek-chat`, listed
     // here before, is one of the legacy names retired on 2026-07-24.
-    m("deepseek-flash", Some(1_000_000)),
+    //
+    // Reasoning: thinking mode is on by default (effort high); the
+    // `thinking` switch and `reasoning_effort` low/high/max control it.
+    reasons(
+        m("deepseek-flash", Some(1_000_000)),
+        ModelReasoning {
+            control: ReasoningControl::DeepSeek,
+            date: "2026-12-02",
+            source: "https://api-docs.deepseek.com/guides/thinking_mode (\"Thinking Mode Toggle and Effort Control\")",
+        },
+    ),
 ];
 
 /// docs.x.ai's Grok 4.6 page states input and output prices but no cached
@@ -148,6 +197,7 @@ const XAI_MODELS: &[KnownModel] = &[mp(
     ListPrice {
         input: 2.00,
         cached_input: None,
+        cache_write: None,
         output: 6.00,
         up_to_prompt_tokens: Some(200_000),
         date: "2026-12-01",
@@ -164,6 +214,7 @@ const ZAI_MODELS: &[KnownModel] = &[mp(
     ListPrice {
         input: 0.60,
         cached_input: Some(0.11),
+        cache_write: None,
         output: 2.20,
         up_to_prompt_tokens: None,
         date: "2026-12-01",
@@ -180,6 +231,7 @@ const CEREBRAS_MODELS: &[KnownModel] = &[mp(
     ListPrice {
         input: 0.35,
         cached_input: None,
+        cache_write: None,
         output: 0.75,
         up_to_prompt_tokens: None,
         date: "2026-12-01",

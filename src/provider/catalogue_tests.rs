@@ -224,3 +224,27 @@ fn docs_price_table_is_in_step_with_the_catalogue() {
         "docs/PROVIDERS.md must say how many models carry a price ({priced})"
     );
 }
+
+#[test]
+fn docs_reasoning_table_is_in_step_with_the_catalogue() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/PROVIDERS.md"))
+        .expect("docs/PROVIDERS.md");
+    for e in all() {
+        for m in e.models {
+            let Some(r) = m.reasoning else { continue };
+            let row = doc
+                .lines()
+                .find(|l| {
+                    l.starts_with(&format!("| `{}` | `{}` | ", e.id, m.id)) && l.contains(r.date)
+                })
+                .unwrap_or_else(|| {
+                    panic!(
+                        "docs/PROVIDERS.md has no reasoning row for {}/{}",
+                        e.id, m.id
+                    )
+                });
+            let url = r.source.split_whitespace().next().unwrap_or("");
+            assert!(row.contains(url), "{row}");
+        }
+    }
+}

@@ -35,8 +35,17 @@ pub struct ProviderEntry {
     /// USD per million cached input tokens (without it, a turn with cached
     /// tokens costs `unknown`).
     pub price_cached_input_per_mtok: Option<f64>,
+    /// USD per million input tokens written to the prompt cache (Anthropic
+    /// cache writes; without it, a turn that wrote to the cache costs
+    /// `unknown`).
+    pub price_cache_write_per_mtok: Option<f64>,
     /// Azure OpenAI `api-version` (default: the latest GA data-plane one).
     pub api_version: Option<String>,
+    /// The model reasons and takes `reasoning_effort`: `true` sends
+    /// Anthropic's `thinking` with a budget (kind `anthropic`) or OpenAI's
+    /// `reasoning_effort`; `false` sends neither. Default: the catalogue's
+    /// data for the model (none for a model it does not list).
+    pub thinking: Option<bool>,
 }
 
 /// What `exec` reads from the user config today.
@@ -51,6 +60,10 @@ pub struct ExecConfig {
     /// `[router]`, for `model = "auto"`.
     #[serde(default)]
     pub router: Option<crate::provider::router::RouterConfig>,
+    /// The effective `reasoning_effort` (user config, project override,
+    /// command line), typed at load.
+    #[serde(skip)]
+    pub reasoning_effort: Option<crate::provider::ReasoningEffort>,
 }
 
 /// Only the tables this module types, for re-reading them with spans.
@@ -81,6 +94,7 @@ impl ExecConfig {
             model: settings.model.clone(),
             providers: typed.providers,
             router: typed.router,
+            reasoning_effort: settings.reasoning_effort,
         })
     }
 }

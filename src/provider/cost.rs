@@ -12,6 +12,9 @@ pub struct Price {
     pub input_per_mtok: f64,
     /// `None`: cached input tokens have no known price.
     pub cached_input_per_mtok: Option<f64>,
+    /// `None`: cache writes have no known price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_per_mtok: Option<f64>,
     pub output_per_mtok: f64,
     /// Prompts above this many input tokens are billed at a long-context
     /// rate this price does not carry: the cost of such a turn is unknown.
@@ -28,6 +31,7 @@ impl Price {
         Price {
             input_per_mtok: p.input,
             cached_input_per_mtok: p.cached_input,
+            cache_write_per_mtok: p.cache_write,
             output_per_mtok: p.output,
             up_to_prompt_tokens: p.up_to_prompt_tokens,
             source: p.source.to_string(),
@@ -37,16 +41,14 @@ impl Price {
 
     /// The cost of one turn. `input_tokens` includes the cached ones
     /// (normalised by the wire parsers); they are billed at the cached
-    /// rate. Reasoning tokens are part of `output_tokens` on every wire
-    /// format we parse, so they are not billed twice. Cache writes
-    /// (Anthropic) have their own rate, which the table does not carry;
-    /// so does a prompt above the price's long-context threshold. A turn
+    /// rate, and cache writes (a subset too, Anthropic) at the write rate;
+    /// either without a known rate makes the cost unknown. Reasoning
+    /// tokens are part of `output_tokens` on every wire format we parse,
+    /// so they are not billed twice. A prompt above the price's
+    /// long-context threshold is unknown too. A turn
     /// that made several requests is judged on its summed input, which can
     /// only over-report `unknown`, never under-price a long request.
     pub fn cost(&self, u: &Usage) -> Option<f64> {
-        if u.cache_write_tokens > 0 {
-            return None;
-        }
         if self
             .up_to_prompt_tokens
             .is_some_and(|limit| u.input_tokens > limit)
@@ -54,15 +56,19 @@ impl Price {
             return None;
         }
         let cached = u.cached_input_tokens.min(u.input_tokens);
-        let fresh = u.input_tokens - cached;
-        let cached_cost = match (cached, self.cached_input_per_mtok) {
-            (0, _) => 0.0,
-            (n, Some(p)) => n as f64 * p,
-            (_, None) => return None,
+        let written = u.cache_write_tokens.min(u.input_tokens - cached);
+        let fresh = u.input_tokens - cached - written;
+        let at = |n: u64, rate: Option<f64>| match (n, rate) {
+            (0, _) => Some(0.0),
+            (n, Some(p)) => Some(n as f64 * p),
+            (_, None) => None,
         };
+        let cached_cost = at(cached, self.cached_input_per_mtok)?;
+        let write_cost = at(written, self.cache_write_per_mtok)?;
         Some(
             (fresh as f64 * self.input_per_mtok
                 + cached_cost
+                + write_cost
                 + u.output_tokens as f64 * self.output_per_mtok)
                 / 1_000_000.0,
         )
@@ -164,7 +170,19 @@ mod tests {
         let p = Price::from_list(&catalogue::price("anthropic", "claude-sonnet-5-5").unwrap());
         let mut u = usage(100, 0, 10);
         assert!(p.cost(&u).is_some());
+        // Writes at $2.50, the rest at $2 input / $10 output:
+        // 95*2 + 5*2.5 + 10*10 = 190 + 12.5 + 100 = 302.5 µ$.
         u.cache_write_tokens = 5;
+        assert!((p.cost(&u).unwrap() - 302.5e-6).abs() < 1e-12);
+        // Its cache-read rate is unknown (two sources disagree).
+        u.cached_input_tokens = 50;
+        assert_eq!(p.cost(&u), None);
+        // A price without a write rate: a write makes the turn unknown.
+        let p = Price::from_list(&catalogue::price("openai", "gpt-4o").unwrap());
+        let u = Usage {
+            cache_write_tokens: 1,
+            ..usage(100, 0, 10)
+        };
         assert_eq!(p.cost(&u), None);
         assert_eq!(label(None), "unknown");
         assert_eq!(label(Some(0.0)), "0.000000 USD");

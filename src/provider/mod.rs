@@ -1,6 +1,7 @@
-//! Model providers: one neutral conversation type, three wire formats
-//! (OpenAI-compatible Chat Completions, Azure OpenAI deployments and
-//! Anthropic Messages, all streamed over SSE), the catalogue of built-in ids
+//! Model providers: one neutral conversation type, four wire formats
+//! (OpenAI-compatible Chat Completions, Azure OpenAI deployments, OpenAI
+//! Responses and Anthropic Messages, all streamed over SSE), reasoning kept
+//! and sent back where the provider needs it, the catalogue of built-in ids
 //! with list prices, local-runtime discovery, the `model = "auto"` router,
 //! a local key store and retries.
 //!
@@ -15,11 +16,16 @@ mod catalogue_data;
 pub mod config;
 pub mod cost;
 pub mod discovery;
+pub mod effort;
 pub mod openai;
+pub mod reasoning;
 pub mod registry;
+pub mod responses;
 pub mod router;
 pub mod wire;
 
+pub use effort::{ReasoningControl, ReasoningEffort};
+pub use reasoning::ReasoningPart;
 pub use registry::{ProviderSettings, WireFormat};
 
 use futures_util::StreamExt;
@@ -36,6 +42,10 @@ pub enum Message {
     Assistant {
         text: String,
         tool_calls: Vec<ToolCall>,
+        /// The reasoning the provider returned with this message, kept to
+        /// be sent back where its API requires it ([`reasoning`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasoning: Vec<ReasoningPart>,
     },
     ToolResult {
         call_id: String,
@@ -108,6 +118,8 @@ impl Usage {
 pub struct Completion {
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
+    /// Reasoning to keep with the assistant message ([`reasoning`]).
+    pub reasoning: Vec<ReasoningPart>,
     pub usage: Option<Usage>,
     pub stop_reason: Option<String>,
 }
@@ -351,6 +363,7 @@ impl Provider {
         let mut events = eventsource_stream::Eventsource::eventsource(resp.bytes_stream());
         let mut oai = openai::Accumulator::default();
         let mut ant = anthropic::Accumulator::default();
+        let mut rsp = responses::Accumulator::default();
         while let Some(ev) = events.next().await {
             let ev =
                 ev.map_err(|e| Attempt::Fail(self.cut(format!("stream broke mid-way: {e}"))))?;
@@ -359,6 +372,7 @@ impl Provider {
                     oai.feed(&ev.data, on_text)
                 }
                 WireFormat::Anthropic => ant.feed(&ev.event, &ev.data, on_text),
+                WireFormat::OpenAiResponses => rsp.feed(&ev.event, &ev.data, on_text),
             };
             match step {
                 Ok(true) => break,
@@ -369,6 +383,7 @@ impl Provider {
         let done = match s.wire {
             WireFormat::OpenAiCompatible | WireFormat::AzureOpenAi => oai.finish(),
             WireFormat::Anthropic => ant.finish(),
+            WireFormat::OpenAiResponses => rsp.finish(),
         };
         done.ok_or_else(|| {
             Attempt::Fail(self.cut(

@@ -7,20 +7,40 @@
 //! Usage: `prompt_tokens` (all input), `completion_tokens` (all output),
 //! `prompt_tokens_details.cached_tokens` (OpenAI; DeepSeek reports
 //! `prompt_cache_hit_tokens`) and `completion_tokens_details.reasoning_tokens`.
+//!
+//! Reasoning: DeepSeek's thinking mode streams `delta.reasoning_content`
+//! beside `delta.content`; it is kept and sent back on the assistant
+//! messages of every user turn that made tool calls, and left out of the
+//! others, where DeepSeek ignores it ([`super::reasoning`]).
 
+use super::effort::WireReasoning;
+use super::reasoning::{self, ReasoningPart};
 use super::{ChatRequest, Completion, Message, ToolCall, Usage};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// The JSON body for one streamed request. `stream_usage` asks for the
 /// final usage chunk; a few compatibility APIs reject the field.
-pub fn body(model: &str, req: ChatRequest<'_>, stream_usage: bool) -> Value {
+pub fn body(
+    model: &str,
+    req: ChatRequest<'_>,
+    stream_usage: bool,
+    reasoning: WireReasoning,
+) -> Value {
     let mut messages = vec![json!({"role": "system", "content": req.system})];
-    for m in req.messages {
+    let keep = keeps_reasoning(req.messages);
+    for (i, m) in req.messages.iter().enumerate() {
         messages.push(match m {
             Message::User { text } => json!({"role": "user", "content": text}),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant {
+                text,
+                tool_calls,
+                reasoning,
+            } => {
                 let mut v = json!({"role": "assistant", "content": text});
+                if let Some(r) = reasoning::content_text(reasoning).filter(|_| keep[i]) {
+                    v["reasoning_content"] = json!(r);
+                }
                 if !tool_calls.is_empty() {
                     v["tool_calls"] = tool_calls
                         .iter()
@@ -45,6 +65,21 @@ pub fn body(model: &str, req: ChatRequest<'_>, stream_usage: bool) -> Value {
     if stream_usage {
         body["stream_options"] = json!({"include_usage": true});
     }
+    match reasoning {
+        WireReasoning::Effort(e) => body["reasoning_effort"] = json!(e),
+        // DeepSeek's guide: `{"thinking": {"type": "enabled"|"disabled"}}`
+        // beside `reasoning_effort` (the OpenAI SDK's `extra_body`).
+        WireReasoning::DeepSeek { enabled, effort } => {
+            body["thinking"] = json!({"type": if enabled { "enabled" } else { "disabled" }});
+            if let Some(e) = effort {
+                body["reasoning_effort"] = json!(e);
+            }
+        }
+        // Anthropic's controls have no Chat Completions form.
+        WireReasoning::Default
+        | WireReasoning::AnthropicBudget(_)
+        | WireReasoning::AnthropicAdaptive(_) => {}
+    }
     if !req.tools.is_empty() {
         body["tools"] = req
             .tools
@@ -56,6 +91,33 @@ pub fn body(model: &str, req: ChatRequest<'_>, stream_usage: bool) -> Value {
             .collect();
     }
     body
+}
+
+/// For each message: whether its `reasoning_content` goes back. DeepSeek's
+/// rule (thinking-mode guide, "Input and Output Parameters"): between two
+/// `user` messages, if the model made tool calls, every assistant
+/// message's `reasoning_content` there must be passed back in all later
+/// requests; where it made none, the field is ignored, so it is left out.
+fn keeps_reasoning(messages: &[Message]) -> Vec<bool> {
+    let mut keep = vec![false; messages.len()];
+    let mut start = 0;
+    for end in 0..=messages.len() {
+        let boundary = end == messages.len() || matches!(messages[end], Message::User { .. });
+        if !boundary {
+            continue;
+        }
+        let span = &messages[start..end];
+        let called = span
+            .iter()
+            .any(|m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()));
+        if called {
+            for k in keep.iter_mut().take(end).skip(start) {
+                *k = true;
+            }
+        }
+        start = end + 1;
+    }
+    keep
 }
 
 /// One `usage` object of the Chat Completions format.
@@ -84,6 +146,8 @@ struct PartialCall {
 #[derive(Default)]
 pub struct Accumulator {
     text: String,
+    /// `reasoning_content` deltas; `None` when the stream carried none.
+    reasoning: Option<String>,
     calls: BTreeMap<u64, PartialCall>,
     usage: Option<Usage>,
     finish: Option<String>,
@@ -111,6 +175,9 @@ impl Accumulator {
         }
         for choice in v["choices"].as_array().into_iter().flatten() {
             let delta = &choice["delta"];
+            if let Some(r) = delta["reasoning_content"].as_str() {
+                self.reasoning.get_or_insert_with(String::new).push_str(r);
+            }
             if let Some(t) = delta["content"].as_str() {
                 if !t.is_empty() {
                     self.text.push_str(t);
@@ -158,6 +225,10 @@ impl Accumulator {
         Some(Completion {
             text: self.text,
             tool_calls,
+            reasoning: self
+                .reasoning
+                .map(|text| vec![ReasoningPart::Content { text }])
+                .unwrap_or_default(),
             usage: self.usage,
             stop_reason: self.finish,
         })
@@ -233,6 +304,7 @@ mod tests {
                     name: "t".into(),
                     arguments: "{}".into(),
                 }],
+                reasoning: Vec::new(),
             },
             Message::ToolResult {
                 call_id: "c1".into(),
@@ -253,11 +325,109 @@ mod tests {
                 tools: &tools,
             },
             true,
+            WireReasoning::Default,
         );
+        assert!(b.get("reasoning_effort").is_none() && b.get("thinking").is_none());
         assert_eq!(b["stream_options"]["include_usage"], true);
         assert_eq!(b["messages"][0]["role"], "system");
         assert_eq!(b["messages"][2]["tool_calls"][0]["id"], "c1");
         assert_eq!(b["messages"][3]["tool_call_id"], "c1");
         assert_eq!(b["tools"][0]["function"]["name"], "t");
+    }
+
+    fn assistant(text: &str, calls: &[&str], reasoning: &str) -> Message {
+        Message::Assistant {
+            text: text.into(),
+            tool_calls: calls
+                .iter()
+                .map(|id| ToolCall {
+                    id: (*id).into(),
+                    name: "t".into(),
+                    arguments: "{}".into(),
+                })
+                .collect(),
+            reasoning: vec![ReasoningPart::Content {
+                text: reasoning.into(),
+            }],
+        }
+    }
+
+    fn result(id: &str) -> Message {
+        Message::ToolResult {
+            call_id: id.into(),
+            content: "out".into(),
+            is_error: false,
+        }
+    }
+
+    #[test]
+    fn reasoning_content_is_collected_from_the_stream() {
+        // DeepSeek's thinking-mode stream: `reasoning_content` deltas
+        // first (content null), then `content` (reasoning_content null).
+        let mut a = Accumulator::default();
+        for d in [
+            r#"{"choices":[{"delta":{"role":"assistant","content":null,"reasoning_content":""}}]}"#,
+            r#"{"choices":[{"delta":{"content":null,"reasoning_content":"Think "}}]}"#,
+            r#"{"choices":[{"delta":{"content":null,"reasoning_content":"\"hard\"\n"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"ok","reasoning_content":null}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
+        ] {
+            a.feed(d, &mut |_| {}).unwrap();
+        }
+        let c = a.finish().unwrap();
+        assert_eq!(c.text, "ok");
+        assert_eq!(
+            c.reasoning,
+            vec![ReasoningPart::Content {
+                text: "Think \"hard\"\n".into()
+            }]
+        );
+        // A stream without the field has no reasoning.
+        let mut a = Accumulator::default();
+        a.feed(
+            r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}]}"#,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(a.finish().unwrap().reasoning.is_empty());
+    }
+
+    #[test]
+    fn reasoning_content_goes_back_only_in_user_turns_with_tool_calls() {
+        let msgs = vec![
+            Message::User { text: "q1".into() },
+            assistant("", &["c1"], "r-call"),
+            result("c1"),
+            assistant("a1", &[], "r-final"),
+            Message::User { text: "q2".into() },
+            assistant("a2", &[], "r-plain"),
+            Message::User { text: "q3".into() },
+            assistant("", &["c2"], ""),
+            result("c2"),
+        ];
+        let b = body(
+            "m",
+            ChatRequest {
+                system: "s",
+                messages: &msgs,
+                tools: &[],
+            },
+            false,
+            WireReasoning::DeepSeek {
+                enabled: true,
+                effort: Some("max"),
+            },
+        );
+        assert_eq!(b["thinking"], json!({"type": "enabled"}));
+        assert_eq!(b["reasoning_effort"], "max");
+        let m = b["messages"].as_array().unwrap();
+        // [0] is the system message.
+        assert_eq!(m[2]["reasoning_content"], "r-call");
+        assert_eq!(m[4]["reasoning_content"], "r-final");
+        // No tool call between q2 and q3: DeepSeek ignores it, not sent.
+        assert!(m[6].get("reasoning_content").is_none(), "{}", m[6]);
+        // An empty reasoning of a tool-call turn is still sent (the field
+        // must be present).
+        assert_eq!(m[8]["reasoning_content"], "");
     }
 }

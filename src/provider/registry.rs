@@ -24,6 +24,10 @@ pub enum WireFormat {
     /// with an `api-key` header; the "model" is the deployment name.
     #[serde(rename = "azure-openai")]
     AzureOpenAi,
+    /// OpenAI's Responses API: `POST {base}/responses`, SSE, `store: false`
+    /// with encrypted reasoning carried between requests (`responses.rs`).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
 }
 
 impl WireFormat {
@@ -32,6 +36,7 @@ impl WireFormat {
             WireFormat::OpenAiCompatible => "openai-compatible",
             WireFormat::Anthropic => "anthropic",
             WireFormat::AzureOpenAi => "azure-openai",
+            WireFormat::OpenAiResponses => "openai-responses",
         }
     }
 
@@ -40,6 +45,7 @@ impl WireFormat {
             "openai-compatible" => Some(WireFormat::OpenAiCompatible),
             "anthropic" => Some(WireFormat::Anthropic),
             "azure-openai" => Some(WireFormat::AzureOpenAi),
+            "openai-responses" => Some(WireFormat::OpenAiResponses),
             _ => None,
         }
     }
@@ -102,6 +108,11 @@ pub struct ProviderSettings {
     pub stream_usage: bool,
     /// A local runtime (no key; the model may be discovered).
     pub local: bool,
+    /// How the model takes reasoning control (catalogue data, or a custom
+    /// provider's `thinking = true`); `None`: no effort is sent.
+    pub reasoning: Option<super::ReasoningControl>,
+    /// The configured `reasoning_effort` (`None`: the provider's default).
+    pub effort: Option<super::ReasoningEffort>,
 }
 
 impl ProviderSettings {
@@ -119,7 +130,14 @@ impl ProviderSettings {
             api_version: None,
             stream_usage: true,
             local: false,
+            reasoning: None,
+            effort: None,
         }
+    }
+
+    /// What this run's requests carry for reasoning.
+    pub fn wire_reasoning(&self) -> super::effort::WireReasoning {
+        super::effort::map(self.reasoning, self.effort)
     }
 }
 
@@ -191,10 +209,17 @@ pub fn select(
     let wire = match entry.and_then(|e| e.kind.as_deref()) {
         Some(k) => WireFormat::parse(k).ok_or_else(|| {
             setup(format!(
-                "[providers.{id}] kind = \"{k}\": expected \"openai-compatible\", \"anthropic\" or \"azure-openai\""
+                "[providers.{id}] kind = \"{k}\": expected \"openai-compatible\", \"openai-responses\", \"anthropic\" or \"azure-openai\""
             ))
         })?,
-        None => row.map(|r| r.wire).unwrap_or(WireFormat::OpenAiCompatible),
+        // The catalogue may name a better wire for the model (OpenAI's
+        // reasoning models: Responses).
+        None => row
+            .map(|r| {
+                let m = model.or(entry.and_then(|e| e.model.as_deref())).unwrap_or(r.default_model);
+                r.model(m).and_then(|k| k.wire).unwrap_or(r.wire)
+            })
+            .unwrap_or(WireFormat::OpenAiCompatible),
     };
     let base_url = match (entry.and_then(|e| e.base_url.clone()), row) {
         (Some(b), _) => b,
@@ -253,6 +278,8 @@ pub fn select(
         }),
         stream_usage: row.map(|r| r.stream_usage).unwrap_or(true),
         local,
+        reasoning: reasoning_control(row, entry, wire, &model, &wire_model),
+        effort: cfg.reasoning_effort,
         id,
         wire,
         base_url,
@@ -260,6 +287,34 @@ pub fn select(
         api_key,
         key_source,
     })
+}
+
+/// A custom provider's `thinking` wins (true: the wire format's own
+/// control, Anthropic's budgets or OpenAI's `reasoning_effort`; false:
+/// none); then the catalogue's data for the model.
+fn reasoning_control(
+    row: Option<&Entry>,
+    entry: Option<&ProviderEntry>,
+    wire: WireFormat,
+    model: &str,
+    wire_model: &str,
+) -> Option<super::ReasoningControl> {
+    use super::ReasoningControl as C;
+    match entry.and_then(|e| e.thinking) {
+        Some(true) => Some(match wire {
+            WireFormat::Anthropic => C::AnthropicThinking {
+                budgets: super::effort::ANTHROPIC_BUDGETS,
+            },
+            WireFormat::OpenAiCompatible
+            | WireFormat::AzureOpenAi
+            | WireFormat::OpenAiResponses => C::OpenAiEffort,
+        }),
+        Some(false) => None,
+        None => row
+            .and_then(|r| r.model(model).or_else(|| r.model(wire_model)))
+            .and_then(|m| m.reasoning)
+            .map(|r| r.control),
+    }
 }
 
 /// Config prices win; then the catalogue's list price for the model as the
@@ -274,6 +329,7 @@ fn price_for(
         return Some(Price {
             input_per_mtok: i,
             cached_input_per_mtok: entry.and_then(|e| e.price_cached_input_per_mtok),
+            cache_write_per_mtok: entry.and_then(|e| e.price_cache_write_per_mtok),
             output_per_mtok: o,
             up_to_prompt_tokens: None,
             source: format!("config [providers.{id}]"),

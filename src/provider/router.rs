@@ -254,8 +254,13 @@ pub fn estimate_tokens(system: &str, messages: &[Message]) -> u64 {
             .iter()
             .map(|m| match m {
                 Message::User { text } => text.len(),
-                Message::Assistant { text, tool_calls } => {
+                Message::Assistant {
+                    text,
+                    tool_calls,
+                    reasoning,
+                } => {
                     text.len()
+                        + super::reasoning::chars(reasoning)
                         + tool_calls
                             .iter()
                             .map(|c| c.name.len() + c.arguments.len())
@@ -421,6 +426,7 @@ mod tests {
                 name: name.into(),
                 arguments: "{}".into(),
             }],
+            reasoning: Vec::new(),
         }
     }
 

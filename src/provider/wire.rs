@@ -2,7 +2,7 @@
 //! authentication header and the body. Parsing the stream is in
 //! [`super::openai`] (also used for Azure) and [`super::anthropic`].
 
-use super::{anthropic, openai, ChatRequest, ProviderSettings, WireFormat};
+use super::{anthropic, openai, responses, ChatRequest, ProviderSettings, WireFormat};
 
 /// `anthropic-version` header value (the Messages API's stable version).
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -14,6 +14,7 @@ pub fn url(s: &ProviderSettings) -> String {
         WireFormat::OpenAiCompatible => format!("{base}/chat/completions"),
         WireFormat::Anthropic => format!("{base}/v1/messages"),
         WireFormat::AzureOpenAi => azure_url(base, &s.model, s.api_version.as_deref()),
+        WireFormat::OpenAiResponses => format!("{base}/responses"),
     }
 }
 
@@ -51,9 +52,12 @@ pub fn request(
     let key = s.api_key.as_ref().map(|k| k.expose());
     match s.wire {
         WireFormat::OpenAiCompatible => {
-            let mut b = http
-                .post(url(s))
-                .json(&openai::body(&s.model, req, s.stream_usage));
+            let mut b = http.post(url(s)).json(&openai::body(
+                &s.model,
+                req,
+                s.stream_usage,
+                s.wire_reasoning(),
+            ));
             if let Some(k) = key {
                 b = b.bearer_auth(k);
             }
@@ -62,11 +66,23 @@ pub fn request(
         WireFormat::AzureOpenAi => {
             // The deployment in the URL selects the model; the body's
             // `model` is ignored by Azure but harmless.
-            let mut b = http
-                .post(url(s))
-                .json(&openai::body(&s.model, req, s.stream_usage));
+            let mut b = http.post(url(s)).json(&openai::body(
+                &s.model,
+                req,
+                s.stream_usage,
+                s.wire_reasoning(),
+            ));
             if let Some(k) = key {
                 b = b.header("api-key", k);
+            }
+            b
+        }
+        WireFormat::OpenAiResponses => {
+            let mut b = http
+                .post(url(s))
+                .json(&responses::body(&s.model, req, s.wire_reasoning()));
+            if let Some(k) = key {
+                b = b.bearer_auth(k);
             }
             b
         }
@@ -74,7 +90,7 @@ pub fn request(
             let mut b = http
                 .post(url(s))
                 .header("anthropic-version", ANTHROPIC_VERSION)
-                .json(&anthropic::body(&s.model, req));
+                .json(&anthropic::body(&s.model, req, s.wire_reasoning()));
             if let Some(k) = key {
                 b = b.header("x-api-key", k);
             }

@@ -687,6 +687,7 @@ impl Driver {
                             Message::Assistant {
                                 text: t.agent.unwrap_or_default(),
                                 tool_calls: Vec::new(),
+                                reasoning: Vec::new(),
                             },
                         ]);
                     }

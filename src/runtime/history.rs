@@ -8,7 +8,7 @@
 //! Pure: [`from_records`] folds one session file; [`Replay`] strings turns
 //! together.
 
-use crate::provider::{Message, ToolCall};
+use crate::provider::{Message, ReasoningPart, ToolCall};
 use crate::session::{Event, Record};
 use serde_json::Value;
 
@@ -23,13 +23,14 @@ pub const SUMMARY_PREFIX: &str =
 struct Pending {
     text: String,
     calls: Vec<ToolCall>,
+    reasoning: Vec<ReasoningPart>,
     results: Vec<Message>,
 }
 
 impl Pending {
     fn flush(&mut self, out: &mut Vec<Message>) {
         let p = std::mem::take(self);
-        if p.text.is_empty() && p.calls.is_empty() {
+        if p.text.is_empty() && p.calls.is_empty() && p.reasoning.is_empty() {
             return;
         }
         // Every call gets a result: the providers require the pairing.
@@ -50,10 +51,42 @@ impl Pending {
         out.push(Message::Assistant {
             text: p.text,
             tool_calls: p.calls,
+            reasoning: p.reasoning,
         });
         out.extend(p.results);
         out.extend(missing);
     }
+}
+
+/// A tool output of an earlier turn longer than this (bytes) is replayed
+/// as its head and tail: a long session would otherwise carry every large
+/// output of every turn into each later request. The turn that ran the
+/// tool saw it whole; the session file keeps what was sent then.
+pub const HISTORY_OUTPUT_LIMIT: usize = 8 * 1024;
+/// Bytes kept at each end of a truncated output.
+const KEEP: usize = 3 * 1024;
+
+/// `output` cut to its head and tail around a line saying how much was
+/// hidden, when it is over [`HISTORY_OUTPUT_LIMIT`] (char boundaries kept).
+fn head_and_tail(output: &str) -> String {
+    if output.len() <= HISTORY_OUTPUT_LIMIT {
+        return output.to_string();
+    }
+    let mut head = KEEP;
+    while !output.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = output.len() - KEEP;
+    while !output.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n[… {} of {} bytes of this earlier tool output hidden here; the session file keeps it …]\n{}",
+        &output[..head],
+        tail - head,
+        output.len(),
+        &output[tail..]
+    )
 }
 
 /// The raw argument text a call was made with (the session file keeps
@@ -81,6 +114,7 @@ pub fn from_records(records: &[Record]) -> Vec<Message> {
                 out.push(Message::User { text: text.clone() });
             }
             Event::AssistantMessage { text } => p.text = text.clone(),
+            Event::Reasoning { parts, .. } => p.reasoning = parts.clone(),
             Event::ToolCall {
                 call_id,
                 tool,
@@ -98,7 +132,7 @@ pub fn from_records(records: &[Record]) -> Vec<Message> {
                 ..
             } => p.results.push(Message::ToolResult {
                 call_id: call_id.clone(),
-                content: output.clone(),
+                content: head_and_tail(output),
                 is_error: status != "ok",
             }),
             _ => {}
@@ -213,8 +247,73 @@ mod tests {
             }
         );
         assert!(
-            matches!(&m[5], Message::Assistant { text, tool_calls } if text == "done" && tool_calls.is_empty())
+            matches!(&m[5], Message::Assistant { text, tool_calls, .. } if text == "done" && tool_calls.is_empty())
         );
+    }
+
+    #[test]
+    fn reasoning_comes_back_with_its_assistant_message() {
+        let parts = vec![ReasoningPart::Content {
+            text: "think \"first\"".into(),
+        }];
+        let recs = vec![
+            rec(0, Event::UserMessage { text: "go".into() }),
+            rec(1, Event::TurnStarted),
+            rec(
+                1,
+                Event::Reasoning {
+                    event_v: 1,
+                    parts: parts.clone(),
+                },
+            ),
+            rec(1, call("c1", json!({"path": "a"}))),
+            rec(1, result("c1", "ok", "A")),
+            rec(
+                2,
+                Event::AssistantMessage {
+                    text: "done".into(),
+                },
+            ),
+        ];
+        let m = from_records(&recs);
+        assert!(
+            matches!(&m[1], Message::Assistant { reasoning, tool_calls, .. } if *reasoning == parts && tool_calls.len() == 1),
+            "{m:#?}"
+        );
+        assert!(
+            matches!(&m[3], Message::Assistant { reasoning, .. } if reasoning.is_empty()),
+            "{m:#?}"
+        );
+    }
+
+    #[test]
+    fn large_earlier_outputs_come_back_as_head_and_tail() {
+        let big: String = (0..4000).map(|i| format!("line {i} é\n")).collect();
+        assert!(big.len() > HISTORY_OUTPUT_LIMIT);
+        let recs = vec![
+            rec(0, Event::UserMessage { text: "go".into() }),
+            rec(1, call("c1", json!({}))),
+            rec(1, result("c1", "ok", &big)),
+            rec(1, call("c2", json!({}))),
+            rec(1, result("c2", "ok", "small")),
+        ];
+        let m = from_records(&recs);
+        let Message::ToolResult { content, .. } = &m[2] else {
+            panic!("{m:#?}")
+        };
+        assert!(content.len() < 2 * KEEP + 200, "{}", content.len());
+        assert!(content.starts_with("line 0 é\n"));
+        assert!(content.ends_with("line 3999 é\n"));
+        // The marker states exactly what is missing between head and tail.
+        let (head, rest) = content.split_once("\n[… ").unwrap();
+        let (hidden, rest) = rest.split_once(" of ").unwrap();
+        let (total, tail) = rest.split_once(" bytes").unwrap();
+        let tail = tail.split_once("…]\n").unwrap().1;
+        let hidden: usize = hidden.parse().unwrap();
+        assert_eq!(total.parse::<usize>().unwrap(), big.len());
+        assert_eq!(head.len() + hidden + tail.len(), big.len());
+        assert!(big.starts_with(head) && big.ends_with(tail));
+        assert!(matches!(&m[3], Message::ToolResult { content, .. } if content == "small"));
     }
 
     #[test]

@@ -87,6 +87,15 @@ pub enum Event {
     AssistantMessage {
         text: String,
     },
+    /// The reasoning a model response carried, verbatim, kept because some
+    /// providers require it back in later requests (DeepSeek's
+    /// `reasoning_content` of a tool-call turn; Anthropic's signed thinking
+    /// blocks). Read back by the thread history; never exported into a
+    /// receipt. Added after v2; its own format is `event_v`.
+    Reasoning {
+        event_v: u32,
+        parts: Vec<crate::provider::ReasoningPart>,
+    },
     /// The model asked for a tool. `args` is the parsed object, or the raw
     /// text under `{"_raw": …}` when it was not valid JSON.
     ToolCall {

@@ -43,5 +43,6 @@ pub mod runtime;
 pub mod sandbox;
 pub mod scripted_model;
 pub mod seatbelt;
+pub mod session_mix;
 pub mod snapshots;
 pub mod tool_origin;

@@ -18,6 +18,8 @@ use std::sync::{Arc, Mutex};
 pub enum Wire {
     OpenAi,
     Anthropic,
+    /// OpenAI's Responses API (`POST /v1/responses`).
+    Responses,
 }
 
 /// One scripted answer.
@@ -50,6 +52,384 @@ pub enum Step {
         chunks: Vec<String>,
         every: std::time::Duration,
     },
+    /// A reply from a reasoning model: the reasoning first, then text and
+    /// tool calls. OpenAI wire: DeepSeek's thinking-mode stream, where
+    /// `delta.reasoning_content` chunks come before `delta.content`
+    /// (<https://api-docs.deepseek.com/guides/thinking_mode>, "API
+    /// Example", streaming).
+    Thinking {
+        reasoning: String,
+        text: String,
+        calls: Vec<(String, String, String)>,
+    },
+}
+
+/// A thinking-mode tool call: `reasoning`, then the call.
+pub fn think_call(reasoning: &str, id: &str, name: &str, args: Value) -> Step {
+    Step::Thinking {
+        reasoning: reasoning.into(),
+        text: String::new(),
+        calls: vec![(id.into(), name.into(), args.to_string())],
+    }
+}
+
+/// A thinking-mode final answer: `reasoning`, then `text`.
+pub fn think_reply(reasoning: &str, text: &str) -> Step {
+    Step::Thinking {
+        reasoning: reasoning.into(),
+        text: text.into(),
+        calls: Vec::new(),
+    }
+}
+
+/// Behaviours of one real provider the server can hold requests to.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Faithful {
+    /// DeepSeek's thinking mode: an assistant message with `tool_calls`
+    /// but no `reasoning_content` is refused with 400.
+    pub deepseek_thinking: bool,
+    /// Anthropic with thinking on: a thinking block whose signature is not
+    /// the one the server issued for its text, or a tool-use loop whose
+    /// last assistant message does not start with its thinking block, is
+    /// refused with 400.
+    pub anthropic_thinking: bool,
+    /// Anthropic's prompt cache, simulated ([`anthropic_cache_bill`]):
+    /// each reply's usage is what the API would bill for that request.
+    pub anthropic_cache: bool,
+    /// OpenAI Responses with `store: false`: a request must say
+    /// `store: false` and ask for `reasoning.encrypted_content`, and a
+    /// `function_call` the server issued with reasoning must come after
+    /// that `reasoning` item, its encrypted content unchanged.
+    pub responses_reasoning: bool,
+}
+
+/// OpenAI's reasoning guide ("Encrypted reasoning items", read
+/// 2026-12-02): with `store: false` the reasoning items of a tool-calling
+/// response must be passed back in `input`; the API refuses a
+/// `function_call` item without its reasoning item (error text as the API
+/// gives it: "Item '…' of type 'function_call' was provided without its
+/// required 'reasoning' item: '…'.").
+fn responses_reasoning_error(body: &Value) -> Option<String> {
+    let err = |m: String| {
+        Some(json!({"error": {"message": m, "type": "invalid_request_error", "param": "input", "code": null}}).to_string())
+    };
+    if body["store"] != json!(false)
+        || !body["include"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("reasoning.encrypted_content")))
+    {
+        return err("this scripted model expects store: false and include: [\"reasoning.encrypted_content\"]".into());
+    }
+    let input = body["input"].as_array()?;
+    let mut seen_reasoning: Vec<&str> = Vec::new();
+    for it in input {
+        match it["type"].as_str() {
+            Some("reasoning") => {
+                let summary = it["summary"][0]["text"].as_str().unwrap_or("");
+                if it["encrypted_content"].as_str() != Some(&encrypted(summary)) {
+                    return err(format!(
+                        "The encrypted content for item {} could not be verified.",
+                        it["id"]
+                    ));
+                }
+                seen_reasoning.extend(it["id"].as_str());
+            }
+            Some("function_call") => {
+                let call = it["call_id"].as_str().unwrap_or("");
+                if let Some(rs) = call.strip_prefix("r-") {
+                    let want = format!("rs_{rs}");
+                    if !seen_reasoning.contains(&want.as_str()) {
+                        return err(format!("Item 'fc_{call}' of type 'function_call' was provided without its required 'reasoning' item: '{want}'."));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A plain reply's usage on the Responses wire (as the other wires': 100
+/// in, 20 out).
+static RESPONSES_USAGE: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+    json!({"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
+           "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0}})
+});
+
+/// The "encrypted" reasoning the scripted Responses server issues for a
+/// reasoning text (OpenAI's is opaque; a digest detects any change).
+pub fn encrypted(reasoning: &str) -> String {
+    format!("enc:{}", signature(reasoning))
+}
+
+/// A Responses stream: an optional reasoning item (id `rs_<call id>` when
+/// there are calls), text deltas, function calls with argument deltas,
+/// then `response.completed` with usage (cached and reasoning tokens).
+/// Event shapes from OpenAI's streaming reference (`response.output_item.added`
+/// / `.done`, `response.output_text.delta`,
+/// `response.function_call_arguments.delta`, `response.completed`).
+/// A call that follows reasoning gets the call id `r-<id>` so the server
+/// can tell which reasoning item (`rs_<id>`) it needs.
+fn responses_stream(
+    reasoning: Option<&str>,
+    text: &str,
+    calls: &[(String, String, String)],
+    usage: Value,
+) -> String {
+    let ev = |v: Value| {
+        let kind = v["type"].as_str().unwrap_or("").to_string();
+        named(&kind, v)
+    };
+    let mut out = ev(json!({"type": "response.created", "response": {"status": "in_progress"}}));
+    let mut idx = 0;
+    let first = calls
+        .first()
+        .map(|c| c.0.clone())
+        .unwrap_or_else(|| "reply".into());
+    if let Some(r) = reasoning {
+        let item = json!({"type": "reasoning", "id": format!("rs_{first}"),
+                          "summary": [{"type": "summary_text", "text": r}],
+                          "encrypted_content": encrypted(r)});
+        out += &ev(
+            json!({"type": "response.output_item.added", "output_index": idx,
+                          "item": {"type": "reasoning", "id": format!("rs_{first}"), "summary": []}}),
+        );
+        out += &ev(json!({"type": "response.output_item.done", "output_index": idx, "item": item}));
+        idx += 1;
+    }
+    if !text.is_empty() {
+        out += &ev(
+            json!({"type": "response.output_item.added", "output_index": idx,
+                          "item": {"type": "message", "role": "assistant", "content": []}}),
+        );
+        let (a, b) = halves(text);
+        for part in [a, b] {
+            out += &ev(
+                json!({"type": "response.output_text.delta", "output_index": idx,
+                              "content_index": 0, "delta": part}),
+            );
+        }
+        idx += 1;
+    }
+    for (id, name, args) in calls {
+        // A thinking step has one call: its id names the reasoning item
+        // (`r-<id>` needs `rs_<id>`).
+        let call_id = if reasoning.is_some() {
+            format!("r-{id}")
+        } else {
+            id.clone()
+        };
+        out += &ev(
+            json!({"type": "response.output_item.added", "output_index": idx,
+                          "item": {"type": "function_call", "id": format!("fc_{id}"), "call_id": call_id,
+                                   "name": name, "arguments": ""}}),
+        );
+        let (a, b) = halves(args);
+        for part in [a, b] {
+            out += &ev(
+                json!({"type": "response.function_call_arguments.delta", "output_index": idx, "delta": part}),
+            );
+        }
+        out += &ev(
+            json!({"type": "response.output_item.done", "output_index": idx,
+                          "item": {"type": "function_call", "id": format!("fc_{id}"), "call_id": call_id,
+                                   "name": name, "arguments": args}}),
+        );
+        idx += 1;
+    }
+    out += &ev(
+        json!({"type": "response.completed", "response": {"status": "completed", "usage": usage}}),
+    );
+    out
+}
+
+/// What one request was billed under the cache simulation (tokens).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheBill {
+    /// `input_tokens`: after the last breakpoint, or not cached.
+    pub fresh: u64,
+    /// `cache_read_input_tokens`.
+    pub read: u64,
+    /// `cache_creation_input_tokens`.
+    pub write: u64,
+}
+
+impl CacheBill {
+    pub fn total(&self) -> u64 {
+        self.fresh + self.read + self.write
+    }
+}
+
+/// Anthropic's prompt-caching guide
+/// (<https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching>):
+/// the cache holds prefixes in the order tools, system, messages; a block
+/// with `cache_control` marks a breakpoint (at most 4 per request, else
+/// 400); a request reads the longest prefix written earlier that ends at
+/// one of its breakpoints or at most 20 blocks before one ("the system
+/// automatically checks for cache hits at previous block boundaries, up to
+/// about 20 blocks before your explicit breakpoint"); it writes the prefix
+/// up to its last breakpoint, billed as `cache_creation_input_tokens` from
+/// the end of the hit; the rest is `input_tokens`. Prompts shorter than the
+/// minimum cacheable length (1,024 tokens for Sonnet and Opus models) are
+/// not cached. Tokens are estimated as serialised bytes / 4 (the
+/// `cache_control` fields themselves excluded).
+pub const LOOKBACK_BLOCKS: usize = 20;
+pub const MIN_CACHEABLE_TOKENS: u64 = 1024;
+
+fn cache_blocks(body: &Value) -> Vec<(Value, bool)> {
+    let strip = |b: &Value| {
+        let mut b = b.clone();
+        let mark = b
+            .as_object_mut()
+            .and_then(|o| o.remove("cache_control"))
+            .is_some();
+        (b, mark)
+    };
+    let mut out: Vec<(Value, bool)> = Vec::new();
+    for t in body["tools"].as_array().into_iter().flatten() {
+        out.push(strip(t));
+    }
+    match &body["system"] {
+        Value::String(s) => out.push((json!({"type": "text", "text": s}), false)),
+        Value::Array(a) => out.extend(a.iter().map(strip)),
+        _ => {}
+    }
+    for m in body["messages"].as_array().into_iter().flatten() {
+        match &m["content"] {
+            Value::String(s) => out.push((json!({"role": m["role"], "text": s}), false)),
+            Value::Array(a) => out.extend(a.iter().map(|b| {
+                let (mut v, mark) = strip(b);
+                v["role"] = m["role"].clone();
+                (v, mark)
+            })),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Bill one request against (and update) the simulated cache.
+fn anthropic_cache_bill(
+    body: &Value,
+    cache: &mut std::collections::HashSet<String>,
+) -> Result<CacheBill, String> {
+    use sha2::Digest;
+    let blocks = cache_blocks(body);
+    let marks: Vec<usize> = (0..blocks.len()).filter(|&i| blocks[i].1).collect();
+    if marks.len() > 4 {
+        return Err(format!(
+            "A maximum of 4 blocks with cache_control may be provided. Found {}.",
+            marks.len()
+        ));
+    }
+    let mut hasher = sha2::Sha256::new();
+    let mut cum = Vec::with_capacity(blocks.len());
+    let mut hashes = Vec::with_capacity(blocks.len());
+    let mut total = 0u64;
+    for (b, _) in &blocks {
+        let text = b.to_string();
+        total += (text.len() as u64 / 4).max(1);
+        hasher.update(text.as_bytes());
+        cum.push(total);
+        hashes.push(hex::encode(hasher.clone().finalize()));
+    }
+    let read = marks
+        .iter()
+        .flat_map(|&m| m.saturating_sub(LOOKBACK_BLOCKS)..=m)
+        .filter(|&j| cache.contains(&hashes[j]))
+        .map(|j| cum[j])
+        .max()
+        .unwrap_or(0);
+    let last = marks.last().map(|&m| cum[m]).unwrap_or(0);
+    let write = if last > read && last >= MIN_CACHEABLE_TOKENS {
+        for &m in &marks {
+            if cum[m] >= MIN_CACHEABLE_TOKENS {
+                cache.insert(hashes[m].clone());
+            }
+        }
+        last - read
+    } else {
+        0
+    };
+    Ok(CacheBill {
+        fresh: total - read - write,
+        read,
+        write,
+    })
+}
+
+/// The signature the server issues for a thinking text (Anthropic's is an
+/// opaque encrypted value; a digest is enough to detect any change).
+pub fn signature(thinking: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(format!(
+        "scripted-signature:{thinking}"
+    )))
+}
+
+/// Anthropic's extended-thinking guide
+/// (<https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking>,
+/// "Preserving thinking blocks"): during tool use the last assistant
+/// message's thinking blocks must be passed back unmodified; the API
+/// checks each block's signature. The error bodies follow the API's error
+/// shape (`{"type":"error","error":{"type":"invalid_request_error",…}}`,
+/// "Errors" page) with the messages the API is reported to give.
+fn anthropic_thinking_error(body: &Value) -> Option<String> {
+    let err = |m: String| {
+        Some(
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": m}})
+                .to_string(),
+        )
+    };
+    let msgs = body["messages"].as_array()?;
+    for (i, m) in msgs.iter().enumerate() {
+        for (j, b) in m["content"].as_array().into_iter().flatten().enumerate() {
+            if b["type"] == "thinking"
+                && b["signature"].as_str() != Some(&signature(b["thinking"].as_str().unwrap_or("")))
+            {
+                return err(format!(
+                    "messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+                ));
+            }
+        }
+    }
+    // In a tool-use loop (the request ends with tool results), the last
+    // assistant message must start with a thinking block.
+    let in_loop = msgs.last().is_some_and(|m| {
+        m["role"] == "user" && m["content"][0]["type"].as_str() == Some("tool_result")
+    });
+    let (i, last) = msgs
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, m)| m["role"] == "assistant")?;
+    let first = last["content"][0]["type"].as_str().unwrap_or("");
+    if in_loop && first != "thinking" && first != "redacted_thinking" {
+        return err(format!(
+            "messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block."
+        ));
+    }
+    None
+}
+
+/// DeepSeek's thinking-mode guide ("Input and Output Parameters"): between
+/// two user messages, if the model made tool calls, the intermediate
+/// assistant messages' `reasoning_content` "must be passed back to the API
+/// in all subsequent requests"; otherwise "the API will return a 400
+/// error". The error body is the one the API returns, as quoted in
+/// <https://github.com/anomalyco/opencode/issues/24083>.
+fn deepseek_thinking_error(body: &Value) -> Option<String> {
+    let msgs = body["messages"].as_array()?;
+    let missing = msgs.iter().any(|m| {
+        m["role"] == "assistant"
+            && m["tool_calls"].as_array().is_some_and(|c| !c.is_empty())
+            && !m["reasoning_content"].is_string()
+    });
+    missing.then(|| {
+        json!({"error": {"message": "The reasoning_content in the thinking mode must be passed back to the API.",
+                         "type": "invalid_request_error", "param": null, "code": "invalid_request_error"}})
+        .to_string()
+    })
 }
 
 /// `text` as `n` deltas (split on char boundaries), streamed one every
@@ -107,6 +487,9 @@ pub struct Seen {
 
 struct Shared {
     wire: Wire,
+    faithful: Faithful,
+    cache: Mutex<std::collections::HashSet<String>>,
+    bills: Mutex<Vec<CacheBill>>,
     steps: Mutex<VecDeque<Step>>,
     seen: Mutex<Vec<Seen>>,
 }
@@ -120,11 +503,19 @@ pub struct ScriptedModel {
 impl ScriptedModel {
     /// Start on an ephemeral loopback port, in a background thread.
     pub fn start(wire: Wire, steps: Vec<Step>) -> Self {
+        Self::start_faithful(wire, steps, Faithful::default())
+    }
+
+    /// Start, holding requests to the real provider's rules in `faithful`.
+    pub fn start_faithful(wire: Wire, steps: Vec<Step>, faithful: Faithful) -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         listener.set_nonblocking(true).expect("nonblocking");
         let port = listener.local_addr().expect("addr").port();
         let shared = Arc::new(Shared {
             wire,
+            faithful,
+            cache: Mutex::new(Default::default()),
+            bills: Mutex::new(Vec::new()),
             steps: Mutex::new(steps.into()),
             seen: Mutex::new(Vec::new()),
         });
@@ -139,6 +530,7 @@ impl ScriptedModel {
                 let app = Router::new()
                     .route("/v1/chat/completions", post(handle))
                     .route("/v1/messages", post(handle))
+                    .route("/v1/responses", post(handle))
                     // Azure OpenAI's deployment URL (same stream as OpenAI).
                     .route(
                         "/openai/deployments/{deployment}/chat/completions",
@@ -159,7 +551,7 @@ impl ScriptedModel {
     /// The `base_url` to configure for this wire format.
     pub fn base_url(&self) -> String {
         match self.wire {
-            Wire::OpenAi => format!("http://127.0.0.1:{}/v1", self.port),
+            Wire::OpenAi | Wire::Responses => format!("http://127.0.0.1:{}/v1", self.port),
             Wire::Anthropic => format!("http://127.0.0.1:{}", self.port),
         }
     }
@@ -167,12 +559,18 @@ impl ScriptedModel {
     pub fn kind(&self) -> &'static str {
         match self.wire {
             Wire::OpenAi => "openai-compatible",
+            Wire::Responses => "openai-responses",
             Wire::Anthropic => "anthropic",
         }
     }
 
     pub fn requests(&self) -> Vec<Seen> {
         self.shared.seen.lock().unwrap().clone()
+    }
+
+    /// Each request's bill under the cache simulation, in order.
+    pub fn cache_bills(&self) -> Vec<CacheBill> {
+        self.shared.bills.lock().unwrap().clone()
     }
 
     pub fn steps_left(&self) -> usize {
@@ -229,6 +627,42 @@ async fn handle(
         api_key: h("api-key"),
         at: std::time::Instant::now(),
     });
+    let seen = s.seen.lock().unwrap().last().map(|r| r.body.clone());
+    let refused = match (s.faithful, seen.as_ref()) {
+        (f, Some(b)) if f.deepseek_thinking => deepseek_thinking_error(b),
+        (f, Some(b)) if f.anthropic_thinking => anthropic_thinking_error(b),
+        (f, Some(b)) if f.responses_reasoning => responses_reasoning_error(b),
+        _ => None,
+    };
+    if let Some(err) = refused {
+        return Response::builder()
+            .status(400)
+            .header("content-type", "application/json")
+            .body(Body::from(err))
+            .unwrap();
+    }
+    let mut cache_usage = None;
+    if let (true, Some(b)) = (s.faithful.anthropic_cache, seen.as_ref()) {
+        match anthropic_cache_bill(b, &mut s.cache.lock().unwrap()) {
+            Ok(bill) => {
+                s.bills.lock().unwrap().push(bill);
+                cache_usage = Some(json!({"input_tokens": bill.fresh,
+                    "cache_read_input_tokens": bill.read,
+                    "cache_creation_input_tokens": bill.write,
+                    "output_tokens": 20}));
+            }
+            Err(m) => {
+                return Response::builder()
+                    .status(400)
+                    .header("content-type", "application/json")
+                    .body(Body::from(
+                        json!({"type": "error", "error": {"type": "invalid_request_error", "message": m}})
+                            .to_string(),
+                    ))
+                    .unwrap()
+            }
+        }
+    }
     let step = s.steps.lock().unwrap().pop_front();
     let Some(step) = step else {
         return Response::builder()
@@ -254,12 +688,35 @@ async fn handle(
             }
             r.body(Body::from(body)).unwrap()
         }
-        Step::Reply { text, calls } => sse(match s.wire {
-            Wire::OpenAi => openai_stream(&text, &calls),
-            Wire::Anthropic => anthropic_stream(&text, &calls),
+        Step::Reply { text, calls } => sse(match (s.wire, cache_usage) {
+            (Wire::OpenAi, _) => openai_stream(&text, &calls),
+            (Wire::Responses, _) => responses_stream(None, &text, &calls, RESPONSES_USAGE.clone()),
+            (Wire::Anthropic, Some(u)) => anthropic_stream_usage(&text, &calls, u),
+            (Wire::Anthropic, None) => anthropic_stream(&text, &calls),
+        }),
+        Step::Thinking {
+            reasoning,
+            text,
+            calls,
+        } => sse(match s.wire {
+            Wire::OpenAi => deepseek_thinking_stream(&reasoning, &text, &calls),
+            Wire::Responses => responses_stream(
+                Some(&reasoning),
+                &text,
+                &calls,
+                json!({"input_tokens": 100, "input_tokens_details": {"cached_tokens": 60},
+                       "output_tokens": 40, "output_tokens_details": {"reasoning_tokens": 20}}),
+            ),
+            Wire::Anthropic => anthropic_stream_full(
+                Some(&reasoning),
+                &text,
+                &calls,
+                json!({"input_tokens":100,"output_tokens":40}),
+            ),
         }),
         Step::ReplyWithUsage { text, usage } => sse(match s.wire {
             Wire::OpenAi => openai_stream_usage(&text, &[], usage),
+            Wire::Responses => responses_stream(None, &text, &[], usage),
             Wire::Anthropic => anthropic_stream_usage(&text, &[], usage),
         }),
         Step::Cut { text } => {
@@ -322,6 +779,10 @@ fn halves(s: &str) -> (String, String) {
 fn partial(wire: Wire, text: &str) -> String {
     match wire {
         Wire::OpenAi => data(json!({"choices":[{"index":0,"delta":{"content":text}}]})),
+        Wire::Responses => named(
+            "response.output_text.delta",
+            json!({"type": "response.output_text.delta", "output_index": 0, "delta": text}),
+        ),
         Wire::Anthropic => {
             named(
                 "message_start",
@@ -342,6 +803,7 @@ fn partial(wire: Wire, text: &str) -> String {
 /// [`anthropic_stream`]).
 fn trickle_events(wire: Wire, chunks: &[String]) -> Vec<String> {
     match wire {
+        Wire::Responses => vec![responses_stream(None, &chunks.concat(), &[], RESPONSES_USAGE.clone())],
         Wire::OpenAi => chunks
             .iter()
             .map(|c| data(json!({"choices":[{"index":0,"delta":{"content":c}}]})))
@@ -414,11 +876,51 @@ fn openai_stream_usage(text: &str, calls: &[(String, String, String)], usage: Va
     out
 }
 
+/// DeepSeek's thinking-mode stream: the first chunk has the role and an
+/// empty `reasoning_content`, reasoning chunks carry `"content": null`,
+/// answer chunks `"reasoning_content": null`; the usage chunk reports
+/// `completion_tokens_details.reasoning_tokens` (DeepSeek's API reference,
+/// "Create Chat Completion", streaming response).
+fn deepseek_thinking_stream(
+    reasoning: &str,
+    text: &str,
+    calls: &[(String, String, String)],
+) -> String {
+    let mut out = data(
+        json!({"choices":[{"index":0,"delta":{"role":"assistant","content":null,"reasoning_content":""}}]}),
+    );
+    let (a, b) = halves(reasoning);
+    for part in [a, b] {
+        out += &data(
+            json!({"choices":[{"index":0,"delta":{"content":null,"reasoning_content":part}}]}),
+        );
+    }
+    out + &openai_stream_usage(
+        text,
+        calls,
+        json!({"prompt_tokens":100,"completion_tokens":40,
+               "completion_tokens_details":{"reasoning_tokens":20}}),
+    )
+}
+
 fn anthropic_stream(text: &str, calls: &[(String, String, String)]) -> String {
     anthropic_stream_usage(text, calls, json!({"input_tokens":100,"output_tokens":20}))
 }
 
 fn anthropic_stream_usage(text: &str, calls: &[(String, String, String)], usage: Value) -> String {
+    anthropic_stream_full(None, text, calls, usage)
+}
+
+/// The Messages stream, with a thinking block first when `thinking` is
+/// given: `content_block_start` (`{"type":"thinking","thinking":""}`),
+/// `thinking_delta`s, one `signature_delta`, `content_block_stop`
+/// (extended-thinking guide, "Streaming thinking").
+fn anthropic_stream_full(
+    thinking: Option<&str>,
+    text: &str,
+    calls: &[(String, String, String)],
+    usage: Value,
+) -> String {
     let mut start_usage = usage.clone();
     start_usage["output_tokens"] = json!(1);
     let out_tokens = usage["output_tokens"].as_u64().unwrap_or(0);
@@ -427,6 +929,28 @@ fn anthropic_stream_usage(text: &str, calls: &[(String, String, String)], usage:
         json!({"type":"message_start","message":{"usage":start_usage}}),
     );
     let mut idx = 0;
+    if let Some(t) = thinking {
+        out += &named(
+            "content_block_start",
+            json!({"type":"content_block_start","index":idx,"content_block":{"type":"thinking","thinking":""}}),
+        );
+        let (a, b) = halves(t);
+        for part in [a, b] {
+            out += &named(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":idx,"delta":{"type":"thinking_delta","thinking":part}}),
+            );
+        }
+        out += &named(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":idx,"delta":{"type":"signature_delta","signature":signature(t)}}),
+        );
+        out += &named(
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":idx}),
+        );
+        idx += 1;
+    }
     if !text.is_empty() {
         out += &named(
             "content_block_start",
