@@ -161,3 +161,31 @@ fn apply_patch_multi_file_create_and_all_or_nothing() {
     assert_eq!(denied.status, ToolStatus::Denied);
     assert!(!ws.join(".git/hooks/post-checkout").exists());
 }
+
+#[test]
+fn symlinks_inside_the_workspace_still_work_for_every_tool() {
+    let (_t, ws, g) = setup();
+    std::os::unix::fs::symlink("src/a.rs", ws.join("alias.rs")).unwrap();
+    std::os::unix::fs::symlink("src", ws.join("srclink")).unwrap();
+    let r = unwrap_both(read_file(&json!({"path": "alias.rs"}), &g));
+    assert_eq!(r.status, ToolStatus::Ok, "{}", r.content);
+    assert!(r.content.contains("println"));
+    let e = unwrap_both(edit_file(
+        &json!({"path": "alias.rs", "old_string": "\"hi\"", "new_string": "\"via link\""}),
+        &g,
+    ));
+    assert_eq!(e.status, ToolStatus::Ok, "{}", e.content);
+    assert_eq!(e.files_touched, vec![ws.join("src/a.rs")]);
+    assert!(ws.join("alias.rs").is_symlink(), "the link itself stays");
+    let w = unwrap_both(write_file(
+        &json!({"path": "srclink/new/b.rs", "content": "b\n"}),
+        &g,
+    ));
+    assert_eq!(w.status, ToolStatus::Ok, "{}", w.content);
+    assert_eq!(fs::read_to_string(ws.join("src/new/b.rs")).unwrap(), "b\n");
+    // Deleting through apply_patch removes the named file, not a target.
+    let del = "--- a/srclink/new/b.rs\n+++ /dev/null\n@@ -1 +0,0 @@\n-b\n";
+    let d = unwrap_both(patch::apply_patch(&json!({"patch": del}), &g));
+    assert_eq!(d.status, ToolStatus::Ok, "{}", d.content);
+    assert!(!ws.join("src/new/b.rs").exists());
+}

@@ -2,6 +2,8 @@
 //! in-process [`guard::FsGuard`]; `shell` runs only through
 //! [`crate::host::run`] — nothing here spawns a process.
 
+#[cfg(target_os = "linux")]
+pub mod beneath;
 pub mod files;
 pub mod guard;
 pub mod patch;
@@ -10,7 +12,7 @@ pub mod shell;
 use crate::host::{EnforcementSummary, HostSettings};
 use crate::policy::SandboxPolicy;
 use crate::provider::ToolSpec;
-use guard::{FsGuard, GuardError};
+use guard::{FsGuard, GuardError, OpenError};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -180,7 +182,8 @@ impl From<GuardError> for ToolOutput {
             GuardError::DenyRead { path, .. }
             | GuardError::WriteProtected { path, .. }
             | GuardError::OutsideWritable { path }
-            | GuardError::ReadOnly { path } => path.clone(),
+            | GuardError::ReadOnly { path }
+            | GuardError::Moved { path } => path.clone(),
         };
         ToolOutput {
             status: ToolStatus::Denied,
@@ -193,6 +196,25 @@ impl From<GuardError> for ToolOutput {
             ..ToolOutput::ok(format!("denied by the sandbox: {e}"))
         }
     }
+}
+
+impl From<OpenError> for ToolOutput {
+    fn from(e: OpenError) -> Self {
+        match e {
+            OpenError::Denied(g) => g.into(),
+            OpenError::Io { path, source } => io_error(&path, source),
+        }
+    }
+}
+
+/// A file-system error as a tool error, by kind.
+pub(crate) fn io_error(path: &std::path::Path, e: std::io::Error) -> ToolOutput {
+    let cat = match e.kind() {
+        std::io::ErrorKind::NotFound => "not_found",
+        std::io::ErrorKind::PermissionDenied => "permission_denied",
+        _ => "io",
+    };
+    ToolOutput::error(cat, format!("{}: {e}", path.display()))
 }
 
 /// Cut `s` to the model cap on a char boundary.

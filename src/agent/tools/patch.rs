@@ -2,10 +2,10 @@
 //! with `diffy`. Every target path is checked before anything is written,
 //! and nothing is written unless every hunk of every file applies.
 
-use super::guard::FsGuard;
+use super::guard::{FsGuard, WriteOpen};
 use super::{arg_str, ToolOutput};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::io::{Read, Write};
 
 type R = Result<ToolOutput, ToolOutput>;
 
@@ -77,8 +77,8 @@ fn split(patch: &str) -> Result<Vec<Section>, String> {
 }
 
 enum Change {
-    Write(PathBuf, String),
-    Delete(PathBuf),
+    Write(String, String),
+    Delete(String),
 }
 
 pub fn apply_patch(args: &Value, g: &FsGuard) -> R {
@@ -90,12 +90,17 @@ pub fn apply_patch(args: &Value, g: &FsGuard) -> R {
         let target = s.new.as_ref().or(s.old.as_ref()).ok_or_else(|| {
             ToolOutput::error("bad_patch", "a file section names /dev/null twice".into())
         })?;
-        let path = g.check_write(target)?;
+        // Every target is checked before anything is written; each open
+        // below is checked again.
+        g.check_write(target)?;
         let base = match &s.old {
             Some(old) => {
-                let p = g.check_read(old)?;
-                std::fs::read_to_string(&p)
-                    .map_err(|e| ToolOutput::error("not_found", format!("{old}: {e}")))?
+                let mut o = g.open_read(old)?;
+                let mut text = String::new();
+                o.file
+                    .read_to_string(&mut text)
+                    .map_err(|e| ToolOutput::error("not_found", format!("{old}: {e}")))?;
+                text
             }
             None => String::new(),
         };
@@ -108,29 +113,27 @@ pub fn apply_patch(args: &Value, g: &FsGuard) -> R {
             )
         })?;
         changes.push(if s.new.is_none() {
-            Change::Delete(path)
+            Change::Delete(target.clone())
         } else {
-            Change::Write(path, applied)
+            Change::Write(target.clone(), applied)
         });
     }
     let mut out = ToolOutput::ok(String::new());
     let mut summary = Vec::new();
     for c in changes {
         match c {
-            Change::Write(p, text) => {
-                if let Some(parent) = p.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| {
-                        ToolOutput::error("io", format!("{}: {e}", parent.display()))
-                    })?;
-                }
-                std::fs::write(&p, text)
-                    .map_err(|e| ToolOutput::error("io", format!("{}: {e}", p.display())))?;
+            Change::Write(target, text) => {
+                let mut o = g.open_write(&target, WriteOpen::Create)?;
+                let p = o.path.clone();
+                let io =
+                    |e: std::io::Error| ToolOutput::error("io", format!("{}: {e}", p.display()));
+                o.file.set_len(0).map_err(io)?;
+                o.file.write_all(text.as_bytes()).map_err(io)?;
                 summary.push(format!("patched {}", p.display()));
-                out = out.touched(p);
+                out = out.touched(o.path);
             }
-            Change::Delete(p) => {
-                std::fs::remove_file(&p)
-                    .map_err(|e| ToolOutput::error("io", format!("{}: {e}", p.display())))?;
+            Change::Delete(target) => {
+                let p = g.remove(&target)?;
                 summary.push(format!("deleted {}", p.display()));
                 out = out.touched(p);
             }
