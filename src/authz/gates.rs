@@ -220,13 +220,24 @@ pub(super) fn gate_floor(
         }
         return;
     }
+    // What the floor refuses before any card or reviewer sees the call:
+    // hidden Unicode (what is shown is not what runs) and a credential
+    // upload (the kind of call a person approves without reading). Only
+    // Full Access, which turns the floor off (above), runs them.
     if let Some(msg) = unicode::rejection(cmd) {
         acc.deny_hard(Gate::Floor, DecidedBy::Floor, &msg);
         return;
     }
+    if let Some(msg) = floor::credential_upload(a, ctx.floor) {
+        acc.deny_hard(
+            Gate::Floor,
+            DecidedBy::Floor,
+            &format!("{msg} — refused before any approval (only Full Access runs it)"),
+        );
+        return;
+    }
     // Everything on the floor that holds the call for a human, in order.
     let holds = [
-        floor::credential_upload(a, ctx.floor),
         floor::publishing(a),
         a.pieces.iter().find_map(floor::destructive_unknown_target),
         destructive.map(|d| format!("{d} in a background/headless run")),
