@@ -882,3 +882,48 @@ fn floor_refusals_never_reach_an_approval_card() {
     );
     t.quit();
 }
+
+/// The cell carries the decision the runtime recorded: a command approved
+/// with `y` ran and its cell says "approved by you" (it read "denied by you"
+/// while the receipt said "approved by you"). Positive control: `n` on the
+/// same command leaves no file and the cell says "denied by you".
+#[test]
+fn an_approved_command_cell_says_approved_by_you() {
+    let cmd = "sh -c 'test -f hello.txt && echo created > made-by-shell.txt && echo SHELL-OK'";
+    let m = model(vec![
+        call("c1", "shell", json!({"command": cmd})),
+        reply("first done"),
+        call(
+            "c2",
+            "shell",
+            json!({"command": cmd.replace("made-by", "not-made-by")}),
+        ),
+        reply("second done"),
+    ]);
+    let t = Tui::start(&m, |ws| {
+        std::fs::write(ws.join("hello.txt"), "hi\n").unwrap()
+    });
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("make it");
+    t.send(b"\r");
+    t.wait_for("approval needed", TURN);
+    t.send(b"y");
+    t.wait_for("first done", TURN);
+    // The cell's facts may wrap: compare with the lines joined.
+    let flat = |s: String| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let s = flat(t.wait_idle(TURN));
+    assert!(t.ws.join("made-by-shell.txt").exists());
+    assert!(s.contains("SHELL-OK"), "{s}");
+    assert!(s.contains("approved by you"), "{s}");
+    assert!(!s.contains("denied by you"), "{s}");
+    assert!(t.receipts().contains("approved by you"));
+    t.type_text("again");
+    t.send(b"\r");
+    t.wait_for("approval needed", TURN);
+    t.send(b"n");
+    t.wait_for("second done", TURN);
+    let s = flat(t.wait_idle(TURN));
+    assert!(!t.ws.join("not-made-by-shell.txt").exists());
+    assert!(s.contains("denied by you"), "{s}");
+    t.quit();
+}

@@ -106,7 +106,8 @@ fn conversation() -> State {
         "item.completed",
         Some("i2"),
         json!({"item": {"kind": "command_execution", "metadata": {"status": "ok", "exit_code": 0,
-               "duration_ms": 41, "approval": {"decided_by": "you", "decision": "allow"},
+               "duration_ms": 41, "approval": {"decision": "ask", "outcome": "allow", "decided_by": "you",
+                            "asked_by": "posture", "gate": 8, "reason": "you approved this call", "hold": false},
                "output_preview": output_preview(out)}}}),
     ));
     s.update(env(

@@ -112,9 +112,9 @@ pub struct ToolCell {
     pub status: Option<String>,
     pub exit_code: Option<i64>,
     pub duration_ms: Option<u64>,
-    /// Who decided, when someone had to (`you`, `session rule`, ...).
-    pub decided_by: Option<String>,
-    pub decision: Option<String>,
+    /// The verdict the runtime recorded for the call (its item's
+    /// `approval`), shown as it is: never re-derived here.
+    pub approval: Option<crate::session::Verdict>,
     /// The head/tail of the output (already sanitised), and how many
     /// lines were hidden between them.
     pub output: Option<(Vec<String>, Vec<String>, usize)>,
@@ -803,8 +803,10 @@ impl State {
                     });
                     c.exit_code = meta["exit_code"].as_i64();
                     c.duration_ms = meta["duration_ms"].as_u64();
-                    c.decided_by = meta["approval"]["decided_by"].as_str().map(str::to_string);
-                    c.decision = meta["approval"]["decision"].as_str().map(str::to_string);
+                    c.approval = meta
+                        .get("approval")
+                        .cloned()
+                        .and_then(|v| serde_json::from_value(v).ok());
                     // The head and tail the runtime kept on the item (what
                     // any client sees); the session file is never read back.
                     c.output = meta
