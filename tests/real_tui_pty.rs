@@ -927,3 +927,44 @@ fn an_approved_command_cell_says_approved_by_you() {
     assert!(s.contains("denied by you"), "{s}");
     t.quit();
 }
+
+/// An edit's cell shows the file's real change: the whole changed line
+/// with its context, not the tool's `old_string`/`new_string` (which drew
+/// `-TODO` / `+DONE` and "\ No newline at end of file" twice).
+#[test]
+fn an_edit_cell_shows_the_files_real_diff() {
+    let m = model(vec![
+        call(
+            "e1",
+            "edit_file",
+            json!({"path": "notes.txt", "old_string": "TODO", "new_string": "DONE"}),
+        ),
+        reply("edited"),
+    ]);
+    let t = Tui::start(&m, |ws| {
+        std::fs::write(ws.join("notes.txt"), "# notes\nTODO: say hello\nbye\n").unwrap()
+    });
+    t.wait_for("Ask codewhale", BOOT);
+    t.type_text("finish the note");
+    t.send(b"\r");
+    t.wait_for("edited", TURN);
+    let s = t.wait_idle(TURN);
+    assert_eq!(
+        std::fs::read_to_string(t.ws.join("notes.txt")).unwrap(),
+        "# notes\nDONE: say hello\nbye\n"
+    );
+    let lines: Vec<&str> = s.lines().map(str::trim).collect();
+    for want in [
+        "--- a/notes.txt",
+        "+++ b/notes.txt",
+        "@@ -1,3 +1,3 @@",
+        "# notes",
+        "-TODO: say hello",
+        "+DONE: say hello",
+        "bye",
+    ] {
+        assert!(lines.contains(&want), "`{want}` missing:\n{s}");
+    }
+    assert!(!s.contains("No newline"), "{s}");
+    t.quit();
+}

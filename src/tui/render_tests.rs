@@ -93,7 +93,8 @@ fn conversation() -> State {
     s.update(env(
         "item.completed",
         Some("i1"),
-        json!({"item": {"kind": "file_change", "metadata": {"status": "ok", "duration_ms": 3}}}),
+        json!({"item": {"kind": "file_change", "metadata": {"status": "ok", "duration_ms": 3,
+               "diff": "--- a/hello.txt\n+++ b/hello.txt\n@@ -1,2 +1,2 @@\n-hello world\n+hello codewhale\n second line\n"}}}),
     ));
     s.update(env(
         "item.started",

@@ -106,8 +106,12 @@ pub struct ToolCell {
     pub tool: String,
     /// What it ran or touched, one line (`$ cmd`, `read_file a.txt`).
     pub title: String,
-    /// A unified diff for file edits.
+    /// A file edit's real change: the unified diff the tool made of the
+    /// file before and after (the item's `diff`, set when it completes).
     pub diff: Option<String>,
+    /// What the call proposes, from its arguments: shown on an approval
+    /// card, before anything changed (never as the cell's diff).
+    pub proposal: Option<String>,
     /// `None` while running.
     pub status: Option<String>,
     pub exit_code: Option<i64>,
@@ -802,6 +806,7 @@ impl State {
                         None => s(item, "status"),
                     });
                     c.exit_code = meta["exit_code"].as_i64();
+                    c.diff = meta["diff"].as_str().map(str::to_string);
                     c.duration_ms = meta["duration_ms"].as_u64();
                     c.approval = meta
                         .get("approval")
@@ -831,7 +836,7 @@ impl State {
                 }
             }
             "approval.required" => {
-                let diff = self.tool_mut(&item_id).and_then(|c| c.diff.clone());
+                let diff = self.tool_mut(&item_id).and_then(|c| c.proposal.clone());
                 let path = self
                     .tool_mut(&item_id)
                     .and_then(|c| (c.tool != "shell").then(|| c.title.clone()));
@@ -972,7 +977,7 @@ fn tool_cell(item_id: &str, meta: &Value) -> ToolCell {
             }
         }
     };
-    let diff = match tool.as_str() {
+    let proposal = match tool.as_str() {
         "edit_file" => Some(unified(
             &arg("path"),
             &arg("old_string"),
@@ -986,13 +991,14 @@ fn tool_cell(item_id: &str, meta: &Value) -> ToolCell {
         call_id: meta["call_id"].as_str().unwrap_or("").to_string(),
         tool,
         title,
-        diff,
+        proposal,
         ..Default::default()
     }
 }
 
 /// A unified diff of the call's own arguments (for `edit_file` the
-/// replaced span, for `write_file` the new content).
+/// replaced span, for `write_file` the new content): the proposal an
+/// approval card shows before anything ran.
 fn unified(path: &str, old: &str, new: &str) -> String {
     let patch = diffy::create_patch(old, new);
     let body = patch.to_string();

@@ -162,12 +162,31 @@ pub fn search(args: &Value, g: &FsGuard) -> R {
     Ok(ToolOutput::ok(out))
 }
 
+/// How the diff names a file: relative to the workspace when inside it.
+pub(super) fn shown_path(g: &FsGuard, p: &Path) -> String {
+    p.strip_prefix(g.workspace())
+        .unwrap_or(p)
+        .display()
+        .to_string()
+}
+
 pub fn write_file(args: &Value, g: &FsGuard) -> R {
     let raw = arg_str(args, "path")?;
     let content = arg_str(args, "content")?;
     let mut opened = g.open_write(raw, WriteOpen::Create)?;
+    // The text it had (empty: new, or it was empty), for the diff; a file
+    // too large or not text gets no diff.
+    let before = read_text(&mut opened).ok();
     replace_contents(&mut opened, content)?;
-    Ok(ToolOutput::ok(format!("wrote {} bytes to {raw}", content.len())).touched(opened.path))
+    let diff = before.map(|b| {
+        let old = (!b.is_empty()).then_some(b.as_str());
+        super::edit_diff::file_diff(&shown_path(g, &opened.path), old, Some(content))
+    });
+    Ok(
+        ToolOutput::ok(format!("wrote {} bytes to {raw}", content.len()))
+            .with_diff(diff)
+            .touched(opened.path),
+    )
 }
 
 pub fn edit_file(args: &Value, g: &FsGuard) -> R {
@@ -190,8 +209,16 @@ pub fn edit_file(args: &Value, g: &FsGuard) -> R {
             format!("{raw}: old_string not found; nothing changed (read the file and copy the text exactly)"),
         )),
         1 => {
-            replace_contents(&mut opened, &text.replacen(old, new, 1))?;
-            Ok(ToolOutput::ok(format!("edited {raw}")).touched(opened.path))
+            let after = text.replacen(old, new, 1);
+            replace_contents(&mut opened, &after)?;
+            let diff = super::edit_diff::file_diff(
+                &shown_path(g, &opened.path),
+                Some(&text),
+                Some(&after),
+            );
+            Ok(ToolOutput::ok(format!("edited {raw}"))
+                .with_diff(Some(diff))
+                .touched(opened.path))
         }
         n => Err(ToolOutput::error(
             "multiple_matches",

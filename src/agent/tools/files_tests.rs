@@ -189,3 +189,51 @@ fn symlinks_inside_the_workspace_still_work_for_every_tool() {
     assert_eq!(d.status, ToolStatus::Ok, "{}", d.content);
     assert!(!ws.join("src/new/b.rs").exists());
 }
+
+#[test]
+fn edits_carry_the_files_real_unified_diff() {
+    let (_t, ws, g) = setup();
+    fs::write(ws.join("notes.txt"), "TODO: say hello\n").unwrap();
+    let e = unwrap_both(edit_file(
+        &json!({"path": "notes.txt", "old_string": "TODO", "new_string": "DONE"}),
+        &g,
+    ));
+    assert_eq!(
+        e.diff.as_deref().map(String::as_str),
+        Some("--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-TODO: say hello\n+DONE: say hello\n")
+    );
+    let w = unwrap_both(write_file(
+        &json!({"path": "fresh.txt", "content": "one\n"}),
+        &g,
+    ));
+    assert!(
+        w.diff
+            .as_deref()
+            .unwrap()
+            .starts_with("--- /dev/null\n+++ b/fresh.txt\n"),
+        "{:?}",
+        w.diff
+    );
+    let w = unwrap_both(write_file(
+        &json!({"path": "notes.txt", "content": "DONE: say hello\nbye\n"}),
+        &g,
+    ));
+    assert!(
+        w.diff
+            .as_deref()
+            .unwrap()
+            .contains(" DONE: say hello\n+bye\n"),
+        "{:?}",
+        w.diff
+    );
+    let p = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1 @@\n DONE: say hello\n-bye\n";
+    let o = unwrap_both(patch::apply_patch(&json!({"patch": p}), &g));
+    assert!(
+        o.diff.as_deref().unwrap().contains("-bye\n"),
+        "{:?}",
+        o.diff
+    );
+    // A refused edit has no diff.
+    let d = unwrap_both(write_file(&json!({"path": ".env", "content": "x"}), &g));
+    assert!(d.diff.is_none());
+}

@@ -75,9 +75,10 @@ pub struct Opened {
 /// How [`FsGuard::open_write`] opens its file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteOpen {
-    /// Write-only, created (with missing parent directories) if absent.
-    /// Nothing is truncated by the open: the caller truncates the handle
-    /// once the open has been checked.
+    /// Read and write, created (with missing parent directories) if
+    /// absent (read: the text it had, for the edit's diff). Nothing is
+    /// truncated by the open: the caller truncates the handle once the open
+    /// has been checked.
     Create,
     /// Read and write an existing file (`edit_file`).
     Edit,
@@ -263,7 +264,7 @@ fn open_write_plain(lexical: &Path, real: PathBuf, how: WriteOpen) -> Result<Ope
             if let Some(parent) = real.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| OpenError::io(parent, e))?;
             }
-            o.write(true).create(true);
+            o.read(true).write(true).create(true);
         }
         WriteOpen::Edit => {
             o.read(true).write(true);
@@ -410,7 +411,7 @@ mod race_free {
             let target = named(lexical, &dir)?.join(name);
             self.write_verdict(&target, &target)?;
             let flags = match how {
-                WriteOpen::Create => OFlag::O_WRONLY | OFlag::O_CREAT,
+                WriteOpen::Create => OFlag::O_RDWR | OFlag::O_CREAT,
                 WriteOpen::Edit => OFlag::O_RDWR,
             } | OFlag::O_NOFOLLOW
                 | OFlag::O_CLOEXEC;

@@ -4,6 +4,7 @@
 
 #[cfg(target_os = "linux")]
 pub mod beneath;
+pub mod edit_diff;
 pub mod files;
 pub mod guard;
 pub mod patch;
@@ -138,12 +139,17 @@ pub struct ToolOutput {
     pub exit_code: Option<i32>,
     pub files_touched: Vec<PathBuf>,
     /// The enforcement label of a command run.
-    pub enforcement: Option<String>,
+    /// (A boxed str: keeps `ToolOutput` small as the tools' error type.)
+    pub enforcement: Option<Box<str>>,
     /// What the host enforced for a command run: backend, level and each
     /// partial item with its reason (boxed for the same reason as below).
     pub enforced: Option<Box<ShellEnforced>>,
     /// Boxed: keeps `ToolOutput` small as the error type of the tools.
     pub sandbox_denied: Option<Box<SandboxDenial>>,
+    /// For a file edit: the unified diff of the files' real change
+    /// ([`edit_diff::file_diff`]; several files for `apply_patch`). A thin
+    /// box, for the same reason as `enforcement`'s.
+    pub diff: Option<Box<String>>,
 }
 
 impl ToolOutput {
@@ -159,6 +165,7 @@ impl ToolOutput {
             enforcement: None,
             enforced: None,
             sandbox_denied: None,
+            diff: None,
         }
     }
 
@@ -172,6 +179,12 @@ impl ToolOutput {
 
     pub fn touched(mut self, p: PathBuf) -> Self {
         self.files_touched.push(p);
+        self
+    }
+
+    /// Attach the edit's unified diff (`None`: not text, not shown).
+    pub fn with_diff(mut self, d: Option<String>) -> Self {
+        self.diff = d.map(Box::new);
         self
     }
 }
@@ -315,7 +328,7 @@ async fn mcp_call(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput {
             } else {
                 ToolOutput::ok(r.text)
             };
-            o.enforcement = Some(r.enforcement);
+            o.enforcement = Some(r.enforcement.into());
             o
         }
         Err(e) => ToolOutput::error(e.category, e.message),

@@ -2,6 +2,7 @@
 //! with `diffy`. Every target path is checked before anything is written,
 //! and nothing is written unless every hunk of every file applies.
 
+use super::edit_diff::file_diff;
 use super::guard::{FsGuard, WriteOpen};
 use super::{arg_str, ToolOutput};
 use serde_json::Value;
@@ -77,8 +78,10 @@ fn split(patch: &str) -> Result<Vec<Section>, String> {
 }
 
 enum Change {
-    Write(String, String),
-    Delete(String),
+    /// Target, new text, old text (`None`: created).
+    Write(String, String, Option<String>),
+    /// Target, old text.
+    Delete(String, String),
 }
 
 pub fn apply_patch(args: &Value, g: &FsGuard) -> R {
@@ -93,17 +96,18 @@ pub fn apply_patch(args: &Value, g: &FsGuard) -> R {
         // Every target is checked before anything is written; each open
         // below is checked again.
         g.check_write(target)?;
-        let base = match &s.old {
+        let before = match &s.old {
             Some(old) => {
                 let mut o = g.open_read(old)?;
                 let mut text = String::new();
                 o.file
                     .read_to_string(&mut text)
                     .map_err(|e| ToolOutput::error("not_found", format!("{old}: {e}")))?;
-                text
+                Some(text)
             }
-            None => String::new(),
+            None => None,
         };
+        let base = before.clone().unwrap_or_default();
         let parsed = diffy::Patch::from_str(&s.text)
             .map_err(|e| ToolOutput::error("bad_patch", format!("{target}: {e}")))?;
         let applied = diffy::apply(&base, &parsed).map_err(|e| {
@@ -113,16 +117,17 @@ pub fn apply_patch(args: &Value, g: &FsGuard) -> R {
             )
         })?;
         changes.push(if s.new.is_none() {
-            Change::Delete(target.clone())
+            Change::Delete(target.clone(), base)
         } else {
-            Change::Write(target.clone(), applied)
+            Change::Write(target.clone(), applied, before)
         });
     }
     let mut out = ToolOutput::ok(String::new());
     let mut summary = Vec::new();
+    let mut diffs = Vec::new();
     for c in changes {
         match c {
-            Change::Write(target, text) => {
+            Change::Write(target, text, before) => {
                 let mut o = g.open_write(&target, WriteOpen::Create)?;
                 let p = o.path.clone();
                 let io =
@@ -130,15 +135,23 @@ pub fn apply_patch(args: &Value, g: &FsGuard) -> R {
                 o.file.set_len(0).map_err(io)?;
                 o.file.write_all(text.as_bytes()).map_err(io)?;
                 summary.push(format!("patched {}", p.display()));
+                let shown = super::files::shown_path(g, &p);
+                diffs.push(file_diff(&shown, before.as_deref(), Some(&text)));
                 out = out.touched(o.path);
             }
-            Change::Delete(target) => {
+            Change::Delete(target, before) => {
                 let p = g.remove(&target)?;
                 summary.push(format!("deleted {}", p.display()));
+                diffs.push(file_diff(
+                    &super::files::shown_path(g, &p),
+                    Some(&before),
+                    None,
+                ));
                 out = out.touched(p);
             }
         }
     }
+    out.diff = Some(Box::new(diffs.concat()));
     out.content = summary.join("\n");
     Ok(out)
 }
