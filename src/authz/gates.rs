@@ -174,13 +174,8 @@ pub(super) fn gate_baseline(
                     "auto-review (deterministic): build/test command inside the sandbox",
                 );
             } else {
-                let first = a
-                    .pieces
-                    .iter()
-                    .find(|p| !readonly::piece_is_read_only(p))
-                    .map(|p| p.display())
-                    .unwrap_or_default();
-                ordinary(acc, &format!("`{first}` is not read-only"));
+                let why = readonly::blame(a).unwrap_or_else(|| "not read-only".into());
+                ordinary(acc, &why);
             }
         }
         Some(ToolKind::Mcp | ToolKind::Subagent) => {
