@@ -968,3 +968,34 @@ fn an_edit_cell_shows_the_files_real_diff() {
     assert!(!s.contains("No newline"), "{s}");
     t.quit();
 }
+
+/// The first screen says where you are: a one-time header (version,
+/// workspace, provider and model, sandbox backend and tier, the keys) as
+/// the first transcript line, which scrolls away like any other.
+#[test]
+fn a_one_time_header_opens_the_transcript_and_scrolls_away() {
+    // Paragraphs (markdown would join plain lines into one).
+    let long: String = (1..=60).map(|i| format!("answer line {i}\n\n")).collect();
+    let m = model(vec![reply(&long)]);
+    let t = Tui::start(&m, |_| {});
+    let s = t.wait_for("Ask codewhale", BOOT);
+    let first = s.lines().next().unwrap_or_default().to_string();
+    assert!(
+        first.starts_with(&format!("codewhale {}", env!("CARGO_PKG_VERSION"))),
+        "{s}"
+    );
+    assert!(s.contains("Tab mode · Shift+Tab permission · /help"), "{s}");
+    assert!(s.contains("scripted · sandbox "), "{s}");
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join("");
+    let ws: String = t.ws.display().to_string().split_whitespace().collect();
+    assert!(flat.contains(&ws), "the workspace is named:\n{s}");
+    t.type_text("talk");
+    t.send(b"\r");
+    t.wait_for("answer line 60", TURN);
+    let s = t.wait_idle(TURN);
+    assert!(
+        !s.contains("Shift+Tab permission"),
+        "it scrolled away:\n{s}"
+    );
+    t.quit();
+}

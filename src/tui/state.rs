@@ -338,6 +338,24 @@ impl State {
         }
     }
 
+    /// The one-time header of a new conversation (a transcript notice, so
+    /// it scrolls away like any line): version, workspace, provider and
+    /// model, the sandbox backend and tier, and the keys a newcomer needs.
+    pub fn startup_header(&self) -> String {
+        let f = &self.footer;
+        format!(
+            "codewhale {} · {}
+{} · {} · sandbox {} {}
+Tab mode · Shift+Tab permission · /help",
+            env!("CARGO_PKG_VERSION"),
+            self.workspace,
+            f.provider,
+            f.model,
+            f.backend,
+            f.level
+        )
+    }
+
     /// The pure step: the next state and what to do.
     pub fn step(mut self, ev: Event) -> (State, Vec<Effect>) {
         let fx = self.update(ev);

@@ -641,3 +641,27 @@ fn a_tool_cell_carries_the_recorded_decision() {
         );
     }
 }
+
+#[test]
+fn the_startup_header_names_version_workspace_model_and_sandbox() {
+    let mut s = State::new(
+        "t",
+        Approval::Ask,
+        FooterInfo {
+            provider: "deepseek".into(),
+            model: "deepseek-flash".into(),
+            backend: "bwrap".into(),
+            level: "full".into(),
+            ..Default::default()
+        },
+    );
+    s.workspace = "/home/dev/project".into();
+    let h = s.startup_header();
+    assert_eq!(
+        h,
+        format!(
+            "codewhale {} · /home/dev/project\ndeepseek · deepseek-flash · sandbox bwrap full\nTab mode · Shift+Tab permission · /help",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+}
