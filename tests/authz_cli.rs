@@ -14,7 +14,7 @@ fn cmd(home: &std::path::Path, ws: &std::path::Path) -> Command {
 }
 
 #[test]
-fn credential_upload_is_held_at_gate_six_and_git_status_runs() {
+fn credential_upload_is_refused_at_gate_six_and_git_status_runs() {
     let d = tempfile::tempdir().unwrap();
     let (home, ws) = (d.path().join("h"), d.path().join("w"));
     fs::create_dir_all(&home).unwrap();
@@ -32,12 +32,13 @@ fn credential_upload_is_held_at_gate_six_and_git_status_runs() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
+    // Refused at the floor, before any question (no card to approve).
     assert!(
-        text.contains("verdict: ask (decided by floor at gate 6"),
+        text.contains("verdict: deny (decided by floor at gate 6"),
         "{text}"
     );
     assert!(text.contains("credential upload"), "{text}");
-    assert!(text.contains("hold"), "{text}");
+    assert!(!text.contains("question:"), "{text}");
 
     let out = cmd(&home, &ws)
         .args([

@@ -116,7 +116,7 @@ fn shell_conversation(wire: Wire) {
         0,
         "the upload reached the listener"
     );
-    // The floor holds the upload before it runs (--auto never releases a hold).
+    // The floor refuses the upload before it runs (before any question).
     let a4 = ev
         .iter()
         .find(|e| e["type"] == "approval" && e["call_id"] == "s4")

@@ -132,17 +132,50 @@ pub fn locations(tool: &str, args: &Value, cwd: &Path) -> Vec<ToolCallLocation> 
     }
 }
 
-/// The diff block of an edit: `edit_file` shows the replaced fragment,
-/// `write_file` the new content (its old content is not read: the
-/// adapter reads nothing the sandbox did not).
-pub fn diff(tool: &str, args: &Value, cwd: &Path) -> Option<Diff> {
-    let s = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
-    let path = path_arg(args, cwd)?;
-    match tool {
-        "edit_file" => Some(Diff::new(path, s("new_string")?).old_text(s("old_string"))),
-        "write_file" => Some(Diff::new(path, s("content")?)),
-        _ => None,
+/// The diff blocks of a completed edit, one per file, from the unified
+/// diff the tool made of each file's real change (the item's `diff`): each
+/// block's old and new text are the hunks' lines with their context (the
+/// lines the change touched and three either side), so a client's diff of
+/// the two is the file's change, not the tool's argument strings.
+pub fn diffs(unified: &str, cwd: &Path) -> Vec<Diff> {
+    let mut out = Vec::new();
+    let mut cur: Option<(PathBuf, String, String)> = None;
+    let mut lines = unified.lines().peekable();
+    while let Some(l) = lines.next() {
+        if let (Some(a), Some(b)) = (
+            l.strip_prefix("--- "),
+            lines.peek().and_then(|n| n.strip_prefix("+++ ")),
+        ) {
+            let name = if b == "/dev/null" {
+                a.strip_prefix("a/").unwrap_or(a)
+            } else {
+                b.strip_prefix("b/").unwrap_or(b)
+            };
+            out.extend(cur.take());
+            cur = Some((cwd.join(name), String::new(), String::new()));
+            lines.next();
+            continue;
+        }
+        let Some((_, old, new)) = cur.as_mut() else {
+            continue;
+        };
+        if let Some(t) = l.strip_prefix('-') {
+            old.push_str(t);
+            old.push('\n');
+        } else if let Some(t) = l.strip_prefix('+') {
+            new.push_str(t);
+            new.push('\n');
+        } else if let Some(t) = l.strip_prefix(' ') {
+            old.push_str(t);
+            old.push('\n');
+            new.push_str(t);
+            new.push('\n');
+        }
     }
+    out.extend(cur);
+    out.into_iter()
+        .map(|(p, old, new)| Diff::new(p, new).old_text(Some(old).filter(|o| !o.is_empty())))
+        .collect()
 }
 
 fn text_chunk(t: &str) -> ContentChunk {
@@ -236,7 +269,7 @@ impl Mapper {
                 ))]
             }
             "item.completed" | "item.failed" | "item.interrupted" if is_tool => {
-                let Some((call, tool, args)) = self.calls.remove(&item_id) else {
+                let Some((call, _, _)) = self.calls.remove(&item_id) else {
                     return Vec::new();
                 };
                 let m = &item["metadata"];
@@ -252,9 +285,10 @@ impl Mapper {
                         "enforcement": m["enforcement"], "files_touched": m["files_touched"],
                         "error_category": m["error_category"], "approval": m["approval"],
                     }));
-                if ok {
-                    if let Some(d) = diff(&tool, &args, &self.cwd) {
-                        f = f.content(vec![ToolCallContent::Diff(d)]);
+                if let Some(u) = m["diff"].as_str().filter(|_| ok) {
+                    let d = diffs(u, &self.cwd);
+                    if !d.is_empty() {
+                        f = f.content(d.into_iter().map(ToolCallContent::Diff).collect::<Vec<_>>());
                     }
                 }
                 vec![Action::Update(SessionUpdate::ToolCallUpdate(
@@ -347,7 +381,8 @@ mod tests {
             "item.completed",
             "turn_1",
             "item_1",
-            json!({"item": {"kind": "file_change", "metadata": {"call_id": "c1", "status": "ok"}}}),
+            json!({"item": {"kind": "file_change", "metadata": {"call_id": "c1", "status": "ok",
+                "diff": "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-x marks\n+y marks\n three\n"}}}),
         );
         let a = m.map(&done);
         let Action::Update(SessionUpdate::ToolCallUpdate(u)) = &a[0] else {
@@ -358,8 +393,10 @@ mod tests {
         let ToolCallContent::Diff(d) = &c[0] else {
             panic!()
         };
-        assert_eq!(d.old_text.as_deref(), Some("x"));
-        assert_eq!(d.new_text, "y");
+        // The file's real change with its context, not the tool's strings.
+        assert_eq!(d.path, PathBuf::from("/ws/a.txt"));
+        assert_eq!(d.old_text.as_deref(), Some("one\nx marks\nthree\n"));
+        assert_eq!(d.new_text, "one\ny marks\nthree\n");
         // Another turn's events are not this prompt's.
         assert!(m
             .map(&env(
@@ -369,6 +406,27 @@ mod tests {
                 json!({"kind": "agent_message", "delta": "x"})
             ))
             .is_empty());
+    }
+
+    #[test]
+    fn a_patch_over_two_files_gives_a_diff_block_each() {
+        let u = "--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1 +1 @@\n-a\n+b\n--- /dev/null\n+++ b/new.md\n@@ -0,0 +1 @@\n+new\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n";
+        let d = diffs(u, Path::new("/ws"));
+        assert_eq!(d.len(), 3);
+        assert_eq!(d[0].path, PathBuf::from("/ws/src/a.rs"));
+        assert_eq!(
+            (d[0].old_text.as_deref(), d[0].new_text.as_str()),
+            (Some("a\n"), "b\n")
+        );
+        assert_eq!(
+            (d[1].old_text.as_deref(), d[1].new_text.as_str()),
+            (None, "new\n")
+        );
+        assert_eq!(d[2].path, PathBuf::from("/ws/gone.txt"));
+        assert_eq!(
+            (d[2].old_text.as_deref(), d[2].new_text.as_str()),
+            (Some("bye\n"), "")
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! configuration: provider, keys, approval and sandbox come only from
 //! flags and config files, resolved before the prompt is built.
 
-use super::tools::guard::FsGuard;
+use super::tools::guard::{FsGuard, OpenError};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -94,21 +94,25 @@ pub fn instructions(
             let Some(raw) = candidate.to_str() else {
                 continue;
             };
-            let path = match guard.check_read(raw) {
-                Ok(p) => p,
-                Err(e) => {
+            if guard.check_read(raw).is_ok() && !Path::new(raw).is_file() {
+                continue;
+            }
+            // Read through the guard's handle: an instruction file swapped
+            // for a symlink to a deny-read file is refused, not read.
+            let mut opened = match guard.open_read(raw) {
+                Ok(o) => o,
+                Err(OpenError::Denied(e)) => {
                     if candidate.symlink_metadata().is_ok() {
                         skipped.push((candidate, e.to_string()));
                     }
                     continue;
                 }
+                Err(OpenError::Io { .. }) => continue,
             };
-            if !path.is_file() {
+            let mut text = String::new();
+            if std::io::Read::read_to_string(&mut opened.file, &mut text).is_err() {
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
             let part = cut(cut(&text, FILE_CAP), budget);
             budget -= part.len();
             out.push((

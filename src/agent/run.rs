@@ -903,7 +903,7 @@ impl Loop<'_> {
                 duration_ms: ms,
                 files_touched: o.files_touched.clone(),
                 error_category: o.error_category.map(str::to_string),
-                enforcement: o.enforcement.clone(),
+                enforcement: o.enforcement.as_deref().map(str::to_string),
                 enforced: o.enforced.as_ref().map(|e| e.summary.clone()),
                 output: o.content.clone(),
                 truncated: o.truncated,
@@ -914,7 +914,7 @@ impl Loop<'_> {
             json!({"call_id": call.id, "tool": call.name, "status": status,
                    "duration_ms": ms, "truncated": o.truncated, "error_category": o.error_category,
                    "exit_code": o.exit_code, "enforcement": o.enforcement, "enforced": o.enforced.as_ref().map(|e| &e.summary),
-                   "files_touched": o.files_touched, "output": o.content}),
+                   "files_touched": o.files_touched, "output": o.content, "diff": o.diff}),
         );
         self.calls.push(
             json!({"call_id": call.id, "tool": call.name, "status": status,

@@ -174,13 +174,8 @@ pub(super) fn gate_baseline(
                     "auto-review (deterministic): build/test command inside the sandbox",
                 );
             } else {
-                let first = a
-                    .pieces
-                    .iter()
-                    .find(|p| !readonly::piece_is_read_only(p))
-                    .map(|p| p.display())
-                    .unwrap_or_default();
-                ordinary(acc, &format!("`{first}` is not read-only"));
+                let why = readonly::blame(a).unwrap_or_else(|| "not read-only".into());
+                ordinary(acc, &why);
             }
         }
         Some(ToolKind::Mcp | ToolKind::Subagent) => {
@@ -220,13 +215,24 @@ pub(super) fn gate_floor(
         }
         return;
     }
+    // What the floor refuses before any card or reviewer sees the call:
+    // hidden Unicode (what is shown is not what runs) and a credential
+    // upload (the kind of call a person approves without reading). Only
+    // Full Access, which turns the floor off (above), runs them.
     if let Some(msg) = unicode::rejection(cmd) {
         acc.deny_hard(Gate::Floor, DecidedBy::Floor, &msg);
         return;
     }
+    if let Some(msg) = floor::credential_upload(a, ctx.floor) {
+        acc.deny_hard(
+            Gate::Floor,
+            DecidedBy::Floor,
+            &format!("{msg} — refused before any approval (only Full Access runs it)"),
+        );
+        return;
+    }
     // Everything on the floor that holds the call for a human, in order.
     let holds = [
-        floor::credential_upload(a, ctx.floor),
         floor::publishing(a),
         a.pieces.iter().find_map(floor::destructive_unknown_target),
         destructive.map(|d| format!("{d} in a background/headless run")),

@@ -247,37 +247,117 @@ fn sed_is_read_only(args: &[String]) -> bool {
     true
 }
 
+/// Why one piece is not read-only: the part of it that writes, runs or
+/// may (what a question's reason names, so it blames the redirect in
+/// `sh -c 'test -f a && echo x > b'`, not `test -f`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotReadOnly {
+    /// Analysis cannot know what it runs.
+    Uncertain(String),
+    /// Arguments come from stdin (`xargs`).
+    ArgsFromStdin,
+    /// A redirection that writes a file (`> out.txt`).
+    Redirect(String),
+    /// A variable assignment that changes what runs (`PATH=…`).
+    Assignment(String),
+    /// An option that writes or executes (`sort -o`, `find -exec`).
+    Option(String),
+    /// A program not known to only read (or these arguments of one).
+    Program,
+    /// A program named by a path outside the standard directories (`./cat`).
+    NonStandardPath,
+    /// Reached through a wrapper other than `command`/`time`/`nice`
+    /// (`sudo`, `sh -c`, …): only blamed when nothing in the piece itself is.
+    Via(String),
+}
+
+impl NotReadOnly {
+    /// Whether only the wrapper, not the piece itself, makes it a question.
+    pub fn only_the_wrapper(&self) -> bool {
+        matches!(self, NotReadOnly::Via(_))
+    }
+
+    /// `` `PIECE` `` followed by why, for a question's reason.
+    pub fn explain(&self, p: &Piece) -> String {
+        let piece = p.display();
+        match self {
+            NotReadOnly::Uncertain(u) => format!("`{piece}`: {u}"),
+            NotReadOnly::ArgsFromStdin => {
+                format!("`{piece}` takes its arguments from stdin")
+            }
+            NotReadOnly::Redirect(r) => format!("`{piece}` writes a file: the redirect `{r}`"),
+            NotReadOnly::Assignment(a) => format!("`{piece}` sets `{a}`"),
+            NotReadOnly::Option(o) => format!("`{piece}` is not read-only (option `{o}`)"),
+            NotReadOnly::Program => format!("`{piece}` is not read-only"),
+            NotReadOnly::NonStandardPath => format!(
+                "`{piece}` runs `{}`, not a program from a system directory",
+                p.program_as_written
+            ),
+            NotReadOnly::Via(v) => format!("`{piece}` runs through `{v}`"),
+        }
+    }
+}
+
 /// Whether one piece only reads.
 pub fn piece_is_read_only(p: &Piece) -> bool {
-    if p.uncertain.is_some() || p.args_from_stdin || !p.program_is_standard() {
-        return false;
+    why_not_read_only(p).is_none()
+}
+
+/// Why one piece is not read-only (`None`: it only reads). The one
+/// classifier: [`piece_is_read_only`] is this returning `None`. What the
+/// piece itself does is checked before its wrapper, so the reason names it.
+pub fn why_not_read_only(p: &Piece) -> Option<NotReadOnly> {
+    if let Some(u) = &p.uncertain {
+        return Some(NotReadOnly::Uncertain(u.clone()));
     }
-    if p.via
+    if p.args_from_stdin {
+        return Some(NotReadOnly::ArgsFromStdin);
+    }
+    if let Some(r) = p.redirects.iter().find(|r| r.writes_file()) {
+        return Some(NotReadOnly::Redirect(format!(
+            "{}{} {}",
+            r.fd.as_deref().unwrap_or(""),
+            r.op,
+            r.target.text
+        )));
+    }
+    if let Some(a) = p.assignments.iter().find(|a| !harmless_assignment(a)) {
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        return Some(NotReadOnly::Assignment(name.to_string()));
+    }
+    let own = own_program(p);
+    if own.is_some() {
+        return own;
+    }
+    if !p.program_is_standard() {
+        return Some(NotReadOnly::NonStandardPath);
+    }
+    if let Some(v) = p
+        .via
         .iter()
-        .any(|v| v != "command" && v != "time" && v != "nice")
+        .find(|v| *v != "command" && *v != "time" && *v != "nice")
     {
-        return false;
+        return Some(NotReadOnly::Via(v.clone()));
     }
-    if p.redirects.iter().any(|r| r.writes_file()) {
-        return false;
-    }
-    if !p.assignments.iter().all(|a| harmless_assignment(a)) {
-        return false;
-    }
+    None
+}
+
+/// The program and its options.
+fn own_program(p: &Piece) -> Option<NotReadOnly> {
     let prog = p.program();
     if prog.is_empty() {
-        return true; // a bare input redirection or assignment
+        return None; // a bare input redirection or assignment
     }
     let args = p.args();
     if let Some((_, opts)) = FORBIDDEN_OPTS.iter().find(|(n, _)| *n == prog) {
-        if args.iter().any(|a| {
-            opts.iter()
-                .any(|o| a == o || a.starts_with(&format!("{o}=")))
+        if let Some(o) = opts.iter().find(|o| {
+            args.iter()
+                .any(|a| a == *o || a.starts_with(&format!("{o}=")))
         }) {
-            return false;
+            return Some(NotReadOnly::Option(o.to_string()));
         }
     }
-    match prog {
+    let reads = match prog {
         "git" => git_is_read_only(args),
         "sed" => sed_is_read_only(args),
         "rg" | "fd" | "find" | "sort" => true,
@@ -288,7 +368,24 @@ pub fn piece_is_read_only(p: &Piece) -> bool {
         "command" => args.iter().any(|a| a == "-v" || a == "-V"),
         "env" | "printenv" => true,
         _ => ALWAYS.contains(&prog),
-    }
+    };
+    (!reads).then_some(NotReadOnly::Program)
+}
+
+/// The reason a whole command is not read-only, naming the piece (and its
+/// redirect, option or wrapper) that makes it so: a piece that does
+/// something itself is blamed before one that is only wrapped.
+pub fn blame(a: &Analysis) -> Option<String> {
+    let found: Vec<(&Piece, NotReadOnly)> = a
+        .pieces
+        .iter()
+        .filter_map(|p| why_not_read_only(p).map(|w| (p, w)))
+        .collect();
+    found
+        .iter()
+        .find(|(_, w)| !w.only_the_wrapper())
+        .or(found.first())
+        .map(|(p, w)| w.explain(p))
 }
 
 /// Whether a whole analysed command only reads (every piece, nothing unknown).

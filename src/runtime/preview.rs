@@ -27,6 +27,29 @@ fn clip(l: &str) -> String {
     }
 }
 
+/// Bytes of a file edit's diff kept on its item.
+pub const DIFF_BYTES: usize = 64 * 1024;
+
+/// A file edit's unified diff, bounded for the item: cut at a line end
+/// within [`DIFF_BYTES`], with a last line saying how much was left out
+/// (raw: whoever draws it sanitises it).
+pub fn bounded_diff(diff: &str) -> String {
+    if diff.len() <= DIFF_BYTES {
+        return diff.to_string();
+    }
+    let mut end = DIFF_BYTES;
+    while !diff.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = diff[..end].rfind('\n').map_or(0, |i| i + 1);
+    format!(
+        "{}[… diff cut: {} of {} bytes shown]\n",
+        &diff[..cut],
+        cut,
+        diff.len()
+    )
+}
+
 /// The preview of `text` (raw: whoever draws it sanitises it).
 pub fn output_preview(text: &str) -> OutputPreview {
     let total = text.lines().count();

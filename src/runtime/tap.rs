@@ -308,6 +308,10 @@ impl TapState {
                 if let Some(a) = self.approvals.remove(&call) {
                     meta["approval"] = a;
                 }
+                // A file edit's real unified diff (what a client draws).
+                if let Some(d) = f.get("diff").and_then(Value::as_str) {
+                    meta["diff"] = json!(super::preview::bounded_diff(d));
+                }
                 // What the command really ran under (backend and level;
                 // the shortfalls stay in the session file and the receipt).
                 if let Some(e) = f.get("enforced").filter(|e| e.is_object()) {

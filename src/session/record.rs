@@ -45,6 +45,27 @@ pub struct Verdict {
     pub reason: String,
 }
 
+impl Verdict {
+    /// Whether the call ran: the recorded outcome, never the gates'
+    /// `decision` (which stays `ask` for a question someone answered).
+    pub fn ran(&self) -> bool {
+        self.outcome == "allow"
+    }
+
+    /// Who decided, as a front end shows it next to the call: `approved by
+    /// you` (a question answered yes), `allowed by posture`, `denied by you`,
+    /// `denied by floor`, `no response`. One function, so the TUI cell and
+    /// any other client say what the runtime recorded.
+    pub fn decided_phrase(&self) -> String {
+        match (self.outcome.as_str(), self.decision.as_str()) {
+            ("allow", "ask") => format!("approved by {}", self.decided_by),
+            ("allow", _) => format!("allowed by {}", self.decided_by),
+            ("no_response", _) => "no response".into(),
+            _ => format!("denied by {}", self.decided_by),
+        }
+    }
+}
+
 /// The record of a pipeline verdict: what the gates said, what happened,
 /// who decided (the documented strings, so the format does not follow the
 /// authorization types).

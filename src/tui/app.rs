@@ -219,6 +219,11 @@ pub fn run(setup: Setup) -> anyhow::Result<i32> {
     let driver = Driver::new(rt.clone(), &setup.home, APPROVAL_TIMEOUT);
     let mut st = State::new(&thread.id, setup.permission, setup.footer.clone());
     st.workspace = setup.workspace.display().to_string();
+    let header = st.startup_header();
+    st.update(Event::Output {
+        error: false,
+        text: header,
+    });
     for n in &setup.notes {
         st.update(Event::Output {
             error: true,

@@ -406,9 +406,8 @@ fn tool_lines(t: &ToolCell) -> Vec<Line<'static>> {
     if let Some(d) = t.duration_ms {
         facts.push(format!("{d} ms"));
     }
-    if let (Some(by), Some(dec)) = (&t.decided_by, &t.decision) {
-        let verb = if dec == "allow" { "allowed" } else { "denied" };
-        facts.push(format!("{verb} by {by}"));
+    if let Some(v) = &t.approval {
+        facts.push(v.decided_phrase());
     } else if let Some(st) = &t.status {
         if st != "ok" && st != "completed" {
             facts.push(st.clone());

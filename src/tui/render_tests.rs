@@ -93,7 +93,8 @@ fn conversation() -> State {
     s.update(env(
         "item.completed",
         Some("i1"),
-        json!({"item": {"kind": "file_change", "metadata": {"status": "ok", "duration_ms": 3}}}),
+        json!({"item": {"kind": "file_change", "metadata": {"status": "ok", "duration_ms": 3,
+               "diff": "--- a/hello.txt\n+++ b/hello.txt\n@@ -1,2 +1,2 @@\n-hello world\n+hello codewhale\n second line\n"}}}),
     ));
     s.update(env(
         "item.started",
@@ -106,7 +107,8 @@ fn conversation() -> State {
         "item.completed",
         Some("i2"),
         json!({"item": {"kind": "command_execution", "metadata": {"status": "ok", "exit_code": 0,
-               "duration_ms": 41, "approval": {"decided_by": "you", "decision": "allow"},
+               "duration_ms": 41, "approval": {"decision": "ask", "outcome": "allow", "decided_by": "you",
+                            "asked_by": "posture", "gate": 8, "reason": "you approved this call", "hold": false},
                "output_preview": output_preview(out)}}}),
     ));
     s.update(env(

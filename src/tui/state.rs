@@ -106,15 +106,19 @@ pub struct ToolCell {
     pub tool: String,
     /// What it ran or touched, one line (`$ cmd`, `read_file a.txt`).
     pub title: String,
-    /// A unified diff for file edits.
+    /// A file edit's real change: the unified diff the tool made of the
+    /// file before and after (the item's `diff`, set when it completes).
     pub diff: Option<String>,
+    /// What the call proposes, from its arguments: shown on an approval
+    /// card, before anything changed (never as the cell's diff).
+    pub proposal: Option<String>,
     /// `None` while running.
     pub status: Option<String>,
     pub exit_code: Option<i64>,
     pub duration_ms: Option<u64>,
-    /// Who decided, when someone had to (`you`, `session rule`, ...).
-    pub decided_by: Option<String>,
-    pub decision: Option<String>,
+    /// The verdict the runtime recorded for the call (its item's
+    /// `approval`), shown as it is: never re-derived here.
+    pub approval: Option<crate::session::Verdict>,
     /// The head/tail of the output (already sanitised), and how many
     /// lines were hidden between them.
     pub output: Option<(Vec<String>, Vec<String>, usize)>,
@@ -332,6 +336,24 @@ impl State {
             picker: None,
             ask: None,
         }
+    }
+
+    /// The one-time header of a new conversation (a transcript notice, so
+    /// it scrolls away like any line): version, workspace, provider and
+    /// model, the sandbox backend and tier, and the keys a newcomer needs.
+    pub fn startup_header(&self) -> String {
+        let f = &self.footer;
+        format!(
+            "codewhale {} · {}
+{} · {} · sandbox {} {}
+Tab mode · Shift+Tab permission · /help",
+            env!("CARGO_PKG_VERSION"),
+            self.workspace,
+            f.provider,
+            f.model,
+            f.backend,
+            f.level
+        )
     }
 
     /// The pure step: the next state and what to do.
@@ -802,9 +824,12 @@ impl State {
                         None => s(item, "status"),
                     });
                     c.exit_code = meta["exit_code"].as_i64();
+                    c.diff = meta["diff"].as_str().map(str::to_string);
                     c.duration_ms = meta["duration_ms"].as_u64();
-                    c.decided_by = meta["approval"]["decided_by"].as_str().map(str::to_string);
-                    c.decision = meta["approval"]["decision"].as_str().map(str::to_string);
+                    c.approval = meta
+                        .get("approval")
+                        .cloned()
+                        .and_then(|v| serde_json::from_value(v).ok());
                     // The head and tail the runtime kept on the item (what
                     // any client sees); the session file is never read back.
                     c.output = meta
@@ -829,7 +854,7 @@ impl State {
                 }
             }
             "approval.required" => {
-                let diff = self.tool_mut(&item_id).and_then(|c| c.diff.clone());
+                let diff = self.tool_mut(&item_id).and_then(|c| c.proposal.clone());
                 let path = self
                     .tool_mut(&item_id)
                     .and_then(|c| (c.tool != "shell").then(|| c.title.clone()));
@@ -970,7 +995,7 @@ fn tool_cell(item_id: &str, meta: &Value) -> ToolCell {
             }
         }
     };
-    let diff = match tool.as_str() {
+    let proposal = match tool.as_str() {
         "edit_file" => Some(unified(
             &arg("path"),
             &arg("old_string"),
@@ -984,13 +1009,14 @@ fn tool_cell(item_id: &str, meta: &Value) -> ToolCell {
         call_id: meta["call_id"].as_str().unwrap_or("").to_string(),
         tool,
         title,
-        diff,
+        proposal,
         ..Default::default()
     }
 }
 
 /// A unified diff of the call's own arguments (for `edit_file` the
-/// replaced span, for `write_file` the new content).
+/// replaced span, for `write_file` the new content): the proposal an
+/// approval card shows before anything ran.
 fn unified(path: &str, old: &str, new: &str) -> String {
     let patch = diffy::create_patch(old, new);
     let body = patch.to_string();

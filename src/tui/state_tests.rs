@@ -356,7 +356,8 @@ fn tool_items_become_cells_with_their_facts() {
         json!({"item": {"kind": "command_execution", "status": "completed",
                          "metadata": {"status": "ok", "exit_code": 0, "duration_ms": 12, "output_bytes": out.len(),
                                       "output_preview": crate::runtime::preview::output_preview(&out),
-                                      "approval": {"decided_by": "you", "decision": "allow"}}}}),
+                                      "approval": {"decision": "ask", "outcome": "allow", "decided_by": "you",
+                                                   "asked_by": "posture", "gate": 8, "reason": "you approved this call", "hold": false}}}}),
     );
     assert!(fx.is_empty(), "{fx:?}");
     let Cell::Tool(t) = &s.transcript[0] else {
@@ -364,7 +365,13 @@ fn tool_items_become_cells_with_their_facts() {
     };
     assert_eq!(t.title, "ls");
     assert_eq!(t.exit_code, Some(0));
-    assert_eq!(t.decided_by.as_deref(), Some("you"));
+    // The recorded verdict as the runtime kept it: a question, answered yes.
+    let a = t.approval.as_ref().unwrap();
+    assert_eq!(
+        (a.decided_by.as_str(), a.outcome.as_str()),
+        ("you", "allow")
+    );
+    assert_eq!(a.decided_phrase(), "approved by you");
     let (head, tail, hidden) = t.output.clone().unwrap();
     assert_eq!(head, ["l1", "l2", "l3"]);
     assert_eq!(tail, ["l8", "l9", "l10"]);
@@ -583,4 +590,78 @@ fn the_footer_follows_the_answering_model_and_its_context() {
     ));
     assert_eq!(s.footer.context_window, None);
     assert_eq!(s.footer.context_tokens, Some(4321));
+}
+
+/// The cell says what the runtime recorded: a question answered yes is
+/// "approved by you" (it was labelled "denied by you" when the cell read
+/// the gates' `decision`, which stays `ask`), a refusal names its decider.
+#[test]
+fn a_tool_cell_carries_the_recorded_decision() {
+    let cases = [
+        (
+            json!({"decision": "ask", "outcome": "allow", "decided_by": "you", "asked_by": "posture",
+                "gate": 8, "reason": "you approved this call", "hold": false}),
+            "approved by you",
+        ),
+        (
+            json!({"decision": "ask", "outcome": "deny", "decided_by": "you", "asked_by": "posture",
+                "gate": 8, "reason": "you denied it", "hold": false}),
+            "denied by you",
+        ),
+        (
+            json!({"decision": "allow", "outcome": "allow", "decided_by": "posture",
+                "gate": 4, "reason": "read-only", "hold": false}),
+            "allowed by posture",
+        ),
+        (
+            json!({"decision": "deny", "outcome": "deny", "decided_by": "floor",
+                "gate": 6, "reason": "credential upload", "hold": false}),
+            "denied by floor",
+        ),
+        (
+            json!({"decision": "ask", "outcome": "no_response", "decided_by": "no response",
+                "asked_by": "posture", "gate": 8, "reason": "nobody", "hold": false}),
+            "no response",
+        ),
+    ];
+    for (approval, want) in cases {
+        let (s, _) = on(
+            shell_started("ls"),
+            "item.completed",
+            "i1",
+            json!({"item": {"kind": "command_execution", "status": "completed",
+                             "metadata": {"status": "ok", "exit_code": 0, "approval": approval}}}),
+        );
+        let Cell::Tool(t) = &s.transcript[0] else {
+            panic!()
+        };
+        assert_eq!(
+            t.approval.as_ref().map(|a| a.decided_phrase()).as_deref(),
+            Some(want)
+        );
+    }
+}
+
+#[test]
+fn the_startup_header_names_version_workspace_model_and_sandbox() {
+    let mut s = State::new(
+        "t",
+        Approval::Ask,
+        FooterInfo {
+            provider: "deepseek".into(),
+            model: "deepseek-flash".into(),
+            backend: "bwrap".into(),
+            level: "full".into(),
+            ..Default::default()
+        },
+    );
+    s.workspace = "/home/dev/project".into();
+    let h = s.startup_header();
+    assert_eq!(
+        h,
+        format!(
+            "codewhale {} · /home/dev/project\ndeepseek · deepseek-flash · sandbox bwrap full\nTab mode · Shift+Tab permission · /help",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
 }

@@ -1,10 +1,11 @@
 //! `read_file`, `list_dir`, `search`, `write_file`, `edit_file`: in-process,
 //! every path checked by the guard first.
 
-use super::guard::FsGuard;
+use super::guard::{FsGuard, OpenError, Opened, WriteOpen};
 use super::{arg_str, ToolOutput};
 use serde_json::Value;
 use std::fmt::Write as _;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 /// Largest file `read_file` and `search` open.
@@ -15,16 +16,13 @@ const MAX_MATCHES: usize = 200;
 type R = Result<ToolOutput, ToolOutput>;
 
 fn io_err(path: &Path, e: std::io::Error) -> ToolOutput {
-    let cat = match e.kind() {
-        std::io::ErrorKind::NotFound => "not_found",
-        std::io::ErrorKind::PermissionDenied => "permission_denied",
-        _ => "io",
-    };
-    ToolOutput::error(cat, format!("{}: {e}", path.display()))
+    super::io_error(path, e)
 }
 
-fn read_text(path: &Path) -> Result<String, ToolOutput> {
-    let meta = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
+/// The whole text of an opened file (size-capped, UTF-8).
+fn read_text(o: &mut Opened) -> Result<String, ToolOutput> {
+    let path = o.path.clone();
+    let meta = o.file.metadata().map_err(|e| io_err(&path, e))?;
     if meta.len() > MAX_READ {
         return Err(ToolOutput::error(
             "too_large",
@@ -35,15 +33,32 @@ fn read_text(path: &Path) -> Result<String, ToolOutput> {
             ),
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
+    let mut bytes = Vec::new();
+    (&mut o.file)
+        .take(MAX_READ + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_err(&path, e))?;
     String::from_utf8(bytes)
         .map_err(|_| ToolOutput::error("binary", format!("{}: not UTF-8 text", path.display())))
 }
 
+/// Replace an opened file's contents (the open never truncates: see
+/// [`WriteOpen`]).
+fn replace_contents(o: &mut Opened, content: &str) -> Result<(), ToolOutput> {
+    let path = o.path.clone();
+    o.file.set_len(0).map_err(|e| io_err(&path, e))?;
+    o.file
+        .seek(SeekFrom::Start(0))
+        .map_err(|e| io_err(&path, e))?;
+    o.file
+        .write_all(content.as_bytes())
+        .map_err(|e| io_err(&path, e))
+}
+
 pub fn read_file(args: &Value, g: &FsGuard) -> R {
     let raw = arg_str(args, "path")?;
-    let path = g.check_read(raw)?;
-    let text = read_text(&path)?;
+    let mut opened = g.open_read(raw)?;
+    let text = read_text(&mut opened)?;
     let offset = args
         .get("offset")
         .and_then(Value::as_u64)
@@ -109,11 +124,15 @@ pub fn search(args: &Value, g: &FsGuard) -> R {
             continue;
         };
         // The same read policy as read_file: denied files are skipped.
-        let Ok(real) = g.check_read(p) else {
-            withheld += 1;
-            continue;
+        let mut opened = match g.open_read(p) {
+            Ok(o) => o,
+            Err(OpenError::Denied(_)) => {
+                withheld += 1;
+                continue;
+            }
+            Err(OpenError::Io { .. }) => continue,
         };
-        let Ok(text) = read_text(&real) else {
+        let Ok(text) = read_text(&mut opened) else {
             continue;
         };
         let shown = entry
@@ -143,19 +162,31 @@ pub fn search(args: &Value, g: &FsGuard) -> R {
     Ok(ToolOutput::ok(out))
 }
 
-fn write_all(path: &Path, content: &str) -> Result<(), ToolOutput> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| io_err(parent, e))?;
-    }
-    std::fs::write(path, content).map_err(|e| io_err(path, e))
+/// How the diff names a file: relative to the workspace when inside it.
+pub(super) fn shown_path(g: &FsGuard, p: &Path) -> String {
+    p.strip_prefix(g.workspace())
+        .unwrap_or(p)
+        .display()
+        .to_string()
 }
 
 pub fn write_file(args: &Value, g: &FsGuard) -> R {
     let raw = arg_str(args, "path")?;
     let content = arg_str(args, "content")?;
-    let path = g.check_write(raw)?;
-    write_all(&path, content)?;
-    Ok(ToolOutput::ok(format!("wrote {} bytes to {raw}", content.len())).touched(path))
+    let mut opened = g.open_write(raw, WriteOpen::Create)?;
+    // The text it had (empty: new, or it was empty), for the diff; a file
+    // too large or not text gets no diff.
+    let before = read_text(&mut opened).ok();
+    replace_contents(&mut opened, content)?;
+    let diff = before.map(|b| {
+        let old = (!b.is_empty()).then_some(b.as_str());
+        super::edit_diff::file_diff(&shown_path(g, &opened.path), old, Some(content))
+    });
+    Ok(
+        ToolOutput::ok(format!("wrote {} bytes to {raw}", content.len()))
+            .with_diff(diff)
+            .touched(opened.path),
+    )
 }
 
 pub fn edit_file(args: &Value, g: &FsGuard) -> R {
@@ -168,18 +199,26 @@ pub fn edit_file(args: &Value, g: &FsGuard) -> R {
             "old_string is empty; use write_file to create a file".into(),
         ));
     }
-    // Both checks: editing needs to read the file and to write it.
-    g.check_read(raw)?;
-    let path = g.check_write(raw)?;
-    let text = read_text(&path)?;
+    // One handle for both: the text edited is the text of the file written
+    // (the write rules include the read rules).
+    let mut opened = g.open_write(raw, WriteOpen::Edit)?;
+    let text = read_text(&mut opened)?;
     match text.matches(old).count() {
         0 => Err(ToolOutput::error(
             "no_match",
             format!("{raw}: old_string not found; nothing changed (read the file and copy the text exactly)"),
         )),
         1 => {
-            write_all(&path, &text.replacen(old, new, 1))?;
-            Ok(ToolOutput::ok(format!("edited {raw}")).touched(path))
+            let after = text.replacen(old, new, 1);
+            replace_contents(&mut opened, &after)?;
+            let diff = super::edit_diff::file_diff(
+                &shown_path(g, &opened.path),
+                Some(&text),
+                Some(&after),
+            );
+            Ok(ToolOutput::ok(format!("edited {raw}"))
+                .with_diff(Some(diff))
+                .touched(opened.path))
         }
         n => Err(ToolOutput::error(
             "multiple_matches",
@@ -192,3 +231,8 @@ pub fn edit_file(args: &Value, g: &FsGuard) -> R {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "files_tests.rs"]
 mod tests;
+
+#[cfg(all(test, target_os = "linux"))]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "race_tests.rs"]
+mod race_tests;

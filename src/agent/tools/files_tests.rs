@@ -161,3 +161,79 @@ fn apply_patch_multi_file_create_and_all_or_nothing() {
     assert_eq!(denied.status, ToolStatus::Denied);
     assert!(!ws.join(".git/hooks/post-checkout").exists());
 }
+
+#[test]
+fn symlinks_inside_the_workspace_still_work_for_every_tool() {
+    let (_t, ws, g) = setup();
+    std::os::unix::fs::symlink("src/a.rs", ws.join("alias.rs")).unwrap();
+    std::os::unix::fs::symlink("src", ws.join("srclink")).unwrap();
+    let r = unwrap_both(read_file(&json!({"path": "alias.rs"}), &g));
+    assert_eq!(r.status, ToolStatus::Ok, "{}", r.content);
+    assert!(r.content.contains("println"));
+    let e = unwrap_both(edit_file(
+        &json!({"path": "alias.rs", "old_string": "\"hi\"", "new_string": "\"via link\""}),
+        &g,
+    ));
+    assert_eq!(e.status, ToolStatus::Ok, "{}", e.content);
+    assert_eq!(e.files_touched, vec![ws.join("src/a.rs")]);
+    assert!(ws.join("alias.rs").is_symlink(), "the link itself stays");
+    let w = unwrap_both(write_file(
+        &json!({"path": "srclink/new/b.rs", "content": "b\n"}),
+        &g,
+    ));
+    assert_eq!(w.status, ToolStatus::Ok, "{}", w.content);
+    assert_eq!(fs::read_to_string(ws.join("src/new/b.rs")).unwrap(), "b\n");
+    // Deleting through apply_patch removes the named file, not a target.
+    let del = "--- a/srclink/new/b.rs\n+++ /dev/null\n@@ -1 +0,0 @@\n-b\n";
+    let d = unwrap_both(patch::apply_patch(&json!({"patch": del}), &g));
+    assert_eq!(d.status, ToolStatus::Ok, "{}", d.content);
+    assert!(!ws.join("src/new/b.rs").exists());
+}
+
+#[test]
+fn edits_carry_the_files_real_unified_diff() {
+    let (_t, ws, g) = setup();
+    fs::write(ws.join("notes.txt"), "TODO: say hello\n").unwrap();
+    let e = unwrap_both(edit_file(
+        &json!({"path": "notes.txt", "old_string": "TODO", "new_string": "DONE"}),
+        &g,
+    ));
+    assert_eq!(
+        e.diff.as_deref().map(String::as_str),
+        Some("--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-TODO: say hello\n+DONE: say hello\n")
+    );
+    let w = unwrap_both(write_file(
+        &json!({"path": "fresh.txt", "content": "one\n"}),
+        &g,
+    ));
+    assert!(
+        w.diff
+            .as_deref()
+            .unwrap()
+            .starts_with("--- /dev/null\n+++ b/fresh.txt\n"),
+        "{:?}",
+        w.diff
+    );
+    let w = unwrap_both(write_file(
+        &json!({"path": "notes.txt", "content": "DONE: say hello\nbye\n"}),
+        &g,
+    ));
+    assert!(
+        w.diff
+            .as_deref()
+            .unwrap()
+            .contains(" DONE: say hello\n+bye\n"),
+        "{:?}",
+        w.diff
+    );
+    let p = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1 @@\n DONE: say hello\n-bye\n";
+    let o = unwrap_both(patch::apply_patch(&json!({"patch": p}), &g));
+    assert!(
+        o.diff.as_deref().unwrap().contains("-bye\n"),
+        "{:?}",
+        o.diff
+    );
+    // A refused edit has no diff.
+    let d = unwrap_both(write_file(&json!({"path": ".env", "content": "x"}), &g));
+    assert!(d.diff.is_none());
+}

@@ -11,8 +11,16 @@
 //!   one; `danger-full-access` / `external-sandbox` add no local checks
 //!   (that is what those modes mean; the label says so).
 //!
-//! Residual risk (documented in `docs/EXEC.md`): a path swapped for a
-//! symlink between the check and the open is not caught here.
+//! The checks above name the paths as they are *before* the open. On Linux
+//! the tools then open through [`FsGuard::open_read`],
+//! [`FsGuard::open_write`] and [`FsGuard::remove`], which cannot be
+//! redirected by a concurrent process: the open resolves beneath a
+//! directory fd of the writable root (see [`super::beneath`]), and the
+//! kernel's name for what was opened is checked again before a byte is read
+//! or written. A path swapped for a symlink between the check and the open
+//! is refused ([`GuardError::Moved`], or the denial of where it now leads).
+//! Elsewhere (macOS, Windows) the open follows the check, with that window
+//! (documented in `docs/EXEC.md`).
 
 use crate::policy::resolve::{normalize, ResolvedPolicy};
 use crate::policy::{tables, SandboxMode};
@@ -28,6 +36,52 @@ pub enum GuardError {
     OutsideWritable { path: PathBuf },
     #[error("{path}: the sandbox is read-only")]
     ReadOnly { path: PathBuf },
+    /// The path changed between the check and the open so that it now
+    /// leads out of its writable root (a symlink swapped in).
+    #[error("{path}: changed while it was being opened (it now leads out of the writable root); nothing was read or written")]
+    Moved { path: PathBuf },
+}
+
+/// Why a guarded open failed: the policy refused it, or the file system did.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Denied(#[from] GuardError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl OpenError {
+    fn io(path: &Path, source: std::io::Error) -> Self {
+        OpenError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// A file opened through the guard, and the path that was checked for it
+/// (after the open on Linux: the kernel's own name for the handle).
+#[derive(Debug)]
+pub struct Opened {
+    pub file: std::fs::File,
+    pub path: PathBuf,
+}
+
+/// How [`FsGuard::open_write`] opens its file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOpen {
+    /// Read and write, created (with missing parent directories) if
+    /// absent (read: the text it had, for the edit's diff). Nothing is
+    /// truncated by the open: the caller truncates the handle once the open
+    /// has been checked.
+    Create,
+    /// Read and write an existing file (`edit_file`).
+    Edit,
 }
 
 /// Checks paths against a resolved policy.
@@ -112,29 +166,344 @@ impl FsGuard {
     /// The path to write, or why not.
     pub fn check_write(&self, raw: &str) -> Result<PathBuf, GuardError> {
         let (lexical, real) = self.locate(raw);
-        if let Some(reason) = self.deny_read_hit([&lexical, &real]) {
+        self.write_verdict(&lexical, &real)?;
+        Ok(real)
+    }
+
+    /// The write rules for a path known both as written (`lexical`) and
+    /// resolved (`real`); errors name `lexical`.
+    fn write_verdict(&self, lexical: &Path, real: &Path) -> Result<(), GuardError> {
+        if let Some(reason) = self.deny_read_hit([lexical, real]) {
             return Err(GuardError::DenyRead {
-                path: lexical,
+                path: lexical.to_path_buf(),
                 reason,
             });
         }
         match self.mode {
-            SandboxMode::DangerFullAccess | SandboxMode::ExternalSandbox => return Ok(real),
-            SandboxMode::ReadOnly => return Err(GuardError::ReadOnly { path: lexical }),
+            SandboxMode::DangerFullAccess | SandboxMode::ExternalSandbox => return Ok(()),
+            SandboxMode::ReadOnly => {
+                return Err(GuardError::ReadOnly {
+                    path: lexical.to_path_buf(),
+                })
+            }
             SandboxMode::WorkspaceWrite => {}
         }
-        for p in [&lexical, &real] {
+        for p in [lexical, real] {
             if let Some((_, why)) = self.protected.iter().find(|(d, _)| p.starts_with(d)) {
                 return Err(GuardError::WriteProtected {
-                    path: lexical.clone(),
+                    path: lexical.to_path_buf(),
                     reason: why.clone(),
                 });
             }
         }
         if !self.writable.iter().any(|w| real.starts_with(w)) {
-            return Err(GuardError::OutsideWritable { path: lexical });
+            return Err(GuardError::OutsideWritable {
+                path: lexical.to_path_buf(),
+            });
         }
-        Ok(real)
+        Ok(())
+    }
+
+    /// True when the guard checks nothing (the modes that mean so).
+    fn unchecked(&self) -> bool {
+        matches!(
+            self.mode,
+            SandboxMode::DangerFullAccess | SandboxMode::ExternalSandbox
+        )
+    }
+
+    /// The longest writable root `real` lies under.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    fn writable_root_of(&self, real: &Path) -> Option<&Path> {
+        self.writable
+            .iter()
+            .filter(|w| real.starts_with(w))
+            .max_by_key(|w| w.as_os_str().len())
+            .map(PathBuf::as_path)
+    }
+
+    /// Open `raw` for reading under the read rules.
+    pub fn open_read(&self, raw: &str) -> Result<Opened, OpenError> {
+        let (lexical, _) = self.locate(raw);
+        let real = self.check_read(raw)?;
+        if self.mode == SandboxMode::DangerFullAccess {
+            let file = std::fs::File::open(&real).map_err(|e| OpenError::io(&lexical, e))?;
+            return Ok(Opened { file, path: real });
+        }
+        self.open_read_checked(&lexical, &real)
+    }
+
+    /// Open `raw` for writing under the write rules (see [`WriteOpen`]).
+    pub fn open_write(&self, raw: &str, how: WriteOpen) -> Result<Opened, OpenError> {
+        let (lexical, _) = self.locate(raw);
+        let real = self.check_write(raw)?;
+        if self.unchecked() {
+            return open_write_plain(&lexical, real, how);
+        }
+        self.open_write_checked(&lexical, &real, how)
+    }
+
+    /// Remove the file `raw` under the write rules; the path removed.
+    pub fn remove(&self, raw: &str) -> Result<PathBuf, OpenError> {
+        let (lexical, _) = self.locate(raw);
+        let real = self.check_write(raw)?;
+        if self.unchecked() {
+            std::fs::remove_file(&real).map_err(|e| OpenError::io(&lexical, e))?;
+            return Ok(real);
+        }
+        self.remove_checked(&lexical, &real)
+    }
+}
+
+/// Open for writing by path (modes without local checks, and platforms
+/// without a beneath-open).
+fn open_write_plain(lexical: &Path, real: PathBuf, how: WriteOpen) -> Result<Opened, OpenError> {
+    let mut o = std::fs::OpenOptions::new();
+    match how {
+        WriteOpen::Create => {
+            if let Some(parent) = real.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| OpenError::io(parent, e))?;
+            }
+            o.read(true).write(true).create(true);
+        }
+        WriteOpen::Edit => {
+            o.read(true).write(true);
+        }
+    }
+    let file = o.open(&real).map_err(|e| OpenError::io(lexical, e))?;
+    Ok(Opened { file, path: real })
+}
+
+#[cfg(target_os = "linux")]
+mod race_free {
+    //! The Linux opens: beneath the writable root's fd, checked again on
+    //! the kernel's name for the handle.
+    use super::{FsGuard, GuardError, OpenError, Opened, WriteOpen};
+    use crate::agent::tools::beneath::{
+        fd_path, make_dirs_beneath, open_beneath, open_root, Resolver,
+    };
+    use nix::errno::Errno;
+    use nix::fcntl::{openat, OFlag};
+    use nix::sys::stat::{fstat, Mode, SFlag};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::path::{Path, PathBuf};
+
+    /// The resolver the tools use (tests switch it to the fallback walk).
+    pub(crate) fn resolver() -> Resolver {
+        #[cfg(test)]
+        if FORCE_WALK.with(|f| f.get()) {
+            return Resolver::Walk;
+        }
+        Resolver::Kernel
+    }
+
+    #[cfg(test)]
+    thread_local! {
+        /// Test seam: this thread's guarded opens use the `O_NOFOLLOW` walk.
+        pub(crate) static FORCE_WALK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    fn io(lexical: &Path, e: Errno) -> OpenError {
+        if e == Errno::EXDEV {
+            return OpenError::Denied(GuardError::Moved {
+                path: lexical.to_path_buf(),
+            });
+        }
+        OpenError::io(lexical, std::io::Error::from(e))
+    }
+
+    fn named(lexical: &Path, fd: &OwnedFd) -> Result<PathBuf, OpenError> {
+        fd_path(fd).map_err(|e| OpenError::io(lexical, e))
+    }
+
+    fn regular(lexical: &Path, fd: OwnedFd, path: PathBuf) -> Result<Opened, OpenError> {
+        let st = fstat(fd.as_raw_fd()).map_err(|e| io(lexical, e))?;
+        if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
+            return Err(OpenError::io(
+                lexical,
+                std::io::Error::other("not a regular file"),
+            ));
+        }
+        Ok(Opened {
+            file: std::fs::File::from(fd),
+            path,
+        })
+    }
+
+    /// `root`'s fd and `real` relative to it.
+    fn anchor<'a>(
+        lexical: &Path,
+        root: &Path,
+        real: &'a Path,
+    ) -> Result<(OwnedFd, &'a Path), OpenError> {
+        let rel = real.strip_prefix(root).map_err(|_| {
+            OpenError::Denied(GuardError::OutsideWritable {
+                path: lexical.to_path_buf(),
+            })
+        })?;
+        let fd = open_root(root).map_err(|e| io(root, e))?;
+        Ok((fd, rel))
+    }
+
+    impl FsGuard {
+        pub(super) fn open_read_checked(
+            &self,
+            lexical: &Path,
+            real: &Path,
+        ) -> Result<Opened, OpenError> {
+            let flags = OFlag::O_RDONLY | OFlag::O_CLOEXEC;
+            let fd = match self.writable_root_of(real) {
+                // Where a sandboxed process can write, it can swap: resolve
+                // beneath the root.
+                Some(root) => {
+                    let (root_fd, rel) = anchor(lexical, root, real)?;
+                    open_beneath(&root_fd, rel, flags, Mode::empty(), resolver())
+                        .map_err(|e| io(lexical, e))?
+                }
+                // Elsewhere the checked path is opened; what was opened is
+                // still checked below.
+                None => {
+                    let raw =
+                        openat(None, real, flags, Mode::empty()).map_err(|e| io(lexical, e))?;
+                    // SAFETY: `raw` was just returned by a successful
+                    // openat and is owned by nothing else.
+                    unsafe { OwnedFd::from_raw_fd(raw) }
+                }
+            };
+            let path = named(lexical, &fd)?;
+            if let Some(reason) = self.deny_read_hit([&path, &path]) {
+                return Err(GuardError::DenyRead { path, reason }.into());
+            }
+            regular(lexical, fd, path)
+        }
+
+        pub(super) fn open_write_checked(
+            &self,
+            lexical: &Path,
+            real: &Path,
+            how: WriteOpen,
+        ) -> Result<Opened, OpenError> {
+            let root = self.writable_root_of(real).ok_or_else(|| {
+                OpenError::Denied(GuardError::OutsideWritable {
+                    path: lexical.to_path_buf(),
+                })
+            })?;
+            let (root_fd, rel) = anchor(lexical, root, real)?;
+            let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+                return Err(OpenError::io(
+                    lexical,
+                    std::io::Error::other("a writable root is not a file"),
+                ));
+            };
+            let dir = match how {
+                WriteOpen::Create => make_dirs_beneath(&root_fd, parent, resolver()),
+                WriteOpen::Edit => open_beneath(
+                    &root_fd,
+                    parent,
+                    OFlag::O_PATH | OFlag::O_DIRECTORY,
+                    Mode::empty(),
+                    resolver(),
+                ),
+            }
+            .map_err(|e| io(lexical, e))?;
+            // The directory is pinned by its fd: check where the file will
+            // be before it is created there.
+            let target = named(lexical, &dir)?.join(name);
+            self.write_verdict(&target, &target)?;
+            let flags = match how {
+                WriteOpen::Create => OFlag::O_RDWR | OFlag::O_CREAT,
+                WriteOpen::Edit => OFlag::O_RDWR,
+            } | OFlag::O_NOFOLLOW
+                | OFlag::O_CLOEXEC;
+            let fd = match openat(
+                Some(dir.as_raw_fd()),
+                name,
+                flags,
+                Mode::from_bits_truncate(0o666),
+            ) {
+                // SAFETY: `raw` was just returned by a successful openat and
+                // is owned by nothing else.
+                Ok(raw) => unsafe { OwnedFd::from_raw_fd(raw) },
+                // The file is a symlink: follow it, beneath the root only,
+                // and never create through it.
+                Err(Errno::ELOOP) => {
+                    let flags = flags & !(OFlag::O_CREAT | OFlag::O_NOFOLLOW);
+                    open_beneath(&root_fd, rel, flags, Mode::empty(), resolver())
+                        .map_err(|e| io(lexical, e))?
+                }
+                Err(e) => return Err(io(lexical, e)),
+            };
+            let path = named(lexical, &fd)?;
+            self.write_verdict(&path, &path)?;
+            regular(lexical, fd, path)
+        }
+
+        pub(super) fn remove_checked(
+            &self,
+            lexical: &Path,
+            real: &Path,
+        ) -> Result<PathBuf, OpenError> {
+            let root = self.writable_root_of(real).ok_or_else(|| {
+                OpenError::Denied(GuardError::OutsideWritable {
+                    path: lexical.to_path_buf(),
+                })
+            })?;
+            let (root_fd, rel) = anchor(lexical, root, real)?;
+            let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+                return Err(OpenError::io(
+                    lexical,
+                    std::io::Error::other("a writable root is not a file"),
+                ));
+            };
+            let dir = open_beneath(
+                &root_fd,
+                parent,
+                OFlag::O_PATH | OFlag::O_DIRECTORY,
+                Mode::empty(),
+                resolver(),
+            )
+            .map_err(|e| io(lexical, e))?;
+            let target = named(lexical, &dir)?.join(name);
+            self.write_verdict(&target, &target)?;
+            nix::unistd::unlinkat(
+                Some(dir.as_raw_fd()),
+                name,
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            )
+            .map_err(|e| io(lexical, e))?;
+            Ok(target)
+        }
+    }
+}
+
+#[cfg(test)]
+#[cfg(target_os = "linux")]
+pub(crate) use race_free::FORCE_WALK;
+
+#[cfg(not(target_os = "linux"))]
+impl FsGuard {
+    // No beneath-open here: the checked path is opened (the window between
+    // the two is the documented residual risk on these platforms).
+    fn open_read_checked(&self, lexical: &Path, real: &Path) -> Result<Opened, OpenError> {
+        let file = std::fs::File::open(real).map_err(|e| OpenError::io(lexical, e))?;
+        Ok(Opened {
+            file,
+            path: real.to_path_buf(),
+        })
+    }
+
+    fn open_write_checked(
+        &self,
+        lexical: &Path,
+        real: &Path,
+        how: WriteOpen,
+    ) -> Result<Opened, OpenError> {
+        open_write_plain(lexical, real.to_path_buf(), how)
+    }
+
+    fn remove_checked(&self, lexical: &Path, real: &Path) -> Result<PathBuf, OpenError> {
+        std::fs::remove_file(real).map_err(|e| OpenError::io(lexical, e))?;
+        Ok(real.to_path_buf())
     }
 }
 

@@ -2,6 +2,9 @@
 //! in-process [`guard::FsGuard`]; `shell` runs only through
 //! [`crate::host::run`] — nothing here spawns a process.
 
+#[cfg(target_os = "linux")]
+pub mod beneath;
+pub mod edit_diff;
 pub mod files;
 pub mod guard;
 pub mod patch;
@@ -10,7 +13,7 @@ pub mod shell;
 use crate::host::{EnforcementSummary, HostSettings};
 use crate::policy::SandboxPolicy;
 use crate::provider::ToolSpec;
-use guard::{FsGuard, GuardError};
+use guard::{FsGuard, GuardError, OpenError};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -136,12 +139,17 @@ pub struct ToolOutput {
     pub exit_code: Option<i32>,
     pub files_touched: Vec<PathBuf>,
     /// The enforcement label of a command run.
-    pub enforcement: Option<String>,
+    /// (A boxed str: keeps `ToolOutput` small as the tools' error type.)
+    pub enforcement: Option<Box<str>>,
     /// What the host enforced for a command run: backend, level and each
     /// partial item with its reason (boxed for the same reason as below).
     pub enforced: Option<Box<ShellEnforced>>,
     /// Boxed: keeps `ToolOutput` small as the error type of the tools.
     pub sandbox_denied: Option<Box<SandboxDenial>>,
+    /// For a file edit: the unified diff of the files' real change
+    /// ([`edit_diff::file_diff`]; several files for `apply_patch`). A thin
+    /// box, for the same reason as `enforcement`'s.
+    pub diff: Option<Box<String>>,
 }
 
 impl ToolOutput {
@@ -157,6 +165,7 @@ impl ToolOutput {
             enforcement: None,
             enforced: None,
             sandbox_denied: None,
+            diff: None,
         }
     }
 
@@ -172,6 +181,12 @@ impl ToolOutput {
         self.files_touched.push(p);
         self
     }
+
+    /// Attach the edit's unified diff (`None`: not text, not shown).
+    pub fn with_diff(mut self, d: Option<String>) -> Self {
+        self.diff = d.map(Box::new);
+        self
+    }
 }
 
 impl From<GuardError> for ToolOutput {
@@ -180,7 +195,8 @@ impl From<GuardError> for ToolOutput {
             GuardError::DenyRead { path, .. }
             | GuardError::WriteProtected { path, .. }
             | GuardError::OutsideWritable { path }
-            | GuardError::ReadOnly { path } => path.clone(),
+            | GuardError::ReadOnly { path }
+            | GuardError::Moved { path } => path.clone(),
         };
         ToolOutput {
             status: ToolStatus::Denied,
@@ -193,6 +209,25 @@ impl From<GuardError> for ToolOutput {
             ..ToolOutput::ok(format!("denied by the sandbox: {e}"))
         }
     }
+}
+
+impl From<OpenError> for ToolOutput {
+    fn from(e: OpenError) -> Self {
+        match e {
+            OpenError::Denied(g) => g.into(),
+            OpenError::Io { path, source } => io_error(&path, source),
+        }
+    }
+}
+
+/// A file-system error as a tool error, by kind.
+pub(crate) fn io_error(path: &std::path::Path, e: std::io::Error) -> ToolOutput {
+    let cat = match e.kind() {
+        std::io::ErrorKind::NotFound => "not_found",
+        std::io::ErrorKind::PermissionDenied => "permission_denied",
+        _ => "io",
+    };
+    ToolOutput::error(cat, format!("{}: {e}", path.display()))
 }
 
 /// Cut `s` to the model cap on a char boundary.
@@ -293,7 +328,7 @@ async fn mcp_call(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput {
             } else {
                 ToolOutput::ok(r.text)
             };
-            o.enforcement = Some(r.enforcement);
+            o.enforcement = Some(r.enforcement.into());
             o
         }
         Err(e) => ToolOutput::error(e.category, e.message),

@@ -2,10 +2,11 @@
 //! with `diffy`. Every target path is checked before anything is written,
 //! and nothing is written unless every hunk of every file applies.
 
-use super::guard::FsGuard;
+use super::edit_diff::file_diff;
+use super::guard::{FsGuard, WriteOpen};
 use super::{arg_str, ToolOutput};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::io::{Read, Write};
 
 type R = Result<ToolOutput, ToolOutput>;
 
@@ -77,8 +78,10 @@ fn split(patch: &str) -> Result<Vec<Section>, String> {
 }
 
 enum Change {
-    Write(PathBuf, String),
-    Delete(PathBuf),
+    /// Target, new text, old text (`None`: created).
+    Write(String, String, Option<String>),
+    /// Target, old text.
+    Delete(String, String),
 }
 
 pub fn apply_patch(args: &Value, g: &FsGuard) -> R {
@@ -90,15 +93,21 @@ pub fn apply_patch(args: &Value, g: &FsGuard) -> R {
         let target = s.new.as_ref().or(s.old.as_ref()).ok_or_else(|| {
             ToolOutput::error("bad_patch", "a file section names /dev/null twice".into())
         })?;
-        let path = g.check_write(target)?;
-        let base = match &s.old {
+        // Every target is checked before anything is written; each open
+        // below is checked again.
+        g.check_write(target)?;
+        let before = match &s.old {
             Some(old) => {
-                let p = g.check_read(old)?;
-                std::fs::read_to_string(&p)
-                    .map_err(|e| ToolOutput::error("not_found", format!("{old}: {e}")))?
+                let mut o = g.open_read(old)?;
+                let mut text = String::new();
+                o.file
+                    .read_to_string(&mut text)
+                    .map_err(|e| ToolOutput::error("not_found", format!("{old}: {e}")))?;
+                Some(text)
             }
-            None => String::new(),
+            None => None,
         };
+        let base = before.clone().unwrap_or_default();
         let parsed = diffy::Patch::from_str(&s.text)
             .map_err(|e| ToolOutput::error("bad_patch", format!("{target}: {e}")))?;
         let applied = diffy::apply(&base, &parsed).map_err(|e| {
@@ -108,34 +117,41 @@ pub fn apply_patch(args: &Value, g: &FsGuard) -> R {
             )
         })?;
         changes.push(if s.new.is_none() {
-            Change::Delete(path)
+            Change::Delete(target.clone(), base)
         } else {
-            Change::Write(path, applied)
+            Change::Write(target.clone(), applied, before)
         });
     }
     let mut out = ToolOutput::ok(String::new());
     let mut summary = Vec::new();
+    let mut diffs = Vec::new();
     for c in changes {
         match c {
-            Change::Write(p, text) => {
-                if let Some(parent) = p.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| {
-                        ToolOutput::error("io", format!("{}: {e}", parent.display()))
-                    })?;
-                }
-                std::fs::write(&p, text)
-                    .map_err(|e| ToolOutput::error("io", format!("{}: {e}", p.display())))?;
+            Change::Write(target, text, before) => {
+                let mut o = g.open_write(&target, WriteOpen::Create)?;
+                let p = o.path.clone();
+                let io =
+                    |e: std::io::Error| ToolOutput::error("io", format!("{}: {e}", p.display()));
+                o.file.set_len(0).map_err(io)?;
+                o.file.write_all(text.as_bytes()).map_err(io)?;
                 summary.push(format!("patched {}", p.display()));
-                out = out.touched(p);
+                let shown = super::files::shown_path(g, &p);
+                diffs.push(file_diff(&shown, before.as_deref(), Some(&text)));
+                out = out.touched(o.path);
             }
-            Change::Delete(p) => {
-                std::fs::remove_file(&p)
-                    .map_err(|e| ToolOutput::error("io", format!("{}: {e}", p.display())))?;
+            Change::Delete(target, before) => {
+                let p = g.remove(&target)?;
                 summary.push(format!("deleted {}", p.display()));
+                diffs.push(file_diff(
+                    &super::files::shown_path(g, &p),
+                    Some(&before),
+                    None,
+                ));
                 out = out.touched(p);
             }
         }
     }
+    out.diff = Some(Box::new(diffs.concat()));
     out.content = summary.join("\n");
     Ok(out)
 }

@@ -90,10 +90,13 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
             // The label, plus the egress proxy's one-line account under
             // network = "allowlist" (stream-json, the session log and
             // receipts all carry this string).
-            out.enforcement = Some(match &o.enforcement.egress {
-                Some(e) => format!("{}; {}", o.enforcement.label, e.line),
-                None => o.enforcement.label.clone(),
-            });
+            out.enforcement = Some(
+                match &o.enforcement.egress {
+                    Some(e) => format!("{}; {}", o.enforcement.label, e.line),
+                    None => o.enforcement.label.clone(),
+                }
+                .into(),
+            );
             out.enforced = Some(Box::new(ShellEnforced {
                 summary: o.enforcement.summary(),
                 connections: o
