@@ -211,7 +211,10 @@ mod tests {
             config_files(top)
                 .into_iter()
                 .filter(|f| f.starts_with(top))
-                .any(|f| std::fs::read_to_string(f).is_ok_and(|s| s.to_ascii_lowercase().contains("hookspath")))
+                .any(|f| {
+                    std::fs::read_to_string(f)
+                        .is_ok_and(|s| s.to_ascii_lowercase().contains("hookspath"))
+                })
         };
         assert!(!repo_only(t.path()));
         std::fs::write(t.path().join(".git/config"), "[core]\n\tHooksPath = h\n").unwrap();

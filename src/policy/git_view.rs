@@ -274,9 +274,11 @@ fn exclude_path(top: &Path) -> Option<PathBuf> {
 }
 
 /// Host git, steered by nothing from the environment or the global and
-/// system config; `ls-files` and `cat-file` run no filter, hook or
-/// fsmonitor, and optional locks are off (the index is never written).
-fn git(top: &Path) -> Option<Command> {
+/// system config; `ls-files`, `cat-file` and `config --file` run no
+/// filter, hook or fsmonitor, and optional locks are off (the index is
+/// never written). Also the nested-repository audit's git
+/// (`host::integrity::nested`).
+pub fn safe_git(top: &Path) -> Option<Command> {
     let exe = which::which("git").ok()?;
     let mut c = Command::new(exe);
     c.env_clear()
@@ -306,7 +308,7 @@ fn git(top: &Path) -> Option<Command> {
 /// `(path relative to top, blob id)` of each regular file among `rels`
 /// that the index holds at stage 0; `None` when git could not answer.
 fn indexed(top: &Path, rels: &[PathBuf]) -> Option<BTreeMap<PathBuf, String>> {
-    let mut c = git(top)?;
+    let mut c = safe_git(top)?;
     c.args(["ls-files", "--stage", "-z", "--full-name", "--"]);
     for r in rels {
         let mut spec = std::ffi::OsString::from(":(literal)");
@@ -338,7 +340,7 @@ fn indexed(top: &Path, rels: &[PathBuf]) -> Option<BTreeMap<PathBuf, String>> {
 /// The content of each blob (at most [`MAX_SERVED`] bytes; larger ones
 /// are `None`), by one `cat-file --batch`.
 fn blobs(top: &Path, oids: &[&str]) -> Option<Vec<Option<Vec<u8>>>> {
-    let mut child = git(top)?
+    let mut child = safe_git(top)?
         .args(["cat-file", "--batch"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -147,25 +147,7 @@ pub fn pointer_target(pointer: &Path, contents: &str) -> Option<PathBuf> {
 /// system config steering it, and nothing that could start a program
 /// (`ls-files` and `config --file` read; fsmonitor off regardless).
 fn git(dir: &Path) -> Option<Command> {
-    let exe = which::which("git").ok()?;
-    let mut c = Command::new(exe);
-    c.env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .current_dir(dir)
-        .args([
-            "-c",
-            "safe.directory=*",
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    Some(c)
+    crate::policy::git_view::safe_git(dir)
 }
 
 /// The keys of a config file, or `None` when it cannot be read as one
