@@ -3,10 +3,10 @@
 //! Each function only adds to the running outcome through [`Acc`]; the
 //! order and the places where a loosening is allowed live in `authorize`.
 
+use super::acc::{Acc, Context};
 use super::call::{SessionGrants, ToolCall, ToolKind};
 use super::floor;
 use super::hooks::HookAnswer;
-use super::pipeline::{Acc, Context};
 use super::posture::{Approval, Mode, Posture};
 use super::readonly;
 use super::shell::Analysis;

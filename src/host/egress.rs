@@ -85,7 +85,7 @@ pub fn ssh_env(helper_exe: Option<&std::path::Path>) -> Vec<(String, String)> {
 /// elsewhere (macOS: Seatbelt lets the command exec any readable binary).
 #[cfg(target_os = "linux")]
 fn default_connect_exe() -> Option<PathBuf> {
-    crate::host::backends::bwrap::spawn::default_helper_exe().ok()
+    crate::host::process::helper_exe().ok()
 }
 
 #[cfg(all(unix, not(target_os = "linux")))]

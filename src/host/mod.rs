@@ -14,6 +14,7 @@ pub mod error;
 pub mod explain;
 #[cfg(unix)]
 pub mod integrity;
+pub mod preview;
 pub mod process;
 pub mod request;
 pub mod seccomp;
@@ -33,6 +34,7 @@ pub use enforcement::{
     PartialItem, Shortfall,
 };
 pub use error::HostError;
+pub use preview::{expected, Expected};
 pub use request::{
     CancelToken, CapturedOutput, ExecOutcome, ExecRequest, ExitKind, ServerStdio, StdinSpec,
 };
