@@ -518,10 +518,11 @@ impl App<'_> {
             } => {
                 // Test seam: the pty test of the panic path (the terminal
                 // must come back from a panic as from a normal exit).
-                if std::env::var("CODEWHALE_TEST_TUI_PANIC")
-                    .is_ok_and(|v| !v.is_empty() && v == prompt)
-                {
-                    panic!("CODEWHALE_TEST_TUI_PANIC: the test asked the TUI to panic");
+                if crate::seams::tui_panic(&prompt) {
+                    panic!(
+                        "{}: the test asked the TUI to panic",
+                        crate::seams::TUI_PANIC
+                    );
                 }
                 // Off the async loop's thread: preparing a turn may build
                 // (and drop) an async runtime of its own (model discovery).
