@@ -11,7 +11,7 @@ use super::render;
 use super::state::{Choice, Effect, Event, FooterInfo, Key, State};
 use super::terminal::TerminalGuard;
 use crate::authz::{Approval, Mode, Posture};
-use crate::config::{ConfigPaths, LoadOptions, RulesFile, SandboxContext, SandboxFlags};
+use crate::config::{ConfigPaths, LoadOptions, RulesFile, SandboxContext, SandboxFlags, TurnAsk};
 use crate::provider::auth::AuthStore;
 use crate::provider::config::ExecConfig;
 use crate::provider::registry::{self, KeySource};
@@ -83,8 +83,14 @@ pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
     .for_posture(&Posture::new(Mode::Work, Approval::FullAccess))
     .mode();
     let full_access_capped = full.is_sandboxed().then(|| full.to_string());
-    let posture = Posture::new(Mode::Work, permission);
-    let ctx = ctx.for_posture(&posture);
+    // The first turn's sandbox, decided as the driver decides every turn's.
+    let (_, ctx, _) = ctx.for_turn(&TurnAsk {
+        mode: Mode::Work,
+        permission: Some(permission),
+        auto: false,
+        headless: false,
+        flag: None,
+    });
     let cfg = ExecConfig::from_settings(&ctx.settings)?;
     let store = AuthStore::new(&home);
     let env = |n: &str| std::env::var(n).ok();
