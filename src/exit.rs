@@ -21,3 +21,12 @@ pub const NOT_EXECUTABLE: i32 = 126;
 pub const NOT_FOUND: i32 = 127;
 /// Interrupted (Ctrl-C, a cancelled run): 128 + SIGINT.
 pub const INTERRUPTED: i32 = 130;
+
+/// Print an error chain to stderr in one consistent format (every front
+/// end reports a failed command this way before exiting with [`FAILURE`]).
+pub fn report_error(err: &anyhow::Error) {
+    eprintln!("codewhale: {err}");
+    for cause in err.chain().skip(1) {
+        eprintln!("  caused by: {cause}");
+    }
+}

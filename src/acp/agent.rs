@@ -195,7 +195,7 @@ impl Agent {
     async fn new_session(&self, params: &Value) -> RpcResult {
         let req: NewSessionRequest = parse(params)?;
         let cwd = check_cwd(&req.cwd)?;
-        let nt = crate::server::CreateThread::default()
+        let nt = crate::runtime::request::CreateThread::default()
             .into_new_thread(cwd.clone(), &self.default_model);
         let rt = self.driver.runtime().clone();
         let t = tokio::task::spawn_blocking(move || rt.create_thread(nt))

@@ -40,7 +40,7 @@ pub fn run(workspace: Option<PathBuf>, approval_timeout: Duration) -> anyhow::Re
         eprintln!("codewhale serve --acp: runtime: turn {t} marked interrupted (its process ended mid-turn)");
     }
     let driver = Driver::new(rt, &home, approval_timeout);
-    let default_model = crate::server::default_model(&ws, &home);
+    let default_model = crate::runtime::request::default_model(&ws, &home);
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -16,8 +16,8 @@
 
 use super::authorizer::{AuthFuture, Authorizer, ToolCallRequest, TurnContext};
 use crate::authz::{
-    self, hooks, Admission, Approval, Context, FloorContext, HooksConfig, Mode, Posture, RuleSet,
-    SessionGrants, ToolCall, ToolRegistry, Verdict,
+    self, hooks, Admission, Context, FloorContext, HooksConfig, Posture, RuleSet, SessionGrants,
+    ToolCall, ToolRegistry, Verdict,
 };
 use crate::config::{SandboxContext, Settings};
 use crate::policy::SandboxMode;
@@ -38,54 +38,15 @@ use std::sync::{Arc, Mutex};
 ///   narrowed by the context's (which already holds `--sandbox` and the
 ///   project's tightening), so without Full Access it is at least
 ///   `workspace-write`.
+///
+/// The rules themselves are [`SandboxContext::for_turn`]'s (the one
+/// function every front end calls); this is `exec`'s ask.
 pub fn exec_posture(
     ctx: SandboxContext,
     auto: bool,
     flag: Option<SandboxMode>,
 ) -> (Posture, SandboxContext, Vec<String>) {
-    exec_posture_in(ctx, auto, flag, Mode::Work)
-}
-
-/// [`exec_posture`] in another mode (the runtime's clients pick one per
-/// turn: ACP's `session/set_mode`); Plan narrows the sandbox to
-/// read-only through the same [`SandboxContext::for_posture`].
-pub fn exec_posture_in(
-    ctx: SandboxContext,
-    auto: bool,
-    flag: Option<SandboxMode>,
-    mode: Mode,
-) -> (Posture, SandboxContext, Vec<String>) {
-    let mut notes = Vec::new();
-    let mut p = ctx.settings.posture(mode);
-    p.headless = true;
-    p.auto_approve = auto;
-    let explicit_unsandboxed = flag.is_some_and(|m| !m.is_sandboxed());
-    if p.approval == Approval::FullAccess && !(auto && explicit_unsandboxed) {
-        notes.push(
-            "approval_policy = \"full-access\" is not applied by exec: only --auto with \
-             --sandbox danger-full-access (or external-sandbox) runs without the sandbox; \
-             using `ask`"
-                .into(),
-        );
-        p.approval = Approval::Ask;
-    } else if auto && explicit_unsandboxed && p.approval != Approval::NeverRun {
-        p.approval = Approval::FullAccess;
-    }
-    let ctx = ctx.for_posture(&p);
-    if let Some(m) = flag.filter(|m| !m.is_sandboxed()) {
-        if !auto {
-            notes.push(format!(
-                "--sandbox {m} without --auto: commands still run under `{}`",
-                ctx.mode()
-            ));
-        } else if ctx.mode() != m {
-            notes.push(format!(
-                "--sandbox {m} was narrowed to `{}` by the settings",
-                ctx.mode()
-            ));
-        }
-    }
-    (p, ctx, notes)
+    ctx.for_turn(&crate::config::TurnAsk::exec(auto, flag))
 }
 
 /// The agent's tools as the pipeline's registry knows them: the

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::agent::authorizer::{DecidedBy, Decision};
+use crate::authz::Approval;
 use crate::config::{ConfigPaths, LoadOptions, RulesFile, SandboxFlags};
 use serde_json::json;
 
@@ -222,4 +223,42 @@ fn a_project_override_tightens_the_exec_sandbox() {
     let s = settings(&e, flag);
     let (_, c, _) = exec_posture(s.clone(), true, flag);
     assert_eq!(c.mode(), SandboxMode::ReadOnly);
+}
+
+/// A turn with a chosen permission (the runtime's, so the TUI's and
+/// ACP's): that permission and the sandbox it implies, no exec notes; a
+/// configured `never-run` stays whatever the turn asks.
+#[test]
+fn a_turns_chosen_permission_applies_but_never_run_stays() {
+    use crate::authz::Mode;
+    use crate::config::TurnAsk;
+    let ask = |permission| TurnAsk {
+        mode: Mode::Work,
+        permission: Some(permission),
+        auto: true,
+        headless: false,
+        flag: None,
+    };
+    let e = env("");
+    let (p, c, notes) = settings(&e, None).for_turn(&ask(Approval::FullAccess));
+    assert_eq!(p.approval, Approval::FullAccess);
+    assert!(!p.headless && notes.is_empty());
+    assert!(
+        !p.auto_approve,
+        "a chosen permission leaves auto to the approver"
+    );
+    assert_eq!(
+        c.mode(),
+        SandboxMode::WorkspaceWrite,
+        "the configured mode caps it"
+    );
+    let (p, c, _) = settings(&e, None).for_turn(&ask(Approval::Ask));
+    assert_eq!(
+        (p.approval, c.mode()),
+        (Approval::Ask, SandboxMode::WorkspaceWrite)
+    );
+
+    let e = env("approval_policy = \"never-run\"\n");
+    let (p, _, _) = settings(&e, None).for_turn(&ask(Approval::FullAccess));
+    assert_eq!(p.approval, Approval::NeverRun);
 }

@@ -21,7 +21,7 @@ pub mod snapshots;
 pub mod tools;
 
 pub use authorizer::{Authorizer, DecidedBy, Decision, Verdict};
-pub use authz_adapter::{exec_posture, exec_posture_in, PipelineAuthorizer};
+pub use authz_adapter::{exec_posture, PipelineAuthorizer};
 pub use output::{Emitter, EventTap, OutputFormat};
 pub use run::{
     run_exec, run_exec_hooked, run_exec_models, run_exec_with_snapshots, Approver, ExecOptions,

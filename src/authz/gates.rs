@@ -3,10 +3,10 @@
 //! Each function only adds to the running outcome through [`Acc`]; the
 //! order and the places where a loosening is allowed live in `authorize`.
 
+use super::acc::{Acc, Context};
 use super::call::{SessionGrants, ToolCall, ToolKind};
 use super::floor;
 use super::hooks::HookAnswer;
-use super::pipeline::{Acc, Context};
 use super::posture::{Approval, Mode, Posture};
 use super::readonly;
 use super::shell::Analysis;
@@ -82,21 +82,14 @@ pub(super) fn gate_hooks(acc: &mut Acc, hooks: &[HookAnswer]) {
     }
 }
 
+/// Whether a written path, as the call names it, is inside the workspace
+/// (a `~` or `$` path is not known to be). The predicate is the one the
+/// file guard uses too.
 fn inside(path: &str, cwd: &Path, ws: &Path) -> bool {
     if path.starts_with('~') || path.starts_with('$') {
         return false;
     }
-    let mut out = std::path::PathBuf::new();
-    for c in cwd.join(path).components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out.starts_with(ws)
+    crate::policy::paths::inside_workspace(&cwd.join(path), ws)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -25,6 +25,7 @@
 //! (`permissions.toml`, gate 5), [`hooks`] (gate 3's runner), [`repo`]
 //! (gate 7), [`posture`], [`call`], [`verdict`], [`pipeline`].
 
+mod acc;
 pub mod call;
 pub mod floor;
 mod gates;

@@ -23,14 +23,6 @@ pub enum RepoFinding {
     Block(String),
 }
 
-/// Table entries whose modification runs host code: always a block.
-const BLOCKING: &[&str] = &[
-    ".git/hooks",
-    ".git/config",
-    ".git/modules/*/hooks",
-    ".git/modules/*/config",
-];
-
 fn lexical(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
@@ -81,7 +73,8 @@ pub fn check_path(
     {
         if entry_matches(e.path, &rel) {
             let msg = format!("`{path}` is write-protected: {}", e.reason);
-            return Some(if BLOCKING.contains(&e.path) {
+            // The table's `block` column decides (git hooks and config).
+            return Some(if e.block {
                 RepoFinding::Block(msg)
             } else {
                 RepoFinding::Question(msg)
@@ -243,6 +236,44 @@ mod tests {
         assert!(check_path("src/main.rs", ws, ws, &c).is_none());
         assert!(check_path(".git/objects/ab", ws, ws, &c).is_none());
         assert!(check_path(".gitignore", ws, ws, &c).is_none());
+    }
+
+    /// The block list is the protected table's `block` column: exactly
+    /// git's hooks and config (a submodule's too) block, every other
+    /// writable-root entry asks, whatever the entries are named.
+    #[test]
+    fn the_block_list_is_the_tables_column() {
+        let blocking: Vec<&str> = tables::PROTECT_WRITE
+            .iter()
+            .filter(|e| e.block)
+            .map(|e| e.path)
+            .collect();
+        assert_eq!(
+            blocking,
+            [
+                ".git/hooks",
+                ".git/config",
+                ".git/modules/*/hooks",
+                ".git/modules/*/config"
+            ]
+        );
+        assert!(tables::DENY_READ.iter().all(|e| !e.block));
+        let ws = Path::new("/w");
+        let c = ctx();
+        for e in tables::PROTECT_WRITE
+            .iter()
+            .filter(|e| e.anchor == Anchor::WritableRoot)
+        {
+            let inside = format!("{}/x", e.path.replace('*', "sub"));
+            for path in [e.path.replace('*', "sub"), inside] {
+                let found = check_path(&path, ws, ws, &c);
+                match found {
+                    Some(RepoFinding::Block(_)) => assert!(e.block, "{path} blocks"),
+                    Some(RepoFinding::Question(_)) => assert!(!e.block, "{path} asks"),
+                    None => panic!("{path}: the table protects it"),
+                }
+            }
+        }
     }
 
     #[test]

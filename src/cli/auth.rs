@@ -40,26 +40,6 @@ pub fn run(cmd: AuthCommand) -> i32 {
     }
 }
 
-fn valid_id(id: &str) -> anyhow::Result<()> {
-    if id.is_empty()
-        || !id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        bail!("--provider {id:?}: use letters, digits, '-' or '_'");
-    }
-    Ok(())
-}
-
-/// Store `key` for `provider` the one way `auth set` does (the id checked,
-/// the store written 0600 and atomically); the TUI's `/provider` key field
-/// calls this too, so both leave the same file.
-pub fn store_key(store: &AuthStore, provider: &str, key: &str) -> anyhow::Result<()> {
-    valid_id(provider)?;
-    store.set(provider, key)?;
-    Ok(())
-}
-
 fn run_inner(cmd: AuthCommand) -> anyhow::Result<()> {
     // The same home `exec` uses (`$CODEWHALE_HOME`, else `~/.codewhale`).
     let paths = ConfigPaths::from_env();
@@ -70,9 +50,9 @@ fn run_inner(cmd: AuthCommand) -> anyhow::Result<()> {
     let store = AuthStore::new(&home);
     match cmd {
         AuthCommand::Set { provider } => {
-            valid_id(&provider)?;
+            crate::provider::auth::valid_id(&provider)?;
             let key = read_secret(&format!("key for {provider}: "))?;
-            store_key(&store, &provider, &key)?;
+            store.store_key(&provider, &key)?;
             eprintln!("stored a key for {provider} in {}", store.path().display());
         }
         AuthCommand::Remove { provider } => {

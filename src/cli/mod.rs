@@ -101,7 +101,7 @@ pub fn main() -> i32 {
         Command::Doctor(args) => doctor::run(args),
         Command::Setup(args) => setup::run(args),
         Command::AppServer(args) => crate::server::run(args),
-        Command::Serve(args) => crate::server::run_serve(args),
+        Command::Serve(args) => serve(args),
         Command::Mcp(cmd) => mcp::run(cmd),
     }
 }
@@ -154,10 +154,26 @@ fn sandbox_run_fast_path() -> Option<i32> {
     Some(sandbox::run(sandbox::SandboxCommand::Run(parsed.args)))
 }
 
-/// Print an error chain to stderr in one consistent format.
-pub fn report_error(err: &anyhow::Error) {
-    eprintln!("codewhale: {err}");
-    for cause in err.chain().skip(1) {
-        eprintln!("  caused by: {cause}");
+pub(crate) use crate::exit::report_error;
+
+/// `codewhale serve`: `--mcp` and `--acp` are their own front ends;
+/// `--http` is the app-server under the older flag names.
+fn serve(args: crate::server::ServeArgs) -> i32 {
+    let r = if args.mcp {
+        crate::mcp_server::run(args.workspace)
+    } else if args.acp {
+        crate::acp::run(
+            args.workspace,
+            std::time::Duration::from_secs(args.approval_timeout),
+        )
+    } else {
+        return crate::server::run(args.into());
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            report_error(&e);
+            crate::exit::FAILURE
+        }
     }
 }

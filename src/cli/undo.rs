@@ -11,10 +11,8 @@
 
 use crate::authz::Approval;
 use crate::config::{self, LoadOptions, Settings};
-use crate::policy::{HostFacts, SandboxMode};
-use crate::snapshot::{
-    ChangeKind, FileChange, Opened, RestoreOutcome, SnapshotOptions, SnapshotStore, UndoScope,
-};
+use crate::policy::SandboxMode;
+use crate::snapshot::{report, SnapshotStore, UndoScope};
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use std::path::PathBuf;
@@ -74,35 +72,18 @@ fn finish(r: anyhow::Result<()>) -> i32 {
 }
 
 fn open_store(workspace: Option<PathBuf>) -> anyhow::Result<(SnapshotStore, Settings)> {
-    let opts = SnapshotOptions::from_env().ok_or_else(|| {
-        anyhow!("neither CODEWHALE_HOME nor HOME is set; cannot find the snapshot store")
-    })?;
+    let opts = report::options()?;
     let ws = match workspace {
         Some(w) => w,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let settings = config::load(&LoadOptions::new(&ws))?;
-    match SnapshotStore::open(&ws, opts)
-        .with_context(|| format!("snapshot store for {}", ws.display()))?
-    {
-        Opened::Ready(mut store) => {
-            // The pre-restore snapshot must leave out the same deny-read
-            // files the agent's snapshots do: the policy with the user's
-            // `[sandbox]` section (resolved only for an accepted workspace:
-            // the resolution scans it for `.env` files).
-            let policy = settings
-                .user
-                .sandbox
-                .policy(SandboxMode::WorkspaceWrite, store.workspace());
-            let resolved =
-                crate::policy::resolve(&policy, &HostFacts::detect()).with_context(|| {
-                    format!("cannot resolve the sandbox policy for {}", ws.display())
-                })?;
-            store.exclude_resolved_policy(&resolved);
-            Ok((*store, settings))
-        }
-        Opened::Disabled(reason) => bail!("{reason}"),
-    }
+    // The pre-restore snapshot must leave out the same deny-read files the
+    // agent's snapshots do: the policy with the user's `[sandbox]` section.
+    let store = report::open_excluding(&ws, opts, |w| {
+        settings.user.sandbox.policy(SandboxMode::WorkspaceWrite, w)
+    })?;
+    Ok((store, settings))
 }
 
 fn undo(args: UndoArgs) -> anyhow::Result<()> {
@@ -110,30 +91,14 @@ fn undo(args: UndoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `codewhale undo` without printing: the text it prints (the TUI's
-/// `/undo` shows the same).
+/// `codewhale undo` without printing: the text it prints.
 pub fn undo_report(args: UndoArgs) -> anyhow::Result<String> {
     let scope = match args.session {
         Some(s) => UndoScope::Session(s),
         None => UndoScope::Last,
     };
     let (mut store, _) = open_store(args.workspace)?;
-    let out = store.undo(&scope)?;
-    let who = match &out.plan.request.session_id {
-        Some(s) => format!("request {} of session {s}", out.plan.request.request),
-        None => format!("request {}", out.plan.request.request),
-    };
-    let mut text = format!(
-        "Undid {who}: restored snapshot {} ({} file(s) changed).\n",
-        out.restore.restored,
-        out.restore.changes.len()
-    );
-    text.push_str(&changes_text(&out.restore));
-    text.push_str(&format!(
-        "To take this undo back: codewhale restore {} --trust\n",
-        out.restore.pre_restore
-    ));
-    Ok(text)
+    Ok(report::undo(&mut store, &scope)?)
 }
 
 fn restore(args: RestoreArgs) -> anyhow::Result<()> {
@@ -159,17 +124,7 @@ pub fn restore_report(args: RestoreArgs) -> anyhow::Result<String> {
             settings.paths.user_config().0.display()
         );
     }
-    let out = store.restore(id)?;
-    let mut text = format!(
-        "Restored snapshot {id} ({} file(s) changed).\n",
-        out.changes.len()
-    );
-    text.push_str(&changes_text(&out));
-    text.push_str(&format!(
-        "To take this restore back: codewhale restore {} --trust\n",
-        out.pre_restore
-    ));
-    Ok(text)
+    Ok(report::restore(&mut store, id)?)
 }
 
 fn list(store: &SnapshotStore, json: bool) -> anyhow::Result<()> {
@@ -205,36 +160,6 @@ fn list(store: &SnapshotStore, json: bool) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-fn changes_text(out: &RestoreOutcome) -> String {
-    let mut text = String::new();
-    for FileChange {
-        path,
-        kind,
-        added_lines,
-        removed_lines,
-        binary,
-        mode_changed,
-    } in &out.changes
-    {
-        let verb = match kind {
-            ChangeKind::Added => "recreated",
-            ChangeKind::Deleted => "removed",
-            ChangeKind::Modified => "reverted",
-        };
-        let stat = if *binary {
-            " (binary)".to_string()
-        } else if *added_lines + *removed_lines > 0 {
-            format!(" (+{added_lines} −{removed_lines})")
-        } else if *mode_changed {
-            " (mode)".to_string()
-        } else {
-            String::new()
-        };
-        text.push_str(&format!("  {verb} {path}{stat}\n"));
-    }
-    text
 }
 
 /// Whether the settings trust a restore: `trust = true` in the user config

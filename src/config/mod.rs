@@ -20,7 +20,7 @@ pub mod user;
 pub use error::{ConfigError, Location};
 pub use paths::ConfigPaths;
 pub use project::IgnoredKey;
-pub use sandbox_context::{RulesFile, SandboxContext, SandboxFlags};
+pub use sandbox_context::{RulesFile, SandboxContext, SandboxFlags, TurnAsk};
 pub use user::{SandboxSection, UserConfig};
 
 use crate::authz::rules::{self, RuleSet};

@@ -21,7 +21,7 @@
 //! host reported.
 
 use super::{load, load_sandbox, ConfigError, LoadOptions, Settings};
-use crate::authz::Posture;
+use crate::authz::{Approval, Mode, Posture};
 use crate::host::{BackendChoice, HostSettings};
 use crate::policy::{SandboxMode, SandboxPolicy};
 use std::path::PathBuf;
@@ -188,6 +188,91 @@ impl SandboxContext {
     /// The mode every call of this context runs under.
     pub fn mode(&self) -> SandboxMode {
         self.policy.mode
+    }
+
+    /// The one function from what a turn asks for to its posture and
+    /// sandbox, with notes for the user: `exec`, `serve --mcp`, the
+    /// runtime's turns (and so the TUI's and ACP's) all call it, so the
+    /// Full Access and `never-run` rules live here only.
+    ///
+    /// - With a permission chosen for the turn: that permission, except
+    ///   that a configured `never-run` stays.
+    /// - Without (`exec`'s rules): the configured permission, but
+    ///   `approval_policy = "full-access"` is not applied (only `--auto`
+    ///   with an explicit unsandboxed `--sandbox` is Full Access, and
+    ///   `never-run` still wins); `--auto` approves questions.
+    /// - The sandbox: [`SandboxContext::for_posture`], the posture's
+    ///   implied mode narrowed by the context's (which already holds
+    ///   `--sandbox` and the project's tightening).
+    pub fn for_turn(self, ask: &TurnAsk) -> (Posture, SandboxContext, Vec<String>) {
+        let mut p = self.settings.posture(ask.mode);
+        p.headless = ask.headless;
+        if let Some(a) = ask.permission {
+            if p.approval != Approval::NeverRun {
+                p.approval = a;
+            }
+            let ctx = self.for_posture(&p);
+            return (p, ctx, Vec::new());
+        }
+        let mut notes = Vec::new();
+        p.auto_approve = ask.auto;
+        let explicit_unsandboxed = ask.flag.is_some_and(|m| !m.is_sandboxed());
+        if p.approval == Approval::FullAccess && !(ask.auto && explicit_unsandboxed) {
+            notes.push(
+                "approval_policy = \"full-access\" is not applied by exec: only --auto with \
+                 --sandbox danger-full-access (or external-sandbox) runs without the sandbox; \
+                 using `ask`"
+                    .into(),
+            );
+            p.approval = Approval::Ask;
+        } else if ask.auto && explicit_unsandboxed && p.approval != Approval::NeverRun {
+            p.approval = Approval::FullAccess;
+        }
+        let ctx = self.for_posture(&p);
+        if let Some(m) = ask.flag.filter(|m| !m.is_sandboxed()) {
+            if !ask.auto {
+                notes.push(format!(
+                    "--sandbox {m} without --auto: commands still run under `{}`",
+                    ctx.mode()
+                ));
+            } else if ctx.mode() != m {
+                notes.push(format!(
+                    "--sandbox {m} was narrowed to `{}` by the settings",
+                    ctx.mode()
+                ));
+            }
+        }
+        (p, ctx, notes)
+    }
+}
+
+/// What a turn asks for, whichever front end starts it: the one input of
+/// [`SandboxContext::for_turn`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TurnAsk {
+    /// Plan, Work or Operate.
+    pub mode: Mode,
+    /// A permission chosen for this turn (the TUI's, a runtime client's);
+    /// `None`: the configured one under `exec`'s rules.
+    pub permission: Option<Approval>,
+    /// `--auto` (a thread's `auto_approve`): approve ordinary questions.
+    pub auto: bool,
+    /// Nobody can answer a question (`exec`, `serve --mcp`).
+    pub headless: bool,
+    /// An explicit `--sandbox` flag.
+    pub flag: Option<SandboxMode>,
+}
+
+impl TurnAsk {
+    /// `exec`'s ask (headless, Work mode, the configured permission).
+    pub fn exec(auto: bool, flag: Option<SandboxMode>) -> Self {
+        TurnAsk {
+            mode: Mode::Work,
+            permission: None,
+            auto,
+            headless: true,
+            flag,
+        }
     }
 }
 

@@ -20,8 +20,9 @@ pub const BRIDGE_PORT: u16 = 3128;
 
 /// The test seam: `name=ip[,ip][!loopback];...` answers those names
 /// instead of the system resolver (tests build their world on loopback
-/// without `/etc/hosts`). Its use is listed in every report.
-pub const TEST_RESOLVE_ENV: &str = "CODEWHALE_TEST_RESOLVE";
+/// without `/etc/hosts`). Its use is listed in every report. Read by
+/// [`crate::seams`], only in test builds.
+pub use crate::seams::TEST_RESOLVE as TEST_RESOLVE_ENV;
 
 /// A running proxy for one command.
 pub struct EgressRun {
@@ -37,7 +38,7 @@ fn resolver(spec: &EgressSpec, backend: BackendKind) -> Result<(Resolver, Vec<St
     let fixed = spec
         .test_resolve
         .clone()
-        .or_else(|| std::env::var(TEST_RESOLVE_ENV).ok());
+        .or_else(crate::seams::test_resolve);
     match fixed {
         Some(spec) if !spec.trim().is_empty() => {
             let fixed = FixedResolver::parse(&spec).map_err(|e| HostError::Unavailable {
@@ -85,7 +86,7 @@ pub fn ssh_env(helper_exe: Option<&std::path::Path>) -> Vec<(String, String)> {
 /// elsewhere (macOS: Seatbelt lets the command exec any readable binary).
 #[cfg(target_os = "linux")]
 fn default_connect_exe() -> Option<PathBuf> {
-    crate::host::backends::bwrap::spawn::default_helper_exe().ok()
+    crate::host::process::helper_exe().ok()
 }
 
 #[cfg(all(unix, not(target_os = "linux")))]

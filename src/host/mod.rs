@@ -15,6 +15,7 @@ pub mod explain;
 pub mod hints;
 #[cfg(unix)]
 pub mod integrity;
+pub mod preview;
 pub mod process;
 pub mod request;
 pub mod seccomp;
@@ -34,6 +35,7 @@ pub use enforcement::{
     PartialItem, Shortfall,
 };
 pub use error::HostError;
+pub use preview::{expected, Expected};
 pub use request::{
     CancelToken, CapturedOutput, ExecOutcome, ExecRequest, ExitKind, ServerStdio, StdinSpec,
 };

@@ -60,33 +60,6 @@ fn exit_reason(server: &Server, out: &Result<ExecOutcome, HostError>) -> String 
     }
 }
 
-/// The backend the server's run will use, for its status and the
-/// enforcement line of its tool results (the run's own report, known when
-/// it ends, goes into `enforced`). `auto`'s first choice is bwrap without
-/// trying it; when no usable bwrap binary is found, the host falls back
-/// (landlock on Linux), and so does this answer, so a server is never
-/// labelled `bwrap` while it runs on the landlock tier.
-fn expected_backend(
-    policy: &crate::policy::SandboxPolicy,
-    host: &HostSettings,
-) -> Result<String, HostError> {
-    let sel = crate::host::dispatch::selection(policy, host)?;
-    #[cfg(target_os = "linux")]
-    if sel.backend == crate::host::BackendKind::Bwrap
-        && host.backend == crate::host::BackendChoice::Auto
-    {
-        use crate::host::backends::bwrap::spawn::find_bwrap;
-        if let Err(e) = find_bwrap(host.bwrap_path.as_deref(), &[]) {
-            let facts = crate::host::dispatch::facts(host)
-                .with_failure(crate::host::BackendKind::Bwrap, &e.to_string());
-            let next =
-                crate::host::select(policy.mode, host.backend, host.allow_unsandboxed, &facts)?;
-            return Ok(next.backend.as_str().to_string());
-        }
-    }
-    Ok(sel.backend.as_str().to_string())
-}
-
 /// Start one server and watch it until it exits or is stopped.
 pub(super) async fn run_server(server: Arc<Server>, host: HostSettings) {
     let entry = &server.entry;
@@ -100,8 +73,11 @@ pub(super) async fn run_server(server: Arc<Server>, host: HostSettings) {
         return;
     }
     lock(&server.state).command_found = true;
-    let backend = match expected_backend(&server.policy, &host) {
-        Ok(b) => b,
+    // The backend the server's run will use, for its status and the
+    // enforcement line of its tool results (the run's own report, known
+    // when it ends, goes into `enforced`).
+    let backend = match crate::host::expected(&server.policy, &host) {
+        Ok(e) => e.backend.as_str().to_string(),
         Err(e) => {
             server.fail(e.to_string());
             return;

@@ -49,6 +49,48 @@ pub fn normalize(p: &Path) -> PathBuf {
     out
 }
 
+/// "Inside the workspace": `path` (absolute), with `.` and `..` folded, is
+/// the workspace or under it. The one definition gate 4 (does a file write
+/// need asking?) and the file tools' guard (is a `.env`-named file the
+/// workspace's?) both use. Pure, so the gates stay pure; a caller that has
+/// resolved symlinks asks about the resolved path too (the guard checks
+/// both the lexical and the resolved path).
+pub fn inside_workspace(path: &Path, workspace: &Path) -> bool {
+    normalize(path).starts_with(normalize(workspace))
+}
+
+#[cfg(test)]
+mod inside_tests {
+    use super::inside_workspace;
+    use std::path::Path;
+
+    #[test]
+    fn inside_is_component_wise_after_folding_dot_dot() {
+        let ws = Path::new("/w/proj");
+        for p in [
+            "/w/proj",
+            "/w/proj/a/b",
+            "/w/proj/a/../b",
+            "/w/other/../proj/x",
+        ] {
+            assert!(inside_workspace(Path::new(p), ws), "{p}");
+        }
+        for p in [
+            "/w/proj2/a",
+            "/w",
+            "/w/proj/../x",
+            "/w/proj/a/../../x",
+            "/etc",
+        ] {
+            assert!(!inside_workspace(Path::new(p), ws), "{p}");
+        }
+        assert!(inside_workspace(
+            Path::new("/w/proj/x"),
+            Path::new("/w/./proj/")
+        ));
+    }
+}
+
 pub(super) fn kind_of(p: &Path) -> PathKind {
     match std::fs::symlink_metadata(p) {
         Ok(m) if m.file_type().is_symlink() => PathKind::Symlink,

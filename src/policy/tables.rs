@@ -29,6 +29,14 @@ pub struct Entry {
     /// backend has to pre-create a placeholder.
     pub dir: bool,
     pub reason: &'static str,
+    /// Whether an agent's write to it is refused outright by the
+    /// repository-rules gate (gate 4) instead of asked about: git runs or
+    /// applies it at the very next git command, with no human in between
+    /// (git's hooks and config, a submodule's too). A column here, not a
+    /// list of names elsewhere, so renaming an entry cannot turn a block
+    /// into a question. Not part of the serialised table.
+    #[serde(skip)]
+    pub block: bool,
 }
 
 const fn e(anchor: Anchor, path: &'static str, dir: bool, reason: &'static str) -> Entry {
@@ -37,6 +45,15 @@ const fn e(anchor: Anchor, path: &'static str, dir: bool, reason: &'static str) 
         path,
         dir,
         reason,
+        block: false,
+    }
+}
+
+/// An entry whose agent write gate 4 blocks (see [`Entry::block`]).
+const fn blocking(anchor: Anchor, path: &'static str, dir: bool, reason: &'static str) -> Entry {
+    Entry {
+        block: true,
+        ..e(anchor, path, dir, reason)
     }
 }
 
@@ -45,13 +62,13 @@ const fn e(anchor: Anchor, path: &'static str, dir: bool, reason: &'static str) 
 /// `.git/objects`, refs and the index are deliberately absent so `git commit`
 /// works inside the sandbox.
 pub const PROTECT_WRITE: &[Entry] = &[
-    e(
+    blocking(
         Anchor::WritableRoot,
         ".git/hooks",
         true,
         "git runs hooks on the host at the next commit/checkout",
     ),
-    e(
+    blocking(
         Anchor::WritableRoot,
         ".git/config",
         false,
@@ -63,13 +80,13 @@ pub const PROTECT_WRITE: &[Entry] = &[
         false,
         "names the repository whose config (core.fsmonitor …) git applies",
     ),
-    e(
+    blocking(
         Anchor::WritableRoot,
         ".git/modules/*/hooks",
         true,
         "submodule hooks run on the host",
     ),
-    e(
+    blocking(
         Anchor::WritableRoot,
         ".git/modules/*/config",
         false,

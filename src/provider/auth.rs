@@ -56,6 +56,21 @@ pub enum AuthError {
     },
     #[error("empty key: nothing was stored")]
     Empty,
+    #[error("--provider {0:?}: use letters, digits, '-' or '_'")]
+    BadId(String),
+}
+
+/// Check a provider id before it names a stored key: letters, digits,
+/// `-` and `_` only.
+pub fn valid_id(id: &str) -> Result<(), AuthError> {
+    if id.is_empty()
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(AuthError::BadId(id.to_string()));
+    }
+    Ok(())
 }
 
 /// The key store rooted at a codewhale home directory.
@@ -117,6 +132,14 @@ impl AuthStore {
             },
         );
         self.write(&file)
+    }
+
+    /// Store `key` for `provider` the one way `auth set` does (the id
+    /// checked, the store written 0600 and atomically); the TUI's
+    /// `/provider` key field calls this too, so both leave the same file.
+    pub fn store_key(&self, provider: &str, key: &str) -> Result<(), AuthError> {
+        valid_id(provider)?;
+        self.set(provider, key)
     }
 
     /// Remove the key for `provider`; returns whether one was stored.

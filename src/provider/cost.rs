@@ -75,13 +75,8 @@ impl Price {
     }
 }
 
-/// `"0.001234 USD"` or `"unknown"`.
-pub fn label(c: Option<f64>) -> String {
-    match c {
-        Some(c) => format!("{c:.6} USD"),
-        None => "unknown".into(),
-    }
-}
+/// `"0.001234 USD"` or `"unknown"` (owned by the session record).
+pub use crate::session::cost_label as label;
 
 #[cfg(test)]
 mod tests {

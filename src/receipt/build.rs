@@ -371,7 +371,7 @@ pub fn build(
                 usage.reasoning_tokens = None;
             }
             UsageTotals {
-                cost: crate::provider::cost::label(usage.cost_usd),
+                cost: crate::session::cost_label(usage.cost_usd),
                 ..usage
             }
         },

@@ -21,11 +21,9 @@ use super::tap::TapHandle;
 use crate::agent::models::Resolved;
 use crate::agent::setup::{prepare_run, ModelRequest, RunSetup};
 use crate::agent::tools::ALL_TOOLS;
-use crate::agent::{
-    exec_posture_in, run_exec_hooked, Emitter, ExecOptions, InterruptCause, OutputFormat, RunHooks,
-};
+use crate::agent::{run_exec_hooked, Emitter, ExecOptions, InterruptCause, OutputFormat, RunHooks};
 use crate::authz::{Approval, Mode, SessionGrants, ToolKind, ToolSpec as AuthzToolSpec};
-use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags};
+use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags, TurnAsk};
 use crate::policy::SandboxMode;
 use crate::provider::{ChatRequest, Message};
 use crate::session::{read_records, sessions_dir, SessionLog};
@@ -808,23 +806,15 @@ fn prepare(
         ..Default::default()
     };
     let sandbox = SandboxContext::load_with(&mut o, &flags, RulesFile::Load).map_err(setup)?;
-    let (mut posture, sandbox) = match approval {
-        None => {
-            let (p, s, _notes) = exec_posture_in(sandbox, t.auto_approve, None, mode);
-            (p, s)
-        }
-        Some(a) => {
-            let mut p = sandbox.settings.posture(mode);
-            if p.approval != Approval::NeverRun {
-                p.approval = a;
-            }
-            let s = sandbox.for_posture(&p);
-            (p, s)
-        }
-    };
     // A person can answer here: gate 8 leaves questions open for the
     // runtime's clients (the approver applies `auto_approve`).
-    posture.headless = false;
+    let (posture, sandbox, _notes) = sandbox.for_turn(&TurnAsk {
+        mode,
+        permission: approval,
+        auto: t.auto_approve,
+        headless: false,
+        flag: None,
+    });
     let interactive = Some(posture.label());
     let rt = local_runtime()?;
     let mut notes = Vec::new();

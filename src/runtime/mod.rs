@@ -3,6 +3,7 @@
 //! this; none of them writes records itself.
 
 pub mod coalesce;
+pub mod error;
 pub mod event;
 pub mod log;
 pub mod model;
@@ -10,6 +11,7 @@ mod owner;
 pub mod pending;
 pub mod preview;
 pub mod projection;
+pub mod request;
 pub mod store;
 
 pub use event::{LogRecord, NewEvent, EVENT_NAMES};

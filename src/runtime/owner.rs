@@ -5,7 +5,7 @@
 //!
 //! Not on Windows yet (no lock: every open turn counts as abandoned there).
 
-use super::store::RuntimeError;
+use super::error::RuntimeError;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 

@@ -7,51 +7,22 @@
 //! a reader never sees a record the log has not committed, and readers do
 //! not wait for an fsync.
 
+pub use super::error::RuntimeError;
 use super::event::{LogRecord, NewEvent};
-use super::log::{EventLog, LogError, TornTail};
+use super::log::{EventLog, TornTail};
 use super::model::{
     new_id, now_rfc3339, ItemKind, ItemStatus, ThreadRecord, TurnItemRecord, TurnRecord,
     TurnStatus, TurnUsage,
 };
 use super::owner::OwnerLock;
-use super::pending::{Answer, PendingRequest, PendingTable, RequestKind, SettleError, Settlement};
-use super::projection::{ProjectionError, State};
+use super::pending::{Answer, PendingRequest, PendingTable, RequestKind, Settlement};
+use super::projection::State;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::sync::{broadcast, oneshot};
-
-#[derive(Debug, thiserror::Error)]
-pub enum RuntimeError {
-    #[error(transparent)]
-    Log(#[from] LogError),
-    #[error("runtime event log: {0}")]
-    Projection(#[from] ProjectionError),
-    #[error("no {what} `{id}`")]
-    NotFound { what: &'static str, id: String },
-    #[error(transparent)]
-    Settle(#[from] SettleError),
-    #[error("{field}: {message}")]
-    Invalid { field: String, message: String },
-    #[error("thread `{0}` already has a turn running")]
-    Busy(String),
-    #[error("runtime owner lock {path}: {source}")]
-    Owner {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-}
-
-impl RuntimeError {
-    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
-        RuntimeError::Invalid {
-            field: field.to_string(),
-            message: message.into(),
-        }
-    }
-}
 
 /// What opening the runtime repaired.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

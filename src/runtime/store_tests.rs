@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::runtime::model::RESTART_ERROR;
+use crate::runtime::pending::SettleError;
 use std::time::Duration;
 
 fn thread(rt: &Runtime) -> ThreadRecord {

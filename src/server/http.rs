@@ -205,7 +205,7 @@ fn summary_items(s: &AppState, q: &ListQuery) -> Result<Value, ApiError> {
 
 async fn create_thread(
     State(s): St,
-    ApiJson(b): ApiJson<super::CreateThread>,
+    ApiJson(b): ApiJson<crate::runtime::request::CreateThread>,
 ) -> Result<impl IntoResponse, ApiError> {
     let ws = b.workspace.clone().unwrap_or_else(|| s.workspace.clone());
     let ws = std::fs::canonicalize(&ws)

@@ -64,7 +64,7 @@ pub struct AppServerArgs {
 
 /// `codewhale serve`: `--http` is the app-server under the older flag
 /// names; `--acp` is the ACP agent for editors ([`crate::acp`]); `--mcp`
-/// is codewhale's tools as an MCP stdio server ([`crate::mcp::server`]).
+/// is codewhale's tools as an MCP stdio server ([`crate::mcp_server`]).
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["http", "acp", "mcp"])))]
 pub struct ServeArgs {
@@ -117,28 +117,11 @@ impl From<ServeArgs> for AppServerArgs {
     }
 }
 
-pub fn run_serve(args: ServeArgs) -> i32 {
-    let r = if args.mcp {
-        crate::mcp::server::run(args.workspace)
-    } else if args.acp {
-        crate::acp::run(args.workspace, Duration::from_secs(args.approval_timeout))
-    } else {
-        return run(args.into());
-    };
-    match r {
-        Ok(code) => code,
-        Err(e) => {
-            crate::cli::report_error(&e);
-            crate::exit::FAILURE
-        }
-    }
-}
-
 pub fn run(args: AppServerArgs) -> i32 {
     match run_inner(args) {
         Ok(code) => code,
         Err(e) => {
-            crate::cli::report_error(&e);
+            crate::exit::report_error(&e);
             crate::exit::FAILURE
         }
     }
@@ -207,7 +190,7 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
         Err(e) => eprintln!("codewhale: session recovery: {e}"),
     }
     let driver = Driver::new(rt, &home, Duration::from_secs(args.approval_timeout));
-    let default_model = default_model(&workspace, &home);
+    let default_model = crate::runtime::request::default_model(&workspace, &home);
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.workers as usize)
         .enable_all()
@@ -232,19 +215,6 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
         default_model,
         origins,
     ))
-}
-
-/// The model a thread gets when it names none: the configured provider's.
-pub(crate) fn default_model(workspace: &std::path::Path, home: &std::path::Path) -> String {
-    let settings = crate::config::load(&crate::config::LoadOptions::new(workspace)).ok();
-    let cfg = settings
-        .as_ref()
-        .and_then(|s| crate::provider::config::ExecConfig::from_settings(s).ok());
-    let store = crate::provider::auth::AuthStore::new(home);
-    let env = |n: &str| std::env::var(n).ok();
-    cfg.and_then(|c| crate::provider::registry::select(None, None, &c, &store, &env).ok())
-        .map(|s| s.model)
-        .unwrap_or_default()
 }
 
 async fn serve_http(
@@ -317,59 +287,5 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-/// The body of "create a thread", the same for HTTP (`POST /v1/threads`)
-/// and stdio (`thread/start`); unknown fields are refused by name.
-#[derive(serde::Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CreateThread {
-    pub model: Option<String>,
-    pub workspace: Option<PathBuf>,
-    pub mode: Option<String>,
-    pub title: Option<String>,
-    pub system_prompt: Option<String>,
-    pub allow_shell: Option<bool>,
-    pub trust_mode: Option<bool>,
-    pub auto_approve: Option<bool>,
-    /// Tools this client executes itself (see docs/RUNTIME_API.md).
-    pub client_tools: Option<Vec<crate::runtime::model::ClientTool>>,
-    /// A provider id for the thread's turns (checked like PATCH's); `""`
-    /// or absent: the configured one.
-    pub provider: Option<String>,
-}
-
-impl CreateThread {
-    /// The runtime's record for it, in the already-checked workspace `ws`.
-    pub(crate) fn into_new_thread(
-        self,
-        ws: PathBuf,
-        default_model: &str,
-    ) -> crate::runtime::NewThread {
-        let provider = self.provider.filter(|p| !p.is_empty());
-        // The server's default model belongs to the configured provider:
-        // with another provider and no model, that provider's default.
-        let default_model = if provider.is_some() {
-            ""
-        } else {
-            default_model
-        };
-        crate::runtime::NewThread {
-            id: None,
-            model: self
-                .model
-                .filter(|m| !m.is_empty())
-                .unwrap_or_else(|| default_model.to_string()),
-            provider,
-            workspace: ws,
-            mode: self.mode.unwrap_or_else(|| "agent".into()),
-            system_prompt: self.system_prompt,
-            title: self.title,
-            allow_shell: self.allow_shell.unwrap_or(true),
-            trust_mode: self.trust_mode.unwrap_or(false),
-            auto_approve: self.auto_approve.unwrap_or(false),
-            client_tools: self.client_tools.unwrap_or_default(),
-        }
     }
 }

@@ -233,7 +233,7 @@ fn subscribe(
     Ok(json!({"subscribed": p.thread_id, "since_seq": p.since_seq}))
 }
 
-use super::CreateThread as StartThread;
+use crate::runtime::request::CreateThread as StartThread;
 
 /// The patch's own fields are checked by [`ThreadPatch`] (unknown ones
 /// are refused by name there).

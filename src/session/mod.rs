@@ -15,7 +15,9 @@
 pub mod record;
 mod store;
 
-pub use record::{ChangedFile, Event, Record, Verdict, SCHEMA, SNAPSHOT_EVENTS_VERSION, VERSION};
+pub use record::{
+    cost_label, ChangedFile, Event, Record, Verdict, SCHEMA, SNAPSHOT_EVENTS_VERSION, VERSION,
+};
 pub use store::{read_records, recover_all, recover_file, RecoveryReport, SessionLog};
 
 use std::path::{Path, PathBuf};

@@ -285,3 +285,13 @@ impl From<&crate::snapshot::FileChange> for ChangedFile {
         }
     }
 }
+
+/// A recorded cost as every surface writes it: `"0.001234 USD"`, or
+/// `"unknown"` when the price was not known. Here, beside the `cost_usd`
+/// it renders, so receipts need not reach into the providers for it.
+pub fn cost_label(c: Option<f64>) -> String {
+    match c {
+        Some(c) => format!("{c:.6} USD"),
+        None => "unknown".into(),
+    }
+}

@@ -26,6 +26,7 @@ pub mod layout;
 pub mod lock;
 pub mod options;
 pub mod records;
+pub mod report;
 pub mod store;
 pub mod types;
 pub mod undo;

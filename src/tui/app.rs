@@ -11,9 +11,7 @@ use super::render;
 use super::state::{Choice, Effect, Event, FooterInfo, Key, State};
 use super::terminal::TerminalGuard;
 use crate::authz::{Approval, Mode, Posture};
-use crate::cli::undo::{restore_report, undo_report, RestoreArgs, UndoArgs};
-use crate::config::{ConfigPaths, LoadOptions, RulesFile, SandboxContext, SandboxFlags};
-use crate::host::BackendKind;
+use crate::config::{ConfigPaths, LoadOptions, RulesFile, SandboxContext, SandboxFlags, TurnAsk};
 use crate::provider::auth::AuthStore;
 use crate::provider::config::ExecConfig;
 use crate::provider::registry::{self, KeySource};
@@ -21,13 +19,14 @@ use crate::receipt;
 use crate::runtime::driver::Driver;
 use crate::runtime::{Answer, NewThread, RequestKind, Runtime, Settlement, ThreadPatch};
 use crate::session::sessions_dir;
+use crate::snapshot::{report as snapshot_report, SnapshotStore, UndoScope};
 use anyhow::Context;
 use ratatui::crossterm::event::{
     self as ct, Event as CtEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
 };
 use ratatui_textarea::TextArea;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -84,8 +83,14 @@ pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
     .for_posture(&Posture::new(Mode::Work, Approval::FullAccess))
     .mode();
     let full_access_capped = full.is_sandboxed().then(|| full.to_string());
-    let posture = Posture::new(Mode::Work, permission);
-    let ctx = ctx.for_posture(&posture);
+    // The first turn's sandbox, decided as the driver decides every turn's.
+    let (_, ctx, _) = ctx.for_turn(&TurnAsk {
+        mode: Mode::Work,
+        permission: Some(permission),
+        auto: false,
+        headless: false,
+        flag: None,
+    });
     let cfg = ExecConfig::from_settings(&ctx.settings)?;
     let store = AuthStore::new(&home);
     let env = |n: &str| std::env::var(n).ok();
@@ -131,11 +136,8 @@ pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
         Start::Offer(why) => notes.push(why.clone()),
         Start::Ready | Start::Ask(_) => {}
     }
-    let (backend, level) = match crate::host::dispatch::selection(&ctx.policy, &ctx.host) {
-        Ok(sel) => (
-            sel.backend.as_str().to_string(),
-            nominal_level(sel.backend, ctx.policy.mode),
-        ),
+    let (backend, level) = match crate::host::expected(&ctx.policy, &ctx.host) {
+        Ok(e) => (e.backend.as_str().to_string(), e.level().to_string()),
         Err(e) => {
             notes.push(format!("sandbox: {e}"));
             ("none".to_string(), "unavailable".to_string())
@@ -181,21 +183,6 @@ fn probe_ollama(
         root: crate::provider::discovery::ollama_root(&s.base_url),
         model: s.model,
     })
-}
-
-/// The tier a backend is built to give (doctor measures the real one).
-/// bwrap in a writable mode is `partial`: protected paths that do not
-/// exist yet are held only after the run (the integrity check), and a run
-/// reports so; only a read-only bwrap run is `full`.
-fn nominal_level(b: BackendKind, mode: crate::policy::SandboxMode) -> String {
-    match b {
-        BackendKind::Bwrap if mode == crate::policy::SandboxMode::ReadOnly => "full",
-        BackendKind::Bwrap => "partial",
-        BackendKind::Landlock | BackendKind::Seatbelt => "partial",
-        BackendKind::Opensandbox => "remote",
-        BackendKind::None => "off",
-    }
-    .to_string()
 }
 
 enum Input {
@@ -542,10 +529,11 @@ impl App<'_> {
             } => {
                 // Test seam: the pty test of the panic path (the terminal
                 // must come back from a panic as from a normal exit).
-                if std::env::var("CODEWHALE_TEST_TUI_PANIC")
-                    .is_ok_and(|v| !v.is_empty() && v == prompt)
-                {
-                    panic!("CODEWHALE_TEST_TUI_PANIC: the test asked the TUI to panic");
+                if crate::seams::tui_panic(&prompt) {
+                    panic!(
+                        "{}: the test asked the TUI to panic",
+                        crate::seams::TUI_PANIC
+                    );
                 }
                 // Off the async loop's thread: preparing a turn may build
                 // (and drop) an async runtime of its own (model discovery).
@@ -593,23 +581,16 @@ impl App<'_> {
                         text: "/undo: nothing to undo in this conversation yet".into(),
                     }];
                 };
-                let args = UndoArgs {
-                    workspace: Some(self.setup.workspace.clone()),
-                    session: Some(session),
-                    last: false,
-                };
-                vec![report(undo_report(args))]
+                let scope = UndoScope::Session(session);
+                vec![report(snapshot_store(&self.setup.workspace).and_then(
+                    |mut store| Ok(snapshot_report::undo(&mut store, &scope)?),
+                ))]
             }
             Effect::Restore(n) => {
-                let args = RestoreArgs {
-                    id: Some(n),
-                    list: false,
-                    json: false,
-                    // The state machine checked /trust or Full Access.
-                    trust: true,
-                    workspace: Some(self.setup.workspace.clone()),
-                };
-                vec![report(restore_report(args))]
+                // The state machine checked /trust or Full Access.
+                vec![report(snapshot_store(&self.setup.workspace).and_then(
+                    |mut store| Ok(snapshot_report::restore(&mut store, n)?),
+                ))]
             }
             Effect::Receipts { turn, json } => vec![report(self.receipt(turn, json))],
             Effect::SetModel(m) => vec![self.set_model(st, &m)],
@@ -856,6 +837,20 @@ fn error(e: impl std::fmt::Display) -> Event {
         error: true,
         text: e.to_string(),
     }
+}
+
+/// The workspace's snapshot store, opened as `codewhale undo` opens it
+/// (the user's `[sandbox]` deny-read paths left out of the pre-restore
+/// snapshot).
+fn snapshot_store(workspace: &Path) -> anyhow::Result<SnapshotStore> {
+    let opts = snapshot_report::options()?;
+    let settings = crate::config::load(&LoadOptions::new(workspace))?;
+    Ok(snapshot_report::open_excluding(workspace, opts, |w| {
+        settings
+            .user
+            .sandbox
+            .policy(crate::policy::SandboxMode::WorkspaceWrite, w)
+    })?)
 }
 
 fn report(r: anyhow::Result<String>) -> Event {

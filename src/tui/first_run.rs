@@ -261,7 +261,7 @@ impl State {
 /// from the field to the store is in one place.
 pub fn store_key(home: &Path, provider: &str, key: &ApiKey) -> anyhow::Result<PathBuf> {
     let store = crate::provider::auth::AuthStore::new(home);
-    crate::cli::auth::store_key(&store, provider, key.expose())?;
+    store.store_key(provider, key.expose())?;
     Ok(store.path().to_path_buf())
 }
 

@@ -49,7 +49,7 @@ pub fn run() -> i32 {
     match res {
         Ok(code) => code,
         Err(e) => {
-            crate::cli::report_error(&e);
+            crate::exit::report_error(&e);
             crate::exit::FAILURE
         }
     }

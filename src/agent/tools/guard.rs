@@ -144,7 +144,7 @@ impl FsGuard {
                 .file_name()
                 .and_then(|n| n.to_str())
                 .is_some_and(tables::is_env_file_name);
-            if env_name && p.starts_with(&self.workspace) {
+            if env_name && crate::policy::paths::inside_workspace(p, &self.workspace) {
                 return Some(tables::ENV_FILE_REASON.to_string());
             }
         }

@@ -17,6 +17,11 @@ pub mod parse;
 mod quote;
 pub mod unwrap;
 
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "roundtrip_tests.rs"]
+mod roundtrip_tests;
+
 use serde::Serialize;
 
 /// One shell word after quote removal.

@@ -16,8 +16,7 @@ use crate::net::proxy::socket::ClientStream;
 #[cfg(target_os = "linux")]
 use crate::net::proxy::socket::SocketRef;
 
-/// The error a relay sees once the budget is spent.
-pub const BYTE_CAP: &str = "codewhale egress byte cap reached";
+use crate::net::proxy::BYTE_CAP;
 
 /// Wraps the *upstream* stream: writes are bytes up, reads bytes down.
 ///

@@ -14,8 +14,8 @@ use nix::fcntl::{splice, FcntlArg, OFlag, SpliceFFlags};
 use tokio::io::Interest;
 
 use crate::net::gate::Gate;
-use crate::net::proxy::meter::BYTE_CAP;
 use crate::net::proxy::socket::SocketRef;
+use crate::net::proxy::BYTE_CAP;
 
 /// What one `splice` moves at most; the pipe is grown to hold it (the
 /// unprivileged maximum is 1 MiB, `/proc/sys/fs/pipe-max-size`). Larger

@@ -187,15 +187,7 @@ pub fn helper_argv(
     Ok((exe, vec![SUBCOMMAND.into(), "--spec".into(), json.into()]))
 }
 
-/// The small `codewhale-sandbox-helper` next to this executable when it is
-/// there (cheaper to start: no TLS libraries, no CLI), else this executable
-/// itself (`codewhale __sandbox-helper` takes the same argv).
-pub fn default_helper_exe() -> Result<PathBuf, HostError> {
-    let exe =
-        std::env::current_exe().map_err(|e| HostError::io("locating the codewhale binary", e))?;
-    let small = exe.with_file_name("codewhale-sandbox-helper");
-    Ok(if small.is_file() { small } else { exe })
-}
+pub use crate::host::process::helper_exe as default_helper_exe;
 
 /// Turn bwrap's stderr into an actionable error.
 pub fn classify_failure(stderr: &str) -> HostError {
@@ -427,7 +419,7 @@ pub fn run(
         seccomp,
         landlock: Some(super::helper::InsideBwrapLandlock::new(
             policy,
-            crate::host::backends::landlock::tier::max_abi_seam(),
+            crate::seams::landlock_max_abi(),
         )),
     };
     let cwd = req.cwd.clone().unwrap_or_else(|| policy.workspace.clone());

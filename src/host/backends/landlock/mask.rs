@@ -38,8 +38,9 @@ use std::sync::OnceLock;
 /// Test seam: `CODEWHALE_TEST_LANDLOCK_NO_MASK=1` makes the landlock tier
 /// use the `carve+opener` fallback even where masking works, so the
 /// fallback is tested on every machine. It can only weaken the choice
-/// (documented in `docs/SANDBOX.md` as a test seam).
-pub const NO_MASK_ENV: &str = "CODEWHALE_TEST_LANDLOCK_NO_MASK";
+/// (documented in `docs/SANDBOX.md` as a test seam; read by
+/// [`crate::seams`], only in test builds).
+pub use crate::seams::LANDLOCK_NO_MASK as NO_MASK_ENV;
 
 /// How deny-read items inside writable roots were held (defined with the
 /// report, which every OS builds).
@@ -83,8 +84,7 @@ pub fn choose(hole: HoleStrategy, probe: &Probe, seam_off: bool) -> Result<MaskV
 
 /// Whether the test seam asks for the fallback (read once per process).
 pub fn seam_off() -> bool {
-    static SEAM: OnceLock<bool> = OnceLock::new();
-    *SEAM.get_or_init(|| std::env::var(NO_MASK_ENV).is_ok_and(|v| v.trim() == "1"))
+    crate::seams::landlock_no_mask()
 }
 
 /// One item to mask (an existing file or directory, symlinks resolved).

@@ -44,21 +44,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The test seam: `CODEWHALE_LANDLOCK_MAX_ABI=N` makes codewhale behave as
-/// if the kernel offered at most Landlock ABI N (`0` = no Landlock). Read
-/// once per process; documented in `docs/SANDBOX.md` as a test seam only
-/// (it can only weaken what is requested, never strengthen it).
-pub const MAX_ABI_ENV: &str = "CODEWHALE_LANDLOCK_MAX_ABI";
-
-/// The value of [`MAX_ABI_ENV`] (read once; unparsable values are ignored).
-pub fn max_abi_seam() -> Option<u32> {
-    static SEAM: OnceLock<Option<u32>> = OnceLock::new();
-    *SEAM.get_or_init(|| {
-        std::env::var(MAX_ABI_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-    })
-}
+/// The test seam capping the Landlock ABI (owned by [`crate::seams`]).
+pub use crate::seams::{landlock_max_abi as max_abi_seam, LANDLOCK_MAX_ABI as MAX_ABI_ENV};
 
 /// The Landlock ABI this tier would use (kernel, capped by the seam).
 pub fn effective_abi() -> u32 {

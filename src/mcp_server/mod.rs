@@ -14,12 +14,14 @@
 //! SDK sees it, so a dual-era client falls back to `initialize` at once
 //! whatever `_meta` it sent. stdout carries protocol lines only.
 
-use super::server_tools::{self, McpTool, MCP_TOOLS};
+pub mod offered;
+
 use crate::agent::authorizer::{Authorizer, ToolCallRequest, TurnContext};
 use crate::agent::tools::{self, guard::FsGuard, ToolContext, ToolOutput, ToolStatus};
 use crate::agent::{exec_posture, PipelineAuthorizer};
 use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags};
 use crate::policy::{resolve, HostFacts, SandboxMode};
+use offered::{self as server_tools, McpTool, MCP_TOOLS};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
     Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,

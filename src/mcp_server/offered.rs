@@ -2,7 +2,7 @@
 //! tool name maps onto one of the agent's own tools (the name the nine
 //! gates and the host know), its object input schema, and how its MCP
 //! arguments become the agent tool's arguments. Nothing here runs
-//! anything; [`super::server`] authorizes and executes.
+//! anything; [`super`] authorizes and executes.
 
 use serde_json::{json, Map, Value};
 
