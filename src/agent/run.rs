@@ -7,7 +7,7 @@ use super::output::Emitter;
 use super::snapshots::{changes_files, RunSnapshots};
 use super::tools::{self, ToolContext, ToolOutput, ToolStatus, ALL_TOOLS};
 use crate::policy::SandboxMode;
-use crate::provider::cost::{self, Price};
+use crate::provider::cost::Price;
 use crate::provider::router::{self, Routed, Router};
 use crate::provider::{
     ChatRequest, Completion, Message, Provider, ProviderError, ToolCall, ToolSpec, Usage,
@@ -689,7 +689,7 @@ impl Loop<'_> {
                    "cache_write_tokens": u.cache_write_tokens,
                    "output_tokens": u.output_tokens, "reasoning_tokens": u.reasoning_tokens,
                    "usage_reported": usage.is_some(),
-                   "price": price, "cost_usd": cost, "cost": cost::label(cost)}),
+                   "price": price, "cost_usd": cost, "cost": crate::session::cost_label(cost)}),
         );
         self.log.append(
             turn,
@@ -989,7 +989,7 @@ impl Loop<'_> {
                       "cache_write_tokens": self.total.cache_write_tokens,
                       "output_tokens": self.total.output_tokens,
                       "reasoning_tokens": self.total.reasoning_tokens},
-            "cost_usd": self.total_cost, "cost": cost::label(self.total_cost),
+            "cost_usd": self.total_cost, "cost": crate::session::cost_label(self.total_cost),
             "instructions": self.instructions,
             "tool_calls": self.calls,
             "session_file": self.log.path(),
@@ -999,7 +999,7 @@ impl Loop<'_> {
         self.out.event(
             "done",
             json!({"status": status, "exit_code": code, "turns": self.turns,
-                   "session_file": self.log.path(), "cost": cost::label(self.total_cost),
+                   "session_file": self.log.path(), "cost": crate::session::cost_label(self.total_cost),
                    "input_tokens": self.total.input_tokens,
                    "cached_input_tokens": self.total.cached_input_tokens,
                    "cache_write_tokens": self.total.cache_write_tokens,
@@ -1083,7 +1083,7 @@ mod tests {
 
     #[test]
     fn unknown_cost_is_never_zero() {
-        assert_eq!(cost::label(None), "unknown");
-        assert_eq!(cost::label(Some(0.0)), "0.000000 USD");
+        assert_eq!(crate::session::cost_label(None), "unknown");
+        assert_eq!(crate::session::cost_label(Some(0.0)), "0.000000 USD");
     }
 }

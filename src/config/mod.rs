@@ -9,6 +9,7 @@
 //! runs is read once, before anything runs. A repository never loosens
 //! anything. Errors name the file, the line and the key.
 
+pub mod effort;
 pub mod error;
 pub mod network;
 pub mod paths;
@@ -36,7 +37,7 @@ pub struct CliOverrides {
     pub approval_policy: Option<Approval>,
     pub sandbox_mode: Option<SandboxMode>,
     pub model: Option<String>,
-    pub reasoning_effort: Option<crate::provider::ReasoningEffort>,
+    pub reasoning_effort: Option<crate::config::effort::ReasoningEffort>,
     pub max_subagents: Option<u32>,
     pub allow_shell: Option<bool>,
 }
@@ -85,7 +86,7 @@ pub struct Settings {
     pub allow_shell: bool,
     pub max_subagents: Option<u32>,
     pub model: Option<String>,
-    pub reasoning_effort: Option<crate::provider::ReasoningEffort>,
+    pub reasoning_effort: Option<crate::config::effort::ReasoningEffort>,
     /// Keys not applied (project keys outside the allowed set, loosening attempts).
     pub ignored: Vec<IgnoredKey>,
     /// Non-fatal notes (unknown user-config keys, legacy location in use).

@@ -33,7 +33,7 @@ pub const ALLOWED_KEYS: &[&str] = &[
 #[derive(Debug, Default, Deserialize)]
 pub struct ProjectOverride {
     pub model: Option<String>,
-    pub reasoning_effort: Option<crate::provider::ReasoningEffort>,
+    pub reasoning_effort: Option<crate::config::effort::ReasoningEffort>,
     pub approval_policy: Option<Approval>,
     pub sandbox_mode: Option<SandboxMode>,
     pub max_subagents: Option<u32>,
@@ -128,7 +128,7 @@ pub struct Tightenable {
     pub allow_shell: bool,
     pub max_subagents: Option<u32>,
     pub model: Option<String>,
-    pub reasoning_effort: Option<crate::provider::ReasoningEffort>,
+    pub reasoning_effort: Option<crate::config::effort::ReasoningEffort>,
 }
 
 /// Apply `o` to `base` in the tightening direction only; report what was ignored.

@@ -44,7 +44,7 @@ pub struct UserConfig {
     pub approval_policy: Option<Approval>,
     pub sandbox_mode: Option<SandboxMode>,
     pub model: Option<String>,
-    pub reasoning_effort: Option<crate::provider::ReasoningEffort>,
+    pub reasoning_effort: Option<crate::config::effort::ReasoningEffort>,
     pub max_subagents: Option<u32>,
     pub allow_shell: Option<bool>,
     /// Trusted-project settings (owned by onboarding; kept raw).

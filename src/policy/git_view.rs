@@ -458,7 +458,10 @@ pub fn observe(files: &[PathBuf]) -> (Vec<RepoFacts>, Vec<String>) {
 /// ctime in nanoseconds). A long-lived process (the TUI, the runtime)
 /// asks git again only when one of them changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct StatKey(Vec<Option<(u64, u64, u64, i64, i64, i64, i64)>>);
+struct StatKey(Vec<Option<Stat>>);
+
+/// `(dev, ino, size, mtime, mtime_nsec, ctime, ctime_nsec)`.
+type Stat = (u64, u64, u64, i64, i64, i64, i64);
 
 impl StatKey {
     #[cfg(unix)]

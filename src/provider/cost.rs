@@ -75,9 +75,6 @@ impl Price {
     }
 }
 
-/// `"0.001234 USD"` or `"unknown"` (owned by the session record).
-pub use crate::session::cost_label as label;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,8 +176,8 @@ mod tests {
             ..usage(100, 0, 10)
         };
         assert_eq!(p.cost(&u), None);
-        assert_eq!(label(None), "unknown");
-        assert_eq!(label(Some(0.0)), "0.000000 USD");
+        assert_eq!(crate::session::cost_label(None), "unknown");
+        assert_eq!(crate::session::cost_label(Some(0.0)), "0.000000 USD");
         assert!(catalogue::price("openai", "gpt-5.6").is_none());
     }
 }
