@@ -196,7 +196,9 @@ fn the_default_no_opens_the_picker_pins_the_provider_and_is_remembered() {
 #[test]
 fn a_key_entered_in_provider_is_stored_0600_used_and_never_shown_or_recorded() {
     const SECRET: &str = "sk-test-FIRSTRUN-7f3a9c";
-    let model = ScriptedModel::start(Wire::OpenAi, vec![reply("hi with a key")]);
+    // The catalogue's default OpenAI model reasons, so it speaks the
+    // Responses wire (`POST /v1/responses`, docs/PROVIDERS.md).
+    let model = ScriptedModel::start(Wire::Responses, vec![reply("hi with a key")]);
     // `openai` points at the scripted server; no Ollama answers (port 9,
     // discard, refused on loopback), so the picker opens at start.
     let m = Machine::new(&format!(

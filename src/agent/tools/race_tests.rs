@@ -3,7 +3,7 @@
 //! tool runs thousands of times. Nothing the tool does may land outside the
 //! writable root, on a write-protected file, or read a deny-read one.
 //!
-//! The swapper is this test binary re-run with `CODEWHALE_TEST_SWAP` set
+//! The swapper is this test binary re-run with `CODEWHALE_RACE_SWAPPER` set
 //! (see [`swapper_child`]), so it is a separate process, as a sandboxed
 //! command or MCP server would be.
 
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-const SWAP_ENV: &str = "CODEWHALE_TEST_SWAP";
+const SWAP_ENV: &str = "CODEWHALE_RACE_SWAPPER";
 /// Tool calls per race (reads are quicker, with a smaller window: more).
 const ROUNDS: usize = 4000;
 const READ_ROUNDS: usize = 20_000;
