@@ -275,3 +275,42 @@ fn an_untracked_env_never_becomes_tracked() {
         assert!(c.stdout.lines().any(|l| l == ".env"), "{c:?}");
     }
 }
+
+/// doctor says what the runs say: a tracked `.env` is left readable
+/// (warn, `partial`), an untracked one is masked (ok).
+#[test]
+fn doctor_names_tracked_env_files_as_left_readable() {
+    let fx = Fx::new();
+    let row = |fx: &Fx| {
+        let out = std::process::Command::new(BIN)
+            .args(["doctor", "--json", "-C"])
+            .arg(&fx.ws)
+            .env("HOME", &fx.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == "workspace.env-files")
+            .unwrap()
+            .clone()
+    };
+    // Control: Fx's `.env` is untracked, so masked.
+    let r = row(&fx);
+    assert_eq!(r["status"], "ok", "{r}");
+    fx.git(&fx.ws, &["add", "-f", ".env"]);
+    fx.git(&fx.ws, &["commit", "-qm", "track it"]);
+    let r = row(&fx);
+    assert_eq!(r["status"], "warn", "{r}");
+    assert!(
+        r["summary"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("tracked by git and left readable")
+            || r.to_string().contains("tracked by git and left readable"),
+        "{r}"
+    );
+}

@@ -305,6 +305,33 @@ fn workspace_env_files(rows: &mut Vec<Row>, workspace: &std::path::Path) -> Vec<
         return Vec::new();
     };
     let scan = crate::policy::env_scan::scan_cached(&ws);
+    // What git tracks is left readable in every run (policy::git_view):
+    // say so here as the runs' reports do.
+    let (repos, _) = crate::policy::git_view::observe(&scan.files);
+    let view = crate::policy::git_view::plan(&repos);
+    if scan.unmasked.is_empty() && !view.tracked_readable.is_empty() {
+        rows.push(
+            Row::new(
+                "workspace.env-files",
+                "sandbox",
+                Status::Warn,
+                format!(
+                    "partial: {} .env file(s) in {}: {} masked in sandboxed runs, {} tracked by git and left readable (their content is in the repository's objects): {}",
+                    scan.files.len(),
+                    ws.display(),
+                    scan.files.len() - view.tracked_readable.len(),
+                    view.tracked_readable.len(),
+                    view.tracked_readable
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .fix("if one holds a secret, take it out of git (git rm --cached FILE, and out of the history) and keep only templates tracked"),
+        );
+        return view.notes;
+    }
     if scan.unmasked.is_empty() {
         rows.push(Row::new(
             "workspace.env-files",
