@@ -307,7 +307,7 @@ fn workspace_env_files(rows: &mut Vec<Row>, workspace: &std::path::Path) -> Vec<
     let scan = crate::policy::env_scan::scan_cached(&ws);
     // What git tracks is left readable in every run (policy::git_view):
     // say so here as the runs' reports do.
-    let (repos, _) = crate::policy::git_view::observe(&scan.files);
+    let (repos, _, _) = crate::policy::git_view::observe(&scan.files);
     let view = crate::policy::git_view::plan(&repos);
     if scan.unmasked.is_empty() && !view.tracked_readable.is_empty() {
         rows.push(

@@ -382,9 +382,10 @@ fn blobs(top: &Path, oids: &[&str]) -> Option<Vec<Option<Vec<u8>>>> {
 
 /// Gather [`RepoFacts`] for the deny-read `files` (existing regular files,
 /// absolute), grouped by repository. Files outside every repository are
-/// not listed. `Err(note)` lines name repositories git could not read
-/// (their files keep the empty mask).
-pub fn observe(files: &[PathBuf]) -> (Vec<RepoFacts>, Vec<String>) {
+/// not listed. The notes name repositories git could not read; their
+/// files are returned last, to be masked unreadable (git could add an
+/// empty mask it cannot tell from a new file).
+pub fn observe(files: &[PathBuf]) -> (Vec<RepoFacts>, Vec<String>, Vec<PathBuf>) {
     let mut by_top: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
     let ceilings = ceilings();
     for f in files {
@@ -394,6 +395,7 @@ pub fn observe(files: &[PathBuf]) -> (Vec<RepoFacts>, Vec<String>) {
     }
     let mut repos = Vec::new();
     let mut notes = Vec::new();
+    let mut failed = Vec::new();
     for (top, files) in by_top {
         let key = StatKey::of(&top, &files);
         if let Some(hit) = key.as_ref().and_then(|k| cached(&top, k)) {
@@ -406,7 +408,7 @@ pub fn observe(files: &[PathBuf]) -> (Vec<RepoFacts>, Vec<String>) {
             .collect();
         let Some(index) = indexed(&top, &rels) else {
             notes.push(format!(
-                "{}: git could not list the repository's index; its deny-read files are masked empty, which git inside the sandbox may see as changed",
+                "{}: git could not list the repository's index (nor, then, can git inside the sandbox commit there); its deny-read files are masked empty",
                 top.display()
             ));
             continue;
@@ -420,7 +422,17 @@ pub fn observe(files: &[PathBuf]) -> (Vec<RepoFacts>, Vec<String>) {
         } else {
             blobs(&top, &oids)
         };
-        let mut contents = contents.unwrap_or_default().into_iter();
+        let Some(contents) = contents else {
+            // Without the indexed contents nothing can be told apart: the
+            // files keep the empty mask, said as for an unreadable index.
+            notes.push(format!(
+                "{}: git could not read the indexed versions of its deny-read files; they are masked unreadable, so git commands that read them fail",
+                top.display()
+            ));
+            failed.extend(files);
+            continue;
+        };
+        let mut contents = contents.into_iter();
         let mut out = Vec::new();
         for (abs, rel) in files.iter().zip(&rels) {
             let tracked = if index.contains_key(rel) {
@@ -450,7 +462,7 @@ pub fn observe(files: &[PathBuf]) -> (Vec<RepoFacts>, Vec<String>) {
         }
         repos.push(facts);
     }
-    (repos, notes)
+    (repos, notes, failed)
 }
 
 /// What [`RepoFacts`] depend on, by `lstat`: the index, the
@@ -529,9 +541,10 @@ pub fn resolve(deny_read: &mut Vec<super::paths::PathEntry>, workspace: &Path) -
     if files.is_empty() {
         return GitView::default();
     }
-    let (repos, notes) = observe(&files);
+    let (repos, notes, failed) = observe(&files);
     let mut view = plan(&repos);
     view.notes.extend(notes);
+    view.unreadable.extend(failed);
     deny_read.retain(|e| !view.tracked_readable.contains(&e.path));
     view
 }
@@ -653,8 +666,8 @@ mod tests {
             w.join("app/.env.test"),
             w.join(".env.local"),
         ];
-        let (repos, notes) = observe(&files);
-        assert!(notes.is_empty(), "{notes:?}");
+        let (repos, notes, failed) = observe(&files);
+        assert!(notes.is_empty() && failed.is_empty(), "{notes:?}");
         assert_eq!(repos.len(), 1);
         let v = plan(&repos);
         assert_eq!(v.tracked_readable, vec![w.join(".env")]);

@@ -383,33 +383,8 @@ mod race_free {
             real: &Path,
             how: WriteOpen,
         ) -> Result<Opened, OpenError> {
-            let root = self.writable_root_of(real).ok_or_else(|| {
-                OpenError::Denied(GuardError::OutsideWritable {
-                    path: lexical.to_path_buf(),
-                })
-            })?;
-            let (root_fd, rel) = anchor(lexical, root, real)?;
-            let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
-                return Err(OpenError::io(
-                    lexical,
-                    std::io::Error::other("a writable root is not a file"),
-                ));
-            };
-            let dir = match how {
-                WriteOpen::Create => make_dirs_beneath(&root_fd, parent, resolver()),
-                WriteOpen::Edit => open_beneath(
-                    &root_fd,
-                    parent,
-                    OFlag::O_PATH | OFlag::O_DIRECTORY,
-                    Mode::empty(),
-                    resolver(),
-                ),
-            }
-            .map_err(|e| io(lexical, e))?;
-            // The directory is pinned by its fd: check where the file will
-            // be before it is created there.
-            let target = named(lexical, &dir)?.join(name);
-            self.write_verdict(&target, &target)?;
+            let p = self.parent_beneath(lexical, real, how == WriteOpen::Create)?;
+            let (root_fd, rel, dir, name) = (p.root_fd, p.rel, p.dir, p.name.as_os_str());
             let flags = match how {
                 WriteOpen::Create => OFlag::O_RDWR | OFlag::O_CREAT,
                 WriteOpen::Edit => OFlag::O_RDWR,
@@ -428,7 +403,7 @@ mod race_free {
                 // and never create through it.
                 Err(Errno::ELOOP) => {
                     let flags = flags & !(OFlag::O_CREAT | OFlag::O_NOFOLLOW);
-                    open_beneath(&root_fd, rel, flags, Mode::empty(), resolver())
+                    open_beneath(&root_fd, &rel, flags, Mode::empty(), resolver())
                         .map_err(|e| io(lexical, e))?
                 }
                 Err(e) => return Err(io(lexical, e)),
@@ -443,6 +418,27 @@ mod race_free {
             lexical: &Path,
             real: &Path,
         ) -> Result<PathBuf, OpenError> {
+            let p = self.parent_beneath(lexical, real, false)?;
+            nix::unistd::unlinkat(
+                Some(p.dir.as_raw_fd()),
+                p.name.as_os_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            )
+            .map_err(|e| io(lexical, e))?;
+            Ok(p.target)
+        }
+
+        /// The step writes and removals share: the writable root holding
+        /// `real` opened, the file's directory opened beneath it (made,
+        /// one `mkdirat` at a time, when `create`), and the file's place
+        /// in it checked against the write rules. The directory is pinned
+        /// by its fd, so the place is checked before anything is created.
+        fn parent_beneath(
+            &self,
+            lexical: &Path,
+            real: &Path,
+            create: bool,
+        ) -> Result<Parent, OpenError> {
             let root = self.writable_root_of(real).ok_or_else(|| {
                 OpenError::Denied(GuardError::OutsideWritable {
                     path: lexical.to_path_buf(),
@@ -455,24 +451,38 @@ mod race_free {
                     std::io::Error::other("a writable root is not a file"),
                 ));
             };
-            let dir = open_beneath(
-                &root_fd,
-                parent,
-                OFlag::O_PATH | OFlag::O_DIRECTORY,
-                Mode::empty(),
-                resolver(),
-            )
+            let name = name.to_os_string();
+            let dir = if create {
+                make_dirs_beneath(&root_fd, parent, resolver())
+            } else {
+                open_beneath(
+                    &root_fd,
+                    parent,
+                    OFlag::O_PATH | OFlag::O_DIRECTORY,
+                    Mode::empty(),
+                    resolver(),
+                )
+            }
             .map_err(|e| io(lexical, e))?;
-            let target = named(lexical, &dir)?.join(name);
+            let target = named(lexical, &dir)?.join(&name);
             self.write_verdict(&target, &target)?;
-            nix::unistd::unlinkat(
-                Some(dir.as_raw_fd()),
+            Ok(Parent {
+                root_fd,
+                rel: rel.to_path_buf(),
+                dir,
                 name,
-                nix::unistd::UnlinkatFlags::NoRemoveDir,
-            )
-            .map_err(|e| io(lexical, e))?;
-            Ok(target)
+                target,
+            })
         }
+    }
+
+    /// What [`FsGuard::parent_beneath`] opened and checked.
+    struct Parent {
+        root_fd: OwnedFd,
+        rel: PathBuf,
+        dir: OwnedFd,
+        name: std::ffi::OsString,
+        target: PathBuf,
     }
 }
 
