@@ -677,12 +677,15 @@ fn plan_mode_denies_a_write_and_a_shell_command() {
             && reasons[1].contains("Plan mode: only read-only shell commands run"),
         "{reasons:?}"
     );
-    // Positive control: back to Work, the same calls go through (the
-    // shell command is not read-only, so it asks; `y` runs it).
-    t.send(b"\t");
+    // Positive control, through Plan's hand-off: the finished Plan turn
+    // offers "Work (Ask) / Work (Auto-Review) / keep planning"; `w`
+    // switches to Work + Ask and sends "go ahead", and the same calls go
+    // through (the shell command is not read-only, so it asks; `y` runs
+    // it).
+    let s = t.wait_for("plan ready", Duration::from_secs(5));
+    assert!(s.contains("[k keep planning]"), "{s}");
+    t.send(b"w");
     t.wait_for(" Work ", Duration::from_secs(5));
-    t.type_text("make them now");
-    t.send(b"\r");
     let deadline = Instant::now() + TURN;
     while !t.screen().contains("work done") {
         if t.screen().contains("approval needed") {
@@ -692,9 +695,16 @@ fn plan_mode_denies_a_write_and_a_shell_command() {
         assert!(Instant::now() < deadline, "{}", t.screen());
         std::thread::sleep(Duration::from_millis(20));
     }
-    t.wait_idle(TURN);
+    let s = t.wait_idle(TURN);
+    let footer = s.lines().last().unwrap_or_default();
+    assert!(footer.contains("Work") && footer.contains("Ask · "), "{s}");
     assert!(t.ws.join("plan-made.txt").exists());
     assert!(t.ws.join("plan-shell-made").exists());
+    // The hand-off's prompt is what the model was sent next, and no
+    // hand-off follows a Work turn.
+    let asked = m.requests()[3].body.to_string();
+    assert!(asked.contains("go ahead"), "{asked}");
+    assert!(!s.contains("plan ready"), "{s}");
     t.quit();
 }
 

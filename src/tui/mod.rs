@@ -15,11 +15,13 @@
 //! [`terminal`] (raw mode and its restoration), [`first_run`] (no usable
 //! key: the local-Ollama question asked once, the remembered answer),
 //! [`provider_picker`] (`/provider` and its masked key field) and
-//! [`picker_render`] (how those two are drawn).
+//! [`picker_render`] (how those two are drawn), [`handoff`] (Plan's
+//! "carry it out?" card).
 
 pub mod app;
 pub mod draft;
 pub mod first_run;
+pub mod handoff;
 pub mod markdown;
 pub mod picker_render;
 pub mod provider_picker;

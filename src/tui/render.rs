@@ -52,6 +52,14 @@ pub fn draw_cached(f: &mut Frame, st: &State, input: &TextArea, cache: &mut Tran
         }
     };
     let bottom = match (&st.card, &st.ask, &st.picker) {
+        (None, None, None) if st.handoff.is_some() => boxed(
+            st.handoff
+                .as_ref()
+                .map(super::handoff::lines)
+                .unwrap_or_default(),
+            " plan ready ".into(),
+            Color::Cyan,
+        ),
         (None, Some(a), _) => boxed(
             super::picker_render::ask_lines(a),
             " first run ".into(),
@@ -122,10 +130,11 @@ pub fn draw_cached(f: &mut Frame, st: &State, input: &TextArea, cache: &mut Tran
             f.render_widget(Paragraph::new(lines).block(block), bot);
         }
         BottomKind::OneLine => {
-            let line = match (&st.ask, &st.picker) {
-                (Some(a), _) => super::picker_render::ask_fallback(a),
-                (None, Some(p)) => super::picker_render::picker_fallback(p),
-                (None, None) => Line::default(),
+            let line = match (&st.ask, &st.picker, &st.handoff) {
+                (Some(a), _, _) => super::picker_render::ask_fallback(a),
+                (None, Some(p), _) => super::picker_render::picker_fallback(p),
+                (None, None, Some(h)) => super::handoff::fallback(h),
+                (None, None, None) => Line::default(),
             };
             f.render_widget(Paragraph::new(line), bot);
         }

@@ -306,6 +306,18 @@ fn wrap_is_exact() {
     assert_eq!(rows, ["abcd", "ef世", "界x"]);
 }
 
+/// Plan's hand-off after a Plan turn completed: the card with its
+/// default (keep planning) highlighted, above the footer.
+#[test]
+fn plan_hand_off_card() {
+    let mut s = st(Approval::Ask);
+    s.mode = crate::authz::Mode::Plan;
+    s.transcript
+        .push(crate::tui::state::Cell::User("plan the refactor".into()));
+    s.handoff = Some(crate::tui::handoff::Handoff::default());
+    insta::assert_snapshot!(text(&screen(&s, 78, 10)));
+}
+
 #[test]
 fn docs_show_the_snapshots() {
     crate::tui::test_support::assert_docs_show(
@@ -315,6 +327,7 @@ fn docs_show_the_snapshots() {
             "footer_per_posture",
             "approval_card",
             "card_falls_back_to_one_line_when_small",
+            "plan_hand_off_card",
         ],
     );
 }

@@ -199,6 +199,11 @@ pub struct State {
     pub picker: Option<Picker>,
     /// The first run's "Use local Ollama model X?" when asked.
     pub ask: Option<LocalAsk>,
+    /// Plan's hand-off card, offered when a Plan turn completes.
+    pub handoff: Option<super::handoff::Handoff>,
+    /// The mode the running turn was started in (the hand-off follows a
+    /// Plan turn only).
+    pub turn_mode: Option<Mode>,
 }
 
 /// What the app must do.
@@ -335,6 +340,8 @@ impl State {
             workspace: String::new(),
             picker: None,
             ask: None,
+            handoff: None,
+            turn_mode: None,
         }
     }
 
@@ -381,7 +388,7 @@ Tab mode · Shift+Tab permission · /help",
                     p.paste(&text);
                     return Vec::new();
                 }
-                if self.card.is_some() || self.ask.is_some() {
+                if self.card.is_some() || self.ask.is_some() || self.handoff.is_some() {
                     // A paste must never answer a card.
                     return Vec::new();
                 }
@@ -458,6 +465,9 @@ Tab mode · Shift+Tab permission · /help",
         }
         if self.picker.is_some() {
             return self.picker_key(key);
+        }
+        if self.handoff.is_some() {
+            return self.handoff_key(key);
         }
         match key {
             Key::PageUp => {
@@ -623,14 +633,14 @@ Tab mode · Shift+Tab permission · /help",
         }
     }
 
-    fn set_mode(&mut self, m: Mode) {
+    pub(super) fn set_mode(&mut self, m: Mode) {
         self.mode = m;
         if m == Mode::Operate {
             self.flash = Some(OPERATE_NOTE.into());
         }
     }
 
-    fn set_permission(&mut self, p: Approval) {
+    pub(super) fn set_permission(&mut self, p: Approval) {
         if p != self.permission && !self.footer.selected.0.is_empty() {
             (self.footer.backend, self.footer.level) = self.footer.selected.clone();
         }
@@ -642,7 +652,7 @@ Tab mode · Shift+Tab permission · /help",
         };
     }
 
-    fn submit(&mut self, text: String) -> Vec<Effect> {
+    pub(super) fn submit(&mut self, text: String) -> Vec<Effect> {
         self.draft_empty = true;
         let trimmed = text.trim();
         if trimmed.is_empty() {
@@ -662,6 +672,7 @@ Tab mode · Shift+Tab permission · /help",
             return vec![Effect::InsertDraft(text)];
         }
         self.transcript.push(Cell::User(text.clone()));
+        self.turn_mode = Some(self.mode);
         vec![Effect::StartTurn {
             prompt: text,
             mode: self.mode,
@@ -768,6 +779,11 @@ Tab mode · Shift+Tab permission · /help",
                 self.card = None;
                 self.stopping = false;
                 self.flash = None;
+                // A finished Plan turn offers to carry the plan out.
+                if status == "completed" && self.turn_mode.take() == Some(Mode::Plan) {
+                    self.handoff = Some(super::handoff::Handoff::default());
+                }
+                self.turn_mode = None;
             }
             "item.started" => {
                 let item = &p["item"];
