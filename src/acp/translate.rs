@@ -4,6 +4,7 @@
 //! Titles, kinds, locations and diffs come from the tool call's own
 //! arguments, so the editor shows the real command or path.
 
+use crate::runtime::item_meta::ToolItemMeta;
 use agent_client_protocol_schema::v1::{
     ContentBlock, ContentChunk, Diff, SessionUpdate, StopReason, TextContent, ToolCall,
     ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
@@ -272,8 +273,8 @@ impl Mapper {
                 let Some((call, _, _)) = self.calls.remove(&item_id) else {
                     return Vec::new();
                 };
-                let m = &item["metadata"];
-                let ok = env["event"] == "item.completed" && m["status"] == "ok";
+                let m = ToolItemMeta::of(&item["metadata"]).result;
+                let ok = env["event"] == "item.completed" && m.status == "ok";
                 let mut f = ToolCallUpdateFields::new()
                     .status(if ok {
                         ToolCallStatus::Completed
@@ -281,11 +282,11 @@ impl Mapper {
                         ToolCallStatus::Failed
                     })
                     .raw_output(serde_json::json!({
-                        "status": m["status"], "exit_code": m["exit_code"],
-                        "enforcement": m["enforcement"], "files_touched": m["files_touched"],
-                        "error_category": m["error_category"], "approval": m["approval"],
+                        "status": m.status, "exit_code": m.exit_code,
+                        "enforcement": m.enforcement, "files_touched": m.files_touched,
+                        "error_category": m.error_category, "approval": m.approval,
                     }));
-                if let Some(u) = m["diff"].as_str().filter(|_| ok) {
+                if let Some(u) = m.diff.as_deref().filter(|_| ok) {
                     let d = diffs(u, &self.cwd);
                     if !d.is_empty() {
                         f = f.content(d.into_iter().map(ToolCallContent::Diff).collect::<Vec<_>>());

@@ -12,6 +12,7 @@
 
 pub mod authorizer;
 pub mod authz_adapter;
+pub mod event;
 pub mod models;
 pub mod output;
 pub mod prompt;
@@ -22,6 +23,7 @@ pub mod tools;
 
 pub use authorizer::{Authorizer, DecidedBy, Decision, Verdict};
 pub use authz_adapter::{exec_posture, PipelineAuthorizer};
+pub use event::Event;
 pub use output::{Emitter, EventTap, OutputFormat};
 pub use run::{
     run_exec, run_exec_hooked, run_exec_models, run_exec_with_snapshots, Approver, ExecOptions,

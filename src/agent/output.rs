@@ -4,7 +4,8 @@
 //! and fields are documented in `docs/EXEC.md`; changing them bumps
 //! [`SCHEMA_VERSION`].
 
-use serde_json::{json, Value};
+use super::event::Event;
+use serde_json::Value;
 use std::io::Write;
 
 pub const STREAM_SCHEMA: &str = "codewhale.exec-stream";
@@ -24,12 +25,12 @@ pub enum OutputFormat {
 
 /// A second reader of everything the loop reports (the runtime records
 /// each event as thread/turn/item events). It sees every event in every
-/// output format, before it is written.
+/// output format, before it is written, as the typed value.
 pub trait EventTap: Send {
     /// A streamed piece of the model's answer.
     fn content(&mut self, text: &str);
-    /// One stream event (the `type` and its fields, as in `stream-json`).
-    fn event(&mut self, ty: &str, fields: &Value);
+    /// One step of the run (never [`Event::Content`]: that is `content`).
+    fn event(&mut self, ev: &Event);
 }
 
 /// Writes events in the chosen format. Output errors (a closed pipe) are
@@ -89,7 +90,9 @@ impl Emitter {
                     self.at_line_start = last == '\n';
                 }
             }
-            OutputFormat::StreamJson => self.event("content", json!({"text": text})),
+            OutputFormat::StreamJson => self.write_stream(&Event::Content {
+                text: text.to_string(),
+            }),
             OutputFormat::Json => {}
         }
     }
@@ -99,24 +102,31 @@ impl Emitter {
         let _ = writeln!(self.err, "codewhale: {msg}");
     }
 
-    /// One stream event. `fields` must be an object.
-    pub fn event(&mut self, ty: &str, fields: Value) {
+    /// One step of the run: to the tap, then in the chosen format.
+    pub fn emit(&mut self, ev: Event) {
         if let Some(t) = &mut self.tap {
-            t.event(ty, &fields);
+            t.event(&ev);
         }
         match self.format {
-            OutputFormat::StreamJson => {
-                let mut v =
-                    json!({"type": ty, "schema": STREAM_SCHEMA, "schema_version": SCHEMA_VERSION});
-                if let (Some(dst), Value::Object(src)) = (v.as_object_mut(), fields) {
-                    dst.extend(src);
+            OutputFormat::StreamJson => self.write_stream(&ev),
+            OutputFormat::Text => {
+                if let Some(line) = ev.progress_line() {
+                    let _ = writeln!(self.err, "{line}");
                 }
-                let _ = writeln!(self.out, "{v}");
-                let _ = self.out.flush();
             }
-            OutputFormat::Text => self.progress(ty, &fields),
             OutputFormat::Json => {}
         }
+    }
+
+    /// One stream-json line: the event's serde form plus the schema.
+    fn write_stream(&mut self, ev: &Event) {
+        let mut v = serde_json::to_value(ev).unwrap_or(Value::Null);
+        if let Some(o) = v.as_object_mut() {
+            o.insert("schema".into(), STREAM_SCHEMA.into());
+            o.insert("schema_version".into(), SCHEMA_VERSION.into());
+        }
+        let _ = writeln!(self.out, "{v}");
+        let _ = self.out.flush();
     }
 
     /// The end-of-run summary (`--json` only).
@@ -135,81 +145,13 @@ impl Emitter {
             self.at_line_start = true;
         }
     }
-
-    fn progress(&mut self, ty: &str, f: &Value) {
-        let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        let line = match ty {
-            "metadata" => format!(
-                "provider {} · model {} · approval {} · sandbox {}",
-                s("provider"),
-                s("model"),
-                s("approval"),
-                s("sandbox")
-            ),
-            "tool_use" => {
-                let args = f.get("args").map(Value::to_string).unwrap_or_default();
-                let short: String = args.chars().take(160).collect();
-                format!("→ {} {short}", s("tool"))
-            }
-            "approval" if s("outcome") != "allow" => {
-                format!(
-                    "  ✗ not run ({}, by {}): {}",
-                    s("outcome"),
-                    s("decided_by"),
-                    s("reason")
-                )
-            }
-            "tool_result" => {
-                let exit = f.get("exit_code").and_then(Value::as_i64);
-                let ms = f.get("duration_ms").and_then(Value::as_u64).unwrap_or(0);
-                match exit {
-                    Some(c) => format!("  ← {} (exit {c}, {ms} ms)", s("status")),
-                    None => format!("  ← {} ({ms} ms)", s("status")),
-                }
-            }
-            "sandbox_denied" => format!("  sandbox denied: {}", s("reason")),
-            "turn_usage" => format!(
-                "  tokens in {} (cached {}) / out {} (reasoning {}) · cost {}",
-                f["input_tokens"],
-                f["cached_input_tokens"],
-                f["output_tokens"],
-                match &f["reasoning_tokens"] {
-                    Value::Null => "not reported".to_string(),
-                    v => v.to_string(),
-                },
-                s("cost")
-            ),
-            "model_choice" => {
-                let mut line = format!("model {}/{} ({})", s("provider"), s("model"), s("reason"));
-                if s("used_provider") != s("provider") || s("used_model") != s("model") {
-                    line.push_str(&format!(
-                        " → fell back to {}/{}",
-                        s("used_provider"),
-                        s("used_model")
-                    ));
-                }
-                line
-            }
-            "done" => format!(
-                "done: {} · {} turn(s) · tokens in {} (cached {}) / out {} · cost {}",
-                s("status"),
-                f["turns"],
-                f["input_tokens"],
-                f["cached_input_tokens"],
-                f["output_tokens"],
-                s("cost")
-            ),
-            "error" => format!("error: {}", s("message")),
-            _ => return,
-        };
-        let _ = writeln!(self.err, "{line}");
-    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::sync::{Arc, Mutex};
 
     #[derive(Clone, Default)]
@@ -238,7 +180,11 @@ mod tests {
             Box::new(e.clone()),
         );
         em.content("hi");
-        em.event("done", json!({"status": "completed"}));
+        em.emit(Event::Error(crate::agent::event::ErrorEvent {
+            message: "boom".into(),
+            category: "provider".into(),
+            exit_code: 1,
+        }));
         let lines: Vec<Value> = o
             .text()
             .lines()
@@ -250,17 +196,20 @@ mod tests {
             assert_eq!(l["schema_version"], SCHEMA_VERSION);
         }
         assert_eq!(lines[0]["type"], "content");
-        assert_eq!(lines[1]["status"], "completed");
+        assert_eq!(lines[1]["type"], "error");
+        assert_eq!(lines[1]["message"], "boom");
     }
 
     #[test]
     fn text_puts_answer_on_stdout_progress_on_stderr() {
         let (o, e) = (Buf::default(), Buf::default());
         let mut em = Emitter::new(OutputFormat::Text, Box::new(o.clone()), Box::new(e.clone()));
-        em.event(
-            "tool_use",
-            json!({"tool": "read_file", "args": {"path": "a"}}),
-        );
+        em.emit(Event::ToolUse(crate::agent::event::ToolUse {
+            call_id: "c1".into(),
+            tool: "read_file".into(),
+            args: json!({"path": "a"}),
+            mcp: None,
+        }));
         em.content("answer");
         em.summary(json!({}));
         assert_eq!(o.text(), "answer\n");

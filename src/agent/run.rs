@@ -3,6 +3,7 @@
 use super::authorizer::{
     Authorizer, DecidedBy, Decision, Gate, ToolCallRequest, TurnContext, Verdict,
 };
+use super::event as ev;
 use super::output::Emitter;
 use super::snapshots::{changes_files, RunSnapshots};
 use super::tools::{self, ToolContext, ToolOutput, ToolStatus, ALL_TOOLS};
@@ -499,25 +500,24 @@ impl Loop<'_> {
             SandboxMode::ExternalSandbox => "external-sandbox (no local OS sandbox)".into(),
             _ => "unsandboxed (danger-full-access)".into(),
         };
-        self.out.event(
-            "metadata",
-            json!({
-                "provider": provider_id, "model": model_id, "wire": wire,
-                "routing": matches!(self.models, Models::Routed(_)),
-                "instructions": files,
-                "approval": approval_label(self.opts),
-                "sandbox": self.ctx.policy.mode.as_str(),
-                "enforcement": enforcement,
-                "tools": self.offered,
-                "mcp_tools": first_mcp,
-                "mcp_servers": self.ctx.mcp.as_ref().map(|m| m.status()),
-                "agents_md": agents_md,
-                "thread": self.log.thread(),
-                "session_file": self.log.path(),
-                "snapshots": self.snaps.metadata(),
-                "config": self.opts.config,
-            }),
-        );
+        self.out.emit(ev::Event::Metadata(Box::new(ev::Metadata {
+            provider: provider_id,
+            model: model_id,
+            wire,
+            routing: matches!(self.models, Models::Routed(_)),
+            instructions: files,
+            approval: approval_label(self.opts),
+            sandbox: self.ctx.policy.mode.as_str().into(),
+            enforcement,
+            tools: self.offered.clone(),
+            mcp_tools: first_mcp,
+            mcp_servers: json!(self.ctx.mcp.as_ref().map(|m| m.status())),
+            agents_md,
+            thread: self.log.thread().to_string(),
+            session_file: self.log.path().to_path_buf(),
+            snapshots: self.snaps.metadata(),
+            config: self.opts.config.clone(),
+        })));
         self.log.append(
             0,
             Event::UserMessage {
@@ -536,10 +536,10 @@ impl Loop<'_> {
             for text in std::mem::take(&mut self.steered) {
                 self.log
                     .append(turn, Event::UserMessage { text: text.clone() })?;
-                self.out.event(
-                    "steered",
-                    json!({"turn": turn, "chars": text.chars().count()}),
-                );
+                self.out.emit(ev::Event::Steered {
+                    turn,
+                    chars: text.chars().count(),
+                });
                 messages.push(Message::User { text });
             }
             self.log.append(turn, Event::TurnStarted)?;
@@ -622,6 +622,17 @@ impl Loop<'_> {
         Ok("max_turns")
     }
 
+    /// One step: its session record (when it has one), then the event to
+    /// the output and the tap. The record comes first so a client that
+    /// sees the event finds the step in the session file.
+    fn emit(&mut self, turn: u32, e: ev::Event) -> Result<(), Stop> {
+        if let Some(r) = e.record() {
+            self.log.append(turn, r)?;
+        }
+        self.out.emit(e);
+        Ok(())
+    }
+
     /// Move steered input that arrived into `steered` (sent before the next
     /// request).
     fn poll_steers(&mut self) {
@@ -640,18 +651,10 @@ impl Loop<'_> {
             .iter()
             .map(|f| serde_json::to_value(f).unwrap_or(Value::Null))
             .collect();
-        self.out.event(
-            "model_choice",
-            json!({"turn": turn, "kind": r.choice.kind.as_str(),
-                   "provider": r.choice.target.provider, "model": r.choice.target.model,
-                   "reason": r.choice.reason,
-                   "used_provider": r.used.provider, "used_model": r.used.model,
-                   "failed": failed}),
-        );
-        self.log.append(
+        self.emit(
             turn,
-            Event::ModelChoice {
-                event_v: 1,
+            ev::Event::ModelChoice(ev::ModelChoice {
+                turn,
                 kind: r.choice.kind.as_str().into(),
                 provider: r.choice.target.provider.clone(),
                 model: r.choice.target.model.clone(),
@@ -659,9 +662,8 @@ impl Loop<'_> {
                 used_provider: r.used.provider.clone(),
                 used_model: r.used.model.clone(),
                 failed,
-            },
-        )?;
-        Ok(())
+            }),
+        )
     }
 
     fn usage(
@@ -682,30 +684,23 @@ impl Loop<'_> {
             _ => None,
         };
         let (provider, model) = self.current.clone();
-        self.out.event(
-            "turn_usage",
-            json!({"turn": turn, "provider": provider, "model": model,
-                   "input_tokens": u.input_tokens, "cached_input_tokens": u.cached_input_tokens,
-                   "cache_write_tokens": u.cache_write_tokens,
-                   "output_tokens": u.output_tokens, "reasoning_tokens": u.reasoning_tokens,
-                   "usage_reported": usage.is_some(),
-                   "price": price, "cost_usd": cost, "cost": crate::session::cost_label(cost)}),
-        );
-        self.log.append(
+        self.emit(
             turn,
-            Event::TurnUsage {
+            ev::Event::TurnUsage(ev::TurnUsage {
+                turn,
+                provider,
+                model,
                 input_tokens: u.input_tokens,
+                cached_input_tokens: u.cached_input_tokens,
+                cache_write_tokens: u.cache_write_tokens,
                 output_tokens: u.output_tokens,
-                cost_usd: cost,
-                cached_input_tokens: Some(u.cached_input_tokens),
-                cache_write_tokens: Some(u.cache_write_tokens),
                 reasoning_tokens: u.reasoning_tokens,
-                usage_reported: Some(usage.is_some()),
-                provider: Some(provider),
-                model: Some(model),
-            },
-        )?;
-        Ok(())
+                usage_reported: usage.is_some(),
+                price: price.cloned(),
+                cost_usd: cost,
+                cost: crate::session::cost_label(cost),
+            }),
+        )
     }
 
     /// One call: parse, admit, authorize, run, record. Returns what goes
@@ -717,19 +712,14 @@ impl Loop<'_> {
             _ => json!({"_raw": call.arguments}),
         };
         let mcp = self.mcp_call_of(&call.name);
-        let mut used = json!({"call_id": call.id, "tool": call.name, "args": args});
-        if let Some(m) = &mcp {
-            used["mcp"] = json!(m);
-        }
-        self.out.event("tool_use", used);
-        self.log.append(
+        self.emit(
             turn,
-            Event::ToolCall {
+            ev::Event::ToolUse(ev::ToolUse {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
                 args: args.clone(),
                 mcp,
-            },
+            }),
         )?;
         if !matches!(parsed, Ok(Value::Object(_))) {
             let why = match parsed {
@@ -780,20 +770,15 @@ impl Loop<'_> {
         } else {
             v
         };
-        let record = crate::session::Verdict::from(&v);
-        self.out.event(
-            "approval",
-            json!({"call_id": call.id, "tool": call.name, "decision": record.decision,
-                   "outcome": record.outcome, "decided_by": record.decided_by,
-                   "asked_by": record.asked_by, "hold": v.held(),
-                   "gate": record.gate, "reason": record.reason, "trace": v.trace_lines()}),
-        );
-        self.log.append(
+        self.emit(
             turn,
-            Event::Approval {
+            ev::Event::Approval(Box::new(ev::Approval {
                 call_id: call.id.clone(),
-                verdict: record,
-            },
+                tool: call.name.clone(),
+                verdict: crate::session::Verdict::from(&v),
+                hold: v.held(),
+                trace: v.trace_lines(),
+            })),
         )?;
         if !v.is_allowed() {
             let msg = match v.outcome() {
@@ -867,55 +852,48 @@ impl Loop<'_> {
         ms: u64,
     ) -> Result<(String, bool), Stop> {
         if let Some(d) = &o.sandbox_denied {
-            self.out.event(
-                "sandbox_denied",
-                json!({"call_id": call.id, "tool": call.name, "path": d.path,
-                       "reason": d.reason, "inferred": d.inferred}),
-            );
+            self.out.emit(ev::Event::SandboxDenied(ev::SandboxEvent {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                reason: d.reason.clone(),
+                subject: ev::SandboxSubject::Path {
+                    path: d.path.clone(),
+                    inferred: d.inferred,
+                },
+            }));
         }
         // Every connection the egress proxy handled, in order: refusals
         // as sandbox_denied, allowed ones as sandbox_allowed.
         for c in o.enforced.iter().flat_map(|e| e.connections.iter()) {
-            let mut ev = json!({"call_id": call.id, "tool": call.name, "kind": "network",
-                   "reason": c.reason(), "host": c.host, "port": c.port, "decision": c.decision,
-                   "rule": c.rule, "protocol": c.protocol,
-                   "bytes_up": c.bytes_up, "bytes_down": c.bytes_down});
-            if c.refused() {
-                ev["path"] = Value::Null;
-                ev["inferred"] = Value::Bool(false);
-                self.out.event("sandbox_denied", ev);
+            let e = ev::SandboxEvent {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                reason: c.reason(),
+                subject: ev::SandboxSubject::network(c),
+            };
+            self.out.emit(if c.refused() {
+                ev::Event::SandboxDenied(e)
             } else {
-                ev["addr"] = json!(c.addr);
-                ev["error"] = json!(c.error);
-                self.out.event("sandbox_allowed", ev);
-            }
+                ev::Event::SandboxAllowed(e)
+            });
         }
-        // The session record, then the event. Nothing depends on this
-        // order any more: the runtime's item (from the event) carries the
-        // output's head and tail itself, and the TUI draws from that.
-        self.log.append(
+        self.emit(
             turn,
-            Event::ToolResult {
+            ev::Event::ToolResult(Box::new(ev::ToolResult {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
                 status: status.into(),
-                exit_code: o.exit_code,
                 duration_ms: ms,
-                files_touched: o.files_touched.clone(),
-                error_category: o.error_category.map(str::to_string),
-                enforcement: o.enforcement.as_deref().map(str::to_string),
-                enforced: o.enforced.as_ref().map(|e| e.summary.clone()),
-                output: o.content.clone(),
                 truncated: o.truncated,
-            },
+                error_category: o.error_category,
+                exit_code: o.exit_code,
+                enforcement: o.enforcement.as_deref().cloned(),
+                enforced: o.enforced.as_ref().map(|e| e.summary.clone()),
+                files_touched: o.files_touched.clone(),
+                output: o.content.clone(),
+                diff: o.diff.as_deref().cloned(),
+            })),
         )?;
-        self.out.event(
-            "tool_result",
-            json!({"call_id": call.id, "tool": call.name, "status": status,
-                   "duration_ms": ms, "truncated": o.truncated, "error_category": o.error_category,
-                   "exit_code": o.exit_code, "enforcement": o.enforcement, "enforced": o.enforced.as_ref().map(|e| &e.summary),
-                   "files_touched": o.files_touched, "output": o.content, "diff": o.diff}),
-        );
         self.calls.push(
             json!({"call_id": call.id, "tool": call.name, "status": status,
                                "exit_code": o.exit_code, "files_touched": o.files_touched}),
@@ -974,10 +952,11 @@ impl Loop<'_> {
             );
         }
         if let Some((msg, cat)) = &error {
-            self.out.event(
-                "error",
-                json!({"message": msg, "category": cat, "exit_code": code}),
-            );
+            self.out.emit(ev::Event::Error(ev::ErrorEvent {
+                message: msg.clone(),
+                category: cat.to_string(),
+                exit_code: code,
+            }));
         }
         let summary = json!({
             "status": status, "exit_code": code, "answer": self.answer,
@@ -996,16 +975,18 @@ impl Loop<'_> {
             "snapshots": self.snaps.metadata(),
             "error": error.as_ref().map(|(m, c)| json!({"message": m, "category": c})),
         });
-        self.out.event(
-            "done",
-            json!({"status": status, "exit_code": code, "turns": self.turns,
-                   "session_file": self.log.path(), "cost": crate::session::cost_label(self.total_cost),
-                   "input_tokens": self.total.input_tokens,
-                   "cached_input_tokens": self.total.cached_input_tokens,
-                   "cache_write_tokens": self.total.cache_write_tokens,
-                   "output_tokens": self.total.output_tokens,
-                   "reasoning_tokens": self.total.reasoning_tokens}),
-        );
+        self.out.emit(ev::Event::Done(ev::Done {
+            status: status.into(),
+            exit_code: code,
+            turns: self.turns,
+            session_file: self.log.path().to_path_buf(),
+            cost: crate::session::cost_label(self.total_cost),
+            input_tokens: self.total.input_tokens,
+            cached_input_tokens: self.total.cached_input_tokens,
+            cache_write_tokens: self.total.cache_write_tokens,
+            output_tokens: self.total.output_tokens,
+            reasoning_tokens: self.total.reasoning_tokens,
+        }));
         self.out.summary(summary.clone());
         ExecReport {
             status: status.into(),

@@ -34,6 +34,7 @@ struct Result_ {
     files_touched: Vec<std::path::PathBuf>,
     error_category: Option<String>,
     enforcement: Option<String>,
+    network: Option<String>,
     enforced: Option<EnforcementSummary>,
     output: String,
 }
@@ -217,6 +218,7 @@ pub fn build(
                 files_touched,
                 error_category,
                 enforcement,
+                network,
                 enforced,
                 output,
                 ..
@@ -229,6 +231,7 @@ pub fn build(
                         files_touched: files_touched.clone(),
                         error_category: error_category.clone(),
                         enforcement: enforcement.clone(),
+                        network: network.clone(),
                         enforced: enforced.clone(),
                         output: output.clone(),
                     });
@@ -476,8 +479,8 @@ fn call_action(
     if is_read && status == ActionStatus::Failed && decided_by != Some(Decider::Sandbox) {
         totals.reads += 1;
     }
-    let (enforcement, network) =
-        split_network(c.result.as_ref().and_then(|r| r.enforcement.clone()));
+    let enforcement = c.result.as_ref().and_then(|r| r.enforcement.clone());
+    let network = c.result.as_ref().and_then(|r| r.network.clone());
     if let Some(e) = &enforcement {
         let e = clip(e, ERROR_LIMIT);
         if is_shell && ran && !postures.enforcement.contains(&e) {
@@ -564,19 +567,6 @@ fn call_action(
     })
 }
 
-/// A shell call's enforcement string is the label, then (under
-/// `network = "allowlist"`) `; ` and the egress proxy's line: the label
-/// alone is the posture, the line is the command's own network account.
-fn split_network(e: Option<String>) -> (Option<String>, Option<String>) {
-    match e {
-        Some(e) => match e.split_once("; network: ") {
-            Some((label, line)) => (Some(label.to_string()), Some(format!("network: {line}"))),
-            None => (Some(e), None),
-        },
-        None => (None, None),
-    }
-}
-
 /// The host's report for the receipt: every path and reason masked,
 /// escaped and clipped like the rest of the recorded text.
 fn enforced(e: &EnforcementSummary) -> Enforced {
@@ -604,26 +594,4 @@ fn relative(p: &Path, workspace: Option<&Path>) -> String {
         .unwrap_or(p)
         .to_string_lossy()
         .replace('\\', "/")
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
-    use super::split_network;
-
-    #[test]
-    fn the_network_line_is_split_from_the_label() {
-        let (l, n) = split_network(Some(
-            "bwrap (namespaces: user, net); network: 1 refused: evil.test (not in the allow list)"
-                .into(),
-        ));
-        assert_eq!(l.as_deref(), Some("bwrap (namespaces: user, net)"));
-        assert_eq!(
-            n.as_deref(),
-            Some("network: 1 refused: evil.test (not in the allow list)")
-        );
-        let (l, n) = split_network(Some("landlock (ABI 4)".into()));
-        assert_eq!((l.as_deref(), n), (Some("landlock (ABI 4)"), None));
-        assert_eq!(split_network(None), (None, None));
-    }
 }

@@ -188,6 +188,7 @@ mod tests {
             files_touched: Vec::new(),
             error_category: None,
             enforcement: None,
+            network: None,
             enforced: None,
             output: output.into(),
             truncated: false,

@@ -28,4 +28,5 @@ pub mod client_tools;
 pub mod driver;
 pub mod exec_client;
 pub mod history;
+pub mod item_meta;
 pub mod tap;

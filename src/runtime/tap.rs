@@ -8,11 +8,13 @@
 //! durable record): the first error is kept and reported by the caller.
 
 use super::coalesce::Coalescer;
+use super::item_meta::{EnforcedBrief, ItemApproval, ToolItemResult, ToolItemStart};
 use super::model::{
     ItemKind, ItemStatus, ModelUsage, RouteChoice, TurnItemRecord, TurnRecord, TurnUsage,
 };
 use super::store::{Runtime, RuntimeError};
 use super::NewEvent;
+use crate::agent::event::{self as ev, Event};
 use crate::agent::EventTap;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -28,7 +30,7 @@ struct TapState {
     /// Tool call id → item id (open items).
     calls: HashMap<String, String>,
     /// Approval facts waiting for the call's result.
-    approvals: HashMap<String, Value>,
+    approvals: HashMap<String, ItemApproval>,
     usage: TurnUsage,
     /// Sum of the model requests' costs; unknown once any one is.
     cost: Option<f64>,
@@ -197,216 +199,211 @@ impl TapState {
         }
     }
 
-    fn event(&mut self, ty: &str, f: &Value) {
-        let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        match ty {
-            "content" => return,
-            "metadata" | "done" => {}
+    fn event(&mut self, ev: &Event) {
+        match ev {
+            Event::Content { .. } => return,
+            Event::Metadata(_) | Event::Done(_) => {}
             // After a stop request the loop only closes the turn: the cut
             // message waits for `close`, which knows how the turn ended.
             _ if self.stop_requested() => {}
             _ => self.close_message(ItemStatus::Completed),
         }
-        match ty {
-            "tool_use" => {
-                let tool = s("tool");
-                let mut meta =
-                    json!({"call_id": s("call_id"), "tool": tool, "args": f.get("args")});
-                if let Some(m) = f.get("mcp") {
-                    meta["mcp"] = m.clone();
-                }
-                match self.rt.start_item(&self.turn, tool_kind(&tool), meta) {
-                    Ok(i) => {
-                        self.calls.insert(s("call_id"), i.id);
-                    }
-                    Err(e) => {
-                        self.failure.get_or_insert(e);
-                    }
-                }
-            }
-            "approval" => {
-                let keep = [
-                    "decision",
-                    "outcome",
-                    "decided_by",
-                    "asked_by",
-                    "gate",
-                    "reason",
-                    "hold",
-                ];
-                let v: serde_json::Map<String, Value> = keep
-                    .iter()
-                    .filter_map(|k| f.get(*k).map(|v| (k.to_string(), v.clone())))
-                    .collect();
-                self.approvals.insert(s("call_id"), Value::Object(v));
-            }
-            "sandbox_denied" | "sandbox_allowed" => {
-                let item = self.calls.get(&s("call_id")).cloned();
-                let ev = NewEvent {
-                    event: if ty == "sandbox_denied" {
-                        "sandbox.denied"
-                    } else {
-                        "sandbox.allowed"
+        match ev {
+            Event::ToolUse(t) => self.tool_use(t),
+            Event::Approval(a) => {
+                self.approvals.insert(
+                    a.call_id.clone(),
+                    ItemApproval {
+                        verdict: a.verdict.clone(),
+                        hold: a.hold,
                     },
-                    thread_id: Some(self.turn.thread_id.clone()),
-                    turn_id: Some(self.turn.id.clone()),
-                    item_id: item,
-                    payload: {
-                        let mut p = json!({"call_id": s("call_id"), "tool": s("tool"), "reason": s("reason")});
-                        if ty == "sandbox_denied" {
-                            p["path"] = f.get("path").cloned().unwrap_or(Value::Null);
-                            p["inferred"] = f.get("inferred").cloned().unwrap_or(Value::Null);
-                        }
-                        // An egress connection: which name, port, rule,
-                        // decision and the bytes relayed each way.
-                        if f.get("kind").and_then(Value::as_str) == Some("network") {
-                            for k in [
-                                "kind",
-                                "host",
-                                "port",
-                                "decision",
-                                "rule",
-                                "protocol",
-                                "bytes_up",
-                                "bytes_down",
-                                "addr",
-                                "error",
-                            ] {
-                                if let Some(v) = f.get(k) {
-                                    p[k] = v.clone();
-                                }
-                            }
-                        }
-                        p
-                    },
-                };
-                let r = self.rt.append(vec![ev]).map(drop);
-                self.keep(r);
+                );
             }
-            "tool_result" => {
-                let call = s("call_id");
-                let Some(item_id) = self.calls.remove(&call) else {
-                    return;
-                };
-                let status = match s("status").as_str() {
-                    "ok" => ItemStatus::Completed,
-                    _ => ItemStatus::Failed,
-                };
-                // The full output stays in the session file (it can hold
-                // anything a command printed); the item keeps the facts and,
-                // for the built-in and MCP tools, a bounded head and tail
-                // (what a client draws; the TUI's tool cells come from it,
-                // so nothing has to read the session file back). A client
-                // tool's result and `ask_user`'s answers are never copied.
-                let mut meta = json!({
-                    "status": s("status"), "exit_code": f.get("exit_code"),
-                    "duration_ms": f.get("duration_ms"), "files_touched": f.get("files_touched"),
-                    "error_category": f.get("error_category"), "enforcement": f.get("enforcement"),
-                    "truncated": f.get("truncated"),
-                    "output_bytes": f.get("output").and_then(Value::as_str).map_or(0, str::len),
-                });
-                if let Some(a) = self.approvals.remove(&call) {
-                    meta["approval"] = a;
-                }
-                // A file edit's real unified diff (what a client draws).
-                if let Some(d) = f.get("diff").and_then(Value::as_str) {
-                    meta["diff"] = json!(super::preview::bounded_diff(d));
-                }
-                // What the command really ran under (backend and level;
-                // the shortfalls stay in the session file and the receipt).
-                if let Some(e) = f.get("enforced").filter(|e| e.is_object()) {
-                    meta["enforced"] = json!({"backend": e.get("backend"), "level": e.get("level"),
-                                              "partial_items": e.get("partial").and_then(Value::as_array).map_or(0, Vec::len)});
-                }
-                let tool = s("tool");
-                let shown = crate::agent::tools::ALL_TOOLS.contains(&tool.as_str())
-                    || crate::mcp::client_names::is_mcp(&tool);
-                match f.get("output").and_then(Value::as_str) {
-                    Some(out) if shown && !out.is_empty() => {
-                        meta["output_preview"] = json!(super::preview::output_preview(out));
-                    }
-                    _ => {}
-                }
-                let r = self
-                    .rt
-                    .finish_item(&self.turn, &item_id, status, meta)
-                    .map(drop);
-                self.keep(r);
+            Event::SandboxDenied(e) => self.sandbox("sandbox.denied", e),
+            Event::SandboxAllowed(e) => self.sandbox("sandbox.allowed", e),
+            Event::ToolResult(r) => self.tool_result(r),
+            Event::TurnUsage(u) => self.turn_usage(u),
+            Event::ModelChoice(c) => self.model_choice(c),
+            Event::Error(e) => self.error = Some(e.message.clone()),
+            Event::Content { .. } | Event::Metadata(_) | Event::Steered { .. } | Event::Done(_) => {
             }
-            "turn_usage" => {
-                let n = |k: &str| f.get(k).and_then(Value::as_u64).unwrap_or(0);
-                let u = TurnUsage {
-                    input_tokens: n("input_tokens"),
-                    output_tokens: n("output_tokens"),
-                    cached_tokens: n("cached_input_tokens"),
-                    reasoning_tokens: n("reasoning_tokens"),
-                };
-                add_usage(&mut self.usage, &u);
-                let c = f.get("cost_usd").and_then(Value::as_f64);
-                self.cost = add_cost(self.cost, c);
-                let (provider, model) = (s("provider"), s("model"));
-                let i = match self
-                    .by_model
-                    .iter()
-                    .position(|m| m.provider == provider && m.model == model)
-                {
-                    Some(i) => i,
-                    None => {
-                        self.by_model.push(ModelUsage {
-                            provider: provider.clone(),
-                            model: model.clone(),
-                            cost_usd: Some(0.0),
-                            ..ModelUsage::default()
-                        });
-                        self.by_model.len() - 1
-                    }
-                };
-                let m = &mut self.by_model[i];
-                add_usage(&mut m.usage, &u);
-                m.cost_usd = add_cost(m.cost_usd, c);
-                m.requests += 1;
-                let (usage, cost, by) = (self.usage, self.cost, self.by_model.clone());
-                // The context in use is this request's, not the turn's sum.
-                let reported = f.get("usage_reported").and_then(Value::as_bool) != Some(false);
-                let context = reported.then(|| u.input_tokens + u.output_tokens);
-                let r = self.rt.update_turn(&self.turn.id, |t| {
-                    t.usage = usage;
-                    if context.is_some() {
-                        t.context_tokens = context;
-                    }
-                    t.cost_usd = cost;
-                    t.by_model = by;
-                    if !provider.is_empty() {
-                        t.effective_provider = Some(provider);
-                        t.effective_model = Some(model);
-                    }
-                });
-                self.keep(r);
-            }
-            "model_choice" => {
-                let choice = RouteChoice {
-                    request: f.get("turn").and_then(Value::as_u64).unwrap_or(0),
-                    kind: s("kind"),
-                    provider: s("provider"),
-                    model: s("model"),
-                    reason: s("reason"),
-                    used_provider: s("used_provider"),
-                    used_model: s("used_model"),
-                    failed: f.get("failed").cloned().unwrap_or(Value::Null),
-                };
-                let (p, m) = (choice.used_provider.clone(), choice.used_model.clone());
-                self.routing.push(choice);
-                let routing = self.routing.clone();
-                let r = self.rt.update_turn(&self.turn.id, |t| {
-                    t.routing = routing;
-                    t.effective_provider = Some(p);
-                    t.effective_model = Some(m);
-                });
-                self.keep(r);
-            }
-            "error" => self.error = Some(s("message")),
-            _ => {}
         }
+    }
+
+    fn tool_use(&mut self, t: &ev::ToolUse) {
+        let meta = ToolItemStart {
+            call_id: t.call_id.clone(),
+            tool: t.tool.clone(),
+            args: t.args.clone(),
+            mcp: t.mcp.clone(),
+        };
+        let meta = serde_json::to_value(meta).unwrap_or(Value::Null);
+        match self.rt.start_item(&self.turn, tool_kind(&t.tool), meta) {
+            Ok(i) => {
+                self.calls.insert(t.call_id.clone(), i.id);
+            }
+            Err(e) => {
+                self.failure.get_or_insert(e);
+            }
+        }
+    }
+
+    /// A sandbox event on the call's item: the path refused, or the
+    /// connection the egress proxy handled (name, port, rule, decision and
+    /// the bytes relayed each way).
+    fn sandbox(&mut self, name: &'static str, e: &ev::SandboxEvent) {
+        let item = self.calls.get(&e.call_id).cloned();
+        let mut payload = json!({"call_id": e.call_id, "tool": e.tool, "reason": e.reason});
+        match &e.subject {
+            ev::SandboxSubject::Path { path, inferred } => {
+                if name == "sandbox.denied" {
+                    payload["path"] = json!(path);
+                    payload["inferred"] = json!(inferred);
+                }
+            }
+            ev::SandboxSubject::Network { connection: c, .. } => {
+                payload["kind"] = json!("network");
+                payload["host"] = json!(c.host);
+                payload["port"] = json!(c.port);
+                payload["decision"] = json!(c.decision);
+                payload["rule"] = json!(c.rule);
+                payload["protocol"] = json!(c.protocol);
+                payload["bytes_up"] = json!(c.bytes_up);
+                payload["bytes_down"] = json!(c.bytes_down);
+                if name == "sandbox.denied" {
+                    payload["path"] = Value::Null;
+                    payload["inferred"] = json!(false);
+                } else {
+                    payload["addr"] = json!(c.addr);
+                    payload["error"] = json!(c.error);
+                }
+            }
+        }
+        let ev = NewEvent {
+            event: name,
+            thread_id: Some(self.turn.thread_id.clone()),
+            turn_id: Some(self.turn.id.clone()),
+            item_id: item,
+            payload,
+        };
+        let r = self.rt.append(vec![ev]).map(drop);
+        self.keep(r);
+    }
+
+    fn tool_result(&mut self, r: &ev::ToolResult) {
+        let Some(item_id) = self.calls.remove(&r.call_id) else {
+            return;
+        };
+        let status = match r.status.as_str() {
+            "ok" => ItemStatus::Completed,
+            _ => ItemStatus::Failed,
+        };
+        // The full output stays in the session file (it can hold anything
+        // a command printed); the item keeps the facts and, for the
+        // built-in and MCP tools, a bounded head and tail (what a client
+        // draws; the TUI's tool cells come from it, so nothing has to read
+        // the session file back). A client tool's result and `ask_user`'s
+        // answers are never copied.
+        let shown = crate::agent::tools::ALL_TOOLS.contains(&r.tool.as_str())
+            || crate::mcp::client_names::is_mcp(&r.tool);
+        let meta = ToolItemResult {
+            status: r.status.clone(),
+            exit_code: r.exit_code,
+            duration_ms: Some(r.duration_ms),
+            files_touched: r.files_touched.clone(),
+            error_category: r.error_category.map(str::to_string),
+            enforcement: r.enforcement.as_ref().map(|e| e.joined()),
+            truncated: r.truncated,
+            output_bytes: r.output.len(),
+            approval: self.approvals.remove(&r.call_id),
+            // A file edit's real unified diff (what a client draws).
+            diff: r.diff.as_deref().map(super::preview::bounded_diff),
+            // What the command really ran under (backend and level; the
+            // shortfalls stay in the session file and the receipt).
+            enforced: r.enforced.as_ref().map(|e| EnforcedBrief {
+                backend: e.backend,
+                level: e.level,
+                partial_items: e.partial.len(),
+            }),
+            output_preview: (shown && !r.output.is_empty())
+                .then(|| super::preview::output_preview(&r.output)),
+        };
+        let meta = serde_json::to_value(meta).unwrap_or(Value::Null);
+        let res = self
+            .rt
+            .finish_item(&self.turn, &item_id, status, meta)
+            .map(drop);
+        self.keep(res);
+    }
+
+    fn turn_usage(&mut self, e: &ev::TurnUsage) {
+        let u = TurnUsage {
+            input_tokens: e.input_tokens,
+            output_tokens: e.output_tokens,
+            cached_tokens: e.cached_input_tokens,
+            reasoning_tokens: e.reasoning_tokens.unwrap_or(0),
+        };
+        add_usage(&mut self.usage, &u);
+        self.cost = add_cost(self.cost, e.cost_usd);
+        let (provider, model) = (e.provider.clone(), e.model.clone());
+        let i = match self
+            .by_model
+            .iter()
+            .position(|m| m.provider == provider && m.model == model)
+        {
+            Some(i) => i,
+            None => {
+                self.by_model.push(ModelUsage {
+                    provider: provider.clone(),
+                    model: model.clone(),
+                    cost_usd: Some(0.0),
+                    ..ModelUsage::default()
+                });
+                self.by_model.len() - 1
+            }
+        };
+        let m = &mut self.by_model[i];
+        add_usage(&mut m.usage, &u);
+        m.cost_usd = add_cost(m.cost_usd, e.cost_usd);
+        m.requests += 1;
+        let (usage, cost, by) = (self.usage, self.cost, self.by_model.clone());
+        // The context in use is this request's, not the turn's sum.
+        let context = e.usage_reported.then(|| u.input_tokens + u.output_tokens);
+        let r = self.rt.update_turn(&self.turn.id, |t| {
+            t.usage = usage;
+            if context.is_some() {
+                t.context_tokens = context;
+            }
+            t.cost_usd = cost;
+            t.by_model = by;
+            if !provider.is_empty() {
+                t.effective_provider = Some(provider);
+                t.effective_model = Some(model);
+            }
+        });
+        self.keep(r);
+    }
+
+    fn model_choice(&mut self, c: &ev::ModelChoice) {
+        let choice = RouteChoice {
+            request: u64::from(c.turn),
+            kind: c.kind.clone(),
+            provider: c.provider.clone(),
+            model: c.model.clone(),
+            reason: c.reason.clone(),
+            used_provider: c.used_provider.clone(),
+            used_model: c.used_model.clone(),
+            failed: json!(c.failed),
+        };
+        let (p, m) = (choice.used_provider.clone(), choice.used_model.clone());
+        self.routing.push(choice);
+        let routing = self.routing.clone();
+        let r = self.rt.update_turn(&self.turn.id, |t| {
+            t.routing = routing;
+            t.effective_provider = Some(p);
+            t.effective_model = Some(m);
+        });
+        self.keep(r);
     }
 }
 
@@ -432,8 +429,8 @@ impl EventTap for RuntimeTap {
         self.0.with(|s| s.content(text));
     }
 
-    fn event(&mut self, ty: &str, fields: &Value) {
-        self.0.with(|s| s.event(ty, fields));
+    fn event(&mut self, ev: &Event) {
+        self.0.with(|s| s.event(ev));
     }
 }
 
@@ -441,7 +438,59 @@ impl EventTap for RuntimeTap {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::host::enforcement::{EnforcementLevel, EnforcementSummary, PartialItem};
     use crate::runtime::NewThread;
+
+    fn tool_use(call: &str, tool: &str, args: Value) -> Event {
+        Event::ToolUse(ev::ToolUse {
+            call_id: call.into(),
+            tool: tool.into(),
+            args,
+            mcp: None,
+        })
+    }
+
+    fn tool_result(call: &str, tool: &str, output: &str) -> ev::ToolResult {
+        ev::ToolResult {
+            call_id: call.into(),
+            tool: tool.into(),
+            status: "ok".into(),
+            duration_ms: 1,
+            truncated: false,
+            error_category: None,
+            exit_code: None,
+            enforcement: None,
+            enforced: None,
+            files_touched: vec![],
+            output: output.into(),
+            diff: None,
+        }
+    }
+
+    fn error(message: &str, category: &str) -> Event {
+        Event::Error(ev::ErrorEvent {
+            message: message.into(),
+            category: category.into(),
+            exit_code: 1,
+        })
+    }
+
+    fn usage(input: u64, output: u64, reported: bool) -> Event {
+        Event::TurnUsage(ev::TurnUsage {
+            turn: 1,
+            provider: String::new(),
+            model: String::new(),
+            input_tokens: input,
+            cached_input_tokens: 0,
+            cache_write_tokens: 0,
+            output_tokens: output,
+            reasoning_tokens: None,
+            usage_reported: reported,
+            price: None,
+            cost_usd: None,
+            cost: "unknown".into(),
+        })
+    }
 
     fn setup() -> (tempfile::TempDir, Runtime, TurnRecord) {
         let dir = tempfile::tempdir().unwrap();
@@ -473,17 +522,19 @@ mod tests {
         let (_d, rt, turn) = setup();
         let mut tap = TapHandle::new(rt.clone(), turn).tap();
         let out: String = (1..=9).map(|i| format!("out {i}\n")).collect();
-        tap.event(
-            "tool_use",
-            &json!({"call_id": "c1", "tool": "shell", "args": {"command": "seq 9"}}),
-        );
-        tap.event(
-            "tool_result",
-            &json!({"call_id": "c1", "tool": "shell", "status": "ok", "exit_code": 0,
-                    "output": out,
-                    "enforced": {"backend": "bwrap", "level": "partial",
-                                 "partial": [{"item": "write-protect", "path": "/w/.git/hooks"}]}}),
-        );
+        tap.event(&tool_use("c1", "shell", json!({"command": "seq 9"})));
+        let mut r = tool_result("c1", "shell", &out);
+        r.exit_code = Some(0);
+        r.enforced = Some(EnforcementSummary {
+            backend: crate::host::BackendKind::Bwrap,
+            level: EnforcementLevel::Partial,
+            partial: vec![PartialItem::at(
+                crate::host::enforcement::Shortfall::WriteProtect,
+                "/w/.git/hooks",
+                "x",
+            )],
+        });
+        tap.event(&Event::ToolResult(Box::new(r)));
         let i = item(&rt, ItemKind::CommandExecution);
         assert_eq!(i.status, ItemStatus::Completed);
         let p: crate::runtime::preview::OutputPreview =
@@ -495,15 +546,12 @@ mod tests {
             i.metadata["enforced"],
             json!({"backend": "bwrap", "level": "partial", "partial_items": 1})
         );
-        tap.event(
-            "tool_use",
-            &json!({"call_id": "c2", "tool": "open_in_editor", "args": {}}),
-        );
-        tap.event(
-            "tool_result",
-            &json!({"call_id": "c2", "tool": "open_in_editor", "status": "ok",
-                    "output": "the client's own result"}),
-        );
+        tap.event(&tool_use("c2", "open_in_editor", json!({})));
+        tap.event(&Event::ToolResult(Box::new(tool_result(
+            "c2",
+            "open_in_editor",
+            "the client's own result",
+        ))));
         let i = item(&rt, ItemKind::ToolCall);
         assert!(i.metadata.get("output_preview").is_none(), "{i:?}");
     }
@@ -520,10 +568,7 @@ mod tests {
         let mut tap = h.tap();
         tap.content("half an ans");
         tx.send(Some(crate::agent::InterruptCause::Esc)).unwrap();
-        tap.event(
-            "error",
-            &json!({"message": "interrupted (Esc)", "category": "interrupted"}),
-        );
+        tap.event(&error("interrupted (Esc)", "interrupted"));
         assert_eq!(
             item(&rt, ItemKind::AgentMessage).status,
             ItemStatus::InProgress
@@ -538,7 +583,7 @@ mod tests {
         let (_d, rt, turn) = setup();
         let mut tap = TapHandle::new(rt.clone(), turn).tap();
         tap.content("a whole answer");
-        tap.event("error", &json!({"message": "boom", "category": "provider"}));
+        tap.event(&error("boom", "provider"));
         assert_eq!(
             item(&rt, ItemKind::AgentMessage).status,
             ItemStatus::Completed
@@ -555,20 +600,11 @@ mod tests {
         let mut tap = TapHandle::new(rt.clone(), turn).tap();
         let ctx = |rt: &Runtime| rt.read(|s| s.turns.get(&id).and_then(|t| t.context_tokens));
         assert_eq!(ctx(&rt), None);
-        tap.event(
-            "turn_usage",
-            &json!({"input_tokens": 1000, "output_tokens": 50, "usage_reported": true}),
-        );
+        tap.event(&usage(1000, 50, true));
         assert_eq!(ctx(&rt), Some(1050));
-        tap.event(
-            "turn_usage",
-            &json!({"input_tokens": 1200, "output_tokens": 30, "usage_reported": true}),
-        );
+        tap.event(&usage(1200, 30, true));
         assert_eq!(ctx(&rt), Some(1230));
-        tap.event(
-            "turn_usage",
-            &json!({"input_tokens": 0, "output_tokens": 0, "usage_reported": false}),
-        );
+        tap.event(&usage(0, 0, false));
         assert_eq!(ctx(&rt), Some(1230));
         let usage = rt.read(|s| s.turns.get(&id).map(|t| t.usage)).unwrap();
         assert_eq!(usage.input_tokens, 2200);

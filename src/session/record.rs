@@ -145,7 +145,14 @@ pub enum Event {
         files_touched: Vec<PathBuf>,
         error_category: Option<String>,
         /// The enforcement label of a command run (`unsandboxed` when none).
+        /// Records written before the `network` field carried the egress
+        /// line here too (`label; network: …`); they are shown as written.
         enforcement: Option<String>,
+        /// Under `network = "allowlist"`: the egress proxy's one-line
+        /// account of the command's connections (`network: …`), kept apart
+        /// from the label so no reader has to split a string.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        network: Option<String>,
         /// What the host enforced for a command run (version 2; absent in
         /// version-1 records).
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -168,6 +168,7 @@ fn version_1_records_still_read_beside_version_2() {
             files_touched: Vec::new(),
             error_category: None,
             enforcement: Some("sandboxed: landlock+seccomp".into()),
+            network: None,
             enforced: Some(summary.clone()),
             output: String::new(),
             truncated: false,

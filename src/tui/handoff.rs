@@ -8,12 +8,11 @@
 //! Operate is not offered: it runs as Work until sub-agents exist, and a
 //! choice that does what another choice does would mislead.
 //!
-//! Pure: [`State::handoff_key`] turns a key into the state change and the
-//! effects, and [`lines`] / [`fallback`] draw it, so both are tested
-//! without a terminal.
+//! Pure: [`Handoff::key`] turns a key into an [`Outcome`] (the state
+//! machine applies it: `State::handoff_key`), and [`lines`] /
+//! [`fallback`] draw it, so both are tested without a terminal.
 
-use super::state::{Effect, Key, State};
-use crate::authz::{Approval, Mode};
+use crate::authz::Approval;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
@@ -70,48 +69,64 @@ impl Default for Handoff {
     }
 }
 
-impl State {
-    /// A key while the hand-off card is up. Only its own keys act; any
-    /// other key is swallowed so nothing leaks into the draft.
-    pub(super) fn handoff_key(&mut self, key: Key) -> Vec<Effect> {
-        let Some(h) = &mut self.handoff else {
-            return Vec::new();
-        };
-        let step = |i: usize, d: isize| -> HandoffChoice {
-            let last = HandoffChoice::ALL.len() as isize - 1;
-            HandoffChoice::ALL[(i as isize + d).clamp(0, last) as usize]
-        };
+/// A key as the hand-off sees it (the state machine maps its keys, so
+/// this module needs nothing of the state's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandoffKey {
+    Char(char),
+    Enter,
+    Esc,
+    CtrlC,
+    CtrlD,
+    Prev,
+    Next,
+    Other,
+}
+
+/// What a key did to the card.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Still open (a move, or a key that does nothing here: swallowed so
+    /// nothing leaks into the draft).
+    Open,
+    /// Closed: stay in Plan.
+    KeepPlanning,
+    /// Closed: switch to Work with this permission and send [`GO_AHEAD`].
+    Work(Approval),
+    /// Ctrl-D: leave, as on the first run's question.
+    Quit,
+}
+
+impl Handoff {
+    /// One key on the open card.
+    pub fn key(&mut self, key: HandoffKey) -> Outcome {
         let at = HandoffChoice::ALL
             .iter()
-            .position(|c| *c == h.selected)
+            .position(|c| *c == self.selected)
             .unwrap_or(HandoffChoice::ALL.len() - 1);
+        let last = HandoffChoice::ALL.len() - 1;
         let pick = match key {
-            Key::Char('w') | Key::Char('W') => HandoffChoice::WorkAsk,
-            Key::Char('r') | Key::Char('R') => HandoffChoice::WorkAutoReview,
-            Key::Char('k') | Key::Char('K') | Key::Esc | Key::CtrlC => HandoffChoice::KeepPlanning,
-            Key::Enter => h.selected,
-            Key::CtrlD => {
-                // As on the first run's question: Ctrl-D still leaves.
-                self.quit = true;
-                return vec![Effect::Quit];
+            HandoffKey::Char('w' | 'W') => HandoffChoice::WorkAsk,
+            HandoffKey::Char('r' | 'R') => HandoffChoice::WorkAutoReview,
+            HandoffKey::Char('k' | 'K') | HandoffKey::Esc | HandoffKey::CtrlC => {
+                HandoffChoice::KeepPlanning
             }
-            Key::Left | Key::BackTab => {
-                h.selected = step(at, -1);
-                return Vec::new();
+            HandoffKey::Enter => self.selected,
+            HandoffKey::CtrlD => return Outcome::Quit,
+            HandoffKey::Prev => {
+                self.selected = HandoffChoice::ALL[at.saturating_sub(1)];
+                return Outcome::Open;
             }
-            Key::Right | Key::Tab => {
-                h.selected = step(at, 1);
-                return Vec::new();
+            HandoffKey::Next => {
+                self.selected = HandoffChoice::ALL[(at + 1).min(last)];
+                return Outcome::Open;
             }
-            _ => return Vec::new(),
+            HandoffKey::Char(_) | HandoffKey::Other => return Outcome::Open,
         };
-        self.handoff = None;
-        let Some(permission) = pick.permission() else {
-            return Vec::new();
-        };
-        self.set_mode(Mode::Work);
-        self.set_permission(permission);
-        self.submit(GO_AHEAD.to_string())
+        match pick.permission() {
+            Some(p) => Outcome::Work(p),
+            None => Outcome::KeepPlanning,
+        }
     }
 }
 
@@ -166,137 +181,32 @@ pub fn fallback(h: &Handoff) -> Line<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::state::{Cell, Event, FooterInfo};
-    use serde_json::json;
-
-    /// A state whose Plan turn `t1` is running (started from the UI).
-    fn planning() -> State {
-        let mut st = State::new("th", Approval::Ask, FooterInfo::default());
-        st.update(Event::Key {
-            key: Key::Tab,
-            at_ms: 0,
-        }); // Work → Operate
-        st.update(Event::Key {
-            key: Key::Tab,
-            at_ms: 0,
-        }); // Operate → Plan
-        assert_eq!(st.mode, Mode::Plan);
-        let fx = st.update(Event::Submit("plan the refactor".into()));
-        assert!(matches!(
-            fx.as_slice(),
-            [Effect::StartTurn {
-                mode: Mode::Plan,
-                ..
-            }]
-        ));
-        st.update(Event::Runtime(json!({
-            "thread_id": "th", "turn_id": "t1", "event": "turn.started",
-            "payload": {"turn": {"session_id": "s1"}}
-        })));
-        st
-    }
-
-    fn completed(st: &mut State, status: &str) {
-        st.update(Event::Runtime(json!({
-            "thread_id": "th", "turn_id": "t1", "event": "turn.completed",
-            "payload": {"turn": {"status": status}}
-        })));
-    }
-
-    fn key(st: &mut State, k: Key) -> Vec<Effect> {
-        st.update(Event::Key { key: k, at_ms: 0 })
-    }
 
     #[test]
-    fn a_finished_plan_turn_offers_the_hand_off_with_keep_planning_selected() {
-        let mut st = planning();
-        assert!(st.handoff.is_none(), "not while the turn runs");
-        completed(&mut st, "completed");
+    fn keys_move_pick_and_default_to_keep_planning() {
+        let mut h = Handoff::default();
+        assert_eq!(h.key(HandoffKey::Enter), Outcome::KeepPlanning);
+        let mut h = Handoff::default();
+        assert_eq!(h.key(HandoffKey::Prev), Outcome::Open);
+        assert_eq!(h.selected, HandoffChoice::WorkAutoReview);
+        assert_eq!(h.key(HandoffKey::Prev), Outcome::Open);
+        assert_eq!(h.key(HandoffKey::Prev), Outcome::Open);
+        assert_eq!(h.selected, HandoffChoice::WorkAsk, "stops at the first");
+        assert_eq!(h.key(HandoffKey::Enter), Outcome::Work(Approval::Ask));
+        let mut h = Handoff::default();
+        assert_eq!(h.key(HandoffKey::Next), Outcome::Open);
+        assert_eq!(h.selected, HandoffChoice::KeepPlanning, "stops at the last");
         assert_eq!(
-            st.handoff.as_ref().map(|h| h.selected),
-            Some(HandoffChoice::KeepPlanning)
+            h.key(HandoffKey::Char('r')),
+            Outcome::Work(Approval::AutoReview)
         );
-        // Enter takes the default: nothing starts, Plan stays.
-        assert!(key(&mut st, Key::Enter).is_empty());
-        assert!(st.handoff.is_none());
-        assert_eq!((st.mode, st.permission), (Mode::Plan, Approval::Ask));
-    }
-
-    #[test]
-    fn w_switches_to_work_ask_and_sends_go_ahead() {
-        let mut st = planning();
-        completed(&mut st, "completed");
-        let fx = key(&mut st, Key::Char('w'));
-        assert_eq!(
-            fx,
-            vec![Effect::StartTurn {
-                prompt: GO_AHEAD.into(),
-                mode: Mode::Work,
-                permission: Approval::Ask,
-            }]
-        );
-        assert_eq!((st.mode, st.permission), (Mode::Work, Approval::Ask));
-        assert!(matches!(st.transcript.last(), Some(Cell::User(p)) if p == GO_AHEAD));
-    }
-
-    #[test]
-    fn r_and_the_arrows_choose_work_auto_review() {
-        let mut st = planning();
-        completed(&mut st, "completed");
-        assert!(key(&mut st, Key::Left).is_empty());
-        assert_eq!(
-            st.handoff.as_ref().map(|h| h.selected),
-            Some(HandoffChoice::WorkAutoReview)
-        );
-        let fx = key(&mut st, Key::Enter);
-        assert!(matches!(
-            fx.as_slice(),
-            [Effect::StartTurn {
-                mode: Mode::Work,
-                permission: Approval::AutoReview,
-                ..
-            }]
-        ));
-        // The same through its letter.
-        let mut st = planning();
-        completed(&mut st, "completed");
-        let fx = key(&mut st, Key::Char('r'));
-        assert!(matches!(
-            fx.as_slice(),
-            [Effect::StartTurn {
-                permission: Approval::AutoReview,
-                ..
-            }]
-        ));
-    }
-
-    #[test]
-    fn esc_and_other_keys_keep_planning_and_never_reach_the_draft() {
-        let mut st = planning();
-        completed(&mut st, "completed");
-        assert!(key(&mut st, Key::Char('x')).is_empty(), "swallowed");
-        assert!(st.handoff.is_some());
-        assert!(st.update(Event::Paste("go".into())).is_empty());
-        assert!(key(&mut st, Key::Esc).is_empty());
-        assert!(st.handoff.is_none());
-        assert_eq!(st.mode, Mode::Plan);
-    }
-
-    #[test]
-    fn no_hand_off_after_a_failed_or_interrupted_plan_turn_or_a_work_turn() {
-        for status in ["failed", "interrupted"] {
-            let mut st = planning();
-            completed(&mut st, status);
-            assert!(st.handoff.is_none(), "{status}");
-        }
-        let mut st = State::new("th", Approval::Ask, FooterInfo::default());
-        st.update(Event::Submit("do it".into()));
-        st.update(Event::Runtime(json!({
-            "thread_id": "th", "turn_id": "t1", "event": "turn.started",
-            "payload": {"turn": {}}
-        })));
-        completed(&mut st, "completed");
-        assert!(st.handoff.is_none(), "a Work turn has no hand-off");
+        assert_eq!(h.key(HandoffKey::Char('W')), Outcome::Work(Approval::Ask));
+        assert_eq!(h.key(HandoffKey::Char('x')), Outcome::Open);
+        assert_eq!(h.key(HandoffKey::Other), Outcome::Open);
+        assert_eq!(h.key(HandoffKey::Esc), Outcome::KeepPlanning);
+        assert_eq!(h.key(HandoffKey::CtrlC), Outcome::KeepPlanning);
+        assert_eq!(h.key(HandoffKey::Char('k')), Outcome::KeepPlanning);
+        assert_eq!(h.key(HandoffKey::CtrlD), Outcome::Quit);
     }
 
     #[test]

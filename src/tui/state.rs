@@ -13,7 +13,7 @@ use super::slash::{self, Slash};
 use crate::agent::InterruptCause;
 use crate::authz::{Approval, Mode};
 use crate::provider::auth::ApiKey;
-use crate::runtime::preview::OutputPreview;
+use crate::runtime::item_meta::{ToolItemMeta, ToolItemStart};
 use serde_json::Value;
 
 /// A key as the state machine sees it (the app maps crossterm's events).
@@ -543,6 +543,44 @@ Tab mode · Shift+Tab permission · /help",
         }
     }
 
+    /// A key while Plan's hand-off card is up: the card decides, the
+    /// state applies it (Work: mode and permission as Tab and Shift+Tab
+    /// set them, then "go ahead" as the next prompt).
+    fn handoff_key(&mut self, key: Key) -> Vec<Effect> {
+        use super::handoff::{HandoffKey, Outcome, GO_AHEAD};
+        let Some(h) = &mut self.handoff else {
+            return Vec::new();
+        };
+        let k = match key {
+            Key::Char(c) => HandoffKey::Char(c),
+            Key::Enter => HandoffKey::Enter,
+            Key::Esc => HandoffKey::Esc,
+            Key::CtrlC => HandoffKey::CtrlC,
+            Key::CtrlD => HandoffKey::CtrlD,
+            Key::Left | Key::BackTab => HandoffKey::Prev,
+            Key::Right | Key::Tab => HandoffKey::Next,
+            _ => HandoffKey::Other,
+        };
+        match h.key(k) {
+            Outcome::Open => Vec::new(),
+            Outcome::KeepPlanning => {
+                self.handoff = None;
+                Vec::new()
+            }
+            Outcome::Quit => {
+                self.handoff = None;
+                self.quit = true;
+                vec![Effect::Quit]
+            }
+            Outcome::Work(p) => {
+                self.handoff = None;
+                self.set_mode(Mode::Work);
+                self.set_permission(p);
+                self.submit(GO_AHEAD.to_string())
+            }
+        }
+    }
+
     fn ctrl_c(&mut self, at_ms: u64) -> Vec<Effect> {
         if let Some(t) = &self.turn {
             self.stopping = true;
@@ -633,14 +671,14 @@ Tab mode · Shift+Tab permission · /help",
         }
     }
 
-    pub(super) fn set_mode(&mut self, m: Mode) {
+    fn set_mode(&mut self, m: Mode) {
         self.mode = m;
         if m == Mode::Operate {
             self.flash = Some(OPERATE_NOTE.into());
         }
     }
 
-    pub(super) fn set_permission(&mut self, p: Approval) {
+    fn set_permission(&mut self, p: Approval) {
         if p != self.permission && !self.footer.selected.0.is_empty() {
             (self.footer.backend, self.footer.level) = self.footer.selected.clone();
         }
@@ -652,7 +690,7 @@ Tab mode · Shift+Tab permission · /help",
         };
     }
 
-    pub(super) fn submit(&mut self, text: String) -> Vec<Effect> {
+    fn submit(&mut self, text: String) -> Vec<Effect> {
         self.draft_empty = true;
         let trimmed = text.trim();
         if trimmed.is_empty() {
@@ -795,9 +833,9 @@ Tab mode · Shift+Tab permission · /help",
                         done: false,
                     }),
                     "command_execution" | "tool_call" | "file_change" | "mcp_tool_call" => {
-                        let meta = &item["metadata"];
+                        let meta = ToolItemMeta::of(&item["metadata"]).start;
                         self.transcript
-                            .push(Cell::Tool(Box::new(tool_cell(&item_id, meta))));
+                            .push(Cell::Tool(Box::new(tool_cell(&item_id, &meta))));
                     }
                     _ => return Vec::new(),
                 }
@@ -811,7 +849,7 @@ Tab mode · Shift+Tab permission · /help",
             }
             "item.completed" | "item.failed" | "item.interrupted" => {
                 let item = &p["item"];
-                let meta = &item["metadata"];
+                let meta = ToolItemMeta::of(&item["metadata"]).result;
                 if let Some(i) = self.agent_index(&item_id) {
                     if let Cell::Agent {
                         text,
@@ -835,38 +873,29 @@ Tab mode · Shift+Tab permission · /help",
                         );
                     }
                 } else if let Some(c) = self.tool_mut(&item_id) {
-                    c.status = Some(match meta["status"].as_str() {
-                        Some(st) => st.to_string(),
-                        None => s(item, "status"),
+                    c.status = Some(if meta.status.is_empty() {
+                        s(item, "status")
+                    } else {
+                        meta.status.clone()
                     });
-                    c.exit_code = meta["exit_code"].as_i64();
-                    c.diff = meta["diff"].as_str().map(str::to_string);
-                    c.duration_ms = meta["duration_ms"].as_u64();
-                    c.approval = meta
-                        .get("approval")
-                        .cloned()
-                        .and_then(|v| serde_json::from_value(v).ok());
+                    c.exit_code = meta.exit_code.map(i64::from);
+                    c.diff = meta.diff.clone();
+                    c.duration_ms = meta.duration_ms;
+                    c.approval = meta.approval.as_ref().map(|a| a.verdict.clone());
                     // The head and tail the runtime kept on the item (what
                     // any client sees); the session file is never read back.
-                    c.output = meta
-                        .get("output_preview")
-                        .cloned()
-                        .and_then(|v| serde_json::from_value::<OutputPreview>(v).ok())
-                        .map(|p| {
-                            let clean = |v: Vec<String>| -> Vec<String> {
-                                v.iter().map(|l| sanitize(l)).collect()
-                            };
-                            (clean(p.head), clean(p.tail), p.hidden_lines)
-                        });
+                    c.output = meta.output_preview.clone().map(|p| {
+                        let clean = |v: Vec<String>| -> Vec<String> {
+                            v.iter().map(|l| sanitize(l)).collect()
+                        };
+                        (clean(p.head), clean(p.tail), p.hidden_lines)
+                    });
                 }
                 // The footer's sandbox part becomes what this command
                 // really ran under (until then: the selected tier).
-                if let (Some(b), Some(l)) = (
-                    meta["enforced"]["backend"].as_str(),
-                    meta["enforced"]["level"].as_str(),
-                ) {
-                    self.footer.backend = b.to_string();
-                    self.footer.level = l.to_string();
+                if let Some(e) = &meta.enforced {
+                    self.footer.backend = e.backend.as_str().to_string();
+                    self.footer.level = e.level.as_str().to_string();
                 }
             }
             "approval.required" => {
@@ -996,9 +1025,13 @@ Tab mode · Shift+Tab permission · /help",
 }
 
 /// The cell of a tool call from its item's metadata (`tool`, `args`).
-fn tool_cell(item_id: &str, meta: &Value) -> ToolCell {
-    let tool = meta["tool"].as_str().unwrap_or("tool").to_string();
-    let args = &meta["args"];
+fn tool_cell(item_id: &str, meta: &ToolItemStart) -> ToolCell {
+    let tool = if meta.tool.is_empty() {
+        "tool".to_string()
+    } else {
+        meta.tool.clone()
+    };
+    let args = &meta.args;
     let arg = |k: &str| args[k].as_str().unwrap_or("").to_string();
     let title = match tool.as_str() {
         "shell" => arg("command"),
@@ -1022,7 +1055,7 @@ fn tool_cell(item_id: &str, meta: &Value) -> ToolCell {
     };
     ToolCell {
         item_id: item_id.to_string(),
-        call_id: meta["call_id"].as_str().unwrap_or("").to_string(),
+        call_id: meta.call_id.clone(),
         tool,
         title,
         proposal,

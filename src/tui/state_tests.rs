@@ -539,11 +539,11 @@ fn a_permission_change_restores_the_selected_sandbox_in_the_footer() {
         "item.completed",
         "i1",
         json!({"item": {"kind": "command_execution", "metadata": {"status": "ok",
-               "enforced": {"backend": "none", "level": "off", "partial_items": 0}}}}),
+               "enforced": {"backend": "none", "level": "unsandboxed", "partial_items": 0}}}}),
     );
     assert_eq!(
         (s.footer.backend.as_str(), s.footer.level.as_str()),
-        ("none", "off")
+        ("none", "unsandboxed")
     );
     let (s, _) = s.step(env(
         "turn.completed",
@@ -664,4 +664,142 @@ fn the_startup_header_names_version_workspace_model_and_sandbox() {
             env!("CARGO_PKG_VERSION")
         )
     );
+}
+
+/// Plan's hand-off as the state machine applies it (the card's own keys
+/// and drawing are tested in `tui::handoff`).
+mod handoff {
+    use super::*;
+    use crate::authz::Mode;
+    use crate::tui::handoff::{HandoffChoice, GO_AHEAD};
+
+    /// A state whose Plan turn `t1` is running (started from the UI).
+    fn planning() -> State {
+        let mut st = State::new("th", Approval::Ask, FooterInfo::default());
+        st.update(Event::Key {
+            key: Key::Tab,
+            at_ms: 0,
+        }); // Work → Operate
+        st.update(Event::Key {
+            key: Key::Tab,
+            at_ms: 0,
+        }); // Operate → Plan
+        assert_eq!(st.mode, Mode::Plan);
+        let fx = st.update(Event::Submit("plan the refactor".into()));
+        assert!(matches!(
+            fx.as_slice(),
+            [Effect::StartTurn {
+                mode: Mode::Plan,
+                ..
+            }]
+        ));
+        st.update(Event::Runtime(json!({
+            "thread_id": "th", "turn_id": "t1", "event": "turn.started",
+            "payload": {"turn": {"session_id": "s1"}}
+        })));
+        st
+    }
+
+    fn completed(st: &mut State, status: &str) {
+        st.update(Event::Runtime(json!({
+            "thread_id": "th", "turn_id": "t1", "event": "turn.completed",
+            "payload": {"turn": {"status": status}}
+        })));
+    }
+
+    fn key(st: &mut State, k: Key) -> Vec<Effect> {
+        st.update(Event::Key { key: k, at_ms: 0 })
+    }
+
+    #[test]
+    fn a_finished_plan_turn_offers_the_hand_off_with_keep_planning_selected() {
+        let mut st = planning();
+        assert!(st.handoff.is_none(), "not while the turn runs");
+        completed(&mut st, "completed");
+        assert_eq!(
+            st.handoff.as_ref().map(|h| h.selected),
+            Some(HandoffChoice::KeepPlanning)
+        );
+        // Enter takes the default: nothing starts, Plan stays.
+        assert!(key(&mut st, Key::Enter).is_empty());
+        assert!(st.handoff.is_none());
+        assert_eq!((st.mode, st.permission), (Mode::Plan, Approval::Ask));
+    }
+
+    #[test]
+    fn w_switches_to_work_ask_and_sends_go_ahead() {
+        let mut st = planning();
+        completed(&mut st, "completed");
+        let fx = key(&mut st, Key::Char('w'));
+        assert_eq!(
+            fx,
+            vec![Effect::StartTurn {
+                prompt: GO_AHEAD.into(),
+                mode: Mode::Work,
+                permission: Approval::Ask,
+            }]
+        );
+        assert_eq!((st.mode, st.permission), (Mode::Work, Approval::Ask));
+        assert!(matches!(st.transcript.last(), Some(Cell::User(p)) if p == GO_AHEAD));
+    }
+
+    #[test]
+    fn r_and_the_arrows_choose_work_auto_review() {
+        let mut st = planning();
+        completed(&mut st, "completed");
+        assert!(key(&mut st, Key::Left).is_empty());
+        assert_eq!(
+            st.handoff.as_ref().map(|h| h.selected),
+            Some(HandoffChoice::WorkAutoReview)
+        );
+        let fx = key(&mut st, Key::Enter);
+        assert!(matches!(
+            fx.as_slice(),
+            [Effect::StartTurn {
+                mode: Mode::Work,
+                permission: Approval::AutoReview,
+                ..
+            }]
+        ));
+        // The same through its letter.
+        let mut st = planning();
+        completed(&mut st, "completed");
+        let fx = key(&mut st, Key::Char('r'));
+        assert!(matches!(
+            fx.as_slice(),
+            [Effect::StartTurn {
+                permission: Approval::AutoReview,
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn esc_and_other_keys_keep_planning_and_never_reach_the_draft() {
+        let mut st = planning();
+        completed(&mut st, "completed");
+        assert!(key(&mut st, Key::Char('x')).is_empty(), "swallowed");
+        assert!(st.handoff.is_some());
+        assert!(st.update(Event::Paste("go".into())).is_empty());
+        assert!(key(&mut st, Key::Esc).is_empty());
+        assert!(st.handoff.is_none());
+        assert_eq!(st.mode, Mode::Plan);
+    }
+
+    #[test]
+    fn no_hand_off_after_a_failed_or_interrupted_plan_turn_or_a_work_turn() {
+        for status in ["failed", "interrupted"] {
+            let mut st = planning();
+            completed(&mut st, status);
+            assert!(st.handoff.is_none(), "{status}");
+        }
+        let mut st = State::new("th", Approval::Ask, FooterInfo::default());
+        st.update(Event::Submit("do it".into()));
+        st.update(Event::Runtime(json!({
+            "thread_id": "th", "turn_id": "t1", "event": "turn.started",
+            "payload": {"turn": {}}
+        })));
+        completed(&mut st, "completed");
+        assert!(st.handoff.is_none(), "a Work turn has no hand-off");
+    }
 }

@@ -121,6 +121,40 @@ impl NetworkConnection {
     }
 }
 
+/// What a command ran under, in words: the host's label and, under
+/// `network = "allowlist"`, the egress proxy's one-line account. Kept
+/// apart; stream-json's documented `enforcement` string joins them
+/// (`label; network: …`) and nothing splits it again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnforcementLabel {
+    pub label: String,
+    /// `network: 3 connections to crates.io; 1 refused: …`.
+    pub network: Option<String>,
+}
+
+impl EnforcementLabel {
+    pub fn new(label: impl Into<String>) -> Self {
+        EnforcementLabel {
+            label: label.into(),
+            network: None,
+        }
+    }
+
+    /// The joined form stream-json documents.
+    pub fn joined(&self) -> String {
+        match &self.network {
+            Some(n) => format!("{}; {n}", self.label),
+            None => self.label.clone(),
+        }
+    }
+}
+
+impl serde::Serialize for EnforcementLabel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.joined())
+    }
+}
+
 /// What the host enforced for a command run, and the connections the
 /// egress proxy handled during it (one box: keeps `ToolOutput` small).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,9 +172,10 @@ pub struct ToolOutput {
     pub error_category: Option<&'static str>,
     pub exit_code: Option<i32>,
     pub files_touched: Vec<PathBuf>,
-    /// The enforcement label of a command run.
-    /// (A boxed str: keeps `ToolOutput` small as the tools' error type.)
-    pub enforcement: Option<Box<str>>,
+    /// The enforcement label of a command run, and the egress proxy's
+    /// line apart from it. (Boxed: keeps `ToolOutput` small as the tools'
+    /// error type.)
+    pub enforcement: Option<Box<EnforcementLabel>>,
     /// What the host enforced for a command run: backend, level and each
     /// partial item with its reason (boxed for the same reason as below).
     pub enforced: Option<Box<ShellEnforced>>,
@@ -328,7 +363,7 @@ async fn mcp_call(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput {
             } else {
                 ToolOutput::ok(r.text)
             };
-            o.enforcement = Some(r.enforcement.into());
+            o.enforcement = Some(Box::new(EnforcementLabel::new(r.enforcement)));
             o
         }
         Err(e) => ToolOutput::error(e.category, e.message),

@@ -5,6 +5,7 @@
 //! A host that cannot set up the sandbox means the command did not run —
 //! it is reported to the model, never retried unsandboxed.
 
+use super::EnforcementLabel;
 use super::{NetworkConnection, SandboxDenial, ShellEnforced, ToolContext, ToolOutput};
 use crate::host::{ExecRequest, HostError};
 use serde_json::Value;
@@ -87,16 +88,13 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
             };
             out.truncated |= o.stdout.truncated || o.stderr.truncated;
             out.exit_code = Some(code);
-            // The label, plus the egress proxy's one-line account under
-            // network = "allowlist" (stream-json, the session log and
-            // receipts all carry this string).
-            out.enforcement = Some(
-                match &o.enforcement.egress {
-                    Some(e) => format!("{}; {}", o.enforcement.label, e.line),
-                    None => o.enforcement.label.clone(),
-                }
-                .into(),
-            );
+            // The label, and apart from it the egress proxy's one-line
+            // account under network = "allowlist" (typed to the end: only
+            // stream-json's documented string joins them).
+            out.enforcement = Some(Box::new(EnforcementLabel {
+                label: o.enforcement.label.clone(),
+                network: o.enforcement.egress.as_ref().map(|e| e.line.clone()),
+            }));
             out.enforced = Some(Box::new(ShellEnforced {
                 summary: o.enforcement.summary(),
                 connections: o
