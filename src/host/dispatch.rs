@@ -6,6 +6,7 @@
 //! CLI), so the cancel token, the stale-plan retry and the fallback behave
 //! the same for all of them.
 
+use super::child_env::ChildEnv;
 use super::request::{ExecOutcome, ExecRequest};
 use super::select::{select, BwrapState, Facts, Os, Selection, Unsandboxed};
 use super::{BackendChoice, BackendKind, EnforcementLevel, HostError, HostSettings};
@@ -185,7 +186,8 @@ fn run_bwrap(
     let mut writable: Vec<&std::path::Path> = vec![resolved.workspace.as_path()];
     writable.extend(resolved.writable_roots.iter().map(|r| r.path.as_path()));
     let bwrap = spawn::find_bwrap(settings.bwrap_path.as_deref(), &writable)?;
-    spawn::run(&resolved, &bwrap, settings.helper_exe.as_deref(), req)
+    let env = ChildEnv::for_run(&resolved.env, req);
+    spawn::run(&resolved, &bwrap, settings.helper_exe.as_deref(), req, env)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -209,7 +211,8 @@ fn run_landlock(
 ) -> Result<ExecOutcome, HostError> {
     use crate::policy::{resolve, HostFacts};
     let resolved = resolve(policy, &HostFacts::detect())?;
-    super::backends::landlock::tier::run(&resolved, req, note)
+    let env = ChildEnv::for_run(&resolved.env, req);
+    super::backends::landlock::tier::run(&resolved, req, &env, note)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -227,7 +230,10 @@ fn run_landlock(
 
 #[cfg(target_os = "macos")]
 fn run_seatbelt(policy: &SandboxPolicy, req: &ExecRequest) -> Result<ExecOutcome, HostError> {
-    super::backends::seatbelt::spawn::run(policy, req)
+    use crate::policy::{resolve, HostFacts};
+    let resolved = resolve(policy, &HostFacts::detect())?;
+    let env = ChildEnv::for_run(&resolved.env, req);
+    super::backends::seatbelt::spawn::run(&resolved, req, env)
 }
 
 #[cfg(not(target_os = "macos"))]
@@ -279,7 +285,8 @@ pub(super) async fn run_opensandbox(
         })?;
     let resolved = crate::policy::resolve(policy, &crate::policy::HostFacts::detect())?;
     let token = req.cancel.clone();
-    let run = super::opensandbox::run(cfg, &resolved, req);
+    let env = ChildEnv::for_run(&resolved.env, &req);
+    let run = super::opensandbox::run_with_env(cfg, &resolved, req, env);
     let settle = |r: Result<ExecOutcome, HostError>| {
         r.map(|mut o| {
             o.enforcement.settle_level();
@@ -314,18 +321,14 @@ fn run_unsandboxed(
     let Some((program, args)) = req.argv.split_first() else {
         return Err(HostError::NotFound(String::new()));
     };
-    let base_env: Vec<(String, String)> = match &req.env {
-        Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        None => std::env::vars().collect(),
-    };
-    let scrubbed = policy.env.apply(base_env);
-    let path_var = scrubbed.vars.get("PATH").cloned();
+    let env = ChildEnv::for_run(&policy.env, req);
+    let path_var = env.get("PATH").cloned();
     let resolved_program = which::which_in(program, path_var, &policy.workspace)
         .map_err(|_| HostError::NotFound(program.clone()))?;
     let mut cmd = std::process::Command::new(&resolved_program);
     cmd.args(args)
         .env_clear()
-        .envs(&scrubbed.vars)
+        .envs(env.vars())
         .current_dir(req.cwd.as_ref().unwrap_or(&policy.workspace));
     let sup = super::process::supervise::run(cmd, Vec::new(), req).map_err(|e| match e {
         HostError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
@@ -337,7 +340,7 @@ fn run_unsandboxed(
         other => other,
     })?;
     let mut enforcement = super::Enforcement::unsandboxed(policy.mode, why);
-    enforcement.env_removed = scrubbed.removed;
+    enforcement.env_removed = env.removed().to_vec();
     Ok(ExecOutcome {
         exit: sup.exit,
         timed_out: sup.timed_out,
@@ -355,7 +358,7 @@ fn run_unsandboxed(
     req: &ExecRequest,
     why: &str,
 ) -> Result<ExecOutcome, HostError> {
-    super::backends::windows::run(policy, req, why)
+    super::backends::windows::run(policy, req, ChildEnv::for_run(&policy.env, req), why)
 }
 
 /// The functional probe, cached per process and per configured bwrap path:

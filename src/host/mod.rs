@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod backends;
+pub mod child_env;
 pub mod dispatch;
 #[cfg(unix)]
 pub mod egress;

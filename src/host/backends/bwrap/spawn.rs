@@ -5,6 +5,7 @@
 
 use super::helper::{HelperSpec, HelperStatus, SUBCOMMAND};
 use crate::host::backends::bwrap::{plan, BwrapOptions, BwrapPlan};
+use crate::host::child_env::ChildEnv;
 use crate::host::enforcement::{
     Enforcement, EnforcementLevel, LandlockStatus, NetworkEnforcer, PartialItem, Shortfall,
 };
@@ -373,6 +374,7 @@ pub fn run(
     bwrap: &Path,
     helper_exe: Option<&Path>,
     req: &ExecRequest,
+    mut env: ChildEnv,
 ) -> Result<ExecOutcome, HostError> {
     let (read_end, write_end): (OwnedFd, OwnedFd) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
@@ -437,26 +439,17 @@ pub fn run(
     let targets = crate::host::integrity::targets(policy, &plan.guarded_after);
     let guard = crate::host::integrity::RunGuard::enter(&policy.workspace, &targets)?;
 
-    let base_env: Vec<(String, String)> = match &req.env {
-        Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        None => std::env::vars().collect(),
-    };
-    let mut scrubbed = policy.env.apply(base_env);
     // The host's TMPDIR names a directory the private /tmp hides or the
     // read-only root makes unwritable: point it at the private /tmp.
-    let temp = super::temp_env::overrides(policy, &scrubbed.vars);
-    scrubbed.vars.extend(temp);
+    let temp = super::temp_env::overrides(policy, env.vars());
+    env.extend(temp);
     if egress.is_some() {
-        scrubbed
-            .vars
-            .extend(crate::net::proxy_env(crate::host::egress::BRIDGE_PORT));
-        scrubbed
-            .vars
-            .extend(crate::host::egress::ssh_env(helper_exe));
+        env.extend(crate::net::proxy_env(crate::host::egress::BRIDGE_PORT));
+        env.extend(crate::host::egress::ssh_env(helper_exe));
     }
     let mut cmd = std::process::Command::new(&plan.argv[0]);
     cmd.args(&plan.argv[1..]);
-    cmd.env_clear().envs(&scrubbed.vars);
+    cmd.env_clear().envs(env.vars());
 
     let (sup, recorded) = std::thread::scope(|sc| {
         let recorder = sc.spawn(|| record_and_go(go_ours, &guard));
@@ -510,7 +503,7 @@ pub fn run(
             remedy: None,
         });
     }
-    let mut enforcement = enforcement(policy, &plan, &status, scrubbed.removed);
+    let mut enforcement = enforcement(policy, &plan, &status, env.removed().to_vec());
     if unsettled {
         enforcement.partial.push(PartialItem::new(
             Shortfall::Supervision,

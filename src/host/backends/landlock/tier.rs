@@ -30,6 +30,7 @@ use crate::host::backends::landlock::stage::{
 use crate::host::backends::landlock::{
     self, LandlockOptions, LandlockPlan, PartialKind, PrivateNet, Tier,
 };
+use crate::host::child_env::ChildEnv;
 use crate::host::enforcement::{
     Enforcement, EnforcementLevel, LandlockReport, LandlockStatus, Namespace, NetworkEnforcer,
     PartialItem, SeccompReport, Shortfall,
@@ -149,16 +150,17 @@ pub fn seccomp_options(network: bool, private_net: bool) -> SeccompOptions {
 pub fn run(
     policy: &ResolvedPolicy,
     req: &ExecRequest,
+    env: &ChildEnv,
     note: Option<String>,
 ) -> Result<ExecOutcome, HostError> {
-    match run_once(policy, req, note.clone(), None) {
+    match run_once(policy, req, env.clone(), note.clone(), None) {
         // The mask could not be set up although the probe said it could
         // (the command did not run): the carve and the opener instead.
         Err(Attempt::MaskFailed(why)) => {
             // Remembered: later runs of this process go straight to the
             // fallback instead of failing the same set-up first.
             let _ = MASK_FAILED.set(why.clone());
-            match run_once(policy, req, note, Some(why)) {
+            match run_once(policy, req, env.clone(), note, Some(why)) {
                 Ok(o) => Ok(o),
                 Err(Attempt::Host(e)) => Err(e),
                 Err(Attempt::MaskFailed(why)) => Err(unavailable(why)),
@@ -189,6 +191,7 @@ impl From<HostError> for Attempt {
 fn run_once(
     policy: &ResolvedPolicy,
     req: &ExecRequest,
+    mut env: ChildEnv,
     note: Option<String>,
     mask_failed: Option<String>,
 ) -> Result<ExecOutcome, Attempt> {
@@ -243,18 +246,13 @@ fn run_once(
     } else {
         seccomp_options(policy.network, entry.plan.private_net.is_some())
     };
-    let base_env: Vec<(String, String)> = match &req.env {
-        Some(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        None => std::env::vars().collect(),
-    };
-    let mut scrubbed = policy.env.apply(base_env);
     let tmp_str = tmp_path.to_string_lossy().into_owned();
     for k in ["TMPDIR", "TMP", "TEMP"] {
-        scrubbed.vars.insert(k.to_string(), tmp_str.clone());
+        env.insert(k, tmp_str.clone());
     }
     if let Some(port) = egress.as_ref().and_then(|e| e.tcp_port()) {
-        scrubbed.vars.extend(crate::net::proxy_env(port));
-        scrubbed.vars.extend(crate::host::egress::ssh_env(None));
+        env.extend(crate::net::proxy_env(port));
+        env.extend(crate::host::egress::ssh_env(None));
     }
     let Some(program) = req.argv.first() else {
         return Err(Attempt::Host(HostError::NotFound(String::new())));
@@ -267,7 +265,7 @@ fn run_once(
     let path = if program.contains('/') {
         cwd.join(program)
     } else {
-        which::which_in(program, scrubbed.vars.get("PATH"), &cwd)
+        which::which_in(program, env.get("PATH"), &cwd)
             .map_err(|_| HostError::NotFound(program.clone()))?
     };
     let mut stage = Stage::new(
@@ -278,8 +276,8 @@ fn run_once(
         StageCommand {
             path: &path,
             argv: &req.argv,
-            env: scrubbed
-                .vars
+            env: env
+                .vars()
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
@@ -420,7 +418,7 @@ fn run_once(
             installed: true,
             denied: denied_names(&seccomp),
         };
-        enforcement(policy, &entry.plan, report, seccomp, scrubbed.removed)
+        enforcement(policy, &entry.plan, report, seccomp, env.removed().to_vec())
     });
     if applied {
         landlock_cache::give_back(entry);

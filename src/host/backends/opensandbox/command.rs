@@ -19,6 +19,7 @@ use super::error::OpenSandboxError;
 use super::events::StreamEvent;
 use super::execd::{ExecdClient, RunCommandRequest};
 use super::session::{terminal_code, OpenSandboxSession};
+use crate::host::child_env::ChildEnv;
 use crate::host::enforcement::{
     policy_items, ExternalReport, NetworkEnforcer, PartialItem, Shortfall,
 };
@@ -144,19 +145,16 @@ pub fn remote_cwd(
 }
 
 /// The environment execd injects: the request's (or the portable part of
-/// ours), after the policy's secret scrubbing.
+/// ours), after the policy's secret scrubbing (done once, by the
+/// dispatcher: [`ChildEnv`]).
 pub fn command_env(
     resolved: &ResolvedPolicy,
-    req: &ExecRequest,
+    env: ChildEnv,
 ) -> (BTreeMap<String, String>, Vec<String>) {
-    let base: Vec<(String, String)> = match &req.env {
-        Some(env) => env.clone().into_iter().collect(),
-        None => std::env::vars()
-            .filter(|(k, _)| PORTABLE_ENV.contains(&k.as_str()) || k.starts_with("LC_"))
-            .collect(),
-    };
-    let s = resolved.env.apply(base);
-    (s.vars, s.removed)
+    let e = env.for_remote(&resolved.env, |k| {
+        PORTABLE_ENV.contains(&k) || k.starts_with("LC_")
+    });
+    (e.vars().clone(), e.removed().to_vec())
 }
 
 /// Refuse what the backend cannot express before any sandbox is created.
@@ -184,6 +182,17 @@ impl OpenSandboxSession {
         resolved: &ResolvedPolicy,
         req: ExecRequest,
     ) -> Result<ExecOutcome, OpenSandboxError> {
+        let env = ChildEnv::for_run(&resolved.env, &req);
+        self.exec_with_env(resolved, req, env).await
+    }
+
+    /// [`Self::exec`] with the environment the dispatcher built.
+    pub async fn exec_with_env(
+        &mut self,
+        resolved: &ResolvedPolicy,
+        req: ExecRequest,
+        env: ChildEnv,
+    ) -> Result<ExecOutcome, OpenSandboxError> {
         let started = Instant::now();
         precheck(&self.cfg.remote_workdir, resolved, &req)?;
         if req.stdin == StdinSpec::Inherit {
@@ -197,7 +206,7 @@ impl OpenSandboxSession {
             &resolved.workspace,
             req.cwd.as_deref(),
         )?;
-        let (envs, env_removed) = command_env(resolved, &req);
+        let (envs, env_removed) = command_env(resolved, env);
         self.keep_alive(resolved).await?;
         self.sync_up(resolved).await?;
 
@@ -403,7 +412,7 @@ mod tests {
         env.insert("PATH".to_string(), "/x".to_string());
         env.insert("GH_TOKEN".to_string(), "t".to_string());
         req.env = Some(env);
-        let (vars, removed) = command_env(&r, &req);
+        let (vars, removed) = command_env(&r, ChildEnv::for_run(&r.env, &req));
         // The network is off: the package managers' retry settings are
         // set too (policy::resolve::OFFLINE_ENV).
         let offline = |k: &str| {
@@ -417,7 +426,7 @@ mod tests {
         assert_eq!(vars.keys().map(String::as_str).collect::<Vec<_>>(), expect);
         assert_eq!(removed, vec!["GH_TOKEN".to_string()]);
         req.env = None;
-        let (vars, _) = command_env(&r, &req);
+        let (vars, _) = command_env(&r, ChildEnv::for_run(&r.env, &req));
         for k in vars.keys() {
             assert!(
                 PORTABLE_ENV.contains(&k.as_str()) || k.starts_with("LC_") || offline(k),

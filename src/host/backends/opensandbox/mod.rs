@@ -49,9 +49,20 @@ pub async fn run(
     resolved: &ResolvedPolicy,
     req: ExecRequest,
 ) -> Result<ExecOutcome, HostError> {
+    let env = crate::host::child_env::ChildEnv::for_run(&resolved.env, &req);
+    run_with_env(cfg, resolved, req, env).await
+}
+
+/// [`run`] with the environment the dispatcher built (the one scrub).
+pub async fn run_with_env(
+    cfg: &OpenSandboxConfig,
+    resolved: &ResolvedPolicy,
+    req: ExecRequest,
+    env: crate::host::child_env::ChildEnv,
+) -> Result<ExecOutcome, HostError> {
     command::precheck(&cfg.remote_workdir, resolved, &req)?;
     let mut session = OpenSandboxSession::open(cfg, resolved).await?;
-    let result = session.exec(resolved, req).await;
+    let result = session.exec_with_env(resolved, req, env).await;
     let closed = session.close().await;
     let mut outcome = result?;
     if let Err(e) = closed {

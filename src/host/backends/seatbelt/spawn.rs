@@ -10,14 +10,15 @@
 //! What this step adds to the plan:
 //! - a fresh private temp dir per run (`TMP` parameter, `TMPDIR` for the
 //!   command), removed afterwards; `/tmp` itself stays read-only;
-//! - the scrubbed environment (`EnvPolicy::apply`), never this process's
-//!   secrets;
+//! - the scrubbed environment the dispatcher built ([`ChildEnv`]), never
+//!   this process's secrets;
 //! - under `network = "allowlist"`, codewhale's egress proxy on a free
 //!   127.0.0.1 port for the run (the profile allows `localhost:<port>`
 //!   only; the proxy variables point there), stopped when the run ends;
 //! - Seatbelt's own failures (`sandbox-exec: …` first stderr line) become
 //!   typed errors instead of a command exit code.
 
+use crate::host::child_env::ChildEnv;
 use crate::host::egress::{self, EgressRun};
 use crate::host::enforcement::{policy_items, NetworkEnforcer, PartialItem, Shortfall};
 use crate::host::process::supervise;
@@ -25,11 +26,15 @@ use crate::host::seatbelt::{self, DarwinHost, SeatbeltProfile, SeatbeltSignal, S
 use crate::host::{
     BackendKind, Enforcement, EnforcementLevel, ExecOutcome, ExecRequest, HostError,
 };
-use crate::policy::{self, HostFacts, ResolvedPolicy, SandboxPolicy};
+use crate::policy::ResolvedPolicy;
 use std::path::Path;
 
 /// Run `req` under a Seatbelt profile planned from `policy`.
-pub fn run(policy: &SandboxPolicy, req: &ExecRequest) -> Result<ExecOutcome, HostError> {
+pub fn run(
+    resolved: &ResolvedPolicy,
+    req: &ExecRequest,
+    mut env: ChildEnv,
+) -> Result<ExecOutcome, HostError> {
     if !Path::new(SANDBOX_EXEC).is_file() {
         return Err(HostError::Unavailable {
             backend: crate::host::BackendKind::Seatbelt,
@@ -40,7 +45,6 @@ pub fn run(policy: &SandboxPolicy, req: &ExecRequest) -> Result<ExecOutcome, Hos
     if req.argv.is_empty() {
         return Err(HostError::NotFound("(empty command line)".into()));
     }
-    let resolved = policy::resolve(policy, &HostFacts::detect())?;
     let tmp = tempfile::Builder::new()
         .prefix("codewhale-run-")
         .tempdir()
@@ -58,30 +62,24 @@ pub fn run(policy: &SandboxPolicy, req: &ExecRequest) -> Result<ExecOutcome, Hos
     let mut host = DarwinHost::detect();
     host.private_tmp = resolved.private_tmp.then(|| tmp_path.clone());
     host.egress_port = egress.as_ref().and_then(EgressRun::tcp_port);
-    let plan = seatbelt::profile_with(&resolved, &host)?;
+    let plan = seatbelt::profile_with(resolved, &host)?;
 
-    let base: Vec<(String, String)> = match &req.env {
-        Some(e) => e.clone().into_iter().collect(),
-        None => std::env::vars().collect(),
-    };
-    let mut env = resolved.env.apply(base);
     if resolved.private_tmp {
-        env.vars
-            .insert("TMPDIR".into(), tmp_path.to_string_lossy().into_owned());
+        env.insert("TMPDIR", tmp_path.to_string_lossy().into_owned());
     }
     if let Some(port) = host.egress_port {
-        env.vars.extend(crate::net::proxy_env(port));
-        env.vars.extend(egress::ssh_env(None));
+        env.extend(crate::net::proxy_env(port));
+        env.extend(egress::ssh_env(None));
     }
     let mut cmd = std::process::Command::new(SANDBOX_EXEC);
     cmd.args(plan.sandbox_exec_args(&req.argv));
-    cmd.env_clear().envs(&env.vars);
+    cmd.env_clear().envs(env.vars());
     cmd.current_dir(
         req.cwd
             .clone()
             .unwrap_or_else(|| resolved.workspace.clone()),
     );
-    let mut enforcement = enforcement(&resolved, &plan, env.removed.clone());
+    let mut enforcement = enforcement(resolved, &plan, env.removed().to_vec());
     let sup = supervise::run(cmd, Vec::new(), req);
     if let Some(e) = egress {
         // Stopped whatever the run's fate, so no proxy outlives it.
