@@ -190,6 +190,24 @@ impl SandboxContext {
         self.policy.mode
     }
 
+    /// Load the layers for a turn a person's client starts (the runtime
+    /// driver, and the TUI's footer preview of the same turn) and decide
+    /// its posture and sandbox with [`SandboxContext::for_turn`]. A turn
+    /// in Full Access asks for no sandbox as `--sandbox
+    /// danger-full-access` does, so the settings' cap (`[sandbox] mode`,
+    /// the project's tightening) applies to it like to the flag.
+    pub fn load_for_turn(
+        opts: &mut LoadOptions,
+        ask: &TurnAsk,
+    ) -> Result<(Posture, SandboxContext, Vec<String>), ConfigError> {
+        let flags = SandboxFlags {
+            mode: (ask.permission == Some(Approval::FullAccess))
+                .then_some(SandboxMode::DangerFullAccess),
+            ..Default::default()
+        };
+        Ok(SandboxContext::load_with(opts, &flags, RulesFile::Load)?.for_turn(ask))
+    }
+
     /// The one function from what a turn asks for to its posture and
     /// sandbox, with notes for the user: `exec`, `serve --mcp`, the
     /// runtime's turns (and so the TUI's and ACP's) all call it, so the
@@ -341,6 +359,42 @@ mod tests {
         assert_eq!(open.mode(), SandboxMode::DangerFullAccess);
         assert!(open.host.allow_unsandboxed);
         assert!(open.policy.network);
+    }
+
+    /// A client's turn is loaded and decided by one function: Full Access
+    /// runs unsandboxed unless the settings cap it, Ask keeps the
+    /// configured sandbox, and a configured `never-run` survives any
+    /// chosen permission. (The TUI's footer previews with this same call.)
+    #[test]
+    fn load_for_turn_is_the_drivers_and_the_previews_decision() {
+        let ask = |permission| TurnAsk {
+            mode: Mode::Work,
+            permission: Some(permission),
+            auto: false,
+            headless: false,
+            flag: None,
+        };
+        let d = tempfile::tempdir().unwrap();
+        let (p, c, _) =
+            SandboxContext::load_for_turn(&mut opts(d.path()), &ask(Approval::FullAccess)).unwrap();
+        assert_eq!(p.approval, Approval::FullAccess);
+        assert_eq!(c.mode(), SandboxMode::DangerFullAccess);
+        assert!(c.host.allow_unsandboxed);
+        let (_, c, _) =
+            SandboxContext::load_for_turn(&mut opts(d.path()), &ask(Approval::Ask)).unwrap();
+        assert_eq!(c.mode(), SandboxMode::WorkspaceWrite);
+        // A project that tightens the mode caps Full Access too.
+        let ws = d.path().join("ws");
+        std::fs::create_dir_all(ws.join(".codewhale")).unwrap();
+        std::fs::write(
+            ws.join(".codewhale/config.toml"),
+            "sandbox_mode = \"workspace-write\"\n",
+        )
+        .unwrap();
+        let (_, c, _) =
+            SandboxContext::load_for_turn(&mut opts(d.path()), &ask(Approval::FullAccess)).unwrap();
+        assert_eq!(c.mode(), SandboxMode::WorkspaceWrite);
+        assert!(!c.host.allow_unsandboxed);
     }
 
     #[test]

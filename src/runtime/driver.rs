@@ -23,8 +23,7 @@ use crate::agent::setup::{prepare_run, ModelRequest, RunSetup};
 use crate::agent::tools::ALL_TOOLS;
 use crate::agent::{run_exec_hooked, Emitter, ExecOptions, InterruptCause, OutputFormat, RunHooks};
 use crate::authz::{Approval, Mode, SessionGrants, ToolKind, ToolSpec as AuthzToolSpec};
-use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags, TurnAsk};
-use crate::policy::SandboxMode;
+use crate::config::{LoadOptions, SandboxContext, TurnAsk};
 use crate::provider::{ChatRequest, Message};
 use crate::session::{read_records, sessions_dir, SessionLog};
 use serde_json::json;
@@ -801,20 +800,19 @@ fn prepare(
     if !t.model.is_empty() {
         o.overrides.model = Some(t.model.clone());
     }
-    let flags = SandboxFlags {
-        mode: (approval == Some(Approval::FullAccess)).then_some(SandboxMode::DangerFullAccess),
-        ..Default::default()
-    };
-    let sandbox = SandboxContext::load_with(&mut o, &flags, RulesFile::Load).map_err(setup)?;
     // A person can answer here: gate 8 leaves questions open for the
     // runtime's clients (the approver applies `auto_approve`).
-    let (posture, sandbox, _notes) = sandbox.for_turn(&TurnAsk {
-        mode,
-        permission: approval,
-        auto: t.auto_approve,
-        headless: false,
-        flag: None,
-    });
+    let (posture, sandbox, _notes) = SandboxContext::load_for_turn(
+        &mut o,
+        &TurnAsk {
+            mode,
+            permission: approval,
+            auto: t.auto_approve,
+            headless: false,
+            flag: None,
+        },
+    )
+    .map_err(setup)?;
     let interactive = Some(posture.label());
     let rt = local_runtime()?;
     let mut notes = Vec::new();

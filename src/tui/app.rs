@@ -10,7 +10,7 @@ use super::provider_picker::{Presence, Row};
 use super::render;
 use super::state::{Choice, Effect, Event, FooterInfo, Key, State};
 use super::terminal::TerminalGuard;
-use crate::authz::{Approval, Mode, Posture};
+use crate::authz::{Approval, Mode};
 use crate::config::{ConfigPaths, LoadOptions, RulesFile, SandboxContext, SandboxFlags, TurnAsk};
 use crate::provider::auth::AuthStore;
 use crate::provider::config::ExecConfig;
@@ -65,32 +65,34 @@ pub fn setup(workspace: Option<PathBuf>) -> anyhow::Result<Setup> {
         Some(w) => w,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let mut o = LoadOptions::new(&ws);
-    let ctx = SandboxContext::load_with(&mut o, &SandboxFlags::default(), RulesFile::Load)?;
     // The configured posture is where Shift+Tab starts; a configured
     // `never-run` stays for every turn (the driver keeps it).
-    let permission = ctx.settings.approval;
-    // What Full Access would really run under: the driver asks for no
-    // sandbox as `--sandbox danger-full-access` does; settings may cap it.
-    let full = SandboxContext::load_with(
+    let permission = SandboxContext::load_with(
         &mut LoadOptions::new(&ws),
-        &SandboxFlags {
-            mode: Some(crate::policy::SandboxMode::DangerFullAccess),
-            ..Default::default()
-        },
+        &SandboxFlags::default(),
         RulesFile::Load,
     )?
-    .for_posture(&Posture::new(Mode::Work, Approval::FullAccess))
-    .mode();
+    .settings
+    .approval;
+    // The footer previews turns exactly as the driver will start them
+    // (the one function: `SandboxContext::load_for_turn`).
+    let preview = |permission: Approval| {
+        SandboxContext::load_for_turn(
+            &mut LoadOptions::new(&ws),
+            &TurnAsk {
+                mode: Mode::Work,
+                permission: Some(permission),
+                auto: false,
+                headless: false,
+                flag: None,
+            },
+        )
+    };
+    // What Full Access would really run under (settings may cap it).
+    let full = preview(Approval::FullAccess)?.1.mode();
     let full_access_capped = full.is_sandboxed().then(|| full.to_string());
-    // The first turn's sandbox, decided as the driver decides every turn's.
-    let (_, ctx, _) = ctx.for_turn(&TurnAsk {
-        mode: Mode::Work,
-        permission: Some(permission),
-        auto: false,
-        headless: false,
-        flag: None,
-    });
+    // The first turn's sandbox.
+    let (_, ctx, _) = preview(permission)?;
     let cfg = ExecConfig::from_settings(&ctx.settings)?;
     let store = AuthStore::new(&home);
     let env = |n: &str| std::env::var(n).ok();
