@@ -65,7 +65,7 @@ fn replay(n: u64) -> f64 {
         .create_thread(NewThread {
             model: "m".into(),
             workspace: "/".into(),
-            mode: "chat".into(),
+            mode: codewhale::runtime::ThreadMode::Chat,
             ..Default::default()
         })
         .expect("thread");
@@ -112,7 +112,7 @@ fn lag_p99(subscribers: usize, events: u64) -> f64 {
         .create_thread(NewThread {
             model: "m".into(),
             workspace: "/".into(),
-            mode: "chat".into(),
+            mode: codewhale::runtime::ThreadMode::Chat,
             ..Default::default()
         })
         .expect("thread");

@@ -396,6 +396,23 @@ async fn auth_cors_and_bad_input_answers() {
             .starts_with("workspace:"),
         "{b}"
     );
+    // A system directory is refused by the runtime itself, as for every
+    // client; so is an unknown mode, by name.
+    for (body, starts) in [
+        (
+            json!({"workspace": "/etc"}),
+            "workspace: `/etc` is a system directory",
+        ),
+        (
+            json!({"mode": "agnet"}),
+            "mode: `agnet` is not one of agent, chat",
+        ),
+    ] {
+        let (code, b) = api(&s, "POST", "/v1/threads", Some(body)).await;
+        assert_eq!(code, 400, "{b}");
+        let m = b["error"]["message"].as_str().unwrap();
+        assert!(m.starts_with(starts), "{b}");
+    }
     let (code, b) = api(
         &s,
         "GET",

@@ -195,13 +195,24 @@ impl Agent {
     async fn new_session(&self, params: &Value) -> RpcResult {
         let req: NewSessionRequest = parse(params)?;
         let cwd = check_cwd(&req.cwd)?;
-        let nt = crate::runtime::request::CreateThread::default()
-            .into_new_thread(cwd.clone(), &self.default_model);
+        let nt = crate::runtime::request::CreateThread {
+            workspace: Some(cwd.clone()),
+            ..Default::default()
+        }
+        .into_new_thread(&cwd, &self.default_model)
+        .map_err(internal)?;
         let rt = self.driver.runtime().clone();
+        // The runtime's own check refuses a system directory (`cwd`, in
+        // ACP's words): invalid params, not an internal error.
         let t = tokio::task::spawn_blocking(move || rt.create_thread(nt))
             .await
             .map_err(internal)?
-            .map_err(internal)?;
+            .map_err(|e| match e {
+                crate::runtime::RuntimeError::Invalid { message, .. } => {
+                    params_err(format!("cwd: {message}"))
+                }
+                other => internal(other),
+            })?;
         self.sessions().insert(
             t.id.clone(),
             Session {

@@ -18,6 +18,7 @@ use super::history::{self, Replay};
 use super::model::{ItemKind, ItemStatus, ThreadRecord, TurnRecord, TurnStatus, TurnUsage};
 use super::store::{Runtime, RuntimeError, ASK_USER};
 use super::tap::TapHandle;
+use super::ThreadMode;
 use crate::agent::models::Resolved;
 use crate::agent::setup::{prepare_run, ModelRequest, RunSetup};
 use crate::agent::tools::ALL_TOOLS;
@@ -347,7 +348,7 @@ impl Driver {
             client_tools: thread.client_tools.clone(),
             timeout: self.approval_timeout,
         };
-        let agent = thread.mode != "chat";
+        let agent = thread.mode != ThreadMode::Chat;
         let status = match local_runtime() {
             Ok(exec_rt) => exec_rt.block_on(async {
                 let ticker = tap.spawn_ticker();
@@ -776,7 +777,7 @@ async fn summarise(models: &Resolved, history: &[Message]) -> Result<Summary, St
 /// The tools a thread offers: none in `chat`; all in `agent`, without
 /// `shell` unless `allow_shell`.
 pub fn thread_tools(t: &ThreadRecord) -> Vec<String> {
-    if t.mode == "chat" {
+    if t.mode == ThreadMode::Chat {
         return Vec::new();
     }
     ALL_TOOLS
@@ -829,7 +830,7 @@ fn prepare(
         &mut |n: &str| notes.push(n.to_string()),
     )
     .map_err(setup)?;
-    if t.mode != "chat" {
+    if t.mode != ThreadMode::Chat {
         setup_run.authorizer.register_tool(AuthzToolSpec {
             name: ASK_USER.into(),
             kind: ToolKind::Read,

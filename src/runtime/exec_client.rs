@@ -44,7 +44,11 @@ impl ExecThread {
             id: Some(spec.thread_id),
             model: spec.model.clone(),
             workspace: spec.workspace,
-            mode: if spec.agent { "agent" } else { "chat" }.into(),
+            mode: if spec.agent {
+                super::ThreadMode::Agent
+            } else {
+                super::ThreadMode::Chat
+            },
             allow_shell: spec.allow_shell,
             auto_approve: spec.auto,
             ..Default::default()

@@ -16,8 +16,8 @@ pub mod store;
 
 pub use event::{LogRecord, NewEvent, EVENT_NAMES};
 pub use model::{
-    ItemKind, ItemStatus, ThreadRecord, TurnItemRecord, TurnRecord, TurnStatus, TurnUsage,
-    RESTART_ERROR,
+    ItemKind, ItemStatus, ThreadMode, ThreadRecord, TurnItemRecord, TurnRecord, TurnStatus,
+    TurnUsage, RESTART_ERROR,
 };
 pub use pending::{Answer, RequestKind, SettleError, Settlement};
 pub use store::{

@@ -8,6 +8,44 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// A conversation: settings that apply to each of its turns.
+/// What a thread's turns may do: `agent` (tools offered) or `chat`
+/// (answers without tools). The wire form is the lowercase name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThreadMode {
+    #[default]
+    Agent,
+    Chat,
+}
+
+impl ThreadMode {
+    pub const ALL: [ThreadMode; 2] = [ThreadMode::Agent, ThreadMode::Chat];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadMode::Agent => "agent",
+            ThreadMode::Chat => "chat",
+        }
+    }
+
+    /// A client's `field` value, or an error naming the field and the
+    /// values it may take.
+    pub fn parse(field: &str, v: &str) -> Result<ThreadMode, super::RuntimeError> {
+        ThreadMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == v)
+            .ok_or_else(|| {
+                super::RuntimeError::invalid(
+                    field,
+                    format!(
+                        "`{v}` is not one of {}",
+                        ThreadMode::ALL.map(ThreadMode::as_str).join(", ")
+                    ),
+                )
+            })
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ThreadRecord {
     pub id: String,
@@ -22,7 +60,7 @@ pub struct ThreadRecord {
     pub provider: Option<String>,
     pub workspace: PathBuf,
     /// `agent` (tools offered) or `chat` (answers without tools).
-    pub mode: String,
+    pub mode: ThreadMode,
     pub system_prompt: Option<String>,
     pub latest_turn_id: Option<String>,
     pub archived: bool,

@@ -239,7 +239,7 @@ mod tests {
             model: "m".into(),
             provider: None,
             workspace: "/w".into(),
-            mode: "agent".into(),
+            mode: crate::runtime::ThreadMode::Agent,
             system_prompt: None,
             latest_turn_id: None,
             archived: false,

@@ -38,8 +38,19 @@ pub struct CreateThread {
 }
 
 impl CreateThread {
-    /// The runtime's record for it, in the already-checked workspace `ws`.
-    pub fn into_new_thread(self, ws: PathBuf, default_model: &str) -> super::NewThread {
+    /// The runtime's record for it: in its `workspace`, else the server's
+    /// `default_ws` (checked by [`super::Runtime::create_thread`], like the
+    /// rest); `mode` checked here, naming the field.
+    pub fn into_new_thread(
+        self,
+        default_ws: &std::path::Path,
+        default_model: &str,
+    ) -> Result<super::NewThread, super::RuntimeError> {
+        let mode = match self.mode.as_deref() {
+            Some(m) => super::ThreadMode::parse("mode", m)?,
+            None => super::ThreadMode::Agent,
+        };
+        let ws = self.workspace.unwrap_or_else(|| default_ws.to_path_buf());
         let provider = self.provider.filter(|p| !p.is_empty());
         // The server's default model belongs to the configured provider:
         // with another provider and no model, that provider's default.
@@ -48,7 +59,7 @@ impl CreateThread {
         } else {
             default_model
         };
-        super::NewThread {
+        Ok(super::NewThread {
             id: None,
             model: self
                 .model
@@ -56,13 +67,13 @@ impl CreateThread {
                 .unwrap_or_else(|| default_model.to_string()),
             provider,
             workspace: ws,
-            mode: self.mode.unwrap_or_else(|| "agent".into()),
+            mode,
             system_prompt: self.system_prompt,
             title: self.title,
             allow_shell: self.allow_shell.unwrap_or(true),
             trust_mode: self.trust_mode.unwrap_or(false),
             auto_approve: self.auto_approve.unwrap_or(false),
             client_tools: self.client_tools.unwrap_or_default(),
-        }
+        })
     }
 }

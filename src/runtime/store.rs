@@ -11,8 +11,8 @@ pub use super::error::RuntimeError;
 use super::event::{LogRecord, NewEvent};
 use super::log::{EventLog, TornTail};
 use super::model::{
-    new_id, now_rfc3339, ItemKind, ItemStatus, ThreadRecord, TurnItemRecord, TurnRecord,
-    TurnStatus, TurnUsage,
+    new_id, now_rfc3339, ItemKind, ItemStatus, ThreadMode, ThreadRecord, TurnItemRecord,
+    TurnRecord, TurnStatus, TurnUsage,
 };
 use super::owner::OwnerLock;
 use super::pending::{Answer, PendingRequest, PendingTable, RequestKind, Settlement};
@@ -40,8 +40,10 @@ pub struct NewThread {
     pub model: String,
     /// A provider id for the thread's turns (`None`: the configured one).
     pub provider: Option<String>,
+    /// Checked by [`Runtime::create_thread`]: an existing directory, not a
+    /// system path; recorded canonical.
     pub workspace: PathBuf,
-    pub mode: String,
+    pub mode: ThreadMode,
     pub system_prompt: Option<String>,
     pub title: Option<String>,
     pub allow_shell: bool,
@@ -75,7 +77,57 @@ impl ThreadPatch {
     }
 }
 
-pub const MODES: &[&str] = &["agent", "chat"];
+/// System directories a thread may not take as its workspace: a turn
+/// could edit (or, under Full Access, run commands against) the machine
+/// itself. Each also refuses everything under it for the pseudo
+/// filesystems.
+const SYSTEM_DIRS: &[&str] = &[
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var",
+    "/System",
+    "/Library",
+    "/private/etc",
+];
+/// Trees refused whole (kernel and device interfaces).
+const SYSTEM_TREES: &[&str] = &["/proc", "/sys", "/dev"];
+
+/// A new thread's workspace: canonical, an existing directory, not a
+/// system path. One check for every client (HTTP, stdio, ACP, the TUI,
+/// `exec`), so none can create a thread the others would refuse.
+pub fn checked_workspace(ws: &std::path::Path) -> Result<PathBuf, RuntimeError> {
+    let shown = ws.display().to_string();
+    let canon = std::fs::canonicalize(ws)
+        .ok()
+        .filter(|p| p.is_dir())
+        .ok_or_else(|| {
+            RuntimeError::invalid("workspace", format!("`{shown}` is not a directory"))
+        })?;
+    let system = SYSTEM_DIRS.iter().any(|d| canon == std::path::Path::new(d))
+        || SYSTEM_TREES.iter().any(|d| canon.starts_with(d));
+    if system {
+        return Err(RuntimeError::invalid(
+            "workspace",
+            format!(
+                "`{}` is a system directory; open a project directory instead",
+                canon.display()
+            ),
+        ));
+    }
+    Ok(canon)
+}
 
 struct Core {
     log: EventLog,
@@ -233,12 +285,7 @@ impl Runtime {
     }
 
     pub fn create_thread(&self, t: NewThread) -> Result<ThreadRecord, RuntimeError> {
-        if !MODES.contains(&t.mode.as_str()) {
-            return Err(RuntimeError::invalid(
-                "mode",
-                format!("`{}` is not one of {}", t.mode, MODES.join(", ")),
-            ));
-        }
+        let workspace = checked_workspace(&t.workspace)?;
         check_client_tools(&t.client_tools)?;
         if let Some(p) = &t.provider {
             check_id("provider", p)?;
@@ -260,7 +307,7 @@ impl Runtime {
             updated_at: now,
             model: t.model,
             provider: t.provider,
-            workspace: t.workspace,
+            workspace,
             mode: t.mode,
             system_prompt: t.system_prompt.filter(|s| !s.is_empty()),
             latest_turn_id: None,
@@ -286,14 +333,11 @@ impl Runtime {
                 "at least one field is required (archived, allow_shell, trust_mode, auto_approve, model, provider, mode, title, system_prompt)",
             ));
         }
-        if let Some(m) = &p.mode {
-            if !MODES.contains(&m.as_str()) {
-                return Err(RuntimeError::invalid(
-                    "mode",
-                    format!("`{m}` is not one of {}", MODES.join(", ")),
-                ));
-            }
-        }
+        let mode = p
+            .mode
+            .as_deref()
+            .map(|m| ThreadMode::parse("mode", m))
+            .transpose()?;
         if p.model.as_deref() == Some("") {
             return Err(RuntimeError::invalid("model", "must not be empty"));
         }
@@ -323,7 +367,7 @@ impl Runtime {
         if let Some(v) = p.model {
             t.model = v;
         }
-        if let Some(v) = p.mode {
+        if let Some(v) = mode {
             t.mode = v;
         }
         if let Some(v) = p.title {

@@ -9,8 +9,8 @@ use std::time::Duration;
 fn thread(rt: &Runtime) -> ThreadRecord {
     rt.create_thread(NewThread {
         model: "m".into(),
-        workspace: "/w".into(),
-        mode: "agent".into(),
+        workspace: std::env::temp_dir(),
+        mode: ThreadMode::Agent,
         allow_shell: true,
         ..Default::default()
     })
@@ -341,4 +341,56 @@ fn patching_the_provider_clears_a_model_of_the_old_one() {
     assert_eq!(v["provider"], "xai");
     let v = serde_json::to_value(rt.update_thread(&t.id, set("", None)).unwrap()).unwrap();
     assert!(v.get("provider").is_none(), "{v}");
+}
+
+/// A thread's workspace is checked by the runtime itself (every client
+/// goes through here): an existing directory, recorded canonical, never a
+/// system directory; the error names the field.
+#[test]
+fn create_thread_checks_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, _) = Runtime::open_dir(&dir.path().join("rt")).unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    let new = |w: std::path::PathBuf| NewThread {
+        model: "m".into(),
+        workspace: w,
+        ..Default::default()
+    };
+    // Canonical: `ws/sub/..` is recorded as `ws`.
+    let t = rt.create_thread(new(ws.join("sub/.."))).unwrap();
+    assert_eq!(t.workspace, std::fs::canonicalize(&ws).unwrap());
+    assert_eq!(t.mode, ThreadMode::Agent);
+    for (bad, why) in [
+        (ws.join("missing"), "is not a directory"),
+        (ws.join("sub/../file"), "is not a directory"),
+        ("/".into(), "is a system directory"),
+        ("/etc".into(), "is a system directory"),
+        ("/proc/self".into(), "is a system directory"),
+        ("/usr/..".into(), "is a system directory"),
+    ] {
+        if bad.ends_with("file") {
+            std::fs::write(ws.join("file"), "x").unwrap();
+        }
+        match rt.create_thread(new(bad.clone())) {
+            Err(RuntimeError::Invalid { field, message }) => {
+                assert_eq!(field, "workspace", "{bad:?}");
+                assert!(message.contains(why), "{bad:?}: {message}");
+            }
+            other => panic!("{bad:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_thread_mode_names_its_field_and_values() {
+    assert_eq!(ThreadMode::parse("mode", "chat").unwrap(), ThreadMode::Chat);
+    match ThreadMode::parse("mode", "agnet") {
+        Err(RuntimeError::Invalid { field, message }) => {
+            assert_eq!(field, "mode");
+            assert_eq!(message, "`agnet` is not one of agent, chat");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(serde_json::to_value(ThreadMode::Chat).unwrap(), "chat");
 }

@@ -498,8 +498,8 @@ mod tests {
         let t = rt
             .create_thread(NewThread {
                 model: "m".into(),
-                workspace: "/w".into(),
-                mode: "agent".into(),
+                workspace: std::env::temp_dir(),
+                mode: crate::runtime::ThreadMode::Agent,
                 allow_shell: true,
                 ..Default::default()
             })

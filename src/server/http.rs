@@ -207,17 +207,7 @@ async fn create_thread(
     State(s): St,
     ApiJson(b): ApiJson<crate::runtime::request::CreateThread>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let ws = b.workspace.clone().unwrap_or_else(|| s.workspace.clone());
-    let ws = std::fs::canonicalize(&ws)
-        .ok()
-        .filter(|p| p.is_dir())
-        .ok_or_else(|| {
-            ApiError::bad(
-                "workspace",
-                format!("`{}` is not a directory", ws.display()),
-            )
-        })?;
-    let nt = b.into_new_thread(ws, &s.default_model);
+    let nt = b.into_new_thread(&s.workspace, &s.default_model)?;
     let s2 = s.clone();
     let t = blocking(move || Ok(s2.rt().create_thread(nt)?)).await?;
     Ok((StatusCode::CREATED, Json(json!({ "thread": t }))))

@@ -294,14 +294,12 @@ struct Decide {
 }
 
 fn new_thread(s: &Stdio, b: StartThread) -> Result<crate::runtime::ThreadRecord, RpcError> {
-    let ws = b.workspace.clone().unwrap_or_else(|| s.workspace.clone());
-    let ws = std::fs::canonicalize(&ws)
-        .ok()
-        .filter(|p| p.is_dir())
-        .ok_or_else(|| params_err(format!("workspace: `{}` is not a directory", ws.display())))?;
+    let nt = b
+        .into_new_thread(&s.workspace, &s.default_model)
+        .map_err(|e| from_api(e.into()))?;
     s.driver
         .runtime()
-        .create_thread(b.into_new_thread(ws, &s.default_model))
+        .create_thread(nt)
         .map_err(|e| from_api(e.into()))
 }
 

@@ -200,7 +200,7 @@ pub fn run(setup: Setup) -> anyhow::Result<i32> {
         model: String::new(),
         provider: setup.pin_provider.clone(),
         workspace: setup.workspace.clone(),
-        mode: "agent".into(),
+        mode: crate::runtime::ThreadMode::Agent,
         allow_shell: true,
         title: Some("tui".into()),
         ..Default::default()
