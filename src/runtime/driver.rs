@@ -14,7 +14,7 @@
 
 use super::approver::RuntimeApprover;
 use super::client_tools::RuntimeTools;
-use super::history::{self, Replay};
+use super::history::Replay;
 use super::model::{ItemKind, ItemStatus, ThreadRecord, TurnRecord, TurnStatus, TurnUsage};
 use super::store::{Runtime, RuntimeError, ASK_USER};
 use super::tap::TapHandle;
@@ -25,7 +25,7 @@ use crate::agent::{run_exec_hooked, Emitter, ExecOptions, InterruptCause, Output
 use crate::authz::{Approval, Mode, SessionGrants, ToolKind, ToolSpec as AuthzToolSpec};
 use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags, TurnAsk};
 use crate::policy::SandboxMode;
-use crate::provider::{ChatRequest, Message};
+use crate::provider::Message;
 use crate::session::{read_records, sessions_dir, SessionLog};
 use serde_json::json;
 use std::collections::HashMap;
@@ -79,6 +79,9 @@ pub struct Driver {
     /// Each thread's "always for this kind" grants (`remember`), for as
     /// long as this process runs.
     grants: Arc<Mutex<HashMap<String, Arc<Mutex<SessionGrants>>>>>,
+    /// What this process learned of its models' context windows (a
+    /// context-length error) and token counts, for automatic compaction.
+    windows: crate::agent::compaction::WindowMemory,
 }
 
 /// A thread's own MCP servers by name.
@@ -112,6 +115,7 @@ impl Driver {
             mcp: Arc::default(),
             thread_mcp: Arc::default(),
             grants: Arc::new(Mutex::new(HashMap::new())),
+            windows: Default::default(),
         }
     }
 
@@ -179,7 +183,14 @@ impl Driver {
         self.check_idle(thread_id)?;
         let history = self.history(thread_id);
         let grants = self.thread_grants(thread_id);
-        let mut p = prepare(&thread, prompt.clone(), grants, mode, approval)?;
+        let mut p = prepare(
+            &thread,
+            prompt.clone(),
+            grants,
+            mode,
+            approval,
+            self.windows.clone(),
+        )?;
         self.add_mcp(thread_id, &mut p);
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
         self.rt.claim(thread_id)?;
@@ -534,6 +545,7 @@ impl Driver {
             self.thread_grants(thread_id),
             Mode::Work,
             None,
+            self.windows.clone(),
         )?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(
@@ -644,8 +656,11 @@ impl Driver {
                             .iter()
                             .rev()
                             .find(|i| {
+                                // An automatic one happened inside a turn:
+                                // its session file replays it in place.
                                 i.kind == ItemKind::ContextCompaction
                                     && i.status == ItemStatus::Completed
+                                    && i.metadata.get("auto") != Some(&json!(true))
                             })
                             .and_then(|i| i.metadata.get("summary"))
                             .and_then(|v| v.as_str())
@@ -674,10 +689,9 @@ impl Driver {
                 .session
                 .as_deref()
                 .and_then(|id| crate::receipt::find_session(&dir, id).ok())
-                .and_then(|p| read_records(&p).ok())
-                .map(|r| history::from_records(&r));
+                .and_then(|p| read_records(&p).ok());
             match from_file {
-                Some(m) => replay.extend(m),
+                Some(r) => replay.extend_records(&r),
                 None => {
                     if let Some(u) = t.user {
                         replay.extend(vec![
@@ -722,10 +736,7 @@ fn log_user_messages(path: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The instruction a compaction sends after the history.
-pub const COMPACT_PROMPT: &str = "Summarise the conversation so far for your own later use: \
-the user's goals and constraints, decisions made, files and commands involved with their \
-outcomes, and what is still open. Be complete but concise; answer with the summary only.";
+pub use crate::agent::compaction::COMPACT_PROMPT;
 
 type Summary = (String, String, String, TurnUsage, Option<f64>);
 
@@ -739,17 +750,7 @@ async fn summarise(models: &Resolved, history: &[Message]) -> Result<Summary, St
             .or_else(|| r.first(crate::provider::router::TurnKind::Plan))
             .ok_or("the router has no model")?,
     };
-    let mut messages = history.to_vec();
-    messages.push(Message::User {
-        text: COMPACT_PROMPT.into(),
-    });
-    let req = ChatRequest {
-        system: "You write summaries of coding-agent conversations.",
-        messages: &messages,
-        tools: &[],
-    };
-    let c = provider
-        .complete(req, &mut |_| {})
+    let c = crate::agent::compaction::summarise(provider, history)
         .await
         .map_err(|e| e.to_string())?;
     if c.text.trim().is_empty() {
@@ -796,6 +797,7 @@ fn prepare(
     grants: Arc<Mutex<SessionGrants>>,
     mode: Mode,
     approval: Option<Approval>,
+    memory: crate::agent::compaction::WindowMemory,
 ) -> Result<Prepared, DriverError> {
     let mut o = LoadOptions::new(&t.workspace);
     if !t.model.is_empty() {
@@ -857,6 +859,10 @@ fn prepare(
         config: json!({"source": "runtime"}),
         instruction_imports: settings.user.project_instruction_imports.unwrap_or(false),
         interactive,
+        compaction: crate::agent::compaction::CompactionOptions {
+            threshold: settings.user.compaction.threshold(),
+            memory,
+        },
     };
     Ok(Prepared {
         opts,

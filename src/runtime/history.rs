@@ -8,6 +8,7 @@
 //! Pure: [`from_records`] folds one session file; [`Replay`] strings turns
 //! together.
 
+use crate::agent::compaction;
 use crate::provider::{Message, ReasoningPart, ToolCall};
 use crate::session::{Event, Record};
 use serde_json::Value;
@@ -15,9 +16,7 @@ use serde_json::Value;
 /// What an unfinished call gets, so every call the model made has a result.
 pub const NO_RESULT: &str = "not run: the turn ended before this call finished";
 
-/// The prefix of a compaction summary sent in place of what it covers.
-pub const SUMMARY_PREFIX: &str =
-    "Summary of the earlier conversation in this thread (written by compaction):\n\n";
+pub use crate::agent::compaction::SUMMARY_PREFIX;
 
 #[derive(Default)]
 struct Pending {
@@ -98,19 +97,28 @@ fn arguments(args: &Value) -> String {
     }
 }
 
-/// One session file's conversation, in order.
+/// One session file's conversation, in order (an automatic compaction in
+/// it replaces what came before, as [`Replay::extend_records`] does).
 pub fn from_records(records: &[Record]) -> Vec<Message> {
-    let mut out = Vec::new();
+    let mut r = Replay::default();
+    r.extend_records(records);
+    r.messages
+}
+
+/// Fold `records` onto `out`. A compaction record rebuilds the
+/// conversation the way the loop did ([`compaction::split`]: the summary,
+/// then the latest user request and the pending calls).
+fn fold(out: &mut Vec<Message>, records: &[Record]) {
     let mut p = Pending::default();
     let mut turn = 0;
     for r in records {
         if r.turn != turn {
-            p.flush(&mut out);
+            p.flush(out);
             turn = r.turn;
         }
         match &r.event {
             Event::UserMessage { text } => {
-                p.flush(&mut out);
+                p.flush(out);
                 out.push(Message::User { text: text.clone() });
             }
             Event::AssistantMessage { text } => p.text = text.clone(),
@@ -135,11 +143,15 @@ pub fn from_records(records: &[Record]) -> Vec<Message> {
                 content: head_and_tail(output),
                 is_error: status != "ok",
             }),
+            Event::Compaction { summary, .. } => {
+                p.flush(out);
+                let kept = compaction::split(out).kept;
+                *out = compaction::compacted(summary, kept);
+            }
             _ => {}
         }
     }
-    p.flush(&mut out);
-    out
+    p.flush(out);
 }
 
 /// Turns strung together, oldest first.
@@ -158,6 +170,11 @@ impl Replay {
 
     pub fn extend(&mut self, m: Vec<Message>) {
         self.messages.extend(m);
+    }
+
+    /// One turn's session file, after what came before it.
+    pub fn extend_records(&mut self, records: &[Record]) {
+        fold(&mut self.messages, records);
     }
 }
 

@@ -383,6 +383,41 @@ impl TapState {
                 });
                 self.keep(r);
             }
+            // An automatic compaction inside the turn: the manual route's
+            // item, marked `auto` (the summary is on it, as on the manual
+            // one; the thread history replays the session file instead).
+            "compaction" => {
+                let keep = |keys: &[&str]| {
+                    let m: serde_json::Map<String, Value> = keys
+                        .iter()
+                        .filter_map(|k| f.get(*k).map(|v| (k.to_string(), v.clone())))
+                        .collect();
+                    Value::Object(m)
+                };
+                let started = self.rt.start_item(
+                    &self.turn,
+                    ItemKind::ContextCompaction,
+                    keep(&[
+                        "auto",
+                        "reason",
+                        "window",
+                        "threshold",
+                        "tokens_before",
+                        "summarised",
+                    ]),
+                );
+                let r = started.and_then(|i| {
+                    self.rt
+                        .finish_item(
+                            &self.turn,
+                            &i.id,
+                            ItemStatus::Completed,
+                            keep(&["summary", "tokens_after", "kept", "provider", "model"]),
+                        )
+                        .map(drop)
+                });
+                self.keep(r);
+            }
             "model_choice" => {
                 let choice = RouteChoice {
                     request: f.get("turn").and_then(Value::as_u64).unwrap_or(0),
