@@ -592,7 +592,10 @@ impl App<'_> {
                     |mut store| Ok(snapshot_report::restore(&mut store, n)?),
                 ))]
             }
-            Effect::Receipts { turn, json } => vec![report(self.receipt(turn, json))],
+            Effect::Receipts { turn, json } => vec![report(
+                self.receipt(turn, json)
+                    .map(|r| with_compactions(r, json, &st.compactions)),
+            )],
             Effect::SetModel(m) => vec![self.set_model(st, &m)],
             Effect::Mcp { reload: false } => vec![Event::Output {
                 error: false,
@@ -624,6 +627,7 @@ impl App<'_> {
         }
     }
 
+    /// One turn's receipt (`codewhale receipts` of its session file).
     fn receipt(&self, turn: Option<u32>, json: bool) -> anyhow::Result<String> {
         let session = match turn {
             Some(n) => self
@@ -867,4 +871,22 @@ fn report(r: anyhow::Result<String>) -> Event {
             Event::Output { error: true, text }
         }
     }
+}
+
+/// A turn's receipt, followed (as text) by the conversation's compactions:
+/// each turn is a session file of its own, so one turn's receipt lists
+/// only its own; this says where the others happened (`/receipts N`).
+fn with_compactions(receipt: String, json: bool, c: &[super::state::Compacted]) -> String {
+    if json || c.is_empty() {
+        return receipt;
+    }
+    let mut s = receipt;
+    s.push_str(&format!(
+        "\nCompactions in this conversation: {}\n",
+        c.len()
+    ));
+    for e in c {
+        s.push_str(&format!("- {}\n", e.line()));
+    }
+    s
 }

@@ -236,6 +236,11 @@ fn context_part(f: &FooterInfo) -> (String, Style) {
     }
 }
 
+/// A token count as the footer writes it (`1.2k`).
+pub fn human_tokens(n: u64) -> String {
+    human(n)
+}
+
 fn human(n: u64) -> String {
     if n >= 1000 {
         format!("{:.1}k", n as f64 / 1000.0)

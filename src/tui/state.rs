@@ -199,6 +199,46 @@ pub struct State {
     pub picker: Option<Picker>,
     /// The first run's "Use local Ollama model X?" when asked.
     pub ask: Option<LocalAsk>,
+    /// Turns of this conversation started so far (`/receipts N` numbers).
+    pub turns_started: u32,
+    /// The conversation's compactions, as the runtime reported them
+    /// (`/receipts` lists them).
+    pub compactions: Vec<Compacted>,
+}
+
+/// One compaction of the conversation, for `/receipts`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compacted {
+    /// The conversation's turn number (`/receipts N`).
+    pub turn: u32,
+    pub auto: bool,
+    /// `threshold`, `context_length` or `manual`.
+    pub reason: String,
+    pub tokens_before: Option<u64>,
+    pub tokens_after: Option<u64>,
+    pub window: Option<u64>,
+}
+
+impl Compacted {
+    /// One line: `turn 12: automatic (threshold), ~7.6k → ~1.1k tokens
+    /// of a 9.0k window`.
+    pub fn line(&self) -> String {
+        let k = |n: u64| super::render::human_tokens(n);
+        let sizes = match (self.tokens_before, self.tokens_after) {
+            (Some(b), Some(a)) => format!(", ~{} → ~{} tokens", k(b), k(a)),
+            _ => String::new(),
+        };
+        let window = self
+            .window
+            .map(|w| format!(" of a {} window", k(w)))
+            .unwrap_or_default();
+        format!(
+            "turn {}: {} ({}){sizes}{window}",
+            self.turn,
+            if self.auto { "automatic" } else { "manual" },
+            self.reason
+        )
+    }
 }
 
 /// What the app must do.
@@ -335,6 +375,8 @@ impl State {
             workspace: String::new(),
             picker: None,
             ask: None,
+            turns_started: 0,
+            compactions: Vec::new(),
         }
     }
 
@@ -743,6 +785,7 @@ Tab mode · Shift+Tab permission · /help",
         let item_id = s(env, "item_id");
         match ev.as_str() {
             "turn.started" => {
+                self.turns_started += 1;
                 self.turn = env
                     .get("turn_id")
                     .and_then(Value::as_str)
@@ -792,6 +835,20 @@ Tab mode · Shift+Tab permission · /help",
                 }
                 // Shown on the next tick: no frame per delta.
                 return Vec::new();
+            }
+            "item.completed" if p["item"]["kind"] == "context_compaction" => {
+                let meta = &p["item"]["metadata"];
+                let auto = meta["auto"] == true;
+                let c = Compacted {
+                    turn: self.turns_started,
+                    auto,
+                    reason: meta["reason"].as_str().unwrap_or("manual").to_string(),
+                    tokens_before: meta["tokens_before"].as_u64(),
+                    tokens_after: meta["tokens_after"].as_u64(),
+                    window: meta["window"].as_u64(),
+                };
+                self.notice(false, format!("context compacted: {}", c.line()));
+                self.compactions.push(c);
             }
             "item.completed" | "item.failed" | "item.interrupted" => {
                 let item = &p["item"];
