@@ -587,6 +587,11 @@ impl Loop<'_> {
             }
             self.usage(turn, completion.usage, price.as_ref())?;
             if !completion.reasoning.is_empty() {
+                let text = crate::provider::reasoning::readable(&completion.reasoning);
+                self.out.event(
+                    "reasoning",
+                    json!({"turn": turn, "chars": text.chars().count(), "text": text}),
+                );
                 self.log.append(
                     turn,
                     Event::Reasoning {

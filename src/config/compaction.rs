@@ -49,3 +49,47 @@ impl<'de> Deserialize<'de> for Threshold {
         Threshold::new(v).map_err(serde::de::Error::custom)
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::config::{load, ConfigPaths, LoadOptions};
+
+    fn load_with(config: &str) -> Result<crate::config::Settings, crate::config::ConfigError> {
+        let t = tempfile::tempdir().unwrap();
+        let cw = t.path().join("cw");
+        std::fs::create_dir_all(&cw).unwrap();
+        std::fs::write(cw.join("config.toml"), config).unwrap();
+        let mut o = LoadOptions::new(t.path());
+        o.paths = ConfigPaths::from_parts(Some(t.path().to_path_buf()), Some(cw), None);
+        o.no_project_config = true;
+        load(&o)
+    }
+
+    #[test]
+    fn default_and_configured_thresholds() {
+        let s = load_with("model = \"m\"\n").unwrap();
+        assert_eq!(s.user.compaction.threshold(), 0.85);
+        let s = load_with("[compaction]\nthreshold = 0.5\n").unwrap();
+        assert_eq!(s.user.compaction.threshold(), 0.5);
+        let s = load_with("[compaction]\nthreshold = 1\n").unwrap();
+        assert_eq!(s.user.compaction.threshold(), 1.0);
+    }
+
+    #[test]
+    fn a_threshold_out_of_range_names_file_line_and_key() {
+        for bad in ["0", "1.5", "-0.2"] {
+            let e = load_with(&format!("model = \"m\"\n[compaction]\nthreshold = {bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("config.toml"), "{e}");
+            assert!(e.contains("line 3"), "{e}");
+            assert!(e.contains("threshold"), "{e}");
+            assert!(e.contains("(0, 1]"), "{e}");
+        }
+        let e = load_with("[compaction]\nthreshhold = 0.5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("threshhold"), "{e}");
+    }
+}

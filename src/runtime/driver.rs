@@ -23,6 +23,7 @@ use crate::agent::setup::{prepare_run, ModelRequest, RunSetup};
 use crate::agent::tools::ALL_TOOLS;
 use crate::agent::{run_exec_hooked, Emitter, ExecOptions, InterruptCause, OutputFormat, RunHooks};
 use crate::authz::{Approval, Mode, SessionGrants, ToolKind, ToolSpec as AuthzToolSpec};
+use crate::config::effort::ReasoningEffort;
 use crate::config::{LoadOptions, RulesFile, SandboxContext, SandboxFlags, TurnAsk};
 use crate::policy::SandboxMode;
 use crate::provider::Message;
@@ -82,6 +83,10 @@ pub struct Driver {
     /// What this process learned of its models' context windows (a
     /// context-length error) and token counts, for automatic compaction.
     windows: crate::agent::compaction::WindowMemory,
+    /// Threads' own reasoning effort (the TUI's `/model ID EFFORT`),
+    /// over the configured `reasoning_effort`, for as long as this
+    /// process runs.
+    efforts: Arc<Mutex<HashMap<String, ReasoningEffort>>>,
 }
 
 /// A thread's own MCP servers by name.
@@ -116,6 +121,7 @@ impl Driver {
             thread_mcp: Arc::default(),
             grants: Arc::new(Mutex::new(HashMap::new())),
             windows: Default::default(),
+            efforts: Arc::default(),
         }
     }
 
@@ -189,7 +195,10 @@ impl Driver {
             grants,
             mode,
             approval,
-            self.windows.clone(),
+            Extra {
+                windows: self.windows.clone(),
+                effort: self.thread_effort(thread_id),
+            },
         )?;
         self.add_mcp(thread_id, &mut p);
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
@@ -317,6 +326,17 @@ impl Driver {
                      turn that may call tools; `codewhale mcp list` shows mcp.json)"
                 .into(),
         }
+    }
+
+    /// Use `effort` as the reasoning effort of `thread_id`'s next turns
+    /// (over the configured `reasoning_effort`; a project override's
+    /// still applies after it, as after `exec --reasoning-effort`).
+    pub fn set_effort(&self, thread_id: &str, effort: ReasoningEffort) {
+        lock(&self.efforts).insert(thread_id.to_string(), effort);
+    }
+
+    fn thread_effort(&self, thread_id: &str) -> Option<ReasoningEffort> {
+        lock(&self.efforts).get(thread_id).copied()
     }
 
     /// Stop tracking a turn; steered input it never read is marked so.
@@ -545,7 +565,10 @@ impl Driver {
             self.thread_grants(thread_id),
             Mode::Work,
             None,
-            self.windows.clone(),
+            Extra {
+                windows: self.windows.clone(),
+                effort: self.thread_effort(thread_id),
+            },
         )?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(
@@ -788,6 +811,12 @@ pub fn thread_tools(t: &ThreadRecord) -> Vec<String> {
         .collect()
 }
 
+/// What this process keeps per thread beyond its record.
+struct Extra {
+    windows: crate::agent::compaction::WindowMemory,
+    effort: Option<ReasoningEffort>,
+}
+
 /// Resolve a thread's settings like `exec` resolves its flags: the same
 /// config layers and posture, then [`prepare_run`] (models with the router
 /// and the Ollama fallback, sandbox policy, snapshots, authorizer).
@@ -797,12 +826,14 @@ fn prepare(
     grants: Arc<Mutex<SessionGrants>>,
     mode: Mode,
     approval: Option<Approval>,
-    memory: crate::agent::compaction::WindowMemory,
+    extra: Extra,
 ) -> Result<Prepared, DriverError> {
+    let memory = extra.windows;
     let mut o = LoadOptions::new(&t.workspace);
     if !t.model.is_empty() {
         o.overrides.model = Some(t.model.clone());
     }
+    o.overrides.reasoning_effort = extra.effort;
     let flags = SandboxFlags {
         mode: (approval == Some(Approval::FullAccess)).then_some(SandboxMode::DangerFullAccess),
         ..Default::default()

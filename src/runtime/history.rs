@@ -357,4 +357,57 @@ mod tests {
             matches!(&r.messages[0], Message::User { text } if text.ends_with("they asked for X"))
         );
     }
+
+    #[test]
+    fn an_automatic_compaction_replays_as_the_loop_sent_it() {
+        let recs = vec![
+            rec(1, Event::UserMessage { text: "old".into() }),
+            rec(
+                1,
+                Event::AssistantMessage {
+                    text: "old answer".into(),
+                },
+            ),
+            rec(2, Event::UserMessage { text: "now".into() }),
+            rec(2, call("c1", json!({"path": "a"}))),
+            rec(2, result("c1", "ok", "A")),
+            rec(
+                3,
+                Event::Compaction {
+                    event_v: 1,
+                    auto: true,
+                    reason: "threshold".into(),
+                    window: Some(1000),
+                    tokens_before: 900,
+                    tokens_after: 100,
+                    summarised: 2,
+                    kept: 3,
+                    summary: "they asked for X".into(),
+                },
+            ),
+            rec(
+                3,
+                Event::AssistantMessage {
+                    text: "done".into(),
+                },
+            ),
+        ];
+        let mut r = Replay::default();
+        r.extend(vec![Message::User {
+            text: "an earlier turn".into(),
+        }]);
+        r.extend_records(&recs);
+        let m = r.messages;
+        assert_eq!(
+            m[0],
+            Message::User {
+                text: format!("{SUMMARY_PREFIX}they asked for X")
+            }
+        );
+        assert_eq!(m[1], Message::User { text: "now".into() });
+        assert!(matches!(&m[2], Message::Assistant { tool_calls, .. } if tool_calls[0].id == "c1"));
+        assert!(matches!(&m[3], Message::ToolResult { call_id, .. } if call_id == "c1"));
+        assert!(matches!(&m[4], Message::Assistant { text, .. } if text == "done"));
+        assert_eq!(m.len(), 5);
+    }
 }

@@ -177,6 +177,9 @@ pub enum ItemKind {
     /// metadata names the server and the tool (`mcp`).
     McpToolCall,
     ContextCompaction,
+    /// The model's reasoning before a response (its readable text; never
+    /// in a receipt).
+    Reasoning,
     Status,
     Error,
 }
@@ -191,6 +194,7 @@ impl ItemKind {
             ItemKind::CommandExecution => "command_execution",
             ItemKind::McpToolCall => "mcp_tool_call",
             ItemKind::ContextCompaction => "context_compaction",
+            ItemKind::Reasoning => "reasoning",
             ItemKind::Status => "status",
             ItemKind::Error => "error",
         }
@@ -296,6 +300,7 @@ mod tests {
             ItemKind::FileChange,
             ItemKind::CommandExecution,
             ItemKind::ContextCompaction,
+            ItemKind::Reasoning,
             ItemKind::Status,
             ItemKind::Error,
         ];

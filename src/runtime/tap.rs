@@ -386,6 +386,21 @@ impl TapState {
             // An automatic compaction inside the turn: the manual route's
             // item, marked `auto` (the summary is on it, as on the manual
             // one; the thread history replays the session file instead).
+            "reasoning" => {
+                let r = self
+                    .rt
+                    .start_item(
+                        &self.turn,
+                        ItemKind::Reasoning,
+                        json!({"chars": f.get("chars"), "text": f.get("text")}),
+                    )
+                    .and_then(|i| {
+                        self.rt
+                            .finish_item(&self.turn, &i.id, ItemStatus::Completed, json!({}))
+                            .map(drop)
+                    });
+                self.keep(r);
+            }
             "compaction" => {
                 let keep = |keys: &[&str]| {
                     let m: serde_json::Map<String, Value> = keys

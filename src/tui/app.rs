@@ -11,6 +11,7 @@ use super::render;
 use super::state::{Choice, Effect, Event, FooterInfo, Key, State};
 use super::terminal::TerminalGuard;
 use crate::authz::{Approval, Mode, Posture};
+use crate::config::effort::ReasoningEffort;
 use crate::config::{ConfigPaths, LoadOptions, RulesFile, SandboxContext, SandboxFlags, TurnAsk};
 use crate::provider::auth::AuthStore;
 use crate::provider::config::ExecConfig;
@@ -463,6 +464,7 @@ pub fn map_key(k: &KeyEvent) -> Key {
     match k.code {
         KeyCode::Char('c') if ctrl => Key::CtrlC,
         KeyCode::Char('d') if ctrl => Key::CtrlD,
+        KeyCode::Char('o') if ctrl => Key::CtrlO,
         KeyCode::BackTab => Key::BackTab,
         KeyCode::Tab if k.modifiers.contains(KeyModifiers::SHIFT) => Key::BackTab,
         KeyCode::Tab => Key::Tab,
@@ -596,7 +598,20 @@ impl App<'_> {
                 self.receipt(turn, json)
                     .map(|r| with_compactions(r, json, &st.compactions)),
             )],
-            Effect::SetModel(m) => vec![self.set_model(st, &m)],
+            Effect::SetModel { id, effort } => {
+                let switched = self.set_model(st, &id);
+                match (effort, &switched) {
+                    (Some(e), Event::ProviderSwitched { provider, model }) => {
+                        let note = self.set_effort(st, provider, model, e);
+                        vec![switched.clone(), note]
+                    }
+                    (Some(e), Event::Output { error: false, .. }) => {
+                        let note = self.set_effort(st, &st.footer.provider, &id, e);
+                        vec![switched, note]
+                    }
+                    _ => vec![switched],
+                }
+            }
             Effect::Mcp { reload: false } => vec![Event::Output {
                 error: false,
                 text: self.driver.mcp_status(&self.setup.workspace),
@@ -691,6 +706,31 @@ impl App<'_> {
                 model: m.to_string(),
             },
             Err(e) => error(e),
+        }
+    }
+
+    /// `/model ID EFFORT`: the thread's next turns ask for `effort`; says
+    /// whether the model takes one (the catalogue's data, or a custom
+    /// provider's `thinking`), so an effort that is not sent is not a
+    /// silent no-op.
+    fn set_effort(&self, st: &State, provider: &str, model: &str, e: ReasoningEffort) -> Event {
+        self.driver.set_effort(&st.thread_id, e);
+        let store = AuthStore::new(&self.setup.home);
+        let env = |n: &str| std::env::var(n).ok();
+        let takes = registry::select(Some(provider), Some(model), &self.setup.cfg, &store, &env)
+            .map(|s| s.reasoning.is_some());
+        Event::Output {
+            error: false,
+            text: match takes {
+                Ok(true) | Err(_) if model == "auto" => format!(
+                    "reasoning effort {e} for the next turns (sent to the models that take one)"
+                ),
+                Ok(true) => format!("reasoning effort {e} for the next turns of {model}"),
+                Ok(false) => format!(
+                    "reasoning effort {e} kept for this conversation, but {model} takes none                      (not a reasoning model in the catalogue; `thinking = true` in                      [providers.{provider}] for your own): nothing is sent for it"
+                ),
+                Err(_) => format!("reasoning effort {e} for the next turns"),
+            },
         }
     }
 

@@ -378,6 +378,7 @@ pub fn cell_lines(cell: &Cell) -> Vec<Line<'static>> {
             .collect(),
         Cell::Agent { text, .. } => markdown::render(&sanitize(text)),
         Cell::Tool(t) => tool_lines(t),
+        Cell::Reasoning { text, expanded } => reasoning_lines(text, *expanded),
         Cell::Notice { error, text } => {
             let st = if *error {
                 Style::default().fg(Color::Red)
@@ -390,6 +391,30 @@ pub fn cell_lines(cell: &Cell) -> Vec<Line<'static>> {
                 .collect()
         }
     }
+}
+
+/// A reasoning cell: one dim line while collapsed; the (sanitised) text
+/// under it once Ctrl-O expands it.
+fn reasoning_lines(text: &str, expanded: bool) -> Vec<Line<'static>> {
+    let dim = Style::default().fg(Color::DarkGray);
+    let n = text.chars().count();
+    let head = if expanded {
+        format!("thinking ({n} chars) · Ctrl-O collapses")
+    } else {
+        format!("thinking … ({n} chars) · Ctrl-O expands")
+    };
+    let mut out = vec![Line::from(Span::styled(
+        head,
+        dim.add_modifier(Modifier::ITALIC),
+    ))];
+    if expanded {
+        out.extend(
+            sanitize(text)
+                .lines()
+                .map(|l| Line::from(Span::styled(format!("  {l}"), dim))),
+        );
+    }
+    out
 }
 
 fn tool_lines(t: &ToolCell) -> Vec<Line<'static>> {

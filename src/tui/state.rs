@@ -32,6 +32,8 @@ pub enum Key {
     Backspace,
     PageUp,
     PageDown,
+    /// Ctrl-O: expand (or collapse again) the latest reasoning cell.
+    CtrlO,
     Char(char),
     /// Anything else: editing keys for the text area.
     Other,
@@ -92,6 +94,12 @@ pub enum Cell {
         done: bool,
     },
     Tool(Box<ToolCell>),
+    /// The model's reasoning before a response: one line (`thinking …
+    /// (N chars)`) until Ctrl-O expands the latest one.
+    Reasoning {
+        text: String,
+        expanded: bool,
+    },
     Notice {
         error: bool,
         text: String,
@@ -274,7 +282,11 @@ pub enum Effect {
         turn: Option<u32>,
         json: bool,
     },
-    SetModel(String),
+    /// `/model`: show, or switch the model (and the reasoning effort).
+    SetModel {
+        id: String,
+        effort: Option<crate::config::effort::ReasoningEffort>,
+    },
     /// Build the picker's rows (sent back as [`Event::PickerRows`]).
     Provider,
     /// Switch the thread's provider for the next turn (through the runtime).
@@ -508,6 +520,20 @@ Tab mode · Shift+Tab permission · /help",
             }
             Key::PageDown => {
                 self.scroll = self.scroll.saturating_sub(10);
+                Vec::new()
+            }
+            Key::CtrlO => {
+                let last = self.transcript.iter_mut().rev().find_map(|c| match c {
+                    Cell::Reasoning { expanded, .. } => Some(expanded),
+                    _ => None,
+                });
+                match last {
+                    Some(e) => {
+                        *e = !*e;
+                        self.dirty = true;
+                    }
+                    None => self.flash = Some("no reasoning to expand".into()),
+                }
                 Vec::new()
             }
             Key::Esc => match &self.turn {
@@ -768,7 +794,7 @@ Tab mode · Shift+Tab permission · /help",
                 }
             }
             Slash::Receipts { turn, json } => vec![Effect::Receipts { turn, json }],
-            Slash::Model(m) => vec![Effect::SetModel(m)],
+            Slash::Model { id, effort } => vec![Effect::SetModel { id, effort }],
             Slash::Provider(None) => vec![Effect::Provider],
             Slash::Provider(Some(id)) => vec![Effect::ChooseProvider(id)],
             Slash::Mcp { reload } => vec![Effect::Mcp { reload }],
@@ -820,6 +846,10 @@ Tab mode · Shift+Tab permission · /help",
                         text: String::new(),
                         pending: String::new(),
                         done: false,
+                    }),
+                    "reasoning" => self.transcript.push(Cell::Reasoning {
+                        text: s(&item["metadata"], "text"),
+                        expanded: false,
                     }),
                     "command_execution" | "tool_call" | "file_change" | "mcp_tool_call" => {
                         let meta = &item["metadata"];
