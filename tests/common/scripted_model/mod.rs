@@ -722,6 +722,7 @@ async fn handle(
             .unwrap();
     }
     let mut window_usage = None;
+    let mut summary = None;
     if let (Some(window), Some(b)) = (s.faithful.context_window, seen.as_ref()) {
         let tokens = request_tokens(b);
         let mut w = s.window.lock().unwrap();
@@ -737,31 +738,7 @@ async fn handle(
         w.answered += 1;
         if is_summary_request(b) {
             w.summaries += 1;
-            let text = format!("summary #{} of the conversation so far", w.summaries);
-            drop(w);
-            let body = match s.wire {
-                Wire::OpenAi => openai_stream_usage(
-                    &text,
-                    &[],
-                    json!({"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}),
-                ),
-                Wire::Responses => responses_stream(
-                    None,
-                    &text,
-                    &[],
-                    json!({"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0},
-                           "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0}}),
-                ),
-                Wire::Anthropic => anthropic_stream_usage(
-                    &text,
-                    &[],
-                    json!({"input_tokens": tokens, "output_tokens": 20}),
-                ),
-            };
-            return Response::builder()
-                .header("content-type", "text/event-stream")
-                .body(Body::from(body))
-                .unwrap();
+            summary = Some((w.summaries, tokens));
         }
         window_usage = Some(tokens);
     }
@@ -786,6 +763,34 @@ async fn handle(
                     .unwrap()
             }
         }
+    }
+    // A summary request is answered here, after the cache bill (it is a
+    // request like any other for the bill) and without taking a step.
+    if let Some((n, tokens)) = summary {
+        let text = format!("summary #{n} of the conversation so far");
+        let body = match s.wire {
+            Wire::OpenAi => openai_stream_usage(
+                &text,
+                &[],
+                json!({"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}),
+            ),
+            Wire::Responses => responses_stream(
+                None,
+                &text,
+                &[],
+                json!({"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0},
+                       "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0}}),
+            ),
+            Wire::Anthropic => anthropic_stream_usage(
+                &text,
+                &[],
+                cache_usage.unwrap_or_else(|| json!({"input_tokens": tokens, "output_tokens": 20})),
+            ),
+        };
+        return Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(Body::from(body))
+            .unwrap();
     }
     let step = s.steps.lock().unwrap().pop_front();
     let Some(step) = step else {
@@ -812,7 +817,7 @@ async fn handle(
             }
             r.body(Body::from(body)).unwrap()
         }
-        Step::Reply { text, calls } if window_usage.is_some() => {
+        Step::Reply { text, calls } if window_usage.is_some() && cache_usage.is_none() => {
             let tokens = window_usage.unwrap_or(0);
             sse(match s.wire {
                 Wire::OpenAi => openai_stream_usage(
