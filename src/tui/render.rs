@@ -7,6 +7,7 @@
 use super::markdown;
 use super::sanitize::sanitize;
 use super::state::{Card, Cell, Choice, FooterInfo, State, ToolCell};
+use super::tokens::human;
 pub use super::transcript::TranscriptCache;
 use crate::authz::Approval;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -233,19 +234,6 @@ fn context_part(f: &FooterInfo) -> (String, Style) {
         }
         (_, Some(c)) => (format!("ctx {}", human(c)), Style::default()),
         _ => ("ctx ?".to_string(), Style::default()),
-    }
-}
-
-/// A token count as the footer writes it (`1.2k`).
-pub fn human_tokens(n: u64) -> String {
-    human(n)
-}
-
-fn human(n: u64) -> String {
-    if n >= 1000 {
-        format!("{:.1}k", n as f64 / 1000.0)
-    } else {
-        n.to_string()
     }
 }
 

@@ -231,7 +231,7 @@ impl Compacted {
     /// One line: `turn 12: automatic (threshold), ~7.6k → ~1.1k tokens
     /// of a 9.0k window`.
     pub fn line(&self) -> String {
-        let k = |n: u64| super::render::human_tokens(n);
+        let k = super::tokens::human;
         let sizes = match (self.tokens_before, self.tokens_after) {
             (Some(b), Some(a)) => format!(", ~{} → ~{} tokens", k(b), k(a)),
             _ => String::new(),
