@@ -30,7 +30,7 @@ pub fn prompt(i: usize) -> String {
 
 /// Whether turn `i` reads the file before answering.
 pub fn reads(i: usize) -> bool {
-    i % 4 == 0
+    i.is_multiple_of(4)
 }
 
 /// The model's steps for `turns` turns (summary requests take none: the
