@@ -792,6 +792,7 @@ async fn summarise(models: &Resolved, history: &[Message]) -> Result<Summary, St
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
             cached_tokens: u.cached_input_tokens,
+            cache_write_tokens: u.cache_write_tokens,
             reasoning_tokens: u.reasoning_tokens.unwrap_or(0),
         },
         cost,

@@ -122,7 +122,12 @@ impl TurnStatus {
 pub struct TurnUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, read from the provider's prompt cache.
     pub cached_tokens: u64,
+    /// Prompt tokens written to the provider's cache (Anthropic cache
+    /// writes; 0 in records from before it was kept).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     pub reasoning_tokens: u64,
 }
 

@@ -339,6 +339,7 @@ impl TapState {
                     input_tokens: n("input_tokens"),
                     output_tokens: n("output_tokens"),
                     cached_tokens: n("cached_input_tokens"),
+                    cache_write_tokens: n("cache_write_tokens"),
                     reasoning_tokens: n("reasoning_tokens"),
                 };
                 add_usage(&mut self.usage, &u);
@@ -464,6 +465,7 @@ fn add_usage(to: &mut TurnUsage, u: &TurnUsage) {
     to.input_tokens += u.input_tokens;
     to.output_tokens += u.output_tokens;
     to.cached_tokens += u.cached_tokens;
+    to.cache_write_tokens += u.cache_write_tokens;
     to.reasoning_tokens += u.reasoning_tokens;
 }
 
