@@ -11,7 +11,7 @@ mod common;
 use common::cli::Fixture;
 use common::long_session;
 use common::runtime::StdioServer;
-use common::scripted_model::{Faithful, ScriptedModel, Wire};
+use common::scripted_model::ScriptedModel;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -91,14 +91,7 @@ fn assert_all_completed(done: &[Value]) {
 #[test]
 fn two_hundred_turns_over_stdio_compact_before_the_window() {
     let turns = 200;
-    let model = ScriptedModel::start_faithful(
-        Wire::OpenAi,
-        long_session::steps(turns),
-        Faithful {
-            context_window: Some(WINDOW),
-            ..Faithful::default()
-        },
-    );
+    let model = long_session::model(turns, WINDOW);
     let f = Fixture::with_config(&config(&model, &format!("context_window = {WINDOW}")));
     long_session::workspace(&f.ws);
     let started = Instant::now();
@@ -156,14 +149,7 @@ fn two_hundred_turns_over_stdio_compact_before_the_window() {
 #[test]
 fn unknown_window_compacts_on_the_providers_error_and_learns_it() {
     let turns = 80;
-    let model = ScriptedModel::start_faithful(
-        Wire::OpenAi,
-        long_session::steps(turns),
-        Faithful {
-            context_window: Some(WINDOW),
-            ..Faithful::default()
-        },
-    );
+    let model = long_session::model(turns, WINDOW);
     let f = Fixture::with_config(&config(&model, ""));
     long_session::workspace(&f.ws);
     let mut rpc = StdioServer::start(&f);

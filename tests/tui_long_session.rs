@@ -11,7 +11,6 @@ mod common;
 
 use common::long_session;
 use common::pty::{provider_config, FreshHome, Pty};
-use common::scripted_model::{Faithful, ScriptedModel, Wire};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -21,14 +20,7 @@ const WINDOW: u64 = 9_000;
 #[test]
 fn two_hundred_turns_in_the_tui_compact_and_receipts_list_them() {
     let turns = 200;
-    let model = ScriptedModel::start_faithful(
-        Wire::OpenAi,
-        long_session::steps(turns),
-        Faithful {
-            context_window: Some(WINDOW),
-            ..Faithful::default()
-        },
-    );
+    let model = long_session::model(turns, WINDOW);
     let config = format!(
         "{}context_window = {WINDOW}\n",
         provider_config(model.kind(), &model.base_url())

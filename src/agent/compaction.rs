@@ -103,27 +103,6 @@ impl WindowMemory {
     }
 }
 
-fn message_bytes(m: &Message) -> usize {
-    match m {
-        Message::User { text } => text.len(),
-        Message::Assistant {
-            text,
-            tool_calls,
-            reasoning,
-        } => {
-            text.len()
-                + crate::provider::reasoning::chars(reasoning)
-                + tool_calls
-                    .iter()
-                    .map(|c| c.id.len() + c.name.len() + c.arguments.len())
-                    .sum::<usize>()
-        }
-        Message::ToolResult {
-            call_id, content, ..
-        } => call_id.len() + content.len(),
-    }
-}
-
 /// The raw estimate of a request in tokens: bytes / 4 of the system
 /// prompt, the messages and the tool schemas.
 pub fn estimate(system: &str, messages: &[Message], tools: &[ToolSpec]) -> u64 {
@@ -131,7 +110,7 @@ pub fn estimate(system: &str, messages: &[Message], tools: &[ToolSpec]) -> u64 {
         .iter()
         .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
         .sum();
-    let bytes = system.len() + tools + messages.iter().map(message_bytes).sum::<usize>();
+    let bytes = system.len() + tools + messages.iter().map(Message::approx_bytes).sum::<usize>();
     (bytes / 4) as u64
 }
 

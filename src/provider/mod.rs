@@ -55,6 +55,30 @@ pub enum Message {
     },
 }
 
+impl Message {
+    /// The bytes of what this message carries to the model (text,
+    /// reasoning, call names and arguments, results): the size estimates'
+    /// unit (bytes / 4 ≈ tokens).
+    pub fn approx_bytes(&self) -> usize {
+        match self {
+            Message::User { text } => text.len(),
+            Message::Assistant {
+                text,
+                tool_calls,
+                reasoning,
+            } => {
+                text.len()
+                    + reasoning::chars(reasoning)
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.arguments.len())
+                        .sum::<usize>()
+            }
+            Message::ToolResult { content, .. } => content.len(),
+        }
+    }
+}
+
 /// A tool call as the model produced it. `arguments` is the raw JSON text:
 /// a malformed one is reported back to the model, never a crash.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

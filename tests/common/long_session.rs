@@ -4,7 +4,7 @@
 //! context window, so a couple of hundred turns pass the window several
 //! times over in seconds.
 
-use super::scripted_model::{call, reply, Step};
+use super::scripted_model::{call, reply, Faithful, ScriptedModel, Step, Wire};
 use serde_json::json;
 use std::path::Path;
 
@@ -50,4 +50,17 @@ pub fn steps(turns: usize) -> Vec<Step> {
         )));
     }
     s
+}
+
+/// The scripted model (OpenAI wire) playing `turns` turns of the session
+/// under a context window of `window` tokens.
+pub fn model(turns: usize, window: u64) -> ScriptedModel {
+    ScriptedModel::start_faithful(
+        Wire::OpenAi,
+        steps(turns),
+        Faithful {
+            context_window: Some(window),
+            ..Faithful::default()
+        },
+    )
 }
