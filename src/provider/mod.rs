@@ -23,6 +23,7 @@ pub mod reasoning;
 pub mod registry;
 pub mod responses;
 pub mod router;
+mod stream_parts;
 pub mod wire;
 
 pub use effort::{ReasoningControl, ReasoningEffort};
