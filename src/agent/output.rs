@@ -168,6 +168,13 @@ impl Emitter {
                 }
             }
             "sandbox_denied" => format!("  sandbox denied: {}", s("reason")),
+            "compaction" => format!(
+                "context compacted ({}): ~{} → ~{} tokens of a {}-token window",
+                s("reason"),
+                f["tokens_before"],
+                f["tokens_after"],
+                f["window"]
+            ),
             "turn_usage" => format!(
                 "  tokens in {} (cached {}) / out {} (reasoning {}) · cost {}",
                 f["input_tokens"],
