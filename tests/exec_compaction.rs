@@ -69,6 +69,7 @@ fn run(wire: Wire, window: u64) {
         !receipt.to_string().contains("summary #"),
         "no summary in a receipt"
     );
+    common::receipts::validate(&receipt);
     // The request after the first compaction: the summary, the user's
     // request, then the tool call that was pending with its result.
     let reqs = model.requests();
