@@ -14,6 +14,14 @@
 //! (issue 35): ≤ 0.25. Also the peak request size and the wall time of the
 //! session (median and range of RUNS runs) with the load average.
 //!
+//! Then the same session with automatic compaction: the scripted model
+//! holds a context window of half the session's peak request (its own
+//! count, body bytes / 4; a request over it is refused with Anthropic's
+//! "prompt is too long" error) and the provider is configured with that
+//! `context_window`; reported: the peak request, the number of
+//! compactions, refusals (must be 0: never above the window) and the
+//! caching ratio of the compacted session.
+//!
 //! Commands run with `--sandbox danger-full-access` in a temporary
 //! workspace (fixed `head -c` commands), so the figure does not depend on
 //! which sandbox the machine has.
@@ -43,18 +51,28 @@ struct Run {
     ok_results: usize,
     results: usize,
     secs: f64,
+    /// The scripted model's view of request sizes (its own count).
+    window: scripted_model::WindowStats,
+    compactions: usize,
 }
 
-fn run() -> Run {
+/// One session; `window`: the scripted model's context window and the
+/// provider's `context_window` (`None`: a window no request reaches, so
+/// the sizes are still counted).
+fn run(window: Option<u64>) -> Run {
     let model = ScriptedModel::start_faithful(
         Wire::Anthropic,
         session_mix::script(TURNS, FILES, true),
         Faithful {
             anthropic_cache: true,
+            context_window: Some(window.unwrap_or(u64::MAX / 2)),
             ..Faithful::default()
         },
     );
-    let f = cli::Fixture::new(&model, "");
+    let extra = window
+        .map(|w| format!("context_window = {w}\n"))
+        .unwrap_or_default();
+    let f = cli::Fixture::new(&model, &extra);
     session_mix::workspace(&f.ws, FILES);
     let t = Instant::now();
     let o = f.run(&[
@@ -89,12 +107,14 @@ fn run() -> Run {
         ok_results: results.iter().filter(|r| r["status"] == "ok").count(),
         results: results.len(),
         secs,
+        window: model.window_stats(),
+        compactions: cli::of_type(&ev, "compaction").len(),
     }
 }
 
 fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let runs: Vec<Run> = (0..RUNS).map(|_| run()).collect();
+    let runs: Vec<Run> = (0..RUNS).map(|_| run(None)).collect();
     let r = &runs[0];
     for o in &runs[1..] {
         assert_eq!(
@@ -120,5 +140,37 @@ fn main() {
         secs[0],
         secs[secs.len() - 1],
         load.trim()
+    );
+
+    // Automatic compaction under a window of half the peak request.
+    let window = r.window.peak / 2;
+    let comp: Vec<Run> = (0..RUNS).map(|_| run(Some(window))).collect();
+    let c = &comp[0];
+    for o in &comp[1..] {
+        assert_eq!(
+            (o.window, o.compactions),
+            (c.window, c.compactions),
+            "deterministic"
+        );
+    }
+    assert_eq!(c.window.refused, 0, "a request above the window");
+    assert!(c.window.peak <= window);
+    let mut csecs: Vec<f64> = comp.iter().map(|r| r.secs).collect();
+    csecs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "with automatic compaction (window {window} = half the peak of {} in the scripted model's count): \
+         peak request {} ({:.1} % of the window), {} compactions, {} refusals, {}/{} tool results ok, \
+         caching ratio {:.3}; wall time median {:.2} s, range {:.2}-{:.2} s",
+        r.window.peak,
+        c.window.peak,
+        100.0 * c.window.peak as f64 / window as f64,
+        c.compactions,
+        c.window.refused,
+        c.ok_results,
+        c.results,
+        c.ratio,
+        csecs[csecs.len() / 2],
+        csecs[0],
+        csecs[csecs.len() - 1],
     );
 }

@@ -93,6 +93,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         config: Value::Null,
         instruction_imports: false,
         interactive: None,
+        compaction: Default::default(),
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (_tx, rx) = tokio::sync::watch::channel(None);

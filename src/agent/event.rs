@@ -52,6 +52,16 @@ pub enum Event {
     SandboxAllowed(SandboxEvent),
     /// A call's result.
     ToolResult(Box<ToolResult>),
+    /// The model's reasoning for a request, as readable text (shown
+    /// collapsed by the TUI; never in receipts). The session keeps the raw
+    /// parts in its own `reasoning` record.
+    Reasoning {
+        turn: u32,
+        chars: usize,
+        text: String,
+    },
+    /// The loop compacted the conversation before a request.
+    Compaction(Box<Compaction>),
     /// Why the run stopped, when it did not complete.
     Error(ErrorEvent),
     /// The end of the run.
@@ -209,6 +219,26 @@ pub struct ToolResult {
     pub diff: Option<String>,
 }
 
+/// An automatic compaction: why, the sizes, what was kept.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Compaction {
+    pub turn: u32,
+    pub auto: bool,
+    /// `threshold` or `context_length`.
+    pub reason: String,
+    pub window: u64,
+    pub threshold: f64,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    /// Messages replaced by the summary, and messages kept verbatim.
+    pub summarised: u64,
+    pub kept: u64,
+    pub summary_chars: usize,
+    pub summary: String,
+    pub provider: String,
+    pub model: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ErrorEvent {
     pub message: String,
@@ -244,6 +274,8 @@ impl Event {
             Event::SandboxDenied(_) => "sandbox_denied",
             Event::SandboxAllowed(_) => "sandbox_allowed",
             Event::ToolResult(_) => "tool_result",
+            Event::Reasoning { .. } => "reasoning",
+            Event::Compaction(_) => "compaction",
             Event::Error(_) => "error",
             Event::Done(_) => "done",
         }
@@ -298,9 +330,21 @@ impl Event {
                 output: r.output.clone(),
                 truncated: r.truncated,
             },
+            Event::Compaction(c) => session::Event::Compaction {
+                event_v: 1,
+                auto: c.auto,
+                reason: c.reason.clone(),
+                window: Some(c.window),
+                tokens_before: c.tokens_before,
+                tokens_after: c.tokens_after,
+                summarised: c.summarised,
+                kept: c.kept,
+                summary: c.summary.clone(),
+            },
             Event::Content { .. }
             | Event::Metadata(_)
             | Event::Steered { .. }
+            | Event::Reasoning { .. }
             | Event::SandboxDenied(_)
             | Event::SandboxAllowed(_)
             | Event::Error(_)
@@ -329,6 +373,10 @@ impl Event {
                 None => format!("  ← {} ({} ms)", r.status, r.duration_ms),
             },
             Event::SandboxDenied(d) => format!("  sandbox denied: {}", d.reason),
+            Event::Compaction(c) => format!(
+                "context compacted ({}): ~{} → ~{} tokens of a {}-token window",
+                c.reason, c.tokens_before, c.tokens_after, c.window
+            ),
             Event::TurnUsage(u) => format!(
                 "  tokens in {} (cached {}) / out {} (reasoning {}) · cost {}",
                 u.input_tokens,
@@ -357,6 +405,7 @@ impl Event {
             Event::Error(e) => format!("error: {}", e.message),
             Event::Content { .. }
             | Event::Steered { .. }
+            | Event::Reasoning { .. }
             | Event::Approval(_)
             | Event::SandboxAllowed(_) => return None,
         })

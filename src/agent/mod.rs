@@ -12,6 +12,7 @@
 
 pub mod authorizer;
 pub mod authz_adapter;
+pub mod compaction;
 pub mod event;
 pub mod models;
 pub mod output;

@@ -3,6 +3,7 @@
 use super::authorizer::{
     Authorizer, DecidedBy, Decision, Gate, ToolCallRequest, TurnContext, Verdict,
 };
+use super::compaction::{self, estimate};
 use super::event as ev;
 use super::output::Emitter;
 use super::snapshots::{changes_files, RunSnapshots};
@@ -40,6 +41,9 @@ pub struct ExecOptions {
     /// the run's approval posture (`Work + Ask (interactive)`) instead of
     /// exec's `headless`/`auto`. `None`: headless `exec`.
     pub interactive: Option<String>,
+    /// Automatic compaction: the threshold and what the thread learned of
+    /// its models' windows ([`super::compaction`]).
+    pub compaction: super::compaction::CompactionOptions,
 }
 
 /// Where a run's model answers come from: one provider, or the router.
@@ -548,28 +552,47 @@ impl Loop<'_> {
             self.mcp_offered = mcp_tools.iter().map(|t| t.name.clone()).collect();
             let mut turn_specs = specs.clone();
             turn_specs.extend(mcp_tools.iter().map(tools::mcp_spec));
-            let req = ChatRequest {
-                system: &system,
-                messages: &messages,
-                tools: &turn_specs,
-            };
-            let (result, routed, price) = {
-                let out = &mut *self.out;
-                let mut on_text = |t: &str| out.content(t);
-                let mut intr = self.interrupt.clone();
-                let models = self.models;
-                let fut = complete_turn(models, turn, &system, &messages, req, &mut on_text);
-                tokio::select! {
-                    r = fut => r,
-                    _ = intr.wait_for(|v| v.is_some()) => return Err(Stop::Interrupted),
+            self.compact_if_needed(turn, &system, &mut messages, &turn_specs, None)
+                .await?;
+            let (mut result, mut routed, mut price) =
+                self.request(turn, &system, &messages, &turn_specs).await?;
+            // A window nobody knew (or a provider counting more than the
+            // estimate): compact on the provider's refusal, retry once.
+            if let Err(ProviderError::ContextLength { window, .. }) = &result {
+                let failed = self.scaled(estimate(&system, &messages, &turn_specs));
+                if let Some(key) = self.window_key() {
+                    self.opts
+                        .compaction
+                        .memory
+                        .learn_window(&key, window.unwrap_or(failed));
                 }
-            };
+                if self
+                    .compact_if_needed(turn, &system, &mut messages, &turn_specs, Some(failed))
+                    .await?
+                {
+                    (result, routed, price) =
+                        self.request(turn, &system, &messages, &turn_specs).await?;
+                }
+            }
             if let Some(r) = &routed {
                 self.record_choice(turn, r)?;
             }
             let completion = result.map_err(Stop::Provider)?;
+            if let (Some(u), Some(key)) = (completion.usage, self.window_key()) {
+                let raw = estimate(&system, &messages, &turn_specs);
+                self.opts
+                    .compaction
+                    .memory
+                    .calibrate(&key, raw, u.input_tokens);
+            }
             self.usage(turn, completion.usage, price.as_ref())?;
             if !completion.reasoning.is_empty() {
+                let text = crate::provider::reasoning::readable(&completion.reasoning);
+                self.out.emit(ev::Event::Reasoning {
+                    turn,
+                    chars: text.chars().count(),
+                    text,
+                });
                 self.log.append(
                     turn,
                     Event::Reasoning {
@@ -631,6 +654,114 @@ impl Loop<'_> {
         }
         self.out.emit(e);
         Ok(())
+    }
+
+    /// One model request (the router's, or the single provider's), with
+    /// Ctrl-C still stopping the turn.
+    async fn request(
+        &mut self,
+        turn: u32,
+        system: &str,
+        messages: &[Message],
+        specs: &[ToolSpec],
+    ) -> Result<Answer, Stop> {
+        let req = ChatRequest {
+            system,
+            messages,
+            tools: specs,
+        };
+        let models = self.models;
+        let out = &mut *self.out;
+        let mut on_text = |t: &str| out.content(t);
+        let mut intr = self.interrupt.clone();
+        let fut = complete_turn(models, turn, system, messages, req, &mut on_text);
+        tokio::select! {
+            r = fut => Ok(r),
+            _ = intr.wait_for(|v| v.is_some()) => Err(Stop::Interrupted),
+        }
+    }
+
+    /// The estimate of a request scaled to the provider's count.
+    fn scaled(&self, raw: u64) -> u64 {
+        let scale = self
+            .window_key()
+            .map_or(1.0, |k| self.opts.compaction.memory.scale(&k));
+        (raw as f64 * scale).ceil() as u64
+    }
+
+    /// Compact `messages` when the request they make would pass the
+    /// threshold of the model's window, or (`failed`: the provider refused
+    /// a request of that many tokens as too long) in any case. Returns
+    /// whether it compacted.
+    async fn compact_if_needed(
+        &mut self,
+        turn: u32,
+        system: &str,
+        messages: &mut Vec<Message>,
+        specs: &[ToolSpec],
+        failed: Option<u64>,
+    ) -> Result<bool, Stop> {
+        let (Some(p), Some(key)) = (self.main_provider(), self.window_key()) else {
+            return Ok(false);
+        };
+        let memory = self.opts.compaction.memory.clone();
+        let Some(window) = p.settings.context_window.or_else(|| memory.window(&key)) else {
+            return Ok(false);
+        };
+        let scale = memory.scale(&key);
+        let before = self.scaled(estimate(system, messages, specs));
+        let limit = (window as f64 * self.opts.compaction.threshold) as u64;
+        if failed.is_none() && before <= limit {
+            return Ok(false);
+        }
+        let compaction::Split { older, kept } = compaction::split(messages);
+        if older.is_empty() {
+            return Ok(false);
+        }
+        let sent = compaction::fit(older.clone(), (limit as f64 / scale) as u64);
+        let c = {
+            let mut intr = self.interrupt.clone();
+            tokio::select! {
+                r = compaction::summarise(p, &sent) => r,
+                _ = intr.wait_for(|v| v.is_some()) => return Err(Stop::Interrupted),
+            }
+        }
+        .map_err(Stop::Provider)?;
+        if c.text.trim().is_empty() {
+            return Err(Stop::Provider(ProviderError::Protocol {
+                provider: p.settings.id.clone(),
+                model: p.settings.model.clone(),
+                detail: "the model returned an empty summary when asked to compact".into(),
+            }));
+        }
+        self.usage(turn, c.usage, p.settings.price.as_ref())?;
+        let kept_n = kept.len() as u64;
+        *messages = compaction::compacted(&c.text, kept);
+        let after = self.scaled(estimate(system, messages, specs));
+        let reason = if failed.is_some() {
+            "context_length"
+        } else {
+            "threshold"
+        };
+        self.emit(
+            turn,
+            ev::Event::Compaction(Box::new(ev::Compaction {
+                turn,
+                auto: true,
+                reason: reason.into(),
+                window,
+                threshold: self.opts.compaction.threshold,
+                tokens_before: failed.unwrap_or(before),
+                tokens_after: after,
+                summarised: older.len() as u64,
+                kept: kept_n,
+                summary_chars: c.text.chars().count(),
+                summary: c.text,
+                provider: p.settings.id.clone(),
+                model: p.settings.model.clone(),
+            })),
+        )?;
+        Ok(true)
     }
 
     /// Move steered input that arrived into `steered` (sent before the next
@@ -996,6 +1127,33 @@ impl Loop<'_> {
     }
 }
 
+/// What one request gave: the completion or error, the router's record,
+/// the price of the model that answered.
+type Answer = (
+    Result<Completion, ProviderError>,
+    Option<Routed>,
+    Option<Price>,
+);
+
+impl<'a> Loop<'a> {
+    /// The model that writes summaries and whose window counts: the single
+    /// provider, or the router's long-context (else plan) model.
+    fn main_provider(&self) -> Option<&'a Provider> {
+        match self.models {
+            Models::Single(p) => Some(p),
+            Models::Routed(r) => r
+                .first(router::TurnKind::LongContext)
+                .or_else(|| r.first(router::TurnKind::Plan)),
+        }
+    }
+
+    /// `provider/model` of [`Loop::main_provider`] (the window memory's key).
+    fn window_key(&self) -> Option<String> {
+        self.main_provider()
+            .map(|p| format!("{}/{}", p.settings.id, p.settings.model))
+    }
+}
+
 /// One turn's completion from a single provider or the router, with the
 /// router's record and the price of the model that answered.
 async fn complete_turn(
@@ -1005,11 +1163,7 @@ async fn complete_turn(
     messages: &[Message],
     req: ChatRequest<'_>,
     on_text: &mut dyn FnMut(&str),
-) -> (
-    Result<Completion, ProviderError>,
-    Option<Routed>,
-    Option<Price>,
-) {
+) -> Answer {
     match models {
         Models::Single(p) => (
             p.complete(req, on_text).await,

@@ -242,6 +242,10 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         config: config_report,
         instruction_imports: settings.user.project_instruction_imports.unwrap_or(false),
         interactive: None,
+        compaction: crate::agent::compaction::CompactionOptions {
+            threshold: settings.user.compaction.threshold(),
+            memory: Default::default(),
+        },
     };
     let report = runtime.block_on(async {
         thread.spawn_ticker();

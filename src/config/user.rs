@@ -34,6 +34,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "agent",
     "router",
     "project_instruction_imports",
+    "compaction",
 ];
 
 /// `Debug` is written by hand: raw sections (providers, opensandbox, …) may
@@ -68,6 +69,8 @@ pub struct UserConfig {
     /// Also read `CLAUDE.md`, `.cursorrules` and
     /// `.github/copilot-instructions.md` into the prompt (user config only).
     pub project_instruction_imports: Option<bool>,
+    /// `[compaction]`: when the conversation is compacted automatically.
+    pub compaction: super::compaction::CompactionSection,
 }
 
 fn table_keys(t: Option<&toml::Table>) -> Option<Vec<&String>> {
@@ -100,6 +103,7 @@ impl std::fmt::Debug for UserConfig {
                 "project_instruction_imports",
                 &self.project_instruction_imports,
             )
+            .field("compaction", &self.compaction)
             .finish()
     }
 }

@@ -28,9 +28,9 @@
 //! `output_tokens` and not reported apart (`reasoning_tokens: None`).
 
 use super::effort::WireReasoning;
-use super::{ChatRequest, Completion, Message, ReasoningPart, ToolCall, Usage};
+use super::stream_parts::{event_json, Part, Parts};
+use super::{ChatRequest, Completion, Message, ReasoningPart, Usage};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 
 /// Output token ceiling per response (the API requires one).
 const MAX_TOKENS: u64 = 8192;
@@ -198,27 +198,10 @@ fn thinking_block(p: &ReasoningPart) -> Option<Value> {
     }
 }
 
-enum Block {
-    Text,
-    Thinking {
-        thinking: String,
-        signature: String,
-    },
-    Redacted {
-        data: String,
-    },
-    Tool {
-        id: String,
-        name: String,
-        json: String,
-    },
-}
-
 /// Folds stream events into a [`Completion`].
 #[derive(Default)]
 pub struct Accumulator {
-    text: String,
-    blocks: BTreeMap<u64, Block>,
+    parts: Parts,
     usage: Usage,
     stop_reason: Option<String>,
     stopped: bool,
@@ -244,11 +227,9 @@ impl Accumulator {
         data: &str,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<bool, String> {
-        if data.trim().is_empty() {
+        let Some(v) = event_json(data)? else {
             return Ok(false);
-        }
-        let v: Value =
-            serde_json::from_str(data).map_err(|e| format!("unparseable stream event: {e}"))?;
+        };
         let kind = v["type"].as_str().unwrap_or(event);
         match kind {
             "message_start" => {
@@ -261,37 +242,43 @@ impl Accumulator {
                 let b = &v["content_block"];
                 let s = |k: &str| b[k].as_str().unwrap_or_default().to_string();
                 let block = match b["type"].as_str() {
-                    Some("tool_use") => Block::Tool {
+                    Some("tool_use") => Part::Call {
                         id: s("id"),
                         name: s("name"),
-                        json: String::new(),
+                        arguments: String::new(),
                     },
-                    Some("thinking") => Block::Thinking {
+                    Some("thinking") => Part::Reasoning(ReasoningPart::Thinking {
                         thinking: s("thinking"),
                         signature: s("signature"),
-                    },
-                    Some("redacted_thinking") => Block::Redacted { data: s("data") },
-                    _ => Block::Text,
+                    }),
+                    Some("redacted_thinking") => {
+                        Part::Reasoning(ReasoningPart::RedactedThinking { data: s("data") })
+                    }
+                    _ => Part::Text,
                 };
-                self.blocks.insert(idx, block);
+                self.parts.insert(idx, block);
             }
             "content_block_delta" => {
                 let idx = v["index"].as_u64().unwrap_or(0);
                 let d = &v["delta"];
-                match (d["type"].as_str(), self.blocks.get_mut(&idx)) {
-                    (Some("text_delta"), _) => {
-                        let t = d["text"].as_str().unwrap_or_default();
-                        self.text.push_str(t);
-                        on_text(t);
+                let piece = |k: &str| d[k].as_str().unwrap_or_default();
+                match d["type"].as_str() {
+                    Some("text_delta") => self.parts.text_delta(piece("text"), on_text),
+                    Some("input_json_delta") => {
+                        self.parts.arguments_delta(idx, piece("partial_json"));
                     }
-                    (Some("input_json_delta"), Some(Block::Tool { json, .. })) => {
-                        json.push_str(d["partial_json"].as_str().unwrap_or_default());
-                    }
-                    (Some("thinking_delta"), Some(Block::Thinking { thinking, .. })) => {
-                        thinking.push_str(d["thinking"].as_str().unwrap_or_default());
-                    }
-                    (Some("signature_delta"), Some(Block::Thinking { signature, .. })) => {
-                        signature.push_str(d["signature"].as_str().unwrap_or_default());
+                    Some(kind @ ("thinking_delta" | "signature_delta")) => {
+                        if let Some(Part::Reasoning(ReasoningPart::Thinking {
+                            thinking,
+                            signature,
+                        })) = self.parts.get_mut(idx)
+                        {
+                            if kind == "thinking_delta" {
+                                thinking.push_str(piece("thinking"));
+                            } else {
+                                signature.push_str(piece("signature"));
+                            }
+                        }
                     }
                     _ => {}
                 }
@@ -321,39 +308,8 @@ impl Accumulator {
 
     /// The completion, or `None` if `message_stop` never came.
     pub fn finish(self) -> Option<Completion> {
-        if !self.stopped {
-            return None;
-        }
-        let mut tool_calls = Vec::new();
-        let mut reasoning = Vec::new();
-        for b in self.blocks.into_values() {
-            match b {
-                Block::Tool { id, name, json } => tool_calls.push(ToolCall {
-                    id,
-                    name,
-                    // An empty input streams no fragments: that is `{}`.
-                    arguments: if json.is_empty() { "{}".into() } else { json },
-                }),
-                Block::Thinking {
-                    thinking,
-                    signature,
-                } => reasoning.push(ReasoningPart::Thinking {
-                    thinking,
-                    signature,
-                }),
-                Block::Redacted { data } => {
-                    reasoning.push(ReasoningPart::RedactedThinking { data })
-                }
-                Block::Text => {}
-            }
-        }
-        Some(Completion {
-            text: self.text,
-            tool_calls,
-            reasoning,
-            usage: Some(self.usage),
-            stop_reason: self.stop_reason,
-        })
+        self.stopped
+            .then(|| self.parts.completion(Some(self.usage), self.stop_reason))
     }
 }
 
@@ -361,6 +317,7 @@ impl Accumulator {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::provider::ToolCall;
 
     #[test]
     fn accumulates_text_and_tool_use() {

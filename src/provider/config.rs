@@ -46,6 +46,10 @@ pub struct ProviderEntry {
     /// `reasoning_effort`; `false` sends neither. Default: the catalogue's
     /// data for the model (none for a model it does not list).
     pub thinking: Option<bool>,
+    /// The model's context window in tokens (default: the catalogue's
+    /// figure for the model; unknown for a model it does not list, which
+    /// then compacts on the provider's context-length error).
+    pub context_window: Option<u64>,
 }
 
 /// What `exec` reads from the user config today.

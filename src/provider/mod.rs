@@ -14,6 +14,7 @@ pub mod auth;
 pub mod catalogue;
 mod catalogue_data;
 pub mod config;
+pub mod context_limit;
 pub mod cost;
 pub mod discovery;
 pub mod effort;
@@ -22,6 +23,7 @@ pub mod reasoning;
 pub mod registry;
 pub mod responses;
 pub mod router;
+mod stream_parts;
 pub mod wire;
 
 pub use effort::{ReasoningControl, ReasoningEffort};
@@ -52,6 +54,30 @@ pub enum Message {
         content: String,
         is_error: bool,
     },
+}
+
+impl Message {
+    /// The bytes of what this message carries to the model (text,
+    /// reasoning, call names and arguments, results): the size estimates'
+    /// unit (bytes / 4 ≈ tokens).
+    pub fn approx_bytes(&self) -> usize {
+        match self {
+            Message::User { text } => text.len(),
+            Message::Assistant {
+                text,
+                tool_calls,
+                reasoning,
+            } => {
+                text.len()
+                    + reasoning::chars(reasoning)
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.arguments.len())
+                        .sum::<usize>()
+            }
+            Message::ToolResult { content, .. } => content.len(),
+        }
+    }
 }
 
 /// A tool call as the model produced it. `arguments` is the raw JSON text:
@@ -153,6 +179,17 @@ pub enum ProviderError {
         /// model must not silently answer in its place.
         mid_stream: bool,
     },
+    /// The prompt was longer than the model's context window (HTTP 400 in
+    /// the provider's own words, [`context_limit`]); `window` is the limit
+    /// the provider named, when it did.
+    #[error("provider {provider}, model {model}: the request is longer than the model's context window (HTTP {status}): {body}")]
+    ContextLength {
+        provider: String,
+        model: String,
+        status: u16,
+        body: String,
+        window: Option<u64>,
+    },
     #[error("provider {provider}, model {model}: bad response: {detail}")]
     Protocol {
         provider: String,
@@ -192,6 +229,7 @@ impl ProviderError {
             ProviderError::Setup { .. } => "provider_setup",
             ProviderError::Auth { .. } => "provider_auth",
             ProviderError::Http { .. } => "provider_http",
+            ProviderError::ContextLength { .. } => "provider_context_length",
             ProviderError::Transient { .. } => "provider_transient",
             ProviderError::Protocol { .. } => "provider_protocol",
         }
@@ -338,9 +376,18 @@ impl Provider {
         let status = resp.status();
         if !status.is_success() {
             let after = retry_after(resp.headers());
-            let body = resp.text().await.unwrap_or_default();
-            let body: String = body.chars().take(500).collect();
+            let full = resp.text().await.unwrap_or_default();
+            let body: String = full.chars().take(500).collect();
             let code = status.as_u16();
+            if let Some(limit) = context_limit::recognise(code, &full) {
+                return Err(Attempt::Fail(ProviderError::ContextLength {
+                    provider: s.id.clone(),
+                    model: s.model.clone(),
+                    status: code,
+                    body,
+                    window: limit.window,
+                }));
+            }
             return Err(match code {
                 429 | 500..=599 => Attempt::Retry {
                     detail: format!("HTTP {code}: {body}"),

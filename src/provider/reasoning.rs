@@ -67,3 +67,23 @@ pub fn chars(parts: &[ReasoningPart]) -> usize {
         })
         .sum()
 }
+
+/// The reasoning a person may read: DeepSeek's `reasoning_content`,
+/// Anthropic's thinking text, the Responses summaries; a redacted block
+/// or encrypted content without a summary is only said to be there.
+pub fn readable(parts: &[ReasoningPart]) -> String {
+    parts
+        .iter()
+        .map(|p| match p {
+            ReasoningPart::Content { text } => text.clone(),
+            ReasoningPart::Thinking { thinking, .. } => thinking.clone(),
+            ReasoningPart::RedactedThinking { .. } => "[redacted thinking]".into(),
+            ReasoningPart::Encrypted { summary, .. } if summary.is_empty() => {
+                "[encrypted reasoning, no summary]".into()
+            }
+            ReasoningPart::Encrypted { summary, .. } => summary.join("\n"),
+        })
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}

@@ -113,6 +113,9 @@ pub struct ProviderSettings {
     pub reasoning: Option<super::ReasoningControl>,
     /// The configured `reasoning_effort` (`None`: the provider's default).
     pub effort: Option<super::ReasoningEffort>,
+    /// The model's context window in tokens: `[providers.NAME]
+    /// context_window`, else the catalogue's figure; `None`: unknown.
+    pub context_window: Option<u64>,
 }
 
 impl ProviderSettings {
@@ -132,6 +135,7 @@ impl ProviderSettings {
             local: false,
             reasoning: None,
             effort: None,
+            context_window: None,
         }
     }
 
@@ -280,6 +284,11 @@ pub fn select(
         local,
         reasoning: reasoning_control(row, entry, wire, &model, &wire_model),
         effort: cfg.reasoning_effort,
+        context_window: entry.and_then(|e| e.context_window).or_else(|| {
+            row.and_then(|r| r.model(&model).or_else(|| r.model(&wire_model)))
+                .and_then(|m| m.context_window)
+                .map(u64::from)
+        }),
         id,
         wire,
         base_url,

@@ -27,9 +27,9 @@
 //! included), `output_tokens_details.reasoning_tokens`.
 
 use super::effort::WireReasoning;
-use super::{ChatRequest, Completion, Message, ReasoningPart, ToolCall, Usage};
+use super::stream_parts::{event_json, Part, Parts};
+use super::{ChatRequest, Completion, Message, ReasoningPart, Usage};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 
 /// The JSON body for one streamed request.
 pub fn body(model: &str, req: ChatRequest<'_>, reasoning: WireReasoning) -> Value {
@@ -112,28 +112,17 @@ pub fn parse_usage(u: &Value) -> Usage {
     }
 }
 
-/// One output item as it streams in.
-enum Item {
-    Text,
-    Call {
-        call_id: String,
-        name: String,
-        arguments: String,
-    },
-    Reasoning(ReasoningPart),
-    Other,
-}
-
-fn item(v: &Value) -> Item {
+/// One output item as `response.output_item.*` gives it.
+fn item(v: &Value) -> Part {
     let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
     match v["type"].as_str() {
-        Some("message") => Item::Text,
-        Some("function_call") => Item::Call {
-            call_id: s("call_id"),
+        Some("message") => Part::Text,
+        Some("function_call") => Part::Call {
+            id: s("call_id"),
             name: s("name"),
             arguments: s("arguments"),
         },
-        Some("reasoning") => Item::Reasoning(ReasoningPart::Encrypted {
+        Some("reasoning") => Part::Reasoning(ReasoningPart::Encrypted {
             id: s("id"),
             encrypted_content: s("encrypted_content"),
             summary: v["summary"]
@@ -143,15 +132,14 @@ fn item(v: &Value) -> Item {
                 .filter_map(|p| p["text"].as_str().map(str::to_string))
                 .collect(),
         }),
-        _ => Item::Other,
+        _ => Part::Other,
     }
 }
 
 /// Folds stream events into a [`Completion`].
 #[derive(Default)]
 pub struct Accumulator {
-    text: String,
-    items: BTreeMap<u64, Item>,
+    parts: Parts,
     usage: Option<Usage>,
     status: Option<String>,
     done: bool,
@@ -166,29 +154,23 @@ impl Accumulator {
         data: &str,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<bool, String> {
-        if data.trim().is_empty() {
+        let Some(v) = event_json(data)? else {
             return Ok(false);
-        }
-        let v: Value =
-            serde_json::from_str(data).map_err(|e| format!("unparseable stream event: {e}"))?;
+        };
         let idx = v["output_index"].as_u64().unwrap_or(0);
         match v["type"].as_str().unwrap_or(event) {
             "response.output_item.added" | "response.output_item.done" => {
                 let new = item(&v["item"]);
                 // `.done` carries the final arguments; keep streamed ones
                 // when an `.added` item had none yet.
-                self.items.insert(idx, new);
+                self.parts.insert(idx, new);
             }
-            "response.output_text.delta" => {
-                let t = v["delta"].as_str().unwrap_or_default();
-                self.text.push_str(t);
-                on_text(t);
-            }
-            "response.function_call_arguments.delta" => {
-                if let Some(Item::Call { arguments, .. }) = self.items.get_mut(&idx) {
-                    arguments.push_str(v["delta"].as_str().unwrap_or_default());
-                }
-            }
+            "response.output_text.delta" => self
+                .parts
+                .text_delta(v["delta"].as_str().unwrap_or_default(), on_text),
+            "response.function_call_arguments.delta" => self
+                .parts
+                .arguments_delta(idx, v["delta"].as_str().unwrap_or_default()),
             "response.completed" | "response.incomplete" => {
                 let r = &v["response"];
                 if r["usage"].is_object() {
@@ -209,41 +191,8 @@ impl Accumulator {
 
     /// The completion, or `None` if the stream never completed.
     pub fn finish(self) -> Option<Completion> {
-        if !self.done {
-            return None;
-        }
-        let mut tool_calls = Vec::new();
-        let mut reasoning = Vec::new();
-        for (i, it) in self.items {
-            match it {
-                Item::Call {
-                    call_id,
-                    name,
-                    arguments,
-                } => tool_calls.push(ToolCall {
-                    id: if call_id.is_empty() {
-                        format!("call_{i}")
-                    } else {
-                        call_id
-                    },
-                    name,
-                    arguments: if arguments.is_empty() {
-                        "{}".into()
-                    } else {
-                        arguments
-                    },
-                }),
-                Item::Reasoning(p) => reasoning.push(p),
-                Item::Text | Item::Other => {}
-            }
-        }
-        Some(Completion {
-            text: self.text,
-            tool_calls,
-            reasoning,
-            usage: self.usage,
-            stop_reason: self.status,
-        })
+        self.done
+            .then(|| self.parts.completion(self.usage, self.status))
     }
 }
 

@@ -249,26 +249,7 @@ impl Plan {
 /// Estimated tokens of a conversation (4 bytes a token: a cheap, stable
 /// guess; the router only needs "long or not").
 pub fn estimate_tokens(system: &str, messages: &[Message]) -> u64 {
-    let bytes: usize = system.len()
-        + messages
-            .iter()
-            .map(|m| match m {
-                Message::User { text } => text.len(),
-                Message::Assistant {
-                    text,
-                    tool_calls,
-                    reasoning,
-                } => {
-                    text.len()
-                        + super::reasoning::chars(reasoning)
-                        + tool_calls
-                            .iter()
-                            .map(|c| c.name.len() + c.arguments.len())
-                            .sum::<usize>()
-                }
-                Message::ToolResult { content, .. } => content.len(),
-            })
-            .sum::<usize>();
+    let bytes: usize = system.len() + messages.iter().map(Message::approx_bytes).sum::<usize>();
     (bytes / 4) as u64
 }
 

@@ -114,9 +114,25 @@ pub fn build(
         ..UsageTotals::default()
     };
     let mut instructions: Vec<InstructionFile> = Vec::new();
+    let mut compactions: Vec<CompactionEntry> = Vec::new();
 
     for r in records {
         match &r.event {
+            Event::Compaction {
+                auto,
+                reason,
+                window,
+                tokens_before,
+                tokens_after,
+                ..
+            } if in_scope(r) => compactions.push(CompactionEntry {
+                turn: r.turn,
+                auto: *auto,
+                reason: clip(reason, PATH_LIMIT),
+                window: *window,
+                tokens_before: *tokens_before,
+                tokens_after: *tokens_after,
+            }),
             Event::ThreadStarted {
                 cwd,
                 provider,
@@ -381,6 +397,7 @@ pub fn build(
         instructions,
         actions,
         omitted_actions: omitted,
+        compactions,
         not_recorded,
         claim_ceiling: CLAIM_CEILING,
     })

@@ -13,6 +13,9 @@ pub fn render(r: &Receipt) -> String {
     let _ = writeln!(s, "{}\n", meta_line(r));
     let _ = writeln!(s, "{}\n", totals_line(&r.totals));
     let _ = writeln!(s, "{}\n", usage_line(&r.usage));
+    if !r.compactions.is_empty() {
+        let _ = writeln!(s, "{}\n", compactions_line(&r.compactions));
+    }
     if !r.instructions.is_empty() {
         let files: Vec<String> = r
             .instructions
@@ -82,6 +85,27 @@ pub fn render(r: &Receipt) -> String {
     }
     let _ = writeln!(s, "\n> {}", r.claim_ceiling);
     s
+}
+
+fn compactions_line(c: &[CompactionEntry]) -> String {
+    let each: Vec<String> = c
+        .iter()
+        .map(|e| {
+            let window = e
+                .window
+                .map(|w| format!(" of a {w}-token window"))
+                .unwrap_or_default();
+            format!(
+                "turn {} ({}{}, ~{} → ~{} tokens{window})",
+                e.turn,
+                if e.auto { "auto, " } else { "" },
+                e.reason,
+                e.tokens_before,
+                e.tokens_after
+            )
+        })
+        .collect();
+    format!("**Compactions:** {} · {}", c.len(), each.join("; "))
 }
 
 fn usage_line(u: &UsageTotals) -> String {

@@ -33,9 +33,28 @@ pub struct Receipt {
     pub actions: Vec<Action>,
     /// Actions beyond [`MAX_ACTIONS`] (counted in `totals`, not listed).
     pub omitted_actions: u64,
+    /// The conversation's compactions in scope, in order (absent when
+    /// there were none). The summaries themselves are model text and are
+    /// not copied.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub compactions: Vec<CompactionEntry>,
     /// What this receipt cannot show, and why.
     pub not_recorded: Vec<String>,
     pub claim_ceiling: &'static str,
+}
+
+/// One compaction of the conversation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CompactionEntry {
+    pub turn: u32,
+    /// `true`: the loop compacted on its own.
+    pub auto: bool,
+    /// `threshold` or `context_length`.
+    pub reason: String,
+    pub window: Option<u64>,
+    /// Estimated request size (tokens) before and after.
+    pub tokens_before: u64,
+    pub tokens_after: u64,
 }
 
 /// Where the receipt comes from.

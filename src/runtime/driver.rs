@@ -14,7 +14,7 @@
 
 use super::approver::RuntimeApprover;
 use super::client_tools::RuntimeTools;
-use super::history::{self, Replay};
+use super::history::Replay;
 use super::model::{ItemKind, ItemStatus, ThreadRecord, TurnRecord, TurnStatus, TurnUsage};
 use super::store::{Runtime, RuntimeError, ASK_USER};
 use super::tap::TapHandle;
@@ -24,8 +24,9 @@ use crate::agent::setup::{prepare_run, ModelRequest, RunSetup};
 use crate::agent::tools::ALL_TOOLS;
 use crate::agent::{run_exec_hooked, Emitter, ExecOptions, InterruptCause, OutputFormat, RunHooks};
 use crate::authz::{Approval, Mode, SessionGrants, ToolKind, ToolSpec as AuthzToolSpec};
+use crate::config::effort::ReasoningEffort;
 use crate::config::{LoadOptions, SandboxContext, TurnAsk};
-use crate::provider::{ChatRequest, Message};
+use crate::provider::Message;
 use crate::session::{read_records, sessions_dir, SessionLog};
 use serde_json::json;
 use std::collections::HashMap;
@@ -79,6 +80,13 @@ pub struct Driver {
     /// Each thread's "always for this kind" grants (`remember`), for as
     /// long as this process runs.
     grants: Arc<Mutex<HashMap<String, Arc<Mutex<SessionGrants>>>>>,
+    /// What this process learned of its models' context windows (a
+    /// context-length error) and token counts, for automatic compaction.
+    windows: crate::agent::compaction::WindowMemory,
+    /// Threads' own reasoning effort (the TUI's `/model ID EFFORT`),
+    /// over the configured `reasoning_effort`, for as long as this
+    /// process runs.
+    efforts: Arc<Mutex<HashMap<String, ReasoningEffort>>>,
 }
 
 /// A thread's own MCP servers by name.
@@ -112,6 +120,8 @@ impl Driver {
             mcp: Arc::default(),
             thread_mcp: Arc::default(),
             grants: Arc::new(Mutex::new(HashMap::new())),
+            windows: Default::default(),
+            efforts: Arc::default(),
         }
     }
 
@@ -179,7 +189,17 @@ impl Driver {
         self.check_idle(thread_id)?;
         let history = self.history(thread_id);
         let grants = self.thread_grants(thread_id);
-        let mut p = prepare(&thread, prompt.clone(), grants, mode, approval)?;
+        let mut p = prepare(
+            &thread,
+            prompt.clone(),
+            grants,
+            mode,
+            approval,
+            Extra {
+                windows: self.windows.clone(),
+                effort: self.thread_effort(thread_id),
+            },
+        )?;
         self.add_mcp(thread_id, &mut p);
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
         self.rt.claim(thread_id)?;
@@ -306,6 +326,17 @@ impl Driver {
                      turn that may call tools; `codewhale mcp list` shows mcp.json)"
                 .into(),
         }
+    }
+
+    /// Use `effort` as the reasoning effort of `thread_id`'s next turns
+    /// (over the configured `reasoning_effort`; a project override's
+    /// still applies after it, as after `exec --reasoning-effort`).
+    pub fn set_effort(&self, thread_id: &str, effort: ReasoningEffort) {
+        lock(&self.efforts).insert(thread_id.to_string(), effort);
+    }
+
+    fn thread_effort(&self, thread_id: &str) -> Option<ReasoningEffort> {
+        lock(&self.efforts).get(thread_id).copied()
     }
 
     /// Stop tracking a turn; steered input it never read is marked so.
@@ -534,6 +565,10 @@ impl Driver {
             self.thread_grants(thread_id),
             Mode::Work,
             None,
+            Extra {
+                windows: self.windows.clone(),
+                effort: self.thread_effort(thread_id),
+            },
         )?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(
@@ -644,8 +679,11 @@ impl Driver {
                             .iter()
                             .rev()
                             .find(|i| {
+                                // An automatic one happened inside a turn:
+                                // its session file replays it in place.
                                 i.kind == ItemKind::ContextCompaction
                                     && i.status == ItemStatus::Completed
+                                    && i.metadata.get("auto") != Some(&json!(true))
                             })
                             .and_then(|i| i.metadata.get("summary"))
                             .and_then(|v| v.as_str())
@@ -674,10 +712,9 @@ impl Driver {
                 .session
                 .as_deref()
                 .and_then(|id| crate::receipt::find_session(&dir, id).ok())
-                .and_then(|p| read_records(&p).ok())
-                .map(|r| history::from_records(&r));
+                .and_then(|p| read_records(&p).ok());
             match from_file {
-                Some(m) => replay.extend(m),
+                Some(r) => replay.extend_records(&r),
                 None => {
                     if let Some(u) = t.user {
                         replay.extend(vec![
@@ -722,10 +759,7 @@ fn log_user_messages(path: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The instruction a compaction sends after the history.
-pub const COMPACT_PROMPT: &str = "Summarise the conversation so far for your own later use: \
-the user's goals and constraints, decisions made, files and commands involved with their \
-outcomes, and what is still open. Be complete but concise; answer with the summary only.";
+pub use crate::agent::compaction::COMPACT_PROMPT;
 
 type Summary = (String, String, String, TurnUsage, Option<f64>);
 
@@ -739,17 +773,7 @@ async fn summarise(models: &Resolved, history: &[Message]) -> Result<Summary, St
             .or_else(|| r.first(crate::provider::router::TurnKind::Plan))
             .ok_or("the router has no model")?,
     };
-    let mut messages = history.to_vec();
-    messages.push(Message::User {
-        text: COMPACT_PROMPT.into(),
-    });
-    let req = ChatRequest {
-        system: "You write summaries of coding-agent conversations.",
-        messages: &messages,
-        tools: &[],
-    };
-    let c = provider
-        .complete(req, &mut |_| {})
+    let c = crate::agent::compaction::summarise(provider, history)
         .await
         .map_err(|e| e.to_string())?;
     if c.text.trim().is_empty() {
@@ -768,6 +792,7 @@ async fn summarise(models: &Resolved, history: &[Message]) -> Result<Summary, St
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
             cached_tokens: u.cached_input_tokens,
+            cache_write_tokens: u.cache_write_tokens,
             reasoning_tokens: u.reasoning_tokens.unwrap_or(0),
         },
         cost,
@@ -787,6 +812,12 @@ pub fn thread_tools(t: &ThreadRecord) -> Vec<String> {
         .collect()
 }
 
+/// What this process keeps per thread beyond its record.
+struct Extra {
+    windows: crate::agent::compaction::WindowMemory,
+    effort: Option<ReasoningEffort>,
+}
+
 /// Resolve a thread's settings like `exec` resolves its flags: the same
 /// config layers and posture, then [`prepare_run`] (models with the router
 /// and the Ollama fallback, sandbox policy, snapshots, authorizer).
@@ -796,11 +827,14 @@ fn prepare(
     grants: Arc<Mutex<SessionGrants>>,
     mode: Mode,
     approval: Option<Approval>,
+    extra: Extra,
 ) -> Result<Prepared, DriverError> {
+    let memory = extra.windows;
     let mut o = LoadOptions::new(&t.workspace);
     if !t.model.is_empty() {
         o.overrides.model = Some(t.model.clone());
     }
+    o.overrides.reasoning_effort = extra.effort;
     // A person can answer here: gate 8 leaves questions open for the
     // runtime's clients (the approver applies `auto_approve`).
     let (posture, sandbox, _notes) = SandboxContext::load_for_turn(
@@ -856,6 +890,10 @@ fn prepare(
         config: json!({"source": "runtime"}),
         instruction_imports: settings.user.project_instruction_imports.unwrap_or(false),
         interactive,
+        compaction: crate::agent::compaction::CompactionOptions {
+            threshold: settings.user.compaction.threshold(),
+            memory,
+        },
     };
     Ok(Prepared {
         opts,

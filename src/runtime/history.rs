@@ -8,6 +8,7 @@
 //! Pure: [`from_records`] folds one session file; [`Replay`] strings turns
 //! together.
 
+use crate::agent::compaction;
 use crate::provider::{Message, ReasoningPart, ToolCall};
 use crate::session::{Event, Record};
 use serde_json::Value;
@@ -15,9 +16,7 @@ use serde_json::Value;
 /// What an unfinished call gets, so every call the model made has a result.
 pub const NO_RESULT: &str = "not run: the turn ended before this call finished";
 
-/// The prefix of a compaction summary sent in place of what it covers.
-pub const SUMMARY_PREFIX: &str =
-    "Summary of the earlier conversation in this thread (written by compaction):\n\n";
+pub use crate::agent::compaction::SUMMARY_PREFIX;
 
 #[derive(Default)]
 struct Pending {
@@ -98,19 +97,28 @@ fn arguments(args: &Value) -> String {
     }
 }
 
-/// One session file's conversation, in order.
+/// One session file's conversation, in order (an automatic compaction in
+/// it replaces what came before, as [`Replay::extend_records`] does).
 pub fn from_records(records: &[Record]) -> Vec<Message> {
-    let mut out = Vec::new();
+    let mut r = Replay::default();
+    r.extend_records(records);
+    r.messages
+}
+
+/// Fold `records` onto `out`. A compaction record rebuilds the
+/// conversation the way the loop did ([`compaction::split`]: the summary,
+/// then the latest user request and the pending calls).
+fn fold(out: &mut Vec<Message>, records: &[Record]) {
     let mut p = Pending::default();
     let mut turn = 0;
     for r in records {
         if r.turn != turn {
-            p.flush(&mut out);
+            p.flush(out);
             turn = r.turn;
         }
         match &r.event {
             Event::UserMessage { text } => {
-                p.flush(&mut out);
+                p.flush(out);
                 out.push(Message::User { text: text.clone() });
             }
             Event::AssistantMessage { text } => p.text = text.clone(),
@@ -135,11 +143,15 @@ pub fn from_records(records: &[Record]) -> Vec<Message> {
                 content: head_and_tail(output),
                 is_error: status != "ok",
             }),
+            Event::Compaction { summary, .. } => {
+                p.flush(out);
+                let kept = compaction::split(out).kept;
+                *out = compaction::compacted(summary, kept);
+            }
             _ => {}
         }
     }
-    p.flush(&mut out);
-    out
+    p.flush(out);
 }
 
 /// Turns strung together, oldest first.
@@ -158,6 +170,11 @@ impl Replay {
 
     pub fn extend(&mut self, m: Vec<Message>) {
         self.messages.extend(m);
+    }
+
+    /// One turn's session file, after what came before it.
+    pub fn extend_records(&mut self, records: &[Record]) {
+        fold(&mut self.messages, records);
     }
 }
 
@@ -340,5 +357,58 @@ mod tests {
         assert!(
             matches!(&r.messages[0], Message::User { text } if text.ends_with("they asked for X"))
         );
+    }
+
+    #[test]
+    fn an_automatic_compaction_replays_as_the_loop_sent_it() {
+        let recs = vec![
+            rec(1, Event::UserMessage { text: "old".into() }),
+            rec(
+                1,
+                Event::AssistantMessage {
+                    text: "old answer".into(),
+                },
+            ),
+            rec(2, Event::UserMessage { text: "now".into() }),
+            rec(2, call("c1", json!({"path": "a"}))),
+            rec(2, result("c1", "ok", "A")),
+            rec(
+                3,
+                Event::Compaction {
+                    event_v: 1,
+                    auto: true,
+                    reason: "threshold".into(),
+                    window: Some(1000),
+                    tokens_before: 900,
+                    tokens_after: 100,
+                    summarised: 2,
+                    kept: 3,
+                    summary: "they asked for X".into(),
+                },
+            ),
+            rec(
+                3,
+                Event::AssistantMessage {
+                    text: "done".into(),
+                },
+            ),
+        ];
+        let mut r = Replay::default();
+        r.extend(vec![Message::User {
+            text: "an earlier turn".into(),
+        }]);
+        r.extend_records(&recs);
+        let m = r.messages;
+        assert_eq!(
+            m[0],
+            Message::User {
+                text: format!("{SUMMARY_PREFIX}they asked for X")
+            }
+        );
+        assert_eq!(m[1], Message::User { text: "now".into() });
+        assert!(matches!(&m[2], Message::Assistant { tool_calls, .. } if tool_calls[0].id == "c1"));
+        assert!(matches!(&m[3], Message::ToolResult { call_id, .. } if call_id == "c1"));
+        assert!(matches!(&m[4], Message::Assistant { text, .. } if text == "done"));
+        assert_eq!(m.len(), 5);
     }
 }

@@ -160,7 +160,12 @@ impl TurnStatus {
 pub struct TurnUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, read from the provider's prompt cache.
     pub cached_tokens: u64,
+    /// Prompt tokens written to the provider's cache (Anthropic cache
+    /// writes; 0 in records from before it was kept).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     pub reasoning_tokens: u64,
 }
 
@@ -215,6 +220,9 @@ pub enum ItemKind {
     /// metadata names the server and the tool (`mcp`).
     McpToolCall,
     ContextCompaction,
+    /// The model's reasoning before a response (its readable text; never
+    /// in a receipt).
+    Reasoning,
     Status,
     Error,
 }
@@ -229,6 +237,7 @@ impl ItemKind {
             ItemKind::CommandExecution => "command_execution",
             ItemKind::McpToolCall => "mcp_tool_call",
             ItemKind::ContextCompaction => "context_compaction",
+            ItemKind::Reasoning => "reasoning",
             ItemKind::Status => "status",
             ItemKind::Error => "error",
         }
@@ -334,6 +343,7 @@ mod tests {
             ItemKind::FileChange,
             ItemKind::CommandExecution,
             ItemKind::ContextCompaction,
+            ItemKind::Reasoning,
             ItemKind::Status,
             ItemKind::Error,
         ];

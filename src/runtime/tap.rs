@@ -225,9 +225,53 @@ impl TapState {
             Event::TurnUsage(u) => self.turn_usage(u),
             Event::ModelChoice(c) => self.model_choice(c),
             Event::Error(e) => self.error = Some(e.message.clone()),
+            Event::Reasoning { chars, text, .. } => self.reasoning(*chars, text),
+            Event::Compaction(c) => self.compaction(c),
             Event::Content { .. } | Event::Metadata(_) | Event::Steered { .. } | Event::Done(_) => {
             }
         }
+    }
+
+    /// The model's reasoning as its own item (the TUI's collapsed cell).
+    fn reasoning(&mut self, chars: usize, text: &str) {
+        let r = self
+            .rt
+            .start_item(
+                &self.turn,
+                ItemKind::Reasoning,
+                json!({"chars": chars, "text": text}),
+            )
+            .and_then(|i| {
+                self.rt
+                    .finish_item(&self.turn, &i.id, ItemStatus::Completed, json!({}))
+                    .map(drop)
+            });
+        self.keep(r);
+    }
+
+    /// An automatic compaction inside the turn: the manual route's item,
+    /// marked `auto` (the summary is on it, as on the manual one; the
+    /// thread history replays the session file instead).
+    fn compaction(&mut self, c: &ev::Compaction) {
+        let started = self.rt.start_item(
+            &self.turn,
+            ItemKind::ContextCompaction,
+            json!({"auto": c.auto, "reason": c.reason, "window": c.window,
+                   "threshold": c.threshold, "tokens_before": c.tokens_before,
+                   "summarised": c.summarised}),
+        );
+        let r = started.and_then(|i| {
+            self.rt
+                .finish_item(
+                    &self.turn,
+                    &i.id,
+                    ItemStatus::Completed,
+                    json!({"summary": c.summary, "tokens_after": c.tokens_after,
+                           "kept": c.kept, "provider": c.provider, "model": c.model}),
+                )
+                .map(drop)
+        });
+        self.keep(r);
     }
 
     fn tool_use(&mut self, t: &ev::ToolUse) {
@@ -341,6 +385,7 @@ impl TapState {
             input_tokens: e.input_tokens,
             output_tokens: e.output_tokens,
             cached_tokens: e.cached_input_tokens,
+            cache_write_tokens: e.cache_write_tokens,
             reasoning_tokens: e.reasoning_tokens.unwrap_or(0),
         };
         add_usage(&mut self.usage, &u);
@@ -411,6 +456,7 @@ fn add_usage(to: &mut TurnUsage, u: &TurnUsage) {
     to.input_tokens += u.input_tokens;
     to.output_tokens += u.output_tokens;
     to.cached_tokens += u.cached_tokens;
+    to.cache_write_tokens += u.cache_write_tokens;
     to.reasoning_tokens += u.reasoning_tokens;
 }
 

@@ -195,6 +195,7 @@ mod tests {
                 input_tokens: 10,
                 output_tokens: 5,
                 cached_tokens: 0,
+                cache_write_tokens: 0,
                 reasoning_tokens: 0,
             },
             error: None,

@@ -207,6 +207,29 @@ pub enum Event {
         /// Models that failed first: `[{target: {provider, model}, error}]`.
         failed: Vec<serde_json::Value>,
     },
+    /// The conversation was compacted before a model request: what came
+    /// before (except the latest user request and the tool calls still
+    /// pending) is replaced by `summary` from then on (the thread history
+    /// replays it so). Added after v2; its own format is `event_v`.
+    Compaction {
+        event_v: u32,
+        /// `true`: the loop compacted on its own (threshold or the
+        /// provider's context-length error); the manual route is a runtime
+        /// turn of its own.
+        auto: bool,
+        /// `threshold` or `context_length`.
+        reason: String,
+        /// The window in tokens the decision used (configured, catalogued
+        /// or learned from an error).
+        window: Option<u64>,
+        /// The estimated request size (tokens) before and after.
+        tokens_before: u64,
+        tokens_after: u64,
+        /// Messages replaced by the summary, and messages kept verbatim.
+        summarised: u64,
+        kept: u64,
+        summary: String,
+    },
     TurnCompleted,
     /// The turn did not finish: Ctrl-C, an error, or (found on recovery) a
     /// process that died mid-turn.

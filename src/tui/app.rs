@@ -11,6 +11,7 @@ use super::render;
 use super::state::{Choice, Effect, Event, FooterInfo, Key, State};
 use super::terminal::TerminalGuard;
 use crate::authz::{Approval, Mode};
+use crate::config::effort::ReasoningEffort;
 use crate::config::{ConfigPaths, LoadOptions, RulesFile, SandboxContext, SandboxFlags, TurnAsk};
 use crate::provider::auth::AuthStore;
 use crate::provider::config::ExecConfig;
@@ -465,6 +466,7 @@ pub fn map_key(k: &KeyEvent) -> Key {
     match k.code {
         KeyCode::Char('c') if ctrl => Key::CtrlC,
         KeyCode::Char('d') if ctrl => Key::CtrlD,
+        KeyCode::Char('o') if ctrl => Key::CtrlO,
         KeyCode::BackTab => Key::BackTab,
         KeyCode::Tab if k.modifiers.contains(KeyModifiers::SHIFT) => Key::BackTab,
         KeyCode::Tab => Key::Tab,
@@ -594,8 +596,24 @@ impl App<'_> {
                     |mut store| Ok(snapshot_report::restore(&mut store, n)?),
                 ))]
             }
-            Effect::Receipts { turn, json } => vec![report(self.receipt(turn, json))],
-            Effect::SetModel(m) => vec![self.set_model(st, &m)],
+            Effect::Receipts { turn, json } => vec![report(
+                self.receipt(turn, json)
+                    .map(|r| with_compactions(r, json, &st.compactions)),
+            )],
+            Effect::SetModel { id, effort } => {
+                let switched = self.set_model(st, &id);
+                match (effort, &switched) {
+                    (Some(e), Event::ProviderSwitched { provider, model }) => {
+                        let note = self.set_effort(st, provider, model, e);
+                        vec![switched.clone(), note]
+                    }
+                    (Some(e), Event::Output { error: false, .. }) => {
+                        let note = self.set_effort(st, &st.footer.provider, &id, e);
+                        vec![switched, note]
+                    }
+                    _ => vec![switched],
+                }
+            }
             Effect::Mcp { reload: false } => vec![Event::Output {
                 error: false,
                 text: self.driver.mcp_status(&self.setup.workspace),
@@ -626,6 +644,7 @@ impl App<'_> {
         }
     }
 
+    /// One turn's receipt (`codewhale receipts` of its session file).
     fn receipt(&self, turn: Option<u32>, json: bool) -> anyhow::Result<String> {
         let session = match turn {
             Some(n) => self
@@ -689,6 +708,31 @@ impl App<'_> {
                 model: m.to_string(),
             },
             Err(e) => error(e),
+        }
+    }
+
+    /// `/model ID EFFORT`: the thread's next turns ask for `effort`; says
+    /// whether the model takes one (the catalogue's data, or a custom
+    /// provider's `thinking`), so an effort that is not sent is not a
+    /// silent no-op.
+    fn set_effort(&self, st: &State, provider: &str, model: &str, e: ReasoningEffort) -> Event {
+        self.driver.set_effort(&st.thread_id, e);
+        let store = AuthStore::new(&self.setup.home);
+        let env = |n: &str| std::env::var(n).ok();
+        let takes = registry::select(Some(provider), Some(model), &self.setup.cfg, &store, &env)
+            .map(|s| s.reasoning.is_some());
+        Event::Output {
+            error: false,
+            text: match takes {
+                Ok(true) | Err(_) if model == "auto" => format!(
+                    "reasoning effort {e} for the next turns (sent to the models that take one)"
+                ),
+                Ok(true) => format!("reasoning effort {e} for the next turns of {model}"),
+                Ok(false) => format!(
+                    "reasoning effort {e} kept for this conversation, but {model} takes none                      (not a reasoning model in the catalogue; `thinking = true` in                      [providers.{provider}] for your own): nothing is sent for it"
+                ),
+                Err(_) => format!("reasoning effort {e} for the next turns"),
+            },
         }
     }
 
@@ -869,4 +913,22 @@ fn report(r: anyhow::Result<String>) -> Event {
             Event::Output { error: true, text }
         }
     }
+}
+
+/// A turn's receipt, followed (as text) by the conversation's compactions:
+/// each turn is a session file of its own, so one turn's receipt lists
+/// only its own; this says where the others happened (`/receipts N`).
+fn with_compactions(receipt: String, json: bool, c: &[super::state::Compacted]) -> String {
+    if json || c.is_empty() {
+        return receipt;
+    }
+    let mut s = receipt;
+    s.push_str(&format!(
+        "\nCompactions in this conversation: {}\n",
+        c.len()
+    ));
+    for e in c {
+        s.push_str(&format!("- {}\n", e.line()));
+    }
+    s
 }

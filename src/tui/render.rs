@@ -7,6 +7,7 @@
 use super::markdown;
 use super::sanitize::sanitize;
 use super::state::{Card, Cell, Choice, FooterInfo, State, ToolCell};
+use super::tokens::human;
 pub use super::transcript::TranscriptCache;
 use crate::authz::Approval;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -245,14 +246,6 @@ fn context_part(f: &FooterInfo) -> (String, Style) {
     }
 }
 
-fn human(n: u64) -> String {
-    if n >= 1000 {
-        format!("{:.1}k", n as f64 / 1000.0)
-    } else {
-        n.to_string()
-    }
-}
-
 /// The card's text: what it wants to do, where, under which posture, why,
 /// and the three answers with the default (deny) highlighted.
 pub fn card_lines(c: &Card, width: u16) -> Vec<Line<'static>> {
@@ -382,6 +375,7 @@ pub fn cell_lines(cell: &Cell) -> Vec<Line<'static>> {
             .collect(),
         Cell::Agent { text, .. } => markdown::render(&sanitize(text)),
         Cell::Tool(t) => tool_lines(t),
+        Cell::Reasoning { text, expanded } => reasoning_lines(text, *expanded),
         Cell::Notice { error, text } => {
             let st = if *error {
                 Style::default().fg(Color::Red)
@@ -394,6 +388,30 @@ pub fn cell_lines(cell: &Cell) -> Vec<Line<'static>> {
                 .collect()
         }
     }
+}
+
+/// A reasoning cell: one dim line while collapsed; the (sanitised) text
+/// under it once Ctrl-O expands it.
+fn reasoning_lines(text: &str, expanded: bool) -> Vec<Line<'static>> {
+    let dim = Style::default().fg(Color::DarkGray);
+    let n = text.chars().count();
+    let head = if expanded {
+        format!("thinking ({n} chars) · Ctrl-O collapses")
+    } else {
+        format!("thinking … ({n} chars) · Ctrl-O expands")
+    };
+    let mut out = vec![Line::from(Span::styled(
+        head,
+        dim.add_modifier(Modifier::ITALIC),
+    ))];
+    if expanded {
+        out.extend(
+            sanitize(text)
+                .lines()
+                .map(|l| Line::from(Span::styled(format!("  {l}"), dim))),
+        );
+    }
+    out
 }
 
 fn tool_lines(t: &ToolCell) -> Vec<Line<'static>> {

@@ -11,7 +11,12 @@ pub enum Slash {
         turn: Option<u32>,
         json: bool,
     },
-    Model(String),
+    /// `/model [ID [EFFORT]]`: show the model, or use ID (and, with
+    /// EFFORT, that reasoning effort) for the next turns.
+    Model {
+        id: String,
+        effort: Option<crate::config::effort::ReasoningEffort>,
+    },
     /// `/provider` opens the picker; `/provider ID` selects ID directly.
     Provider(Option<String>),
     /// `/mcp` (status) or `/mcp reload`.
@@ -39,7 +44,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/receipts [N] [json]",
         "what the last turn did (as `codewhale receipts`)",
     ),
-    ("/model [ID|auto]", "show or switch the model"),
+    (
+        "/model [ID|auto] [EFFORT]",
+        "show or switch the model (and its reasoning effort: none…max)",
+    ),
     (
         "/provider [ID]",
         "pick the provider (and enter its key, masked), or use ID",
@@ -121,9 +129,22 @@ pub fn parse(line: &str) -> Result<Slash, String> {
             Ok(Slash::Receipts { turn, json })
         }
         "/model" => match args.as_slice() {
-            [] => Ok(Slash::Model(String::new())),
-            [m] => Ok(Slash::Model(m.to_string())),
-            _ => Err("usage: /model [ID|auto]".into()),
+            [] => Ok(Slash::Model {
+                id: String::new(),
+                effort: None,
+            }),
+            [m] => Ok(Slash::Model {
+                id: m.to_string(),
+                effort: None,
+            }),
+            [m, e] => e
+                .parse()
+                .map(|effort| Slash::Model {
+                    id: m.to_string(),
+                    effort: Some(effort),
+                })
+                .map_err(|why: String| format!("/model {m} {e}: {why}")),
+            _ => Err("usage: /model [ID|auto] [EFFORT]".into()),
         },
         "/provider" => match args.as_slice() {
             [] => Ok(Slash::Provider(None)),
@@ -165,7 +186,27 @@ mod tests {
                 json: true
             })
         );
-        assert_eq!(parse("/model auto"), Ok(Slash::Model("auto".into())));
+        assert_eq!(
+            parse("/model auto"),
+            Ok(Slash::Model {
+                id: "auto".into(),
+                effort: None
+            })
+        );
+        assert_eq!(
+            parse("/model gpt-5.6 high"),
+            Ok(Slash::Model {
+                id: "gpt-5.6".into(),
+                effort: Some(crate::config::effort::ReasoningEffort::High)
+            })
+        );
+        let e = parse("/model gpt-5.6 hard").unwrap_err();
+        assert!(
+            e.contains("/model gpt-5.6 hard")
+                && e.contains("unknown reasoning effort `hard`")
+                && e.contains("none, minimal, low, medium, high, xhigh, max"),
+            "{e}"
+        );
         assert_eq!(parse("/mode plan"), Ok(Slash::Mode(Mode::Plan)));
         assert_eq!(parse("/quit"), Ok(Slash::Quit));
         assert_eq!(parse("/mcp"), Ok(Slash::Mcp { reload: false }));

@@ -32,6 +32,8 @@ pub enum Key {
     Backspace,
     PageUp,
     PageDown,
+    /// Ctrl-O: expand (or collapse again) the latest reasoning cell.
+    CtrlO,
     Char(char),
     /// Anything else: editing keys for the text area.
     Other,
@@ -92,6 +94,12 @@ pub enum Cell {
         done: bool,
     },
     Tool(Box<ToolCell>),
+    /// The model's reasoning before a response: one line (`thinking …
+    /// (N chars)`) until Ctrl-O expands the latest one.
+    Reasoning {
+        text: String,
+        expanded: bool,
+    },
     Notice {
         error: bool,
         text: String,
@@ -204,6 +212,46 @@ pub struct State {
     /// The mode the running turn was started in (the hand-off follows a
     /// Plan turn only).
     pub turn_mode: Option<Mode>,
+    /// Turns of this conversation started so far (`/receipts N` numbers).
+    pub turns_started: u32,
+    /// The conversation's compactions, as the runtime reported them
+    /// (`/receipts` lists them).
+    pub compactions: Vec<Compacted>,
+}
+
+/// One compaction of the conversation, for `/receipts`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compacted {
+    /// The conversation's turn number (`/receipts N`).
+    pub turn: u32,
+    pub auto: bool,
+    /// `threshold`, `context_length` or `manual`.
+    pub reason: String,
+    pub tokens_before: Option<u64>,
+    pub tokens_after: Option<u64>,
+    pub window: Option<u64>,
+}
+
+impl Compacted {
+    /// One line: `turn 12: automatic (threshold), ~7.6k → ~1.1k tokens
+    /// of a 9.0k window`.
+    pub fn line(&self) -> String {
+        let k = super::tokens::human;
+        let sizes = match (self.tokens_before, self.tokens_after) {
+            (Some(b), Some(a)) => format!(", ~{} → ~{} tokens", k(b), k(a)),
+            _ => String::new(),
+        };
+        let window = self
+            .window
+            .map(|w| format!(" of a {} window", k(w)))
+            .unwrap_or_default();
+        format!(
+            "turn {}: {} ({}){sizes}{window}",
+            self.turn,
+            if self.auto { "automatic" } else { "manual" },
+            self.reason
+        )
+    }
 }
 
 /// What the app must do.
@@ -239,7 +287,11 @@ pub enum Effect {
         turn: Option<u32>,
         json: bool,
     },
-    SetModel(String),
+    /// `/model`: show, or switch the model (and the reasoning effort).
+    SetModel {
+        id: String,
+        effort: Option<crate::config::effort::ReasoningEffort>,
+    },
     /// Build the picker's rows (sent back as [`Event::PickerRows`]).
     Provider,
     /// Switch the thread's provider for the next turn (through the runtime).
@@ -342,6 +394,8 @@ impl State {
             ask: None,
             handoff: None,
             turn_mode: None,
+            turns_started: 0,
+            compactions: Vec::new(),
         }
     }
 
@@ -476,6 +530,20 @@ Tab mode · Shift+Tab permission · /help",
             }
             Key::PageDown => {
                 self.scroll = self.scroll.saturating_sub(10);
+                Vec::new()
+            }
+            Key::CtrlO => {
+                let last = self.transcript.iter_mut().rev().find_map(|c| match c {
+                    Cell::Reasoning { expanded, .. } => Some(expanded),
+                    _ => None,
+                });
+                match last {
+                    Some(e) => {
+                        *e = !*e;
+                        self.dirty = true;
+                    }
+                    None => self.flash = Some("no reasoning to expand".into()),
+                }
                 Vec::new()
             }
             Key::Esc => match &self.turn {
@@ -775,7 +843,7 @@ Tab mode · Shift+Tab permission · /help",
                 }
             }
             Slash::Receipts { turn, json } => vec![Effect::Receipts { turn, json }],
-            Slash::Model(m) => vec![Effect::SetModel(m)],
+            Slash::Model { id, effort } => vec![Effect::SetModel { id, effort }],
             Slash::Provider(None) => vec![Effect::Provider],
             Slash::Provider(Some(id)) => vec![Effect::ChooseProvider(id)],
             Slash::Mcp { reload } => vec![Effect::Mcp { reload }],
@@ -792,6 +860,7 @@ Tab mode · Shift+Tab permission · /help",
         let item_id = s(env, "item_id");
         match ev.as_str() {
             "turn.started" => {
+                self.turns_started += 1;
                 self.turn = env
                     .get("turn_id")
                     .and_then(Value::as_str)
@@ -832,6 +901,10 @@ Tab mode · Shift+Tab permission · /help",
                         pending: String::new(),
                         done: false,
                     }),
+                    "reasoning" => self.transcript.push(Cell::Reasoning {
+                        text: s(&item["metadata"], "text"),
+                        expanded: false,
+                    }),
                     "command_execution" | "tool_call" | "file_change" | "mcp_tool_call" => {
                         let meta = ToolItemMeta::of(&item["metadata"]).start;
                         self.transcript
@@ -846,6 +919,20 @@ Tab mode · Shift+Tab permission · /help",
                 }
                 // Shown on the next tick: no frame per delta.
                 return Vec::new();
+            }
+            "item.completed" if p["item"]["kind"] == "context_compaction" => {
+                let meta = &p["item"]["metadata"];
+                let auto = meta["auto"] == true;
+                let c = Compacted {
+                    turn: self.turns_started,
+                    auto,
+                    reason: meta["reason"].as_str().unwrap_or("manual").to_string(),
+                    tokens_before: meta["tokens_before"].as_u64(),
+                    tokens_after: meta["tokens_after"].as_u64(),
+                    window: meta["window"].as_u64(),
+                };
+                self.notice(false, format!("context compacted: {}", c.line()));
+                self.compactions.push(c);
             }
             "item.completed" | "item.failed" | "item.interrupted" => {
                 let item = &p["item"];

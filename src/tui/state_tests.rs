@@ -803,3 +803,62 @@ mod handoff {
         assert!(st.handoff.is_none(), "a Work turn has no hand-off");
     }
 }
+
+#[test]
+fn reasoning_is_one_collapsed_line_that_ctrl_o_expands_and_collapses() {
+    let s = running();
+    let (s, _) = s.step(env(
+        "item.started",
+        Some("turn_1"),
+        Some("item_r"),
+        json!({"item": {"kind": "reasoning",
+                        "metadata": {"chars": 26, "text": "first line\nsecond \u{1b}[31mline"}}}),
+    ));
+    let lines = |s: &State| -> Vec<String> {
+        s.transcript
+            .iter()
+            .flat_map(super::super::render::cell_lines)
+            .map(|l| l.spans.iter().map(|x| x.content.to_string()).collect())
+            .collect()
+    };
+    let collapsed = lines(&s);
+    assert_eq!(
+        collapsed,
+        vec!["thinking … (27 chars) · Ctrl-O expands".to_string()]
+    );
+    let (s, fx) = key(s, Key::CtrlO);
+    assert!(fx.is_empty());
+    let open = lines(&s);
+    assert_eq!(open[0], "thinking (27 chars) · Ctrl-O collapses");
+    assert_eq!(open[1], "  first line");
+    // Terminal escapes in the model's text never reach the screen.
+    assert!(open[2].starts_with("  second ") && !open[2].contains('\u{1b}'));
+    let (s, _) = key(s, Key::CtrlO);
+    assert_eq!(lines(&s), collapsed);
+    // Nothing to expand: said, not silent.
+    let (s, _) = key(st(), Key::CtrlO);
+    assert_eq!(s.flash.as_deref(), Some("no reasoning to expand"));
+}
+
+#[test]
+fn an_automatic_compaction_is_a_notice_and_kept_for_receipts() {
+    let s = running();
+    let (s, _) = s.step(env(
+        "item.completed",
+        Some("turn_1"),
+        Some("item_c"),
+        json!({"item": {"kind": "context_compaction",
+                        "metadata": {"auto": true, "reason": "threshold", "window": 9000,
+                                     "tokens_before": 7700, "tokens_after": 1100,
+                                     "summary": "s"}}}),
+    ));
+    assert_eq!(s.compactions.len(), 1);
+    let line = s.compactions[0].line();
+    assert_eq!(
+        line,
+        "turn 1: automatic (threshold), ~7.7k → ~1.1k tokens of a 9.0k window"
+    );
+    assert!(
+        matches!(s.transcript.last(), Some(Cell::Notice { error: false, text }) if text.contains(&line))
+    );
+}

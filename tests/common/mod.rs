@@ -35,6 +35,7 @@ pub mod cli;
 pub mod egress;
 pub mod fake_opensandbox;
 pub mod filters;
+pub mod long_session;
 pub mod opensandbox_env;
 pub mod pty;
 pub mod receipt_scenario;

@@ -101,6 +101,79 @@ pub struct Faithful {
     /// `function_call` the server issued with reasoning must come after
     /// that `reasoning` item, its encrypted content unchanged.
     pub responses_reasoning: bool,
+    /// A context window in tokens (counted as [`request_tokens`]): a
+    /// request over it is refused with the real API's context-length
+    /// error for the wire ([`context_length_error`]); the others report
+    /// their counted size as the usage's input tokens. A summary request
+    /// (its last user message is codewhale's compaction prompt) is
+    /// answered with a summary without taking a scripted step, so a
+    /// script need not know when compaction happens.
+    pub context_window: Option<u64>,
+}
+
+/// The size of a request in "tokens" as this server counts them: the JSON
+/// body's bytes / 4 (a stand-in for a tokenizer: English prose runs about
+/// four bytes a token).
+pub fn request_tokens(body: &Value) -> u64 {
+    (body.to_string().len() / 4) as u64
+}
+
+/// The beginning of codewhale's compaction prompt
+/// (`agent::compaction::COMPACT_PROMPT`).
+const COMPACT_PROMPT_START: &str = "Summarise the conversation so far";
+
+/// Whether `body` is a summary request: its last user message's text (any
+/// wire) starts with the compaction prompt.
+fn is_summary_request(body: &Value) -> bool {
+    let list = body
+        .get("messages")
+        .or_else(|| body.get("input"))
+        .and_then(Value::as_array);
+    let Some(last) = list.and_then(|l| l.iter().rev().find(|m| m["role"] == "user")) else {
+        return false;
+    };
+    let c = &last["content"];
+    let text = c.as_str().map(str::to_string).unwrap_or_else(|| {
+        c.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("")
+    });
+    text.starts_with(COMPACT_PROMPT_START)
+}
+
+/// The context-length refusal as each API gives it (HTTP 400):
+/// OpenAI Chat Completions `code: "context_length_exceeded"` with "This
+/// model's maximum context length is N tokens. However, your messages
+/// resulted in M tokens." (crewAIInc/crewAI-examples#121); the Responses
+/// API the same code with "Your input exceeds the context window of this
+/// model." (no number); Anthropic `invalid_request_error` "prompt is too
+/// long: M tokens > N maximum" (anthropics/claude-code#12186).
+pub fn context_length_error(wire: Wire, window: u64, tokens: u64) -> String {
+    match wire {
+        Wire::OpenAi => json!({"error": {"message": format!("This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages."),
+            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+        Wire::Responses => json!({"error": {"message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+            "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}}),
+        Wire::Anthropic => json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": format!("prompt is too long: {tokens} tokens > {window} maximum")}}),
+    }
+    .to_string()
+}
+
+/// What the server saw of request sizes under a context window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowStats {
+    /// The largest request it answered (tokens, [`request_tokens`]).
+    pub peak: u64,
+    /// Requests refused as too long.
+    pub refused: u64,
+    /// Summary requests answered.
+    pub summaries: u64,
+    /// Requests answered (summaries included).
+    pub answered: u64,
 }
 
 /// OpenAI's reasoning guide ("Encrypted reasoning items", read
@@ -492,6 +565,7 @@ struct Shared {
     bills: Mutex<Vec<CacheBill>>,
     steps: Mutex<VecDeque<Step>>,
     seen: Mutex<Vec<Seen>>,
+    window: Mutex<WindowStats>,
 }
 
 pub struct ScriptedModel {
@@ -518,6 +592,7 @@ impl ScriptedModel {
             bills: Mutex::new(Vec::new()),
             steps: Mutex::new(steps.into()),
             seen: Mutex::new(Vec::new()),
+            window: Mutex::new(WindowStats::default()),
         });
         let s2 = shared.clone();
         std::thread::spawn(move || {
@@ -571,6 +646,11 @@ impl ScriptedModel {
     /// Each request's bill under the cache simulation, in order.
     pub fn cache_bills(&self) -> Vec<CacheBill> {
         self.shared.bills.lock().unwrap().clone()
+    }
+
+    /// Request sizes under [`Faithful::context_window`].
+    pub fn window_stats(&self) -> WindowStats {
+        *self.shared.window.lock().unwrap()
     }
 
     pub fn steps_left(&self) -> usize {
@@ -641,6 +721,27 @@ async fn handle(
             .body(Body::from(err))
             .unwrap();
     }
+    let mut window_usage = None;
+    let mut summary = None;
+    if let (Some(window), Some(b)) = (s.faithful.context_window, seen.as_ref()) {
+        let tokens = request_tokens(b);
+        let mut w = s.window.lock().unwrap();
+        if tokens > window {
+            w.refused += 1;
+            return Response::builder()
+                .status(400)
+                .header("content-type", "application/json")
+                .body(Body::from(context_length_error(s.wire, window, tokens)))
+                .unwrap();
+        }
+        w.peak = w.peak.max(tokens);
+        w.answered += 1;
+        if is_summary_request(b) {
+            w.summaries += 1;
+            summary = Some((w.summaries, tokens));
+        }
+        window_usage = Some(tokens);
+    }
     let mut cache_usage = None;
     if let (true, Some(b)) = (s.faithful.anthropic_cache, seen.as_ref()) {
         match anthropic_cache_bill(b, &mut s.cache.lock().unwrap()) {
@@ -662,6 +763,34 @@ async fn handle(
                     .unwrap()
             }
         }
+    }
+    // A summary request is answered here, after the cache bill (it is a
+    // request like any other for the bill) and without taking a step.
+    if let Some((n, tokens)) = summary {
+        let text = format!("summary #{n} of the conversation so far");
+        let body = match s.wire {
+            Wire::OpenAi => openai_stream_usage(
+                &text,
+                &[],
+                json!({"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}),
+            ),
+            Wire::Responses => responses_stream(
+                None,
+                &text,
+                &[],
+                json!({"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0},
+                       "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0}}),
+            ),
+            Wire::Anthropic => anthropic_stream_usage(
+                &text,
+                &[],
+                cache_usage.unwrap_or_else(|| json!({"input_tokens": tokens, "output_tokens": 20})),
+            ),
+        };
+        return Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(Body::from(body))
+            .unwrap();
     }
     let step = s.steps.lock().unwrap().pop_front();
     let Some(step) = step else {
@@ -687,6 +816,28 @@ async fn handle(
                 r = r.header("retry-after", a.to_string());
             }
             r.body(Body::from(body)).unwrap()
+        }
+        Step::Reply { text, calls } if window_usage.is_some() && cache_usage.is_none() => {
+            let tokens = window_usage.unwrap_or(0);
+            sse(match s.wire {
+                Wire::OpenAi => openai_stream_usage(
+                    &text,
+                    &calls,
+                    json!({"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}),
+                ),
+                Wire::Responses => responses_stream(
+                    None,
+                    &text,
+                    &calls,
+                    json!({"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0},
+                           "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0}}),
+                ),
+                Wire::Anthropic => anthropic_stream_usage(
+                    &text,
+                    &calls,
+                    json!({"input_tokens": tokens, "output_tokens": 20}),
+                ),
+            })
         }
         Step::Reply { text, calls } => sse(match (s.wire, cache_usage) {
             (Wire::OpenAi, _) => openai_stream(&text, &calls),
