@@ -95,6 +95,13 @@ pub fn is_write(name: &str) -> bool {
     kind(name) == Some(ToolKind::Write)
 }
 
+/// Words the shell reads as keywords in command position (POSIX reserved
+/// words plus bash's).
+const SHELL_RESERVED: &[&str] = &[
+    "!", "{", "}", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for", "function",
+    "if", "in", "select", "then", "time", "until", "while", "[[", "]]",
+];
+
 /// The command line of a shell call's `command` argument, as the gates
 /// analyse it and receipts show it: a string as given; an argv array
 /// joined with shell quoting (so `["sh", "-c", "a; b"]` stays one
@@ -104,7 +111,23 @@ pub fn shell_command_line(args: &serde_json::Value) -> Option<String> {
         serde_json::Value::String(s) => Some(s.clone()),
         serde_json::Value::Array(a) => {
             let words: Option<Vec<&str>> = a.iter().map(|v| v.as_str()).collect();
-            shlex::try_join(words?).ok()
+            let words = words?;
+            // A reserved word in command position is a keyword to the
+            // shell (`do` alone parses as no command at all), while the
+            // argv runs it as a program name: quote it, so the line the
+            // gates parse is the argv that runs. (shlex quotes by
+            // character only; these need no escaping inside '…'.)
+            match words.split_first() {
+                Some((first, rest)) if SHELL_RESERVED.contains(first) => {
+                    let rest = shlex::try_join(rest.iter().copied()).ok()?;
+                    Some(if rest.is_empty() {
+                        format!("'{first}'")
+                    } else {
+                        format!("'{first}' {rest}")
+                    })
+                }
+                _ => shlex::try_join(words.iter().copied()).ok(),
+            }
         }
         _ => None,
     }
@@ -136,6 +159,11 @@ mod tests {
         assert_eq!(
             shell_command_line(&json!({"command": ["echo", "a|b"]})).unwrap(),
             "echo 'a|b'"
+        );
+        // A reserved word as the program is quoted (else it is a keyword).
+        assert_eq!(
+            shell_command_line(&json!({"command": ["do", "x"]})).unwrap(),
+            "'do' x"
         );
         assert_eq!(
             shell_command_line(&json!({"command": "ls -l"})).unwrap(),

@@ -8,7 +8,7 @@ mod common;
 
 use codewhale::agent::authorizer::{DecidedBy, Decision, Gate, TableAuthorizer, Verdict};
 use codewhale::agent::tools::{guard::FsGuard, ToolContext};
-use codewhale::agent::{run_exec, Emitter, ExecOptions, OutputFormat};
+use codewhale::agent::{Emitter, ExecOptions, ExecRun, Models, OutputFormat};
 use codewhale::host::HostSettings;
 use codewhale::policy::{resolve, HostFacts, SandboxMode, SandboxPolicy};
 use codewhale::provider::registry::ProviderSettings;
@@ -97,9 +97,9 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (_tx, rx) = tokio::sync::watch::channel(None);
-    let report = rt.block_on(run_exec(
-        &opts, &ctx, &provider, &authz, &mut em, &mut log, rx,
-    ));
+    let report = rt.block_on(
+        ExecRun::new(&opts, &ctx, Models::Single(&provider), &authz).run(&mut em, &mut log, rx),
+    );
     assert_eq!(report.status, "completed");
     let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
     let ev = text

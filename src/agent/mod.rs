@@ -27,7 +27,7 @@ pub use authz_adapter::{exec_posture, PipelineAuthorizer};
 pub use event::Event;
 pub use output::{Emitter, EventTap, OutputFormat};
 pub use run::{
-    run_exec, run_exec_hooked, run_exec_models, run_exec_with_snapshots, Approver, ExecOptions,
-    ExecReport, ExtraOutput, ExtraTools, Headless, Interrupt, InterruptCause, Models, RunHooks,
+    Approver, ExecOptions, ExecReport, ExecRun, ExtraOutput, ExtraTools, Headless, Interrupt,
+    InterruptCause, Models, RunHooks,
 };
 pub use snapshots::RunSnapshots;

@@ -274,69 +274,85 @@ impl From<SessionError> for Stop {
     }
 }
 
-/// Run the loop without undo snapshots (the session records why). The CLI
-/// uses [`run_exec_with_snapshots`].
-pub async fn run_exec(
-    opts: &ExecOptions,
-    ctx: &ToolContext,
-    provider: &Provider,
-    authz: &dyn Authorizer,
-    out: &mut Emitter,
-    log: &mut SessionLog,
-    interrupt: Interrupt,
-) -> ExecReport {
-    let mut snaps = RunSnapshots::off("snapshots are off: the caller opened no snapshot store");
-    run_exec_with_snapshots(opts, ctx, provider, authz, out, log, &mut snaps, interrupt).await
+/// One run of the loop, set up step by step: what to run (options, tools'
+/// context, models, authorizer), then optionally the hooks of a runtime
+/// client and the undo snapshots, then [`ExecRun::run`]. The one entry
+/// point for `exec`, the runtime's turns and tests.
+pub struct ExecRun<'a> {
+    opts: &'a ExecOptions,
+    ctx: &'a ToolContext,
+    models: Models<'a>,
+    authz: &'a dyn Authorizer,
+    hooks: RunHooks<'a>,
+    snaps: Option<&'a mut RunSnapshots>,
 }
 
-/// [`run_exec_models`] with one provider.
-#[allow(clippy::too_many_arguments)]
-pub async fn run_exec_with_snapshots(
-    opts: &ExecOptions,
-    ctx: &ToolContext,
-    provider: &Provider,
-    authz: &dyn Authorizer,
-    out: &mut Emitter,
-    log: &mut SessionLog,
-    snaps: &mut RunSnapshots,
-    interrupt: Interrupt,
-) -> ExecReport {
-    run_exec_models(
-        opts,
-        ctx,
-        Models::Single(provider),
-        authz,
-        out,
-        log,
-        snaps,
-        interrupt,
-    )
-    .await
+impl<'a> ExecRun<'a> {
+    /// A headless run (no hooks) without snapshots until
+    /// [`ExecRun::snapshots`] gives it a store.
+    pub fn new(
+        opts: &'a ExecOptions,
+        ctx: &'a ToolContext,
+        models: Models<'a>,
+        authz: &'a dyn Authorizer,
+    ) -> Self {
+        ExecRun {
+            opts,
+            ctx,
+            models,
+            authz,
+            hooks: RunHooks::new(&Headless),
+            snaps: None,
+        }
+    }
+
+    /// A runtime client's hooks: its approver answers open questions, the
+    /// thread's earlier messages go in front of the prompt.
+    pub fn hooks(mut self, hooks: RunHooks<'a>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Snapshot turns that can change files through `snaps`.
+    pub fn snapshots(mut self, snaps: &'a mut RunSnapshots) -> Self {
+        self.snaps = Some(snaps);
+        self
+    }
+
+    /// Run the loop to the end. Every outcome is reported on `out` and
+    /// closed in the session file (if the session file itself fails, that
+    /// is the error).
+    pub async fn run(
+        self,
+        out: &mut Emitter,
+        log: &mut SessionLog,
+        interrupt: Interrupt,
+    ) -> ExecReport {
+        let mut off;
+        let snaps = match self.snaps {
+            Some(s) => s,
+            None => {
+                off = RunSnapshots::off("snapshots are off: the caller opened no snapshot store");
+                &mut off
+            }
+        };
+        drive_run(
+            self.opts,
+            self.ctx,
+            self.models,
+            self.authz,
+            self.hooks,
+            out,
+            log,
+            snaps,
+            interrupt,
+        )
+        .await
+    }
 }
 
-/// Run the loop to the end. Every outcome is reported on `out` and closed
-/// in the session file (if the session file itself fails, that is the error).
-/// Turns that can change files are snapshotted through `snaps`.
 #[allow(clippy::too_many_arguments)]
-pub async fn run_exec_models(
-    opts: &ExecOptions,
-    ctx: &ToolContext,
-    models: Models<'_>,
-    authz: &dyn Authorizer,
-    out: &mut Emitter,
-    log: &mut SessionLog,
-    snaps: &mut RunSnapshots,
-    interrupt: Interrupt,
-) -> ExecReport {
-    let hooks = RunHooks::new(&Headless);
-    run_exec_hooked(opts, ctx, models, authz, hooks, out, log, snaps, interrupt).await
-}
-
-/// [`run_exec_models`] with `hooks`: open questions answered by its
-/// approver (the runtime's clients), and the thread's earlier messages in
-/// front of the prompt.
-#[allow(clippy::too_many_arguments)]
-pub async fn run_exec_hooked(
+async fn drive_run(
     opts: &ExecOptions,
     ctx: &ToolContext,
     models: Models<'_>,

@@ -3,7 +3,7 @@
 
 use crate::agent::setup::{prepare_run, ModelRequest, RunSetup, SetupError};
 use crate::agent::tools::ALL_TOOLS;
-use crate::agent::{exec_posture, run_exec_models, Emitter, ExecOptions, OutputFormat};
+use crate::agent::{exec_posture, Emitter, ExecOptions, ExecRun, OutputFormat};
 use crate::config::{self, LoadOptions, RulesFile, SandboxContext, SandboxFlags, Settings};
 use crate::host::BackendChoice;
 use crate::policy::SandboxMode;
@@ -274,17 +274,10 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
                 let _ = tx.send(Some(crate::agent::InterruptCause::CtrlC));
             }
         });
-        run_exec_models(
-            &opts,
-            &ctx,
-            resolved_models.models(),
-            &authorizer,
-            &mut out,
-            &mut log,
-            &mut snaps,
-            rx,
-        )
-        .await
+        ExecRun::new(&opts, &ctx, resolved_models.models(), &authorizer)
+            .snapshots(&mut snaps)
+            .run(&mut out, &mut log, rx)
+            .await
     });
     // The run's outcome is the loop's; a runtime record that could not be
     // written is said, not turned into a different exit code.

@@ -22,7 +22,7 @@ use super::ThreadMode;
 use crate::agent::models::Resolved;
 use crate::agent::setup::{prepare_run, ModelRequest, RunSetup};
 use crate::agent::tools::ALL_TOOLS;
-use crate::agent::{run_exec_hooked, Emitter, ExecOptions, InterruptCause, OutputFormat, RunHooks};
+use crate::agent::{Emitter, ExecOptions, ExecRun, InterruptCause, OutputFormat, RunHooks};
 use crate::authz::{Approval, Mode, SessionGrants, ToolKind, ToolSpec as AuthzToolSpec};
 use crate::config::effort::ReasoningEffort;
 use crate::config::{LoadOptions, SandboxContext, TurnAsk};
@@ -396,17 +396,15 @@ impl Driver {
                     steer: Some(steer),
                     extra_tools: agent.then_some(&tools as &dyn crate::agent::ExtraTools),
                 };
-                let report = run_exec_hooked(
+                let report = ExecRun::new(
                     &p.opts,
                     &p.setup.ctx,
                     p.setup.models.models(),
                     &p.setup.authorizer,
-                    hooks,
-                    &mut out,
-                    log,
-                    &mut p.setup.snaps,
-                    rx,
                 )
+                .hooks(hooks)
+                .snapshots(&mut p.setup.snaps)
+                .run(&mut out, log, rx)
                 .await;
                 ticker.abort();
                 Some(report.status)
