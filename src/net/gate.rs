@@ -103,6 +103,20 @@ impl Gate {
         Verdict::Refuse { id, rule }
     }
 
+    /// Decide on one plain-HTTP request that carries DNS (an
+    /// `application/dns-message` body or `Accept`, or RFC 8484's GET
+    /// form): refused unless an exact entry names the host
+    /// ([`NetworkPolicy::decide_dns_request`]), else as [`Gate::admit`].
+    pub async fn admit_dns_request(&self, protocol: Protocol, host: &str, port: u16) -> Verdict {
+        if let Ok(target) = Target::parse(host) {
+            let d = self.policy.decide_dns_request(&target, port);
+            if !d.allowed && self.policy.decide(&target, port).allowed {
+                return self.refuse(protocol, &target.display(), port, d.rule);
+            }
+        }
+        self.admit(protocol, host, port).await
+    }
+
     /// Decide on one connection request for `host:port`.
     pub async fn admit(&self, protocol: Protocol, host: &str, port: u16) -> Verdict {
         if !self.rate.admit() {
