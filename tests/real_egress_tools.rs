@@ -289,6 +289,30 @@ fn git_clone_over_smart_http_through_the_proxy_and_refused_for_a_denied_name() {
     }
 }
 
+/// What `cargo` needs for a sparse registry: nothing from 1.68 on, where
+/// the protocol is stable; before it (Debian's cargo 1.65 of the
+/// unprivileged run, see `cargo_bin_dir`) the same protocol behind
+/// `-Z sparse-registry`, which `RUSTC_BOOTSTRAP=1` lets a stable cargo take.
+fn sparse_flag(bin: &std::path::Path) -> &'static str {
+    let out = std::process::Command::new(bin.join("cargo"))
+        .arg("--version")
+        .output()
+        .expect("cargo --version");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let minor: u32 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.split('.').nth(1))
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("cargo --version: {text:?}"));
+    if minor >= 68 {
+        ""
+    } else {
+        // Stable cargo takes `-Z` flags only with this set.
+        "-Z sparse-registry"
+    }
+}
+
 /// `cargo fetch` of a crate from a sparse registry (`sparse+http://`)
 /// through `CARGO_HTTP_PROXY`: config.json, the index file, the `.crate`;
 /// a registry under a name off the list fails (the proxy's 403 on
@@ -315,11 +339,14 @@ fn cargo_fetch_from_a_sparse_index_through_the_proxy_and_refused_for_a_denied_na
             )
             .unwrap();
         }
+        let bin = common::sandbox::cargo_bin_dir();
         let script = format!(
-            "export PATH='{}':\"$PATH\" CARGO_NET_RETRY=0; \
-             (cd out/app && CARGO_HOME=$PWD/../cargo-home cargo fetch -q); echo ok-rc=$?; \
-             echo \"denied:$(cd out/denied && CARGO_HOME=$PWD/../cargo-home-denied cargo fetch 2>&1; echo rc=$?)\"",
-            common::sandbox::cargo_bin_dir().display()
+            "export PATH='{}':\"$PATH\" CARGO_NET_RETRY=0{boot}; \
+             (cd out/app && CARGO_HOME=$PWD/../cargo-home cargo {z} fetch -q); echo ok-rc=$?; \
+             echo \"denied:$(cd out/denied && CARGO_HOME=$PWD/../cargo-home-denied cargo {z} fetch 2>&1; echo rc=$?)\"",
+            bin.display(),
+            z = sparse_flag(&bin),
+            boot = if sparse_flag(&bin).is_empty() { "" } else { " RUSTC_BOOTSTRAP=1" }
         );
         let r = w.run(&case, "cargo.test", &script);
         assert!(
