@@ -648,3 +648,203 @@ async fn an_allowlist_becomes_the_sidecar_network_policy() {
         .unwrap();
     assert_ne!(out.enforcement.external.unwrap().sandbox_id, first);
 }
+
+/// Runs `allow`/`deny` as `network = "allowlist"` in `env`, returning the
+/// outcome and the reasons of its `network` partial items.
+async fn allowlist_run(
+    env: &Env,
+    allow: &[&str],
+    deny: &[&str],
+) -> (codewhale::host::ExecOutcome, Vec<String>) {
+    let facts = codewhale::policy::HostFacts {
+        homes: vec![env.tmp.path().join("home")],
+        cargo_home: None,
+        xdg_cache_home: None,
+    };
+    let mut policy = codewhale::policy::SandboxPolicy::new(SandboxMode::WorkspaceWrite, &env.ws);
+    policy.egress = Some(codewhale::net::EgressSpec::new(
+        allow.iter().map(|s| s.to_string()).collect(),
+        deny.iter().map(|s| s.to_string()).collect(),
+    ));
+    let r = codewhale::policy::resolve(&policy, &facts).unwrap();
+    let out = opensandbox::run(&env.cfg, &r, ExecRequest::new(sh("true")))
+        .await
+        .unwrap();
+    let network = out
+        .enforcement
+        .partial
+        .iter()
+        .filter(|p| p.item == codewhale::host::enforcement::Shortfall::Network)
+        .map(|p| p.reason.clone())
+        .collect();
+    (out, network)
+}
+
+fn egress_calls(env: &Env) -> Vec<fake_opensandbox::Recorded> {
+    env.fake
+        .requests()
+        .into_iter()
+        .filter(|q| q.server == "egress" || q.path.ends_with("/endpoints/18080"))
+        .collect()
+}
+
+/// The allow-list is applied through the egress sidecar's own API
+/// (`egress-api.yaml`): the endpoint for port 18080, `PATCH /policy` with
+/// the rules (deny first), `GET /policy` to read back what it enforces,
+/// with the endpoint's headers (the sidecar's auth) and neither the
+/// lifecycle key nor the execd token. Accepted in `dns+nft` mode with no
+/// wildcard, port or IP entry, the run's `network` items are only the one
+/// every allow-list has (as on the local tiers): the list itself is no
+/// longer `partial`.
+#[tokio::test]
+async fn the_sidecar_accepting_the_list_ends_the_partial_network_report() {
+    use fake_opensandbox::egress::{EgressBehaviour, EGRESS_TOKEN};
+    let env = Env::start_with(
+        |o| {
+            o.egress = EgressBehaviour::Works {
+                enforcement_mode: "dns+nft".into(),
+            }
+        },
+        "",
+    )
+    .await;
+    let (out, network) = allowlist_run(&env, &["pypi.org"], &["evil.example"]).await;
+    let calls = egress_calls(&env);
+    let seq: Vec<(String, String)> = calls
+        .iter()
+        .map(|q| (q.method.clone(), q.path.clone()))
+        .collect();
+    let id = out.enforcement.external.clone().unwrap().sandbox_id;
+    assert_eq!(
+        seq,
+        [
+            (
+                "GET".to_string(),
+                format!("/v1/sandboxes/{id}/endpoints/18080")
+            ),
+            ("PATCH".into(), "/policy".into()),
+            ("GET".into(), "/policy".into()),
+        ]
+    );
+    assert_eq!(
+        calls[1].body,
+        Some(serde_json::json!([
+            {"action": "deny", "target": "evil.example"},
+            {"action": "allow", "target": "pypi.org"},
+        ]))
+    );
+    for q in calls.iter().filter(|q| q.server == "egress") {
+        assert_eq!(
+            q.headers.get("opensandbox-egress-auth").map(String::as_str),
+            Some(EGRESS_TOKEN)
+        );
+    }
+    assert!(
+        env.fake.violations().is_empty(),
+        "{:?}",
+        env.fake.violations()
+    );
+    assert_eq!(
+        network,
+        ["allowed hosts can receive whatever the command sends them (no byte cap, no per-connection events on OpenSandbox; the addresses allowed names resolve to are the sidecar's to judge)"],
+        "only the line every allow-list has"
+    );
+
+    // The same list with a wildcard: the sidecar does not do the proxy's
+    // DoH / tunnel checks under it, which is said.
+    let (_, network) = allowlist_run(&env, &["*.crates.io"], &[]).await;
+    assert!(
+        network.iter().any(|l| l.contains("wildcard entry")),
+        "{network:?}"
+    );
+}
+
+/// What the sidecar did not accept keeps the run `partial`, with the
+/// reason: no sidecar endpoint, a PATCH it failed to apply (500), or a
+/// read-back without the list's rule (a sidecar that lost a rule and
+/// ignores the PATCH). In `dns` mode the IP-literal gap is named. A kept
+/// sandbox whose sidecar allows more than the list is trimmed with
+/// `DELETE /policy`, then accepted.
+#[tokio::test]
+async fn what_the_sidecar_did_not_accept_stays_partial_with_the_reason() {
+    use fake_opensandbox::egress::EgressBehaviour;
+    let cases = [
+        (EgressBehaviour::Absent, "no egress sidecar endpoint"),
+        (
+            EgressBehaviour::PatchFails,
+            "PATCH /policy (egress sidecar)",
+        ),
+    ];
+    for (behaviour, needle) in cases {
+        let env = Env::start_with(|o| o.egress = behaviour.clone(), "").await;
+        let (_, network) = allowlist_run(&env, &["pypi.org"], &[]).await;
+        assert!(
+            network
+                .iter()
+                .any(|l| l.contains("did not confirm the allow-list") && l.contains(needle)),
+            "{behaviour:?}: {network:?}"
+        );
+    }
+
+    // `dns` mode (the spec's example): accepted, with the IP-literal gap.
+    let env = Env::start_with(|_| {}, "").await;
+    let (_, network) = allowlist_run(&env, &["pypi.org"], &[]).await;
+    assert!(
+        network
+            .iter()
+            .any(|l| l.contains("`dns` mode: a direct connect to an IP literal is not refused")),
+        "{network:?}"
+    );
+    assert!(!network.iter().any(|l| l.contains("did not confirm")));
+
+    // A kept sandbox whose sidecar lost the list's rule and ignores PATCH.
+    let env = Env::start_with(
+        |o| o.egress = EgressBehaviour::IgnoresPatch,
+        "keep = true\n",
+    )
+    .await;
+    let (out, _) = allowlist_run(&env, &["pypi.org"], &[]).await;
+    let id = out.enforcement.external.unwrap().sandbox_id;
+    env.fake.state.lock().egress_policies.insert(
+        id.clone(),
+        serde_json::json!({"defaultAction": "deny", "egress": []}),
+    );
+    let (again, network) = allowlist_run(&env, &["pypi.org"], &[]).await;
+    assert_eq!(again.enforcement.external.unwrap().sandbox_id, id);
+    assert!(
+        network.iter().any(|l| l.contains("no rule for pypi.org")),
+        "{network:?}"
+    );
+
+    // A kept sandbox whose sidecar allows one more name: DELETE, accepted.
+    let env = Env::start_with(
+        |o| {
+            o.egress = EgressBehaviour::Works {
+                enforcement_mode: "dns+nft".into(),
+            }
+        },
+        "keep = true\n",
+    )
+    .await;
+    let (out, _) = allowlist_run(&env, &["pypi.org"], &[]).await;
+    let id = out.enforcement.external.unwrap().sandbox_id;
+    env.fake.state.lock().egress_policies.insert(
+        id.clone(),
+        serde_json::json!({"defaultAction": "deny", "egress": [
+            {"action": "allow", "target": "pypi.org"},
+            {"action": "allow", "target": "extra.example"},
+        ]}),
+    );
+    let (_, network) = allowlist_run(&env, &["pypi.org"], &[]).await;
+    let deletes: Vec<_> = egress_calls(&env)
+        .into_iter()
+        .filter(|q| q.method == "DELETE")
+        .collect();
+    assert_eq!(deletes.len(), 1);
+    assert_eq!(deletes[0].body, Some(serde_json::json!(["extra.example"])));
+    assert_eq!(network.len(), 1, "accepted after the DELETE: {network:?}");
+    assert_eq!(
+        env.fake.egress_policy(&id).unwrap()["egress"],
+        serde_json::json!([{"action": "allow", "target": "pypi.org"}])
+    );
+}

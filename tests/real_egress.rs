@@ -544,9 +544,10 @@ fn dns_over_https_to_a_resolver_off_the_list_never_arrives() {
 /// name resolves nowhere inside the sandbox (`getent` fails): only the
 /// proxy resolves, and only allowed names.
 ///
-/// What a wildcard (`*.allowed-parent.test`) does allow is shown too: the
-/// same tunnel name is then accepted, the documented reason to list exact
-/// names (docs/NETWORK.md).
+/// Under a wildcard (`*.allowed-parent.test`), where the command chooses
+/// the labels, the same tunnel name is refused as tunnelling (the rule
+/// names the shape and the wildcard), while an ordinary name under the
+/// same wildcard works (the control); the refusal is in the report's line.
 #[test]
 fn subdomain_label_tunnels_are_refused_by_name_before_any_lookup() {
     let rt = rt();
@@ -614,14 +615,16 @@ fn subdomain_label_tunnels_are_refused_by_name_before_any_lookup() {
             "[{case}] {ev:?}"
         );
 
-        // The wildcard's known weakness, shown rather than hidden.
+        // Under a wildcard the command chooses the labels: the tunnel's
+        // shape is refused by the policy, an ordinary name goes through.
         let before = origin.accepted();
         let r = w.run(
             &case,
             &resolve,
             &["--allow-domain", "*.allowed-parent.test"],
             &format!(
-                "curl -sS --max-time 10 http://{tunnel}:{port}/; \
+                "curl -sS --max-time 10 http://api.allowed-parent.test:{port}/; \
+                 echo \"tunnel:$(curl -sS --max-time 5 http://{tunnel}:{port}/)\"; \
                  echo \"long:$(curl -sS --max-time 5 http://{too_long}:{port}/ 2>&1)\""
             ),
         );
@@ -631,7 +634,107 @@ fn subdomain_label_tunnels_are_refused_by_name_before_any_lookup() {
             r.stdout,
             r.stderr
         );
+        let want = format!(
+            "tunnel:codewhale egress proxy: {tunnel}:{port} refused: dns tunnelling: \
+             128 characters chosen below the wildcard (at most 64) under \
+             *.allowed-parent.test; allowed only by an exact entry"
+        );
+        assert!(r.stdout.contains(&want), "[{case}] {}", r.stdout);
         assert!(!r.stdout.contains("long:hello"), "[{case}] {}", r.stdout);
+        let ev = events(&r);
+        let tun = ev.iter().find(|e| e["host"] == tunnel.as_str()).unwrap();
+        assert_eq!(tun["decision"], "refused", "[{case}]");
+        assert!(
+            tun["rule"]
+                .as_str()
+                .unwrap()
+                .starts_with("dns tunnelling: 128 characters chosen"),
+            "[{case}] {tun:?}"
+        );
+        assert!(
+            r.stderr.contains(&format!("{tunnel} (dns tunnelling: ")),
+            "[{case}] the report's line names why: {}",
+            r.stderr
+        );
+        assert_eq!(origin.accepted(), before + 1, "[{case}]");
+    }
+}
+
+/// DNS-over-HTTPS needs an exact entry: under a wildcard (`*.google`) a
+/// well-known resolver's name (`dns.google`, mapped here to a loopback
+/// origin by the test resolver) is refused by name, and a plain-HTTP
+/// request carrying DNS (`Accept: application/dns-message`, RFC 8484) to
+/// an ordinary name the wildcard allows is refused too; both never arrive
+/// and the report names why. The controls: an ordinary name under the
+/// wildcard arrives, and with `dns.google` listed exactly the same DNS
+/// request arrives.
+#[test]
+fn doh_resolver_names_and_dns_requests_need_an_exact_entry() {
+    let rt = rt();
+    let origin = rt.block_on(Origin::start("origin"));
+    let port = origin.port();
+    let resolve = "dns.google=127.0.0.1!loopback;fonts.google=127.0.0.1!loopback";
+    for case in cases() {
+        let w = World::new();
+        let before = origin.accepted();
+        let script = format!(
+            "curl -sS --max-time 10 http://fonts.google:{port}/; \
+             echo \"doh:$(curl -sS --max-time 5 http://dns.google:{port}/dns-query 2>&1)\"; \
+             echo \"msg:$(curl -sS --max-time 5 -H 'accept: application/dns-message' \
+                http://fonts.google:{port}/dns-query 2>&1)\""
+        );
+        let r = w.run(&case, resolve, &["--allow-domain", "*.google"], &script);
+        let out = &r.stdout;
+        assert!(
+            out.starts_with("hello from origin\n"),
+            "[{case}] control: {out}\n{}",
+            r.stderr
+        );
+        assert!(
+            out.contains(&format!(
+                "doh:codewhale egress proxy: dns.google:{port} refused: dns-over-https resolver \
+                 dns.google: allowed only by an exact entry, not by *.google"
+            )),
+            "[{case}] {out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "msg:codewhale egress proxy: fonts.google:{port} refused: dns-over-https request \
+                 (application/dns-message): allowed only to a host of an exact entry, not by *.google"
+            )),
+            "[{case}] {out}"
+        );
+        assert_eq!(
+            origin.accepted(),
+            before + 1,
+            "[{case}] only the control arrived"
+        );
+        assert!(
+            r.stderr
+                .contains("2 refused: dns.google (dns-over-https resolver dns.google")
+                && r.stderr.contains("fonts.google (dns-over-https request"),
+            "[{case}] the report's line names why: {}",
+            r.stderr
+        );
+
+        // Named exactly, the resolver is the user's call: the DNS request
+        // arrives.
+        let before = origin.accepted();
+        let r = w.run(
+            &case,
+            resolve,
+            &["--allow-domain", "dns.google"],
+            &format!(
+                "curl -sS --max-time 10 -H 'content-type: application/dns-message' \
+                 --data-binary x http://dns.google:{port}/dns-query"
+            ),
+        );
+        assert!(
+            r.stdout.starts_with("hello from origin\n"),
+            "[{case}] {}\n{}",
+            r.stdout,
+            r.stderr
+        );
         assert_eq!(origin.accepted(), before + 1, "[{case}]");
     }
 }

@@ -2,8 +2,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! Real package tools under `network = "allowlist"`, in every Linux tier
 //! (bwrap: empty netns + bridge; landlock: only the proxy's port is
-//! connectable), root and unprivileged: `git clone` over HTTP, `pip
-//! download`, `npm view`, each against a loopback origin (Python's
+//! connectable), root and unprivileged: `git clone` over HTTP (dumb and
+//! smart), `pip download`, `npm view`, `cargo fetch` from a sparse
+//! registry, each against a loopback origin (Python's
 //! `http.server`, see tests/common/tool_origin.py) whose test names
 //! resolve only through the proxy's test resolver
 //! (`CODEWHALE_TEST_RESOLVE`, never `/etc/hosts`: inside the sandbox the
@@ -236,5 +237,161 @@ fn npm_view_from_a_registry_through_the_proxy_and_refused_for_a_denied_name() {
         w.assert_only_via_proxy(&case, &r, "npm.test", 1);
         let paths: Vec<String> = w.origin.requests().into_iter().map(|q| q.path).collect();
         assert_eq!(paths, ["/npm/demo-pkg"], "[{case}]");
+    }
+}
+
+/// `git clone` over git's smart HTTP protocol (`git http-backend` as a CGI
+/// program behind the origin: the ref advertisement, then `POST
+/// git-upload-pack`) through `http_proxy`; a name off the list fails with
+/// the proxy's 403 and leaves no clone.
+#[test]
+fn git_clone_over_smart_http_through_the_proxy_and_refused_for_a_denied_name() {
+    for case in cases() {
+        let w = World::new();
+        let p = w.origin.port;
+        let script = format!(
+            "export GIT_TERMINAL_PROMPT=0; \
+             git clone -q http://git.test:{p}/smart/repo.git out/cloned; echo ok-rc=$?; \
+             echo \"denied:$(git clone -q http://evil.test:{p}/smart/repo.git out/denied 2>&1; echo rc=$?)\""
+        );
+        let r = w.run(&case, "git.test", &script);
+        assert!(
+            r.stdout.contains("ok-rc=0"),
+            "[{case}] {}\n{}",
+            r.stdout,
+            r.stderr
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.out.join("cloned").join(tool_origin::GIT_FILE)).ok(),
+            Some(tool_origin::GIT_TEXT.to_string()),
+            "[{case}] the clone is on the host"
+        );
+        assert!(
+            r.stdout.contains("The requested URL returned error: 403") && denied_rc(&r) == 128,
+            "[{case}] {}",
+            r.stdout
+        );
+        assert!(!w.out.join("denied").exists(), "[{case}] no denied clone");
+        w.assert_only_via_proxy(&case, &r, "git.test", 2);
+        // The smart protocol, not the dumb one: the service advertisement
+        // and at least one upload-pack POST answered by git http-backend.
+        let reqs = w.origin.requests();
+        assert!(
+            reqs[0].method == "GET"
+                && reqs[0].path == "/smart/repo.git/info/refs?service=git-upload-pack",
+            "[{case}] {reqs:?}"
+        );
+        assert!(
+            reqs.iter()
+                .any(|q| q.method == "POST" && q.path == "/smart/repo.git/git-upload-pack"),
+            "[{case}] {reqs:?}"
+        );
+    }
+}
+
+/// What `cargo` needs for a sparse registry: nothing from 1.68 on, where
+/// the protocol is stable; before it (Debian's cargo 1.65 of the
+/// unprivileged run, see `cargo_bin_dir`) the same protocol behind
+/// `-Z sparse-registry`, which `RUSTC_BOOTSTRAP=1` lets a stable cargo take.
+fn sparse_flag(bin: &std::path::Path) -> &'static str {
+    let out = std::process::Command::new(bin.join("cargo"))
+        .arg("--version")
+        .output()
+        .expect("cargo --version");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let minor: u32 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.split('.').nth(1))
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("cargo --version: {text:?}"));
+    if minor >= 68 {
+        ""
+    } else {
+        // Stable cargo takes `-Z` flags only with this set.
+        "-Z sparse-registry"
+    }
+}
+
+/// `cargo fetch` of a crate from a sparse registry (`sparse+http://`)
+/// through `CARGO_HTTP_PROXY`: config.json, the index file, the `.crate`;
+/// a registry under a name off the list fails (the proxy's 403 on
+/// config.json) and downloads nothing.
+#[test]
+fn cargo_fetch_from_a_sparse_index_through_the_proxy_and_refused_for_a_denied_name() {
+    for case in cases() {
+        let w = World::new();
+        let p = w.origin.port;
+        for (dir, host) in [("app", "cargo.test"), ("denied", "evil.test")] {
+            let proj = w.out.join(dir);
+            std::fs::create_dir_all(proj.join("src")).unwrap();
+            std::fs::create_dir_all(proj.join(".cargo")).unwrap();
+            std::fs::write(
+                proj.join("Cargo.toml"),
+                "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+                 [dependencies]\ndemo-crate = { version = \"1\", registry = \"local\" }\n",
+            )
+            .unwrap();
+            std::fs::write(proj.join("src/lib.rs"), "").unwrap();
+            std::fs::write(
+                proj.join(".cargo/config.toml"),
+                format!("[registries.local]\nindex = \"sparse+http://{host}:{p}/cargo/index/\"\n"),
+            )
+            .unwrap();
+        }
+        let bin = common::sandbox::cargo_bin_dir();
+        let script = format!(
+            "export PATH='{}':\"$PATH\" CARGO_NET_RETRY=0{boot}; \
+             (cd out/app && CARGO_HOME=$PWD/../cargo-home cargo {z} fetch -q); echo ok-rc=$?; \
+             echo \"denied:$(cd out/denied && CARGO_HOME=$PWD/../cargo-home-denied cargo {z} fetch 2>&1; echo rc=$?)\"",
+            bin.display(),
+            z = sparse_flag(&bin),
+            boot = if sparse_flag(&bin).is_empty() { "" } else { " RUSTC_BOOTSTRAP=1" }
+        );
+        let r = w.run(&case, "cargo.test", &script);
+        assert!(
+            r.stdout.contains("ok-rc=0"),
+            "[{case}] {}\n{}",
+            r.stdout,
+            r.stderr
+        );
+        let served = std::fs::read(w.origin.root.join(tool_origin::CRATE_SERVED)).unwrap();
+        let cached: Vec<std::path::PathBuf> =
+            std::fs::read_dir(w.out.join("cargo-home/registry/cache"))
+                .unwrap()
+                .flatten()
+                .map(|d| d.path().join(tool_origin::CRATE))
+                .filter(|p| p.exists())
+                .collect();
+        assert_eq!(cached.len(), 1, "[{case}] one cached .crate: {cached:?}");
+        assert_eq!(
+            std::fs::read(&cached[0]).unwrap(),
+            served,
+            "[{case}] the .crate on the host is the served one"
+        );
+        assert!(
+            r.stdout.contains("403") && denied_rc(&r) == 101,
+            "[{case}] {}",
+            r.stdout
+        );
+        assert!(
+            !w.out.join("cargo-home-denied/registry/cache").exists()
+                || std::fs::read_dir(w.out.join("cargo-home-denied/registry/cache"))
+                    .unwrap()
+                    .flatten()
+                    .all(|d| !d.path().join(tool_origin::CRATE).exists()),
+            "[{case}] nothing downloaded for the denied registry"
+        );
+        w.assert_only_via_proxy(&case, &r, "cargo.test", 3);
+        let paths: Vec<String> = w.origin.requests().into_iter().map(|q| q.path).collect();
+        assert_eq!(
+            paths,
+            [
+                "/cargo/index/config.json",
+                "/cargo/index/de/mo/demo-crate",
+                "/cargo/dl/demo-crate/1.0.0/download"
+            ],
+            "[{case}]"
+        );
     }
 }

@@ -13,6 +13,13 @@ use crate::net::limits::{ByteBudget, Limits, RateLimiter};
 use crate::net::policy::{NetworkPolicy, Target};
 use crate::net::resolve::{dialable, Resolver};
 
+/// What one `splice(2)` of a tunnel's relay moves at most; the relay's
+/// pipe is grown to hold it (the unprivileged maximum is 1 MiB,
+/// `/proc/sys/fs/pipe-max-size`). Larger steps mean fewer wake-ups per
+/// megabyte; a pipe's pages are allocated only while data sits in it, so
+/// an idle connection does not pay for it.
+pub const SPLICE_CHUNK: usize = 256 * 1024;
+
 /// How long a dial of one resolved address may take.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -30,6 +37,10 @@ pub struct Gate {
     /// Relay through user-space buffers even where `splice(2)` would do
     /// (benches/egress.rs measures both in one run).
     pub(crate) copy_relay: bool,
+    /// What one `splice(2)` moves at most, and the relay pipe's size
+    /// (`src/net/proxy/splice.rs`); benches/egress.rs compares sizes in
+    /// one run.
+    pub(crate) splice_chunk: usize,
 }
 
 /// The outcome of [`Gate::admit`].
@@ -61,6 +72,7 @@ impl Gate {
             log: EgressLog::new(),
             stopped: tokio::sync::watch::channel(false).0,
             copy_relay: false,
+            splice_chunk: SPLICE_CHUNK,
         }
     }
 
@@ -68,6 +80,13 @@ impl Gate {
     /// benchmark's same-run comparison; the default is faster).
     pub fn with_copy_relay(mut self) -> Self {
         self.copy_relay = true;
+        self
+    }
+
+    /// Relay tunnels in `splice(2)` steps of `bytes` (for the benchmark's
+    /// same-run comparison of sizes; the default is [`Gate::new`]'s).
+    pub fn with_splice_chunk(mut self, bytes: usize) -> Self {
+        self.splice_chunk = bytes;
         self
     }
 
@@ -101,6 +120,20 @@ impl Gate {
             error: None,
         });
         Verdict::Refuse { id, rule }
+    }
+
+    /// Decide on one plain-HTTP request that carries DNS (an
+    /// `application/dns-message` body or `Accept`, or RFC 8484's GET
+    /// form): refused unless an exact entry names the host
+    /// ([`NetworkPolicy::decide_dns_request`]), else as [`Gate::admit`].
+    pub async fn admit_dns_request(&self, protocol: Protocol, host: &str, port: u16) -> Verdict {
+        if let Ok(target) = Target::parse(host) {
+            let d = self.policy.decide_dns_request(&target, port);
+            if !d.allowed && self.policy.decide(&target, port).allowed {
+                return self.refuse(protocol, &target.display(), port, d.rule);
+            }
+        }
+        self.admit(protocol, host, port).await
     }
 
     /// Decide on one connection request for `host:port`.

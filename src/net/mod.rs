@@ -13,6 +13,8 @@
 //! - [`policy`]: `off | on | allowlist`, allow/deny host patterns, named
 //!   sets, the repository-override shrink rule; `decide(host, port)`.
 //! - [`classify`]: what kind of address an IP is.
+//! - [`covert`]: DNS-over-HTTPS resolver names, tunnel-shaped labels and
+//!   DNS media types, refused unless an exact entry names the host.
 //! - [`resolve`]: the system resolver and the fixed test resolver (the only
 //!   seam through which a test name may point at loopback).
 //! - [`gate`]: policy + resolution + classification = one verdict.
@@ -26,6 +28,7 @@ pub mod bridge;
 pub mod classify;
 #[cfg(unix)]
 pub mod connect;
+pub mod covert;
 pub mod events;
 pub mod gate;
 pub mod limits;

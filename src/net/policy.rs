@@ -16,6 +16,8 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::net::covert;
+
 /// Whether, and how, a sandboxed command reaches the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -348,6 +350,12 @@ impl HostPattern {
         }
     }
 
+    /// Is this a wildcard (`*.suffix`), under which the command chooses
+    /// the labels?
+    pub fn is_wildcard(&self) -> bool {
+        matches!(self.host, HostPart::Below(_))
+    }
+
     /// Does this pattern name an IP literal?
     pub fn is_ip(&self) -> bool {
         matches!(self.host, HostPart::Ip(_))
@@ -560,13 +568,70 @@ impl NetworkPolicy {
         if let Some(p) = self.deny.iter().find(|p| p.matches(target, port)) {
             return RuleMatch::refuse(format!("deny: {}", p.source));
         }
+        // An exact entry (the user named this host) wins; a wildcard lets
+        // the command choose labels, so what it chose is checked for the
+        // shapes that carry DNS out (src/net/covert.rs).
+        if let Some(p) = self
+            .allow
+            .iter()
+            .find(|p| !p.is_wildcard() && p.matches(target, port))
+        {
+            return RuleMatch::allow(format!("allow: {}", p.source));
+        }
         if let Some(p) = self.allow.iter().find(|p| p.matches(target, port)) {
+            if let (HostPart::Below(suffix), Target::Name(n)) = (&p.host, target) {
+                if let Some(r) = covert::doh_resolver(n) {
+                    return RuleMatch::refuse(format!(
+                        "dns-over-https resolver {r}: allowed only by an exact entry, not by {}",
+                        p.source
+                    ));
+                }
+                let chosen = n
+                    .strip_suffix(suffix.as_str())
+                    .and_then(|h| h.strip_suffix('.'))
+                    .unwrap_or(n);
+                if let Some(why) = covert::tunnel_shape(chosen) {
+                    return RuleMatch::refuse(format!(
+                        "dns tunnelling: {why} under {}; allowed only by an exact entry",
+                        p.source
+                    ));
+                }
+            }
             return RuleMatch::allow(format!("allow: {}", p.source));
         }
         match target {
             Target::Ip(_) => RuleMatch::refuse("ip literal not in the allow list"),
-            Target::Name(_) => RuleMatch::refuse("not in the allow list"),
+            Target::Name(n) => match covert::doh_resolver(n) {
+                Some(r) => RuleMatch::refuse(format!(
+                    "not in the allow list (dns-over-https resolver {r})"
+                )),
+                None => RuleMatch::refuse("not in the allow list"),
+            },
         }
+    }
+
+    /// Decide on a plain-HTTP request that carries DNS (RFC 8484's
+    /// `application/dns-message`, or the JSON form): only a host allowed by
+    /// an exact entry may receive one, since through an allowed host that
+    /// is not a resolver's, or one reached through a wildcard, a DNS
+    /// query is the command's way around the list. The name's own decision
+    /// comes first.
+    pub fn decide_dns_request(&self, target: &Target, port: u16) -> RuleMatch {
+        let by_name = self.decide(target, port);
+        if !by_name.allowed || self.mode == NetworkMode::On {
+            return by_name;
+        }
+        if self
+            .allow
+            .iter()
+            .any(|p| !p.is_wildcard() && p.matches(target, port))
+        {
+            return by_name;
+        }
+        RuleMatch::refuse(format!(
+            "dns-over-https request (application/dns-message): allowed only to a host of an exact entry, not by {}",
+            by_name.rule.strip_prefix("allow: ").unwrap_or(&by_name.rule)
+        ))
     }
 
     /// Apply a repository's network settings, which may only shrink what
@@ -629,6 +694,84 @@ mod tests {
     }
     fn allowlist(allow: &[&str], deny: &[&str]) -> NetworkPolicy {
         NetworkPolicy::new(NetworkMode::Allowlist, &s(allow), &s(deny)).unwrap()
+    }
+
+    #[test]
+    fn doh_resolvers_need_an_exact_entry() {
+        let wild = allowlist(&["*.google", "*.cloudflare-dns.com"], &[]);
+        assert!(wild.decide(&name("fonts.google"), 443).allowed);
+        let r = wild.decide(&name("dns.google"), 443);
+        assert!(!r.allowed);
+        assert_eq!(
+            r.rule,
+            "dns-over-https resolver dns.google: allowed only by an exact entry, not by *.google"
+        );
+        assert!(
+            !wild
+                .decide(&name("mozilla.cloudflare-dns.com"), 443)
+                .allowed
+        );
+        // Named exactly, even next to the wildcard, it is the user's call.
+        let exact = allowlist(&["*.google", "dns.google"], &[]);
+        let r = exact.decide(&name("dns.google"), 443);
+        assert!(r.allowed, "{r:?}");
+        assert_eq!(r.rule, "allow: dns.google");
+        // Off the list, the refusal says what the name is.
+        let r = allowlist(&["crates.io"], &[]).decide(&name("dns.google"), 443);
+        assert_eq!(
+            r.rule,
+            "not in the allow list (dns-over-https resolver dns.google)"
+        );
+    }
+
+    #[test]
+    fn tunnel_shaped_names_under_a_wildcard_are_refused_but_not_exact_ones() {
+        let tunnel = format!("{}.{}.t1.parent.test", "a".repeat(63), "b".repeat(63));
+        let long = format!("{}.parent.test", "c".repeat(41));
+        let wild = allowlist(&["*.parent.test"], &[]);
+        assert!(wild.decide(&name("api.parent.test"), 443).allowed);
+        let r = wild.decide(&name(&tunnel), 443);
+        assert!(!r.allowed);
+        assert!(
+            r.rule.starts_with("dns tunnelling: ")
+                && r.rule
+                    .ends_with("under *.parent.test; allowed only by an exact entry"),
+            "{}",
+            r.rule
+        );
+        let r = wild.decide(&name(&long), 443);
+        assert_eq!(
+            r.rule,
+            "dns tunnelling: a label of 41 characters (at most 40) under *.parent.test; allowed only by an exact entry"
+        );
+        assert!(
+            !wild
+                .decide(&name("4f6b2c9e1d0a7b3c.parent.test"), 443)
+                .allowed
+        );
+        // The same long name listed exactly: chosen by the user, allowed.
+        let exact = allowlist(&["*.parent.test", &long], &[]);
+        assert!(exact.decide(&name(&long), 443).allowed);
+        // `network = on` decides nothing by name.
+        let on = NetworkPolicy::new(NetworkMode::On, &[], &[]).unwrap();
+        assert!(on.decide(&name(&tunnel), 443).allowed);
+    }
+
+    #[test]
+    fn dns_requests_go_only_to_hosts_of_exact_entries() {
+        let p = allowlist(&["*.parent.test", "doh.test", "pkg.test"], &[]);
+        assert!(p.decide_dns_request(&name("doh.test"), 80).allowed);
+        let r = p.decide_dns_request(&name("api.parent.test"), 80);
+        assert!(!r.allowed);
+        assert_eq!(
+            r.rule,
+            "dns-over-https request (application/dns-message): allowed only to a host of an exact entry, not by *.parent.test"
+        );
+        // A name off the list keeps its own reason.
+        assert_eq!(
+            p.decide_dns_request(&name("evil.test"), 80).rule,
+            "not in the allow list"
+        );
     }
 
     #[test]

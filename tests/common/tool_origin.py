@@ -25,12 +25,33 @@
 # - npm's registry API (npm/registry docs/responses/package-metadata.md):
 #   GET /<package> answers the package document (packument) as JSON; files
 #   under npm/ are served as application/json.
+# - git's "smart" HTTP protocol (gitprotocol-http(5), git-http-backend(1)):
+#   under /smart/ every request is handed to `git http-backend` as a CGI
+#   program (GIT_PROJECT_ROOT=ROOT, GIT_HTTP_EXPORT_ALL, PATH_INFO,
+#   QUERY_STRING, REQUEST_METHOD, CONTENT_TYPE, CONTENT_LENGTH, and the
+#   request's Content-Encoding / Git-Protocol as HTTP_CONTENT_ENCODING /
+#   GIT_PROTOCOL, as the man page's Apache examples pass them); its CGI
+#   answer (a `Status:` header when not 200, headers, blank line, body) is
+#   sent back as the HTTP response.
+# - cargo's sparse registry protocol (the Cargo Book, "Registry Index",
+#   doc.rust-lang.org/cargo/reference/registry-index.html): under
+#   /cargo/index/, config.json names `dl` (the download URL; without
+#   markers cargo appends /{crate}/{version}/download) and `api`; the
+#   index file of a crate of 4+ characters is at
+#   {first two}/{next two}/{name}, one JSON line per version (name, vers,
+#   deps, cksum = sha256 of the .crate, features, yanked); the .crate is a
+#   gzipped tarball of {name}-{version}/ with the package's Cargo.toml.
+#   config.json is answered per request with the `Host` the client used, so
+#   `dl` names the same host the index was reached by.
 import base64
 import hashlib
 import http.server
+import io
 import json
 import os
+import subprocess
 import sys
+import tarfile
 import zipfile
 
 ROOT, LOG = sys.argv[1], sys.argv[2]
@@ -100,8 +121,45 @@ def build_npm():
         json.dump(doc, f)
 
 
+# The crate behind the sparse index.
+CRATE, CRATE_VERS = "demo-crate", "1.0.0"
+
+
+def build_cargo():
+    files = {
+        "Cargo.toml": '[package]\nname = "%s"\nversion = "%s"\nedition = "2021"\n' % (CRATE, CRATE_VERS),
+        "src/lib.rs": "pub const VALUE: u32 = 1;\n",
+    }
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo("%s-%s/%s" % (CRATE, CRATE_VERS, name))
+            info.size = len(data)
+            info.mode = 0o644
+            t.addfile(info, io.BytesIO(data))
+    crate = buf.getvalue()
+    dl = os.path.join(ROOT, "cargo", "dl", CRATE, CRATE_VERS)
+    os.makedirs(dl, exist_ok=True)
+    with open(os.path.join(dl, "download"), "wb") as f:
+        f.write(crate)
+    index = os.path.join(ROOT, "cargo", "index", CRATE[0:2], CRATE[2:4])
+    os.makedirs(index, exist_ok=True)
+    entry = {
+        "name": CRATE,
+        "vers": CRATE_VERS,
+        "deps": [],
+        "cksum": hashlib.sha256(crate).hexdigest(),
+        "features": {},
+        "yanked": False,
+    }
+    with open(os.path.join(index, CRATE), "w") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
 build_pypi()
 build_npm()
+build_cargo()
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
@@ -124,6 +182,62 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, fmt, *args):
         pass
+
+    def do_GET(self):
+        if self.path.startswith("/smart/"):
+            return self.git_backend()
+        if self.path == "/cargo/index/config.json":
+            host = self.headers.get("Host", "")
+            body = json.dumps({"dl": "http://%s/cargo/dl" % host, "api": "http://%s/cargo" % host}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        return super().do_GET()
+
+    def do_POST(self):
+        if self.path.startswith("/smart/"):
+            return self.git_backend()
+        self.send_error(405)
+
+    def git_backend(self):
+        path, _, query = self.path[len("/smart"):].partition("?")
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": ROOT,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_PROJECT_ROOT": ROOT,
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "REQUEST_METHOD": self.command,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "REMOTE_ADDR": self.client_address[0],
+        }
+        if self.headers.get("Content-Encoding"):
+            env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
+        if self.headers.get("Git-Protocol"):
+            env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
+        out = subprocess.run(["git", "http-backend"], input=body, env=env, stdout=subprocess.PIPE).stdout
+        head, _, payload = out.partition(b"\r\n\r\n")
+        status, headers = 200, []
+        for line in head.decode("latin-1").split("\r\n"):
+            name, _, value = line.partition(":")
+            if name.lower() == "status":
+                status = int(value.strip().split()[0])
+            elif name:
+                headers.append((name, value.strip()))
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
 
 srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)

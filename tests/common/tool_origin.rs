@@ -1,6 +1,8 @@
-//! A loopback origin for real package tools: git (dumb HTTP), pip (a PEP
-//! 503 simple index with one wheel) and npm (a registry answering one
-//! packument), served by `tool_origin.py` (Python's `http.server`, its own
+//! A loopback origin for real package tools: git (dumb HTTP, and smart
+//! HTTP through `git http-backend` under `/smart/`), pip (a PEP 503 simple
+//! index with one wheel), npm (a registry answering one packument) and
+//! cargo (a sparse registry index with one crate under `/cargo/index/`),
+//! served by `tool_origin.py` (Python's `http.server`, its own
 //! process). Every request is logged with the peer address it came from
 //! and its `Host` header, so a test can check on the server's side what
 //! arrived and through which socket.
@@ -22,6 +24,11 @@ pub const GIT_TEXT: &str = "cloned through the proxy\n";
 pub const WHEEL: &str = "demo_pkg-1.0-py3-none-any.whl";
 /// The packument's description, printed by `npm view demo-pkg description`.
 pub const NPM_DESCRIPTION: &str = "served on loopback";
+
+/// The crate the sparse index serves, and the path of its `.crate` under
+/// the origin's root.
+pub const CRATE: &str = "demo-crate-1.0.0.crate";
+pub const CRATE_SERVED: &str = "cargo/dl/demo-crate/1.0.0/download";
 
 /// One request as the origin logged it.
 #[derive(Debug, Clone, PartialEq, Eq)]

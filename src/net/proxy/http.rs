@@ -14,6 +14,7 @@ use hyper::header::{HeaderName, HeaderValue, HOST};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 
+use crate::net::covert;
 use crate::net::events::Protocol;
 use crate::net::gate::{Gate, Verdict};
 use crate::net::proxy::meter::{relay, Metered};
@@ -125,6 +126,25 @@ async fn connect<S: ClientStream>(gate: Arc<Gate>, req: Request<Incoming>) -> Re
     Response::new(Empty::new().map_err(|n| match n {}).boxed())
 }
 
+/// Does this plain-HTTP request carry DNS (RFC 8484: an
+/// `application/dns-message` Content-Type or Accept, the JSON form's
+/// `application/dns-json`, or the GET form `/dns-query?dns=`)? Such a
+/// request goes only to a host an exact entry names (src/net/covert.rs).
+fn carries_dns(req: &Request<Incoming>) -> bool {
+    let media = |name| {
+        req.headers()
+            .get_all(name)
+            .iter()
+            .any(|v| v.to_str().is_ok_and(covert::is_dns_media_type))
+    };
+    media(hyper::header::CONTENT_TYPE)
+        || media(hyper::header::ACCEPT)
+        || req
+            .uri()
+            .path_and_query()
+            .is_some_and(|pq| covert::is_doh_get(pq.as_str()))
+}
+
 async fn forward(gate: Arc<Gate>, mut req: Request<Incoming>) -> Response<Body> {
     let uri = req.uri().clone();
     if uri.scheme_str() != Some("http") {
@@ -142,7 +162,13 @@ async fn forward(gate: Arc<Gate>, mut req: Request<Incoming>) -> Response<Body> 
     };
     let host = authority.host().to_string();
     let port = authority.port_u16().unwrap_or(80);
-    let (id, addrs, counters) = match gate.admit(Protocol::HttpForward, &host, port).await {
+    let verdict = if carries_dns(&req) {
+        gate.admit_dns_request(Protocol::HttpForward, &host, port)
+            .await
+    } else {
+        gate.admit(Protocol::HttpForward, &host, port).await
+    };
+    let (id, addrs, counters) = match verdict {
         Verdict::Refuse { rule, .. } => return refused(&host, port, &rule),
         Verdict::Dial {
             id,

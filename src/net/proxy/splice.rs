@@ -17,18 +17,13 @@ use crate::net::gate::Gate;
 use crate::net::proxy::socket::SocketRef;
 use crate::net::proxy::BYTE_CAP;
 
-/// What one `splice` moves at most; the pipe is grown to hold it (the
-/// unprivileged maximum is 1 MiB, `/proc/sys/fs/pipe-max-size`). Larger
-/// chunks mean fewer wake-ups per megabyte; a pipe's pages are allocated
-/// only while data sits in it, so an idle connection does not pay for it.
-const CHUNK: usize = 256 * 1024;
-
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+/// A non-blocking pipe grown to `size` bytes (`Gate::splice_chunk`).
+fn pipe(size: usize) -> io::Result<(OwnedFd, OwnedFd)> {
     let (r, w) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)?;
     // Best effort: the default 64 KiB pipe still works, in smaller steps.
     let _ = nix::fcntl::fcntl(
         std::os::fd::AsRawFd::as_raw_fd(&w),
-        FcntlArg::F_SETPIPE_SZ(CHUNK as i32),
+        FcntlArg::F_SETPIPE_SZ(i32::try_from(size).unwrap_or(i32::MAX)),
     );
     Ok((r, w))
 }
@@ -46,14 +41,15 @@ async fn pump(
     counter: &AtomicU64,
     gate: &Gate,
 ) -> io::Result<()> {
-    let (pr, pw) = pipe()?;
+    let chunk = gate.splice_chunk;
+    let (pr, pw) = pipe(chunk)?;
     loop {
         if gate.budget.exceeded() {
             return Err(io::Error::other(BYTE_CAP));
         }
         src.ready(Interest::READABLE).await?;
         let n = match src.try_io(Interest::READABLE, || {
-            splice(src.fd(), None, pw.as_fd(), None, CHUNK, flags()).map_err(io::Error::from)
+            splice(src.fd(), None, pw.as_fd(), None, chunk, flags()).map_err(io::Error::from)
         }) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,

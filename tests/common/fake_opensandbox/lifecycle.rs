@@ -194,6 +194,12 @@ async fn create(AxState(st): S, headers: HeaderMap, Json(body): Json<Value>) -> 
         entrypoint: body["entrypoint"].clone(),
     };
     let reply = sandbox_json(&id, &s);
+    // The sidecar starts from the create request's policy
+    // (`CreateSandboxRequest.networkPolicy`: "Shape matches the sidecar
+    // `/policy` endpoint").
+    if let Some(np) = body.get("networkPolicy").filter(|v| !v.is_null()) {
+        sh.egress_policies.insert(id.clone(), np.clone());
+    }
     sh.sandboxes.insert(id, s);
     (StatusCode::ACCEPTED, Json(reply)).into_response()
 }
@@ -339,6 +345,9 @@ async fn endpoint(
     if let Err(r) = auth(&headers) {
         return r;
     }
+    if port == 18080 {
+        return egress_endpoint(&st, &id);
+    }
     if port != 44772 {
         return error(
             StatusCode::NOT_FOUND,
@@ -366,4 +375,44 @@ async fn endpoint(
     let addr = st.execd_addr.lock().map(|a| a.clone()).unwrap_or_default();
     // No scheme, as the real server answers; the route header must be echoed.
     Json(json!({"endpoint": addr, "headers": {ROUTE_HEADER: id}})).into_response()
+}
+
+/// The endpoint of the egress sidecar (port 18080 in `egress-api.yaml`):
+/// only a running sandbox created with a `networkPolicy` has one; the
+/// reply names the headers every sidecar call must carry (the route and
+/// `OPENSANDBOX-EGRESS-AUTH`, "clients must forward them").
+fn egress_endpoint(st: &State, id: &str) -> Response {
+    let sh = st.lock();
+    let has = sh.egress_policies.contains_key(id)
+        && st.opts.egress != super::egress::EgressBehaviour::Absent;
+    match sh.sandboxes.get(id) {
+        Some(s) if s.state == "Running" && has => {}
+        Some(s) if s.state == "Running" => {
+            return error(
+                StatusCode::NOT_FOUND,
+                "NO_SERVICE",
+                "nothing listens on that port",
+            )
+        }
+        Some(_) => {
+            return error(
+                StatusCode::CONFLICT,
+                "SANDBOX_NOT_RUNNING",
+                "the sandbox is not running",
+            )
+        }
+        None => {
+            return error(
+                StatusCode::NOT_FOUND,
+                "SANDBOX_NOT_FOUND",
+                "no such sandbox",
+            )
+        }
+    }
+    let addr = st.egress_addr.lock().map(|a| a.clone()).unwrap_or_default();
+    Json(json!({"endpoint": addr, "headers": {
+        ROUTE_HEADER: id,
+        super::egress::EGRESS_AUTH_HEADER: super::egress::EGRESS_TOKEN,
+    }}))
+    .into_response()
 }

@@ -17,6 +17,7 @@
 //! execd routes, and rejects (and records) the lifecycle key on execd.
 #![allow(dead_code, clippy::result_large_err)]
 
+pub mod egress;
 pub mod execd;
 pub mod lifecycle;
 
@@ -44,6 +45,8 @@ pub struct FakeOptions {
     /// When set, the sandbox ends up in this state instead of `Running`.
     pub final_state: Option<String>,
     pub fs_root: PathBuf,
+    /// The egress sidecar of a sandbox created with a `networkPolicy`.
+    pub egress: egress::EgressBehaviour,
 }
 
 impl FakeOptions {
@@ -57,6 +60,10 @@ impl FakeOptions {
             ping_every: Duration::from_millis(200),
             final_state: None,
             fs_root,
+            // The spec's own example answers `enforcementMode: dns`.
+            egress: egress::EgressBehaviour::Works {
+                enforcement_mode: "dns".into(),
+            },
         }
     }
 }
@@ -97,12 +104,16 @@ pub struct Shared {
     pub running: BTreeMap<String, i32>,
     pub interrupted: Vec<String>,
     pub next_id: usize,
+    /// Sandbox id → its egress sidecar's `NetworkPolicy` (from the create
+    /// request's `networkPolicy`; only such sandboxes have a sidecar).
+    pub egress_policies: BTreeMap<String, Value>,
 }
 
 pub struct State {
     pub opts: FakeOptions,
     pub shared: Mutex<Shared>,
     pub execd_addr: Mutex<String>,
+    pub egress_addr: Mutex<String>,
 }
 
 impl State {
@@ -160,15 +171,20 @@ impl FakeServer {
             opts,
             shared: Mutex::new(Shared::default()),
             execd_addr: Mutex::new(String::new()),
+            egress_addr: Mutex::new(String::new()),
         });
         let l1 = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let l2 = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let l3 = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (a1, a2) = (l1.local_addr().unwrap(), l2.local_addr().unwrap());
         *state.execd_addr.lock().unwrap() = a2.to_string();
+        *state.egress_addr.lock().unwrap() = l3.local_addr().unwrap().to_string();
         let lr = lifecycle::router(state.clone());
         let er = execd::router(state.clone());
+        let gr = egress::router(state.clone());
         tokio::spawn(async move { axum::serve(l1, lr).await.unwrap() });
         tokio::spawn(async move { axum::serve(l2, er).await.unwrap() });
+        tokio::spawn(async move { axum::serve(l3, gr).await.unwrap() });
         FakeServer {
             state,
             lifecycle_url: format!("http://{a1}"),
@@ -190,6 +206,11 @@ impl FakeServer {
 
     pub fn deleted(&self) -> Vec<String> {
         self.state.lock().deleted.clone()
+    }
+
+    /// The egress sidecar's current policy of sandbox `id`.
+    pub fn egress_policy(&self, id: &str) -> Option<Value> {
+        self.state.lock().egress_policies.get(id).cloned()
     }
 
     pub fn live_sandboxes(&self) -> Vec<String> {

@@ -321,7 +321,7 @@ impl OpenSandboxSession {
         );
         if let Some(spec) = resolved.egress.as_ref().filter(|_| !resolved.network) {
             let lines = match super::egress::sidecar_rules(spec) {
-                Ok(rules) => super::egress::shortfalls(&rules),
+                Ok(rules) => super::egress::shortfalls(&rules, self.sidecar.as_ref()),
                 Err(e) => vec![format!(
                     "{e}: the sandbox was created with every connection denied"
                 )],

@@ -12,8 +12,8 @@
 //! denied names (mode `dns`), plus nftables sets of the resolved
 //! addresses only in mode `dns+nft`.
 
+pub use super::lifecycle::SidecarRule;
 use crate::net::EgressSpec;
-use serde_json::{json, Value};
 
 /// The sidecar's rules for `spec`, and a note for each entry that could
 /// not be expressed exactly.
@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 pub struct SidecarRules {
     /// Deny rules first: the sidecar evaluates `egress` in order, and in
     /// codewhale a deny entry always wins over an allow entry.
-    pub rules: Vec<Value>,
+    pub rules: Vec<SidecarRule>,
     pub notes: Vec<String>,
 }
 
@@ -57,7 +57,7 @@ pub fn sidecar_rules(spec: &EgressSpec) -> Result<SidecarRules, String> {
             // The first rule for a target wins: a later duplicate (an allow
             // after a deny of the same name) would change nothing.
             if seen.insert(target.clone()) {
-                rules.push(json!({"action": action, "target": target}));
+                rules.push(SidecarRule::new(action, &target));
             }
         }
     }
@@ -72,17 +72,51 @@ pub fn rules_label(rules: &SidecarRules) -> String {
     format!("allowlist-{}", &hash[..16])
 }
 
-/// What the sidecar does not enforce that codewhale's own proxy does:
-/// reported as `partial` items of every allowlist run on OpenSandbox.
-pub fn shortfalls(rules: &SidecarRules) -> Vec<String> {
+/// The `partial` lines (item `network`) of an allowlist run on
+/// OpenSandbox, given what the sidecar answered when the list was applied
+/// through its API (`verdict`, `sidecar.rs`).
+///
+/// Accepted in `dns+nft` mode (names *and* the addresses they resolved
+/// to are filtered, so an IP literal or a name the list does not hold
+/// reaches nothing): the allow-list is enforced by name, and what is left
+/// is what every allow-list leaves, as on the local tiers: allowed hosts
+/// receive whatever the command sends them. In `dns` mode a direct connect
+/// to an IP literal is not refused; with a wildcard entry the sidecar
+/// does not refuse DoH resolver names or tunnel-shaped labels under it
+/// (codewhale's proxy does, `src/net/covert.rs`). Not accepted: the reason,
+/// and the list is only what the sandbox was created with.
+pub fn shortfalls(
+    rules: &SidecarRules,
+    verdict: Option<&super::sidecar::SidecarVerdict>,
+) -> Vec<String> {
+    use super::sidecar::SidecarVerdict;
     let mut v = vec![
-        format!(
-            "allowlist enforced by the OpenSandbox egress sidecar ({} rules, default deny, set when the sandbox was created), not by codewhale's proxy",
-            rules.rules.len()
-        ),
-        "the sidecar decides by DNS answers: in its `dns` mode a connect to an IP literal or DNS-over-HTTPS through an allowed name is not refused (only `dns+nft` filters addresses)".into(),
-        "resolved addresses are not checked for loopback, private or cloud-metadata ranges, and no per-connection events, byte cap or rate limit reach codewhale".into(),
+        "allowed hosts can receive whatever the command sends them (no byte cap, no per-connection events on OpenSandbox; the addresses allowed names resolve to are the sidecar's to judge)".to_string(),
     ];
+    match verdict {
+        Some(SidecarVerdict::Accepted { enforcement_mode }) => {
+            if enforcement_mode != "dns+nft" {
+                v.push(format!(
+                    "the egress sidecar enforces in `{enforcement_mode}` mode: a direct connect to an IP literal is not refused (only `dns+nft` filters addresses)"
+                ));
+            }
+        }
+        Some(SidecarVerdict::NotAccepted { reason }) => v.push(format!(
+            "the egress sidecar did not confirm the allow-list ({reason}); only the policy the sandbox was created with ({} rules, default deny) applies, and in its `dns` mode IP literals are not refused",
+            rules.rules.len()
+        )),
+        None => v.push(format!(
+            "the egress sidecar was not asked to confirm the allow-list; only the policy the sandbox was created with ({} rules, default deny) applies",
+            rules.rules.len()
+        )),
+    }
+    if rules
+        .rules
+        .iter()
+        .any(|r| r.action == "allow" && r.target.starts_with("*."))
+    {
+        v.push("a wildcard entry: the egress sidecar does not refuse DNS-over-HTTPS resolver names or tunnel-shaped labels under it".into());
+    }
     v.extend(rules.notes.iter().cloned());
     v
 }
@@ -90,6 +124,14 @@ pub fn shortfalls(rules: &SidecarRules) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn json_of(r: &SidecarRules) -> Vec<serde_json::Value> {
+        r.rules
+            .iter()
+            .map(|x| serde_json::to_value(x).unwrap())
+            .collect()
+    }
 
     fn spec(allow: &[&str], deny: &[&str]) -> EgressSpec {
         EgressSpec::new(
@@ -102,7 +144,7 @@ mod tests {
     fn deny_rules_come_first_and_wildcards_keep_their_form() {
         let r = sidecar_rules(&spec(&["pypi.org", "*.crates.io"], &["evil.crates.io"])).unwrap();
         assert_eq!(
-            r.rules,
+            json_of(&r),
             vec![
                 json!({"action": "deny", "target": "evil.crates.io"}),
                 json!({"action": "allow", "target": "pypi.org"}),
@@ -116,7 +158,7 @@ mod tests {
     fn ip_literals_are_left_out_and_ports_are_noted() {
         let r = sidecar_rules(&spec(&["10.0.0.1", "github.com:443"], &[])).unwrap();
         assert_eq!(
-            r.rules,
+            json_of(&r),
             vec![json!({"action": "allow", "target": "github.com"})]
         );
         assert_eq!(r.notes.len(), 2);
@@ -128,7 +170,7 @@ mod tests {
     fn a_name_both_denied_and_allowed_is_one_deny_rule() {
         let r = sidecar_rules(&spec(&["x.example"], &["x.example"])).unwrap();
         assert_eq!(
-            r.rules,
+            json_of(&r),
             vec![json!({"action": "deny", "target": "x.example"})]
         );
     }
@@ -137,9 +179,7 @@ mod tests {
     fn named_sets_expand_to_their_hosts() {
         let r = sidecar_rules(&spec(&["@registries"], &[])).unwrap();
         assert!(r.rules.len() > 3);
-        assert!(r
-            .rules
-            .contains(&json!({"action": "allow", "target": "crates.io"})));
+        assert!(json_of(&r).contains(&json!({"action": "allow", "target": "crates.io"})));
     }
 
     #[test]

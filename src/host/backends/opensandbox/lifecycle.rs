@@ -72,12 +72,29 @@ pub struct ImageSpec {
     pub uri: String,
 }
 
+/// `NetworkRule` of both `sandbox-lifecycle.yml` and `egress-api.yaml`:
+/// `action` is `allow` or `deny`, `target` an FQDN or `*.domain`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SidecarRule {
+    pub action: String,
+    pub target: String,
+}
+
+impl SidecarRule {
+    pub fn new(action: &str, target: &str) -> Self {
+        SidecarRule {
+            action: action.to_string(),
+            target: target.to_string(),
+        }
+    }
+}
+
 /// Egress policy; `defaultAction: deny` with no rules blocks all egress.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NetworkPolicy {
     pub default_action: String,
-    pub egress: Vec<serde_json::Value>,
+    pub egress: Vec<SidecarRule>,
 }
 
 #[derive(Serialize)]

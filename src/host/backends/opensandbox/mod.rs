@@ -31,6 +31,7 @@ pub mod guard;
 mod http;
 pub mod lifecycle;
 pub mod session;
+pub mod sidecar;
 pub mod sync;
 
 pub use config::{ConfigError, OpenSandboxConfig};

@@ -15,6 +15,7 @@ use super::guard::WriteGuard;
 use super::lifecycle::{
     CreateSandboxRequest, ImageSpec, LifecycleClient, NetworkPolicy, SandboxInfo,
 };
+use super::sidecar::{self, SidecarClient, SidecarVerdict, EGRESS_PORT};
 use super::sync::{self, Baseline};
 use crate::policy::ResolvedPolicy;
 use std::collections::BTreeMap;
@@ -42,6 +43,9 @@ pub struct OpenSandboxSession {
     /// The sandbox's expiry as the server last reported it (`expiresAt` of
     /// `GET /sandboxes/{id}`), pushed forward by every renewal we make.
     expires_at: Option<time::OffsetDateTime>,
+    /// Under `allowlist`: what the egress sidecar said when the list was
+    /// applied through its own API (`None` otherwise).
+    pub(super) sidecar: Option<SidecarVerdict>,
 }
 
 /// Parse an `expiresAt` value (RFC 3339); `None` when absent or unreadable.
@@ -159,7 +163,7 @@ impl OpenSandboxSession {
             },
             None => Self::create_and_attach(cfg, &lifecycle, resolved).await?,
         };
-        Ok(OpenSandboxSession {
+        let mut session = OpenSandboxSession {
             cfg: cfg.clone(),
             lifecycle,
             execd,
@@ -170,7 +174,39 @@ impl OpenSandboxSession {
             notes,
             recreated: false,
             expires_at,
-        })
+            sidecar: None,
+        };
+        session.confirm_egress(resolved).await;
+        Ok(session)
+    }
+
+    /// Under `allowlist`, apply the list's rules through the egress
+    /// sidecar's API and keep what it answered (`sidecar.rs`); a failure
+    /// is kept as the reason the run stays `partial`, never fatal: the
+    /// sandbox was created with the same rules.
+    pub(super) async fn confirm_egress(&mut self, resolved: &ResolvedPolicy) {
+        let Some(spec) = resolved.egress.as_ref().filter(|_| !resolved.network) else {
+            self.sidecar = None;
+            return;
+        };
+        let Ok(rules) = super::egress::sidecar_rules(spec) else {
+            // Created deny-all; the run reports the list's error.
+            self.sidecar = None;
+            return;
+        };
+        let want = rules.rules;
+        let verdict = match self
+            .lifecycle
+            .endpoint(&self.sandbox_id, EGRESS_PORT, self.cfg.use_server_proxy)
+            .await
+            .and_then(|ep| SidecarClient::new(&self.cfg, &ep))
+        {
+            Ok(client) => sidecar::apply(&client, &want).await,
+            Err(e) => SidecarVerdict::NotAccepted {
+                reason: format!("no egress sidecar endpoint: {e}"),
+            },
+        };
+        self.sidecar = Some(verdict);
     }
 
     pub fn sandbox_id(&self) -> &str {
@@ -301,6 +337,7 @@ impl OpenSandboxSession {
                 self.execd = execd;
                 self.expires_at = expires_at;
                 self.baseline = None;
+                self.confirm_egress(resolved).await;
             }
             // 409: the sandbox cannot be renewed in its state (e.g. the
             // server refuses to move an expiry backwards). Not fatal.
