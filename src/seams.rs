@@ -2,7 +2,7 @@
 //! needs. Each can only weaken what codewhale does (never strengthen a
 //! sandbox), and every one is read here, in one leaf module, so that no
 //! backend reaches into another for a seam and none is read anywhere else
-//! (`tests/seams.rs` checks both).
+//! (`tests/it/seams.rs` checks both).
 //!
 //! They are compiled in only with the `test-seams` cargo feature. The
 //! crate's self dev-dependency (`Cargo.toml`) turns it on for every

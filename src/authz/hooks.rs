@@ -89,7 +89,7 @@ struct HookJson {
 }
 
 /// Map a finished hook's exit code and output to an answer (pure; tested
-/// directly, and through real processes in `tests/authz_hooks.rs`).
+/// directly, and through real processes in `tests/it/authz_hooks.rs`).
 pub fn interpret(spec: &HookSpec, code: Option<i32>, stdout: &str, stderr: &str) -> HookAnswer {
     let answer = |decision, hard, reason: String| HookAnswer {
         hook: spec.command.clone(),

@@ -1,11 +1,11 @@
 """Drive `codewhale serve --acp` with the published ACP Python SDK
 (`agent-client-protocol`, pinned in ci/setup), passing MCP servers in
-`session/new` the way an editor does. Run by tests/serve_clients.rs, which
+`session/new` the way an editor does. Run by tests/it/serve_clients.rs, which
 starts the scripted model and sets HOME / CODEWHALE_HOME; argv: the
 codewhale binary, the workspace and the fixture server's script. Prints
 one JSON object of what it saw on stdout's last line.
 
-Scenario (the model's script is in tests/serve_clients.rs):
+Scenario (the model's script is in tests/it/serve_clients.rs):
   initialize; session/new with a stdio server named "My Notes" (the
   write_note fixture) and an http server (not advertised: refused);
   prompt 1: the model calls mcp__My-Notes__write_note, gate 8 asks ->
