@@ -341,14 +341,7 @@ fn run_unsandboxed(
     })?;
     let mut enforcement = super::Enforcement::unsandboxed(policy.mode, why);
     enforcement.env_removed = env.removed().to_vec();
-    Ok(ExecOutcome {
-        exit: sup.exit,
-        timed_out: sup.timed_out,
-        duration: sup.duration,
-        stdout: sup.stdout,
-        stderr: sup.stderr,
-        enforcement,
-    })
+    Ok(sup.into_outcome(enforcement))
 }
 
 /// Windows: the minimal supervisor (no OS sandbox; flagged by the label).

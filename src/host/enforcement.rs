@@ -469,15 +469,20 @@ pub struct EgressReport {
 }
 
 impl Enforcement {
-    /// The report for a run with no sandbox at all.
-    pub fn unsandboxed(mode: SandboxMode, why: &str) -> Self {
+    /// A backend's report before it says what it applied: claims nothing
+    /// (no namespace, filter, mask or protection, no network), lists
+    /// nothing, and is `full` only until an item is listed (the
+    /// dispatcher's [`Enforcement::settle_level`]). Every backend starts
+    /// from here with struct-update syntax, so a field added later is
+    /// "not claimed" everywhere until a backend sets it.
+    pub fn base(backend: BackendKind, mode: SandboxMode, label: impl Into<String>) -> Self {
         Enforcement {
-            backend: BackendKind::None,
+            backend,
             mode,
-            level: EnforcementLevel::Unsandboxed,
-            label: "unsandboxed".to_string(),
+            level: EnforcementLevel::Full,
+            label: label.into(),
             namespaces: Vec::new(),
-            network_allowed: true,
+            network_allowed: false,
             network_enforced_by: Vec::new(),
             no_new_privs: false,
             capabilities_dropped: false,
@@ -486,11 +491,21 @@ impl Enforcement {
             masked_paths: Vec::new(),
             protected_paths: Vec::new(),
             env_removed: Vec::new(),
-            partial: vec![PartialItem::new(Shortfall::NoSandbox, why)],
+            partial: Vec::new(),
             external: None,
             egress: None,
             reverted: Vec::new(),
             deny_read_strategy: None,
+        }
+    }
+
+    /// The report for a run with no sandbox at all.
+    pub fn unsandboxed(mode: SandboxMode, why: &str) -> Self {
+        Enforcement {
+            level: EnforcementLevel::Unsandboxed,
+            network_allowed: true,
+            partial: vec![PartialItem::new(Shortfall::NoSandbox, why)],
+            ..Enforcement::base(BackendKind::None, mode, "unsandboxed")
         }
     }
 

@@ -45,6 +45,21 @@ pub struct Supervised {
     pub stderr: CapturedOutput,
 }
 
+impl Supervised {
+    /// The run's outcome with the backend's report: what every local
+    /// backend returns, built in one place.
+    pub fn into_outcome(self, enforcement: crate::host::Enforcement) -> crate::host::ExecOutcome {
+        crate::host::ExecOutcome {
+            exit: self.exit,
+            timed_out: self.timed_out,
+            duration: self.duration,
+            stdout: self.stdout,
+            stderr: self.stderr,
+            enforcement,
+        }
+    }
+}
+
 /// A spawn request: the command, and for a light spawn the fds to pass.
 struct Job {
     cmd: Command,

@@ -21,6 +21,20 @@ pub struct Supervised {
     pub stderr: CapturedOutput,
 }
 
+impl Supervised {
+    /// The run's outcome with its report (as the Unix supervisor's).
+    pub fn into_outcome(self, enforcement: crate::host::Enforcement) -> crate::host::ExecOutcome {
+        crate::host::ExecOutcome {
+            exit: self.exit,
+            timed_out: self.timed_out,
+            duration: self.duration,
+            stdout: self.stdout,
+            stderr: self.stderr,
+            enforcement,
+        }
+    }
+}
+
 /// How often the child, the timeout and the cancel token are looked at.
 const POLL: Duration = Duration::from_millis(20);
 /// How long reader threads get to finish after the child is gone.

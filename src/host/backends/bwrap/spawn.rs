@@ -286,14 +286,11 @@ fn enforcement(
     // namespace holds only the command's own loopback (and the bridge),
     // so they would only keep a test server from listening there.
     Enforcement {
-        backend: BackendKind::Bwrap,
-        mode: policy.mode,
         level: if plan.skipped.is_empty() {
             EnforcementLevel::Full
         } else {
             EnforcementLevel::Partial
         },
-        label,
         namespaces: plan.namespaces.clone(),
         network_allowed: policy.network,
         network_enforced_by,
@@ -305,10 +302,7 @@ fn enforcement(
         protected_paths: plan.protected.clone(),
         env_removed,
         partial: plan.skipped.clone(),
-        external: None,
-        egress: None,
-        reverted: Vec::new(),
-        deny_read_strategy: None,
+        ..Enforcement::base(BackendKind::Bwrap, policy.mode, label)
     }
 }
 
@@ -531,14 +525,7 @@ pub fn run(
             .extend(crate::host::egress::partial_lines(&report));
         enforcement.egress = Some(report);
     }
-    Ok(ExecOutcome {
-        exit: sup.exit,
-        timed_out: sup.timed_out,
-        duration: sup.duration,
-        stdout: sup.stdout,
-        stderr: sup.stderr,
-        enforcement,
-    })
+    Ok(sup.into_outcome(enforcement))
 }
 
 #[cfg(test)]

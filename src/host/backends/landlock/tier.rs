@@ -477,14 +477,7 @@ fn run_once(
             .partial
             .insert(0, PartialItem::new(Shortfall::Fallback, n));
     }
-    Ok(ExecOutcome {
-        exit: sup.exit,
-        timed_out: sup.timed_out,
-        duration: sup.duration,
-        stdout: sup.stdout,
-        stderr: sup.stderr,
-        enforcement,
-    })
+    Ok(sup.into_outcome(enforcement))
 }
 
 /// The opener of one run (see `opener`).
@@ -672,10 +665,7 @@ pub fn enforcement(
         namespaces.push(Namespace::Net);
     }
     Enforcement {
-        backend: BackendKind::Landlock,
-        mode: policy.mode,
         level,
-        label,
         namespaces,
         network_allowed: policy.network,
         network_enforced_by,
@@ -698,9 +688,7 @@ pub fn enforcement(
             .collect(),
         env_removed,
         partial,
-        external: None,
-        egress: None,
-        reverted: Vec::new(),
         deny_read_strategy: Some(plan.deny_read_strategy),
+        ..Enforcement::base(BackendKind::Landlock, policy.mode, label)
     }
 }

@@ -333,21 +333,13 @@ impl OpenSandboxSession {
             );
         }
         Enforcement {
-            backend: BackendKind::Opensandbox,
-            mode: resolved.mode,
             level: EnforcementLevel::External,
-            label: "external: opensandbox".to_string(),
-            namespaces: Vec::new(),
             network_allowed: resolved.network,
             network_enforced_by: if resolved.network {
                 Vec::new()
             } else {
                 vec![NetworkEnforcer::OpensandboxEgressPolicy]
             },
-            no_new_privs: false,
-            capabilities_dropped: false,
-            seccomp: None,
-            landlock: None,
             masked_paths: resolved
                 .existing_deny_read()
                 .map(|e| e.path.clone())
@@ -363,9 +355,11 @@ impl OpenSandboxSession {
                 synced_back,
                 sync_refused,
             }),
-            egress: None,
-            reverted: Vec::new(),
-            deny_read_strategy: None,
+            ..Enforcement::base(
+                BackendKind::Opensandbox,
+                resolved.mode,
+                "external: opensandbox",
+            )
         }
     }
 }

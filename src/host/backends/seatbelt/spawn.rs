@@ -91,14 +91,7 @@ pub fn run(
         enforcement.egress = Some(report);
     }
     let sup = sup?;
-    let outcome = ExecOutcome {
-        exit: sup.exit,
-        timed_out: sup.timed_out,
-        duration: sup.duration,
-        stdout: sup.stdout,
-        stderr: sup.stderr,
-        enforcement,
-    };
+    let outcome = sup.into_outcome(enforcement);
     match seatbelt::classify(&outcome.stderr.text(), None) {
         Some(SeatbeltSignal::SetupFailed { message }) => Err(HostError::Unavailable {
             backend: crate::host::BackendKind::Seatbelt,
@@ -152,28 +145,17 @@ fn enforcement(
         "no parent-death signal on macOS: if codewhale is killed, the command (and a descendant that called setsid itself) can outlive the run",
     ));
     Enforcement {
-        backend: BackendKind::Seatbelt,
-        mode: resolved.mode,
         level: EnforcementLevel::Partial,
-        label: "sandboxed: seatbelt".into(),
-        namespaces: Vec::new(),
         network_allowed: resolved.network,
         network_enforced_by: if resolved.network {
             Vec::new()
         } else {
             vec![NetworkEnforcer::Seatbelt]
         },
-        no_new_privs: false,
-        capabilities_dropped: false,
-        seccomp: None,
-        landlock: None,
         masked_paths: resolved.deny_read.iter().map(|e| e.path.clone()).collect(),
         protected_paths: resolved.protected.iter().map(|e| e.path.clone()).collect(),
         env_removed,
         partial,
-        external: None,
-        egress: None,
-        reverted: Vec::new(),
-        deny_read_strategy: None,
+        ..Enforcement::base(BackendKind::Seatbelt, resolved.mode, "sandboxed: seatbelt")
     }
 }

@@ -31,12 +31,5 @@ pub fn run(
     cmd.env_clear().envs(env.vars());
     cmd.current_dir(req.cwd.clone().unwrap_or_else(|| policy.workspace.clone()));
     let sup = supervise::run(cmd, &wc.program, req)?;
-    Ok(ExecOutcome {
-        exit: sup.exit,
-        timed_out: sup.timed_out,
-        duration: sup.duration,
-        stdout: sup.stdout,
-        stderr: sup.stderr,
-        enforcement,
-    })
+    Ok(sup.into_outcome(enforcement))
 }
