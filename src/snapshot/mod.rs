@@ -27,6 +27,7 @@ pub mod lock;
 pub mod options;
 pub mod records;
 pub mod report;
+pub mod seed;
 pub mod store;
 pub mod types;
 pub mod undo;
