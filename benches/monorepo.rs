@@ -260,10 +260,14 @@ fn exec_once(env: &Env, bin: &str, cw_home: &Path, ws: &Path, tier: &str) -> Dur
 }
 
 fn exec_scenario(env: &Env, small: &Path, big: &Path) {
-    println!("\n2. `codewhale exec --auto`, fix-and-run (7 tool calls) (load {})", load());
+    println!(
+        "\n2. `codewhale exec --auto`, fix-and-run (7 tool calls) (load {})",
+        load()
+    );
     for tier in ["bwrap", "landlock"] {
         for (name, bin) in bins() {
-            let (mut fs, mut fb, mut ws_, mut wb) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let (mut fs, mut fb, mut ws_, mut wb) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for i in 0..EXEC_RUNS {
                 let hs = env.root.join(format!("cw-exec-{tier}-{name}-s{i}"));
                 let hb = env.root.join(format!("cw-exec-{tier}-{name}-b{i}"));
@@ -335,7 +339,10 @@ fn git_status(ws: &Path) -> Duration {
 }
 
 fn snapshots(env: &Env, big: &Path) {
-    println!("\n3. Undo snapshots on the 100k repository (load {})", load());
+    println!(
+        "\n3. Undo snapshots on the 100k repository (load {})",
+        load()
+    );
     let side = env.root.join("hand-side.git");
     git(&env.root, &["init", "-q", "--bare", side.to_str().unwrap()]);
     // The snapshot plumbing before issue 29, by hand: a first snapshot
@@ -352,7 +359,8 @@ fn snapshots(env: &Env, big: &Path) {
         let _ = std::fs::remove_dir_all(&s);
     }
     hand_add(&side, big);
-    let (mut first, mut same, mut status, mut add) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut first, mut same, mut status, mut add) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut turn = 0u64;
     for i in 0..SNAP_RUNS {
         let home = env.root.join(format!("snap-home-{i}"));
@@ -370,7 +378,10 @@ fn snapshots(env: &Env, big: &Path) {
             .expect("first snapshot");
         first.push(t.elapsed());
         if i == 0 {
-            println!("  (side index seeded from the user's: {:?})", store.seeded_from_user_index());
+            println!(
+                "  (side index seeded from the user's: {:?})",
+                store.seeded_from_user_index()
+            );
         }
         add.push(hand_add(&side, big));
         status.push(git_status(big));
@@ -386,7 +397,10 @@ fn snapshots(env: &Env, big: &Path) {
         }
         let _ = std::fs::remove_dir_all(&home);
     }
-    show("old plumbing, first snapshot (add -A + write-tree, empty side)", &old_first);
+    show(
+        "old plumbing, first snapshot (add -A + write-tree, empty side)",
+        &old_first,
+    );
     let s = show("git status (user's repository)", &status);
     let a = show("git add -A, no change (side repository by hand)", &add);
     let f = show("first snapshot (open + snapshot, empty store)", &first);

@@ -33,7 +33,11 @@ fn tree_paths(store: &SnapshotStore, id: u64) -> Vec<String> {
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out.stdout
         .split(|b| *b == 0)
         .filter(|p| !p.is_empty())
@@ -137,8 +141,16 @@ fn a_seeded_snapshot_holds_what_the_long_way_holds() {
     // user's store holds them all.
     let objects = f.side_objects(&store);
     assert!(contains(&objects, "changed()"), "control");
-    assert!(contains(&objects, "fn main() {}"), "copied from the user's store");
-    for secret in ["TRACKED-SECRET-41", "TRACKED-DEPENDENCY-42", "TRACKED-DENY-READ-43", "FORCED-44"] {
+    assert!(
+        contains(&objects, "fn main() {}"),
+        "copied from the user's store"
+    );
+    for secret in [
+        "TRACKED-SECRET-41",
+        "TRACKED-DEPENDENCY-42",
+        "TRACKED-DENY-READ-43",
+        "FORCED-44",
+    ] {
         assert!(!contains(&objects, secret), "{secret} in the side store");
     }
     // No alternates: the side store stands alone.
@@ -188,7 +200,10 @@ fn a_restore_survives_the_users_gc_prune_now() {
 
     store.restore(id).unwrap();
     assert_eq!(files(&f.ws, &[".git"]), before);
-    assert_eq!(std::fs::read(f.ws.join("a.txt")).unwrap(), b"VERSION-ONE-51\n");
+    assert_eq!(
+        std::fs::read(f.ws.join("a.txt")).unwrap(),
+        b"VERSION-ONE-51\n"
+    );
 }
 
 #[test]
@@ -205,7 +220,10 @@ fn conversions_and_odd_entries_take_the_long_way() {
     assert!(matches!(store.seed_refusal(), Some(NoSeed::Conversions(_))));
     f.write("crlf.txt", "gone\n");
     store.restore(id).unwrap();
-    assert_eq!(std::fs::read(f.ws.join("crlf.txt")).unwrap(), b"one\r\ntwo\r\n");
+    assert_eq!(
+        std::fs::read(f.ws.join("crlf.txt")).unwrap(),
+        b"one\r\ntwo\r\n"
+    );
 
     // An assume-unchanged entry: git would not look at the file again.
     let g = Fixture::new();
@@ -243,6 +261,10 @@ fn a_later_store_for_the_same_workspace_keeps_its_index() {
     drop(store);
     let mut again = f.open();
     again.snapshot(Label::PreTurn(2), meta()).unwrap();
-    assert_eq!(again.seeded_from_user_index(), None, "seeded once per store");
+    assert_eq!(
+        again.seeded_from_user_index(),
+        None,
+        "seeded once per store"
+    );
     let _ = manifest(&f.ws, &[".git"]);
 }

@@ -21,9 +21,9 @@
 //! without its mtime moving, so such a listing is never trusted and is
 //! read again next time (git's racy-index rule).
 
+use super::env_scan_disk::{Listing, Stamp};
 use super::tables;
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -63,33 +63,6 @@ pub struct ScanStats {
     pub listed: usize,
     /// Directories whose cached listing was reused after one `lstat`.
     pub reused: usize,
-}
-
-/// Identity and change times of a directory, from `lstat`. The ctime is
-/// part of it because a command can set a directory's mtime back after
-/// creating a `.env` in it (`touch -d`), but not its ctime: that moves on
-/// every entry change and on every `utimes`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Stamp {
-    pub(super) dev: u64,
-    pub(super) ino: u64,
-    pub(super) mtime: (i64, i64),
-    pub(super) ctime: (i64, i64),
-}
-
-#[derive(Clone, Debug)]
-pub(super) struct Listing {
-    pub(super) stamp: Stamp,
-    /// Whether the listing was made too close to the directory's mtime.
-    pub(super) racy: bool,
-    pub(super) subdirs: Vec<OsString>,
-    pub(super) env_files: Vec<OsString>,
-    /// Entries whose type could not be read (named in `unmasked`).
-    pub(super) problems: Vec<String>,
-    /// The directory itself could not be listed (watch mode keeps it to
-    /// retry on every call; named in `unmasked`).
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    pub(super) failed: Option<String>,
 }
 
 impl Listing {
@@ -178,6 +151,12 @@ fn is_racy(meta: &std::fs::Metadata, now: SystemTime, window: Duration) -> bool 
     m + window > now
 }
 
+/// What a saved listing depends on besides its directory: a file written
+/// under other rules is not read.
+fn disk_rules() -> String {
+    format!("skip={}", ENV_SCAN_SKIP.join(","))
+}
+
 fn skipped(name: &std::ffi::OsStr) -> bool {
     ENV_SCAN_SKIP.iter().any(|s| name == *s)
 }
@@ -258,14 +237,14 @@ impl EnvScanCache {
     pub fn scan_with_file(&mut self, root: &Path, file: Option<&Path>) -> (EnvScan, ScanStats) {
         if self.calls == 0 {
             if let Some(f) = file {
-                self.dirs = super::env_scan_disk::load(f);
+                self.dirs = super::env_scan_disk::load(f, &disk_rules());
             }
         }
         let before = self.dirs.len();
         let r = self.scan(root);
         if let Some(f) = file {
             if r.1.listed > 0 || self.dirs.len() != before {
-                super::env_scan_disk::save(f, &self.dirs);
+                super::env_scan_disk::save(f, &self.dirs, &disk_rules());
             }
         }
         r
@@ -921,7 +900,10 @@ mod tests {
     fn unreadable_since_body() {
         use caps::{CapSet, Capability};
         use std::os::unix::fs::PermissionsExt;
-        for c in [Capability::CAP_DAC_OVERRIDE, Capability::CAP_DAC_READ_SEARCH] {
+        for c in [
+            Capability::CAP_DAC_OVERRIDE,
+            Capability::CAP_DAC_READ_SEARCH,
+        ] {
             caps::drop(None, CapSet::Effective, c).unwrap();
         }
         let t = tempfile::tempdir().unwrap();

@@ -12,13 +12,12 @@
 //! against its directory's stamp before it is used).
 //!
 //! Format (bytes, fields split by NUL): a header line naming the format
-//! and the skip list, then per directory `D path dev ino mtime mtime_ns
+//! and the scan's rules (its skip list), then per directory `D path dev ino mtime mtime_ns
 //! ctime ctime_ns racy`, followed by its `S name` (subdirectories), `E
 //! name` (`.env` files) and `P text` (entries whose type could not be
 //! read) records. A file that does not parse is ignored whole (the scan
 //! then lists everything, as without a cache).
 
-use super::env_scan::{Listing, Stamp, ENV_SCAN_SKIP};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -28,8 +27,35 @@ use std::path::{Path, PathBuf};
 /// rule, the format).
 const FORMAT: &str = "codewhale-env-scan 1";
 
-fn header() -> String {
-    format!("{FORMAT} skip={}\n", ENV_SCAN_SKIP.join(","))
+fn header(rules: &str) -> String {
+    format!("{FORMAT} {rules}\n")
+}
+
+/// Identity and change times of a directory, from `lstat`. The ctime is
+/// part of it because a command can set a directory's mtime back after
+/// creating a `.env` in it (`touch -d`), but not its ctime: that moves on
+/// every entry change and on every `utimes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+}
+
+#[derive(Clone, Debug)]
+pub struct Listing {
+    pub stamp: Stamp,
+    /// Whether the listing was made too close to the directory's mtime.
+    pub racy: bool,
+    pub subdirs: Vec<OsString>,
+    pub env_files: Vec<OsString>,
+    /// Entries whose type could not be read (named in `unmasked`).
+    pub problems: Vec<String>,
+    /// The directory itself could not be listed (watch mode keeps it to
+    /// retry on every call; named in `unmasked`).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub failed: Option<String>,
 }
 
 /// The cache file for `root`, or `None` without a home to keep it in.
@@ -65,8 +91,8 @@ fn os(b: &[u8]) -> OsString {
 
 /// Serialise the listings (failed ones are left out: they are retried).
 #[cfg(unix)]
-pub fn encode(dirs: &HashMap<PathBuf, Listing>) -> Vec<u8> {
-    let mut out = header().into_bytes();
+pub fn encode(dirs: &HashMap<PathBuf, Listing>, rules: &str) -> Vec<u8> {
+    let mut out = header(rules).into_bytes();
     for (path, l) in dirs {
         if l.failed.is_some() {
             continue;
@@ -112,8 +138,8 @@ fn skipped_failed(dirs: &HashMap<PathBuf, Listing>) -> usize {
 
 /// Parse what [`encode`] wrote; `None` for anything else.
 #[cfg(unix)]
-pub fn decode(data: &[u8]) -> Option<HashMap<PathBuf, Listing>> {
-    let head = header();
+pub fn decode(data: &[u8], rules: &str) -> Option<HashMap<PathBuf, Listing>> {
+    let head = header(rules);
     let mut rest = data.strip_prefix(head.as_bytes())?;
     let mut dirs: HashMap<PathBuf, Listing> = HashMap::new();
     let mut current: Option<(PathBuf, Listing)> = None;
@@ -178,24 +204,24 @@ pub fn decode(data: &[u8]) -> Option<HashMap<PathBuf, Listing>> {
 
 /// The listings saved for this workspace (empty when none or unreadable).
 #[cfg(unix)]
-pub fn load(file: &Path) -> HashMap<PathBuf, Listing> {
+pub fn load(file: &Path, rules: &str) -> HashMap<PathBuf, Listing> {
     std::fs::read(file)
         .ok()
-        .and_then(|d| decode(&d))
+        .and_then(|d| decode(&d, rules))
         .unwrap_or_default()
 }
 
 /// Replace the saved listings. Best effort: a cache that cannot be
 /// written only costs the next command a full walk.
 #[cfg(unix)]
-pub fn save(file: &Path, dirs: &HashMap<PathBuf, Listing>) {
+pub fn save(file: &Path, dirs: &HashMap<PathBuf, Listing>, rules: &str) {
     let Some(parent) = file.parent() else {
         return;
     };
     if std::fs::create_dir_all(parent).is_err() {
         return;
     }
-    let data = encode(dirs);
+    let data = encode(dirs, rules);
     let Ok(mut tmp) = tempfile::NamedTempFile::new_in(parent) else {
         return;
     };
@@ -205,12 +231,12 @@ pub fn save(file: &Path, dirs: &HashMap<PathBuf, Listing>) {
 }
 
 #[cfg(not(unix))]
-pub fn load(_file: &Path) -> HashMap<PathBuf, Listing> {
+pub fn load(_file: &Path, _rules: &str) -> HashMap<PathBuf, Listing> {
     HashMap::new()
 }
 
 #[cfg(not(unix))]
-pub fn save(_file: &Path, _dirs: &HashMap<PathBuf, Listing>) {}
+pub fn save(_file: &Path, _dirs: &HashMap<PathBuf, Listing>, _rules: &str) {}
 
 #[cfg(all(test, unix))]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
@@ -252,7 +278,7 @@ mod tests {
                 failed: None,
             },
         );
-        let back = decode(&encode(&dirs)).unwrap();
+        let back = decode(&encode(&dirs, "r"), "r").unwrap();
         assert_eq!(back.len(), 2);
         let a = &back[Path::new("/w/a b")];
         assert_eq!(a.stamp, dirs[Path::new("/w/a b")].stamp);
@@ -261,14 +287,18 @@ mod tests {
         assert_eq!(a.env_files, vec![OsString::from(".env")]);
         assert_eq!(a.problems, vec!["could not".to_string()]);
         assert!(!back[Path::new("/w")].racy);
-        assert!(decode(b"codewhale-env-scan 0\n").is_none());
-        let good = encode(&dirs);
+        assert!(decode(b"codewhale-env-scan 0 r\n", "r").is_none());
+        assert!(decode(&encode(&dirs, "r"), "other rules").is_none());
+        let good = encode(&dirs, "r");
         for cut in [3, good.len() / 2] {
-            assert!(decode(&good[..good.len() - cut]).is_none(), "cut {cut}");
+            assert!(
+                decode(&good[..good.len() - cut], "r").is_none(),
+                "cut {cut}"
+            );
         }
         // Cut at a record boundary (after the first directory's records):
         // still refused, the end marker is missing.
         let z = good.windows(2).rposition(|w| w == b"Z\0").unwrap();
-        assert!(decode(&good[..z]).is_none());
+        assert!(decode(&good[..z], "r").is_none());
     }
 }

@@ -9,11 +9,11 @@
 use super::error::{Disabled, SnapshotError};
 use super::git::{self, Git};
 use super::guard;
-use super::seed;
 use super::layout;
 use super::lock::StoreLock;
 use super::options::SnapshotOptions;
 use super::records::Records;
+use super::seed;
 use super::types::{ChangeKind, FileChange, Label, SnapshotId, SnapshotMeta, SnapshotRecord};
 use super::undo::{plan_undo, UndoPlan, UndoScope};
 use std::collections::BTreeMap;
