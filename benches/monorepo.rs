@@ -46,6 +46,13 @@ const CMD_RUNS: usize = 15;
 const EXEC_RUNS: usize = 5;
 const SNAP_RUNS: usize = 7;
 
+fn runs(default: usize) -> usize {
+    std::env::var("MONOREPO_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args(["-c", "user.name=b", "-c", "user.email=b@b.invalid"])
@@ -268,7 +275,7 @@ fn exec_scenario(env: &Env, small: &Path, big: &Path) {
         for (name, bin) in bins() {
             let (mut fs, mut fb, mut ws_, mut wb) =
                 (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for i in 0..EXEC_RUNS {
+            for i in 0..runs(EXEC_RUNS) {
                 let hs = env.root.join(format!("cw-exec-{tier}-{name}-s{i}"));
                 let hb = env.root.join(format!("cw-exec-{tier}-{name}-b{i}"));
                 fs.push(exec_once(env, &bin, &hs, small, tier));
@@ -361,8 +368,9 @@ fn snapshots(env: &Env, big: &Path) {
     hand_add(&side, big);
     let (mut first, mut same, mut status, mut add) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut open, mut first_only) = (Vec::new(), Vec::new());
     let mut turn = 0u64;
-    for i in 0..SNAP_RUNS {
+    for i in 0..runs(SNAP_RUNS) {
         let home = env.root.join(format!("snap-home-{i}"));
         let mut opts = SnapshotOptions::new(&home);
         opts.homes = vec![env.home.clone()];
@@ -372,10 +380,13 @@ fn snapshots(env: &Env, big: &Path) {
             Opened::Ready(s) => *s,
             Opened::Disabled(d) => panic!("{d}"),
         };
+        open.push(t.elapsed());
         turn += 1;
+        let t1 = Instant::now();
         store
             .snapshot(Label::PreTurn(turn), SnapshotMeta::default())
             .expect("first snapshot");
+        first_only.push(t1.elapsed());
         first.push(t.elapsed());
         if i == 0 {
             println!(
@@ -404,10 +415,14 @@ fn snapshots(env: &Env, big: &Path) {
     let s = show("git status (user's repository)", &status);
     let a = show("git add -A, no change (side repository by hand)", &add);
     let f = show("first snapshot (open + snapshot, empty store)", &first);
+    let o = show("  of which open (path checks, size walk, git init)", &open);
+    let fo = show("  of which the snapshot", &first_only);
     let n = show("no-change snapshot", &same);
     println!(
-        "  first / git status {:.2}x (goal <= 3); no-change / git status {:.2}x (goal <= 1.5); no-change / git add -A {:.2}x",
+        "  first / git status {:.2}x (goal <= 3; open {:.2}x, snapshot {:.2}x); no-change / git status {:.2}x (goal <= 1.5); no-change / git add -A {:.2}x",
         f / s,
+        o / s,
+        fo / s,
         n / s,
         n / a
     );
