@@ -28,7 +28,9 @@
 //! `CODEWHALE_BIN` picks the binary for 1 and 2 (default: this build's);
 //! `CODEWHALE_BEFORE_BIN` adds the same rows for a second binary (an older
 //! build), interleaved, for before/after figures in one run.
-//! `MONOREPO_FILES` changes the large repository's size (default 100000).
+//! `MONOREPO_FILES` changes the large repository's size (default 100000),
+//! `MONOREPO_ONLY=13` runs only the parts named, `MONOREPO_RUNS=N` sets
+//! the exec and snapshot repetitions.
 //!
 //! Run: `cargo bench --bench monorepo`.
 
