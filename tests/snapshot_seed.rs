@@ -65,6 +65,25 @@ fn git_dir_state(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32, i64, i64, u64)> 
     out
 }
 
+/// Set every file's mtime an hour back, before the user's git indexes
+/// them: an entry as new as the index is "racily clean" and git hashes
+/// the file again, so a test would never see a blob taken from the user's
+/// store.
+fn age_files(ws: &Path) {
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for e in walkdir::WalkDir::new(ws) {
+        let e = e.unwrap();
+        if e.file_type().is_file() && !e.path().components().any(|c| c.as_os_str() == ".git") {
+            std::fs::File::options()
+                .write(true)
+                .open(e.path())
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+    }
+}
+
 /// A user repository with committed files of every kind the store treats
 /// specially, then local changes.
 fn repo_with_everything(f: &Fixture) {
@@ -76,6 +95,7 @@ fn repo_with_everything(f: &Fixture) {
     f.write("creds/token.txt", "TRACKED-DENY-READ-43\n");
     f.write("ignored/forced.txt", "FORCED-44\n");
     f.write(".gitignore", "ignored/\n");
+    age_files(&f.ws);
     f.user_git(&["init", "-q"]);
     f.user_git(&["add", "-A"]);
     f.user_git(&["add", "-f", "node_modules", "ignored/forced.txt"]);
@@ -176,6 +196,7 @@ fn a_restore_survives_the_users_gc_prune_now() {
     let f = Fixture::new();
     f.write("a.txt", "VERSION-ONE-51\n");
     f.write("keep.txt", "keep\n");
+    age_files(&f.ws);
     f.user_repo();
     f.user_git(&["gc", "-q"]); // packed, as a clone is
     let mut store = f.open();
