@@ -193,3 +193,70 @@ fn exec_stream_json_says_partial_and_names_what_is_not_masked() {
     });
     assert!(named, "{enforced}");
 }
+
+/// Issue 29: the scan's listings are kept between commands (under
+/// `~/.codewhale/cache/env-scan`), so a command lists only the directories
+/// that changed; a `.env` made ten levels down in a large tree since the
+/// last command is still masked by the next one, in every tier.
+#[test]
+fn a_dotenv_made_since_the_last_command_is_masked_by_the_next() {
+    const SINCE_MARK: &str = "DOTENV-MADE-SINCE-MARK";
+    let fx = Fx::new();
+    for a in 0..10 {
+        for b in 0..30 {
+            many_files(&fx.ws.join(format!("p{a}/m{b}")), 10);
+        }
+    }
+    let rel = "d1/d2/d3/d4/d5/d6/d7/d8/d9/d10";
+    let deep = fx.ws.join(rel);
+    fs::create_dir_all(&deep).unwrap();
+    fs::write(deep.join("keep.txt"), "keep").unwrap();
+    // Past the racy window: listings made now are trusted next time.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let cache_dir = fx.home.join(".codewhale/cache/env-scan");
+    let stamp = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        let m = fs::metadata(p).unwrap();
+        (m.ino(), m.mtime(), m.mtime_nsec())
+    };
+    let mut first = true;
+    for case in cases() {
+        let r = fx.run(&case, &[], &["true"]);
+        assert!(r.ok(), "[{case}] {r:?}");
+        let files: Vec<_> = fs::read_dir(&cache_dir)
+            .unwrap_or_else(|e| panic!("[{case}] no scan cache in {cache_dir:?}: {e}"))
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(files.len(), 1, "[{case}] {files:?}");
+        // Nothing changed: the next command reuses every listing and
+        // leaves the file as it was. (First case only: later ones start
+        // right after the last case removed its `.env`, and a directory
+        // changed that recently is listed again until the racy window
+        // has passed.)
+        if first {
+            let before = stamp(&files[0]);
+            assert!(fx.run(&case, &[], &["true"]).ok());
+            assert_eq!(stamp(&files[0]), before, "[{case}] listed again");
+            first = false;
+        }
+
+        fs::write(deep.join(".env"), SINCE_MARK).unwrap();
+        let r = fx.sh(&case, &format!("cat {rel}/.env; echo done"));
+        assert!(r.stdout.contains("done"), "[{case}] {r:?}");
+        assert!(
+            !r.stdout.contains(SINCE_MARK),
+            "[{case}] the new .env was readable: {}",
+            r.stdout
+        );
+        let masked = r.enforcement()["masked_paths"].to_string();
+        assert!(masked.contains(&format!("{rel}/.env")), "[{case}] {masked}");
+        fs::remove_file(deep.join(".env")).unwrap();
+    }
+    // Control: unsandboxed, the same .env is readable.
+    fs::write(deep.join(".env"), SINCE_MARK).unwrap();
+    assert!(fx
+        .unsandboxed(&format!("cat {rel}/.env"))
+        .stdout
+        .contains(SINCE_MARK));
+}

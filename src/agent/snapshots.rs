@@ -117,16 +117,22 @@ impl RunSnapshots {
         if matches!(self.state, State::Off(_)) {
             return Ok(());
         }
+        // The turn's first such call: `pre-turn:N` now, and the call's own
+        // snapshot is the same state (nothing ran between the two), so it
+        // is recorded without asking git again.
+        let mut same_as = None;
         if self.pre.is_none() {
             self.pre = self.take(log, out, turn, thread, Label::PreTurn(turn.into()), None)?;
+            same_as = self.pre;
         }
-        let id = self.take(
+        let id = self.take_as(
             log,
             out,
             turn,
             thread,
             Label::Tool(call_id.to_string()),
             Some(call_id),
+            same_as,
         )?;
         self.close_pending(log, out, turn, id)?;
         self.pending_call = id.map(|id| (call_id.to_string(), id));
@@ -210,6 +216,22 @@ impl RunSnapshots {
         label: Label,
         call_id: Option<&str>,
     ) -> Result<Option<SnapshotId>, SessionError> {
+        self.take_as(log, out, turn, thread, label, call_id, None)
+    }
+
+    /// [`Self::take`]; with `same_as`, the state of that snapshot, taken
+    /// a moment ago with nothing run since, is recorded under `label`.
+    #[allow(clippy::too_many_arguments)]
+    fn take_as(
+        &mut self,
+        log: &mut SessionLog,
+        out: &mut Emitter,
+        turn: u32,
+        thread: &str,
+        label: Label,
+        call_id: Option<&str>,
+        same_as: Option<SnapshotId>,
+    ) -> Result<Option<SnapshotId>, SessionError> {
         let State::Ready(store) = &mut self.state else {
             return Ok(None);
         };
@@ -221,7 +243,11 @@ impl RunSnapshots {
             undoes: None,
         };
         let label_text = label.to_string();
-        let (id, error) = match store.snapshot(label, meta) {
+        let taken = match same_as {
+            Some(of) => store.snapshot_unchanged_since(of, label, meta),
+            None => store.snapshot(label, meta),
+        };
+        let (id, error) = match taken {
             Ok(id) => (Some(id), None),
             Err(e) => {
                 out.note(&format!("snapshot {label_text} failed: {e}"));

@@ -21,9 +21,9 @@
 //! without its mtime moving, so such a listing is never trusted and is
 //! read again next time (git's racy-index rule).
 
+use super::env_scan_disk::{Listing, Stamp};
 use super::tables;
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -65,29 +65,6 @@ pub struct ScanStats {
     pub reused: usize,
 }
 
-/// Identity and change time of a directory, from `lstat`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stamp {
-    dev: u64,
-    ino: u64,
-    mtime: (i64, i64),
-}
-
-#[derive(Clone, Debug)]
-struct Listing {
-    stamp: Stamp,
-    /// Whether the listing was made too close to the directory's mtime.
-    racy: bool,
-    subdirs: Vec<OsString>,
-    env_files: Vec<OsString>,
-    /// Entries whose type could not be read (named in `unmasked`).
-    problems: Vec<String>,
-    /// The directory itself could not be listed (watch mode keeps it to
-    /// retry on every call; named in `unmasked`).
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    failed: Option<String>,
-}
-
 impl Listing {
     #[cfg(target_os = "linux")]
     fn failed(dir: &Path, stamp: Stamp, e: std::io::Error) -> Listing {
@@ -121,6 +98,9 @@ pub struct EnvScanCache {
     watch_failed: bool,
     /// The last result (served as is while the watch reports nothing).
     last: Option<EnvScan>,
+    /// Tests shorten [`RACY_WINDOW`] (they cannot move a ctime back).
+    #[cfg(test)]
+    racy_window: Option<Duration>,
 }
 
 #[cfg(unix)]
@@ -130,6 +110,7 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
         dev: meta.dev(),
         ino: meta.ino(),
         mtime: (meta.mtime(), meta.mtime_nsec()),
+        ctime: (meta.ctime(), meta.ctime_nsec()),
     }
 }
 
@@ -145,14 +126,35 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
         dev: 0,
         ino: 0,
         mtime,
+        ctime: mtime,
     }
 }
 
-fn is_racy(meta: &std::fs::Metadata, now: SystemTime) -> bool {
-    match meta.modified() {
-        Ok(m) => m + RACY_WINDOW > now,
-        Err(_) => true,
-    }
+/// Whether a listing made at `now` could miss a change that leaves the
+/// stamp as it is: the directory changed (mtime or ctime) within
+/// [`RACY_WINDOW`] of `now`.
+fn is_racy(meta: &std::fs::Metadata, now: SystemTime, window: Duration) -> bool {
+    let m = match meta.modified() {
+        Ok(m) => m,
+        Err(_) => return true,
+    };
+    #[cfg(unix)]
+    let m = {
+        use std::os::unix::fs::MetadataExt;
+        let c = SystemTime::UNIX_EPOCH
+            + Duration::new(
+                u64::try_from(meta.ctime()).unwrap_or(0),
+                u32::try_from(meta.ctime_nsec()).unwrap_or(0),
+            );
+        m.max(c)
+    };
+    m + window > now
+}
+
+/// What a saved listing depends on besides its directory: a file written
+/// under other rules is not read.
+fn disk_rules() -> String {
+    format!("skip={}", ENV_SCAN_SKIP.join(","))
 }
 
 fn skipped(name: &std::ffi::OsStr) -> bool {
@@ -227,6 +229,27 @@ impl EnvScanCache {
         r
     }
 
+    /// [`EnvScanCache::scan`], with the listings kept in `file` between
+    /// processes: read on this cache's first call, written whenever a
+    /// call listed or dropped a directory (not while an inotify watch
+    /// serves the calls: a long-lived process writes once, then the next
+    /// process's first call brings the file up to date itself).
+    pub fn scan_with_file(&mut self, root: &Path, file: Option<&Path>) -> (EnvScan, ScanStats) {
+        if self.calls == 0 {
+            if let Some(f) = file {
+                self.dirs = super::env_scan_disk::load(f, &disk_rules());
+            }
+        }
+        let before = self.dirs.len();
+        let r = self.scan(root);
+        if let Some(f) = file {
+            if r.1.listed > 0 || self.dirs.len() != before {
+                super::env_scan_disk::save(f, &self.dirs, &disk_rules());
+            }
+        }
+        r
+    }
+
     /// Every directory `lstat`ed; a listing reused when its stamp is unchanged.
     fn scan_stamps(&mut self, root: &Path) -> (EnvScan, ScanStats) {
         let now = SystemTime::now();
@@ -259,7 +282,7 @@ impl EnvScanCache {
                     stats.reused += 1;
                     old
                 }
-                _ => match list(&dir, st, is_racy(&meta, now)) {
+                _ => match list(&dir, st, is_racy(&meta, now, self.racy_window())) {
                     Ok(l) => {
                         stats.listed += 1;
                         l
@@ -382,6 +405,7 @@ impl EnvScanCache {
                         dev: 0,
                         ino: 0,
                         mtime: (0, 0),
+                        ctime: (0, 0),
                     },
                     e,
                 ),
@@ -443,6 +467,14 @@ impl EnvScanCache {
             watch_failed: true,
             ..EnvScanCache::default()
         }
+    }
+
+    fn racy_window(&self) -> Duration {
+        #[cfg(test)]
+        if let Some(w) = self.racy_window {
+            return w;
+        }
+        RACY_WINDOW
     }
 
     /// Directories currently cached.
@@ -573,11 +605,14 @@ mod watch {
 static CACHES: Mutex<Option<HashMap<PathBuf, EnvScanCache>>> = Mutex::new(None);
 
 /// Scan `root` with this process's cache for it (see the module docs).
+/// The first call of a process starts from the listings the last command
+/// left on disk ([`super::env_scan_disk`]) and leaves its own there.
 pub fn scan_cached(root: &Path) -> EnvScan {
+    let file = super::env_scan_disk::cache_file(root);
     let mut guard = CACHES.lock().unwrap_or_else(|p| p.into_inner());
     let caches = guard.get_or_insert_with(HashMap::new);
     let cache = caches.entry(root.to_path_buf()).or_default();
-    cache.scan(root).0
+    cache.scan_with_file(root, file.as_deref()).0
 }
 
 #[cfg(test)]
@@ -590,19 +625,33 @@ mod tests {
         fs::write(p, "S=1").unwrap();
     }
 
-    /// Set a directory's mtime into the past so its listing is not racy.
+    /// The racy window of the caches in these tests.
+    const WINDOW: Duration = Duration::from_millis(100);
+
+    fn stamps_only() -> EnvScanCache {
+        EnvScanCache {
+            racy_window: Some(WINDOW),
+            ..EnvScanCache::stamps_only()
+        }
+    }
+
+    /// Set a directory's mtime into the past and wait out the (short)
+    /// racy window its ctime is still in, so its listing is not racy.
     fn age(p: &Path) {
         let old = SystemTime::now() - Duration::from_secs(60);
         fs::File::open(p).unwrap().set_modified(old).unwrap();
+        std::thread::sleep(WINDOW + Duration::from_millis(20));
     }
 
     fn age_tree(root: &Path) {
         for e in walkdir::WalkDir::new(root) {
             let e = e.unwrap();
             if e.file_type().is_dir() {
-                age(e.path());
+                let old = SystemTime::now() - Duration::from_secs(60);
+                fs::File::open(e.path()).unwrap().set_modified(old).unwrap();
             }
         }
+        std::thread::sleep(WINDOW + Duration::from_millis(20));
     }
 
     #[test]
@@ -636,7 +685,7 @@ mod tests {
             write(&t.path().join(format!("pkg{i}/src/main.rs")));
         }
         age_tree(t.path());
-        let mut c = EnvScanCache::stamps_only();
+        let mut c = stamps_only();
         let (s, st) = c.scan(t.path());
         assert!(s.files.is_empty());
         assert_eq!(st.listed, 21);
@@ -677,7 +726,7 @@ mod tests {
         write(&t.path().join("a/x.txt"));
         write(&t.path().join("b/.env"));
         age_tree(t.path());
-        let mut c = EnvScanCache::stamps_only();
+        let mut c = stamps_only();
         c.scan(t.path());
         // Swap a and b: same names, other inodes.
         fs::rename(t.path().join("a"), t.path().join("tmp")).unwrap();
@@ -772,5 +821,101 @@ mod tests {
         // Every answer equals a fresh scan's.
         let (fresh, _) = EnvScanCache::default().scan(&root);
         assert_eq!(c.scan(&root).0, fresh);
+    }
+
+    /// A new process (a fresh cache reading the file the last one left)
+    /// lists only the directories that changed, and still finds a `.env`
+    /// made ten levels down since.
+    #[test]
+    fn a_new_process_starts_from_the_saved_listings() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap().join("ws");
+        let file = t.path().join("cache/env-scan/ws");
+        let mut deep = root.clone();
+        for i in 0..10 {
+            deep.push(format!("l{i}"));
+            write(&deep.join("keep.txt"));
+        }
+        for i in 0..30 {
+            write(&root.join(format!("pkg{i}/src/lib.rs")));
+        }
+        age_tree(&root);
+        let (s, st) = stamps_only().scan_with_file(&root, Some(&file));
+        assert!(s.files.is_empty());
+        let all = st.listed;
+        assert_eq!(all, 1 + 10 + 60);
+        let (_, st) = stamps_only().scan_with_file(&root, Some(&file));
+        assert_eq!((st.listed, st.reused), (0, all), "nothing changed");
+
+        write(&deep.join(".env"));
+        let (s, st) = stamps_only().scan_with_file(&root, Some(&file));
+        assert_eq!(s.files, vec![deep.join(".env")]);
+        assert_eq!(st.listed, 1, "{st:?}");
+        // Still racy (changed a moment ago): listed again, found again.
+        let (s, st) = stamps_only().scan_with_file(&root, Some(&file));
+        assert_eq!((s.files.len(), st.listed), (1, 1));
+        // A file cut short is not trusted: everything is listed again.
+        let data = fs::read(&file).unwrap();
+        fs::write(&file, &data[..data.len() / 2]).unwrap();
+        let (s, st) = stamps_only().scan_with_file(&root, Some(&file));
+        assert_eq!((s.files.len(), st.listed), (1, all));
+    }
+
+    /// A command that makes a `.env` and sets its directory's mtime back
+    /// cannot hide it: the ctime moved.
+    #[cfg(unix)]
+    #[test]
+    fn an_mtime_set_back_does_not_hide_a_new_env_file() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap().join("ws");
+        let file = t.path().join("cache");
+        write(&root.join("a/b/x.txt"));
+        age_tree(&root);
+        let mtime = fs::metadata(root.join("a/b")).unwrap().modified().unwrap();
+        stamps_only().scan_with_file(&root, Some(&file));
+        write(&root.join("a/b/.env"));
+        fs::File::open(root.join("a/b"))
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert_eq!(
+            fs::metadata(root.join("a/b")).unwrap().modified().unwrap(),
+            mtime
+        );
+        let (s, _) = stamps_only().scan_with_file(&root, Some(&file));
+        assert_eq!(s.files, vec![root.join("a/b/.env")]);
+    }
+
+    /// A directory that became unreadable since the last command is named
+    /// as not scanned, however the cache remembers it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_directory_made_unreadable_since_is_still_reported() {
+        // In a thread of its own without the capabilities that let root
+        // list any directory (capabilities are per thread on Linux).
+        std::thread::spawn(unreadable_since_body).join().unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    fn unreadable_since_body() {
+        use caps::{CapSet, Capability};
+        use std::os::unix::fs::PermissionsExt;
+        for c in [
+            Capability::CAP_DAC_OVERRIDE,
+            Capability::CAP_DAC_READ_SEARCH,
+        ] {
+            caps::drop(None, CapSet::Effective, c).unwrap();
+        }
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap().join("ws");
+        let file = t.path().join("cache");
+        write(&root.join("locked/x.txt"));
+        age_tree(&root);
+        stamps_only().scan_with_file(&root, Some(&file));
+        fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o000)).unwrap();
+        let (s, _) = stamps_only().scan_with_file(&root, Some(&file));
+        fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(s.unmasked.len(), 1, "{:?}", s.unmasked);
+        assert!(s.unmasked[0].contains("locked"), "{:?}", s.unmasked);
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod env;
 pub mod env_scan;
+mod env_scan_disk;
 pub mod facts;
 pub mod git_code;
 pub mod git_view;

@@ -50,6 +50,9 @@ pub struct Git {
     git_dir: PathBuf,
     work_tree: PathBuf,
     index: PathBuf,
+    /// Another object directory read as an alternate (never written: see
+    /// `seed`), for the commands of this runner only.
+    alternate: Option<PathBuf>,
 }
 
 /// What a successful call printed.
@@ -78,11 +81,33 @@ impl Git {
             git_dir,
             work_tree,
             index,
+            alternate: None,
+        }
+    }
+
+    /// This runner, reading `objects` as an alternate object directory
+    /// (`GIT_ALTERNATE_OBJECT_DIRECTORIES`) — for read-only commands:
+    /// a command that writes objects would touch ("freshen") the files
+    /// of one found there.
+    pub fn with_alternate(&self, objects: &Path) -> Git {
+        Git {
+            alternate: Some(objects.to_path_buf()),
+            ..self.clone()
         }
     }
 
     pub fn git_dir(&self) -> &Path {
         &self.git_dir
+    }
+
+    /// The git binary.
+    pub fn bin(&self) -> &Path {
+        &self.bin
+    }
+
+    /// The side index file.
+    pub fn index(&self) -> &Path {
+        &self.index
     }
 
     /// The base command: explicit dirs, forced config, scrubbed environment.
@@ -102,6 +127,9 @@ impl Git {
             .env("GIT_COMMITTER_NAME", "codewhale")
             .env("GIT_COMMITTER_EMAIL", "snapshots@codewhale.invalid")
             .env("LC_ALL", "C");
+        if let Some(a) = &self.alternate {
+            cmd.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", a);
+        }
         let mut dir = OsString::from("--git-dir=");
         dir.push(&self.git_dir);
         let mut wt = OsString::from("--work-tree=");

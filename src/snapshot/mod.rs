@@ -10,7 +10,11 @@
 //! - The user's repository is never read for behaviour nor written: every
 //!   git call names the side git dir, the workspace as work tree and the
 //!   side index explicitly, with system/global config off, hooks and
-//!   fsmonitor off, and `GIT_*` variables scrubbed ([`git`]).
+//!   fsmonitor off, and `GIT_*` variables scrubbed ([`git`]). A store's
+//!   first snapshot may start from a copy of the user's index and copy
+//!   the objects it reaches from the user's store ([`seed`]): read only,
+//!   and never when a conversion could make those blobs differ from the
+//!   files' bytes.
 //! - `.env`/`.env.*` files and every deny-read path inside the workspace are
 //!   excluded by pathspec on `git add`, so their bytes never enter the side
 //!   object store (a `.gitignore` negation cannot re-include them).
@@ -27,6 +31,7 @@ pub mod lock;
 pub mod options;
 pub mod records;
 pub mod report;
+pub mod seed;
 pub mod store;
 pub mod types;
 pub mod undo;

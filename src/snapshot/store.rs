@@ -13,6 +13,7 @@ use super::layout;
 use super::lock::StoreLock;
 use super::options::SnapshotOptions;
 use super::records::Records;
+use super::seed;
 use super::types::{ChangeKind, FileChange, Label, SnapshotId, SnapshotMeta, SnapshotRecord};
 use super::undo::{plan_undo, UndoPlan, UndoScope};
 use std::collections::BTreeMap;
@@ -68,6 +69,9 @@ pub struct SnapshotStore {
     excludes: Vec<String>,
     opts: SnapshotOptions,
     commits_since_size_check: u32,
+    /// How the side index was first filled, when this store did it
+    /// (`Ok`: from the user's index, [`seed`]).
+    seed: Option<Result<(), seed::NoSeed>>,
 }
 
 impl SnapshotStore {
@@ -142,6 +146,7 @@ impl SnapshotStore {
             excludes,
             opts,
             commits_since_size_check: 0,
+            seed: None,
         };
         store.enforce_size_cap()?;
         drop(lock);
@@ -194,6 +199,40 @@ impl SnapshotStore {
         self.snapshot_inner(label, meta, true)
     }
 
+    /// Record `label` as the same state as snapshot `of`, without running
+    /// git: for a caller that knows nothing ran since `of` was taken (the
+    /// turn loop takes `pre-turn:N` and the turn's first `tool:` snapshot
+    /// back to back, with no tool and no model call between them).
+    pub fn snapshot_unchanged_since(
+        &mut self,
+        of: SnapshotId,
+        label: Label,
+        meta: SnapshotMeta,
+    ) -> Result<SnapshotId, SnapshotError> {
+        let _lock = self.lock_and_reload()?;
+        let Some(base) = self.records.get(of).cloned() else {
+            return Err(SnapshotError::NoSuchSnapshot {
+                id: of,
+                keep: self.opts.keep,
+            });
+        };
+        let id = self.records.next_id;
+        self.records.snapshots.push(SnapshotRecord {
+            id,
+            label,
+            created_at: now_rfc3339(),
+            commit: base.commit,
+            tree: base.tree,
+            meta,
+            warnings: base.warnings,
+        });
+        self.records.next_id = id + 1;
+        let orphaned = self.records.prune_to(self.opts.keep.max(1));
+        self.delete_refs(&orphaned)?;
+        self.records.save(&self.records_path)?;
+        Ok(id)
+    }
+
     /// Take the store lock and re-read the records another process may
     /// have changed since we last looked.
     fn lock_and_reload(&mut self) -> Result<StoreLock, SnapshotError> {
@@ -213,17 +252,34 @@ impl SnapshotStore {
         meta: SnapshotMeta,
         allow_gc: bool,
     ) -> Result<SnapshotId, SnapshotError> {
-        let mut args: Vec<&str> = vec!["add", "-A", "--ignore-errors", "--", "."];
-        args.extend(self.excludes.iter().map(String::as_str));
-        let added = self.git.run_tolerant(&args)?;
-        let warnings: Vec<String> = added
-            .stderr
-            .lines()
-            .filter(|l| l.starts_with("error:") || l.starts_with("warning:"))
-            .map(str::to_string)
-            .collect();
-        let tree = self.git.run(&["write-tree"])?.line();
-        check_hash("write-tree", &tree)?;
+        // A store without an index yet starts from the user's (see
+        // `seed`); if git then fails on it, the index is dropped and the
+        // snapshot taken the long way, as without a seed.
+        let borrowed = if self.git.index().exists() {
+            None
+        } else {
+            let r = seed::seed(
+                &self.git,
+                self.git.bin(),
+                &self.workspace,
+                self.git.index(),
+                &self.excludes,
+            );
+            let objects = r.as_ref().ok().cloned();
+            self.seed = Some(r.map(drop));
+            objects
+        };
+        let (warnings, tree) = match borrowed {
+            None => self.add_and_write_tree(true)?,
+            Some(objects) => match self.seeded_add(&objects) {
+                Ok(r) => r,
+                Err(why) => {
+                    let _ = std::fs::remove_file(self.git.index());
+                    self.seed = Some(Err(why));
+                    self.add_and_write_tree(true)?
+                }
+            },
+        };
         let id = self.records.next_id;
         let commit = match self.records.last() {
             Some(last) if last.tree == tree => last.commit.clone(),
@@ -254,6 +310,48 @@ impl SnapshotStore {
             self.enforce_size_cap()?;
         }
         Ok(id)
+    }
+
+    /// `git add -A` (minus the exclusions) and `write-tree`: the warnings
+    /// git printed and the tree.
+    /// The first snapshot from a seeded index: the tree may name blobs
+    /// only the user's store holds until they are copied in.
+    fn seeded_add(&self, objects: &Path) -> Result<(Vec<String>, String), seed::NoSeed> {
+        let idx = |e: SnapshotError| seed::NoSeed::Index(e.to_string());
+        let (warnings, tree) = self.add_and_write_tree(false).map_err(idx)?;
+        seed::copy_objects(&self.git, &tree, objects)?;
+        Ok((warnings, tree))
+    }
+
+    fn add_and_write_tree(&self, verify: bool) -> Result<(Vec<String>, String), SnapshotError> {
+        let mut args: Vec<&str> = vec!["add", "-A", "--ignore-errors", "--", "."];
+        args.extend(self.excludes.iter().map(String::as_str));
+        let added = self.git.run_tolerant(&args)?;
+        let warnings: Vec<String> = added
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error:") || l.starts_with("warning:"))
+            .map(str::to_string)
+            .collect();
+        let write_tree: &[&str] = if verify {
+            &["write-tree"]
+        } else {
+            &["write-tree", "--missing-ok"]
+        };
+        let tree = self.git.run(write_tree)?.line();
+        check_hash("write-tree", &tree)?;
+        Ok((warnings, tree))
+    }
+
+    /// Whether this store's side index was first filled from the user's
+    /// index (`None`: this store found an index already there).
+    pub fn seeded_from_user_index(&self) -> Option<bool> {
+        self.seed.as_ref().map(Result::is_ok)
+    }
+
+    /// Why the side index was not filled from the user's, if it was not.
+    pub fn seed_refusal(&self) -> Option<&seed::NoSeed> {
+        self.seed.as_ref().and_then(|r| r.as_ref().err())
     }
 
     /// Files that differ from snapshot `a` to snapshot `b`.

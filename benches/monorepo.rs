@@ -1,0 +1,469 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench target may panic
+// The shared test module is included whole; the bench uses part of it.
+#![allow(dead_code)]
+//! Monorepo scale (issue 29): what a 100,000-file repository costs per
+//! command, per `exec` run and per undo snapshot, against the same work on
+//! a 10-file repository and against the user's own git, all in one run
+//! (harness = false; medians, ranges and the load average are printed;
+//! nothing is asserted; figures go in docs/PERFORMANCE.md).
+//!
+//! The bench generates both repositories itself under a temporary
+//! directory (never committed): 100,000 committed files of 2 KB in 1,110
+//! directories, packed as a clone would be (`git gc`), and a 10-file one.
+//!
+//! 1. `codewhale sandbox run -- true`, bwrap tier and landlock tier
+//!    (`--backend landlock`), 100k vs 10 files. Goal: ≤ 1.3×.
+//! 2. `codewhale exec --auto` on a fix-and-run scenario (7 tool calls:
+//!    read, run, edit, run, read, write, run) against the scripted model
+//!    (`tests/common/scripted_model`, real HTTP on loopback), 100k vs 10
+//!    files, bwrap and landlock (`[sandbox] backend`). "first": a fresh
+//!    `CODEWHALE_HOME` (no snapshot store, no scan cache); "warm": the same
+//!    home again. Goals: warm ≤ 1.5×, first ≤ 3×.
+//! 3. Undo snapshots through the library on the 100k repository: the first
+//!    snapshot (empty store) and a no-change snapshot, against `git status`
+//!    in the user's repository and `git add -A` (no change) in a side
+//!    repository by hand, interleaved. Goals: first ≤ 3× `git status`,
+//!    no-change ≤ 1.5× `git status`.
+//!
+//! `CODEWHALE_BIN` picks the binary for 1 and 2 (default: this build's);
+//! `CODEWHALE_BEFORE_BIN` adds the same rows for a second binary (an older
+//! build), interleaved, for before/after figures in one run.
+//! `MONOREPO_FILES` changes the large repository's size (default 100000),
+//! `MONOREPO_ONLY=13` runs only the parts named, `MONOREPO_RUNS=N` sets
+//! the exec and snapshot repetitions.
+//!
+//! Run: `cargo bench --bench monorepo`.
+
+#[path = "../tests/common/scripted_model/mod.rs"]
+mod scripted_model;
+
+use codewhale::snapshot::{Label, Opened, SnapshotMeta, SnapshotOptions, SnapshotStore};
+use scripted_model::{call, reply, ScriptedModel, Wire};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CMD_RUNS: usize = 15;
+const EXEC_RUNS: usize = 5;
+const SNAP_RUNS: usize = 7;
+
+fn runs(default: usize) -> usize {
+    std::env::var("MONOREPO_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=b", "-c", "user.email=b@b.invalid"])
+        .args(["-c", "gc.auto=0", "-c", "core.hooksPath=/dev/null"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdout(Stdio::null())
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `files` committed files in a repository at `ws` (10×11×10 directories
+/// for the large one), packed.
+fn generate(ws: &Path, files: usize) {
+    std::fs::create_dir_all(ws.join("app")).unwrap();
+    std::fs::write(
+        ws.join("app/check.sh"),
+        "grep -q fixed app/main.txt && echo ok || { echo broken; exit 1; }\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("app/main.txt"), "status = broken\n").unwrap();
+    let body = "x".repeat(2000);
+    let mut n = 2;
+    let leaf_dirs: Vec<PathBuf> = if files <= 100 {
+        vec![ws.join("src")]
+    } else {
+        let mut v = Vec::new();
+        for a in 0..10 {
+            for b in 0..10 {
+                for c in 0..10 {
+                    v.push(ws.join(format!("d{a}/e{b}/f{c}")));
+                }
+            }
+        }
+        v
+    };
+    let per = (files - n).div_ceil(leaf_dirs.len());
+    'outer: for d in &leaf_dirs {
+        std::fs::create_dir_all(d).unwrap();
+        for i in 0..per {
+            if n >= files {
+                break 'outer;
+            }
+            std::fs::write(d.join(format!("m{i:03}.txt")), format!("{n}\n{body}")).unwrap();
+            n += 1;
+        }
+    }
+    git(ws, &["init", "-q"]);
+    git(ws, &["add", "-A"]);
+    git(ws, &["commit", "-qm", "init"]);
+    git(ws, &["gc", "-q"]);
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// `median (min–max)` in ms.
+fn stats(v: &[Duration]) -> (f64, f64, f64) {
+    let mut v: Vec<f64> = v.iter().map(|d| ms(*d)).collect();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+fn show(label: &str, v: &[Duration]) -> f64 {
+    let (m, lo, hi) = stats(v);
+    println!("  {label:<52} median {m:9.1} ms  range {lo:.1}–{hi:.1}");
+    m
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+struct Env {
+    root: PathBuf,
+    home: PathBuf,
+}
+
+impl Env {
+    fn cmd(&self, bin: &str, cw_home: &Path, ws: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(bin);
+        c.args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("CODEWHALE_HOME", cw_home)
+            .env("TMPDIR", self.root.join("tmp"))
+            .env("XDG_RUNTIME_DIR", self.root.join("run"))
+            .current_dir(ws)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        c
+    }
+}
+
+fn time_ok(mut c: Command) -> Duration {
+    let t = Instant::now();
+    let out = c.output().expect("spawn");
+    let d = t.elapsed();
+    assert!(
+        out.status.success(),
+        "{c:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    d
+}
+
+fn bins() -> Vec<(&'static str, String)> {
+    let mut v = vec![(
+        "after",
+        std::env::var("CODEWHALE_BIN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_codewhale").to_string()),
+    )];
+    if let Ok(b) = std::env::var("CODEWHALE_BEFORE_BIN") {
+        v.push(("before", b));
+    }
+    v
+}
+
+fn per_command(env: &Env, small: &Path, big: &Path) {
+    println!("\n1. `codewhale sandbox run -- true` (load {})", load());
+    for tier in ["bwrap", "landlock"] {
+        for (name, bin) in bins() {
+            let cw_home = env.root.join(format!("cw-cmd-{tier}-{name}"));
+            std::fs::create_dir_all(&cw_home).unwrap();
+            let args = ["sandbox", "run", "--backend", tier, "--", "true"];
+            let (mut s, mut b) = (Vec::new(), Vec::new());
+            // One run each first: the cold start (scan cache, ruleset).
+            let cold_b = time_ok(env.cmd(&bin, &cw_home, big, &args));
+            let _ = time_ok(env.cmd(&bin, &cw_home, small, &args));
+            for _ in 0..CMD_RUNS {
+                s.push(time_ok(env.cmd(&bin, &cw_home, small, &args)));
+                b.push(time_ok(env.cmd(&bin, &cw_home, big, &args)));
+            }
+            println!(" {tier}, {name}:");
+            let ms_s = show("10 files", &s);
+            let ms_b = show("100k files", &b);
+            println!(
+                "  ratio 100k/10: {:.2}x (goal <= 1.3); first run at 100k {:.1} ms",
+                ms_b / ms_s,
+                ms(cold_b)
+            );
+        }
+    }
+}
+
+/// The fix-and-run scenario: 7 tool calls, then the answer.
+fn scenario() -> Vec<scripted_model::Step> {
+    vec![
+        call("c1", "read_file", json!({"path": "app/main.txt"})),
+        call("c2", "shell", json!({"command": "sh app/check.sh || true"})),
+        call(
+            "c3",
+            "edit_file",
+            json!({"path": "app/main.txt", "old_string": "broken", "new_string": "fixed"}),
+        ),
+        call("c4", "shell", json!({"command": "sh app/check.sh"})),
+        call("c5", "read_file", json!({"path": "app/check.sh"})),
+        call(
+            "c6",
+            "write_file",
+            json!({"path": "app/NOTES.txt", "content": "fixed the status\n"}),
+        ),
+        call("c7", "shell", json!({"command": "cat app/NOTES.txt"})),
+        reply("Fixed: app/main.txt now says fixed and check.sh passes."),
+    ]
+}
+
+fn reset_scenario(ws: &Path) {
+    std::fs::write(ws.join("app/main.txt"), "status = broken\n").unwrap();
+    let _ = std::fs::remove_file(ws.join("app/NOTES.txt"));
+}
+
+fn exec_once(env: &Env, bin: &str, cw_home: &Path, ws: &Path, tier: &str) -> Duration {
+    reset_scenario(ws);
+    let model = ScriptedModel::start(Wire::OpenAi, scenario());
+    std::fs::create_dir_all(cw_home).unwrap();
+    std::fs::write(
+        cw_home.join("config.toml"),
+        format!(
+            "[providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"k\"\nmodel = \"scripted\"\n\n[sandbox]\nbackend = \"{tier}\"\n",
+            model.kind(),
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    let c = env.cmd(
+        bin,
+        cw_home,
+        ws,
+        &["exec", "--auto", "--provider", "custom", "fix the check"],
+    );
+    let d = time_ok(c);
+    assert_eq!(model.steps_left(), 0, "the scenario ran to its end");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("app/main.txt")).unwrap(),
+        "status = fixed\n"
+    );
+    d
+}
+
+fn exec_scenario(env: &Env, small: &Path, big: &Path) {
+    println!(
+        "\n2. `codewhale exec --auto`, fix-and-run (7 tool calls) (load {})",
+        load()
+    );
+    for tier in ["bwrap", "landlock"] {
+        for (name, bin) in bins() {
+            let (mut fs, mut fb, mut ws_, mut wb) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for i in 0..runs(EXEC_RUNS) {
+                let hs = env.root.join(format!("cw-exec-{tier}-{name}-s{i}"));
+                let hb = env.root.join(format!("cw-exec-{tier}-{name}-b{i}"));
+                fs.push(exec_once(env, &bin, &hs, small, tier));
+                fb.push(exec_once(env, &bin, &hb, big, tier));
+                ws_.push(exec_once(env, &bin, &hs, small, tier));
+                wb.push(exec_once(env, &bin, &hb, big, tier));
+            }
+            println!(" {tier}, {name}:");
+            let a = show("10 files, first", &fs);
+            let b = show("100k files, first", &fb);
+            let c = show("10 files, warm", &ws_);
+            let d = show("100k files, warm", &wb);
+            println!(
+                "  ratio 100k/10: warm {:.2}x (goal <= 1.5), first {:.2}x (goal <= 3; vs warm 10-file {:.2}x)",
+                d / c,
+                b / a,
+                b / c
+            );
+        }
+    }
+}
+
+/// The store's plumbing by hand in a side repository: `add -A` only.
+fn hand_add(side: &Path, ws: &Path) -> Duration {
+    let t = Instant::now();
+    let out = Command::new("git")
+        .arg(format!("--git-dir={}", side.display()))
+        .arg(format!("--work-tree={}", ws.display()))
+        .args(["-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0"])
+        .args(["add", "-A", "--", "."])
+        .current_dir(ws)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_INDEX_FILE", side.join("hand-index"))
+        .output()
+        .expect("git add");
+    let d = t.elapsed();
+    assert!(out.status.success());
+    d
+}
+
+fn hand_write_tree(side: &Path, ws: &Path) {
+    let out = Command::new("git")
+        .arg(format!("--git-dir={}", side.display()))
+        .arg(format!("--work-tree={}", ws.display()))
+        .arg("write-tree")
+        .current_dir(ws)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_INDEX_FILE", side.join("hand-index"))
+        .output()
+        .expect("git write-tree");
+    assert!(out.status.success());
+}
+
+fn git_status(ws: &Path) -> Duration {
+    let t = Instant::now();
+    let out = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(ws)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git status");
+    let d = t.elapsed();
+    assert!(out.status.success());
+    d
+}
+
+fn snapshots(env: &Env, big: &Path) {
+    println!(
+        "\n3. Undo snapshots on the 100k repository (load {})",
+        load()
+    );
+    let side = env.root.join("hand-side.git");
+    git(&env.root, &["init", "-q", "--bare", side.to_str().unwrap()]);
+    // The snapshot plumbing before issue 29, by hand: a first snapshot
+    // hashes every file into an empty side repository (`add -A`,
+    // `write-tree`); a later one refreshes the side index.
+    let mut old_first = Vec::new();
+    for i in 0..3 {
+        let s = env.root.join(format!("old-side-{i}.git"));
+        git(&env.root, &["init", "-q", "--bare", s.to_str().unwrap()]);
+        let t = Instant::now();
+        hand_add(&s, big);
+        hand_write_tree(&s, big);
+        old_first.push(t.elapsed());
+        let _ = std::fs::remove_dir_all(&s);
+    }
+    hand_add(&side, big);
+    let (mut first, mut same, mut status, mut add) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut open, mut first_only) = (Vec::new(), Vec::new());
+    let mut turn = 0u64;
+    for i in 0..runs(SNAP_RUNS) {
+        let home = env.root.join(format!("snap-home-{i}"));
+        let mut opts = SnapshotOptions::new(&home);
+        opts.homes = vec![env.home.clone()];
+        status.push(git_status(big));
+        let t = Instant::now();
+        let mut store = match SnapshotStore::open(big, opts).expect("open") {
+            Opened::Ready(s) => *s,
+            Opened::Disabled(d) => panic!("{d}"),
+        };
+        open.push(t.elapsed());
+        turn += 1;
+        let t1 = Instant::now();
+        store
+            .snapshot(Label::PreTurn(turn), SnapshotMeta::default())
+            .expect("first snapshot");
+        first_only.push(t1.elapsed());
+        first.push(t.elapsed());
+        if i == 0 {
+            println!(
+                "  (side index seeded from the user's: {:?})",
+                store.seeded_from_user_index()
+            );
+        }
+        add.push(hand_add(&side, big));
+        status.push(git_status(big));
+        for _ in 0..2 {
+            turn += 1;
+            let t = Instant::now();
+            store
+                .snapshot(Label::PreTurn(turn), SnapshotMeta::default())
+                .expect("no-change snapshot");
+            same.push(t.elapsed());
+            add.push(hand_add(&side, big));
+            status.push(git_status(big));
+        }
+        let _ = std::fs::remove_dir_all(&home);
+    }
+    show(
+        "old plumbing, first snapshot (add -A + write-tree, empty side)",
+        &old_first,
+    );
+    let s = show("git status (user's repository)", &status);
+    let a = show("git add -A, no change (side repository by hand)", &add);
+    let f = show("first snapshot (open + snapshot, empty store)", &first);
+    let o = show("  of which open (path checks, size walk, git init)", &open);
+    let fo = show("  of which the snapshot", &first_only);
+    let n = show("no-change snapshot", &same);
+    println!(
+        "  first / git status {:.2}x (goal <= 3; open {:.2}x, snapshot {:.2}x); no-change / git status {:.2}x (goal <= 1.5); no-change / git add -A {:.2}x",
+        f / s,
+        o / s,
+        fo / s,
+        n / s,
+        n / a
+    );
+}
+
+fn main() {
+    let files: usize = std::env::var("MONOREPO_FILES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    // Not under /tmp: every CLI run creates its TMPDIR entries there.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let env = Env {
+        home: root.join("home"),
+        root: root.clone(),
+    };
+    for d in ["home", "tmp", "run"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let small = root.join("small");
+    let big = root.join("big");
+    let t = Instant::now();
+    generate(&small, 10);
+    generate(&big, files);
+    println!(
+        "generated {files} files in {:.1} s; load {}",
+        t.elapsed().as_secs_f64(),
+        load()
+    );
+    let only = std::env::var("MONOREPO_ONLY").unwrap_or_default();
+    if only.is_empty() || only.contains('1') {
+        per_command(&env, &small, &big);
+    }
+    if only.is_empty() || only.contains('3') {
+        snapshots(&env, &big);
+    }
+    if only.is_empty() || only.contains('2') {
+        exec_scenario(&env, &small, &big);
+    }
+    println!("\nload at the end: {}", load());
+}

@@ -1,0 +1,312 @@
+//! The first snapshot of a repository at the speed of the user's own git.
+//!
+//! Without help, a store's first snapshot hashes and writes every file of
+//! the workspace into the side repository, although the user's `.git`
+//! already holds every committed blob and its index already knows each
+//! file's stat data and blob id. So, when the store has no index yet and
+//! the workspace is the top of a git worktree, the side index starts as a
+//! copy of the user's index (the file's mtime kept, so git's racy-entry
+//! rule sees what the user's git saw): `git add -A` then hashes only the
+//! files that changed since the user's git looked at them, and
+//! `write-tree --missing-ok` names blobs the side store does not hold yet.
+//!
+//! Those objects are then copied from the user's object store into one
+//! pack of the side store (`rev-list --objects TREE | pack-objects`, with
+//! the user's objects as an alternate for these two read-only commands
+//! only, through `GIT_ALTERNATE_OBJECT_DIRECTORIES`: git reuses the
+//! compressed data, nothing is hashed again) before the snapshot's commit
+//! is made. So every snapshot holds all its objects itself: a later `git
+//! gc --prune=now` in the user's repository (after an amend or a rebase)
+//! cannot break a restore, and the side store never holds an object no
+//! snapshot reaches (the user's history and its secrets stay out). No
+//! alternates file is written: `git add` freshens (touches) an object it
+//! finds in an alternate store, which would write the user's `.git`.
+//!
+//! Byte-exactness: the side repository stores raw bytes (`* -text
+//! -filter`). A blob id from the user's index is the raw content only
+//! when the user's git converted nothing, so the seed is used only when
+//! no conversion can apply: no attributes anywhere (`.gitattributes` in
+//! the index, `info/attributes`, `core.attributesFile`, the per-user and
+//! system attribute files) and `core.autocrlf` unset or false. Entries
+//! git would not look at again (assume-unchanged, skip-worktree) also
+//! turn the seed down, and so does anything unexpected (a split index, a
+//! blob the user's store lacks): the snapshot is then taken as before,
+//! hashing everything.
+
+use super::git::Git;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The user's repository, when the workspace is the top of its worktree.
+#[derive(Debug)]
+pub struct UserRepo {
+    /// The worktree's git dir (its `index` lives there).
+    gitdir: PathBuf,
+    /// The common dir (`objects`, `config`, `info`).
+    common: PathBuf,
+}
+
+impl UserRepo {
+    /// `workspace/.git` as a directory or a `gitdir:` file; `None` when
+    /// the workspace is not the top of a worktree.
+    pub fn find(workspace: &Path) -> Option<UserRepo> {
+        let dotgit = workspace.join(".git");
+        let meta = std::fs::symlink_metadata(&dotgit).ok()?;
+        let gitdir = if meta.is_dir() {
+            dotgit
+        } else if meta.is_file() {
+            let text = std::fs::read_to_string(&dotgit).ok()?;
+            let rel = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+            crate::policy::resolve::normalize(&workspace.join(rel))
+        } else {
+            return None;
+        };
+        let common = match std::fs::read_to_string(gitdir.join("commondir")) {
+            Ok(c) => crate::policy::resolve::normalize(&gitdir.join(c.trim())),
+            Err(_) => gitdir.clone(),
+        };
+        Some(UserRepo { gitdir, common })
+    }
+}
+
+/// Why the seed was not used (said in `docs/UNDO.md`; kept for tests).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoSeed {
+    NotARepositoryTop,
+    NoIndex,
+    Conversions(String),
+    BorrowedObjects,
+    Index(String),
+    UnusualEntries,
+    Copy(String),
+}
+
+/// Attribute files git reads besides the worktree's `.gitattributes`.
+fn attribute_files(repo: &UserRepo) -> Vec<PathBuf> {
+    let mut v = vec![
+        repo.common.join("info/attributes"),
+        PathBuf::from("/etc/gitattributes"),
+    ];
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|x| !x.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+    if let Some(x) = xdg {
+        v.push(x.join("git/attributes"));
+    }
+    v
+}
+
+/// What the user's git would convert: `Err(reason)` when anything may (or
+/// when the repository does not use SHA-1 object ids).
+/// Reads the user's configuration as their git does (system, global,
+/// repository), running no program it names.
+fn no_conversions(bin: &Path, repo: &UserRepo) -> Result<(), String> {
+    if let Some(f) = attribute_files(repo).into_iter().find(|f| f.exists()) {
+        return Err(format!("attributes in {}", f.display()));
+    }
+    let mut c = Command::new(bin);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("GIT_") {
+            c.env_remove(&key);
+        }
+    }
+    let out = c
+        .arg("--git-dir")
+        .arg(&repo.gitdir)
+        .args([
+            "config",
+            "-z",
+            "--get-regexp",
+            r"^(core\.(autocrlf|attributesfile)|extensions\.objectformat)$",
+        ])
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("git config: {e}"))?;
+    // Exit 1: none of the keys is set.
+    if out.status.code() == Some(1) {
+        return Ok(());
+    }
+    if !out.status.success() {
+        return Err(format!("git config exited {}", out.status));
+    }
+    for rec in out.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let text = String::from_utf8_lossy(rec);
+        let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
+        // The side repository uses SHA-1 ids: another format's index
+        // cannot be read as its own.
+        let off = (key == "core.autocrlf" && value.eq_ignore_ascii_case("false"))
+            || (key == "extensions.objectformat" && value.eq_ignore_ascii_case("sha1"));
+        if !off {
+            return Err(format!("{key} = {value}"));
+        }
+    }
+    Ok(())
+}
+
+/// Copy `from` to `to` keeping its mtime (git's racy-entry rule compares
+/// each entry's mtime with the index file's).
+fn copy_with_mtime(from: &Path, to: &Path) -> Result<(), String> {
+    let meta = std::fs::metadata(from).map_err(|e| format!("{}: {e}", from.display()))?;
+    let mtime = meta
+        .modified()
+        .map_err(|e| format!("{}: {e}", from.display()))?;
+    let tmp = to.with_extension("seed");
+    std::fs::copy(from, &tmp).map_err(|e| format!("{}: {e}", from.display()))?;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&tmp)
+        .map_err(|e| format!("{}: {e}", tmp.display()))?;
+    f.set_modified(mtime)
+        .map_err(|e| format!("{}: {e}", tmp.display()))?;
+    drop(f);
+    std::fs::rename(&tmp, to).map_err(|e| format!("{}: {e}", to.display()))
+}
+
+/// Positive forms of the store's `:(exclude…)` pathspecs.
+fn positive(excludes: &[String]) -> Vec<String> {
+    excludes
+        .iter()
+        .filter_map(|e| {
+            let (magic, path) = e.strip_prefix(":(")?.split_once(')')?;
+            let magic: Vec<&str> = magic.split(',').filter(|m| *m != "exclude").collect();
+            Some(format!(":({}){path}", magic.join(",")))
+        })
+        .collect()
+}
+
+/// Seed the side index (see the module docs). `Ok` with the user's
+/// object directory when the side index is now a checked copy of the
+/// user's; `Err` leaves no side index behind.
+pub fn seed(
+    git: &Git,
+    bin: &Path,
+    workspace: &Path,
+    index: &Path,
+    excludes: &[String],
+) -> Result<PathBuf, NoSeed> {
+    let r = seed_inner(git, bin, workspace, index, excludes);
+    if r.is_err() {
+        let _ = std::fs::remove_file(index);
+    }
+    r
+}
+
+fn seed_inner(
+    git: &Git,
+    bin: &Path,
+    workspace: &Path,
+    index: &Path,
+    excludes: &[String],
+) -> Result<PathBuf, NoSeed> {
+    let repo = UserRepo::find(workspace).ok_or(NoSeed::NotARepositoryTop)?;
+    let user_index = repo.gitdir.join("index");
+    if !user_index.is_file() {
+        return Err(NoSeed::NoIndex);
+    }
+    let objects = repo.common.join("objects");
+    if objects.join("info/alternates").exists() {
+        return Err(NoSeed::BorrowedObjects);
+    }
+    no_conversions(bin, &repo).map_err(NoSeed::Conversions)?;
+    copy_with_mtime(&user_index, index).map_err(NoSeed::Index)?;
+    let index_err = |e: super::SnapshotError| NoSeed::Index(e.to_string());
+
+    // Entries git would not look at again, and attributes in the tree.
+    let listed = git.run(&["ls-files", "-z", "-v"]).map_err(index_err)?;
+    let mut drop: Vec<u8> = Vec::new();
+    for rec in listed.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let (tag, path) = (rec[0], rec.get(2..).unwrap_or_default());
+        if tag.is_ascii_lowercase() || tag == b'S' {
+            return Err(NoSeed::UnusualEntries);
+        }
+        if path == b".gitattributes" || path.ends_with(b"/.gitattributes") {
+            return Err(NoSeed::Conversions(".gitattributes in the index".into()));
+        }
+    }
+    // What the store never snapshots but the user's index holds: ignored
+    // by the store's rules, secrets, deny-read paths.
+    let ignored = git
+        .run(&["ls-files", "-z", "-c", "-i", "--exclude-standard"])
+        .map_err(index_err)?;
+    for p in ignored.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        drop.extend_from_slice(b":(literal)");
+        drop.extend_from_slice(p);
+        drop.push(0);
+    }
+    let mut args: Vec<String> = ["ls-files", "-z", "-c", "--"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(positive(excludes));
+    let secrets = git.run(&args).map_err(index_err)?;
+    for p in secrets.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        drop.extend_from_slice(b":(literal)");
+        drop.extend_from_slice(p);
+        drop.push(0);
+    }
+    // Most repositories have none: the index is then left as copied.
+    if !drop.is_empty() {
+        git.run_stdin(
+            &[
+                "rm",
+                "--cached",
+                "-f",
+                "-q",
+                "--ignore-unmatch",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+            ],
+            &drop,
+        )
+        .map_err(index_err)?;
+    }
+    Ok(objects)
+}
+
+/// Copy every object `tree` reaches that the side store lacks from the
+/// user's object directory `objects` into one new pack of the side store.
+pub fn copy_objects(git: &Git, tree: &str, objects: &Path) -> Result<(), NoSeed> {
+    let borrowing = git.with_alternate(objects);
+    let err = |e: super::SnapshotError| NoSeed::Copy(e.to_string());
+    let list = borrowing
+        .run(&["rev-list", "--objects", tree])
+        .map_err(err)?;
+    let pack = OsString::from(git.git_dir().join("objects/pack/pack").as_os_str());
+    let args: Vec<OsString> = [
+        "-c",
+        "pack.writeReverseIndex=false",
+        "pack-objects",
+        "-q",
+        "--window=0",
+    ]
+    .iter()
+    .map(OsString::from)
+    .chain(std::iter::once(pack))
+    .collect();
+    borrowing.run_stdin(&args, &list.stdout).map_err(err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exclusions_turn_positive() {
+        assert_eq!(
+            positive(&[
+                ":(exclude,glob)**/.env".into(),
+                ":(exclude,literal)a b/secret".into()
+            ]),
+            vec![
+                ":(glob)**/.env".to_string(),
+                ":(literal)a b/secret".to_string()
+            ]
+        );
+    }
+}

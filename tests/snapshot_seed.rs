@@ -1,0 +1,291 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
+//! The first snapshot starts from the user's index and objects (issue 29,
+//! `src/snapshot/seed.rs`), with real git: what is snapshotted is what the
+//! long way would have taken, a restore survives the user's `git gc
+//! --prune=now`, and the user's `.git` is never written.
+#![cfg(unix)]
+
+mod common;
+
+use codewhale::snapshot::seed::NoSeed;
+use codewhale::snapshot::{Label, SnapshotMeta, SnapshotStore};
+use common::snapshots::{contains, files, manifest, Fixture};
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::Command;
+
+fn meta() -> SnapshotMeta {
+    SnapshotMeta {
+        session_id: Some("s".into()),
+        request: Some(1),
+        ..Default::default()
+    }
+}
+
+/// Paths of a snapshot's tree, from the side repository.
+fn tree_paths(store: &SnapshotStore, id: u64) -> Vec<String> {
+    let rec = store.get(id).unwrap();
+    let out = Command::new("git")
+        .arg(format!("--git-dir={}", store.git_dir().display()))
+        .args(["ls-tree", "-r", "--name-only", "-z", &rec.tree])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect()
+}
+
+/// Every file under the user's `.git` with its bytes, mode, mtime and
+/// inode; and every directory with its mtime.
+fn git_dir_state(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32, i64, i64, u64)> {
+    let mut out = BTreeMap::new();
+    for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let e = e.unwrap();
+        let m = std::fs::symlink_metadata(e.path()).unwrap();
+        let bytes = if m.is_file() {
+            std::fs::read(e.path()).unwrap()
+        } else {
+            Vec::new()
+        };
+        out.insert(
+            e.path().display().to_string(),
+            (bytes, m.mode(), m.mtime(), m.mtime_nsec(), m.ino()),
+        );
+    }
+    out
+}
+
+/// Set every file's mtime an hour back, before the user's git indexes
+/// them: an entry as new as the index is "racily clean" and git hashes
+/// the file again, so a test would never see a blob taken from the user's
+/// store.
+fn age_files(ws: &Path) {
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for e in walkdir::WalkDir::new(ws) {
+        let e = e.unwrap();
+        if e.file_type().is_file() && !e.path().components().any(|c| c.as_os_str() == ".git") {
+            std::fs::File::options()
+                .write(true)
+                .open(e.path())
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+    }
+}
+
+/// A user repository with committed files of every kind the store treats
+/// specially, then local changes.
+fn repo_with_everything(f: &Fixture) {
+    f.write("src/main.rs", "fn main() {}\n");
+    f.write("src/lib.rs", "pub fn lib() {}\n");
+    f.write("docs/readme.md", "read me\n");
+    f.write(".env", "TRACKED-SECRET-41\n");
+    f.write("node_modules/pkg/index.js", "TRACKED-DEPENDENCY-42\n");
+    f.write("creds/token.txt", "TRACKED-DENY-READ-43\n");
+    f.write("ignored/forced.txt", "FORCED-44\n");
+    f.write(".gitignore", "ignored/\n");
+    age_files(&f.ws);
+    f.user_git(&["init", "-q"]);
+    f.user_git(&["add", "-A"]);
+    f.user_git(&["add", "-f", "node_modules", "ignored/forced.txt"]);
+    f.user_git(&["commit", "-q", "-m", "initial"]);
+    // Local changes the user's index does not know about.
+    f.write("src/lib.rs", "pub fn lib() { changed() }\n");
+    f.write("new.txt", "untracked\n");
+    std::fs::remove_file(f.ws.join("docs/readme.md")).unwrap();
+}
+
+#[test]
+fn a_seeded_snapshot_holds_what_the_long_way_holds() {
+    let f = Fixture::new();
+    repo_with_everything(&f);
+    let git_before = git_dir_state(&f.ws.join(".git"));
+
+    let mut opts = f.opts();
+    opts.deny_read = vec![f.ws.join("creds")];
+    let mut store = f.open_with(opts.clone());
+    let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert_eq!(
+        store.seeded_from_user_index(),
+        Some(true),
+        "{:?}",
+        store.seed_refusal()
+    );
+    let seeded = tree_paths(&store, id);
+    assert!(
+        git_dir_state(&f.ws.join(".git")) == git_before,
+        "the user's .git changed"
+    );
+
+    // The same workspace the long way: a second home, the user's index
+    // hidden from the seed by a `.gitattributes` nobody minds.
+    let g = Fixture::new();
+    let long_home = g.home.clone();
+    let mut long_opts = opts.clone();
+    long_opts.codewhale_home = long_home;
+    std::fs::write(f.ws.join(".git/info/attributes"), "").unwrap();
+    let mut long = f.open_with(long_opts);
+    let lid = long.snapshot(Label::PreTurn(1), meta()).unwrap();
+    std::fs::remove_file(f.ws.join(".git/info/attributes")).unwrap();
+    assert_eq!(long.seeded_from_user_index(), Some(false));
+    assert!(matches!(long.seed_refusal(), Some(NoSeed::Conversions(_))));
+    assert_eq!(seeded, tree_paths(&long, lid), "same paths both ways");
+    assert_eq!(
+        store.get(id).unwrap().tree,
+        long.get(lid).unwrap().tree,
+        "same tree both ways"
+    );
+    assert!(seeded.contains(&"src/lib.rs".to_string()));
+    assert!(seeded.contains(&"new.txt".to_string()));
+    for gone in [
+        ".env",
+        "node_modules/pkg/index.js",
+        "creds/token.txt",
+        "ignored/forced.txt",
+        "docs/readme.md",
+    ] {
+        assert!(!seeded.contains(&gone.to_string()), "{gone} in {seeded:?}");
+    }
+    // Not one byte of what is left out entered the side store, though the
+    // user's store holds them all.
+    let objects = f.side_objects(&store);
+    assert!(contains(&objects, "changed()"), "control");
+    assert!(
+        contains(&objects, "fn main() {}"),
+        "copied from the user's store"
+    );
+    for secret in [
+        "TRACKED-SECRET-41",
+        "TRACKED-DEPENDENCY-42",
+        "TRACKED-DENY-READ-43",
+        "FORCED-44",
+    ] {
+        assert!(!contains(&objects, secret), "{secret} in the side store");
+    }
+    // No alternates: the side store stands alone.
+    assert!(!store.git_dir().join("objects/info/alternates").exists());
+
+    // Restores byte-exactly, and the user's .git was never written (bytes,
+    // modes, mtimes, inodes, and no file added or removed; this test made
+    // and removed `info/attributes` above, so it is looked at afresh).
+    let git_before = git_dir_state(&f.ws.join(".git"));
+    let state = files(&f.ws, &[".git"]);
+    f.write("src/main.rs", "broken\n");
+    store.snapshot(Label::PostTurn(1), meta()).unwrap();
+    store.restore(id).unwrap();
+    assert_eq!(files(&f.ws, &[".git"]), state);
+    assert!(
+        git_dir_state(&f.ws.join(".git")) == git_before,
+        "the user's .git changed"
+    );
+}
+
+#[test]
+fn a_restore_survives_the_users_gc_prune_now() {
+    let f = Fixture::new();
+    f.write("a.txt", "VERSION-ONE-51\n");
+    f.write("keep.txt", "keep\n");
+    age_files(&f.ws);
+    f.user_repo();
+    f.user_git(&["gc", "-q"]); // packed, as a clone is
+    let mut store = f.open();
+    let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert_eq!(store.seeded_from_user_index(), Some(true));
+    let before = files(&f.ws, &[".git"]);
+    let blob = String::from_utf8(f.user_git(&["rev-parse", "HEAD:a.txt"]).stdout).unwrap();
+
+    // The user rewrites history and prunes: the old blob is gone from
+    // their repository.
+    f.write("a.txt", "VERSION-TWO\n");
+    f.user_git(&["commit", "-q", "-a", "--amend", "-m", "amended"]);
+    f.user_git(&["reflog", "expire", "--expire=now", "--all"]);
+    f.user_git(&["gc", "-q", "--prune=now"]);
+    let gone = Command::new("git")
+        .args(["cat-file", "-e", blob.trim()])
+        .current_dir(&f.ws)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .status()
+        .unwrap();
+    assert!(!gone.success(), "the user's gc kept the old blob: no test");
+
+    store.restore(id).unwrap();
+    assert_eq!(files(&f.ws, &[".git"]), before);
+    assert_eq!(
+        std::fs::read(f.ws.join("a.txt")).unwrap(),
+        b"VERSION-ONE-51\n"
+    );
+}
+
+#[test]
+fn conversions_and_odd_entries_take_the_long_way() {
+    // autocrlf in the repository's config: the index holds converted blobs.
+    let f = Fixture::new();
+    f.write("crlf.txt", "one\r\ntwo\r\n");
+    f.user_git(&["init", "-q"]);
+    f.user_git(&["config", "core.autocrlf", "input"]);
+    f.user_git(&["add", "-A"]);
+    f.user_git(&["commit", "-q", "-m", "x"]);
+    let mut store = f.open();
+    let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert!(matches!(store.seed_refusal(), Some(NoSeed::Conversions(_))));
+    f.write("crlf.txt", "gone\n");
+    store.restore(id).unwrap();
+    assert_eq!(
+        std::fs::read(f.ws.join("crlf.txt")).unwrap(),
+        b"one\r\ntwo\r\n"
+    );
+
+    // An assume-unchanged entry: git would not look at the file again.
+    let g = Fixture::new();
+    g.write("a.txt", "one\n");
+    g.user_repo();
+    g.user_git(&["update-index", "--assume-unchanged", "a.txt"]);
+    g.write("a.txt", "CHANGED-UNDER-ASSUME\n");
+    let mut store = g.open();
+    let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert_eq!(store.seed_refusal(), Some(&NoSeed::UnusualEntries));
+    assert!(contains(&g.side_objects(&store), "CHANGED-UNDER-ASSUME"));
+    g.write("a.txt", "x\n");
+    store.restore(id).unwrap();
+    assert_eq!(
+        std::fs::read(g.ws.join("a.txt")).unwrap(),
+        b"CHANGED-UNDER-ASSUME\n"
+    );
+
+    // Not a repository: nothing to seed from.
+    let h = Fixture::new();
+    h.write("a.txt", "plain\n");
+    let mut store = h.open();
+    store.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert_eq!(store.seed_refusal(), Some(&NoSeed::NotARepositoryTop));
+}
+
+#[test]
+fn a_later_store_for_the_same_workspace_keeps_its_index() {
+    let f = Fixture::new();
+    f.write("a.txt", "one\n");
+    f.user_repo();
+    let mut store = f.open();
+    store.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert_eq!(store.seeded_from_user_index(), Some(true));
+    drop(store);
+    let mut again = f.open();
+    again.snapshot(Label::PreTurn(2), meta()).unwrap();
+    assert_eq!(
+        again.seeded_from_user_index(),
+        None,
+        "seeded once per store"
+    );
+    let _ = manifest(&f.ws, &[".git"]);
+}
