@@ -50,6 +50,7 @@ mod seatbelt_structure;
 mod serve_clients;
 mod serve_raw;
 mod skip_switch;
+mod snapshot_seed;
 mod tui_long_session;
 mod tui_model_reasoning;
 mod undo_config;

@@ -5,7 +5,7 @@
 //! --prune=now`, and the user's `.git` is never written.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use codewhale::snapshot::seed::NoSeed;
 use codewhale::snapshot::{Label, SnapshotMeta, SnapshotStore};
