@@ -52,327 +52,51 @@ pub fn build(
     session_file: &Path,
     turn: Option<u32>,
 ) -> Result<Receipt, ReceiptError> {
-    let file = session_file.display().to_string();
     let first = records.first().ok_or_else(|| ReceiptError::Empty {
         path: session_file.to_path_buf(),
     })?;
     let last = records.last().unwrap_or(first);
-    if let Some(t) = turn {
-        let max = records.iter().map(|r| r.turn).max().unwrap_or(0);
-        if t == 0 || t > max {
-            return Err(ReceiptError::NoSuchTurn {
-                path: session_file.to_path_buf(),
-                turn: t,
-                turns: max,
-            });
-        }
-    }
-    let in_scope = |r: &Record| turn.is_none_or(|t| r.turn == t);
-    // With `--turn`, the times are the turn's own.
-    let (started_at, ended_at) = match turn {
-        None => (first.ts.clone(), last.ts.clone()),
-        Some(_) => {
-            let mut ts = records.iter().filter(|r| in_scope(r)).map(|r| r.ts.clone());
-            let start = ts.next().unwrap_or_else(|| first.ts.clone());
-            let end = ts.next_back().unwrap_or_else(|| start.clone());
-            (start, end)
-        }
-    };
-
-    let mut source = Source {
-        session_id: first.thread.clone(),
-        session_file: file,
-        session_schema: format!("{}/v{}", first.schema, first.v),
-        workspace: String::new(),
-        provider: String::new(),
-        model: String::new(),
-        codewhale_version: String::new(),
-        started_at,
-        ended_at,
-        status: None,
-        turn,
-        last_seq: last.seq,
-    };
-    let mut postures = Postures {
-        approval: String::new(),
-        sandbox: String::new(),
-        enforcement: Vec::new(),
-        snapshots: SnapshotsPosture {
-            enabled: None,
-            reason: None,
+    check_turn(records, session_file, turn)?;
+    let (started_at, ended_at) = times(records, turn);
+    let mut f = Fold::new(
+        Source {
+            session_id: first.thread.clone(),
+            session_file: session_file.display().to_string(),
+            session_schema: format!("{}/v{}", first.schema, first.v),
+            workspace: String::new(),
+            provider: String::new(),
+            model: String::new(),
+            codewhale_version: String::new(),
+            started_at,
+            ended_at,
+            status: None,
+            turn,
+            last_seq: last.seq,
         },
-    };
-    let mut title = String::new();
-    let mut calls: BTreeMap<String, Call> = BTreeMap::new();
-    let mut items: Vec<Item> = Vec::new();
-    let mut turn_changes: Vec<ChangedFile> = Vec::new();
-    let mut snapshot_errors = 0u64;
-    let mut saw_file_changes = false;
-    let mut usage = UsageTotals {
-        cost_usd: Some(0.0),
-        reasoning_tokens: Some(0),
-        ..UsageTotals::default()
-    };
-    let mut instructions: Vec<InstructionFile> = Vec::new();
-    let mut compactions: Vec<CompactionEntry> = Vec::new();
-
+        turn,
+    );
     for r in records {
-        match &r.event {
-            Event::Compaction {
-                auto,
-                reason,
-                window,
-                tokens_before,
-                tokens_after,
-                ..
-            } if in_scope(r) => compactions.push(CompactionEntry {
-                turn: r.turn,
-                auto: *auto,
-                reason: clip(reason, PATH_LIMIT),
-                window: *window,
-                tokens_before: *tokens_before,
-                tokens_after: *tokens_after,
-            }),
-            Event::ThreadStarted {
-                cwd,
-                provider,
-                model,
-                approval,
-                sandbox,
-                codewhale_version,
-            } => {
-                source.workspace = clip(&cwd.display().to_string(), PATH_LIMIT);
-                source.provider = clip(provider, PATH_LIMIT);
-                source.model = clip(model, PATH_LIMIT);
-                source.codewhale_version = clip(codewhale_version, PATH_LIMIT);
-                postures.approval = clip(approval, PATH_LIMIT);
-                postures.sandbox = clip(sandbox, PATH_LIMIT);
-            }
-            Event::UserMessage { text } if title.is_empty() => {
-                title = first_line(text, TITLE_LIMIT);
-            }
-            Event::ThreadCompleted { status } => source.status = Some(clip(status, PATH_LIMIT)),
-            Event::Snapshots {
-                enabled, reason, ..
-            } => {
-                postures.snapshots = SnapshotsPosture {
-                    enabled: Some(*enabled),
-                    reason: reason.as_deref().map(|r| first_line(r, ERROR_LIMIT)),
-                };
-            }
-            Event::Instructions { files, .. } => {
-                instructions = files
-                    .iter()
-                    .map(|f| InstructionFile {
-                        path: clip(f["path"].as_str().unwrap_or(""), PATH_LIMIT),
-                        kind: clip(f["kind"].as_str().unwrap_or(""), PATH_LIMIT),
-                        bytes: f["bytes"].as_u64().unwrap_or(0),
-                        truncated: f["truncated"].as_bool().unwrap_or(false),
-                    })
-                    .collect();
-            }
-            _ if !in_scope(r) => {}
-            Event::TurnUsage {
-                input_tokens,
-                output_tokens,
-                cost_usd,
-                cached_input_tokens,
-                reasoning_tokens,
-                usage_reported,
-                provider,
-                model,
-                ..
-            } => {
-                if *usage_reported == Some(false) {
-                    usage.turns_unreported += 1;
-                } else {
-                    usage.turns_reported += 1;
-                }
-                usage.input_tokens += input_tokens;
-                usage.output_tokens += output_tokens;
-                usage.cached_input_tokens += cached_input_tokens.unwrap_or(0);
-                usage.reasoning_tokens = usage
-                    .reasoning_tokens
-                    .zip(*reasoning_tokens)
-                    .map(|(a, b)| a + b);
-                usage.cost_usd = usage.cost_usd.zip(*cost_usd).map(|(a, b)| a + b);
-                if let (Some(p), Some(m)) = (provider, model) {
-                    let pm = clip(&format!("{p}/{m}"), PATH_LIMIT);
-                    if !usage.models.contains(&pm) {
-                        usage.models.push(pm);
-                    }
-                }
-            }
-            Event::ToolCall {
-                call_id,
-                tool,
-                args,
-                mcp,
-            } => {
-                calls.insert(
-                    call_id.clone(),
-                    Call {
-                        turn: r.turn,
-                        tool: tool.clone(),
-                        args: args.clone(),
-                        mcp: mcp.clone(),
-                        ..Default::default()
-                    },
-                );
-                items.push(Item::Call(call_id.clone()));
-            }
-            Event::Approval { call_id, verdict } => {
-                if let Some(c) = calls.get_mut(call_id) {
-                    c.verdict = Some(verdict.clone());
-                }
-            }
-            Event::ToolResult {
-                call_id,
-                status,
-                exit_code,
-                duration_ms,
-                files_touched,
-                error_category,
-                enforcement,
-                network,
-                enforced,
-                output,
-                ..
-            } => {
-                if let Some(c) = calls.get_mut(call_id) {
-                    c.result = Some(Result_ {
-                        status: status.clone(),
-                        exit_code: *exit_code,
-                        duration_ms: *duration_ms,
-                        files_touched: files_touched.clone(),
-                        error_category: error_category.clone(),
-                        enforcement: enforcement.clone(),
-                        network: network.clone(),
-                        enforced: enforced.clone(),
-                        output: output.clone(),
-                    });
-                }
-            }
-            Event::FileChanges {
-                call_id, changes, ..
-            } => {
-                saw_file_changes = true;
-                match call_id {
-                    Some(id) => {
-                        if let Some(c) = calls.get_mut(id) {
-                            c.changes = Some(changes.clone());
-                        }
-                    }
-                    None => turn_changes.extend(changes.iter().cloned()),
-                }
-            }
-            Event::Snapshot { error: Some(_), .. } => snapshot_errors += 1,
-            Event::TurnInterrupted { reason } => items.push(Item::FailedTurn {
-                turn: r.turn,
-                reason: first_line(reason, ERROR_LIMIT),
-            }),
-            _ => {}
-        }
+        f.add(r);
     }
-
     let workspace = records.iter().find_map(|r| match &r.event {
         Event::ThreadStarted { cwd, .. } => Some(cwd.clone()),
         _ => None,
     });
-    let mut totals = Totals::default();
-    let mut actions = Vec::new();
-    for item in &items {
-        let a = match item {
-            Item::FailedTurn { turn, reason } => {
-                totals.failed_turns += 1;
-                Some(Action {
-                    n: 0,
-                    turn: *turn,
-                    kind: ActionKind::FailedTurn,
-                    status: ActionStatus::Interrupted,
-                    decided_by: None,
-                    call_id: None,
-                    tool: None,
-                    command: None,
-                    target: None,
-                    cwd: None,
-                    exit_code: None,
-                    duration_ms: None,
-                    files: Vec::new(),
-                    reason: Some(reason.clone()),
-                    enforcement: None,
-                    network: None,
-                    enforced: None,
-                    mcp: None,
-                })
-            }
-            Item::Call(id) => match calls.get(id) {
-                Some(c) => call_action(id, c, workspace.as_deref(), &mut totals, &mut postures),
-                None => None,
-            },
-        };
-        if let Some(mut a) = a {
-            totals.actions += 1;
-            a.n = totals.actions;
-            actions.push(a);
-        }
-    }
-
-    // Files changed: the turns' snapshot diffs are the truth (they include
-    // what commands wrote); without snapshots, what the edit tools reported.
-    let mut per_path: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    let mut lines_known = true;
-    if saw_file_changes {
-        for ch in &turn_changes {
-            let e = per_path.entry(ch.path.clone()).or_default();
-            e.0 += ch.added_lines;
-            e.1 += ch.removed_lines;
-        }
-    }
-    let snapshots_on = postures.snapshots.enabled == Some(true);
-    if !snapshots_on {
-        for a in &actions {
-            for f in &a.files {
-                per_path.entry(f.path.clone()).or_default();
-                lines_known &= f.added_lines.is_some();
-            }
-        }
-    }
-    totals.files_changed = per_path.len() as u64;
-    if lines_known {
-        totals.lines_added = Some(per_path.values().map(|v| v.0).sum());
-        totals.lines_removed = Some(per_path.values().map(|v| v.1).sum());
-    }
-
+    let (mut actions, mut totals) =
+        list_actions(&f.items, &f.calls, workspace.as_deref(), &mut f.postures);
+    files_changed(&f, &actions, &mut totals);
     let omitted = actions.len().saturating_sub(MAX_ACTIONS) as u64;
     actions.truncate(MAX_ACTIONS);
-
-    let mut not_recorded = vec![
-        "raw tool output and model reasoning are never exported into a receipt".to_string(),
-        "read-only tool calls that ran (read_file, list_dir, search) are counted in totals.reads, not listed".to_string(),
-        "network use by commands themselves is tracked only under network = allowlist (each command's network line, from the egress proxy), otherwise only the sandbox's network posture applies; network_calls count dedicated network tools, which exec does not offer; mcp_calls count calls of mcp__ tools (MCP servers), and what a server did inside its own sandbox is not listed".to_string(),
-    ];
-    match postures.snapshots.enabled {
-        Some(true) => {}
-        Some(false) => not_recorded.push(format!(
-            "files changed by shell commands: snapshots were off ({}); only files the edit tools reported are listed, without line counts",
-            postures.snapshots.reason.as_deref().unwrap_or("no reason recorded")
-        )),
-        None => not_recorded.push(
-            "files changed by shell commands: this session has no snapshot records; only files the edit tools reported are listed, without line counts".to_string(),
-        ),
-    }
-    if snapshot_errors > 0 {
-        not_recorded.push(format!(
-            "{snapshot_errors} snapshot(s) failed during the run; changes around them may be missing"
-        ));
-    }
-    if source.status.is_none() {
-        not_recorded.push(
-            "the session never closed (still running, or the process died before recovery); the receipt covers the committed records only".to_string(),
-        );
-    }
-
+    let not_recorded = not_recorded(&f);
+    let Fold {
+        source,
+        postures,
+        title,
+        mut usage,
+        instructions,
+        compactions,
+        ..
+    } = f;
     Ok(Receipt {
         schema: RECEIPT_SCHEMA,
         title: if title.is_empty() {
@@ -401,6 +125,372 @@ pub fn build(
         not_recorded,
         claim_ceiling: CLAIM_CEILING,
     })
+}
+
+/// `--turn N` must name a turn the session has.
+fn check_turn(
+    records: &[Record],
+    session_file: &Path,
+    turn: Option<u32>,
+) -> Result<(), ReceiptError> {
+    if let Some(t) = turn {
+        let max = records.iter().map(|r| r.turn).max().unwrap_or(0);
+        if t == 0 || t > max {
+            return Err(ReceiptError::NoSuchTurn {
+                path: session_file.to_path_buf(),
+                turn: t,
+                turns: max,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The receipt's start and end: the session's, or with `--turn` the
+/// turn's own.
+fn times(records: &[Record], turn: Option<u32>) -> (String, String) {
+    let (Some(first), Some(last)) = (records.first(), records.last()) else {
+        return (String::new(), String::new());
+    };
+    match turn {
+        None => (first.ts.clone(), last.ts.clone()),
+        Some(t) => {
+            let mut ts = records.iter().filter(|r| r.turn == t).map(|r| r.ts.clone());
+            let start = ts.next().unwrap_or_else(|| first.ts.clone());
+            let end = ts.next_back().unwrap_or_else(|| start.clone());
+            (start, end)
+        }
+    }
+}
+
+/// What the records add up to, one record at a time.
+struct Fold {
+    /// `--turn`: only that turn's actions and totals.
+    turn: Option<u32>,
+    source: Source,
+    postures: Postures,
+    title: String,
+    calls: BTreeMap<String, Call>,
+    items: Vec<Item>,
+    turn_changes: Vec<ChangedFile>,
+    snapshot_errors: u64,
+    saw_file_changes: bool,
+    usage: UsageTotals,
+    instructions: Vec<InstructionFile>,
+    compactions: Vec<CompactionEntry>,
+}
+
+impl Fold {
+    fn new(source: Source, turn: Option<u32>) -> Self {
+        Fold {
+            turn,
+            source,
+            postures: Postures {
+                approval: String::new(),
+                sandbox: String::new(),
+                enforcement: Vec::new(),
+                snapshots: SnapshotsPosture {
+                    enabled: None,
+                    reason: None,
+                },
+            },
+            title: String::new(),
+            calls: BTreeMap::new(),
+            items: Vec::new(),
+            turn_changes: Vec::new(),
+            snapshot_errors: 0,
+            saw_file_changes: false,
+            usage: UsageTotals {
+                cost_usd: Some(0.0),
+                reasoning_tokens: Some(0),
+                ..UsageTotals::default()
+            },
+            instructions: Vec::new(),
+            compactions: Vec::new(),
+        }
+    }
+
+    fn in_scope(&self, r: &Record) -> bool {
+        self.turn.is_none_or(|t| r.turn == t)
+    }
+
+    /// One record. The thread's own records (start, posture, snapshots,
+    /// instructions, completion) count whatever the scope; the rest only
+    /// within it.
+    fn add(&mut self, r: &Record) {
+        match &r.event {
+            Event::Compaction {
+                auto,
+                reason,
+                window,
+                tokens_before,
+                tokens_after,
+                ..
+            } if self.in_scope(r) => self.compactions.push(CompactionEntry {
+                turn: r.turn,
+                auto: *auto,
+                reason: clip(reason, PATH_LIMIT),
+                window: *window,
+                tokens_before: *tokens_before,
+                tokens_after: *tokens_after,
+            }),
+            Event::ThreadStarted {
+                cwd,
+                provider,
+                model,
+                approval,
+                sandbox,
+                codewhale_version,
+            } => {
+                self.source.workspace = clip(&cwd.display().to_string(), PATH_LIMIT);
+                self.source.provider = clip(provider, PATH_LIMIT);
+                self.source.model = clip(model, PATH_LIMIT);
+                self.source.codewhale_version = clip(codewhale_version, PATH_LIMIT);
+                self.postures.approval = clip(approval, PATH_LIMIT);
+                self.postures.sandbox = clip(sandbox, PATH_LIMIT);
+            }
+            Event::UserMessage { text } if self.title.is_empty() => {
+                self.title = first_line(text, TITLE_LIMIT);
+            }
+            Event::ThreadCompleted { status } => {
+                self.source.status = Some(clip(status, PATH_LIMIT))
+            }
+            Event::Snapshots {
+                enabled, reason, ..
+            } => {
+                self.postures.snapshots = SnapshotsPosture {
+                    enabled: Some(*enabled),
+                    reason: reason.as_deref().map(|r| first_line(r, ERROR_LIMIT)),
+                };
+            }
+            Event::Instructions { files, .. } => {
+                self.instructions = files
+                    .iter()
+                    .map(|f| InstructionFile {
+                        path: clip(f["path"].as_str().unwrap_or(""), PATH_LIMIT),
+                        kind: clip(f["kind"].as_str().unwrap_or(""), PATH_LIMIT),
+                        bytes: f["bytes"].as_u64().unwrap_or(0),
+                        truncated: f["truncated"].as_bool().unwrap_or(false),
+                    })
+                    .collect();
+            }
+            _ if !self.in_scope(r) => {}
+            Event::TurnUsage {
+                input_tokens,
+                output_tokens,
+                cost_usd,
+                cached_input_tokens,
+                reasoning_tokens,
+                usage_reported,
+                provider,
+                model,
+                ..
+            } => {
+                if *usage_reported == Some(false) {
+                    self.usage.turns_unreported += 1;
+                } else {
+                    self.usage.turns_reported += 1;
+                }
+                self.usage.input_tokens += input_tokens;
+                self.usage.output_tokens += output_tokens;
+                self.usage.cached_input_tokens += cached_input_tokens.unwrap_or(0);
+                self.usage.reasoning_tokens = self
+                    .usage
+                    .reasoning_tokens
+                    .zip(*reasoning_tokens)
+                    .map(|(a, b)| a + b);
+                self.usage.cost_usd = self.usage.cost_usd.zip(*cost_usd).map(|(a, b)| a + b);
+                if let (Some(p), Some(m)) = (provider, model) {
+                    let pm = clip(&format!("{p}/{m}"), PATH_LIMIT);
+                    if !self.usage.models.contains(&pm) {
+                        self.usage.models.push(pm);
+                    }
+                }
+            }
+            Event::ToolCall {
+                call_id,
+                tool,
+                args,
+                mcp,
+            } => {
+                self.calls.insert(
+                    call_id.clone(),
+                    Call {
+                        turn: r.turn,
+                        tool: tool.clone(),
+                        args: args.clone(),
+                        mcp: mcp.clone(),
+                        ..Default::default()
+                    },
+                );
+                self.items.push(Item::Call(call_id.clone()));
+            }
+            Event::Approval { call_id, verdict } => {
+                if let Some(c) = self.calls.get_mut(call_id) {
+                    c.verdict = Some(verdict.clone());
+                }
+            }
+            Event::ToolResult {
+                call_id,
+                status,
+                exit_code,
+                duration_ms,
+                files_touched,
+                error_category,
+                enforcement,
+                network,
+                enforced,
+                output,
+                ..
+            } => {
+                if let Some(c) = self.calls.get_mut(call_id) {
+                    c.result = Some(Result_ {
+                        status: status.clone(),
+                        exit_code: *exit_code,
+                        duration_ms: *duration_ms,
+                        files_touched: files_touched.clone(),
+                        error_category: error_category.clone(),
+                        enforcement: enforcement.clone(),
+                        network: network.clone(),
+                        enforced: enforced.clone(),
+                        output: output.clone(),
+                    });
+                }
+            }
+            Event::FileChanges {
+                call_id, changes, ..
+            } => {
+                self.saw_file_changes = true;
+                match call_id {
+                    Some(id) => {
+                        if let Some(c) = self.calls.get_mut(id) {
+                            c.changes = Some(changes.clone());
+                        }
+                    }
+                    None => self.turn_changes.extend(changes.iter().cloned()),
+                }
+            }
+            Event::Snapshot { error: Some(_), .. } => self.snapshot_errors += 1,
+            Event::TurnInterrupted { reason } => self.items.push(Item::FailedTurn {
+                turn: r.turn,
+                reason: first_line(reason, ERROR_LIMIT),
+            }),
+            _ => {}
+        }
+    }
+}
+
+/// The listed actions in record order, numbered, and the totals they add
+/// up to (a command's enforcement label joins the postures).
+fn list_actions(
+    items: &[Item],
+    calls: &BTreeMap<String, Call>,
+    workspace: Option<&Path>,
+    postures: &mut Postures,
+) -> (Vec<Action>, Totals) {
+    let mut totals = Totals::default();
+    let mut actions = Vec::new();
+    for item in items {
+        let a = match item {
+            Item::FailedTurn { turn, reason } => {
+                totals.failed_turns += 1;
+                Some(failed_turn(*turn, reason))
+            }
+            Item::Call(id) => match calls.get(id) {
+                Some(c) => call_action(id, c, workspace, &mut totals, postures),
+                None => None,
+            },
+        };
+        if let Some(mut a) = a {
+            totals.actions += 1;
+            a.n = totals.actions;
+            actions.push(a);
+        }
+    }
+    (actions, totals)
+}
+
+/// A turn that did not finish, as an action.
+fn failed_turn(turn: u32, reason: &str) -> Action {
+    Action {
+        n: 0,
+        turn,
+        kind: ActionKind::FailedTurn,
+        status: ActionStatus::Interrupted,
+        decided_by: None,
+        call_id: None,
+        tool: None,
+        command: None,
+        target: None,
+        cwd: None,
+        exit_code: None,
+        duration_ms: None,
+        files: Vec::new(),
+        reason: Some(reason.to_string()),
+        enforcement: None,
+        network: None,
+        enforced: None,
+        mcp: None,
+    }
+}
+
+/// Files changed: the turns' snapshot diffs are the truth (they include
+/// what commands wrote); without snapshots, what the edit tools reported.
+fn files_changed(f: &Fold, actions: &[Action], totals: &mut Totals) {
+    let mut per_path: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut lines_known = true;
+    if f.saw_file_changes {
+        for ch in &f.turn_changes {
+            let e = per_path.entry(ch.path.clone()).or_default();
+            e.0 += ch.added_lines;
+            e.1 += ch.removed_lines;
+        }
+    }
+    if f.postures.snapshots.enabled != Some(true) {
+        for a in actions {
+            for file in &a.files {
+                per_path.entry(file.path.clone()).or_default();
+                lines_known &= file.added_lines.is_some();
+            }
+        }
+    }
+    totals.files_changed = per_path.len() as u64;
+    if lines_known {
+        totals.lines_added = Some(per_path.values().map(|v| v.0).sum());
+        totals.lines_removed = Some(per_path.values().map(|v| v.1).sum());
+    }
+}
+
+/// What the receipt cannot say, in words: always the same three limits,
+/// then what this session's records leave out.
+fn not_recorded(f: &Fold) -> Vec<String> {
+    let mut not_recorded = vec![
+        "raw tool output and model reasoning are never exported into a receipt".to_string(),
+        "read-only tool calls that ran (read_file, list_dir, search) are counted in totals.reads, not listed".to_string(),
+        "network use by commands themselves is tracked only under network = allowlist (each command's network line, from the egress proxy), otherwise only the sandbox's network posture applies; network_calls count dedicated network tools, which exec does not offer; mcp_calls count calls of mcp__ tools (MCP servers), and what a server did inside its own sandbox is not listed".to_string(),
+    ];
+    match f.postures.snapshots.enabled {
+        Some(true) => {}
+        Some(false) => not_recorded.push(format!(
+            "files changed by shell commands: snapshots were off ({}); only files the edit tools reported are listed, without line counts",
+            f.postures.snapshots.reason.as_deref().unwrap_or("no reason recorded")
+        )),
+        None => not_recorded.push(
+            "files changed by shell commands: this session has no snapshot records; only files the edit tools reported are listed, without line counts".to_string(),
+        ),
+    }
+    if f.snapshot_errors > 0 {
+        not_recorded.push(format!(
+            "{} snapshot(s) failed during the run; changes around them may be missing",
+            f.snapshot_errors
+        ));
+    }
+    if f.source.status.is_none() {
+        not_recorded.push(
+            "the session never closed (still running, or the process died before recovery); the receipt covers the committed records only".to_string(),
+        );
+    }
+    not_recorded
 }
 
 fn arg_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {

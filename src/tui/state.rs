@@ -869,48 +869,10 @@ Tab mode · Shift+Tab permission · /help",
                 self.last_session = p["turn"]["session_id"].as_str().map(str::to_string);
             }
             "turn.lifecycle" => self.usage(&p["turn"], false),
-            "turn.completed" => {
-                self.commit_all();
-                self.usage(&p["turn"], true);
-                let status = s(&p["turn"], "status");
-                if status != "completed" {
-                    let err = s(&p["turn"], "error");
-                    let text = if err.is_empty() {
-                        format!("turn {status}")
-                    } else {
-                        format!("turn {status}: {err}")
-                    };
-                    self.notice(status == "failed", text);
-                }
-                self.turn = None;
-                self.card = None;
-                self.stopping = false;
-                self.flash = None;
-                // A finished Plan turn offers to carry the plan out.
-                if status == "completed" && self.turn_mode.take() == Some(Mode::Plan) {
-                    self.handoff = Some(super::handoff::Handoff::default());
-                }
-                self.turn_mode = None;
-            }
+            "turn.completed" => self.turn_completed(&p["turn"]),
             "item.started" => {
-                let item = &p["item"];
-                match s(item, "kind").as_str() {
-                    "agent_message" => self.transcript.push(Cell::Agent {
-                        item_id,
-                        text: String::new(),
-                        pending: String::new(),
-                        done: false,
-                    }),
-                    "reasoning" => self.transcript.push(Cell::Reasoning {
-                        text: s(&item["metadata"], "text"),
-                        expanded: false,
-                    }),
-                    "command_execution" | "tool_call" | "file_change" | "mcp_tool_call" => {
-                        let meta = ToolItemMeta::of(&item["metadata"]).start;
-                        self.transcript
-                            .push(Cell::Tool(Box::new(tool_cell(&item_id, &meta))));
-                    }
-                    _ => return Vec::new(),
+                if !self.item_started(item_id, &p["item"]) {
+                    return Vec::new();
                 }
             }
             "item.delta" => {
@@ -921,89 +883,12 @@ Tab mode · Shift+Tab permission · /help",
                 return Vec::new();
             }
             "item.completed" if p["item"]["kind"] == "context_compaction" => {
-                let meta = &p["item"]["metadata"];
-                let auto = meta["auto"] == true;
-                let c = Compacted {
-                    turn: self.turns_started,
-                    auto,
-                    reason: meta["reason"].as_str().unwrap_or("manual").to_string(),
-                    tokens_before: meta["tokens_before"].as_u64(),
-                    tokens_after: meta["tokens_after"].as_u64(),
-                    window: meta["window"].as_u64(),
-                };
-                self.notice(false, format!("context compacted: {}", c.line()));
-                self.compactions.push(c);
+                self.compacted(&p["item"]["metadata"])
             }
             "item.completed" | "item.failed" | "item.interrupted" => {
-                let item = &p["item"];
-                let meta = ToolItemMeta::of(&item["metadata"]).result;
-                if let Some(i) = self.agent_index(&item_id) {
-                    if let Cell::Agent {
-                        text,
-                        pending,
-                        done,
-                        ..
-                    } = &mut self.transcript[i]
-                    {
-                        text.push_str(pending);
-                        pending.clear();
-                        *done = true;
-                    }
-                    if ev == "item.interrupted" {
-                        // The message was cut: say so under its text.
-                        self.transcript.insert(
-                            i + 1,
-                            Cell::Notice {
-                                error: true,
-                                text: INTERRUPTED_MESSAGE.into(),
-                            },
-                        );
-                    }
-                } else if let Some(c) = self.tool_mut(&item_id) {
-                    c.status = Some(if meta.status.is_empty() {
-                        s(item, "status")
-                    } else {
-                        meta.status.clone()
-                    });
-                    c.exit_code = meta.exit_code.map(i64::from);
-                    c.diff = meta.diff.clone();
-                    c.duration_ms = meta.duration_ms;
-                    c.approval = meta.approval.as_ref().map(|a| a.verdict.clone());
-                    // The head and tail the runtime kept on the item (what
-                    // any client sees); the session file is never read back.
-                    c.output = meta.output_preview.clone().map(|p| {
-                        let clean = |v: Vec<String>| -> Vec<String> {
-                            v.iter().map(|l| sanitize(l)).collect()
-                        };
-                        (clean(p.head), clean(p.tail), p.hidden_lines)
-                    });
-                }
-                // The footer's sandbox part becomes what this command
-                // really ran under (until then: the selected tier).
-                if let Some(e) = &meta.enforced {
-                    self.footer.backend = e.backend.as_str().to_string();
-                    self.footer.level = e.level.as_str().to_string();
-                }
+                self.item_finished(&ev, &item_id, &p["item"])
             }
-            "approval.required" => {
-                let diff = self.tool_mut(&item_id).and_then(|c| c.proposal.clone());
-                let path = self
-                    .tool_mut(&item_id)
-                    .and_then(|c| (c.tool != "shell").then(|| c.title.clone()));
-                let command = p["command"].as_str().map(str::to_string);
-                self.card = Some(Card {
-                    approval_id: s(&p, "approval_id"),
-                    tool: s(&p, "tool"),
-                    command,
-                    path,
-                    diff,
-                    cwd: self.workspace.clone(),
-                    posture: format!("{} · {}", self.mode.label(), self.permission.label()),
-                    reason: s(&p, "reason"),
-                    hold: p["hold"].as_bool().unwrap_or(false),
-                    selected: Choice::Deny,
-                });
-            }
+            "approval.required" => self.approval_required(&item_id, &p),
             "approval.decided" | "approval.timeout" | "approval.canceled" => {
                 let id = s(&p, "approval_id");
                 if self.card.as_ref().is_some_and(|c| c.approval_id == id) {
@@ -1026,6 +911,150 @@ Tab mode · Shift+Tab permission · /help",
         }
         self.dirty = true;
         Vec::new()
+    }
+
+    /// `turn.completed`: the answer committed, the usage counted, a
+    /// failure said; a finished Plan turn offers the hand-off.
+    fn turn_completed(&mut self, turn: &Value) {
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        self.commit_all();
+        self.usage(turn, true);
+        let status = s(turn, "status");
+        if status != "completed" {
+            let err = s(turn, "error");
+            let text = if err.is_empty() {
+                format!("turn {status}")
+            } else {
+                format!("turn {status}: {err}")
+            };
+            self.notice(status == "failed", text);
+        }
+        self.turn = None;
+        self.card = None;
+        self.stopping = false;
+        self.flash = None;
+        // A finished Plan turn offers to carry the plan out.
+        if status == "completed" && self.turn_mode.take() == Some(Mode::Plan) {
+            self.handoff = Some(super::handoff::Handoff::default());
+        }
+        self.turn_mode = None;
+    }
+
+    /// `item.started`: a message, a reasoning cell or a tool cell (false:
+    /// an item kind the transcript does not show).
+    fn item_started(&mut self, item_id: String, item: &Value) -> bool {
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        match s(item, "kind").as_str() {
+            "agent_message" => self.transcript.push(Cell::Agent {
+                item_id,
+                text: String::new(),
+                pending: String::new(),
+                done: false,
+            }),
+            "reasoning" => self.transcript.push(Cell::Reasoning {
+                text: s(&item["metadata"], "text"),
+                expanded: false,
+            }),
+            "command_execution" | "tool_call" | "file_change" | "mcp_tool_call" => {
+                let meta = ToolItemMeta::of(&item["metadata"]).start;
+                self.transcript
+                    .push(Cell::Tool(Box::new(tool_cell(&item_id, &meta))));
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// An automatic (or manual) compaction: a notice, kept for `/receipts`.
+    fn compacted(&mut self, meta: &Value) {
+        let auto = meta["auto"] == true;
+        let c = Compacted {
+            turn: self.turns_started,
+            auto,
+            reason: meta["reason"].as_str().unwrap_or("manual").to_string(),
+            tokens_before: meta["tokens_before"].as_u64(),
+            tokens_after: meta["tokens_after"].as_u64(),
+            window: meta["window"].as_u64(),
+        };
+        self.notice(false, format!("context compacted: {}", c.line()));
+        self.compactions.push(c);
+    }
+
+    /// `item.completed|failed|interrupted`: the message closed (and said
+    /// cut when interrupted), or the tool cell filled from the item's
+    /// typed metadata; the footer follows what the command ran under.
+    fn item_finished(&mut self, ev: &str, item_id: &str, item: &Value) {
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let meta = ToolItemMeta::of(&item["metadata"]).result;
+        if let Some(i) = self.agent_index(item_id) {
+            if let Cell::Agent {
+                text,
+                pending,
+                done,
+                ..
+            } = &mut self.transcript[i]
+            {
+                text.push_str(pending);
+                pending.clear();
+                *done = true;
+            }
+            if ev == "item.interrupted" {
+                // The message was cut: say so under its text.
+                self.transcript.insert(
+                    i + 1,
+                    Cell::Notice {
+                        error: true,
+                        text: INTERRUPTED_MESSAGE.into(),
+                    },
+                );
+            }
+        } else if let Some(c) = self.tool_mut(item_id) {
+            c.status = Some(if meta.status.is_empty() {
+                s(item, "status")
+            } else {
+                meta.status.clone()
+            });
+            c.exit_code = meta.exit_code.map(i64::from);
+            c.diff = meta.diff.clone();
+            c.duration_ms = meta.duration_ms;
+            c.approval = meta.approval.as_ref().map(|a| a.verdict.clone());
+            // The head and tail the runtime kept on the item (what
+            // any client sees); the session file is never read back.
+            c.output = meta.output_preview.clone().map(|p| {
+                let clean =
+                    |v: Vec<String>| -> Vec<String> { v.iter().map(|l| sanitize(l)).collect() };
+                (clean(p.head), clean(p.tail), p.hidden_lines)
+            });
+        }
+        // The footer's sandbox part becomes what this command
+        // really ran under (until then: the selected tier).
+        if let Some(e) = &meta.enforced {
+            self.footer.backend = e.backend.as_str().to_string();
+            self.footer.level = e.level.as_str().to_string();
+        }
+    }
+
+    /// `approval.required`: the card, with the call's proposal (a file
+    /// tool's diff) when its cell has one.
+    fn approval_required(&mut self, item_id: &str, p: &Value) {
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let diff = self.tool_mut(item_id).and_then(|c| c.proposal.clone());
+        let path = self
+            .tool_mut(item_id)
+            .and_then(|c| (c.tool != "shell").then(|| c.title.clone()));
+        let command = p["command"].as_str().map(str::to_string);
+        self.card = Some(Card {
+            approval_id: s(p, "approval_id"),
+            tool: s(p, "tool"),
+            command,
+            path,
+            diff,
+            cwd: self.workspace.clone(),
+            posture: format!("{} · {}", self.mode.label(), self.permission.label()),
+            reason: s(p, "reason"),
+            hold: p["hold"].as_bool().unwrap_or(false),
+            selected: Choice::Deny,
+        });
     }
 
     fn usage(&mut self, turn: &Value, done: bool) {

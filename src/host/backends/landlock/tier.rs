@@ -33,7 +33,7 @@ use crate::host::backends::landlock::{
 use crate::host::child_env::ChildEnv;
 use crate::host::enforcement::{
     Enforcement, EnforcementLevel, LandlockReport, LandlockStatus, Namespace, NetworkEnforcer,
-    PartialItem, SeccompReport, Shortfall,
+    PartialItem, Revert, SeccompReport, Shortfall,
 };
 use crate::host::process::supervise;
 use crate::host::request::{ExecOutcome, ExecRequest};
@@ -202,20 +202,11 @@ fn run_once(
         Some(spec) if !policy.network => Some(crate::host::egress::EgressRun::start_tcp(spec)?),
         _ => None,
     };
-    let mut opts = options(policy, None);
-    let mask_failed = mask_failed.or_else(|| opts.mask.and(MASK_FAILED.get().cloned()));
-    if let Some(why) = mask_failed {
-        opts.mask = None;
-        opts.mask_fallback = Some(format!("the mask failed when the run was set up: {why}"));
-        if opts.private_net.take().is_some() {
-            opts.private_net_fallback = Some(format!(
-                "the namespace step failed when the run was set up: {why}"
-            ));
-        }
-    }
-    if let Some(port) = egress.as_ref().and_then(|e| e.tcp_port()) {
-        opts.connect_ports = vec![port];
-    }
+    let opts = run_options(
+        policy,
+        mask_failed,
+        egress.as_ref().and_then(|e| e.tcp_port()),
+    );
     let entry = landlock_cache::checkout(policy, &opts, unavailable)?;
     let prepared = entry.ruleset()?;
     if egress.is_some() && prepared.report().abi < 4 {
@@ -394,23 +385,7 @@ fn run_once(
     // The ruleset was applied (a command that is not found or not
     // executable says nothing against it): keep it for the next run.
     let applied = matches!(status, StageStatus::Applied | StageStatus::ExecFailed(_));
-    let outcome = match status {
-        StageStatus::Applied => Ok(()),
-        StageStatus::Failed { step, error } => Err(unavailable(format!("{step}: {error}"))),
-        // Every protection was in force and exec failed: shell semantics.
-        StageStatus::ExecFailed(libc::ENOENT) => Err(HostError::NotFound(program.clone())),
-        StageStatus::ExecFailed(errno) => Err(HostError::NotExecutable {
-            path: path.clone(),
-            reason: std::io::Error::from_raw_os_error(errno).to_string(),
-        }),
-        StageStatus::Silent if sup.timed_out => Err(unavailable(
-            "timed out before the sandbox was set up".into(),
-        )),
-        StageStatus::Silent => Err(unavailable(format!(
-            "the sandbox stage did not report: {}",
-            String::from_utf8_lossy(&sup.stderr.bytes).trim()
-        ))),
-    };
+    let outcome = stage_outcome(status, &sup, program, &path);
     let result = outcome.map(|()| {
         // The stage checked no_new_privs, the empty capability sets and
         // the seccomp filter before the command ran.
@@ -424,42 +399,120 @@ fn run_once(
         landlock_cache::give_back(entry);
     }
     let mut enforcement = result?;
-    if let Some(e) = egress {
-        let port = e.tcp_port().unwrap_or(0);
-        let report = e.finish();
-        enforcement
-            .network_enforced_by
+    after_run(
+        &mut enforcement,
+        AfterRun {
+            egress,
+            targets: &targets,
+            unguarded: &unguarded,
+            reverts,
+            moved_back,
+            opener_items,
+            note,
+        },
+    );
+    Ok(sup.into_outcome(enforcement))
+}
+
+/// The ruleset options of one run: the planned ones, without the mask
+/// (and its private network) once the mask failed to set up in this
+/// process or this run, and the egress proxy's port as the only TCP
+/// connect allowed.
+fn run_options(
+    policy: &ResolvedPolicy,
+    mask_failed: Option<String>,
+    egress_port: Option<u16>,
+) -> LandlockOptions {
+    let mut opts = options(policy, None);
+    let mask_failed = mask_failed.or_else(|| opts.mask.and(MASK_FAILED.get().cloned()));
+    if let Some(why) = mask_failed {
+        opts.mask = None;
+        opts.mask_fallback = Some(format!("the mask failed when the run was set up: {why}"));
+        if opts.private_net.take().is_some() {
+            opts.private_net_fallback = Some(format!(
+                "the namespace step failed when the run was set up: {why}"
+            ));
+        }
+    }
+    if let Some(port) = egress_port {
+        opts.connect_ports = vec![port];
+    }
+    opts
+}
+
+/// What the stage's status line says about the run: the command ran
+/// under every protection, or why it did not (a set-up step that failed
+/// is the tier unavailable; an exec that failed is the shell's answer).
+fn stage_outcome(
+    status: StageStatus,
+    sup: &supervise::Supervised,
+    program: &str,
+    path: &Path,
+) -> Result<(), HostError> {
+    match status {
+        StageStatus::Applied => Ok(()),
+        StageStatus::Failed { step, error } => Err(unavailable(format!("{step}: {error}"))),
+        // Every protection was in force and exec failed: shell semantics.
+        StageStatus::ExecFailed(libc::ENOENT) => Err(HostError::NotFound(program.to_string())),
+        StageStatus::ExecFailed(errno) => Err(HostError::NotExecutable {
+            path: path.to_path_buf(),
+            reason: std::io::Error::from_raw_os_error(errno).to_string(),
+        }),
+        StageStatus::Silent if sup.timed_out => Err(unavailable(
+            "timed out before the sandbox was set up".into(),
+        )),
+        StageStatus::Silent => Err(unavailable(format!(
+            "the sandbox stage did not report: {}",
+            String::from_utf8_lossy(&sup.stderr.bytes).trim()
+        ))),
+    }
+}
+
+/// What happened after the command, for the report.
+struct AfterRun<'a> {
+    egress: Option<crate::host::egress::EgressRun>,
+    targets: &'a [crate::host::integrity::Target],
+    unguarded: &'a [(PathBuf, String)],
+    reverts: Vec<Revert>,
+    moved_back: Vec<Revert>,
+    opener_items: Vec<PartialItem>,
+    note: Option<String>,
+}
+
+/// The report's after-run part: the egress proxy's account, the
+/// integrity check's reverts, renamed deny-read files put back, the
+/// opener's items and a fallback's note.
+fn after_run(e: &mut Enforcement, a: AfterRun<'_>) {
+    if let Some(run) = a.egress {
+        let port = run.tcp_port().unwrap_or(0);
+        let report = run.finish();
+        e.network_enforced_by
             .push(crate::host::enforcement::NetworkEnforcer::EgressProxy);
-        enforcement
-            .partial
-            .push(crate::host::enforcement::PartialItem::new(
-                crate::host::enforcement::Shortfall::Network,
-                format!(
-                    "Landlock's TCP rules are per port, not per address: connect to port {port} \
+        e.partial.push(crate::host::enforcement::PartialItem::new(
+            crate::host::enforcement::Shortfall::Network,
+            format!(
+                "Landlock's TCP rules are per port, not per address: connect to port {port} \
                  is allowed on every address, so a server listening on that port elsewhere is \
                  reachable directly (the bwrap tier has no such gap)"
-                ),
-            ));
-        enforcement
-            .partial
-            .extend(crate::host::egress::partial_lines(&report));
-        enforcement.level = EnforcementLevel::Partial;
-        enforcement.egress = Some(report);
-    }
-    enforcement
-        .partial
-        .extend(crate::host::integrity::report_items(
-            &targets,
-            &unguarded,
-            &reverts,
-            "Landlock cannot keep single paths read-only inside a writable root without \
-             forbidding new files in their directories, so the command can write them",
+            ),
         ));
-    if !reverts.is_empty() {
-        enforcement.level = EnforcementLevel::Partial;
+        e.partial
+            .extend(crate::host::egress::partial_lines(&report));
+        e.level = EnforcementLevel::Partial;
+        e.egress = Some(report);
     }
-    for m in &moved_back {
-        enforcement.partial.push(PartialItem::at(
+    e.partial.extend(crate::host::integrity::report_items(
+        a.targets,
+        a.unguarded,
+        &a.reverts,
+        "Landlock cannot keep single paths read-only inside a writable root without \
+             forbidding new files in their directories, so the command can write them",
+    ));
+    if !a.reverts.is_empty() {
+        e.level = EnforcementLevel::Partial;
+    }
+    for m in &a.moved_back {
+        e.partial.push(PartialItem::at(
             Shortfall::DenyRead,
             m.path.clone(),
             format!(
@@ -467,17 +520,15 @@ fn run_once(
                 m.line()
             ),
         ));
-        enforcement.level = EnforcementLevel::Partial;
+        e.level = EnforcementLevel::Partial;
     }
-    enforcement.reverted = reverts;
-    enforcement.reverted.extend(moved_back);
-    enforcement.partial.extend(opener_items);
-    if let Some(n) = note {
-        enforcement
-            .partial
+    e.reverted = a.reverts;
+    e.reverted.extend(a.moved_back);
+    e.partial.extend(a.opener_items);
+    if let Some(n) = a.note {
+        e.partial
             .insert(0, PartialItem::new(Shortfall::Fallback, n));
     }
-    Ok(sup.into_outcome(enforcement))
 }
 
 /// The opener of one run (see `opener`).
