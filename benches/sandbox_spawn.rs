@@ -117,8 +117,20 @@ mod imp {
         };
 
         let mut bare_c = Command::new("true");
-        let mut raw_c = Command::new(&raw.argv[0]);
-        raw_c.args(&raw.argv[1..]).current_dir(&ws);
+        // The plan's `--ro-bind-data FD DEST` mounts (masked files) take
+        // their content from an fd the product's spawn makes per run; the
+        // raw baseline binds /dev/null read-only there instead (one bind
+        // mount each, no copy: a baseline no more expensive than the
+        // product's, so the ratio is not flattered).
+        let mut raw_argv: Vec<std::ffi::OsString> = raw.argv.clone();
+        for d in &raw.data {
+            if let Some(flag) = d.arg.checked_sub(1) {
+                raw_argv[flag] = "--ro-bind".into();
+                raw_argv[d.arg] = "/dev/null".into();
+            }
+        }
+        let mut raw_c = Command::new(&raw_argv[0]);
+        raw_c.args(&raw_argv[1..]).current_dir(&ws);
         let mut cw_c = Command::new(&bin);
         cw_c.args(["sandbox", "run", "--backend", "bwrap", "-C"])
             .arg(&ws)
