@@ -95,12 +95,26 @@ pub fn is_write(name: &str) -> bool {
     kind(name) == Some(ToolKind::Write)
 }
 
-/// Words the shell reads as keywords in command position (POSIX reserved
-/// words plus bash's).
-const SHELL_RESERVED: &[&str] = &[
-    "!", "{", "}", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for", "function",
-    "if", "in", "select", "then", "time", "until", "while", "[[", "]]",
+/// Reserved words that may precede a command: the gates' shell parser
+/// skips them at command position (`authz::shell::parse`).
+pub const SHELL_PREFIX_WORDS: &[&str] = &[
+    "if", "then", "elif", "else", "do", "while", "until", "!", "{", "time",
 ];
+/// Reserved words that close a compound command: the parser reads them as
+/// separators.
+pub const SHELL_CLOSE_WORDS: &[&str] = &["fi", "done", "esac", "}"];
+/// The shell's other reserved words (POSIX and bash), which the parser
+/// leaves as words but a shell would not run as a program.
+const SHELL_OTHER_RESERVED: &[&str] = &[
+    "case", "coproc", "for", "function", "in", "select", "[[", "]]",
+];
+
+/// Whether the shell reads `word` as a keyword in command position.
+fn shell_reserved(word: &str) -> bool {
+    [SHELL_PREFIX_WORDS, SHELL_CLOSE_WORDS, SHELL_OTHER_RESERVED]
+        .iter()
+        .any(|l| l.contains(&word))
+}
 
 /// The command line of a shell call's `command` argument, as the gates
 /// analyse it and receipts show it: a string as given; an argv array
@@ -118,7 +132,7 @@ pub fn shell_command_line(args: &serde_json::Value) -> Option<String> {
             // gates parse is the argv that runs. (shlex quotes by
             // character only; these need no escaping inside '…'.)
             match words.split_first() {
-                Some((first, rest)) if SHELL_RESERVED.contains(first) => {
+                Some((first, rest)) if shell_reserved(first) => {
                     let rest = shlex::try_join(rest.iter().copied()).ok()?;
                     Some(if rest.is_empty() {
                         format!("'{first}'")

@@ -26,12 +26,11 @@ pub const MAX_DEPTH: usize = 12;
 /// Most simple commands one input may contain.
 pub const MAX_COMMANDS: usize = 512;
 
-/// Reserved words that may precede a command; skipped at command position.
-const PREFIX_WORDS: &[&str] = &[
-    "if", "then", "elif", "else", "do", "while", "until", "!", "{", "time",
-];
-/// Reserved words that close a compound command; act as separators.
-const CLOSE_WORDS: &[&str] = &["fi", "done", "esac", "}"];
+// Reserved words that may precede a command (skipped at command
+// position) and those that close a compound command (separators): the
+// catalogue owns them, so its argv join quotes exactly what this parser
+// would read as a keyword.
+use crate::catalogue::{SHELL_CLOSE_WORDS as CLOSE_WORDS, SHELL_PREFIX_WORDS as PREFIX_WORDS};
 
 /// Where commands accumulate while parsing.
 #[derive(Default)]
