@@ -297,32 +297,9 @@ impl TapState {
     /// the bytes relayed each way).
     fn sandbox(&mut self, name: &'static str, e: &ev::SandboxEvent) {
         let item = self.calls.get(&e.call_id).cloned();
-        let mut payload = json!({"call_id": e.call_id, "tool": e.tool, "reason": e.reason});
-        match &e.subject {
-            ev::SandboxSubject::Path { path, inferred } => {
-                if name == "sandbox.denied" {
-                    payload["path"] = json!(path);
-                    payload["inferred"] = json!(inferred);
-                }
-            }
-            ev::SandboxSubject::Network { connection: c, .. } => {
-                payload["kind"] = json!("network");
-                payload["host"] = json!(c.host);
-                payload["port"] = json!(c.port);
-                payload["decision"] = json!(c.decision);
-                payload["rule"] = json!(c.rule);
-                payload["protocol"] = json!(c.protocol);
-                payload["bytes_up"] = json!(c.bytes_up);
-                payload["bytes_down"] = json!(c.bytes_down);
-                if name == "sandbox.denied" {
-                    payload["path"] = Value::Null;
-                    payload["inferred"] = json!(false);
-                } else {
-                    payload["addr"] = json!(c.addr);
-                    payload["error"] = json!(c.error);
-                }
-            }
-        }
+        // The event's own serde form (stream-json's fields, documented in
+        // docs/EXEC.md and RUNTIME_API.md): no second spelling of them.
+        let payload = serde_json::to_value(e).unwrap_or(Value::Null);
         let ev = NewEvent {
             event: name,
             thread_id: Some(self.turn.thread_id.clone()),
