@@ -40,6 +40,51 @@ pub struct FileMetadata {
     pub mode: u32,
 }
 
+/// The base URL and default headers of a client for a sandbox endpoint
+/// the lifecycle server returned (execd, the egress sidecar): the
+/// lifecycle URL's scheme when the endpoint has none, the transport
+/// checked, every endpoint header sent (marked sensitive) except one named
+/// like the lifecycle key, which is never forwarded. `what` names the
+/// endpoint in errors.
+pub(super) fn endpoint_parts(
+    cfg: &OpenSandboxConfig,
+    ep: &Endpoint,
+    what: &str,
+) -> Result<(String, HeaderMap), OpenSandboxError> {
+    let call = format!("{what} endpoint");
+    let base = if ep.endpoint.contains("://") {
+        ep.endpoint.clone()
+    } else {
+        format!("{}://{}", cfg.url.scheme(), ep.endpoint)
+    };
+    let base = base.trim_end_matches('/').to_string();
+    let parsed = reqwest::Url::parse(&base).map_err(|e| OpenSandboxError::Protocol {
+        call: call.clone(),
+        detail: format!("endpoint {:?} is not a URL: {e}", ep.endpoint),
+    })?;
+    check_transport(&parsed, cfg.allow_insecure_http)
+        .map_err(|m| OpenSandboxError::Unsupported(format!("{what} endpoint {base}: {m}")))?;
+    let mut headers = HeaderMap::new();
+    for (k, v) in &ep.headers {
+        if k.eq_ignore_ascii_case(API_KEY_HEADER) {
+            // Never forward anything under the lifecycle key's name.
+            continue;
+        }
+        let name =
+            HeaderName::from_bytes(k.as_bytes()).map_err(|_| OpenSandboxError::Protocol {
+                call: call.clone(),
+                detail: format!("endpoint header name {k:?} is invalid"),
+            })?;
+        let mut value = HeaderValue::from_str(v).map_err(|_| OpenSandboxError::Protocol {
+            call: call.clone(),
+            detail: format!("endpoint header {k} has an invalid value"),
+        })?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    Ok((base, headers))
+}
+
 #[derive(Clone)]
 pub struct ExecdClient {
     http: reqwest::Client,
@@ -49,37 +94,7 @@ pub struct ExecdClient {
 impl ExecdClient {
     /// Build the client for `ep`; `scheme` is the lifecycle URL's scheme.
     pub fn new(cfg: &OpenSandboxConfig, ep: &Endpoint) -> Result<Self, OpenSandboxError> {
-        let call = "execd endpoint";
-        let base = if ep.endpoint.contains("://") {
-            ep.endpoint.clone()
-        } else {
-            format!("{}://{}", cfg.url.scheme(), ep.endpoint)
-        };
-        let base = base.trim_end_matches('/').to_string();
-        let parsed = reqwest::Url::parse(&base).map_err(|e| OpenSandboxError::Protocol {
-            call: call.into(),
-            detail: format!("endpoint {:?} is not a URL: {e}", ep.endpoint),
-        })?;
-        check_transport(&parsed, cfg.allow_insecure_http)
-            .map_err(|m| OpenSandboxError::Unsupported(format!("execd endpoint {base}: {m}")))?;
-        let mut headers = HeaderMap::new();
-        for (k, v) in &ep.headers {
-            if k.eq_ignore_ascii_case(API_KEY_HEADER) {
-                // Never forward anything under the lifecycle key's name.
-                continue;
-            }
-            let name =
-                HeaderName::from_bytes(k.as_bytes()).map_err(|_| OpenSandboxError::Protocol {
-                    call: call.into(),
-                    detail: format!("endpoint header name {k:?} is invalid"),
-                })?;
-            let mut value = HeaderValue::from_str(v).map_err(|_| OpenSandboxError::Protocol {
-                call: call.into(),
-                detail: format!("endpoint header {k} has an invalid value"),
-            })?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
+        let (base, mut headers) = endpoint_parts(cfg, ep, "execd")?;
         if let Some(tok) = &cfg.execd_access_token {
             let mut v = HeaderValue::from_str(tok).map_err(|_| {
                 OpenSandboxError::Unsupported(

@@ -16,11 +16,10 @@
 //! none: the spec's default) and, for every rule of the list, the first
 //! rule with its target has its action, and no other allow rule.
 
-use super::config::{check_transport, OpenSandboxConfig};
+use super::config::OpenSandboxConfig;
 use super::error::OpenSandboxError;
 use super::http;
-use super::lifecycle::{Endpoint, API_KEY_HEADER};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use super::lifecycle::Endpoint;
 use serde::Deserialize;
 
 /// The egress sidecar's port (`servers` of `egress-api.yaml`).
@@ -77,37 +76,7 @@ impl SidecarClient {
     /// when the endpoint has none, every endpoint header but one named
     /// like the lifecycle key.
     pub fn new(cfg: &OpenSandboxConfig, ep: &Endpoint) -> Result<Self, OpenSandboxError> {
-        let call = "egress sidecar endpoint";
-        let base = if ep.endpoint.contains("://") {
-            ep.endpoint.clone()
-        } else {
-            format!("{}://{}", cfg.url.scheme(), ep.endpoint)
-        };
-        let base = base.trim_end_matches('/').to_string();
-        let parsed = reqwest::Url::parse(&base).map_err(|e| OpenSandboxError::Protocol {
-            call: call.into(),
-            detail: format!("endpoint {:?} is not a URL: {e}", ep.endpoint),
-        })?;
-        check_transport(&parsed, cfg.allow_insecure_http).map_err(|m| {
-            OpenSandboxError::Unsupported(format!("egress sidecar endpoint {base}: {m}"))
-        })?;
-        let mut headers = HeaderMap::new();
-        for (k, v) in &ep.headers {
-            if k.eq_ignore_ascii_case(API_KEY_HEADER) {
-                continue;
-            }
-            let name =
-                HeaderName::from_bytes(k.as_bytes()).map_err(|_| OpenSandboxError::Protocol {
-                    call: call.into(),
-                    detail: format!("endpoint header name {k:?} is invalid"),
-                })?;
-            let mut value = HeaderValue::from_str(v).map_err(|_| OpenSandboxError::Protocol {
-                call: call.into(),
-                detail: format!("endpoint header {k} has an invalid value"),
-            })?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
+        let (base, headers) = super::execd::endpoint_parts(cfg, ep, "egress sidecar")?;
         let http = reqwest::Client::builder()
             .default_headers(headers)
             .connect_timeout(std::time::Duration::from_secs(10))
