@@ -162,26 +162,31 @@ impl Gatekeeper {
     }
 
     fn render(&self, tool: &McpTool, o: ToolOutput, verdict: Value) -> CallOutcome {
+        // File tools: the in-process guard (gate 9) checked every path.
+        const GUARD: &str = "in-process path guard (no process was started)";
         let sandbox = match (&o.enforced, &o.enforcement) {
             (Some(e), label) => json!({"mode": self.mode.to_string(), "enforcement": label,
                 "backend": e.summary.backend, "level": e.summary.level, "partial": e.summary.partial}),
             (None, Some(label)) => json!({"mode": self.mode.to_string(), "enforcement": label}),
-            // File tools: the in-process guard (gate 9) checked every path.
-            (None, None) => json!({"mode": self.mode.to_string(),
-                "enforcement": "in-process path guard (no process was started)"}),
+            (None, None) => json!({"mode": self.mode.to_string(), "enforcement": GUARD}),
         };
-        let how = match (&sandbox["enforcement"], sandbox["level"].as_str()) {
-            (Value::String(l), None) => format!("sandbox: {} — {l}", self.mode),
-            (Value::String(l), Some(lv)) => format!("sandbox: {} — {l} (level {lv})", self.mode),
-            _ => format!("sandbox: {}", self.mode),
+        // The text line from the typed values the JSON above was built from.
+        let label = match (&o.enforced, &o.enforcement) {
+            (_, Some(l)) => Some(l.joined()),
+            (None, None) => Some(GUARD.to_string()),
+            (Some(_), None) => None,
+        };
+        let level = o.enforced.as_ref().map(|e| e.summary.level);
+        let how = match (label, level) {
+            (Some(l), None) => format!("sandbox: {} — {l}", self.mode),
+            (Some(l), Some(lv)) => format!("sandbox: {} — {l} (level {lv})", self.mode),
+            (None, _) => format!("sandbox: {}", self.mode),
         };
         let mut text = o.content.clone();
         text.push_str(&format!("\n[{how}]"));
         if tool.name == "codewhale_sandbox_run" {
-            if let Some(p) = sandbox["partial"].as_array().filter(|p| !p.is_empty()) {
-                for item in p {
-                    text.push_str(&format!("\n[partial: {item}]"));
-                }
+            for item in o.enforced.iter().flat_map(|e| e.summary.partial.iter()) {
+                text.push_str(&format!("\n[partial: {}]", json!(item)));
             }
         }
         CallOutcome {
