@@ -214,6 +214,8 @@ fn a_restore_survives_the_users_gc_prune_now() {
     let gone = Command::new("git")
         .args(["cat-file", "-e", blob.trim()])
         .current_dir(&f.ws)
+        .env("HOME", &f.user_home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .status()
         .unwrap();
