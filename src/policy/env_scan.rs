@@ -608,17 +608,40 @@ static CACHES: Mutex<Option<HashMap<PathBuf, EnvScanCache>>> = Mutex::new(None);
 /// The first call of a process starts from the listings the last command
 /// left on disk ([`super::env_scan_disk`]) and leaves its own there.
 pub fn scan_cached(root: &Path) -> EnvScan {
-    let file = super::env_scan_disk::cache_file(root);
+    let file = trusted_cache(super::env_scan_disk::cache_file(root), root);
     let mut guard = CACHES.lock().unwrap_or_else(|p| p.into_inner());
     let caches = guard.get_or_insert_with(HashMap::new);
     let cache = caches.entry(root.to_path_buf()).or_default();
     cache.scan_with_file(root, file.as_deref()).0
 }
 
+/// The saved listings are trusted only where a sandboxed command of this
+/// workspace cannot write them: `~/.codewhale` is deny-read for every
+/// command, but a `$CODEWHALE_HOME` inside the workspace would let a
+/// command forge the listing the next command trusts (and hide a new
+/// `.env`). There the scan keeps no file and lists as without one.
+fn trusted_cache(file: Option<PathBuf>, root: &Path) -> Option<PathBuf> {
+    file.filter(|f| !f.starts_with(root))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::fs;
+
+    #[test]
+    fn a_cache_inside_the_workspace_is_not_trusted() {
+        let root = Path::new("/w/project");
+        assert_eq!(
+            trusted_cache(Some("/home/u/.codewhale/cache/env-scan/x".into()), root),
+            Some(PathBuf::from("/home/u/.codewhale/cache/env-scan/x"))
+        );
+        assert_eq!(
+            trusted_cache(Some("/w/project/.state/cache/env-scan/x".into()), root),
+            None
+        );
+        assert_eq!(trusted_cache(None, root), None);
+    }
 
     fn write(p: &Path) {
         fs::create_dir_all(p.parent().unwrap()).unwrap();

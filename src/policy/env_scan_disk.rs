@@ -6,7 +6,8 @@
 //! Where: `$CODEWHALE_HOME/cache/env-scan/<hash of the workspace>` (the
 //! same home as `config::paths`, which the sandbox makes unreadable and
 //! unwritable: a sandboxed command cannot edit the listings the next
-//! command trusts). One file per workspace, replaced whole by a rename, so
+//! command trusts; a `$CODEWHALE_HOME` inside the workspace is not used
+//! for them, see `env_scan::trusted_cache`). One file per workspace, replaced whole by a rename, so
 //! a reader sees an old or a new file, never a torn one; two processes
 //! writing at once leave one of two valid files (every listing is checked
 //! against its directory's stamp before it is used).
