@@ -15,6 +15,7 @@
 use super::approver::RuntimeApprover;
 use super::client_tools::RuntimeTools;
 use super::history::Replay;
+use super::item_meta::CompactionMeta;
 use super::model::{ItemKind, ItemStatus, ThreadRecord, TurnRecord, TurnStatus, TurnUsage};
 use super::store::{Runtime, RuntimeError, ASK_USER};
 use super::tap::TapHandle;
@@ -578,7 +579,11 @@ impl Driver {
         let item = self.rt.start_item(
             &turn,
             ItemKind::ContextCompaction,
-            json!({"messages": history.len()}),
+            CompactionMeta {
+                messages: Some(history.len()),
+                ..Default::default()
+            }
+            .to_value(),
         )?;
         let d = self.clone();
         let t = turn.clone();
@@ -620,7 +625,13 @@ impl Driver {
                     &turn,
                     &item_id,
                     ItemStatus::Completed,
-                    json!({"summary": summary, "provider": provider, "model": model}),
+                    CompactionMeta {
+                        summary: Some(summary),
+                        provider: Some(provider),
+                        model: Some(model),
+                        ..Default::default()
+                    }
+                    .to_value(),
                 );
                 let _ = self.rt.finish_turn(&turn.id, TurnStatus::Completed, None);
             }
@@ -681,11 +692,9 @@ impl Driver {
                                 // its session file replays it in place.
                                 i.kind == ItemKind::ContextCompaction
                                     && i.status == ItemStatus::Completed
-                                    && i.metadata.get("auto") != Some(&json!(true))
+                                    && !CompactionMeta::of(&i.metadata).auto
                             })
-                            .and_then(|i| i.metadata.get("summary"))
-                            .and_then(|v| v.as_str())
-                            .map(str::to_string),
+                            .and_then(|i| CompactionMeta::of(&i.metadata).summary),
                         user: items
                             .iter()
                             .find(|i| i.kind == ItemKind::UserMessage)

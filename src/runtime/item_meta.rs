@@ -100,6 +100,54 @@ impl ToolItemMeta {
     }
 }
 
+/// The metadata of a `context_compaction` item, typed on both sides as
+/// a tool item's is: the manual route (`POST …/compact`) and the loop's
+/// automatic compactions write it, the TUI and the history replay read
+/// it. Every field is optional (each writer sets what it knows; a stage
+/// never repeats another's key).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CompactionMeta {
+    /// `true`: the loop compacted on its own inside a turn.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub auto: bool,
+    /// `threshold` or `context_length` (automatic); absent: manual.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<u64>,
+    /// Messages replaced by the summary, and kept verbatim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summarised: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<u64>,
+    /// The manual route: how many messages the history had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl CompactionMeta {
+    pub fn of(metadata: &Value) -> CompactionMeta {
+        serde_json::from_value(metadata.clone()).unwrap_or_default()
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

@@ -8,7 +8,9 @@
 //! durable record): the first error is kept and reported by the caller.
 
 use super::coalesce::Coalescer;
-use super::item_meta::{EnforcedBrief, ItemApproval, ToolItemResult, ToolItemStart};
+use super::item_meta::{
+    CompactionMeta, EnforcedBrief, ItemApproval, ToolItemResult, ToolItemStart,
+};
 use super::model::{
     ItemKind, ItemStatus, ModelUsage, RouteChoice, TurnItemRecord, TurnRecord, TurnUsage,
 };
@@ -256,9 +258,16 @@ impl TapState {
         let started = self.rt.start_item(
             &self.turn,
             ItemKind::ContextCompaction,
-            json!({"auto": c.auto, "reason": c.reason, "window": c.window,
-                   "threshold": c.threshold, "tokens_before": c.tokens_before,
-                   "summarised": c.summarised}),
+            CompactionMeta {
+                auto: c.auto,
+                reason: Some(c.reason.clone()),
+                window: Some(c.window),
+                threshold: Some(c.threshold),
+                tokens_before: Some(c.tokens_before),
+                summarised: Some(c.summarised),
+                ..Default::default()
+            }
+            .to_value(),
         );
         let r = started.and_then(|i| {
             self.rt
@@ -266,8 +275,15 @@ impl TapState {
                     &self.turn,
                     &i.id,
                     ItemStatus::Completed,
-                    json!({"summary": c.summary, "tokens_after": c.tokens_after,
-                           "kept": c.kept, "provider": c.provider, "model": c.model}),
+                    CompactionMeta {
+                        summary: Some(c.summary.clone()),
+                        tokens_after: Some(c.tokens_after),
+                        kept: Some(c.kept),
+                        provider: Some(c.provider.clone()),
+                        model: Some(c.model.clone()),
+                        ..Default::default()
+                    }
+                    .to_value(),
                 )
                 .map(drop)
         });

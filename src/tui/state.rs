@@ -967,14 +967,14 @@ Tab mode · Shift+Tab permission · /help",
 
     /// An automatic (or manual) compaction: a notice, kept for `/receipts`.
     fn compacted(&mut self, meta: &Value) {
-        let auto = meta["auto"] == true;
+        let m = crate::runtime::item_meta::CompactionMeta::of(meta);
         let c = Compacted {
             turn: self.turns_started,
-            auto,
-            reason: meta["reason"].as_str().unwrap_or("manual").to_string(),
-            tokens_before: meta["tokens_before"].as_u64(),
-            tokens_after: meta["tokens_after"].as_u64(),
-            window: meta["window"].as_u64(),
+            auto: m.auto,
+            reason: m.reason.unwrap_or_else(|| "manual".to_string()),
+            tokens_before: m.tokens_before,
+            tokens_after: m.tokens_after,
+            window: m.window,
         };
         self.notice(false, format!("context compacted: {}", c.line()));
         self.compactions.push(c);
