@@ -576,3 +576,59 @@ line\"; echo x > ./.git/../.envrc; echo x > \"$(printf 'ok\\377')\"",
         assert_eq!(odd.exists(), case.ww(), "[{case}] {r:?}");
     }
 }
+
+/// A `$CODEWHALE_HOME` outside `~/.codewhale` (where a user keeps keys,
+/// sessions and snapshots) is as unreadable to a command as
+/// `~/.codewhale` is. Positive control: the same bytes in a sibling
+/// directory are readable, and with `CODEWHALE_HOME` pointing elsewhere
+/// the file itself is.
+#[test]
+fn a_custom_codewhale_home_is_unreadable() {
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (home, state, other, ws, tmp, xdg) = (
+        root.path().join("home"),
+        root.path().join("state"),
+        root.path().join("other"),
+        root.path().join("ws"),
+        root.path().join("tmp"),
+        root.path().join("xdg"),
+    );
+    for d in [&home, &state, &other, &ws, &tmp, &xdg] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(state.join("auth.json"), "STATE-SECRET\n").unwrap();
+    std::fs::write(other.join("auth.json"), "STATE-SECRET\n").unwrap();
+    let cat = |cw_home: &std::path::Path, file: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_codewhale"))
+            .args(["sandbox", "run", "-C"])
+            .arg(&ws)
+            .arg("--")
+            .arg("cat")
+            .arg(file)
+            .env("HOME", &home)
+            .env("CODEWHALE_HOME", cw_home)
+            .env("TMPDIR", &tmp)
+            .env("XDG_RUNTIME_DIR", &xdg)
+            .env("GIT_CEILING_DIRECTORIES", root.path())
+            .output()
+            .unwrap()
+    };
+    let denied = cat(&state, &state.join("auth.json"));
+    assert!(
+        !String::from_utf8_lossy(&denied.stdout).contains("STATE-SECRET"),
+        "the state home was readable: {denied:?}"
+    );
+    assert!(!denied.status.success(), "{denied:?}");
+    // Controls: the same content elsewhere, and the file when the state
+    // home is another directory.
+    let sibling = cat(&state, &other.join("auth.json"));
+    assert!(
+        String::from_utf8_lossy(&sibling.stdout).contains("STATE-SECRET"),
+        "{sibling:?}"
+    );
+    let elsewhere = cat(&other.join("cw"), &state.join("auth.json"));
+    assert!(
+        String::from_utf8_lossy(&elsewhere.stdout).contains("STATE-SECRET"),
+        "{elsewhere:?}"
+    );
+}

@@ -127,7 +127,9 @@ impl Settings {
 
     /// The sandbox policy for `mode` with the user's `[sandbox]` section.
     pub fn sandbox_policy(&self, mode: SandboxMode) -> SandboxPolicy {
-        self.user.sandbox.policy(mode, &self.workspace)
+        let mut p = self.user.sandbox.policy(mode, &self.workspace);
+        p.state_home = self.paths.state_home_outside_home();
+        p
     }
 
     pub fn host_settings(&self) -> HostSettings {

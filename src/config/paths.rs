@@ -49,6 +49,14 @@ impl ConfigPaths {
         }
     }
 
+    /// codewhale's home when it is not `~/.codewhale` (set by
+    /// `$CODEWHALE_HOME`): the deny-read table holds `~/.codewhale` for every
+    /// command, so only another place needs adding to a sandbox policy.
+    pub fn state_home_outside_home(&self) -> Option<PathBuf> {
+        let default = self.home.as_ref().map(|h| h.join(".codewhale"));
+        (default.as_ref() != Some(&self.codewhale_home)).then(|| self.codewhale_home.clone())
+    }
+
     /// The directory holding the files in use: codewhale's, or the legacy
     /// one when only it has a `config.toml`.
     pub fn active_dir(&self) -> (PathBuf, bool) {

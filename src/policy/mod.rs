@@ -214,6 +214,11 @@ pub struct SandboxPolicy {
     /// Only meaningful with `network == false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress: Option<crate::net::EgressSpec>,
+    /// codewhale's own home when `$CODEWHALE_HOME` puts it somewhere other
+    /// than `~/.codewhale` (which the deny-read table already holds): its
+    /// keys, sessions and snapshots are denied like `~/.codewhale`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_home: Option<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -235,6 +240,7 @@ impl SandboxPolicy {
             env: EnvPolicy::default(),
             landlock: LandlockHoles::default(),
             egress: None,
+            state_home: None,
         }
     }
 

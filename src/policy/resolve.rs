@@ -314,6 +314,16 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
                 );
             }
         }
+        if let Some(h) = &policy.state_home {
+            push_with_canonical(
+                &mut canon,
+                &mut deny_read,
+                &mut seen_deny,
+                h.clone(),
+                true,
+                "codewhale's own home ($CODEWHALE_HOME): keys, sessions and snapshots",
+            );
+        }
         scan_env_files(
             &mut canon,
             &workspace,
