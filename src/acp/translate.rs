@@ -5,6 +5,8 @@
 //! arguments, so the editor shows the real command or path.
 
 use crate::runtime::item_meta::ToolItemMeta;
+use crate::runtime::served::{ItemEnd, Served, ServedEvent};
+use crate::runtime::{ItemKind, TurnRecord, TurnStatus};
 use agent_client_protocol_schema::v1::{
     ContentBlock, ContentChunk, Diff, SessionUpdate, StopReason, TextContent, ToolCall,
     ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
@@ -51,11 +53,11 @@ pub enum TurnEnd {
 }
 
 /// The stop reason of a finished turn, from its record.
-pub fn turn_end(turn: &Value) -> TurnEnd {
-    let err = turn["error"].as_str().unwrap_or("").to_string();
-    match turn["status"].as_str().unwrap_or("") {
-        "completed" => TurnEnd::Stop(StopReason::EndTurn),
-        "interrupted" | "canceled" => TurnEnd::Stop(StopReason::Cancelled),
+pub fn turn_end(turn: &TurnRecord) -> TurnEnd {
+    let err = turn.error.clone().unwrap_or_default();
+    match turn.status {
+        TurnStatus::Completed => TurnEnd::Stop(StopReason::EndTurn),
+        TurnStatus::Interrupted | TurnStatus::Canceled => TurnEnd::Stop(StopReason::Cancelled),
         _ if err.starts_with(MAX_TURNS_PREFIX) => TurnEnd::Stop(StopReason::MaxTurnRequests),
         _ if err.is_empty() => TurnEnd::Failed("the turn failed".into()),
         _ => TurnEnd::Failed(err),
@@ -223,27 +225,27 @@ impl Mapper {
             .raw_input(args.clone())
     }
 
-    /// What the event `env` (a served envelope) asks for.
+    /// What the event `env` (a served envelope) asks for, read as its
+    /// typed event.
     pub fn map(&mut self, env: &Value) -> Vec<Action> {
+        let Some(ev) = Served::decode(env) else {
+            return Vec::new();
+        };
         if let Some(t) = &self.turn {
-            if env["turn_id"].as_str() != Some(t.as_str()) {
+            if ev.turn_id.as_deref() != Some(t.as_str()) {
                 return Vec::new();
             }
         }
-        let p = &env["payload"];
-        let item = &p["item"];
-        let kind = item["kind"].as_str().unwrap_or("");
-        let is_tool = matches!(
-            kind,
-            "tool_call" | "file_change" | "command_execution" | "mcp_tool_call"
-        );
-        let item_id = env["item_id"].as_str().unwrap_or("").to_string();
-        match env["event"].as_str().unwrap_or("") {
-            "item.started" if is_tool => {
-                let m = &item["metadata"];
-                let call = m["call_id"].as_str().unwrap_or(&item_id).to_string();
-                let tool = m["tool"].as_str().unwrap_or("").to_string();
-                let args = m["args"].clone();
+        let item_id = ev.item_id.unwrap_or_default();
+        match ev.event {
+            ServedEvent::ItemStarted(item) if is_tool(item.kind) => {
+                let m = ToolItemMeta::of(&item.metadata).start;
+                let call = if m.call_id.is_empty() {
+                    item_id.clone()
+                } else {
+                    m.call_id
+                };
+                let (tool, args) = (m.tool, m.args);
                 let f = self.fields(&tool, &args);
                 let mut tc = ToolCall::new(call.clone(), f.title.clone().unwrap_or_default())
                     .kind(tool_kind(&tool))
@@ -254,27 +256,28 @@ impl Mapper {
                 self.calls.insert(item_id, (call, tool, args));
                 vec![Action::Update(SessionUpdate::ToolCall(tc))]
             }
-            "item.started" if kind == "user_message" && self.replay_user => {
-                let t = item["metadata"]["text"].as_str().unwrap_or("");
+            ServedEvent::ItemStarted(item)
+                if item.kind == ItemKind::UserMessage && self.replay_user =>
+            {
+                let t = item.metadata["text"].as_str().unwrap_or("");
                 vec![Action::Update(SessionUpdate::UserMessageChunk(text_chunk(
                     t,
                 )))]
             }
-            "item.delta" if p["kind"] == "agent_message" => {
-                let d = p["delta"].as_str().unwrap_or("");
-                if d.is_empty() {
+            ServedEvent::ItemDelta { kind, delta } if kind == "agent_message" => {
+                if delta.is_empty() {
                     return Vec::new();
                 }
                 vec![Action::Update(SessionUpdate::AgentMessageChunk(
-                    text_chunk(d),
+                    text_chunk(&delta),
                 ))]
             }
-            "item.completed" | "item.failed" | "item.interrupted" if is_tool => {
+            ServedEvent::ItemFinished { end, item } if is_tool(item.kind) => {
                 let Some((call, _, _)) = self.calls.remove(&item_id) else {
                     return Vec::new();
                 };
-                let m = ToolItemMeta::of(&item["metadata"]).result;
-                let ok = env["event"] == "item.completed" && m.status == "ok";
+                let m = ToolItemMeta::of(&item.metadata).result;
+                let ok = end == ItemEnd::Completed && m.status == "ok";
                 let mut f = ToolCallUpdateFields::new()
                     .status(if ok {
                         ToolCallStatus::Completed
@@ -296,37 +299,46 @@ impl Mapper {
                     ToolCallUpdate::new(call, f),
                 ))]
             }
-            "approval.required" if self.turn.is_some() => {
-                let call = p["tool_call_id"].as_str().unwrap_or("").to_string();
-                let tool = p["tool"].as_str().unwrap_or("").to_string();
+            ServedEvent::ApprovalRequired(ask) if self.turn.is_some() => {
                 let args = self
                     .calls
                     .values()
-                    .find(|(c, _, _)| *c == call)
+                    .find(|(c, _, _)| *c == ask.tool_call_id)
                     .map(|(_, _, a)| a.clone())
                     .unwrap_or(Value::Null);
-                let fields = self.fields(&tool, &args).status(ToolCallStatus::Pending);
+                let fields = self
+                    .fields(&ask.tool, &args)
+                    .status(ToolCallStatus::Pending);
+                let ask = *ask;
                 vec![Action::Ask(Question {
-                    approval_id: p["approval_id"].as_str().unwrap_or("").to_string(),
-                    tool_call_id: call,
-                    command: p["command"].as_str().map(str::to_string),
-                    reason: p["reason"].as_str().unwrap_or("").to_string(),
-                    tool,
+                    approval_id: ask.approval_id,
+                    tool_call_id: ask.tool_call_id,
+                    command: ask.command,
+                    reason: ask.reason,
+                    tool: ask.tool,
                     fields,
                 })]
             }
-            "approval.timeout" | "approval.canceled" | "approval.decided" => {
-                let id = p["approval_id"]
-                    .as_str()
-                    .or(p["id"].as_str())
-                    .unwrap_or("")
-                    .to_string();
-                vec![Action::Settled { approval_id: id }]
+            ServedEvent::ApprovalSettled { approval_id, .. } => {
+                vec![Action::Settled { approval_id }]
             }
-            "turn.completed" if self.turn.is_some() => vec![Action::Done(turn_end(&p["turn"]))],
+            ServedEvent::TurnCompleted(turn) if self.turn.is_some() => {
+                vec![Action::Done(turn_end(&turn))]
+            }
             _ => Vec::new(),
         }
     }
+}
+
+/// The tool items an editor shows as tool calls.
+fn is_tool(kind: ItemKind) -> bool {
+    matches!(
+        kind,
+        ItemKind::ToolCall
+            | ItemKind::FileChange
+            | ItemKind::CommandExecution
+            | ItemKind::McpToolCall
+    )
 }
 
 #[cfg(test)]
@@ -336,7 +348,9 @@ mod tests {
     use serde_json::json;
 
     fn env(event: &str, turn: &str, item: &str, payload: Value) -> Value {
-        json!({"event": event, "turn_id": turn, "item_id": item, "payload": payload})
+        crate::runtime::served::testing::complete(
+            json!({"event": event, "turn_id": turn, "item_id": item, "payload": payload}),
+        )
     }
 
     #[test]
@@ -451,7 +465,22 @@ mod tests {
 
     #[test]
     fn stop_reasons() {
-        let e = |s: &str, err: Value| turn_end(&json!({"status": s, "error": err}));
+        let e = |s: &str, err: Value| {
+            let env = env(
+                "turn.completed",
+                "t",
+                "",
+                json!({"turn": {"status": s, "error": err}}),
+            );
+            let Some(Served {
+                event: ServedEvent::TurnCompleted(turn),
+                ..
+            }) = Served::decode(&env)
+            else {
+                panic!("{env}")
+            };
+            turn_end(&turn)
+        };
         assert_eq!(
             e("completed", Value::Null),
             TurnEnd::Stop(StopReason::EndTurn)

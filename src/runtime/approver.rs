@@ -21,7 +21,7 @@ use crate::agent::authorizer::{ToolCallRequest, TurnContext};
 use crate::agent::{Approver, DecidedBy, Verdict};
 use crate::authz::call::SessionGrants;
 use crate::authz::pipeline::HumanAnswer;
-use serde_json::json;
+use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -52,19 +52,24 @@ impl Approver for RuntimeApprover {
             if self.auto_approve && !v.is_hold() {
                 return v.answer_headless(true);
             }
-            let asked_by = v.asked_by().map(|b| b.as_str());
-            let payload = json!({
-                "tool": call.tool,
-                "tool_call_id": call.call_id,
-                "command": call.command,
-                "reason": v.reason,
-                "asked_by": asked_by,
-                "gate": v.reported_gate().number(),
-                "hold": v.is_hold(),
+            let ask = super::item_meta::ApprovalAsk {
+                approval_id: String::new(),
+                tool: call.tool.clone(),
+                tool_call_id: call.call_id.clone(),
+                command: call.command.clone(),
+                reason: v.reason.clone(),
+                asked_by: v.asked_by().map(|b| b.as_str().to_string()),
+                gate: v.reported_gate().number(),
+                hold: v.is_hold(),
                 // A rule caused the question: say so (explanatory only).
-                "matched_rule": (v.asked_by() == Some(DecidedBy::Rule)).then(|| v.reason.clone()),
-                "timeout_ms": self.timeout.as_millis() as u64,
-            });
+                matched_rule: (v.asked_by() == Some(DecidedBy::Rule)).then(|| v.reason.clone()),
+                timeout_ms: self.timeout.as_millis() as u64,
+            };
+            let mut payload = serde_json::to_value(&ask).unwrap_or(Value::Null);
+            // The store names the request itself.
+            if let Some(o) = payload.as_object_mut() {
+                o.remove("approval_id");
+            }
             let item = self.tap.item_of_call(&call.call_id);
             let res = self
                 .rt

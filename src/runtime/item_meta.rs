@@ -18,6 +18,27 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::PathBuf;
 
+/// The payload of `approval.required`: written by the runtime's approver,
+/// read back by the TUI and ACP. The store adds `approval_id` and
+/// `request_id` when it opens the request.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ApprovalAsk {
+    pub approval_id: String,
+    pub tool: String,
+    pub tool_call_id: String,
+    pub command: Option<String>,
+    pub reason: String,
+    /// Which layer asked (`gate`, `rule`, `posture`, …).
+    pub asked_by: Option<String>,
+    pub gate: u8,
+    /// A floor hold: answering yes approves this call only.
+    pub hold: bool,
+    /// The rule that caused the question (explanatory only).
+    pub matched_rule: Option<String>,
+    pub timeout_ms: u64,
+}
+
 /// Written when the call starts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolItemStart {

@@ -29,4 +29,5 @@ pub mod driver;
 pub mod exec_client;
 pub mod history;
 pub mod item_meta;
+pub mod served;
 pub mod tap;

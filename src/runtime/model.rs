@@ -260,6 +260,17 @@ impl ItemStatus {
     pub fn is_open(self) -> bool {
         matches!(self, ItemStatus::Queued | ItemStatus::InProgress)
     }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemStatus::Queued => "queued",
+            ItemStatus::InProgress => "in_progress",
+            ItemStatus::Completed => "completed",
+            ItemStatus::Failed => "failed",
+            ItemStatus::Interrupted => "interrupted",
+            ItemStatus::Canceled => "canceled",
+        }
+    }
 }
 
 /// One step inside a turn: a message, a tool call, a status line.

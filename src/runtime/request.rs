@@ -19,7 +19,7 @@ pub fn default_model(workspace: &Path, home: &Path) -> String {
 
 /// The body of "create a thread", the same for HTTP (`POST /v1/threads`)
 /// and stdio (`thread/start`); unknown fields are refused by name.
-#[derive(serde::Deserialize, Default)]
+#[derive(serde::Deserialize, Default, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct CreateThread {
     pub model: Option<String>,

@@ -7,6 +7,7 @@
 //! is refused unless the bind address is loopback; `/health` and
 //! `/v1/runtime/info` are the only public routes.
 
+pub mod api;
 pub mod auth;
 pub mod cors;
 pub mod error;
@@ -198,9 +199,11 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
         .context("starting the async runtime")?;
     if args.stdio {
         let s = stdio::Stdio {
-            driver,
-            workspace,
-            default_model,
+            api: api::Api {
+                driver,
+                workspace,
+                default_model,
+            },
         };
         let code = tokio_rt.block_on(stdio::serve(s));
         // Do not wait for a blocked stdin read or running turns.
@@ -253,10 +256,12 @@ async fn serve_http(
         s => format!("token from {}", s.as_str()),
     };
     let state = Arc::new(http::AppState {
-        driver,
+        api: api::Api {
+            driver,
+            workspace,
+            default_model,
+        },
         auth,
-        workspace,
-        default_model,
     });
     let app = http::router(state, cors::layer(&origins));
     eprintln!("codewhale app-server: listening on http://{addr} ({auth_note})");

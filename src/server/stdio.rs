@@ -5,10 +5,8 @@
 //! server keeps reading. Events of subscribed threads arrive as `event`
 //! notifications carrying the same envelope as SSE.
 
-use crate::runtime::driver::Driver;
-use crate::runtime::{Answer, RequestKind, Settlement, ThreadPatch};
+use super::api::{self, Api, Request};
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
@@ -38,6 +36,10 @@ pub const METHODS: &[&str] = &[
     "thread/compact",
     "user_input/answer",
     "tool_call/result",
+    "thread/summary",
+    "turn/receipt",
+    "app/snapshots",
+    "app/workspace_status",
 ];
 
 pub const FAMILIES: &[&str] = &["thread/*", "app/*", "prompt/*"];
@@ -92,9 +94,7 @@ fn from_api(e: super::error::ApiError) -> RpcError {
 }
 
 pub struct Stdio {
-    pub driver: Driver,
-    pub workspace: PathBuf,
-    pub default_model: String,
+    pub api: Api,
 }
 
 pub async fn serve(s: Stdio) -> i32 {
@@ -152,7 +152,7 @@ pub async fn serve(s: Stdio) -> i32 {
                 break;
             }
             "thread/subscribe" => subscribe(&s, &params, &tx, &mut subs),
-            "thread/unsubscribe" => parse::<ThreadRef>(&params).map(|p| {
+            "thread/unsubscribe" => parse::<api::ThreadRef>(&params).map(|p| {
                 if let Some(h) = subs.remove(&p.thread_id) {
                     h.abort();
                 }
@@ -187,12 +187,6 @@ pub async fn serve(s: Stdio) -> i32 {
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ThreadRef {
-    thread_id: String,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
 struct SubscribeParams {
     thread_id: String,
     #[serde(default)]
@@ -206,11 +200,9 @@ fn subscribe(
     subs: &mut std::collections::HashMap<String, tokio::task::JoinHandle<()>>,
 ) -> Result<Value, RpcError> {
     let p: SubscribeParams = parse(params)?;
-    s.driver
-        .runtime()
-        .thread(&p.thread_id)
-        .map_err(|e| from_api(e.into()))?;
+    s.api.check_thread(&p.thread_id).map_err(from_api)?;
     let mut sub = s
+        .api
         .driver
         .runtime()
         .subscribe(&p.thread_id, p.since_seq, None);
@@ -233,231 +225,129 @@ fn subscribe(
     Ok(json!({"subscribed": p.thread_id, "since_seq": p.since_seq}))
 }
 
-use crate::runtime::request::CreateThread as StartThread;
-
-/// The patch's own fields are checked by [`ThreadPatch`] (unknown ones
-/// are refused by name there).
+/// The patch's own fields are checked by [`crate::runtime::ThreadPatch`]
+/// (unknown ones are refused by name there).
 #[derive(serde::Deserialize)]
-struct UpdateThread {
+struct UpdateParams {
     thread_id: String,
     #[serde(flatten)]
     patch: Value,
 }
 
+/// `snapshots`' params: `limit` is a number here (HTTP's query is text).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct StartTurn {
-    thread_id: String,
-    prompt: String,
+struct SnapshotsParams {
+    limit: Option<usize>,
+    thread_id: Option<String>,
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SteerTurn {
-    thread_id: String,
-    turn_id: String,
-    prompt: String,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AnswerInput {
-    thread_id: String,
-    input_id: String,
-    answers: Vec<Value>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CallResult {
-    thread_id: String,
-    turn_id: String,
-    call_id: String,
-    output: String,
-    success: Option<bool>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TurnRef {
-    thread_id: String,
-    turn_id: String,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Decide {
-    approval_id: String,
-    decision: String,
-    #[serde(default)]
-    remember: bool,
-}
-
-fn new_thread(s: &Stdio, b: StartThread) -> Result<crate::runtime::ThreadRecord, RpcError> {
-    let nt = b
-        .into_new_thread(&s.workspace, &s.default_model)
-        .map_err(|e| from_api(e.into()))?;
-    s.driver
-        .runtime()
-        .create_thread(nt)
-        .map_err(|e| from_api(e.into()))
+/// A method and its params as the one API's request; `None` for the
+/// methods that belong to this transport (capabilities, subscriptions,
+/// shutdown) or that do not exist.
+fn decode(method: &str, p: &Value) -> Result<Option<Request>, RpcError> {
+    Ok(Some(match method {
+        "healthz" => Request::Health,
+        "app/info" => Request::Info,
+        "app/usage" => Request::Usage(parse(p)?),
+        "app/snapshots" => {
+            let q: SnapshotsParams = parse(p)?;
+            Request::Snapshots(api::SnapshotsQuery {
+                limit: q.limit,
+                thread_id: q.thread_id,
+            })
+        }
+        "app/workspace_status" => Request::WorkspaceStatus,
+        "thread/list" => Request::ListThreads(parse(p)?),
+        "thread/summary" => Request::ThreadSummary(parse(p)?),
+        "thread/start" => Request::CreateThread(parse(p)?),
+        "thread/read" => Request::ReadThread(parse(p)?),
+        "thread/update" => {
+            let u: UpdateParams = parse(p)?;
+            let patch = serde_json::from_value(u.patch).map_err(params_err)?;
+            Request::UpdateThread(api::UpdateThread {
+                thread_id: u.thread_id,
+                patch,
+            })
+        }
+        "thread/fork" => Request::ForkThread(parse(p)?),
+        "thread/compact" => Request::Compact(parse(p)?),
+        "turn/start" => Request::StartTurn(parse(p)?),
+        "prompt/start" => Request::StartPrompt(parse(p)?),
+        "turn/steer" => Request::Steer(parse(p)?),
+        "turn/interrupt" => Request::Interrupt(parse(p)?),
+        "turn/receipt" => Request::Receipt(parse(p)?),
+        "approval/decide" => Request::Decide(parse(p)?),
+        "user_input/answer" => Request::AnswerInput(parse(p)?),
+        "tool_call/result" => Request::ToolResult(parse(p)?),
+        _ => return Ok(None),
+    }))
 }
 
 fn call(s: &Stdio, method: &str, params: &Value) -> Result<Value, RpcError> {
-    let rt = s.driver.runtime();
-    let api = |e: crate::runtime::RuntimeError| from_api(e.into());
     match method {
-        "healthz" => Ok(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")})),
-        "capabilities" => Ok(json!({"families": FAMILIES, "methods": METHODS})),
-        "thread/capabilities" => Ok(json!({"family": "thread/*", "methods": family("thread/")})),
-        "app/capabilities" => Ok(json!({"family": "app/*", "methods": family("app/")})),
-        "prompt/capabilities" => Ok(json!({"family": "prompt/*", "methods": family("prompt/")})),
-        "app/info" => Ok(json!({
-            "name": "codewhale", "version": env!("CARGO_PKG_VERSION"),
-            "schema_version": crate::runtime::event::ENVELOPE_SCHEMA_VERSION,
-            "events": crate::runtime::EVENT_NAMES,
-        })),
-        "app/usage" => {
-            let turns: Vec<_> = rt.read(|st| st.turns.values().cloned().collect());
-            let (totals, buckets) =
-                super::usage::aggregate(&turns, None, None, super::usage::GroupBy::Day);
-            Ok(json!({"group_by": "day", "totals": totals, "buckets": buckets}))
+        "capabilities" => return Ok(json!({"families": FAMILIES, "methods": METHODS})),
+        "thread/capabilities" => {
+            return Ok(json!({"family": "thread/*", "methods": family("thread/")}))
         }
-        "thread/list" => {
-            let mut v: Vec<_> = rt.read(|st| {
-                st.threads
-                    .values()
-                    .filter(|t| !t.archived)
-                    .cloned()
-                    .collect()
-            });
-            v.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
-            Ok(json!({"threads": v}))
+        "app/capabilities" => return Ok(json!({"family": "app/*", "methods": family("app/")})),
+        "prompt/capabilities" => {
+            return Ok(json!({"family": "prompt/*", "methods": family("prompt/")}))
         }
-        "thread/start" => Ok(json!({"thread": new_thread(s, parse(params)?)?})),
-        "thread/read" => {
-            let p: ThreadRef = parse(params)?;
-            let t = rt.thread(&p.thread_id).map_err(api)?;
-            let latest = rt.read(|st| {
-                st.thread_events
-                    .get(&p.thread_id)
-                    .and_then(|v| v.last())
-                    .map_or(0, |r| r.seq)
-            });
-            Ok(json!({"thread": t, "latest_seq": latest}))
-        }
-        "thread/update" => {
-            let p: UpdateThread = parse(params)?;
-            let patch: ThreadPatch = serde_json::from_value(p.patch).map_err(params_err)?;
-            Ok(json!({"thread": rt.update_thread(&p.thread_id, patch).map_err(api)?}))
-        }
-        "thread/fork" => {
-            let p: ThreadRef = parse(params)?;
-            Ok(
-                json!({"thread": rt.fork_thread(&p.thread_id).map_err(api)?, "source_thread_id": p.thread_id}),
-            )
-        }
-        "turn/start" => {
-            let p: StartTurn = parse(params)?;
-            if p.prompt.trim().is_empty() {
-                return Err(params_err("prompt: must not be empty"));
-            }
-            let turn = s
-                .driver
-                .start(&p.thread_id, p.prompt)
-                .map_err(|e| from_api(e.into()))?;
-            Ok(json!({"turn": turn}))
-        }
-        "prompt/start" => {
-            #[derive(serde::Deserialize)]
-            #[serde(deny_unknown_fields)]
-            struct P {
-                prompt: String,
-            }
-            let p: P = parse(params)?;
-            if p.prompt.trim().is_empty() {
-                return Err(params_err("prompt: must not be empty"));
-            }
-            let t = new_thread(s, StartThread::default())?;
-            let turn = s
-                .driver
-                .start(&t.id, p.prompt)
-                .map_err(|e| from_api(e.into()))?;
-            Ok(json!({"thread": t, "turn": turn}))
-        }
-        "turn/steer" => {
-            let p: SteerTurn = parse(params)?;
-            if p.prompt.trim().is_empty() {
-                return Err(params_err("prompt: must not be empty"));
-            }
-            let item = s
-                .driver
-                .steer(&p.thread_id, &p.turn_id, p.prompt)
-                .map_err(api)?;
-            Ok(json!({"item": item}))
-        }
-        "thread/compact" => {
-            let p: ThreadRef = parse(params)?;
-            let turn = s
-                .driver
-                .compact(&p.thread_id)
-                .map_err(|e| from_api(e.into()))?;
-            Ok(json!({"turn": turn}))
-        }
-        "user_input/answer" => {
-            let p: AnswerInput = parse(params)?;
-            let how = Settlement::Answered(Answer::UserInput {
-                answers: Value::Array(p.answers),
-            });
-            rt.settle(
-                &p.input_id,
-                Some(RequestKind::UserInput),
-                Some(&p.thread_id),
-                None,
-                how,
-            )
-            .map_err(api)?;
-            Ok(json!({"input_id": p.input_id, "response_redacted": true}))
-        }
-        "tool_call/result" => {
-            let p: CallResult = parse(params)?;
-            let how = Settlement::Answered(Answer::ToolResult {
-                output: p.output,
-                success: p.success.unwrap_or(true),
-            });
-            rt.settle(
-                &p.call_id,
-                Some(RequestKind::ToolCall),
-                Some(&p.thread_id),
-                Some(&p.turn_id),
-                how,
-            )
-            .map_err(api)?;
-            Ok(json!({"call_id": p.call_id, "result_accepted": true}))
-        }
-        "turn/interrupt" => {
-            let p: TurnRef = parse(params)?;
-            s.driver.interrupt(&p.thread_id, &p.turn_id).map_err(api)?;
-            Ok(json!({"interrupt_requested": true}))
-        }
-        "approval/decide" => {
-            let p: Decide = parse(params)?;
-            let allow = match p.decision.as_str() {
-                "allow" => true,
-                "deny" => false,
-                o => return Err(params_err(format!("decision: `{o}` is not allow or deny"))),
-            };
-            let how = Settlement::Answered(Answer::Approval {
-                allow,
-                remember: p.remember,
-            });
-            rt.settle(&p.approval_id, Some(RequestKind::Approval), None, None, how)
-                .map_err(api)?;
-            Ok(json!({"approval_id": p.approval_id, "decision": p.decision}))
-        }
-        m => Err(err(
+        _ => {}
+    }
+    match decode(method, params)? {
+        Some(req) => s.api.handle(req).map(|r| r.body).map_err(from_api),
+        None => Err(err(
             -32601,
-            format!("method not found: `{m}` (see `capabilities`)"),
+            format!("method not found: `{method}` (see `capabilities`)"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every method is either the one API's or this transport's own.
+    #[test]
+    fn every_listed_method_decodes() {
+        let own = [
+            "capabilities",
+            "shutdown",
+            "app/capabilities",
+            "prompt/capabilities",
+            "thread/capabilities",
+            "thread/subscribe",
+            "thread/unsubscribe",
+        ];
+        for m in METHODS {
+            if own.contains(m) {
+                assert!(matches!(decode(m, &Value::Null), Ok(None)), "{m}");
+                continue;
+            }
+            match decode(m, &Value::Null) {
+                Ok(Some(_)) => {}
+                // Required params missing is still a decoded method.
+                Err(e) => assert_eq!(e.code, -32602, "{m}: {}", e.message),
+                Ok(None) => panic!("{m} is listed but not decoded"),
+            }
+        }
+        assert!(matches!(decode("thread/nope", &Value::Null), Ok(None)));
+    }
+
+    #[test]
+    fn a_bad_decision_is_a_params_error() {
+        let e = decode(
+            "approval/decide",
+            &json!({"approval_id": "a", "decision": "maybe"}),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, -32602);
+        assert!(
+            e.message.contains("decision") || e.message.contains("maybe"),
+            "{}",
+            e.message
+        );
     }
 }

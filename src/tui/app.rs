@@ -382,12 +382,14 @@ async fn event_loop(
                 Input::TermGone => break 'run,
                 Input::Runtime(batch) => {
                     for env in batch {
-                        if env["event"] == "turn.started" {
-                            if let Some(s) = env["payload"]["turn"]["session_id"].as_str() {
-                                app.sessions.push(s.to_string());
+                        let started = st.turns_started;
+                        let fx = st.update(Event::Runtime(env));
+                        // A turn of this thread started: its session file.
+                        if st.turns_started != started {
+                            if let Some(s) = &st.last_session {
+                                app.sessions.push(s.clone());
                             }
                         }
-                        let fx = st.update(Event::Runtime(env));
                         app.perform(&mut st, fx, None);
                     }
                 }

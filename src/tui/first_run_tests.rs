@@ -168,7 +168,7 @@ fn slash_provider_opens_the_picker_then_choosing_switches() {
 
 #[test]
 fn provider_is_refused_mid_turn() {
-    let (s, _) = st().step(Event::Runtime(serde_json::json!({
+    let (s, _) = st().step(crate::tui::test_support::served(serde_json::json!({
         "event": "turn.started", "thread_id": "thr_1", "turn_id": "turn_1",
         "payload": {"turn": {"session_id": "s"}}})));
     let (s, fx) = s.step(Event::Submit("/provider".into()));

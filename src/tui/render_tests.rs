@@ -47,7 +47,7 @@ fn screen(st: &State, w: u16, h: u16) -> Buffer {
 }
 
 fn env(event: &str, item: Option<&str>, payload: serde_json::Value) -> Event {
-    Event::Runtime(
+    crate::tui::test_support::served(
         json!({"event": event, "thread_id": "thr_1", "turn_id": "turn_1",
                           "item_id": item, "payload": payload}),
     )

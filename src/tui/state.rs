@@ -13,7 +13,9 @@ use super::slash::{self, Slash};
 use crate::agent::InterruptCause;
 use crate::authz::{Approval, Mode};
 use crate::provider::auth::ApiKey;
-use crate::runtime::item_meta::{ToolItemMeta, ToolItemStart};
+use crate::runtime::item_meta::{ApprovalAsk, ToolItemMeta, ToolItemStart};
+use crate::runtime::served::{ApprovalEnd, ItemEnd, Served, ServedEvent};
+use crate::runtime::{ItemKind, TurnItemRecord, TurnRecord, TurnStatus};
 use serde_json::Value;
 
 /// A key as the state machine sees it (the app maps crossterm's events).
@@ -850,64 +852,67 @@ Tab mode · Shift+Tab permission · /help",
         }
     }
 
+    /// A served envelope, read as its typed event (never by key).
     fn runtime(&mut self, env: &Value) -> Vec<Effect> {
-        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        if env.get("thread_id").and_then(Value::as_str) != Some(self.thread_id.as_str()) {
+        let Some(ev) = Served::decode(env) else {
+            return Vec::new();
+        };
+        if ev.thread_id.as_deref() != Some(self.thread_id.as_str()) {
             return Vec::new();
         }
-        let ev = s(env, "event");
-        let p = env.get("payload").cloned().unwrap_or(Value::Null);
-        let item_id = s(env, "item_id");
-        match ev.as_str() {
-            "turn.started" => {
+        let item_id = ev.item_id.unwrap_or_default();
+        match ev.event {
+            ServedEvent::TurnStarted(turn) => {
                 self.turns_started += 1;
-                self.turn = env
-                    .get("turn_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
+                self.turn = ev.turn_id;
                 self.stopping = false;
-                self.last_session = p["turn"]["session_id"].as_str().map(str::to_string);
+                self.last_session = turn.session_id.clone();
             }
-            "turn.lifecycle" => self.usage(&p["turn"], false),
-            "turn.completed" => self.turn_completed(&p["turn"]),
-            "item.started" => {
-                if !self.item_started(item_id, &p["item"]) {
+            ServedEvent::TurnLifecycle(turn) => self.usage(&turn, false),
+            ServedEvent::TurnCompleted(turn) => self.turn_completed(&turn),
+            ServedEvent::ItemStarted(item) => {
+                if !self.item_started(item_id, &item) {
                     return Vec::new();
                 }
             }
-            "item.delta" => {
+            ServedEvent::ItemDelta { delta, .. } => {
                 if let Some(Cell::Agent { pending, .. }) = self.agent_mut(&item_id) {
-                    pending.push_str(p["delta"].as_str().unwrap_or(""));
+                    pending.push_str(&delta);
                 }
                 // Shown on the next tick: no frame per delta.
                 return Vec::new();
             }
-            "item.completed" if p["item"]["kind"] == "context_compaction" => {
-                self.compacted(&p["item"]["metadata"])
+            ServedEvent::ItemFinished { end, item } => {
+                if end == ItemEnd::Completed && item.kind == ItemKind::ContextCompaction {
+                    self.compacted(&item.metadata)
+                } else {
+                    self.item_finished(end, &item_id, &item)
+                }
             }
-            "item.completed" | "item.failed" | "item.interrupted" => {
-                self.item_finished(&ev, &item_id, &p["item"])
-            }
-            "approval.required" => self.approval_required(&item_id, &p),
-            "approval.decided" | "approval.timeout" | "approval.canceled" => {
-                let id = s(&p, "approval_id");
-                if self.card.as_ref().is_some_and(|c| c.approval_id == id) {
+            ServedEvent::ApprovalRequired(ask) => self.approval_required(&item_id, &ask),
+            ServedEvent::ApprovalSettled { approval_id, end } => {
+                if self
+                    .card
+                    .as_ref()
+                    .is_some_and(|c| c.approval_id == approval_id)
+                {
                     self.card = None;
                 }
-                if ev == "approval.timeout" {
+                if end == ApprovalEnd::TimedOut {
                     self.notice(true, "no answer in time: denied (no response)");
                 }
             }
-            "sandbox.denied" => {
-                let text = format!(
-                    "sandbox denied {} {}: {}",
-                    s(&p, "tool"),
-                    p["path"].as_str().unwrap_or(""),
-                    s(&p, "reason")
-                );
+            ServedEvent::SandboxDenied(d) => {
+                let what = d
+                    .path
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .or(d.host)
+                    .unwrap_or_default();
+                let text = format!("sandbox denied {} {}: {}", d.tool, what, d.reason);
                 self.notice(true, text);
             }
-            _ => return Vec::new(),
+            ServedEvent::Other(_) => return Vec::new(),
         }
         self.dirty = true;
         Vec::new()
@@ -915,26 +920,23 @@ Tab mode · Shift+Tab permission · /help",
 
     /// `turn.completed`: the answer committed, the usage counted, a
     /// failure said; a finished Plan turn offers the hand-off.
-    fn turn_completed(&mut self, turn: &Value) {
-        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    fn turn_completed(&mut self, turn: &TurnRecord) {
         self.commit_all();
         self.usage(turn, true);
-        let status = s(turn, "status");
-        if status != "completed" {
-            let err = s(turn, "error");
-            let text = if err.is_empty() {
-                format!("turn {status}")
-            } else {
-                format!("turn {status}: {err}")
+        let status = turn.status;
+        if status != TurnStatus::Completed {
+            let text = match turn.error.as_deref().filter(|e| !e.is_empty()) {
+                None => format!("turn {}", status.as_str()),
+                Some(err) => format!("turn {}: {err}", status.as_str()),
             };
-            self.notice(status == "failed", text);
+            self.notice(status == TurnStatus::Failed, text);
         }
         self.turn = None;
         self.card = None;
         self.stopping = false;
         self.flash = None;
         // A finished Plan turn offers to carry the plan out.
-        if status == "completed" && self.turn_mode.take() == Some(Mode::Plan) {
+        if status == TurnStatus::Completed && self.turn_mode.take() == Some(Mode::Plan) {
             self.handoff = Some(super::handoff::Handoff::default());
         }
         self.turn_mode = None;
@@ -942,21 +944,28 @@ Tab mode · Shift+Tab permission · /help",
 
     /// `item.started`: a message, a reasoning cell or a tool cell (false:
     /// an item kind the transcript does not show).
-    fn item_started(&mut self, item_id: String, item: &Value) -> bool {
-        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        match s(item, "kind").as_str() {
-            "agent_message" => self.transcript.push(Cell::Agent {
+    fn item_started(&mut self, item_id: String, item: &TurnItemRecord) -> bool {
+        match item.kind {
+            ItemKind::AgentMessage => self.transcript.push(Cell::Agent {
                 item_id,
                 text: String::new(),
                 pending: String::new(),
                 done: false,
             }),
-            "reasoning" => self.transcript.push(Cell::Reasoning {
-                text: s(&item["metadata"], "text"),
+            ItemKind::Reasoning => self.transcript.push(Cell::Reasoning {
+                text: item
+                    .metadata
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
                 expanded: false,
             }),
-            "command_execution" | "tool_call" | "file_change" | "mcp_tool_call" => {
-                let meta = ToolItemMeta::of(&item["metadata"]).start;
+            ItemKind::CommandExecution
+            | ItemKind::ToolCall
+            | ItemKind::FileChange
+            | ItemKind::McpToolCall => {
+                let meta = ToolItemMeta::of(&item.metadata).start;
                 self.transcript
                     .push(Cell::Tool(Box::new(tool_cell(&item_id, &meta))));
             }
@@ -983,9 +992,8 @@ Tab mode · Shift+Tab permission · /help",
     /// `item.completed|failed|interrupted`: the message closed (and said
     /// cut when interrupted), or the tool cell filled from the item's
     /// typed metadata; the footer follows what the command ran under.
-    fn item_finished(&mut self, ev: &str, item_id: &str, item: &Value) {
-        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        let meta = ToolItemMeta::of(&item["metadata"]).result;
+    fn item_finished(&mut self, end: ItemEnd, item_id: &str, item: &TurnItemRecord) {
+        let meta = ToolItemMeta::of(&item.metadata).result;
         if let Some(i) = self.agent_index(item_id) {
             if let Cell::Agent {
                 text,
@@ -998,7 +1006,7 @@ Tab mode · Shift+Tab permission · /help",
                 pending.clear();
                 *done = true;
             }
-            if ev == "item.interrupted" {
+            if end == ItemEnd::Interrupted {
                 // The message was cut: say so under its text.
                 self.transcript.insert(
                     i + 1,
@@ -1010,7 +1018,7 @@ Tab mode · Shift+Tab permission · /help",
             }
         } else if let Some(c) = self.tool_mut(item_id) {
             c.status = Some(if meta.status.is_empty() {
-                s(item, "status")
+                item.status.as_str().to_string()
             } else {
                 meta.status.clone()
             });
@@ -1036,44 +1044,41 @@ Tab mode · Shift+Tab permission · /help",
 
     /// `approval.required`: the card, with the call's proposal (a file
     /// tool's diff) when its cell has one.
-    fn approval_required(&mut self, item_id: &str, p: &Value) {
-        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    fn approval_required(&mut self, item_id: &str, ask: &ApprovalAsk) {
         let diff = self.tool_mut(item_id).and_then(|c| c.proposal.clone());
         let path = self
             .tool_mut(item_id)
             .and_then(|c| (c.tool != "shell").then(|| c.title.clone()));
-        let command = p["command"].as_str().map(str::to_string);
         self.card = Some(Card {
-            approval_id: s(p, "approval_id"),
-            tool: s(p, "tool"),
-            command,
+            approval_id: ask.approval_id.clone(),
+            tool: ask.tool.clone(),
+            command: ask.command.clone(),
             path,
             diff,
             cwd: self.workspace.clone(),
             posture: format!("{} · {}", self.mode.label(), self.permission.label()),
-            reason: s(p, "reason"),
-            hold: p["hold"].as_bool().unwrap_or(false),
+            reason: ask.reason.clone(),
+            hold: ask.hold,
             selected: Choice::Deny,
         });
     }
 
-    fn usage(&mut self, turn: &Value, done: bool) {
+    fn usage(&mut self, turn: &TurnRecord, done: bool) {
         // The model that really answers (routing, `/model`, `/provider`).
         if let (Some(p), Some(m)) = (
-            turn["effective_provider"].as_str(),
-            turn["effective_model"].as_str(),
+            turn.effective_provider.as_deref(),
+            turn.effective_model.as_deref(),
         ) {
             if !m.is_empty() && (p != self.footer.provider || m != self.footer.model) {
                 self.footer.set_model(p, m);
             }
         }
-        if let Some(c) = turn["context_tokens"].as_u64() {
+        if let Some(c) = turn.context_tokens {
             self.footer.context_tokens = Some(c);
         }
-        let u = &turn["usage"];
-        let live_in = u["input_tokens"].as_u64().unwrap_or(0);
-        let live_out = u["output_tokens"].as_u64().unwrap_or(0);
-        let cost = turn["cost_usd"].as_f64();
+        let live_in = turn.usage.input_tokens;
+        let live_out = turn.usage.output_tokens;
+        let cost = turn.cost_usd;
         if done {
             self.footer.input_tokens += live_in;
             self.footer.output_tokens += live_out;

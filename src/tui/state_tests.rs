@@ -14,7 +14,7 @@ fn key_at(s: State, k: Key, at_ms: u64) -> (State, Vec<Effect>) {
 }
 
 fn env(event: &str, turn: Option<&str>, item: Option<&str>, payload: Value) -> Event {
-    Event::Runtime(
+    crate::tui::test_support::served(
         json!({"event": event, "thread_id": "thr_1", "turn_id": turn,
                           "item_id": item, "payload": payload}),
     )
@@ -436,9 +436,9 @@ fn the_end_of_a_turn_frees_the_keys_and_reports_failures() {
 
 #[test]
 fn other_threads_are_ignored() {
-    let (s, _) = st().step(Event::Runtime(
+    let (s, _) = st().step(crate::tui::test_support::served(
         json!({"event": "turn.started", "thread_id": "thr_2",
-                                                 "turn_id": "t", "payload": {}}),
+                                                 "turn_id": "t", "payload": {"turn": {}}}),
     ));
     assert!(s.turn.is_none());
 }
@@ -570,7 +570,7 @@ fn the_footer_follows_the_answering_model_and_its_context() {
         "turn.lifecycle",
         Some("turn_1"),
         None,
-        json!({"turn": {"status": "running", "effective_provider": "anthropic",
+        json!({"turn": {"status": "in_progress", "effective_provider": "anthropic",
                         "effective_model": "claude-sonnet-5-5", "context_tokens": 4321,
                         "usage": {"input_tokens": 4000, "output_tokens": 321}}}),
     ));
@@ -585,7 +585,7 @@ fn the_footer_follows_the_answering_model_and_its_context() {
         "turn.lifecycle",
         Some("turn_1"),
         None,
-        json!({"turn": {"status": "running", "effective_provider": "ollama",
+        json!({"turn": {"status": "in_progress", "effective_provider": "ollama",
                         "effective_model": "llama-local", "usage": {}}}),
     ));
     assert_eq!(s.footer.context_window, None);
@@ -693,7 +693,7 @@ mod handoff {
                 ..
             }]
         ));
-        st.update(Event::Runtime(json!({
+        st.update(crate::tui::test_support::served(json!({
             "thread_id": "th", "turn_id": "t1", "event": "turn.started",
             "payload": {"turn": {"session_id": "s1"}}
         })));
@@ -701,7 +701,7 @@ mod handoff {
     }
 
     fn completed(st: &mut State, status: &str) {
-        st.update(Event::Runtime(json!({
+        st.update(crate::tui::test_support::served(json!({
             "thread_id": "th", "turn_id": "t1", "event": "turn.completed",
             "payload": {"turn": {"status": status}}
         })));
@@ -795,7 +795,7 @@ mod handoff {
         }
         let mut st = State::new("th", Approval::Ask, FooterInfo::default());
         st.update(Event::Submit("do it".into()));
-        st.update(Event::Runtime(json!({
+        st.update(crate::tui::test_support::served(json!({
             "thread_id": "th", "turn_id": "t1", "event": "turn.started",
             "payload": {"turn": {}}
         })));

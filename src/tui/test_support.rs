@@ -34,3 +34,9 @@ pub fn assert_docs_show(module: &str, names: &[&str]) {
         );
     }
 }
+
+/// A served envelope as the runtime writes it (see
+/// [`crate::runtime::served::testing::complete`]), as the TUI's event.
+pub fn served(env: serde_json::Value) -> super::state::Event {
+    super::state::Event::Runtime(crate::runtime::served::testing::complete(env))
+}

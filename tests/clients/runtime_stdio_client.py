@@ -188,6 +188,28 @@ def turn(rpc):
     assert TOOL_OUTPUT not in json.dumps(evs)
     read = rpc.result("thread/read", {"thread_id": tid})
     assert read["latest_seq"] >= done["seq"], read
+    # The same snapshot as GET /v1/threads/{id}: the one API answers both.
+    assert read["thread"]["id"] == tid and read["turns"][0]["id"] == turn_id, read
+    assert read["pending_approvals"] == [], read
+    assert any(i["kind"] == "user_message" for i in read["items"]), read
+    # The routes that were HTTP-only are methods too, with the same checks.
+    summary = rpc.result("thread/summary", {"limit": 5})
+    assert [i["id"] for i in summary["items"]] == [tid], summary
+    assert summary["items"][0]["latest_turn_status"] == "completed", summary
+    assert rpc.error_code("thread/list", {"limit": 0}) == -32602
+    assert rpc.error_code("thread/list", {"limt": 5}) == -32602
+    receipt = rpc.result("turn/receipt", {"thread_id": tid, "turn_id": turn_id})
+    assert receipt["source"]["session_id"], receipt
+    assert rpc.error_code("turn/receipt",
+                          {"thread_id": tid, "turn_id": "turn_nope"}) == -32004
+    snaps = rpc.result("app/snapshots", {"limit": 5})
+    assert isinstance(snaps, list), snaps
+    assert rpc.error_code("app/snapshots", {"limit": 101}) == -32602
+    status = rpc.result("app/workspace_status")
+    assert "dirty" in status and "workspace" in status, status
+    usage = rpc.result("app/usage", {"group_by": "model"})
+    assert usage["group_by"] == "model", usage
+    assert rpc.error_code("app/usage", {"group_by": "planet"}) == -32602
     return tid, len(evs), names
 
 
