@@ -32,6 +32,8 @@ pub struct AppState {
     pub workspace: PathBuf,
     /// Used when a new thread names no model.
     pub default_model: String,
+    /// Tasks and automations (`/v1/tasks`, `/v1/automations`).
+    pub hub: Arc<super::tasks::Hub>,
 }
 
 type St = State<Arc<AppState>>;
@@ -64,6 +66,7 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
         .route("/usage", get(usage_route))
         .route("/snapshots", get(snapshots))
         .route("/workspace/status", get(workspace_status))
+        .merge(super::tasks::http::routes(state.hub.clone()))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/health", get(health))

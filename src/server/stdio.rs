@@ -38,9 +38,22 @@ pub const METHODS: &[&str] = &[
     "thread/compact",
     "user_input/answer",
     "tool_call/result",
+    "task/create",
+    "task/list",
+    "task/read",
+    "task/cancel",
+    "automation/create",
+    "automation/list",
+    "automation/read",
+    "automation/update",
+    "automation/delete",
+    "automation/run",
+    "automation/pause",
+    "automation/resume",
+    "automation/runs",
 ];
 
-pub const FAMILIES: &[&str] = &["thread/*", "app/*", "prompt/*"];
+pub const FAMILIES: &[&str] = &["thread/*", "app/*", "prompt/*", "task/*", "automation/*"];
 
 fn family(prefix: &str) -> Vec<&'static str> {
     let mut v: Vec<&str> = METHODS
@@ -95,6 +108,8 @@ pub struct Stdio {
     pub driver: Driver,
     pub workspace: PathBuf,
     pub default_model: String,
+    /// Tasks and automations (`task/*`, `automation/*`).
+    pub hub: std::sync::Arc<super::tasks::Hub>,
 }
 
 pub async fn serve(s: Stdio) -> i32 {
@@ -304,6 +319,9 @@ fn new_thread(s: &Stdio, b: StartThread) -> Result<crate::runtime::ThreadRecord,
 }
 
 fn call(s: &Stdio, method: &str, params: &Value) -> Result<Value, RpcError> {
+    if let Some(r) = super::tasks::api::rpc(&s.hub, method, params) {
+        return r.map_err(from_api);
+    }
     let rt = s.driver.runtime();
     let api = |e: crate::runtime::RuntimeError| from_api(e.into());
     match method {

@@ -1,0 +1,53 @@
+//! Durable background tasks and scheduled automations (`/v1/tasks`,
+//! `/v1/automations`, the `task/*` and `automation/*` stdio methods;
+//! docs/RUNTIME_API.md).
+//!
+//! A task is a prompt run as its own runtime thread by one of
+//! `--task-workers` workers ([`queue`], [`runner`]); an automation turns
+//! the slots of its schedule ([`planner`], pure) into tasks
+//! ([`scheduler`]), reading time through one seam ([`clock`]). Records are
+//! one JSON file each, replaced atomically ([`durable`]). The transports
+//! are thin: [`http`] and [`api::rpc`] over the typed functions of
+//! [`api`].
+
+pub mod api;
+pub mod automation;
+pub mod clock;
+pub mod durable;
+pub mod http;
+pub mod planner;
+pub mod queue;
+mod runner;
+pub mod scheduler;
+pub mod task;
+
+use crate::runtime::driver::Driver;
+use std::path::Path;
+use std::time::Duration;
+
+/// The task queue and the automations of one server process.
+pub struct Hub {
+    pub tasks: queue::Tasks,
+    pub automations: scheduler::Automations,
+}
+
+/// How the server runs tasks and automations (its flags).
+#[derive(Clone, Debug)]
+pub struct HubOptions {
+    pub workers: usize,
+    pub tick: Duration,
+    pub defaults: queue::Defaults,
+}
+
+impl Hub {
+    /// Load both stores under the state home `home` (recovering what a
+    /// dead process left) and start the workers and the scheduler.
+    pub fn open(home: &Path, driver: Driver, o: HubOptions) -> Result<Hub, String> {
+        let clock = clock::Clock::from_env()?;
+        let tasks =
+            queue::Tasks::open(home, driver, o.defaults, o.workers).map_err(|e| e.to_string())?;
+        let automations = scheduler::Automations::open(home, tasks.clone(), clock, o.tick)
+            .map_err(|e| e.to_string())?;
+        Ok(Hub { tasks, automations })
+    }
+}

@@ -1,0 +1,196 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
+//! Tasks and automations (docs/RUNTIME_API.md, "Tasks", "Automations")
+//! against a real `app-server --http` on loopback with the scripted model,
+//! driven by a Python standard-library client (tests/clients/tasks_client.py).
+//! The server is killed (SIGKILL) and restarted between the client's
+//! phases; time moves by restarting with a later `CODEWHALE_SCHEDULER_NOW`,
+//! never by sleeping.
+
+use crate::common;
+
+use common::runtime::{cmd, fixture, python_client, Server, TOKEN};
+use common::scripted_model::{reply, ScriptedModel, Step, Wire};
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::path::Path;
+
+/// Phase `phase` of tasks_client.py against `s`; its `out`.
+fn phase(s: &Server, phase: &str, args: &[&str]) -> Value {
+    let mut argv: Vec<&OsStr> = vec![OsStr::new(&s.base), OsStr::new(phase)];
+    argv.extend(args.iter().map(OsStr::new));
+    let v = python_client(
+        "tasks_client.py",
+        &argv,
+        &[("CODEWHALE_RUNTIME_TOKEN", OsStr::new(TOKEN))],
+    );
+    assert_eq!(v["ok"], true, "{v}");
+    v["out"].clone()
+}
+
+fn at(now: &str) -> Vec<(&'static str, String)> {
+    vec![("CODEWHALE_SCHEDULER_NOW", now.to_string())]
+}
+
+fn hang() -> Step {
+    Step::Hang {
+        text: "working".into(),
+    }
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_task_runs_to_completed_in_its_own_thread() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply("Hello from the task.")]);
+    let f = fixture(&model);
+    let s = Server::start(&f, &[]);
+    let out = phase(&s, "task_runs", &[]);
+    let id = out["task"].as_str().unwrap();
+    // The record is a file of its own under the state home.
+    assert!(f.cw_home.join("tasks").join(format!("{id}.json")).is_file());
+    assert_eq!(model.requests().len(), 1);
+}
+
+/// SIGKILL while one task runs and another waits: after the restart the
+/// running one is failed "interrupted by process restart" and the queued
+/// one runs. A corrupt record found at the restart is set aside with a
+/// log line naming it; the others load.
+#[test]
+fn a_restart_fails_the_running_task_and_runs_the_queued_one() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![hang(), reply("Second done.")]);
+    let f = fixture(&model);
+    let s = Server::start(&f, &["--task-workers", "1"]);
+    let ids = phase(&s, "start_two", &[]);
+    let (a, b) = (ids["a"].as_str().unwrap(), ids["b"].as_str().unwrap());
+    let _ = s.kill_and_output(); // SIGKILL
+    let bad = f.cw_home.join("tasks/tsk_broken.json");
+    std::fs::write(&bad, b"{\"id\": \"tsk_broken\", \"status\": ").unwrap();
+    let s = Server::start(&f, &["--task-workers", "1"]);
+    let out = phase(&s, "after_restart", &[a, b]);
+    assert_eq!(out["b"], "completed");
+    let (_, err) = s.kill_and_output();
+    assert!(!bad.exists());
+    assert!(f.cw_home.join("tasks/tsk_broken.json.corrupt").exists());
+    assert!(
+        err.contains("task record") && err.contains("tsk_broken.json is corrupt"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("task {a} marked failed")), "{err}");
+}
+
+#[test]
+fn cancel_is_idempotent_for_queued_and_running_tasks() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![hang()]);
+    let f = fixture(&model);
+    let s = Server::start(&f, &["--task-workers", "1"]);
+    phase(&s, "cancel", &[]);
+    // The queued task never reached the model.
+    assert_eq!(model.requests().len(), 1);
+}
+
+#[test]
+fn bad_task_worker_counts_are_refused_naming_the_flag() {
+    let f = common::cli::Fixture::with_config("");
+    for bad in ["0", "9", "two"] {
+        let o = f.run(&["app-server", "--http", "--task-workers", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--task-workers"), "{bad}: {err}");
+    }
+}
+
+/// Created at T0; restarted at T0 + 3 h 30 min: the ONCE slot (T0 + 1 h)
+/// runs once; the hourly one runs once for its newest missed slot and
+/// records the two older ones `skipped_missed`. A later restart runs
+/// nothing twice. Then pause, run while paused, 409, resume, patch, delete.
+#[test]
+fn missed_slots_run_once_and_a_once_slot_never_twice() {
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        // The manual run's task hangs: a second manual run finds it running.
+        vec![reply("ran"), reply("ran"), hang()],
+    );
+    let f = fixture(&model);
+    let s = Server::start_env(&f, &[], &at("2026-05-01T12:00:00Z"));
+    let ids = phase(&s, "create_automations", &["2026-05-01T13:00:00Z"]);
+    let (once, hourly) = (
+        ids["once"].as_str().unwrap(),
+        ids["hourly"].as_str().unwrap(),
+    );
+    drop(s);
+    let s = Server::start_env(&f, &[], &at("2026-05-01T15:30:00Z"));
+    phase(&s, "after_three_hours", &[once, hourly]);
+    drop(s);
+    let s = Server::start_env(&f, &[], &at("2026-05-01T15:40:00Z"));
+    phase(&s, "still_once", &[once, hourly]);
+    assert_eq!(model.requests().len(), 2, "one task per run, two runs");
+    phase(&s, "pause_run_resume", &[hourly]);
+}
+
+/// The process dies (abort, through a test seam) right after a slot's run
+/// record is written and before its task exists. The next start creates
+/// that task under its derived id; the slot runs exactly once.
+#[test]
+fn a_crash_between_run_record_and_task_never_runs_a_slot_twice() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply("ran"), reply("ran")]);
+    let f = fixture(&model);
+    let s = Server::start_env(&f, &[], &at("2026-05-01T12:00:00Z"));
+    let body = r#"{"name":"once","prompt":"once please","schedule":"RRULE:FREQ=ONCE;AT=2026-05-01T13:00:00Z","timezone":"UTC"}"#;
+    let a = phase(&s, "create_one", &[body]);
+    let aid = a["id"].as_str().unwrap().to_string();
+    drop(s);
+    // Due at the first tick: the seam aborts the process before it listens.
+    let ws = f.ws.to_str().unwrap().to_string();
+    let o = cmd(&f, &["app-server", "--http", "--port", "0", "-C", &ws])
+        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
+        .env("CODEWHALE_SCHEDULER_NOW", "2026-05-01T13:00:30Z")
+        .env("CODEWHALE_TEST_SCHEDULER_CRASH", "after_run_record")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("ending the process after run record"), "{err}");
+    let runs = files(&f.cw_home.join("automation-runs"));
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(files(&f.cw_home.join("tasks")).is_empty());
+    // Positive control of the crash window: nothing reached the model.
+    assert!(model.requests().is_empty());
+    let s = Server::start_env(&f, &[], &at("2026-05-01T13:01:00Z"));
+    phase(&s, "ran_once", &[&aid, "null"]);
+    let (_, err) = s.kill_and_output();
+    assert!(err.contains("creating its task"), "{err}");
+    assert_eq!(model.requests().len(), 1);
+    assert_eq!(files(&f.cw_home.join("tasks")).len(), 1);
+}
+
+/// America/New_York falls back on 2026-11-01 (02:00 EDT → 01:00 EST): a
+/// daily 01:30 slot fires once, at 01:30 EDT, not again at 01:30 EST.
+#[test]
+fn a_fall_back_slot_runs_once_in_a_named_zone() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply("ran"), reply("ran")]);
+    let f = fixture(&model);
+    let s = Server::start_env(&f, &[], &at("2026-10-31T12:00:00Z"));
+    let body = r#"{"name":"dst","prompt":"nightly","schedule":"RRULE:FREQ=DAILY;BYHOUR=1;BYMINUTE=30","timezone":"America/New_York"}"#;
+    let a = phase(&s, "create_one", &[body]);
+    assert_eq!(a["next_run_at"], "2026-11-01T05:30:00Z");
+    let aid = a["id"].as_str().unwrap().to_string();
+    drop(s);
+    // 01:45 EDT: the first 01:30 has passed.
+    let s = Server::start_env(&f, &[], &at("2026-11-01T05:45:00Z"));
+    let r = phase(&s, "ran_once", &[&aid, "2026-11-02T06:30:00Z"]);
+    assert_eq!(r["slot"], "2026-11-01T05:30:00Z");
+    drop(s);
+    // 01:45 EST, the second pass of the wall clock: nothing more.
+    let s = Server::start_env(&f, &[], &at("2026-11-01T06:45:00Z"));
+    phase(&s, "ran_once", &[&aid, "2026-11-02T06:30:00Z"]);
+    assert_eq!(model.requests().len(), 1);
+}
