@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::runtime::{cmd, fixture, python_client, Server, TOKEN};
+use common::runtime::{cmd, fixture, python_client, Server, StdioServer, TOKEN};
 use common::scripted_model::{reply, ScriptedModel, Step, Wire};
 use serde_json::Value;
 use std::ffi::OsStr;
@@ -193,4 +193,57 @@ fn a_fall_back_slot_runs_once_in_a_named_zone() {
     let s = Server::start_env(&f, &[], &at("2026-11-01T06:45:00Z"));
     phase(&s, "ran_once", &[&aid, "2026-11-02T06:30:00Z"]);
     assert_eq!(model.requests().len(), 1);
+}
+
+/// The same functions over `app-server --stdio`: `task/create`,
+/// `task/read` until completed, `automation/create` with a bad schedule
+/// (-32602 naming the field) and a good one, `automation/runs`.
+#[test]
+fn tasks_and_automations_over_stdio() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply("Stdio task done.")]);
+    let f = fixture(&model);
+    let mut s = StdioServer::start(&f);
+    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"task/create","params":{"prompt":"go"}}"#);
+    let r = s.reply_to(1);
+    let id = r["result"]["task"]["id"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut n = 100;
+    let task = loop {
+        n += 1;
+        s.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{n},"method":"task/read","params":{{"task_id":"{id}"}}}}"#
+        ));
+        let t = s.reply_to(n)["result"]["task"].clone();
+        if t["status"] == "completed" || t["status"] == "failed" {
+            break t;
+        }
+        assert!(std::time::Instant::now() < deadline, "{t}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(task["summary"], "Stdio task done.");
+    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"task/read","params":{"task_id":"tsk_nope"}}"#);
+    assert_eq!(s.reply_to(2)["error"]["code"], -32004);
+    s.send(r#"{"jsonrpc":"2.0","id":3,"method":"automation/create","params":{"name":"n","prompt":"p","schedule":"RRULE:FREQ=DAILY"}}"#);
+    let e = s.reply_to(3);
+    assert_eq!(e["error"]["code"], -32602, "{e}");
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("schedule: RRULE: FREQ=DAILY needs BYHOUR"),
+        "{msg}"
+    );
+    s.send(r#"{"jsonrpc":"2.0","id":4,"method":"automation/create","params":{"name":"n","prompt":"p","schedule":"CRON:0 9 * * 1-5","timezone":"Europe/Berlin","paused":true}}"#);
+    let a = s.reply_to(4)["result"]["automation"].clone();
+    assert_eq!(a["next_run_at"], Value::Null, "paused: {a}");
+    let aid = a["id"].as_str().unwrap();
+    s.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"automation/resume","params":{{"automation_id":"{aid}"}}}}"#
+    ));
+    let a = s.reply_to(5)["result"]["automation"].clone();
+    assert!(a["next_run_at"].is_string(), "{a}");
+    s.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":6,"method":"automation/runs","params":{{"automation_id":"{aid}","limit":5}}}}"#
+    ));
+    assert_eq!(s.reply_to(6)["result"]["runs"], serde_json::json!([]));
+    s.shutdown(7);
 }

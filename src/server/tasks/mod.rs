@@ -44,8 +44,8 @@ impl Hub {
     /// dead process left) and start the workers and the scheduler.
     pub fn open(home: &Path, driver: Driver, o: HubOptions) -> Result<Hub, String> {
         let clock = clock::Clock::from_env()?;
-        let tasks =
-            queue::Tasks::open(home, driver, o.defaults, o.workers).map_err(|e| e.to_string())?;
+        let tasks = queue::Tasks::open(home, driver, o.defaults).map_err(|e| e.to_string())?;
+        runner::start_workers(&tasks, o.workers).map_err(|e| e.to_string())?;
         let automations = scheduler::Automations::open(home, tasks.clone(), clock, o.tick)
             .map_err(|e| e.to_string())?;
         Ok(Hub { tasks, automations })

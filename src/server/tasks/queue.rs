@@ -67,14 +67,9 @@ pub fn tasks_dir(home: &Path) -> PathBuf {
 }
 
 impl Tasks {
-    /// Load the records (recovering what a dead process left running) and
-    /// start `workers` worker threads.
-    pub fn open(
-        home: &Path,
-        driver: Driver,
-        defaults: Defaults,
-        workers: usize,
-    ) -> Result<Tasks, TaskError> {
+    /// Load the records (recovering what a dead process left running); the
+    /// workers are started by [`super::runner::start_workers`].
+    pub fn open(home: &Path, driver: Driver, defaults: Defaults) -> Result<Tasks, TaskError> {
         let dir = Dir::open(tasks_dir(home))?;
         let mut loaded: Vec<TaskRecord> = dir.load_all("task");
         loaded.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
@@ -106,13 +101,6 @@ impl Tasks {
                 defaults,
             }),
         };
-        for n in 0..workers {
-            let t = tasks.clone();
-            std::thread::Builder::new()
-                .name(format!("task-worker-{n}"))
-                .spawn(move || t.work())
-                .map_err(|e| StoreError::io("cannot start a task worker", Path::new(""), e))?;
-        }
         Ok(tasks)
     }
 
@@ -251,7 +239,8 @@ impl Tasks {
         Ok(t)
     }
 
-    fn next(&self) -> String {
+    /// The next queued id (waits for one).
+    pub(super) fn next(&self) -> String {
         let mut st = lock(&self.inner.state);
         loop {
             if let Some(id) = st.queue.pop_front() {
@@ -261,23 +250,8 @@ impl Tasks {
         }
     }
 
-    fn work(&self) {
-        loop {
-            let id = self.next();
-            let started = self.update(&id, |t| {
-                if t.status == TaskStatus::Queued {
-                    t.status = TaskStatus::Running;
-                    t.started_at = Some(now_rfc3339());
-                }
-            });
-            match started {
-                Ok(t) if t.status == TaskStatus::Running => {
-                    super::runner::run(self, &t);
-                    lock(&self.inner.state).cancel.remove(&id);
-                }
-                Ok(_) => {}
-                Err(e) => eprintln!("codewhale: task {id}: {e}"),
-            }
-        }
+    /// Forget a cancel request (its task has ended).
+    pub(super) fn cancel_handled(&self, id: &str) {
+        lock(&self.inner.state).cancel.remove(id);
     }
 }

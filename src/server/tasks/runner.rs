@@ -5,6 +5,7 @@
 //! question waits the server's `--approval-timeout` and is denied as
 //! `no response`; what the safety floor holds is denied as anywhere.
 
+use super::durable::StoreError;
 use super::queue::Tasks;
 use super::task::{TaskRecord, TaskStatus};
 use crate::runtime::model::now_rfc3339;
@@ -17,8 +18,44 @@ const POLL: Duration = Duration::from_millis(100);
 /// A summary keeps this many characters of the final agent message.
 const SUMMARY_CHARS: usize = 2000;
 
+/// Start `n` worker threads, each taking the next queued task and running
+/// it to its end.
+pub(super) fn start_workers(tasks: &Tasks, n: usize) -> Result<(), StoreError> {
+    for i in 0..n {
+        let t = tasks.clone();
+        std::thread::Builder::new()
+            .name(format!("task-worker-{i}"))
+            .spawn(move || work(&t))
+            .map_err(|e| {
+                StoreError::io("cannot start a task worker", std::path::Path::new(""), e)
+            })?;
+    }
+    Ok(())
+}
+
+fn work(tasks: &Tasks) {
+    loop {
+        let id = tasks.next();
+        let started = tasks.update(&id, |t| {
+            if t.status == TaskStatus::Queued {
+                t.status = TaskStatus::Running;
+                t.started_at = Some(now_rfc3339());
+            }
+        });
+        match started {
+            // A task canceled while queued is passed over.
+            Ok(t) if t.status == TaskStatus::Running => {
+                run(tasks, &t);
+                tasks.cancel_handled(&id);
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("codewhale: task {id}: {e}"),
+        }
+    }
+}
+
 /// Run `t` (already `running`) to its end; the record says how it ended.
-pub(super) fn run(tasks: &Tasks, t: &TaskRecord) {
+fn run(tasks: &Tasks, t: &TaskRecord) {
     let outcome = drive(tasks, t);
     let (status, summary, error) = match outcome {
         Ok((TurnStatus::Completed, summary, _)) => (TaskStatus::Completed, summary, None),
