@@ -135,8 +135,7 @@ fn final_message(tasks: &Tasks, turn_id: &str) -> Option<String> {
             .filter_map(|i| st.items.get(i))
             .filter(|i| i.kind == ItemKind::AgentMessage)
             .filter_map(|i| i.metadata.get("text").and_then(|v| v.as_str()))
-            .filter(|s| !s.trim().is_empty())
-            .next_back()
+            .rfind(|s| !s.trim().is_empty())
             .map(|s| s.chars().take(SUMMARY_CHARS).collect())
     })
 }
