@@ -349,3 +349,40 @@ async fn an_unattended_question_is_denied_and_the_floor_holds_with_auto_approve(
         "approved: {c3}"
     );
 }
+
+/// Two servers on one state home: the first runs the tasks and
+/// automations; the second serves threads but answers 503 on the task
+/// routes, naming the lock (else both would run each queued task and fire
+/// each slot). When the first dies, the next server takes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_process_per_state_home_runs_the_tasks() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![]);
+    let f = fixture(&model);
+    let s1 = Server::start(&f, &[]);
+    let s2 = Server::start(&f, &[]);
+    let (code, b) = api(&s1, "GET", "/v1/tasks", None).await;
+    assert_eq!(code, 200, "{b}");
+    for path in ["/v1/tasks", "/v1/automations"] {
+        let (code, b) = api(&s2, "GET", path, None).await;
+        assert_eq!(code, 503, "{b}");
+        assert_eq!(b["error"]["code"], "tasks_elsewhere");
+        assert!(
+            b["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("tasks.lock"),
+            "{b}"
+        );
+    }
+    let (code, _) = api(&s2, "GET", "/v1/threads", None).await;
+    assert_eq!(code, 200);
+    let (_, err) = s2.kill_and_output();
+    assert!(
+        err.contains("tasks and automations not served here"),
+        "{err}"
+    );
+    drop(s1);
+    let s3 = Server::start(&f, &[]);
+    let (code, b) = api(&s3, "GET", "/v1/tasks", None).await;
+    assert_eq!(code, 200, "{b}");
+}

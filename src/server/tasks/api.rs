@@ -46,31 +46,31 @@ impl From<AutomationError> for ApiError {
 }
 
 pub fn create_task(h: &Hub, b: CreateTask) -> Result<TaskRecord, ApiError> {
-    Ok(h.tasks.create(b, Origin::default())?)
+    Ok(h.active()?.tasks.create(b, Origin::default())?)
 }
 
-pub fn list_tasks(h: &Hub) -> Vec<TaskRecord> {
-    h.tasks.list()
+pub fn list_tasks(h: &Hub) -> Result<Vec<TaskRecord>, ApiError> {
+    Ok(h.active()?.tasks.list())
 }
 
 pub fn read_task(h: &Hub, id: &str) -> Result<TaskRecord, ApiError> {
-    Ok(h.tasks.get(id)?)
+    Ok(h.active()?.tasks.get(id)?)
 }
 
 pub fn cancel_task(h: &Hub, id: &str) -> Result<TaskRecord, ApiError> {
-    Ok(h.tasks.cancel(id)?)
+    Ok(h.active()?.tasks.cancel(id)?)
 }
 
 pub fn create_automation(h: &Hub, b: CreateAutomation) -> Result<AutomationView, ApiError> {
-    Ok(h.automations.create(b)?)
+    Ok(h.active()?.automations.create(b)?)
 }
 
-pub fn list_automations(h: &Hub) -> Vec<AutomationView> {
-    h.automations.list()
+pub fn list_automations(h: &Hub) -> Result<Vec<AutomationView>, ApiError> {
+    Ok(h.active()?.automations.list())
 }
 
 pub fn read_automation(h: &Hub, id: &str) -> Result<AutomationView, ApiError> {
-    Ok(h.automations.get(id)?)
+    Ok(h.active()?.automations.get(id)?)
 }
 
 pub fn update_automation(
@@ -78,26 +78,27 @@ pub fn update_automation(
     id: &str,
     p: PatchAutomation,
 ) -> Result<AutomationView, ApiError> {
-    Ok(h.automations.patch(id, p)?)
+    Ok(h.active()?.automations.patch(id, p)?)
 }
 
 pub fn delete_automation(h: &Hub, id: &str) -> Result<(), ApiError> {
-    Ok(h.automations.delete(id)?)
+    Ok(h.active()?.automations.delete(id)?)
 }
 
 /// A manual run and its task.
 pub fn run_automation(h: &Hub, id: &str) -> Result<(RunRecord, Option<TaskRecord>), ApiError> {
-    let r = h.automations.run_now(id)?;
-    let t = r.task_id.as_ref().and_then(|t| h.tasks.get(t).ok());
+    let r = h.active()?.automations.run_now(id)?;
+    let tasks = &h.active()?.tasks;
+    let t = r.task_id.as_ref().and_then(|t| tasks.get(t).ok());
     Ok((r, t))
 }
 
 pub fn pause_automation(h: &Hub, id: &str) -> Result<AutomationView, ApiError> {
-    Ok(h.automations.pause(id)?)
+    Ok(h.active()?.automations.pause(id)?)
 }
 
 pub fn resume_automation(h: &Hub, id: &str) -> Result<AutomationView, ApiError> {
-    Ok(h.automations.resume(id)?)
+    Ok(h.active()?.automations.resume(id)?)
 }
 
 /// `limit`: 1–500, default 20.
@@ -113,7 +114,7 @@ pub fn automation_runs(
             format!("must be between 1 and {MAX_RUNS_LIMIT}"),
         ));
     }
-    Ok(h.automations.runs(id, limit)?)
+    Ok(h.active()?.automations.runs(id, limit)?)
 }
 
 /// The stdio methods of this module (each mirrors a route).
@@ -176,7 +177,7 @@ pub fn rpc(h: &Hub, method: &str, p: &Value) -> Option<Result<Value, ApiError>> 
         "task/create" => params(p)
             .and_then(|b| create_task(h, b))
             .map(|t| json!({"task": t})),
-        "task/list" => Ok(json!({"tasks": list_tasks(h)})),
+        "task/list" => list_tasks(h).map(|t| json!({"tasks": t})),
         "task/read" => params::<TaskRef>(p)
             .and_then(|r| read_task(h, &r.task_id))
             .map(|t| json!({"task": t})),
@@ -186,7 +187,7 @@ pub fn rpc(h: &Hub, method: &str, p: &Value) -> Option<Result<Value, ApiError>> 
         "automation/create" => params(p)
             .and_then(|b| create_automation(h, b))
             .map(|a| json!({"automation": val(a)})),
-        "automation/list" => Ok(json!({"automations": val(list_automations(h))})),
+        "automation/list" => list_automations(h).map(|a| json!({"automations": val(a)})),
         "automation/read" => params::<AutomationRef>(p)
             .and_then(|r| read_automation(h, &r.automation_id))
             .map(|a| json!({"automation": val(a)})),

@@ -61,8 +61,8 @@ async fn create_task(
     Ok((StatusCode::CREATED, Json(json!({"task": t}))))
 }
 
-async fn list_tasks(State(h): St) -> Json<Value> {
-    Json(json!({"tasks": api::list_tasks(&h)}))
+async fn list_tasks(State(h): St) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({"tasks": api::list_tasks(&h)?})))
 }
 
 async fn read_task(State(h): St, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
@@ -82,8 +82,10 @@ async fn create_automation(
     Ok((StatusCode::CREATED, Json(json!({"automation": val(a)}))))
 }
 
-async fn list_automations(State(h): St) -> Json<Value> {
-    Json(json!({"automations": val(api::list_automations(&h))}))
+async fn list_automations(State(h): St) -> Result<Json<Value>, ApiError> {
+    Ok(Json(
+        json!({"automations": val(api::list_automations(&h)?)}),
+    ))
 }
 
 async fn read_automation(State(h): St, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {

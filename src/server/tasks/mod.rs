@@ -15,6 +15,7 @@ pub mod automation;
 pub mod clock;
 pub mod durable;
 pub mod http;
+pub mod owner;
 pub mod planner;
 pub mod queue;
 mod runner;
@@ -25,10 +26,17 @@ use crate::runtime::driver::Driver;
 use std::path::Path;
 use std::time::Duration;
 
-/// The task queue and the automations of one server process.
-pub struct Hub {
+/// The task queue and the automations, when this process runs them.
+pub struct Active {
     pub tasks: queue::Tasks,
     pub automations: scheduler::Automations,
+}
+
+/// The tasks and automations of one server process: [`Active`], or why
+/// another process has them ([`owner`]).
+pub struct Hub {
+    active: Result<Active, String>,
+    _lock: Option<owner::HubLock>,
 }
 
 /// How the server runs tasks and automations (its flags).
@@ -41,13 +49,41 @@ pub struct HubOptions {
 
 impl Hub {
     /// Load both stores under the state home `home` (recovering what a
-    /// dead process left) and start the workers and the scheduler.
+    /// dead process left) and start the workers and the scheduler — unless
+    /// another process holds the state home's task lock: then this one
+    /// serves no tasks (a note on stderr says so). A bad
+    /// `CODEWHALE_SCHEDULER_NOW` or an unusable store is an error.
     pub fn open(home: &Path, driver: Driver, o: HubOptions) -> Result<Hub, String> {
         let clock = clock::Clock::from_env()?;
+        let lock = match owner::HubLock::acquire(home) {
+            Ok(l) => l,
+            Err(why) => {
+                eprintln!("codewhale: tasks and automations not served here: {why}");
+                return Ok(Hub {
+                    active: Err(why),
+                    _lock: None,
+                });
+            }
+        };
         let tasks = queue::Tasks::open(home, driver, o.defaults).map_err(|e| e.to_string())?;
         runner::start_workers(&tasks, o.workers).map_err(|e| e.to_string())?;
         let automations = scheduler::Automations::open(home, tasks.clone(), clock, o.tick)
             .map_err(|e| e.to_string())?;
-        Ok(Hub { tasks, automations })
+        Ok(Hub {
+            active: Ok(Active { tasks, automations }),
+            _lock: Some(lock),
+        })
+    }
+
+    /// The running queue and scheduler, or 503 naming the process that has
+    /// them.
+    pub fn active(&self) -> Result<&Active, crate::server::error::ApiError> {
+        self.active.as_ref().map_err(|why| {
+            crate::server::error::ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "tasks_elsewhere",
+                why.clone(),
+            )
+        })
     }
 }
