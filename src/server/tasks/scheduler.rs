@@ -120,6 +120,25 @@ impl Automations {
         clock: Clock,
         tick: Duration,
     ) -> Result<Automations, AutomationError> {
+        let me = Automations::load(home, tasks, clock, tick)?;
+        let m = me.clone();
+        std::thread::Builder::new()
+            .name("scheduler".into())
+            .spawn(move || loop {
+                m.tick();
+                std::thread::sleep(m.inner.tick);
+            })
+            .map_err(|e| StoreError::io("cannot start the scheduler", Path::new(""), e))?;
+        Ok(me)
+    }
+
+    /// [`Automations::open`] without the scheduler thread.
+    fn load(
+        home: &Path,
+        tasks: Tasks,
+        clock: Clock,
+        tick: Duration,
+    ) -> Result<Automations, AutomationError> {
         let dir = Dir::open(home.join("automations"))?;
         let runs_dir = Dir::open(home.join("automation-runs"))?;
         let mut autos = BTreeMap::new();
@@ -149,14 +168,6 @@ impl Automations {
             }),
         };
         me.recover()?;
-        let m = me.clone();
-        std::thread::Builder::new()
-            .name("scheduler".into())
-            .spawn(move || loop {
-                m.tick();
-                std::thread::sleep(m.inner.tick);
-            })
-            .map_err(|e| StoreError::io("cannot start the scheduler", Path::new(""), e))?;
         Ok(me)
     }
 
@@ -506,7 +517,10 @@ impl Automations {
 
     /// Handle every due slot of every running automation.
     pub fn tick(&self) {
-        let now = self.inner.clock.now();
+        self.tick_at(self.inner.clock.now());
+    }
+
+    fn tick_at(&self, now: Timestamp) {
         let mut st = lock(&self.inner.state);
         let ids: Vec<String> = st.autos.keys().cloned().collect();
         for id in ids {
@@ -606,3 +620,7 @@ fn check_workspace(ws: Option<&Path>) -> Result<(), AutomationError> {
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+#[path = "scheduler_tests.rs"]
+mod tests;
