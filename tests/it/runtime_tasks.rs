@@ -101,7 +101,7 @@ fn cancel_is_idempotent_for_queued_and_running_tasks() {
 }
 
 #[test]
-fn bad_task_worker_counts_are_refused_naming_the_flag() {
+fn bad_task_workers_and_scheduler_clock_values_are_refused_by_name() {
     let f = common::cli::Fixture::with_config("");
     for bad in ["0", "9", "two"] {
         let o = f.run(&["app-server", "--http", "--task-workers", bad]);
@@ -109,6 +109,19 @@ fn bad_task_worker_counts_are_refused_naming_the_flag() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains("--task-workers"), "{bad}: {err}");
     }
+    // The clock seam's variable, named when its value is not a time.
+    let ws = f.ws.to_str().unwrap().to_string();
+    let o = cmd(&f, &["app-server", "--http", "--port", "0", "-C", &ws])
+        .env("CODEWHALE_RUNTIME_TOKEN", TOKEN)
+        .env("CODEWHALE_SCHEDULER_NOW", "yesterday")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("CODEWHALE_SCHEDULER_NOW: `yesterday` is not an RFC 3339 time"),
+        "{err}"
+    );
 }
 
 /// Created at T0; restarted at T0 + 3 h 30 min: the ONCE slot (T0 + 1 h)
