@@ -260,6 +260,14 @@ def ran_once(aid, next_run_at):
     return {"run": r[0]["id"], "slot": r[0]["slot"]}
 
 
+def no_runs(aid, next_run_at):
+    """No run of `aid` at all, and next_run_at as given."""
+    assert runs(aid, 500) == [], runs(aid, 500)
+    status, a = call("GET", "/v1/automations/" + aid)
+    assert a["automation"]["next_run_at"] == next_run_at, a
+    return {}
+
+
 def main():
     phase, args = sys.argv[2], sys.argv[3:]
     out = globals()[phase](*args)

@@ -188,6 +188,32 @@ fn a_crash_between_run_record_and_task_never_runs_a_slot_twice() {
     assert_eq!(files(&f.cw_home.join("tasks")).len(), 1);
 }
 
+/// America/New_York springs forward on 2026-03-08 (02:00 EST → 03:00
+/// EDT): a daily 02:30 slot does not exist that day and is skipped; the
+/// next day's runs.
+#[test]
+fn a_spring_forward_slot_that_does_not_exist_is_skipped_end_to_end() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply("ran"), reply("ran")]);
+    let f = fixture(&model);
+    let s = Server::start_env(&f, &[], &at("2026-03-07T12:00:00Z"));
+    let body = r#"{"name":"dst","prompt":"nightly","schedule":"RRULE:FREQ=DAILY;BYHOUR=2;BYMINUTE=30","timezone":"America/New_York"}"#;
+    let a = phase(&s, "create_one", &[body]);
+    assert_eq!(
+        a["next_run_at"], "2026-03-09T06:30:00Z",
+        "no 02:30 on the 8th"
+    );
+    let aid = a["id"].as_str().unwrap().to_string();
+    drop(s);
+    // 04:00 EDT on the 8th: nothing was due.
+    let s = Server::start_env(&f, &[], &at("2026-03-08T08:00:00Z"));
+    phase(&s, "no_runs", &[&aid, "2026-03-09T06:30:00Z"]);
+    drop(s);
+    let s = Server::start_env(&f, &[], &at("2026-03-09T06:30:20Z"));
+    let r = phase(&s, "ran_once", &[&aid, "2026-03-10T06:30:00Z"]);
+    assert_eq!(r["slot"], "2026-03-09T06:30:00Z");
+    assert_eq!(model.requests().len(), 1);
+}
+
 /// America/New_York falls back on 2026-11-01 (02:00 EDT → 01:00 EST): a
 /// daily 01:30 slot fires once, at 01:30 EDT, not again at 01:30 EST.
 #[test]
