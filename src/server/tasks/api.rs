@@ -117,23 +117,6 @@ pub fn automation_runs(
     Ok(h.active()?.automations.runs(id, limit)?)
 }
 
-/// The stdio methods of this module (each mirrors a route).
-pub const METHODS: &[&str] = &[
-    "task/create",
-    "task/list",
-    "task/read",
-    "task/cancel",
-    "automation/create",
-    "automation/list",
-    "automation/read",
-    "automation/update",
-    "automation/delete",
-    "automation/run",
-    "automation/pause",
-    "automation/resume",
-    "automation/runs",
-];
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TaskRef {
@@ -170,7 +153,8 @@ fn val<T: serde::Serialize>(v: T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-/// A stdio method of [`METHODS`]: its result (the same body as the route's
+/// A `task/*` or `automation/*` stdio method (listed in
+/// [`crate::server::stdio::METHODS`]): its result (the same body as the route's
 /// answer), or `None` for a method that is not one of them.
 pub fn rpc(h: &Hub, method: &str, p: &Value) -> Option<Result<Value, ApiError>> {
     let r = match method {
