@@ -67,3 +67,14 @@ pub fn test_resolve() -> Option<String> {
 pub fn tui_panic(prompt: &str) -> bool {
     read(TUI_PANIC).is_some_and(|v| !v.is_empty() && v == prompt)
 }
+
+/// `CODEWHALE_TEST_SCHEDULER_CRASH=after_run_record` makes the scheduler
+/// end the process (abort, as a crash would) right after it wrote an
+/// automation run's record and before it created the run's task: the test
+/// of "a crash never runs a slot twice".
+pub const SCHEDULER_CRASH: &str = "CODEWHALE_TEST_SCHEDULER_CRASH";
+
+/// Whether [`SCHEDULER_CRASH`] asks for the crash after a run record.
+pub fn scheduler_crash_after_run_record() -> bool {
+    read(SCHEDULER_CRASH).is_some_and(|v| v.trim() == "after_run_record")
+}

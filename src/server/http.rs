@@ -28,6 +28,8 @@ pub const MAX_REPLAY_LIMIT: usize = 4096;
 pub struct AppState {
     pub api: Api,
     pub auth: Auth,
+    /// Tasks and automations (`/v1/tasks`, `/v1/automations`).
+    pub hub: Arc<super::tasks::Hub>,
 }
 
 type St = State<Arc<AppState>>;
@@ -54,6 +56,7 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
         .route("/usage", get(usage))
         .route("/snapshots", get(snapshots))
         .route("/workspace/status", get(workspace_status))
+        .merge(super::tasks::http::routes(state.hub.clone()))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/health", get(health))

@@ -15,6 +15,7 @@ pub mod git;
 pub mod http;
 pub mod snapshots;
 pub mod stdio;
+pub mod tasks;
 pub mod usage;
 
 use crate::config::ConfigPaths;
@@ -61,6 +62,13 @@ pub struct AppServerArgs {
     /// Workspace of threads that name none (default: the current directory).
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// Background tasks run at once (`/v1/tasks`; 1–8).
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub task_workers: u8,
+    /// How often the automation scheduler looks for due slots, in
+    /// milliseconds (10 ms – 1 day).
+    #[arg(long, default_value_t = 15_000, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=86_400_000))]
+    pub scheduler_tick_ms: u64,
 }
 
 /// `codewhale serve`: `--http` is the app-server under the older flag
@@ -114,6 +122,8 @@ impl From<ServeArgs> for AppServerArgs {
             cors_origin: s.cors_origin,
             approval_timeout: s.approval_timeout,
             workspace: s.workspace,
+            task_workers: 2,
+            scheduler_tick_ms: 15_000,
         }
     }
 }
@@ -192,6 +202,20 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
     }
     let driver = Driver::new(rt, &home, Duration::from_secs(args.approval_timeout));
     let default_model = crate::runtime::request::default_model(&workspace, &home);
+    let hub = tasks::Hub::open(
+        &home,
+        driver.clone(),
+        tasks::HubOptions {
+            workers: args.task_workers as usize,
+            tick: Duration::from_millis(args.scheduler_tick_ms),
+            defaults: tasks::queue::Defaults {
+                workspace: workspace.clone(),
+                model: default_model.clone(),
+            },
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("tasks and automations: {e}"))?;
+    let hub = Arc::new(hub);
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.workers as usize)
         .enable_all()
@@ -204,6 +228,7 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
                 workspace,
                 default_model,
             },
+            hub,
         };
         let code = tokio_rt.block_on(stdio::serve(s));
         // Do not wait for a blocked stdin read or running turns.
@@ -217,6 +242,7 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
         workspace,
         default_model,
         origins,
+        hub,
     ))
 }
 
@@ -227,6 +253,7 @@ async fn serve_http(
     workspace: PathBuf,
     default_model: String,
     origins: Vec<String>,
+    hub: Arc<tasks::Hub>,
 ) -> anyhow::Result<i32> {
     let host: IpAddr = if args.host == "localhost" {
         IpAddr::from([127, 0, 0, 1])
@@ -262,6 +289,7 @@ async fn serve_http(
             default_model,
         },
         auth,
+        hub,
     });
     let app = http::router(state, cors::layer(&origins));
     eprintln!("codewhale app-server: listening on http://{addr} ({auth_note})");

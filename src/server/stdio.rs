@@ -40,9 +40,22 @@ pub const METHODS: &[&str] = &[
     "turn/receipt",
     "app/snapshots",
     "app/workspace_status",
+    "task/create",
+    "task/list",
+    "task/read",
+    "task/cancel",
+    "automation/create",
+    "automation/list",
+    "automation/read",
+    "automation/update",
+    "automation/delete",
+    "automation/run",
+    "automation/pause",
+    "automation/resume",
+    "automation/runs",
 ];
 
-pub const FAMILIES: &[&str] = &["thread/*", "app/*", "prompt/*"];
+pub const FAMILIES: &[&str] = &["thread/*", "app/*", "prompt/*", "task/*", "automation/*"];
 
 fn family(prefix: &str) -> Vec<&'static str> {
     let mut v: Vec<&str> = METHODS
@@ -95,6 +108,8 @@ fn from_api(e: super::error::ApiError) -> RpcError {
 
 pub struct Stdio {
     pub api: Api,
+    /// Tasks and automations (`task/*`, `automation/*`).
+    pub hub: std::sync::Arc<super::tasks::Hub>,
 }
 
 pub async fn serve(s: Stdio) -> i32 {
@@ -285,6 +300,9 @@ fn decode(method: &str, p: &Value) -> Result<Option<Request>, RpcError> {
 }
 
 fn call(s: &Stdio, method: &str, params: &Value) -> Result<Value, RpcError> {
+    if let Some(r) = super::tasks::api::rpc(&s.hub, method, params) {
+        return r.map_err(from_api);
+    }
     match method {
         "capabilities" => return Ok(json!({"families": FAMILIES, "methods": METHODS})),
         "thread/capabilities" => {

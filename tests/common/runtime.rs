@@ -101,18 +101,21 @@ impl Server {
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let deadline = Instant::now() + WAIT;
         let mut line = String::new();
+        // Everything said before listening (recovery notes) is kept too.
+        let mut said = String::new();
         let base = loop {
             line.clear();
             assert!(
                 err.read_line(&mut line).unwrap() > 0,
-                "server exited before listening"
+                "server exited before listening: {said}"
             );
+            said.push_str(&line);
             if let Some(rest) = line.split("listening on ").nth(1) {
                 break rest.split_whitespace().next().unwrap().to_string();
             }
             assert!(Instant::now() < deadline, "server never listened");
         };
-        let stderr = Arc::new(Mutex::new(line.clone()));
+        let stderr = Arc::new(Mutex::new(said));
         collect(err, stderr.clone());
         let stdout = Arc::new(Mutex::new(String::new()));
         collect(child.stdout.take().unwrap(), stdout.clone());

@@ -44,6 +44,7 @@ mod runtime_exec;
 mod runtime_http;
 mod runtime_long_session;
 mod runtime_stdio;
+mod runtime_tasks;
 mod runtime_turns;
 mod seams;
 mod seatbelt_structure;
