@@ -229,6 +229,11 @@ impl TapState {
             Event::Error(e) => self.error = Some(e.message.clone()),
             Event::Reasoning { chars, text, .. } => self.reasoning(*chars, text),
             Event::Compaction(c) => self.compaction(c),
+            Event::AutoReviewRequested(r) => {
+                self.auto_review("auto_review.requested", &r.call_id, ev)
+            }
+            Event::AutoReviewDecided(d) => self.auto_review("auto_review.decided", &d.call_id, ev),
+            Event::AutoReviewPaused(p) => self.auto_review("auto_review.paused", &p.call_id, ev),
             Event::Content { .. } | Event::Metadata(_) | Event::Steered { .. } | Event::Done(_) => {
             }
         }
@@ -316,6 +321,25 @@ impl TapState {
         // The event's own serde form (stream-json's fields, documented in
         // docs/EXEC.md and RUNTIME_API.md): no second spelling of them.
         let payload = serde_json::to_value(e).unwrap_or(Value::Null);
+        let ev = NewEvent {
+            event: name,
+            thread_id: Some(self.turn.thread_id.clone()),
+            turn_id: Some(self.turn.id.clone()),
+            item_id: item,
+            payload,
+        };
+        let r = self.rt.append(vec![ev]).map(drop);
+        self.keep(r);
+    }
+
+    /// An Auto-Review event on the reviewed call's item: the loop's event
+    /// in its own serde form (stream-json's fields, without `type`).
+    fn auto_review(&mut self, name: &'static str, call_id: &str, e: &Event) {
+        let item = self.calls.get(call_id).cloned();
+        let mut payload = serde_json::to_value(e).unwrap_or(Value::Null);
+        if let Some(o) = payload.as_object_mut() {
+            o.remove("type");
+        }
         let ev = NewEvent {
             event: name,
             thread_id: Some(self.turn.thread_id.clone()),

@@ -366,7 +366,7 @@ pub const INTERRUPTED_MESSAGE: &str = "(message interrupted: the rest was not re
 pub const OPERATE_NOTE: &str =
     "Operate runs with Work's permissions for now: sub-agents and the reviewer are not built yet";
 pub const AUTO_REVIEW_NOTE: &str =
-    "Auto-Review: only the deterministic rule layer is active (no model reviewer yet)";
+    "Auto-Review: rules approve what they prove safe; other ordinary questions go to the model reviewer (it pauses after 3 denials in a row)";
 pub const FULL_ACCESS_NOTE: &str = "Full Access: commands run without the codewhale sandbox; the safety floor, repository rules and rules-file denies still act";
 
 impl State {
