@@ -74,6 +74,9 @@ fn unavailable_reason(e: &ProviderError) -> String {
             detail,
             ..
         } => format!("cut stream ({detail})"),
+        ProviderError::Transient { detail, .. } if detail.contains("timed out") => {
+            format!("timeout ({detail})")
+        }
         ProviderError::Transient { detail, .. } => format!("unreachable ({detail})"),
         ProviderError::Protocol { detail, .. } => format!("bad response ({detail})"),
         ProviderError::Setup { message, .. } => format!("setup ({message})"),
@@ -120,9 +123,11 @@ impl Reviewer {
     /// A reviewer on `settings` (its own HTTP client: no retries, no
     /// fallback — a failure is an unavailable review).
     pub fn new(settings: ProviderSettings, timeout: Duration) -> Result<Self, ProviderError> {
+        // The review's own deadline (`timeout`) ends it first; the
+        // client's read timeout is only a backstop.
         let retry = RetryPolicy {
             max_retries: 0,
-            idle_timeout: timeout,
+            idle_timeout: timeout + Duration::from_secs(5),
             ..RetryPolicy::default()
         };
         Ok(Reviewer {

@@ -753,18 +753,22 @@ async fn review_response(s: &Shared) -> Response {
             Response::builder().status(504).body(Body::empty()).unwrap()
         }
         Some(Review::Cut) => {
-            let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
-                Ok(Bytes::from_static(
-                    b"{\"choices\": [{\"message\": {\"content\": \"{\\\"risk",
-                )),
-                Err(std::io::Error::other(
+            // The head and the first bytes go out (flushed before the
+            // pause); then the connection breaks mid-body.
+            let head: Result<Bytes, std::io::Error> = Ok(Bytes::from_static(
+                b"{\"choices\": [{\"message\": {\"content\": \"{\\\"risk",
+            ));
+            let tail = futures_util::stream::once(async {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                Err::<Bytes, _>(std::io::Error::other(
                     "connection cut by the scripted model",
-                )),
-            ];
+                ))
+            });
+            let body = futures_util::stream::iter([head]).chain(tail);
             Response::builder()
                 .header("content-type", "application/json")
                 .header("content-length", "4096")
-                .body(Body::from_stream(futures_util::stream::iter(chunks)))
+                .body(Body::from_stream(body))
                 .unwrap()
         }
         Some(Review::Answer { text, clipped }) => json_response(match s.wire {
