@@ -131,6 +131,10 @@ pub struct TurnUsage {
     /// `None`: unknown (never 0).
     pub cost_usd: Option<f64>,
     pub cost: String,
+    /// Auto-Review's reviewer made this request (not the turn's model:
+    /// it counts in the usage, never as the turn's model or context).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reviewer: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -829,7 +829,7 @@ impl Loop<'_> {
         price: Option<&Price>,
     ) -> Result<(), Stop> {
         let current = self.current.clone();
-        self.usage_of(turn, usage, price, current)
+        self.usage_of(turn, usage, price, current, false)
     }
 
     /// [`Loop::usage`] of a request to `(provider, model)` (the reviewer's
@@ -840,6 +840,7 @@ impl Loop<'_> {
         usage: Option<Usage>,
         price: Option<&Price>,
         (provider, model): (String, String),
+        reviewer: bool,
     ) -> Result<(), Stop> {
         let u = usage.unwrap_or_default();
         self.total.add(&u);
@@ -867,6 +868,7 @@ impl Loop<'_> {
                 price: price.cloned(),
                 cost_usd: cost,
                 cost: crate::session::cost_label(cost),
+                reviewer,
             }),
         )
     }
@@ -1080,6 +1082,7 @@ impl Loop<'_> {
                 outcome.usage,
                 outcome.price.as_ref(),
                 (outcome.provider.clone(), outcome.model.clone()),
+                true,
             )?;
         }
         let u = outcome.usage.unwrap_or_default();

@@ -429,8 +429,10 @@ impl TapState {
         m.cost_usd = add_cost(m.cost_usd, e.cost_usd);
         m.requests += 1;
         let (usage, cost, by) = (self.usage, self.cost, self.by_model.clone());
-        // The context in use is this request's, not the turn's sum.
-        let context = e.usage_reported.then(|| u.input_tokens + u.output_tokens);
+        // The context in use is this request's, not the turn's sum; a
+        // reviewer's request is neither the turn's context nor its model.
+        let context = (e.usage_reported && !e.reviewer).then(|| u.input_tokens + u.output_tokens);
+        let provider = if e.reviewer { String::new() } else { provider };
         let r = self.rt.update_turn(&self.turn.id, |t| {
             t.usage = usage;
             if context.is_some() {
@@ -552,6 +554,7 @@ mod tests {
             price: None,
             cost_usd: None,
             cost: "unknown".into(),
+            reviewer: false,
         })
     }
 

@@ -102,6 +102,21 @@ async fn an_allow_runs_and_a_deny_does_not() {
     assert_eq!(c2["metadata"]["status"], "not_run", "{c2}");
     let done = of(&evs, "turn.completed");
     assert_eq!(done[0]["payload"]["turn"]["status"], "completed");
+    // The reviewer's tokens are in the turn's usage (300 in per review).
+    let usage = &done[0]["payload"]["turn"]["usage"];
+    assert!(usage["input_tokens"].as_u64().unwrap() >= 600, "{usage}");
+    // The receipt names the reviewer as the decider, with its answer.
+    let turn = done[0]["payload"]["turn"]["id"].as_str().unwrap();
+    let (code, r) = turn_receipt(&s, &thread, turn).await;
+    assert_eq!(code, 200, "{r}");
+    let actions = r["actions"].as_array().unwrap();
+    let a1 = actions.iter().find(|a| a["call_id"] == "c1").unwrap();
+    assert_eq!(a1["decided_by"], "reviewer", "{a1}");
+    assert_eq!(a1["status"], "succeeded", "{a1}");
+    let a2 = actions.iter().find(|a| a["call_id"] == "c2").unwrap();
+    assert_eq!(a2["decided_by"], "reviewer", "{a2}");
+    assert_eq!(a2["status"], "stopped_at_approval", "{a2}");
+    assert_eq!(a2["reason"], "(high) writes outside the project", "{a2}");
     // Calls of one response are reviewed in call order.
     let reqs = model.review_requests();
     assert_eq!(reqs.len(), 2);
@@ -234,6 +249,16 @@ async fn three_unavailable_reviews_stop_the_turn_as_reviewer_unavailable() {
     assert_eq!(done[0]["payload"]["turn"]["status"], "failed");
     let err = done[0]["payload"]["turn"]["error"].as_str().unwrap();
     assert!(err.starts_with("reviewer unavailable:"), "{err}");
+    let turn = done[0]["payload"]["turn"]["id"].as_str().unwrap();
+    let (_, r) = turn_receipt(&s, &thread, turn).await;
+    let a1 = r["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["call_id"] == "u1")
+        .unwrap();
+    assert_eq!(a1["decided_by"], "reviewer_unavailable", "{a1}");
+    assert_eq!(a1["reason"], "HTTP 503", "{a1}");
     for n in ["1", "2", "3"] {
         assert!(!shared.join(n).exists());
     }
