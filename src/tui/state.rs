@@ -178,6 +178,9 @@ impl FooterInfo {
 pub struct State {
     pub mode: Mode,
     pub permission: Approval,
+    /// Auto-Review's breaker tripped on this thread (the reason): the
+    /// thread runs in Ask until the user selects Auto-Review again.
+    pub auto_review_paused: Option<String>,
     pub thread_id: String,
     /// The running turn.
     pub turn: Option<String>,
@@ -270,6 +273,9 @@ pub enum Effect {
         mode: Mode,
         permission: Approval,
     },
+    /// The user selected Auto-Review again after its breaker paused it:
+    /// the thread's breaker starts counting afresh.
+    ResumeAutoReview,
     /// Stop the running turn; `cause` is recorded as why.
     Interrupt {
         turn_id: String,
@@ -374,6 +380,7 @@ impl State {
         State {
             mode: Mode::Work,
             permission,
+            auto_review_paused: None,
             thread_id: thread_id.to_string(),
             turn: None,
             stopping: false,
@@ -584,6 +591,9 @@ Tab mode · Shift+Tab permission · /help",
                     Approval::FullAccess => Approval::Ask,
                 };
                 self.set_permission(next);
+                if next == Approval::AutoReview && self.auto_review_paused.take().is_some() {
+                    return vec![Effect::ResumeAutoReview];
+                }
                 Vec::new()
             }
             Key::Enter => {
@@ -898,6 +908,16 @@ Tab mode · Shift+Tab permission · /help",
                     self.notice(true, "no answer in time: denied (no response)");
                 }
             }
+            "auto_review.decided" => {
+                let line = self.review_line(&item_id, &p);
+                self.notice(p["decision"] != "allow", line);
+            }
+            "auto_review.paused" => {
+                let reason = s(&p, "reason");
+                self.auto_review_paused = Some(reason.clone());
+                self.permission = Approval::Ask;
+                self.notice(true, reason);
+            }
             "sandbox.denied" => {
                 let text = format!(
                     "sandbox denied {} {}: {}",
@@ -1099,6 +1119,22 @@ Tab mode · Shift+Tab permission · /help",
 
     fn agent_mut(&mut self, id: &str) -> Option<&mut Cell> {
         self.agent_index(id).map(|i| &mut self.transcript[i])
+    }
+
+    /// One line per review: "reviewer allowed `cargo run` (low): …",
+    /// "reviewer denied …", "reviewer unavailable for …: timeout".
+    fn review_line(&mut self, item_id: &str, p: &Value) -> String {
+        let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let what = self
+            .tool_mut(item_id)
+            .map(|t| t.title.clone())
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| s("tool"));
+        match (s("decision").as_str(), s("risk")) {
+            ("allow", risk) => format!("reviewer allowed `{what}` ({risk}): {}", s("reason")),
+            ("deny", risk) => format!("reviewer denied `{what}` ({risk}): {}", s("reason")),
+            _ => format!("reviewer unavailable for `{what}`: {}", s("reason")),
+        }
     }
 
     fn tool_mut(&mut self, id: &str) -> Option<&mut ToolCell> {
