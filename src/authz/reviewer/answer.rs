@@ -239,7 +239,7 @@ mod tests {
         );
         let d = parse_answer(r#"{"risk":"high","decision":"deny","reason":"uploads keys"}"#);
         assert_eq!(d.decider_label(), "reviewer (high): uploads keys");
-        let j = serde_json::to_value(&ReviewVerdict::unavailable("503")).unwrap();
+        let j = serde_json::to_value(ReviewVerdict::unavailable("503")).unwrap();
         assert_eq!(
             j,
             serde_json::json!({"decision": "unavailable", "reason": "503"})
