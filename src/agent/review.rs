@@ -94,11 +94,20 @@ pub fn reviewer_settings(
 ) -> Result<ProviderSettings, ProviderError> {
     Ok(match (&section.provider, &section.model) {
         (None, None) => session.clone(),
-        (None, Some(m)) => {
-            let mut s = session.clone();
-            s.model = m.clone();
-            s
-        }
+        // The session's provider with another model: its own catalogue
+        // data (price, reasoning) where the provider is a known one; else
+        // the session's settings with no price (cost unknown, never the
+        // session model's).
+        (None, Some(m)) => registry::select(Some(&session.id), Some(m), cfg, store, env)
+            .unwrap_or_else(|_| {
+                let mut s = session.clone();
+                s.model = m.clone();
+                s.price = None;
+                s.reasoning = None;
+                s.effort = None;
+                s.context_window = None;
+                s
+            }),
         (Some(p), m) => registry::select(Some(p), m.as_deref(), cfg, store, env)?,
     })
 }
@@ -264,5 +273,58 @@ impl AutoReview {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .record(v)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn session() -> ProviderSettings {
+        let mut s = ProviderSettings::openai_compatible("mine", "http://127.0.0.1:1/v1", "worker");
+        s.price = Some(Price {
+            input_per_mtok: 1.0,
+            cached_input_per_mtok: None,
+            cache_write_per_mtok: None,
+            output_per_mtok: 2.0,
+            up_to_prompt_tokens: None,
+            source: "config".into(),
+            date: None,
+        });
+        s
+    }
+
+    #[test]
+    fn the_default_reviewer_is_the_session_and_another_model_drops_its_price() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = AuthStore::new(dir.path());
+        let env = |_: &str| None;
+        let cfg = ExecConfig::default();
+        let s = reviewer_settings(
+            &AutoReviewSection::default(),
+            &session(),
+            &cfg,
+            &store,
+            &env,
+        )
+        .unwrap();
+        assert_eq!(s.model, "worker");
+        assert!(s.price.is_some());
+        let section = AutoReviewSection {
+            model: Some("small".into()),
+            ..Default::default()
+        };
+        let s = reviewer_settings(&section, &session(), &cfg, &store, &env).unwrap();
+        assert_eq!((s.id.as_str(), s.model.as_str()), ("mine", "small"));
+        assert!(
+            s.price.is_none(),
+            "the worker's price is not the reviewer's"
+        );
+        let section = AutoReviewSection {
+            provider: Some("nowhere".into()),
+            ..Default::default()
+        };
+        assert!(reviewer_settings(&section, &session(), &cfg, &store, &env).is_err());
     }
 }
