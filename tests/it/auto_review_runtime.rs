@@ -449,3 +449,55 @@ fn permissions_check_prints_the_layer_and_the_exact_request_without_sending_it()
     assert!(model.requests().is_empty());
     assert!(!f.ws.join("made.txt").exists());
 }
+
+#[test]
+fn over_stdio_the_reviewer_answers_and_its_events_are_notifications() {
+    let (f, shared) = setup();
+    let (yes, no) = (shared.join("s-yes.txt"), shared.join("s-no.txt"));
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            write_outside("s1", &yes),
+            write_outside("s2", &no),
+            reply("done"),
+        ],
+    );
+    configure(&f, &shared, &model);
+    model.reviews(vec![
+        verdict("low", "allow", "ok"),
+        verdict("high", "deny", "no"),
+    ]);
+    let mut rpc = StdioServer::start(&f);
+    rpc.send(r#"{"jsonrpc":"2.0","id":1,"method":"thread/start","params":{"title":"s"}}"#);
+    let thread = rpc.reply_to(1)["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    rpc.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"thread/subscribe","params":{{"thread_id":"{thread}"}}}}"#
+    ));
+    rpc.reply_to(2);
+    rpc.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"turn/start","params":{{"thread_id":"{thread}","prompt":"go"}}}}"#
+    ));
+    rpc.reply_to(3);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !rpc.events.iter().any(|e| e["event"] == "turn.completed") {
+        assert!(std::time::Instant::now() < deadline, "{:#?}", rpc.events);
+        let m = rpc.read();
+        if m["method"] == "event" {
+            rpc.events.push(m["params"].clone());
+        }
+    }
+    let decided: Vec<&Value> = rpc
+        .events
+        .iter()
+        .filter(|e| e["event"] == "auto_review.decided")
+        .collect();
+    assert_eq!(decided.len(), 2);
+    assert_eq!(decided[0]["payload"]["decision"], "allow");
+    assert_eq!(decided[1]["payload"]["decision"], "deny");
+    assert!(!rpc.events.iter().any(|e| e["event"] == "approval.required"));
+    assert!(yes.exists() && !no.exists());
+    rpc.shutdown(9);
+}
