@@ -54,6 +54,12 @@ pub type AuthFuture<'a> = Pin<Box<dyn Future<Output = Verdict> + Send + 'a>>;
 /// In a headless run the verdict is final: never a pending `Ask`.
 pub trait Authorizer: Send + Sync {
     fn authorize<'a>(&'a self, call: &'a ToolCallRequest, ctx: &'a TurnContext) -> AuthFuture<'a>;
+
+    /// The posture the gates apply (stated in Auto-Review's document);
+    /// `None` for an authorizer without one (test tables).
+    fn posture(&self) -> Option<crate::authz::Posture> {
+        None
+    }
 }
 
 /// A test authorizer driven by an explicit table of (tool, command

@@ -178,6 +178,10 @@ impl Authorizer for PipelineAuthorizer {
             self.decide(&call, &answers)
         })
     }
+
+    fn posture(&self) -> Option<Posture> {
+        Some(self.posture)
+    }
 }
 
 #[cfg(test)]

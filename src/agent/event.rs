@@ -62,6 +62,12 @@ pub enum Event {
     },
     /// The loop compacted the conversation before a request.
     Compaction(Box<Compaction>),
+    /// An ordinary question went to Auto-Review's model reviewer.
+    AutoReviewRequested(AutoReviewRequested),
+    /// The reviewer answered (or gave no usable answer: `unavailable`).
+    AutoReviewDecided(Box<AutoReviewDecided>),
+    /// The breaker tripped: the turn stops, the posture drops to Ask.
+    AutoReviewPaused(AutoReviewPaused),
     /// Why the run stopped, when it did not complete.
     Error(ErrorEvent),
     /// The end of the run.
@@ -125,6 +131,10 @@ pub struct TurnUsage {
     /// `None`: unknown (never 0).
     pub cost_usd: Option<f64>,
     pub cost: String,
+    /// Auto-Review's reviewer made this request (not the turn's model:
+    /// it counts in the usage, never as the turn's model or context).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reviewer: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -260,6 +270,47 @@ pub struct Done {
     pub reasoning_tokens: Option<u64>,
 }
 
+/// `auto_review_requested`: the document is the reviewer request's user
+/// message (its size here; `permissions check` prints the document).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AutoReviewRequested {
+    pub call_id: String,
+    pub tool: String,
+    /// The reviewer's provider and model.
+    pub provider: String,
+    pub model: String,
+    /// Bytes of the review document (at most 64 KiB is sent).
+    pub document_bytes: usize,
+}
+
+/// `auto_review_decided`: the review's verdict and what it cost.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AutoReviewDecided {
+    pub call_id: String,
+    pub tool: String,
+    /// `allow`, `deny` or `unavailable`.
+    pub decision: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub risk: Option<crate::authz::reviewer::Risk>,
+    pub reason: String,
+    pub latency_ms: u64,
+    pub provider: String,
+    pub model: String,
+    /// Requests sent for this review (0: the document was never sent).
+    pub requests: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// `auto_review_paused`: the breaker's counts when it tripped.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AutoReviewPaused {
+    pub call_id: String,
+    pub reason: String,
+    #[serde(flatten)]
+    pub trip: crate::authz::reviewer::Trip,
+}
+
 impl Event {
     /// The stream-json `type`.
     pub fn kind(&self) -> &'static str {
@@ -276,6 +327,9 @@ impl Event {
             Event::ToolResult(_) => "tool_result",
             Event::Reasoning { .. } => "reasoning",
             Event::Compaction(_) => "compaction",
+            Event::AutoReviewRequested(_) => "auto_review_requested",
+            Event::AutoReviewDecided(_) => "auto_review_decided",
+            Event::AutoReviewPaused(_) => "auto_review_paused",
             Event::Error(_) => "error",
             Event::Done(_) => "done",
         }
@@ -347,6 +401,9 @@ impl Event {
             | Event::Reasoning { .. }
             | Event::SandboxDenied(_)
             | Event::SandboxAllowed(_)
+            | Event::AutoReviewRequested(_)
+            | Event::AutoReviewDecided(_)
+            | Event::AutoReviewPaused(_)
             | Event::Error(_)
             | Event::Done(_) => return None,
         })
@@ -403,6 +460,12 @@ impl Event {
                 d.status, d.turns, d.input_tokens, d.cached_input_tokens, d.output_tokens, d.cost
             ),
             Event::Error(e) => format!("error: {}", e.message),
+            Event::AutoReviewDecided(d) => match d.risk {
+                Some(r) => format!("  reviewer: {} ({r}): {}", d.decision, d.reason),
+                None => format!("  reviewer unavailable: {}", d.reason),
+            },
+            Event::AutoReviewPaused(p) => p.reason.clone(),
+            Event::AutoReviewRequested(_) => return None,
             Event::Content { .. }
             | Event::Steered { .. }
             | Event::Reasoning { .. }

@@ -17,6 +17,7 @@ pub mod event;
 pub mod models;
 pub mod output;
 pub mod prompt;
+pub mod review;
 pub mod run;
 pub mod setup;
 pub mod snapshots;

@@ -218,6 +218,10 @@ pub struct RunHooks<'a> {
     pub steer: Option<std::sync::mpsc::Receiver<String>>,
     /// Tools beyond the built-ins.
     pub extra_tools: Option<&'a dyn ExtraTools>,
+    /// Auto-Review's model reviewer: an ordinary question the gates send
+    /// to it ([`Verdict::to_reviewer`]) is answered by it instead of the
+    /// approver (never in `exec`: its posture is headless).
+    pub auto_review: Option<&'a super::review::AutoReview>,
 }
 
 impl<'a> RunHooks<'a> {
@@ -229,6 +233,7 @@ impl<'a> RunHooks<'a> {
             system_prompt: None,
             steer: None,
             extra_tools: None,
+            auto_review: None,
         }
     }
 }
@@ -247,6 +252,7 @@ struct Loop<'a> {
     steered: Vec<String>,
     extra: Option<&'a dyn ExtraTools>,
     extra_specs: Vec<ToolSpec>,
+    auto_review: Option<&'a super::review::AutoReview>,
     out: &'a mut Emitter,
     log: &'a mut SessionLog,
     snaps: &'a mut RunSnapshots,
@@ -266,6 +272,8 @@ enum Stop {
     Session(SessionError),
     Provider(crate::provider::ProviderError),
     Interrupted,
+    /// Auto-Review's breaker tripped (the reason names the counts).
+    Paused(String),
 }
 
 impl From<SessionError> for Stop {
@@ -388,6 +396,7 @@ async fn drive_run(
         steered: Vec::new(),
         extra_specs: hooks.extra_tools.map(|e| e.specs()).unwrap_or_default(),
         extra: hooks.extra_tools,
+        auto_review: hooks.auto_review,
         out,
         log,
         snaps,
@@ -819,6 +828,20 @@ impl Loop<'_> {
         usage: Option<Usage>,
         price: Option<&Price>,
     ) -> Result<(), Stop> {
+        let current = self.current.clone();
+        self.usage_of(turn, usage, price, current, false)
+    }
+
+    /// [`Loop::usage`] of a request to `(provider, model)` (the reviewer's
+    /// is reported under its own model).
+    fn usage_of(
+        &mut self,
+        turn: u32,
+        usage: Option<Usage>,
+        price: Option<&Price>,
+        (provider, model): (String, String),
+        reviewer: bool,
+    ) -> Result<(), Stop> {
         let u = usage.unwrap_or_default();
         self.total.add(&u);
         // No usage reported, or no price: unknown, never 0.
@@ -830,7 +853,6 @@ impl Loop<'_> {
             (Some(a), Some(b)) => Some(a + b),
             _ => None,
         };
-        let (provider, model) = self.current.clone();
         self.emit(
             turn,
             ev::Event::TurnUsage(ev::TurnUsage {
@@ -846,6 +868,7 @@ impl Loop<'_> {
                 price: price.cloned(),
                 cost_usd: cost,
                 cost: crate::session::cost_label(cost),
+                reviewer,
             }),
         )
     }
@@ -908,6 +931,18 @@ impl Loop<'_> {
         // is final (gate 8 answered any question the headless way).
         // A question gate 8 left open (not in exec: its posture is
         // headless) waits for the approver; Ctrl-C still stops the turn.
+        // Auto-Review: the model reviewer answers an ordinary question
+        // the gates sent to it; a tripped breaker stops the turn after
+        // this call is recorded as not run.
+        let mut paused = None;
+        let v = match self.auto_review {
+            Some(ar) if v.to_reviewer && v.needs_answer() => {
+                let (v, trip) = self.review(turn, ar, &request, v).await?;
+                paused = trip;
+                v
+            }
+            _ => v,
+        };
         let v = if v.needs_answer() {
             let mut intr = self.interrupt.clone();
             tokio::select! {
@@ -944,7 +979,11 @@ impl Loop<'_> {
                 status: ToolStatus::Denied,
                 ..ToolOutput::error("not_approved", msg)
             };
-            return self.record_result(turn, call, "not_run", o, 0);
+            let r = self.record_result(turn, call, "not_run", o, 0)?;
+            if let Some(reason) = paused {
+                return Err(Stop::Paused(reason));
+            }
+            return Ok(r);
         }
         if let (true, Some(extra)) = (is_extra, self.extra) {
             let started = Instant::now();
@@ -988,6 +1027,94 @@ impl Loop<'_> {
         let ms = started.elapsed().as_millis() as u64;
         let status = output.status.as_str();
         self.record_result(turn, call, status, output, ms)
+    }
+
+    /// One review by Auto-Review's model reviewer: the document (the
+    /// call and the gates' observations only), the request, its usage
+    /// under the reviewer's model, the events; the verdict it answers and,
+    /// when the breaker tripped, the turn's failure reason.
+    async fn review(
+        &mut self,
+        turn: u32,
+        ar: &super::review::AutoReview,
+        req: &ToolCallRequest,
+        v: Verdict,
+    ) -> Result<(Verdict, Option<String>), Stop> {
+        use crate::authz::reviewer::{ReviewDocument, ReviewInputs};
+        let workspace = self.ctx.guard.workspace().to_path_buf();
+        let mut call = crate::authz::ToolCall::new(req.tool.clone(), req.args.clone(), &workspace);
+        if req.tool == crate::authz::SHELL_TOOL {
+            call.command = req.command.clone();
+        }
+        let posture = self.authz.posture().unwrap_or(crate::authz::Posture::new(
+            crate::authz::Mode::Work,
+            crate::authz::Approval::AutoReview,
+        ));
+        let doc = ReviewDocument::build(&ReviewInputs {
+            call: &call,
+            verdict: &v,
+            posture: &posture,
+            network: ar.network,
+            workspace: &workspace,
+            workspace_trusted: ar.workspace_trusted,
+        });
+        let s = ar.reviewer.settings();
+        self.emit(
+            turn,
+            ev::Event::AutoReviewRequested(ev::AutoReviewRequested {
+                call_id: req.call_id.clone(),
+                tool: req.tool.clone(),
+                provider: s.id.clone(),
+                model: s.model.clone(),
+                document_bytes: doc.encode().map(|t| t.len()).unwrap_or(0),
+            }),
+        )?;
+        let outcome = {
+            let mut intr = self.interrupt.clone();
+            tokio::select! {
+                o = ar.reviewer.review(&doc) => o,
+                _ = intr.wait_for(|v| v.is_some()) => return Err(Stop::Interrupted),
+            }
+        };
+        if outcome.requests > 0 {
+            self.usage_of(
+                turn,
+                outcome.usage,
+                outcome.price.as_ref(),
+                (outcome.provider.clone(), outcome.model.clone()),
+                true,
+            )?;
+        }
+        let u = outcome.usage.unwrap_or_default();
+        self.emit(
+            turn,
+            ev::Event::AutoReviewDecided(Box::new(ev::AutoReviewDecided {
+                call_id: req.call_id.clone(),
+                tool: req.tool.clone(),
+                decision: outcome.verdict.decision(),
+                risk: outcome.verdict.risk(),
+                reason: outcome.verdict.reason().to_string(),
+                latency_ms: outcome.latency_ms,
+                provider: outcome.provider.clone(),
+                model: outcome.model.clone(),
+                requests: outcome.requests,
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+            })),
+        )?;
+        let trip = ar.record(&outcome.verdict);
+        let reason = trip.as_ref().map(|t| t.reason());
+        if let Some(t) = trip {
+            self.emit(
+                turn,
+                ev::Event::AutoReviewPaused(ev::AutoReviewPaused {
+                    call_id: req.call_id.clone(),
+                    reason: t.reason(),
+                    trip: t,
+                }),
+            )?;
+        }
+        Ok((v.answer_review(&outcome.verdict), reason))
     }
 
     fn record_result(
@@ -1074,6 +1201,11 @@ impl Loop<'_> {
                 Some((self.interrupt_reason().into(), "interrupted")),
             ),
             Err(Stop::Provider(e)) => ("error", e.exit_code(), Some((e.to_string(), e.category()))),
+            Err(Stop::Paused(reason)) => (
+                "failed",
+                crate::exit::FAILURE,
+                Some((reason, "auto_review_paused")),
+            ),
             Err(Stop::Session(e)) => (
                 "error",
                 crate::exit::FAILURE,

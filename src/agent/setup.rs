@@ -90,3 +90,43 @@ pub fn prepare_run(
         ctx,
     })
 }
+
+/// The turn's Auto-Review, for a posture that has one: the reviewer
+/// `[auto_review]` names (default: the session's own provider and model;
+/// the router's plan model when routed), `breaker` (the agent's own
+/// counts), and the facts its documents state. `trusted`: whether the
+/// workspace's project configuration is trusted.
+pub fn auto_review(
+    sandbox: &SandboxContext,
+    models: &Resolved,
+    breaker: super::review::SharedBreaker,
+    trusted: bool,
+) -> Result<super::review::AutoReview, SetupError> {
+    let settings = &sandbox.settings;
+    let cfg = ExecConfig::from_settings(settings)?;
+    let store = AuthStore::new(&settings.paths.codewhale_home);
+    let env = |n: &str| std::env::var(n).ok();
+    let session = match models {
+        Resolved::Single(p) => p.settings.clone(),
+        Resolved::Routed(r) => r
+            .first(crate::provider::router::TurnKind::Plan)
+            .map(|p| p.settings.clone())
+            .ok_or_else(|| ProviderError::Setup {
+                provider: "router".into(),
+                message: "[auto_review]: the router has no plan model to review with".into(),
+            })?,
+    };
+    let reviewer = super::review::Reviewer::configured(
+        &settings.user.auto_review,
+        &session,
+        &cfg,
+        &store,
+        &env,
+    )?;
+    Ok(super::review::AutoReview::new(
+        reviewer,
+        breaker,
+        sandbox.policy.network_mode(),
+        trusted,
+    ))
+}

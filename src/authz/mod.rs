@@ -34,6 +34,7 @@ pub mod pipeline;
 pub mod posture;
 pub mod readonly;
 pub mod repo;
+pub mod reviewer;
 pub mod rules;
 pub mod shell;
 pub mod unicode;

@@ -61,6 +61,11 @@ pub enum DecidedBy {
     /// A question nobody answered (headless without `--auto`: no human at
     /// gate 8).
     NoResponse,
+    /// Auto-Review's model reviewer answered an ordinary question.
+    Reviewer,
+    /// Auto-Review's model reviewer gave no usable answer (timeout, HTTP
+    /// error, cut stream, malformed answer, oversized input): not run.
+    ReviewerUnavailable,
 }
 
 impl DecidedBy {
@@ -75,6 +80,8 @@ impl DecidedBy {
             DecidedBy::Repository => "repository",
             DecidedBy::Sandbox => "sandbox",
             DecidedBy::NoResponse => "no response",
+            DecidedBy::Reviewer => "reviewer",
+            DecidedBy::ReviewerUnavailable => "reviewer unavailable",
         }
     }
 }

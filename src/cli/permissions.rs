@@ -140,8 +140,24 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
     };
     let verdict = authz::authorize(&call, &posture, &ctx);
     let analysis = call.command_line().map(|c| shell::analyze(&c));
+    // Auto-Review: which layer decides, and the request the reviewer
+    // would get (built exactly as a run builds it; never sent).
+    let layer = if verdict.to_reviewer {
+        "reviewer"
+    } else {
+        "deterministic"
+    };
+    let review = if verdict.to_reviewer {
+        Some(reviewer_request(&settings, &call, &verdict, &posture)?)
+    } else {
+        None
+    };
     if a.settings.json {
         let out = serde_json::json!({
+            "layer": layer,
+            "reviewer_request": review.as_ref().map(|r| &r.body),
+            "reviewer": review.as_ref().map(|r| serde_json::json!({
+                "provider": r.provider, "model": r.model, "url": r.url})),
             "call": call,
             "verdict": verdict,
             "analysis": analysis,
@@ -172,7 +188,67 @@ fn check(a: CheckArgs) -> anyhow::Result<()> {
         println!("(hooks not run; pass --run-hooks to include them)");
     }
     print!("{}", verdict.render());
+    match &review {
+        Some(r) => {
+            println!(
+                "decided by: the model reviewer {}/{} (Auto-Review's second layer)",
+                r.provider, r.model
+            );
+            println!("request it would send to {} (not sent):", r.url);
+            println!("{}", serde_json::to_string_pretty(&r.body)?);
+        }
+        None => println!("decided by: the deterministic layer (no reviewer request)"),
+    }
     Ok(())
+}
+
+/// The reviewer request of a question that goes to the model reviewer.
+struct ReviewRequest {
+    provider: String,
+    model: String,
+    url: String,
+    /// The exact body, or the unavailable verdict of an oversized document.
+    body: serde_json::Value,
+}
+
+fn reviewer_request(
+    settings: &config::Settings,
+    call: &ToolCall,
+    verdict: &authz::Verdict,
+    posture: &authz::Posture,
+) -> anyhow::Result<ReviewRequest> {
+    use crate::agent::review;
+    use crate::authz::reviewer::{ReviewDocument, ReviewInputs};
+    use crate::provider::{auth::AuthStore, config::ExecConfig, registry};
+    let cfg = ExecConfig::from_settings(settings)?;
+    let store = AuthStore::new(&settings.paths.codewhale_home);
+    let env = |n: &str| std::env::var(n).ok();
+    let session = registry::select(None, None, &cfg, &store, &env)
+        .context("the session's provider (the reviewer's default)")?;
+    let s = review::reviewer_settings(&settings.user.auto_review, &session, &cfg, &store, &env)
+        .context("[auto_review]")?;
+    let network = config::SandboxContext::from_settings(settings.clone(), &Default::default())
+        .for_posture(posture)
+        .policy
+        .network_mode();
+    let doc = ReviewDocument::build(&ReviewInputs {
+        call,
+        verdict,
+        posture,
+        network,
+        workspace: &settings.workspace,
+        workspace_trusted: false,
+    });
+    let body = match review::request_body(&s, &doc) {
+        Ok(b) => b,
+        Err(v) => serde_json::to_value(&v)?,
+    };
+    Ok(ReviewRequest {
+        url: crate::provider::wire::url(&s),
+        provider: s.id,
+        model: s.model,
+        body,
+    })
 }
 
 fn list(a: ListArgs) -> anyhow::Result<()> {

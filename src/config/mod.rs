@@ -9,6 +9,7 @@
 //! runs is read once, before anything runs. A repository never loosens
 //! anything. Errors name the file, the line and the key.
 
+pub mod auto_review;
 pub mod compaction;
 pub mod effort;
 pub mod error;

@@ -35,6 +35,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "router",
     "project_instruction_imports",
     "compaction",
+    "auto_review",
 ];
 
 /// `Debug` is written by hand: raw sections (providers, opensandbox, …) may
@@ -71,6 +72,8 @@ pub struct UserConfig {
     pub project_instruction_imports: Option<bool>,
     /// `[compaction]`: when the conversation is compacted automatically.
     pub compaction: super::compaction::CompactionSection,
+    /// `[auto_review]`: the Auto-Review reviewer's model and timeout.
+    pub auto_review: super::auto_review::AutoReviewSection,
 }
 
 fn table_keys(t: Option<&toml::Table>) -> Option<Vec<&String>> {
@@ -104,6 +107,7 @@ impl std::fmt::Debug for UserConfig {
                 &self.project_instruction_imports,
             )
             .field("compaction", &self.compaction)
+            .field("auto_review", &self.auto_review)
             .finish()
     }
 }

@@ -18,6 +18,7 @@ pub mod context_limit;
 pub mod cost;
 pub mod discovery;
 pub mod effort;
+pub mod oneshot;
 pub mod openai;
 pub mod reasoning;
 pub mod registry;

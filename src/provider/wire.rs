@@ -5,7 +5,7 @@
 use super::{anthropic, openai, responses, ChatRequest, ProviderSettings, WireFormat};
 
 /// `anthropic-version` header value (the Messages API's stable version).
-const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(super) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// The URL a request for `s` goes to.
 pub fn url(s: &ProviderSettings) -> String {

@@ -231,6 +231,7 @@ fn stopped_by(d: Option<Decider>) -> String {
         Some(Decider::Floor) => "held by the safety floor".into(),
         Some(Decider::NoResponse) => "no response (nobody could answer)".into(),
         Some(Decider::Sandbox) => "blocked by the sandbox".into(),
+        Some(Decider::ReviewerUnavailable) => "reviewer unavailable".into(),
         Some(d) => format!("denied by {}", d.label()),
         None => "not run".into(),
     }
@@ -303,7 +304,13 @@ fn action_line(a: &Action) -> String {
             let line = format!("did not {} · {}", what(a), stopped_by(a.decided_by));
             // The posture (Plan mode, a tool not offered) is no one to ask:
             // only its reason says what to change.
-            if a.decided_by == Some(Decider::Posture) && !reason.is_empty() {
+            // The reviewer's risk and reason (or why it was unavailable)
+            // are its answer: shown with it.
+            let says = matches!(
+                a.decided_by,
+                Some(Decider::Posture | Decider::Reviewer | Decider::ReviewerUnavailable)
+            );
+            if says && !reason.is_empty() {
                 format!("{line}: {reason}")
             } else {
                 line

@@ -204,6 +204,10 @@ pub enum Decider {
     Floor,
     Sandbox,
     NoResponse,
+    /// Auto-Review's model reviewer (the reason carries its risk).
+    Reviewer,
+    /// Auto-Review's model reviewer gave no usable answer.
+    ReviewerUnavailable,
 }
 
 impl Decider {
@@ -218,6 +222,8 @@ impl Decider {
             "floor" => Decider::Floor,
             "sandbox" => Decider::Sandbox,
             "no response" | "no_response" => Decider::NoResponse,
+            "reviewer" => Decider::Reviewer,
+            "reviewer unavailable" | "reviewer_unavailable" => Decider::ReviewerUnavailable,
             _ => return None,
         })
     }
@@ -233,6 +239,8 @@ impl Decider {
             Decider::Floor => "the safety floor",
             Decider::Sandbox => "the sandbox",
             Decider::NoResponse => "no response",
+            Decider::Reviewer => "reviewer",
+            Decider::ReviewerUnavailable => "reviewer unavailable",
         }
     }
 }

@@ -53,6 +53,8 @@ struct Prepared {
     /// What setting up said for the user (a local model picked, routing).
     notes: Vec<String>,
     grants: Arc<Mutex<SessionGrants>>,
+    /// The turn's Auto-Review (posture Auto-Review only).
+    auto_review: Option<crate::agent::review::AutoReview>,
 }
 
 /// A turn this process runs.
@@ -88,6 +90,10 @@ pub struct Driver {
     /// over the configured `reasoning_effort`, for as long as this
     /// process runs.
     efforts: Arc<Mutex<HashMap<String, ReasoningEffort>>>,
+    /// Each thread's Auto-Review breaker (a thread is one agent): while
+    /// it is tripped the thread's turns run in Ask instead of Auto-Review,
+    /// until [`Driver::resume_auto_review`].
+    breakers: Arc<Mutex<HashMap<String, crate::agent::review::SharedBreaker>>>,
 }
 
 /// A thread's own MCP servers by name.
@@ -123,7 +129,26 @@ impl Driver {
             grants: Arc::new(Mutex::new(HashMap::new())),
             windows: Default::default(),
             efforts: Arc::default(),
+            breakers: Arc::default(),
         }
+    }
+
+    fn thread_breaker(&self, thread_id: &str) -> crate::agent::review::SharedBreaker {
+        lock(&self.breakers)
+            .entry(thread_id.to_string())
+            .or_default()
+            .clone()
+    }
+
+    /// Why Auto-Review is paused on `thread_id`, if it is.
+    pub fn auto_review_paused(&self, thread_id: &str) -> Option<crate::authz::reviewer::Trip> {
+        lock(&self.thread_breaker(thread_id)).tripped().cloned()
+    }
+
+    /// The user selected Auto-Review again: `thread_id`'s breaker starts
+    /// counting afresh and its turns run in Auto-Review again.
+    pub fn resume_auto_review(&self, thread_id: &str) {
+        lock(&self.thread_breaker(thread_id)).reset();
     }
 
     pub fn runtime(&self) -> &Runtime {
@@ -199,6 +224,7 @@ impl Driver {
             Extra {
                 windows: self.windows.clone(),
                 effort: self.thread_effort(thread_id),
+                breaker: self.thread_breaker(thread_id),
             },
         )?;
         self.add_mcp(thread_id, &mut p);
@@ -396,6 +422,7 @@ impl Driver {
                     system_prompt: thread.system_prompt.clone(),
                     steer: Some(steer),
                     extra_tools: agent.then_some(&tools as &dyn crate::agent::ExtraTools),
+                    auto_review: p.auto_review.as_ref(),
                 };
                 let report = ExecRun::new(
                     &p.opts,
@@ -567,6 +594,7 @@ impl Driver {
             Extra {
                 windows: self.windows.clone(),
                 effort: self.thread_effort(thread_id),
+                breaker: self.thread_breaker(thread_id),
             },
         )?;
         self.rt.claim(thread_id)?;
@@ -823,6 +851,8 @@ pub fn thread_tools(t: &ThreadRecord) -> Vec<String> {
 struct Extra {
     windows: crate::agent::compaction::WindowMemory,
     effort: Option<ReasoningEffort>,
+    /// The thread's Auto-Review breaker.
+    breaker: crate::agent::review::SharedBreaker,
 }
 
 /// Resolve a thread's settings like `exec` resolves its flags: the same
@@ -844,7 +874,7 @@ fn prepare(
     o.overrides.reasoning_effort = extra.effort;
     // A person can answer here: gate 8 leaves questions open for the
     // runtime's clients (the approver applies `auto_approve`).
-    let (posture, sandbox, _notes) = SandboxContext::load_for_turn(
+    let (mut posture, sandbox, _notes) = SandboxContext::load_for_turn(
         &mut o,
         &TurnAsk {
             mode,
@@ -855,9 +885,16 @@ fn prepare(
         },
     )
     .map_err(setup)?;
+    let mut notes = Vec::new();
+    // A tripped breaker: Ask for the rest of the thread (same sandbox:
+    // Auto-Review and Ask both run workspace-write).
+    let paused = lock(&extra.breaker).tripped().map(|t| t.reason());
+    if let (Approval::AutoReview, Some(why)) = (posture.approval, &paused) {
+        posture.approval = Approval::Ask;
+        notes.push(format!("{why} (questions go to you)"));
+    }
     let interactive = Some(posture.label());
     let rt = local_runtime()?;
-    let mut notes = Vec::new();
     let model = (!t.model.is_empty()).then_some(t.model.as_str());
     let mut setup_run = prepare_run(
         &sandbox,
@@ -887,6 +924,19 @@ fn prepare(
             });
         }
     }
+    let auto_review = if posture.approval == Approval::AutoReview && t.mode != ThreadMode::Chat {
+        Some(
+            crate::agent::setup::auto_review(
+                &sandbox,
+                &setup_run.models,
+                extra.breaker.clone(),
+                t.trust_mode,
+            )
+            .map_err(setup)?,
+        )
+    } else {
+        None
+    };
     let settings = &sandbox.settings;
     let opts = ExecOptions {
         prompt,
@@ -907,6 +957,7 @@ fn prepare(
         setup: setup_run,
         notes,
         grants,
+        auto_review,
     })
 }
 

@@ -42,6 +42,9 @@ pub const EVENT_NAMES: &[&str] = &[
     "tool_call.canceled",
     "sandbox.denied",
     "sandbox.allowed",
+    "auto_review.requested",
+    "auto_review.decided",
+    "auto_review.paused",
     "runtime.recovered",
 ];
 

@@ -64,6 +64,29 @@ pub struct SandboxDenial {
     pub host: Option<String>,
 }
 
+/// A review by Auto-Review's model reviewer, as `auto_review.decided`
+/// carries it (the loop's `AutoReviewDecided` in its serde form).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct ReviewDecided {
+    #[serde(default)]
+    pub tool: String,
+    /// `allow`, `deny` or `unavailable`.
+    #[serde(default)]
+    pub decision: String,
+    #[serde(default)]
+    pub risk: Option<String>,
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// The breaker tripped: the thread is in Ask until Auto-Review is chosen
+/// again (`auto_review.paused`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct ReviewPaused {
+    #[serde(default)]
+    pub reason: String,
+}
+
 /// The events this crate's clients act on; every other name is
 /// [`ServedEvent::Other`] (clients ignore what they do not show).
 #[derive(Clone, Debug, PartialEq)]
@@ -89,6 +112,8 @@ pub enum ServedEvent {
         end: ApprovalEnd,
     },
     SandboxDenied(SandboxDenial),
+    ReviewDecided(ReviewDecided),
+    ReviewPaused(ReviewPaused),
     /// A name this crate's clients do not act on, or a payload that did
     /// not read as its type (kept by name, never guessed at).
     Other(String),
@@ -174,6 +199,8 @@ impl ServedEvent {
             "approval.timeout" => settled(payload, |_| ApprovalEnd::TimedOut),
             "approval.canceled" => settled(payload, |_| ApprovalEnd::Canceled),
             "sandbox.denied" => read::<SandboxDenial>(payload).map(ServedEvent::SandboxDenied),
+            "auto_review.decided" => read::<ReviewDecided>(payload).map(ServedEvent::ReviewDecided),
+            "auto_review.paused" => read::<ReviewPaused>(payload).map(ServedEvent::ReviewPaused),
             _ => None,
         };
         typed.unwrap_or_else(|| ServedEvent::Other(name.to_string()))

@@ -229,6 +229,11 @@ impl TapState {
             Event::Error(e) => self.error = Some(e.message.clone()),
             Event::Reasoning { chars, text, .. } => self.reasoning(*chars, text),
             Event::Compaction(c) => self.compaction(c),
+            Event::AutoReviewRequested(r) => {
+                self.auto_review("auto_review.requested", &r.call_id, ev)
+            }
+            Event::AutoReviewDecided(d) => self.auto_review("auto_review.decided", &d.call_id, ev),
+            Event::AutoReviewPaused(p) => self.auto_review("auto_review.paused", &p.call_id, ev),
             Event::Content { .. } | Event::Metadata(_) | Event::Steered { .. } | Event::Done(_) => {
             }
         }
@@ -327,6 +332,25 @@ impl TapState {
         self.keep(r);
     }
 
+    /// An Auto-Review event on the reviewed call's item: the loop's event
+    /// in its own serde form (stream-json's fields, without `type`).
+    fn auto_review(&mut self, name: &'static str, call_id: &str, e: &Event) {
+        let item = self.calls.get(call_id).cloned();
+        let mut payload = serde_json::to_value(e).unwrap_or(Value::Null);
+        if let Some(o) = payload.as_object_mut() {
+            o.remove("type");
+        }
+        let ev = NewEvent {
+            event: name,
+            thread_id: Some(self.turn.thread_id.clone()),
+            turn_id: Some(self.turn.id.clone()),
+            item_id: item,
+            payload,
+        };
+        let r = self.rt.append(vec![ev]).map(drop);
+        self.keep(r);
+    }
+
     fn tool_result(&mut self, r: &ev::ToolResult) {
         let Some(item_id) = self.calls.remove(&r.call_id) else {
             return;
@@ -405,8 +429,10 @@ impl TapState {
         m.cost_usd = add_cost(m.cost_usd, e.cost_usd);
         m.requests += 1;
         let (usage, cost, by) = (self.usage, self.cost, self.by_model.clone());
-        // The context in use is this request's, not the turn's sum.
-        let context = e.usage_reported.then(|| u.input_tokens + u.output_tokens);
+        // The context in use is this request's, not the turn's sum; a
+        // reviewer's request is neither the turn's context nor its model.
+        let context = (e.usage_reported && !e.reviewer).then(|| u.input_tokens + u.output_tokens);
+        let provider = if e.reviewer { String::new() } else { provider };
         let r = self.rt.update_turn(&self.turn.id, |t| {
             t.usage = usage;
             if context.is_some() {
@@ -528,6 +554,7 @@ mod tests {
             price: None,
             cost_usd: None,
             cost: "unknown".into(),
+            reviewer: false,
         })
     }
 

@@ -191,7 +191,18 @@ pub fn footer_line(st: &State, width: u16) -> Line<'static> {
             true,
         ),
         (Span::raw(" "), true),
-        (Span::styled(st.permission.label(), perm_style), true),
+        (
+            Span::styled(
+                match &st.auto_review_paused {
+                    Some(_) if st.permission == Approval::Ask => {
+                        "Ask (Auto-Review paused)".to_string()
+                    }
+                    _ => st.permission.label().to_string(),
+                },
+                perm_style,
+            ),
+            true,
+        ),
         (Span::raw(" · "), true),
         (
             Span::styled(sandbox, Style::default().fg(Color::Blue)),

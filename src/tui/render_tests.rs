@@ -331,3 +331,22 @@ fn docs_show_the_snapshots() {
         ],
     );
 }
+
+#[test]
+fn the_footer_says_auto_review_is_paused() {
+    let mut s = st(Approval::Ask);
+    s.auto_review_paused = Some("auto-review paused: 3 reviewer denials in a row".into());
+    let line = text(&screen(&s, 100, 4))
+        .lines()
+        .last()
+        .unwrap_or("")
+        .to_string();
+    assert!(line.contains("Ask (Auto-Review paused)"), "{line}");
+    // Positive control: without the pause the footer says Ask.
+    let line = text(&screen(&st(Approval::Ask), 100, 4))
+        .lines()
+        .last()
+        .unwrap_or("")
+        .to_string();
+    assert!(!line.contains("paused"), "{line}");
+}

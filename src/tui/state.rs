@@ -14,7 +14,7 @@ use crate::agent::InterruptCause;
 use crate::authz::{Approval, Mode};
 use crate::provider::auth::ApiKey;
 use crate::runtime::item_meta::{ApprovalAsk, ToolItemMeta, ToolItemStart};
-use crate::runtime::served::{ApprovalEnd, ItemEnd, Served, ServedEvent};
+use crate::runtime::served::{ApprovalEnd, ItemEnd, ReviewDecided, Served, ServedEvent};
 use crate::runtime::{ItemKind, TurnItemRecord, TurnRecord, TurnStatus};
 use serde_json::Value;
 
@@ -180,6 +180,9 @@ impl FooterInfo {
 pub struct State {
     pub mode: Mode,
     pub permission: Approval,
+    /// Auto-Review's breaker tripped on this thread (the reason): the
+    /// thread runs in Ask until the user selects Auto-Review again.
+    pub auto_review_paused: Option<String>,
     pub thread_id: String,
     /// The running turn.
     pub turn: Option<String>,
@@ -272,6 +275,9 @@ pub enum Effect {
         mode: Mode,
         permission: Approval,
     },
+    /// The user selected Auto-Review again after its breaker paused it:
+    /// the thread's breaker starts counting afresh.
+    ResumeAutoReview,
     /// Stop the running turn; `cause` is recorded as why.
     Interrupt {
         turn_id: String,
@@ -368,7 +374,7 @@ pub const INTERRUPTED_MESSAGE: &str = "(message interrupted: the rest was not re
 pub const OPERATE_NOTE: &str =
     "Operate runs with Work's permissions for now: sub-agents and the reviewer are not built yet";
 pub const AUTO_REVIEW_NOTE: &str =
-    "Auto-Review: only the deterministic rule layer is active (no model reviewer yet)";
+    "Auto-Review: rules approve what they prove safe; other ordinary questions go to the model reviewer (it pauses after 3 denials in a row)";
 pub const FULL_ACCESS_NOTE: &str = "Full Access: commands run without the codewhale sandbox; the safety floor, repository rules and rules-file denies still act";
 
 impl State {
@@ -376,6 +382,7 @@ impl State {
         State {
             mode: Mode::Work,
             permission,
+            auto_review_paused: None,
             thread_id: thread_id.to_string(),
             turn: None,
             stopping: false,
@@ -586,6 +593,9 @@ Tab mode · Shift+Tab permission · /help",
                     Approval::FullAccess => Approval::Ask,
                 };
                 self.set_permission(next);
+                if next == Approval::AutoReview && self.auto_review_paused.take().is_some() {
+                    return vec![Effect::ResumeAutoReview];
+                }
                 Vec::new()
             }
             Key::Enter => {
@@ -902,6 +912,15 @@ Tab mode · Shift+Tab permission · /help",
                     self.notice(true, "no answer in time: denied (no response)");
                 }
             }
+            ServedEvent::ReviewDecided(d) => {
+                let line = self.review_line(&item_id, &d);
+                self.notice(d.decision != "allow", line);
+            }
+            ServedEvent::ReviewPaused(p) => {
+                self.auto_review_paused = Some(p.reason.clone());
+                self.permission = Approval::Ask;
+                self.notice(true, p.reason);
+            }
             ServedEvent::SandboxDenied(d) => {
                 let what = d
                     .path
@@ -1104,6 +1123,22 @@ Tab mode · Shift+Tab permission · /help",
 
     fn agent_mut(&mut self, id: &str) -> Option<&mut Cell> {
         self.agent_index(id).map(|i| &mut self.transcript[i])
+    }
+
+    /// One line per review: "reviewer allowed `cargo run` (low): …",
+    /// "reviewer denied …", "reviewer unavailable for …: timeout".
+    fn review_line(&mut self, item_id: &str, d: &ReviewDecided) -> String {
+        let what = self
+            .tool_mut(item_id)
+            .map(|t| t.title.clone())
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| d.tool.clone());
+        let risk = d.risk.clone().unwrap_or_default();
+        match d.decision.as_str() {
+            "allow" => format!("reviewer allowed `{what}` ({risk}): {}", d.reason),
+            "deny" => format!("reviewer denied `{what}` ({risk}): {}", d.reason),
+            _ => format!("reviewer unavailable for `{what}`: {}", d.reason),
+        }
     }
 
     fn tool_mut(&mut self, id: &str) -> Option<&mut ToolCell> {

@@ -862,3 +862,68 @@ fn an_automatic_compaction_is_a_notice_and_kept_for_receipts() {
         matches!(s.transcript.last(), Some(Cell::Notice { error: false, text }) if text.contains(&line))
     );
 }
+
+#[test]
+fn each_review_is_one_line_and_a_pause_drops_to_ask_until_auto_review_is_chosen_again() {
+    let s = running();
+    let (s, _) = s.step(env(
+        "item.started",
+        Some("turn_1"),
+        Some("item_1"),
+        json!({"item": {"kind": "command_execution",
+                         "metadata": {"call_id": "c1", "tool": "shell", "args": {"command": "cargo run --example x"}}}}),
+    ));
+    let (s, _) = s.step(env(
+        "auto_review.decided",
+        Some("turn_1"),
+        Some("item_1"),
+        json!({"call_id": "c1", "tool": "shell", "decision": "allow", "risk": "low",
+               "reason": "runs an example"}),
+    ));
+    match s.transcript.last() {
+        Some(Cell::Notice { error, text }) => {
+            assert!(!error);
+            assert!(text.starts_with("reviewer allowed `"), "{text}");
+            assert!(text.contains("cargo run --example x"), "{text}");
+            assert!(text.ends_with("(low): runs an example"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let (s, _) = s.step(env(
+        "auto_review.decided",
+        Some("turn_1"),
+        Some("item_1"),
+        json!({"call_id": "c1", "tool": "shell", "decision": "unavailable",
+               "reason": "timeout after 90s"}),
+    ));
+    assert!(matches!(s.transcript.last(),
+        Some(Cell::Notice { error: true, text }) if text.contains("reviewer unavailable for") && text.ends_with("timeout after 90s")));
+    let mut s = s;
+    s.permission = Approval::AutoReview;
+    let (s, _) = s.step(env(
+        "auto_review.paused",
+        Some("turn_1"),
+        Some("item_1"),
+        json!({"call_id": "c1", "reason": "auto-review paused: 3 reviewer denials in a row",
+               "kind": "denies_in_a_row", "consecutive_denies": 3}),
+    ));
+    assert_eq!(s.permission, Approval::Ask);
+    assert!(s.auto_review_paused.is_some());
+    let (s, _) = s.step(env(
+        "turn.completed",
+        Some("turn_1"),
+        None,
+        json!({"turn": {"status": "failed", "error": "auto-review paused: 3 reviewer denials in a row",
+                         "usage": {}, "cost_usd": null}}),
+    ));
+    // Selecting Auto-Review again resumes it.
+    let (s, fx) = key(s, Key::BackTab);
+    assert_eq!(s.permission, Approval::AutoReview);
+    assert_eq!(fx, vec![Effect::ResumeAutoReview]);
+    assert!(s.auto_review_paused.is_none());
+    // Positive control: without a pause, no resume.
+    let (s, _) = key(s, Key::BackTab);
+    let (s, _) = key(s, Key::BackTab);
+    let (_, fx) = key(s, Key::BackTab);
+    assert!(fx.is_empty());
+}

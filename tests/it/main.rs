@@ -19,6 +19,8 @@ mod authz_hooks;
 mod authz_pipeline;
 mod authz_props;
 mod authz_spellings;
+mod auto_review_call;
+mod auto_review_runtime;
 mod egress_proxy;
 mod exec_authorizer_seam;
 mod exec_caching;

@@ -64,6 +64,50 @@ pub enum Step {
     },
 }
 
+/// One scripted answer of the reviewer lane: a request with `"stream":
+/// false` and no tools (Auto-Review's reviewer; its user message is the
+/// review document) is answered from this list, apart from the worker's
+/// [`Step`]s. The bodies are each API's documented non-streaming
+/// response: Chat Completions (`choices[].message.content`,
+/// `finish_reason` `stop`/`length`, OpenAI API reference "The chat
+/// completion object"), Anthropic Messages (`content[]` text blocks,
+/// `stop_reason` `end_turn`/`max_tokens`, "Messages" reference) and
+/// Responses (`output[]` message items, `status` `completed`/`incomplete`
+/// with `incomplete_details.reason: "max_output_tokens"`).
+#[derive(Clone, Debug)]
+pub enum Review {
+    /// A complete answer with this text; `clipped`: marked as cut by the
+    /// output budget.
+    Answer { text: String, clipped: bool },
+    /// An HTTP error status with this body.
+    Status { code: u16, body: String },
+    /// The response starts, then the connection breaks mid-body.
+    Cut,
+    /// The server never answers.
+    Hang,
+}
+
+/// A reviewer answer `{"risk", "decision", "reason"}`.
+pub fn verdict(risk: &str, decision: &str, reason: &str) -> Review {
+    Review::Answer {
+        text: json!({"risk": risk, "decision": decision, "reason": reason}).to_string(),
+        clipped: false,
+    }
+}
+
+/// A reviewer answer with exactly this text.
+pub fn review_text(text: &str) -> Review {
+    Review::Answer {
+        text: text.into(),
+        clipped: false,
+    }
+}
+
+/// Whether a request belongs to the reviewer lane: not streamed, no tools.
+pub fn is_review_request(body: &Value) -> bool {
+    body["stream"] == false && body.get("tools").is_none()
+}
+
 /// A thinking-mode tool call: `reasoning`, then the call.
 pub fn think_call(reasoning: &str, id: &str, name: &str, args: Value) -> Step {
     Step::Thinking {
@@ -564,6 +608,7 @@ struct Shared {
     cache: Mutex<std::collections::HashSet<String>>,
     bills: Mutex<Vec<CacheBill>>,
     steps: Mutex<VecDeque<Step>>,
+    reviews: Mutex<VecDeque<Review>>,
     seen: Mutex<Vec<Seen>>,
     window: Mutex<WindowStats>,
 }
@@ -591,6 +636,7 @@ impl ScriptedModel {
             cache: Mutex::new(Default::default()),
             bills: Mutex::new(Vec::new()),
             steps: Mutex::new(steps.into()),
+            reviews: Mutex::new(VecDeque::new()),
             seen: Mutex::new(Vec::new()),
             window: Mutex::new(WindowStats::default()),
         });
@@ -656,6 +702,102 @@ impl ScriptedModel {
     pub fn steps_left(&self) -> usize {
         self.shared.steps.lock().unwrap().len()
     }
+
+    /// Script the reviewer lane (answers are taken in order).
+    pub fn reviews(&self, answers: Vec<Review>) {
+        self.shared.reviews.lock().unwrap().extend(answers);
+    }
+
+    /// The reviewer lane's requests, in order.
+    pub fn review_requests(&self) -> Vec<Seen> {
+        self.requests()
+            .into_iter()
+            .filter(|r| is_review_request(&r.body))
+            .collect()
+    }
+
+    /// The worker's requests (everything but the reviewer lane), in order.
+    pub fn worker_requests(&self) -> Vec<Seen> {
+        self.requests()
+            .into_iter()
+            .filter(|r| !is_review_request(&r.body))
+            .collect()
+    }
+
+    pub fn reviews_left(&self) -> usize {
+        self.shared.reviews.lock().unwrap().len()
+    }
+}
+
+/// The reviewer lane's next answer (see [`Review`]).
+async fn review_response(s: &Shared) -> Response {
+    let next = s.reviews.lock().unwrap().pop_front();
+    let json_response = |v: Value| {
+        Response::builder()
+            .header("content-type", "application/json")
+            .body(Body::from(v.to_string()))
+            .unwrap()
+    };
+    match next {
+        None => Response::builder()
+            .status(500)
+            .body(Body::from("scripted model: reviewer script exhausted"))
+            .unwrap(),
+        Some(Review::Status { code, body }) => Response::builder()
+            .status(StatusCode::from_u16(code).unwrap())
+            .header("content-type", "application/json")
+            .body(Body::from(body))
+            .unwrap(),
+        Some(Review::Hang) => {
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+            Response::builder().status(504).body(Body::empty()).unwrap()
+        }
+        Some(Review::Cut) => {
+            // The head and the first bytes go out (flushed before the
+            // pause); then the connection breaks mid-body.
+            let head: Result<Bytes, std::io::Error> = Ok(Bytes::from_static(
+                b"{\"choices\": [{\"message\": {\"content\": \"{\\\"risk",
+            ));
+            let tail = futures_util::stream::once(async {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                Err::<Bytes, _>(std::io::Error::other(
+                    "connection cut by the scripted model",
+                ))
+            });
+            let body = futures_util::stream::iter([head]).chain(tail);
+            Response::builder()
+                .header("content-type", "application/json")
+                .header("content-length", "4096")
+                .body(Body::from_stream(body))
+                .unwrap()
+        }
+        Some(Review::Answer { text, clipped }) => json_response(match s.wire {
+            Wire::OpenAi => json!({
+                "id": "chatcmpl-review", "object": "chat.completion", "created": 1764547200,
+                "model": "scripted",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "finish_reason": if clipped { "length" } else { "stop" }}],
+                "usage": {"prompt_tokens": 300, "completion_tokens": 25, "total_tokens": 325}
+            }),
+            Wire::Anthropic => json!({
+                "id": "msg_review", "type": "message", "role": "assistant", "model": "scripted",
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": if clipped { "max_tokens" } else { "end_turn" },
+                "stop_sequence": null,
+                "usage": {"input_tokens": 300, "output_tokens": 25}
+            }),
+            Wire::Responses => json!({
+                "id": "resp_review", "object": "response", "model": "scripted",
+                "status": if clipped { "incomplete" } else { "completed" },
+                "incomplete_details": if clipped { json!({"reason": "max_output_tokens"}) } else { Value::Null },
+                "output": [{"type": "message", "id": "msg_r", "status": "completed", "role": "assistant",
+                            "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+                "usage": {"input_tokens": 300, "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens": 25, "output_tokens_details": {"reasoning_tokens": 0},
+                          "total_tokens": 325}
+            }),
+        }),
+    }
 }
 
 /// Ollama's model list, for the no-configuration fallback. Shape of
@@ -708,6 +850,9 @@ async fn handle(
         at: std::time::Instant::now(),
     });
     let seen = s.seen.lock().unwrap().last().map(|r| r.body.clone());
+    if seen.as_ref().is_some_and(is_review_request) {
+        return review_response(&s).await;
+    }
     let refused = match (s.faithful, seen.as_ref()) {
         (f, Some(b)) if f.deepseek_thinking => deepseek_thinking_error(b),
         (f, Some(b)) if f.anthropic_thinking => anthropic_thinking_error(b),
