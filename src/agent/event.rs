@@ -62,10 +62,49 @@ pub enum Event {
     },
     /// The loop compacted the conversation before a request.
     Compaction(Box<Compaction>),
+    /// A sub-agent started (its clamped posture is what it runs under).
+    SubagentStarted(Box<SubagentStarted>),
+    /// A sub-agent finished; its result went back to the parent's call.
+    SubagentCompleted(Box<SubagentCompleted>),
+    /// One step of a sub-agent's own run, on its parent's stream: the
+    /// child's event as it is, with the child's id (so one stream, one
+    /// event log, tells the whole tree).
+    Subagent { agent_id: String, event: Box<Event> },
     /// Why the run stopped, when it did not complete.
     Error(ErrorEvent),
     /// The end of the run.
     Done(Done),
+}
+
+/// `subagent_started`: a child of the call `parent_call_id`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SubagentStarted {
+    pub agent_id: String,
+    pub parent_call_id: String,
+    pub role: crate::agent::subagent::Role,
+    /// The request's agent is depth 0.
+    pub depth: u32,
+    /// The clamp's result: what every call of the child is bounded by.
+    pub posture: crate::agent::subagent::EffectivePosture,
+}
+
+/// `subagent_completed`: how a child ended.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SubagentCompleted {
+    pub agent_id: String,
+    pub parent_call_id: String,
+    pub role: crate::agent::subagent::Role,
+    /// `completed`, `failed`, `denied`, `interrupted` or `limit`.
+    pub status: String,
+    pub duration_ms: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Files the child's file tools wrote (commands' changes are in the
+    /// parent's snapshot of the call, not listed here).
+    pub files_changed: Vec<PathBuf>,
+    /// Why it did not complete (a refusal, an error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// The `metadata` event: the run's provider, posture, tools and files.
@@ -276,6 +315,9 @@ impl Event {
             Event::ToolResult(_) => "tool_result",
             Event::Reasoning { .. } => "reasoning",
             Event::Compaction(_) => "compaction",
+            Event::SubagentStarted(_) => "subagent_started",
+            Event::SubagentCompleted(_) => "subagent_completed",
+            Event::Subagent { .. } => "subagent",
             Event::Error(_) => "error",
             Event::Done(_) => "done",
         }
@@ -347,6 +389,9 @@ impl Event {
             | Event::Reasoning { .. }
             | Event::SandboxDenied(_)
             | Event::SandboxAllowed(_)
+            | Event::SubagentStarted(_)
+            | Event::SubagentCompleted(_)
+            | Event::Subagent { .. }
             | Event::Error(_)
             | Event::Done(_) => return None,
         })
@@ -403,6 +448,23 @@ impl Event {
                 d.status, d.turns, d.input_tokens, d.cached_input_tokens, d.output_tokens, d.cost
             ),
             Event::Error(e) => format!("error: {}", e.message),
+            Event::SubagentStarted(s) => format!(
+                "→ sub-agent {} ({}) · {} · sandbox {}",
+                s.agent_id,
+                s.role.as_str(),
+                s.posture.mode.label(),
+                s.posture.sandbox
+            ),
+            Event::SubagentCompleted(c) => format!(
+                "← sub-agent {} ({}): {} ({} ms)",
+                c.agent_id,
+                c.role.as_str(),
+                c.status,
+                c.duration_ms
+            ),
+            Event::Subagent { agent_id, event } => {
+                format!("  [{agent_id}] {}", event.progress_line()?)
+            }
             Event::Content { .. }
             | Event::Steered { .. }
             | Event::Reasoning { .. }

@@ -20,6 +20,7 @@ pub mod prompt;
 pub mod run;
 pub mod setup;
 pub mod snapshots;
+pub mod subagent;
 pub mod tools;
 
 pub use authorizer::{Authorizer, DecidedBy, Decision, Verdict};
@@ -28,6 +29,6 @@ pub use event::Event;
 pub use output::{Emitter, EventTap, OutputFormat};
 pub use run::{
     Approver, ExecOptions, ExecReport, ExecRun, ExtraOutput, ExtraTools, Headless, Interrupt,
-    InterruptCause, Models, RunHooks,
+    InterruptCause, Models, RunHooks, Spawner,
 };
 pub use snapshots::RunSnapshots;

@@ -35,6 +35,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "router",
     "project_instruction_imports",
     "compaction",
+    "subagents",
 ];
 
 /// `Debug` is written by hand: raw sections (providers, opensandbox, …) may
@@ -46,6 +47,9 @@ pub struct UserConfig {
     pub sandbox_mode: Option<SandboxMode>,
     pub model: Option<String>,
     pub reasoning_effort: Option<crate::config::effort::ReasoningEffort>,
+    /// Running sub-agents at once (default 8, at most 64: a larger value
+    /// is an error naming the file, line and key).
+    #[serde(deserialize_with = "de_max_subagents")]
     pub max_subagents: Option<u32>,
     pub allow_shell: Option<bool>,
     /// Trusted-project settings (owned by onboarding; kept raw).
@@ -71,6 +75,38 @@ pub struct UserConfig {
     pub project_instruction_imports: Option<bool>,
     /// `[compaction]`: when the conversation is compacted automatically.
     pub compaction: super::compaction::CompactionSection,
+    /// `[subagents]`: the token budget of a request's sub-agents.
+    pub subagents: SubagentsSection,
+}
+
+/// `[subagents]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubagentsSection {
+    /// Tokens (input + output) a request's tree of sub-agents may use in
+    /// all; once spent, spawns and child turns stop with status `limit`.
+    pub token_budget: Option<u64>,
+}
+
+/// The largest `max_subagents` accepted.
+pub const MAX_SUBAGENTS_LIMIT: u32 = 64;
+
+/// `max_subagents`: at most [`MAX_SUBAGENTS_LIMIT`] (the error names the
+/// file, line and key through the TOML error).
+pub(crate) fn de_max_subagents<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<u32>, D::Error> {
+    let limit = MAX_SUBAGENTS_LIMIT;
+    let v = Option::<u32>::deserialize(d)?;
+    match v {
+        Some(n) if n > limit => Err(serde::de::Error::custom(format!(
+            "max_subagents = {n} is above the limit of {limit}"
+        ))),
+        Some(0) => Err(serde::de::Error::custom(
+            "max_subagents = 0: at least 1 (to run no sub-agents, deny the `agent` tool in [tools] deny)",
+        )),
+        _ => Ok(v),
+    }
 }
 
 fn table_keys(t: Option<&toml::Table>) -> Option<Vec<&String>> {
@@ -104,6 +140,7 @@ impl std::fmt::Debug for UserConfig {
                 &self.project_instruction_imports,
             )
             .field("compaction", &self.compaction)
+            .field("subagents", &self.subagents)
             .finish()
     }
 }

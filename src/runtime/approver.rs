@@ -43,7 +43,7 @@ impl Approver for RuntimeApprover {
         &'a self,
         call: &'a ToolCallRequest,
         v: Verdict,
-        _ctx: &'a TurnContext,
+        ctx: &'a TurnContext,
     ) -> Pin<Box<dyn Future<Output = Verdict> + Send + 'a>> {
         Box::pin(async move {
             if !v.needs_answer() {
@@ -52,13 +52,19 @@ impl Approver for RuntimeApprover {
             if self.auto_approve && !v.is_hold() {
                 return v.answer_headless(true);
             }
-            let asked_by = v.asked_by().map(|b| b.as_str());
+            // A sub-agent's question is asked on the parent's thread, as
+            // `agent:<id>` with its role (docs/SUBAGENTS.md).
+            let asked_by = match &ctx.agent {
+                Some(a) => Some(a.asked_by()),
+                None => v.asked_by().map(|b| b.as_str().to_string()),
+            };
             let payload = json!({
                 "tool": call.tool,
                 "tool_call_id": call.call_id,
                 "command": call.command,
                 "reason": v.reason,
                 "asked_by": asked_by,
+                "agent_role": ctx.agent.as_ref().map(|a| a.role.as_str()),
                 "gate": v.reported_gate().number(),
                 "hold": v.is_hold(),
                 // A rule caused the question: say so (explanatory only).

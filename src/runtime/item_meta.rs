@@ -30,6 +30,9 @@ pub struct ToolItemStart {
     /// For an MCP tool: the server and the tool's own name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpCall>,
+    /// The sub-agent that made the call (`None`: the turn's own agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 /// The verdict the gates reached, as the item carries it.
@@ -161,6 +164,7 @@ mod tests {
             tool: "shell".into(),
             args: serde_json::json!({"command": "true"}),
             mcp: None,
+            agent_id: None,
         };
         let result = ToolItemResult {
             status: "ok".into(),

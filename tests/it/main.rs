@@ -51,6 +51,7 @@ mod serve_clients;
 mod serve_raw;
 mod skip_switch;
 mod snapshot_seed;
+mod subagents;
 mod tui_long_session;
 mod tui_model_reasoning;
 mod undo_config;
