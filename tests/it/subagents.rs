@@ -173,7 +173,11 @@ fn depth_three_is_not_offered_agent_and_a_fourth_level_is_refused() {
     assert_eq!(model.lane_left("four"), 1, "a depth-4 agent ran");
     let tools_of = |lane: &str| -> Vec<String> {
         let r = model.requests();
-        let r = r.iter().find(|r| r.lane.as_deref() == Some(lane)).unwrap();
+        let lanes: Vec<_> = r.iter().map(|r| r.lane.clone()).collect();
+        let r = r
+            .iter()
+            .find(|r| r.lane.as_deref() == Some(lane))
+            .unwrap_or_else(|| panic!("no request in lane {lane}: {lanes:?}\n{ev:#?}"));
         r.body["tools"]
             .as_array()
             .unwrap()

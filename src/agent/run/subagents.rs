@@ -56,6 +56,9 @@ pub struct Spawner {
     slot: Arc<Slot>,
     /// This agent, for a child (`None`: the request's agent).
     pub agent: Option<AgentRef>,
+    /// The write-scope registrations of this agent and its ancestors
+    /// (its own children work inside them).
+    scopes: Vec<u64>,
 }
 
 impl Spawner {
@@ -70,6 +73,7 @@ impl Spawner {
             depth: 0,
             slot: Arc::new(Slot::default()),
             agent: None,
+            scopes: Vec::new(),
         }
     }
 
@@ -155,7 +159,9 @@ struct ChildRun<'c> {
     agent: AgentRef,
     posture: EffectivePosture,
     prompt: String,
-    _scope: Option<crate::agent::subagent::limits::ScopeGuard>,
+    scope: Option<crate::agent::subagent::limits::ScopeGuard>,
+    /// The parent's `scopes`.
+    ancestors: Vec<u64>,
 }
 
 /// How a child ended.
@@ -276,6 +282,12 @@ fn run_child<'f>(
             depth: r.agent.depth,
             slot: Arc::new(Slot::hold(permit)),
             agent: Some(r.agent.clone()),
+            scopes: r
+                .ancestors
+                .iter()
+                .copied()
+                .chain(r.scope.as_ref().map(|g| g.id()))
+                .collect(),
         };
         let hooks = RunHooks {
             approver: p.approver,
@@ -391,6 +403,7 @@ impl Loop<'_> {
         let tree = spawner.tree.clone();
         let depth = spawner.depth;
         let slot = spawner.slot.clone();
+        let ancestors = spawner.scopes.clone();
         let parent = EffectivePosture::of(&parent_posture, &self.ctx.policy, &self.offered);
         if let Some((_, first, _)) = wanted.first() {
             let thread = self.log.thread().to_string();
@@ -399,7 +412,7 @@ impl Loop<'_> {
         }
         let mut runs = Vec::new();
         for (index, call, a) in wanted {
-            match tree.admit(depth, a.scope) {
+            match tree.admit(depth, a.scope, &ancestors) {
                 Err(refused) => {
                     let o = ToolOutput {
                         status: ToolStatus::Denied,
@@ -434,7 +447,8 @@ impl Loop<'_> {
                         agent,
                         posture,
                         prompt: a.prompt,
-                        _scope: scope,
+                        scope,
+                        ancestors: ancestors.clone(),
                     });
                 }
             }

@@ -107,6 +107,14 @@ pub struct ScopeGuard {
     id: u64,
 }
 
+impl ScopeGuard {
+    /// The registration's id (its holder's descendants pass it to
+    /// [`Tree::admit`]: a writer's own children work inside its scope).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
 impl Drop for ScopeGuard {
     fn drop(&mut self) {
         let mut w = self.tree.writers.lock().unwrap_or_else(|e| e.into_inner());
@@ -162,12 +170,15 @@ impl Tree {
     }
 
     /// Admit one spawn by an agent at `parent_depth` (depth, the request's
-    /// spawn count, the budget, the writer's scope). Returns the child's id
-    /// and, for a writer, its scope registration.
+    /// spawn count, the budget, the writer's scope). `ancestors` are the
+    /// scope registrations of the spawning agent and its ancestors: they
+    /// are waiting on this child, so they do not conflict with it. Returns
+    /// the child's id and, for a writer, its scope registration.
     pub fn admit(
         self: &Arc<Self>,
         parent_depth: u32,
         scope: Option<WriteScope>,
+        ancestors: &[u64],
     ) -> Result<(u64, Option<ScopeGuard>), SpawnRefused> {
         if parent_depth >= MAX_DEPTH {
             return Err(SpawnRefused::Depth {
@@ -178,7 +189,10 @@ impl Tree {
         let guard = match scope {
             Some(s) => {
                 let mut w = self.writers.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some((_, other)) = w.iter().find(|(_, o)| o.overlaps(&s)) {
+                if let Some((_, other)) = w
+                    .iter()
+                    .find(|(id, o)| !ancestors.contains(id) && o.overlaps(&s))
+                {
                     return Err(SpawnRefused::Overlap {
                         other: other.describe(),
                     });
@@ -247,42 +261,46 @@ mod tests {
     #[test]
     fn depth_limit_and_spawn_cap() {
         let t = Tree::new(4, None);
-        assert!(t.admit(2, None).is_ok());
+        assert!(t.admit(2, None, &[]).is_ok());
         assert_eq!(
-            t.admit(3, None).unwrap_err(),
+            t.admit(3, None, &[]).unwrap_err(),
             SpawnRefused::Depth { depth: 3 }
         );
         for _ in 1..MAX_SPAWNS_PER_REQUEST {
-            t.admit(0, None).unwrap();
+            t.admit(0, None, &[]).unwrap();
         }
-        assert_eq!(t.admit(0, None).unwrap_err(), SpawnRefused::Spawns);
+        assert_eq!(t.admit(0, None, &[]).unwrap_err(), SpawnRefused::Spawns);
     }
 
     #[test]
     fn overlapping_writers_are_refused_until_the_first_ends() {
         let t = Tree::new(8, None);
         let (_, a) = t
-            .admit(0, Some(WriteScope::Paths(vec!["src".into()])))
+            .admit(0, Some(WriteScope::Paths(vec!["src".into()])), &[])
             .unwrap();
         let e = t
-            .admit(0, Some(WriteScope::Paths(vec!["./src/lib.rs".into()])))
+            .admit(0, Some(WriteScope::Paths(vec!["./src/lib.rs".into()])), &[])
             .err()
             .unwrap();
         assert!(matches!(e, SpawnRefused::Overlap { .. }), "{e}");
-        assert!(t.admit(0, Some(WriteScope::Whole)).is_err());
+        assert!(t.admit(0, Some(WriteScope::Whole), &[]).is_err());
+        // A writer's own child works inside its scope.
+        assert!(t
+            .admit(1, Some(WriteScope::Paths(vec!["src/x.rs".into()])), &[a.id()])
+            .is_ok());
         let (_, b) = t
-            .admit(0, Some(WriteScope::Paths(vec!["docs".into()])))
+            .admit(0, Some(WriteScope::Paths(vec!["docs".into()])), &[])
             .unwrap();
         drop(a);
         drop(b);
-        assert!(t.admit(0, Some(WriteScope::Whole)).is_ok());
+        assert!(t.admit(0, Some(WriteScope::Whole), &[]).is_ok());
     }
 
     #[test]
     fn budget_spent_is_a_limit() {
         let t = Tree::new(8, Some(100));
         t.charge(100);
-        let e = t.admit(0, None).unwrap_err();
+        let e = t.admit(0, None, &[]).unwrap_err();
         assert_eq!(e.status(), "limit");
     }
 }
