@@ -286,7 +286,11 @@ mod tests {
         assert!(t.admit(0, Some(WriteScope::Whole), &[]).is_err());
         // A writer's own child works inside its scope.
         assert!(t
-            .admit(1, Some(WriteScope::Paths(vec!["src/x.rs".into()])), &[a.id()])
+            .admit(
+                1,
+                Some(WriteScope::Paths(vec!["src/x.rs".into()])),
+                &[a.id()]
+            )
             .is_ok());
         let (_, b) = t
             .admit(0, Some(WriteScope::Paths(vec!["docs".into()])), &[])
