@@ -116,9 +116,12 @@ fn check_tools(flag: &str, list: &[String]) -> anyhow::Result<()> {
     for t in list {
         // MCP tools are known only once their servers run: any
         // `mcp__…` name or `mcp__…*` family is accepted here.
-        if !ALL_TOOLS.contains(&t.as_str()) && !crate::mcp::client_names::is_mcp(t) {
+        if !ALL_TOOLS.contains(&t.as_str())
+            && t != crate::agent::subagent::AGENT_TOOL
+            && !crate::mcp::client_names::is_mcp(t)
+        {
             bail!(
-                "{flag}: unknown tool `{t}` (tools: {}, or mcp__<server>__<tool> / mcp__<server>__*)",
+                "{flag}: unknown tool `{t}` (tools: {}, agent, or mcp__<server>__<tool> / mcp__<server>__*)",
                 ALL_TOOLS.join(", ")
             );
         }

@@ -893,10 +893,15 @@ fn prepare(
         }
     }
     let settings = &sandbox.settings;
+    let mut tools = thread_tools(t);
+    if t.mode != ThreadMode::Chat {
+        // An agent thread may spawn sub-agents (docs/SUBAGENTS.md).
+        tools.push(crate::agent::subagent::AGENT_TOOL.into());
+    }
     let opts = ExecOptions {
         prompt,
         auto: t.auto_approve,
-        allowed_tools: Some(thread_tools(t)),
+        allowed_tools: Some(tools),
         disallowed_tools: Vec::new(),
         max_turns: 20,
         config: json!({"source": "runtime"}),

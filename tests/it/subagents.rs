@@ -405,7 +405,7 @@ fn a_headless_childs_question_is_denied_no_response_and_a_test_child_cannot_writ
         &f,
         &[
             "--allowed-tools",
-            "read_file,write_file,shell",
+            "read_file,write_file,shell,agent",
             "two children",
         ],
     );

@@ -78,10 +78,17 @@ impl Spawner {
     }
 
     /// Whether a run with these options offers `agent`: above the depth
-    /// limit, when it offers any tool at all and `agent` is not disallowed.
+    /// limit; when an allow list is given, only if it names `agent`
+    /// (`exec --allowed-tools …,agent`, a runtime agent thread's tools),
+    /// else whenever the run offers tools (`exec --auto`); never when
+    /// `agent` is disallowed.
     pub(super) fn offers(&self, opts: &ExecOptions, offered: &[&str]) -> bool {
+        let allowed = match &opts.allowed_tools {
+            Some(list) => list.iter().any(|t| t == AGENT_TOOL),
+            None => !offered.is_empty(),
+        };
         self.depth < MAX_DEPTH
-            && !offered.is_empty()
+            && allowed
             && !opts.disallowed_tools.iter().any(|d| d == AGENT_TOOL)
     }
 }
@@ -260,12 +267,15 @@ fn run_child<'f>(
                 started,
             );
         };
-        let tools: Vec<String> = r
+        let mut tools: Vec<String> = r
             .posture
             .admit(&ALL_TOOLS)
             .into_iter()
             .map(str::to_string)
             .collect();
+        if r.posture.tools.contains(AGENT_TOOL) {
+            tools.push(AGENT_TOOL.into());
+        }
         let opts = ExecOptions {
             prompt: r.prompt.clone(),
             auto: p.opts.auto,
