@@ -430,3 +430,65 @@ fn a_headless_childs_question_is_denied_no_response_and_a_test_child_cannot_writ
     assert_eq!(test["posture"]["sandbox"], "read-only", "{test}");
     assert_eq!(test["posture"]["headless"], true);
 }
+
+#[test]
+fn the_token_budget_stops_child_turns_and_later_spawns_with_status_limit() {
+    let read = |id: &str| call(id, "read_file", json!({"path": "seed.txt"}));
+    let model = ScriptedModel::start_lanes(
+        Wire::OpenAi,
+        vec![
+            lane(
+                "parent",
+                None,
+                vec![
+                    call(
+                        "s1",
+                        "agent",
+                        json!({"role": "explore", "prompt": "BUDGET-A read"}),
+                    ),
+                    call(
+                        "s2",
+                        "agent",
+                        json!({"role": "explore", "prompt": "BUDGET-B read"}),
+                    ),
+                    reply("stopped by the budget"),
+                ],
+            ),
+            lane(
+                "a",
+                Some("BUDGET-A"),
+                vec![read("r1"), read("r2"), reply("never reached")],
+            ),
+            lane("b", Some("BUDGET-B"), vec![reply("never reached")]),
+        ],
+    );
+    // Each scripted request reports 100 + 20 tokens.
+    let f = fixture(&model, "[subagents]\ntoken_budget = 200");
+    std::fs::write(f.ws.join("seed.txt"), "seed\n").unwrap();
+    let (o, ev) = exec(&f, &["--auto", "spend"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let a = output(&ev, "s1");
+    assert_eq!(a["status"], "limit", "{a}");
+    assert_eq!(model.lane_left("a"), 1, "the child's third turn ran");
+    let b = result(&ev, "s2");
+    assert_eq!(b["status"], "denied", "{b}");
+    let b_out: Value = serde_json::from_str(b["output"].as_str().unwrap()).unwrap();
+    assert_eq!(b_out["status"], "limit", "{b_out}");
+    assert_eq!(model.lane_left("b"), 1);
+    // The parent's totals count the child's tokens (3 parent + 2 child requests).
+    let done = of_type(&ev, "done")[0];
+    assert_eq!(done["input_tokens"], 500, "{done}");
+}
+
+#[test]
+fn max_subagents_above_64_is_a_config_error_naming_the_file_and_key() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply("unused")]);
+    let f = fixture(&model, "max_subagents = 65");
+    let (o, _) = exec(&f, &["--auto", "hi"]);
+    assert_ne!(o.status.code(), Some(0));
+    let err = stderr(&o);
+    assert!(err.contains("config.toml"), "{err}");
+    assert!(err.contains("max_subagents"), "{err}");
+    assert!(err.contains("64"), "{err}");
+    assert_eq!(model.requests().len(), 0);
+}

@@ -87,9 +87,7 @@ impl Spawner {
             Some(list) => list.iter().any(|t| t == AGENT_TOOL),
             None => !offered.is_empty(),
         };
-        self.depth < MAX_DEPTH
-            && allowed
-            && !opts.disallowed_tools.iter().any(|d| d == AGENT_TOOL)
+        self.depth < MAX_DEPTH && allowed && !opts.disallowed_tools.iter().any(|d| d == AGENT_TOOL)
     }
 }
 

@@ -289,7 +289,7 @@ mod tests {
             .admit(
                 1,
                 Some(WriteScope::Paths(vec!["src/x.rs".into()])),
-                &[a.id()]
+                &[a.as_ref().unwrap().id()]
             )
             .is_ok());
         let (_, b) = t
