@@ -42,6 +42,8 @@ pub const EVENT_NAMES: &[&str] = &[
     "tool_call.canceled",
     "sandbox.denied",
     "sandbox.allowed",
+    "subagent.started",
+    "subagent.completed",
     "runtime.recovered",
 ];
 
