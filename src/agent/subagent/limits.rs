@@ -95,6 +95,7 @@ pub struct Tree {
     cap: u32,
     spawns: AtomicU32,
     next_id: AtomicU64,
+    next_scope: AtomicU64,
     budget: Option<u64>,
     spent: AtomicU64,
     writers: Mutex<Vec<(u64, WriteScope)>>,
@@ -133,6 +134,7 @@ impl Tree {
             cap,
             spawns: AtomicU32::new(0),
             next_id: AtomicU64::new(1),
+            next_scope: AtomicU64::new(1),
             budget,
             spent: AtomicU64::new(0),
             writers: Mutex::new(Vec::new()),
@@ -197,7 +199,7 @@ impl Tree {
                         other: other.describe(),
                     });
                 }
-                let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+                let id = self.next_scope.fetch_add(1, Ordering::SeqCst);
                 w.push((id, s));
                 Some(id)
             }
