@@ -388,12 +388,19 @@ impl Event {
             | Event::Steered { .. }
             | Event::Reasoning { .. }
             | Event::SandboxDenied(_)
-            | Event::SandboxAllowed(_)
-            | Event::SubagentStarted(_)
-            | Event::SubagentCompleted(_)
-            | Event::Subagent { .. }
-            | Event::Error(_)
-            | Event::Done(_) => return None,
+            | Event::SandboxAllowed(_) => return None,
+            Event::SubagentStarted(s) => session::Event::SubagentStarted {
+                event_v: 1,
+                agent_id: s.agent_id.clone(),
+                parent_call_id: s.parent_call_id.clone(),
+                role: s.role.as_str().into(),
+            },
+            Event::Subagent { agent_id, event } => session::Event::Subagent {
+                event_v: 1,
+                agent_id: agent_id.clone(),
+                record: Box::new(event.record()?),
+            },
+            Event::SubagentCompleted(_) | Event::Error(_) | Event::Done(_) => return None,
         })
     }
 

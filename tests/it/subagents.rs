@@ -270,6 +270,29 @@ fn three_writers_edit_disjoint_files_and_undo_restores_the_tree_byte_exact() {
         assert_eq!(out["status"], "completed", "{out}");
         assert_eq!(out["files_changed"].as_array().unwrap().len(), 1, "{out}");
     }
+    // The receipt shows the tree: each `agent` call a `sub_agent` action
+    // with the child's own write nested under it, decided by the posture.
+    let r = f.run(&["receipts", "--last", "--format", "json"]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    let receipt: Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(receipt["schema"], "codewhale.receipt/v3");
+    let subs: Vec<&Value> = receipt["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "sub_agent")
+        .collect();
+    assert_eq!(subs.len(), 3, "{receipt:#}");
+    assert_eq!(receipt["totals"]["sub_agents"], 3);
+    for s in &subs {
+        assert_eq!(s["agent"]["role"], "implement", "{s}");
+        let kids = s["children"].as_array().unwrap();
+        assert_eq!(kids.len(), 1, "{s}");
+        assert_eq!(kids[0]["kind"], "file_change", "{s}");
+        assert_eq!(kids[0]["status"], "succeeded", "{s}");
+    }
+    let md = f.run(&["receipts", "--last"]);
+    assert!(String::from_utf8_lossy(&md.stdout).contains("sub-agent a1 (implement)"));
     let u = f.run(&["undo", "--last"]);
     assert_eq!(u.status.code(), Some(0), "{}", stderr(&u));
     let after: Vec<Vec<u8>> = (1..=3)

@@ -480,14 +480,16 @@ impl Loop<'_> {
                 runs.iter().map(|r| run_child(&p, r, tx.clone())).collect();
             drop(tx);
             let mut all = futures_util::future::join_all(futs);
+            // The children's steps go to this run's stream and session
+            // (wrapped, so the session tells the whole tree).
             let outcomes = loop {
                 tokio::select! {
                     o = &mut all => break o,
-                    Some(e) = rx.recv() => self.out.emit(e),
+                    Some(e) = rx.recv() => self.emit(turn, e)?,
                 }
             };
             while let Ok(e) = rx.try_recv() {
-                self.out.emit(e);
+                self.emit(turn, e)?;
             }
             let stopped = self.interrupt.borrow().is_some();
             if held && !stopped {
