@@ -276,6 +276,7 @@ fn three_writers_edit_disjoint_files_and_undo_restores_the_tree_byte_exact() {
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
     let receipt: Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(receipt["schema"], "codewhale.receipt/v3");
+    common::receipts::validate(&receipt);
     let subs: Vec<&Value> = receipt["actions"]
         .as_array()
         .unwrap()
