@@ -165,7 +165,8 @@ impl Driver {
 
     /// [`Driver::start`] in the posture mode `mode` (Plan: reads only,
     /// read-only sandbox; Work; Operate: Work's permissions — the loop
-    /// has no sub-agents or reviewer yet). ACP's `session/set_mode`.
+    /// offers sub-agents as Work does; no to-do list, background jobs or
+    /// reviewer yet). ACP's `session/set_mode`.
     pub fn start_in_mode(
         &self,
         thread_id: &str,
