@@ -132,10 +132,11 @@ fn parse_args(args: &Value) -> Result<SpawnArgs, String> {
         Some(_) => return Err("`write_scope` must be an array of paths".into()),
     };
     // Only writers hold a scope; a writer without one owns the workspace.
-    let scope = role.writes().then(|| match scope {
+    let scope = match scope {
         Some(p) if !p.is_empty() => WriteScope::Paths(p),
         _ => WriteScope::Whole,
-    });
+    };
+    let scope = role.writes().then_some(scope);
     Ok(SpawnArgs {
         role,
         prompt,
@@ -267,7 +268,7 @@ fn run_child<'f>(
         };
         let mut tools: Vec<String> = r
             .posture
-            .admit(&ALL_TOOLS)
+            .admit(ALL_TOOLS)
             .into_iter()
             .map(str::to_string)
             .collect();
