@@ -744,13 +744,32 @@ impl Loop<'_> {
             tools: specs,
         };
         let models = self.models;
+        let stall = self.stall_limit();
+        let (provider, model) = self.current.clone();
         let out = &mut *self.out;
         let mut on_text = |t: &str| out.content(t);
         let mut intr = self.interrupt.clone();
         let fut = complete_turn(models, turn, system, messages, req, &mut on_text);
+        // A sub-agent whose model does not answer within its stall limit
+        // is stopped (its slot freed); the request's own agent waits.
+        let stalled = async {
+            match stall {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             r = fut => Ok(r),
             _ = intr.wait_for(|v| v.is_some()) => Err(Stop::Interrupted),
+            _ = stalled => Err(Stop::Provider(ProviderError::Transient {
+                provider,
+                model,
+                detail: format!(
+                    "the sub-agent stalled: no answer from the model in {} s (its stall limit, [subagents] stall_secs)",
+                    stall.map_or(0, |d| d.as_secs())
+                ),
+                mid_stream: false,
+            })),
         }
     }
 

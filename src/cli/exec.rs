@@ -159,7 +159,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
     let sandbox = load_context(&args, &workspace)?;
     let (posture, sandbox, posture_notes) = exec_posture(sandbox, args.auto, args.sandbox);
     let settings = &sandbox.settings;
-    let subagents = (settings.max_subagents, settings.user.subagents.token_budget);
+    let subagents = crate::agent::Spawner::root(settings);
     let mut config_report = config_report(settings, args.no_project_config, &posture_notes);
     config_report["posture"] = posture.describe(sandbox.mode()).into();
     for line in settings
@@ -282,7 +282,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
             .hooks(crate::agent::RunHooks {
                 // `exec` offers `agent` with its tools; without `--auto` a
                 // child's question is "no response" like the parent's.
-                spawner: Some(crate::agent::Spawner::root(subagents.0, subagents.1)),
+                spawner: Some(subagents),
                 ..crate::agent::RunHooks::new(&crate::agent::Headless)
             })
             .snapshots(&mut snaps)

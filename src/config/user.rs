@@ -86,6 +86,9 @@ pub struct SubagentsSection {
     /// Tokens (input + output) a request's tree of sub-agents may use in
     /// all; once spent, spawns and child turns stop with status `limit`.
     pub token_budget: Option<u64>,
+    /// Seconds a sub-agent's model request may go unanswered before the
+    /// child is stopped (status `failed`) and its slot freed; default 300.
+    pub stall_secs: Option<u64>,
 }
 
 /// The largest `max_subagents` accepted.

@@ -53,8 +53,8 @@ struct Prepared {
     /// What setting up said for the user (a local model picked, routing).
     notes: Vec<String>,
     grants: Arc<Mutex<SessionGrants>>,
-    /// `max_subagents` and `[subagents] token_budget` of the settings.
-    subagents: (Option<u32>, Option<u64>),
+    /// The settings the request's tree of sub-agents is limited by.
+    subagents: crate::agent::Spawner,
 }
 
 /// A turn this process runs.
@@ -400,8 +400,7 @@ impl Driver {
                     steer: Some(steer),
                     extra_tools: agent.then_some(&tools as &dyn crate::agent::ExtraTools),
                     // A request's tree of sub-agents (docs/SUBAGENTS.md).
-                    spawner: agent
-                        .then(|| crate::agent::Spawner::root(p.subagents.0, p.subagents.1)),
+                    spawner: agent.then_some(p.subagents),
                 };
                 let report = ExecRun::new(
                     &p.opts,
@@ -918,7 +917,7 @@ fn prepare(
         setup: setup_run,
         notes,
         grants,
-        subagents: (settings.max_subagents, settings.user.subagents.token_budget),
+        subagents: crate::agent::Spawner::root(settings),
     })
 }
 

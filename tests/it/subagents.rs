@@ -516,3 +516,41 @@ fn max_subagents_above_64_is_a_config_error_naming_the_file_and_key() {
     assert!(err.contains("64"), "{err}");
     assert_eq!(model.requests().len(), 0);
 }
+
+#[test]
+fn a_stalled_child_is_stopped_at_its_stall_limit_and_the_parent_goes_on() {
+    let model = ScriptedModel::start_lanes(
+        Wire::OpenAi,
+        vec![
+            lane(
+                "parent",
+                None,
+                vec![
+                    call(
+                        "s1",
+                        "agent",
+                        json!({"role": "explore", "prompt": "STALLER look"}),
+                    ),
+                    reply("went on without it"),
+                ],
+            ),
+            lane(
+                "staller",
+                Some("STALLER"),
+                vec![Step::Hang {
+                    text: "thinking".into(),
+                }],
+            ),
+        ],
+    );
+    let f = fixture(&model, "[subagents]\nstall_secs = 1");
+    let started = std::time::Instant::now();
+    let (o, ev) = exec(&f, &["--auto", "look"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let out = output(&ev, "s1");
+    assert_eq!(out["status"], "failed", "{out}");
+    assert!(out["error"].as_str().unwrap().contains("stall"), "{out}");
+    let done = of_type(&ev, "done")[0];
+    assert_eq!(done["status"], "completed");
+}

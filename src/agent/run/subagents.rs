@@ -62,13 +62,19 @@ pub struct Spawner {
 }
 
 impl Spawner {
-    /// The request's agent: a fresh tree with `max_subagents` (default 8)
-    /// running children and the optional token budget.
-    pub fn root(max_subagents: Option<u32>, token_budget: Option<u64>) -> Self {
+    /// The request's agent: a fresh tree with the settings' limits
+    /// (`max_subagents`, default 8; `[subagents] token_budget` and
+    /// `stall_secs`, default 300).
+    pub fn root(settings: &crate::config::Settings) -> Self {
+        use crate::agent::subagent::limits::{DEFAULT_MAX_SUBAGENTS, DEFAULT_STALL};
+        let s = &settings.user.subagents;
         Spawner {
-            tree: Tree::new(
-                max_subagents.unwrap_or(crate::agent::subagent::limits::DEFAULT_MAX_SUBAGENTS),
-                token_budget,
+            tree: Tree::with_stall(
+                settings.max_subagents.unwrap_or(DEFAULT_MAX_SUBAGENTS),
+                s.token_budget,
+                s.stall_secs
+                    .map(std::time::Duration::from_secs)
+                    .unwrap_or(DEFAULT_STALL),
             ),
             depth: 0,
             slot: Arc::new(Slot::default()),
@@ -355,6 +361,15 @@ impl Loop<'_> {
         if let Some(s) = self.spawner.as_ref().filter(|s| s.depth > 0) {
             s.tree.charge(u.input_tokens + u.output_tokens);
         }
+    }
+
+    /// A child's stall limit for one model request (`None`: the
+    /// request's own agent, which has none).
+    pub(super) fn stall_limit(&self) -> Option<std::time::Duration> {
+        self.spawner
+            .as_ref()
+            .filter(|s| s.depth > 0)
+            .map(|s| s.tree.stall())
     }
 
     /// Whether this child's tree spent its token budget (the request's

@@ -19,6 +19,9 @@ pub const MAX_DEPTH: u32 = 3;
 pub const MAX_SPAWNS_PER_REQUEST: u32 = 64;
 /// `max_subagents` when nothing sets it.
 pub const DEFAULT_MAX_SUBAGENTS: u32 = 8;
+/// A child's stall limit when nothing sets it: a model request of a
+/// sub-agent that has not answered in this long stops the child.
+pub const DEFAULT_STALL: std::time::Duration = std::time::Duration::from_secs(300);
 /// The largest `max_subagents` accepted (a larger value is a config error).
 pub use crate::config::user::MAX_SUBAGENTS_LIMIT;
 
@@ -98,6 +101,7 @@ pub struct Tree {
     next_scope: AtomicU64,
     budget: Option<u64>,
     spent: AtomicU64,
+    stall: std::time::Duration,
     writers: Mutex<Vec<(u64, WriteScope)>>,
 }
 
@@ -128,6 +132,11 @@ impl Tree {
     /// config rejects larger values before this) and an optional token
     /// budget for everything below the request's agent.
     pub fn new(cap: u32, budget: Option<u64>) -> Arc<Self> {
+        Self::with_stall(cap, budget, DEFAULT_STALL)
+    }
+
+    /// [`Tree::new`] with a stall limit for the children's model requests.
+    pub fn with_stall(cap: u32, budget: Option<u64>, stall: std::time::Duration) -> Arc<Self> {
         let cap = cap.clamp(1, MAX_SUBAGENTS_LIMIT);
         Arc::new(Tree {
             slots: Arc::new(Semaphore::new(cap as usize)),
@@ -137,12 +146,18 @@ impl Tree {
             next_scope: AtomicU64::new(1),
             budget,
             spent: AtomicU64::new(0),
+            stall,
             writers: Mutex::new(Vec::new()),
         })
     }
 
     pub fn cap(&self) -> u32 {
         self.cap
+    }
+
+    /// How long a child's model request may go unanswered.
+    pub fn stall(&self) -> std::time::Duration {
+        self.stall
     }
 
     /// Children spawned so far in this request.
