@@ -3,7 +3,8 @@
 //! Sub-agents' commands under the real OS sandbox, through `codewhale exec`
 //! and the scripted model with lanes (docs/SUBAGENTS.md):
 //!
-//! - the role × posture matrix: under `--auto` (Work + Ask, approved,
+//! - the role × posture matrix: under Plan (`--mode plan`: every child
+//!   is Plan whatever its role), under `--auto` (Work + Ask, approved,
 //!   `workspace-write`) and under Full Access (`--auto --sandbox
 //!   danger-full-access`), a `general`, a `test` and an `explore` child
 //!   each try a file write, a mutating command and a read-only command;
@@ -120,6 +121,28 @@ fn matrix(extra: &[&str], posture: &str) {
             .find(|r| r["call_id"] == id)
             .unwrap_or_else(|| panic!("{posture}: no result for {id}: {results:#?}"))
     };
+    if posture == "Plan" {
+        // A Plan parent's children are Plan whatever their role: no write
+        // tool, no mutating command (the gates), a read-only sandbox.
+        for r in ROLES {
+            assert_eq!(res(&format!("{r}-w"))["status"], "not_run", "{posture} {r}");
+            let m = res(&format!("{r}-m"));
+            assert_eq!(m["status"], "not_run", "{posture} {r}: {m}");
+            assert!(
+                f.ws.join(format!("victim-{r}.txt")).exists(),
+                "{posture} {r}"
+            );
+            assert!(!f.ws.join(format!("{r}-w.txt")).exists(), "{posture} {r}");
+            let x = res(&format!("{r}-r"));
+            assert_eq!(x["exit_code"], 0, "{posture}: {x}");
+        }
+        let started = of_type(&ev, "subagent_started");
+        for s in started {
+            assert_eq!(s["posture"]["mode"], "plan", "{s}");
+            assert_eq!(s["posture"]["sandbox"], "read-only", "{s}");
+        }
+        return;
+    }
     // general: everything runs (the positive control).
     assert_eq!(res("general-w")["status"], "ok", "{posture}");
     assert_eq!(
@@ -182,6 +205,11 @@ fn matrix(extra: &[&str], posture: &str) {
 #[test]
 fn role_by_posture_matrix_under_auto_workspace_write() {
     matrix(&["--auto"], "Work + Ask (--auto)");
+}
+
+#[test]
+fn role_by_posture_matrix_under_plan() {
+    matrix(&["--auto", "--mode", "plan"], "Plan");
 }
 
 #[test]

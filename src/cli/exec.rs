@@ -35,6 +35,11 @@ pub struct ExecArgs {
     /// (workspace-write unless --sandbox says otherwise).
     #[arg(long)]
     pub auto: bool,
+    /// The posture mode: plan (reads and read-only commands only, read-only
+    /// sandbox; sub-agents clamped to it), work (default), operate (Work's
+    /// permissions for now).
+    #[arg(long, value_enum, default_value_t = crate::authz::Mode::Work)]
+    pub mode: crate::authz::Mode,
     /// Sandbox for commands and file tools (default: workspace-write). Only
     /// an explicit danger-full-access removes it.
     #[arg(long = "sandbox", value_enum)]
@@ -157,7 +162,15 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
     let workspace = std::fs::canonicalize(&workspace)
         .with_context(|| format!("workspace {}", workspace.display()))?;
     let sandbox = load_context(&args, &workspace)?;
-    let (posture, sandbox, posture_notes) = exec_posture(sandbox, args.auto, args.sandbox);
+    let (posture, sandbox, posture_notes) = if args.mode == crate::authz::Mode::Work {
+        exec_posture(sandbox, args.auto, args.sandbox)
+    } else {
+        // The same one posture function, with the mode asked for.
+        sandbox.for_turn(&config::TurnAsk {
+            mode: args.mode,
+            ..config::TurnAsk::exec(args.auto, args.sandbox)
+        })
+    };
     let settings = &sandbox.settings;
     let subagents = crate::agent::Spawner::root(settings);
     let mut config_report = config_report(settings, args.no_project_config, &posture_notes);
