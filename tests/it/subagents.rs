@@ -554,3 +554,70 @@ fn a_stalled_child_is_stopped_at_its_stall_limit_and_the_parent_goes_on() {
     let done = of_type(&ev, "done")[0];
     assert_eq!(done["status"], "completed");
 }
+
+#[test]
+fn a_writer_with_a_scope_cannot_write_outside_it() {
+    let model = ScriptedModel::start_lanes(
+        Wire::OpenAi,
+        vec![
+            lane(
+                "parent",
+                None,
+                vec![
+                    call(
+                        "s1",
+                        "agent",
+                        json!({"role": "implement", "write_scope": ["src"], "prompt": "SCOPED edit"}),
+                    ),
+                    reply("done"),
+                ],
+            ),
+            lane(
+                "scoped",
+                Some("SCOPED"),
+                vec![
+                    call(
+                        "in",
+                        "write_file",
+                        json!({"path": "src/ok.txt", "content": "in"}),
+                    ),
+                    call(
+                        "out",
+                        "write_file",
+                        json!({"path": "src/../top.txt", "content": "out"}),
+                    ),
+                    reply("tried both"),
+                ],
+            ),
+        ],
+    );
+    let f = fixture(&model, "");
+    std::fs::create_dir_all(f.ws.join("src")).unwrap();
+    let (o, ev) = exec(&f, &["--auto", "scoped"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let inner = |id: &str| {
+        of_type(&ev, "subagent")
+            .into_iter()
+            .map(|e| e["event"].clone())
+            .find(|e| e["type"] == "tool_result" && e["call_id"] == id)
+            .unwrap_or_else(|| panic!("no child result {id}"))
+    };
+    assert_eq!(inner("in")["status"], "ok");
+    let out = inner("out");
+    assert_eq!(out["status"], "not_run", "{out}");
+    assert!(
+        out["output"].as_str().unwrap().contains("write scope"),
+        "{out}"
+    );
+    assert!(f.ws.join("src/ok.txt").exists());
+    assert!(!f.ws.join("top.txt").exists());
+    let sys = model
+        .requests()
+        .into_iter()
+        .find(|r| r.lane.as_deref() == Some("scoped"))
+        .unwrap();
+    assert!(sys.body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("write scope): src"));
+}

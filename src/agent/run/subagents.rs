@@ -151,17 +151,123 @@ fn parse_args(args: &Value) -> Result<SpawnArgs, String> {
 }
 
 /// The child's own system prompt: its role and its limits.
-fn child_instructions(a: &AgentRef) -> String {
+fn child_instructions(a: &AgentRef, scope: Option<&WriteScope>) -> String {
+    let scope = match scope {
+        Some(WriteScope::Paths(p)) => format!(
+            " You may change only these paths (your write scope): {}.",
+            p.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        _ => String::new(),
+    };
     format!(
         "You are a sub-agent (id {}, role `{}`, depth {} of at most {MAX_DEPTH}). {} \
          Your parent gave you one task, the user message; you see nothing else of its \
          conversation. Do the task, then end with a short final report: what you did, \
-         what you found, and which files you changed.",
+         what you found, and which files you changed.{scope}",
         a.id,
         a.role.as_str(),
         a.depth,
         a.role.limits_line()
     )
+}
+
+/// A writer's `write_scope` on its file tools: a write the scope does not
+/// contain is denied at admission (gate 2), before the gates are asked;
+/// everything else is the clamped gates' decision. Its children get the
+/// same scope (and their own inside it). Commands are not confined by it
+/// (the OS sandbox writes the workspace).
+struct Scoped {
+    inner: Box<dyn Authorizer>,
+    scope: Vec<PathBuf>,
+    workspace: PathBuf,
+}
+
+impl Scoped {
+    /// The workspace-relative paths a file-writing call names.
+    fn targets(&self, req: &crate::agent::authorizer::ToolCallRequest) -> Vec<PathBuf> {
+        let rel = |p: &str| {
+            let p = Path::new(p);
+            match p.strip_prefix(&self.workspace) {
+                Ok(r) => r.to_path_buf(),
+                Err(_) => p.to_path_buf(),
+            }
+        };
+        match req.tool.as_str() {
+            "apply_patch" => req
+                .args
+                .get("patch")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .lines()
+                .filter_map(|l| l.strip_prefix("+++ ").or_else(|| l.strip_prefix("--- ")))
+                .map(|p| p.split('\t').next().unwrap_or(p).trim())
+                .filter(|p| *p != "/dev/null")
+                .map(|p| {
+                    rel(p
+                        .strip_prefix("a/")
+                        .or_else(|| p.strip_prefix("b/"))
+                        .unwrap_or(p))
+                })
+                .collect(),
+            _ => req
+                .args
+                .get("path")
+                .and_then(Value::as_str)
+                .map(rel)
+                .into_iter()
+                .collect(),
+        }
+    }
+}
+
+impl Authorizer for Scoped {
+    fn authorize<'a>(
+        &'a self,
+        req: &'a crate::agent::authorizer::ToolCallRequest,
+        ctx: &'a crate::agent::authorizer::TurnContext,
+    ) -> crate::agent::authorizer::AuthFuture<'a> {
+        if crate::catalogue::is_write(&req.tool) {
+            let targets = self.targets(req);
+            let outside = targets
+                .iter()
+                .find(|p| !crate::agent::subagent::limits::within_scope(p, &self.scope));
+            if targets.is_empty() || outside.is_some() {
+                let what = outside.map_or("no path".to_string(), |p| format!("`{}`", p.display()));
+                let scope: Vec<String> =
+                    self.scope.iter().map(|p| p.display().to_string()).collect();
+                let v = crate::agent::authorizer::Verdict::decided(
+                    crate::agent::authorizer::Decision::Deny,
+                    crate::agent::authorizer::DecidedBy::Posture,
+                    crate::agent::authorizer::Gate::Admission,
+                    &format!(
+                        "{what} is outside this sub-agent's write scope ({})",
+                        scope.join(", ")
+                    ),
+                );
+                return Box::pin(async move { v });
+            }
+        }
+        self.inner.authorize(req, ctx)
+    }
+
+    fn posture(&self) -> Option<crate::authz::Posture> {
+        self.inner.posture()
+    }
+
+    fn for_child(
+        &self,
+        posture: crate::authz::Posture,
+        sandbox: crate::policy::SandboxMode,
+    ) -> Option<Box<dyn Authorizer>> {
+        Some(Box::new(Scoped {
+            inner: self.inner.for_child(posture, sandbox)?,
+            scope: self.scope.clone(),
+            workspace: self.workspace.clone(),
+        }))
+    }
 }
 
 /// A child admitted to run.
@@ -172,6 +278,8 @@ struct ChildRun<'c> {
     posture: EffectivePosture,
     prompt: String,
     scope: Option<crate::agent::subagent::limits::ScopeGuard>,
+    /// What the writer asked to own (`None`: not a writer).
+    write_scope: Option<WriteScope>,
     /// The parent's `scopes`.
     ancestors: Vec<u64>,
 }
@@ -265,13 +373,20 @@ fn run_child<'f>(
             cancel: crate::host::CancelToken::new(),
             mcp: None,
         };
-        let Some(authz) = p.authz.for_child(posture, sandbox) else {
+        let Some(mut authz) = p.authz.for_child(posture, sandbox) else {
             return Outcome::failed(
                 "failed",
                 "this run cannot clamp a child's gates".into(),
                 started,
             );
         };
+        if let Some(WriteScope::Paths(scope)) = &r.write_scope {
+            authz = Box::new(Scoped {
+                inner: authz,
+                scope: scope.clone(),
+                workspace: p.ctx.policy.workspace.clone(),
+            });
+        }
         let mut tools: Vec<String> = r
             .posture
             .admit(ALL_TOOLS)
@@ -307,7 +422,7 @@ fn run_child<'f>(
         let hooks = RunHooks {
             approver: p.approver,
             history: Vec::new(),
-            system_prompt: Some(child_instructions(&r.agent)),
+            system_prompt: Some(child_instructions(&r.agent, r.write_scope.as_ref())),
             steer: None,
             extra_tools: None,
             spawner: r.posture.tools.contains(AGENT_TOOL).then_some(spawner),
@@ -436,7 +551,7 @@ impl Loop<'_> {
         }
         let mut runs = Vec::new();
         for (index, call, a) in wanted {
-            match tree.admit(depth, a.scope, &ancestors) {
+            match tree.admit(depth, a.scope.clone(), &ancestors) {
                 Err(refused) => {
                     let o = ToolOutput {
                         status: ToolStatus::Denied,
@@ -472,6 +587,7 @@ impl Loop<'_> {
                         posture,
                         prompt: a.prompt,
                         scope,
+                        write_scope: a.scope,
                         ancestors: ancestors.clone(),
                     });
                 }

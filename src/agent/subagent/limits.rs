@@ -79,6 +79,27 @@ impl WriteScope {
     }
 }
 
+/// Whether the workspace-relative `path` lies inside one of `scope`'s
+/// paths (lexically: `.` dropped, `..` taken back; a path that climbs out
+/// of the workspace is inside none).
+pub fn within_scope(path: &Path, scope: &[PathBuf]) -> bool {
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    return false;
+                }
+            }
+            Component::Normal(p) => parts.push(p),
+            Component::RootDir | Component::Prefix(_) => return false,
+        }
+    }
+    let norm: PathBuf = parts.iter().collect();
+    scope.iter().any(|s| prefix_of(s, &norm))
+}
+
 /// `a` names `b` or a directory above it (component-wise, `.` ignored).
 fn prefix_of(a: &Path, b: &Path) -> bool {
     let norm = |p: &Path| -> Vec<PathBuf> {
@@ -315,6 +336,17 @@ mod tests {
         drop(a);
         drop(b);
         assert!(t.admit(0, Some(WriteScope::Whole), &[]).is_ok());
+    }
+
+    #[test]
+    fn within_scope_is_lexical_and_never_climbs_out() {
+        let scope = vec![PathBuf::from("src"), PathBuf::from("docs/a.md")];
+        assert!(within_scope(Path::new("src/x.rs"), &scope));
+        assert!(within_scope(Path::new("./docs/a.md"), &scope));
+        assert!(!within_scope(Path::new("src/../Cargo.toml"), &scope));
+        assert!(!within_scope(Path::new("docs/b.md"), &scope));
+        assert!(!within_scope(Path::new("../src/x.rs"), &scope));
+        assert!(!within_scope(Path::new("/etc/passwd"), &scope));
     }
 
     #[test]
