@@ -621,3 +621,64 @@ fn a_writer_with_a_scope_cannot_write_outside_it() {
         .unwrap()
         .contains("write scope): src"));
 }
+
+/// Spawn latency (tool call → the child's first model request), measured
+/// on the scripted model's clock: the parent's request that returned the
+/// calls is answered at once, so its arrival bounds the call from below.
+/// Printed for docs/PERFORMANCE.md; the bound here is only a regression
+/// guard for a debug build on a shared machine.
+#[test]
+fn spawn_latency_is_recorded() {
+    for n in [1, 32] {
+        let (p50, p99) = spawn_latency(n);
+        eprintln!("spawn latency over {n} concurrent spawn(s): p50 {p50:.1} ms, p99 {p99:.1} ms");
+        assert!(p99 < 5_000.0, "p99 {p99} ms");
+    }
+}
+
+fn spawn_latency(n: usize) -> (f64, f64) {
+    let model = ScriptedModel::start_lanes(
+        Wire::OpenAi,
+        vec![
+            lane(
+                "parent",
+                None,
+                vec![
+                    spawns(
+                        (0..n)
+                            .map(|i| {
+                                (
+                                    format!("s{i}"),
+                                    json!({"role": "explore", "prompt": format!("LAT-MARK {i}")}),
+                                )
+                            })
+                            .collect(),
+                    ),
+                    reply("done"),
+                ],
+            ),
+            lane(
+                "child",
+                Some("LAT-MARK"),
+                (0..n).map(|_| reply("ok")).collect(),
+            ),
+        ],
+    );
+    let f = fixture(&model, "max_subagents = 64");
+    let (o, _) = exec(&f, &["--auto", "spawn many"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let reqs = model.requests();
+    let t0 = reqs
+        .iter()
+        .find(|r| r.lane.as_deref() == Some("parent"))
+        .unwrap()
+        .at;
+    let mut ms: Vec<f64> = reqs
+        .iter()
+        .filter(|r| r.lane.as_deref() == Some("child"))
+        .map(|r| (r.at - t0).as_secs_f64() * 1000.0)
+        .collect();
+    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert_eq!(ms.len(), n);
+    (ms[n / 2], ms[(n * 99).div_ceil(100) - 1])
+}
