@@ -71,7 +71,12 @@ impl Approver for RuntimeApprover {
                 "matched_rule": (v.asked_by() == Some(DecidedBy::Rule)).then(|| v.reason.clone()),
                 "timeout_ms": self.timeout.as_millis() as u64,
             });
-            let item = self.tap.item_of_call(&call.call_id);
+            // A sub-agent's call is keyed by its agent in the tap (its
+            // call ids are its own); null until the tap has seen it.
+            let item = match &ctx.agent {
+                Some(a) => self.tap.item_of_call(&format!("{}/{}", a.id, call.call_id)),
+                None => self.tap.item_of_call(&call.call_id),
+            };
             let res = self
                 .rt
                 .request(
