@@ -60,6 +60,8 @@ pub const TOOLS: &[Tool] = &[
     tool("web_fetch", ToolKind::Web, false),
     tool("delete_file", ToolKind::Write, false),
     tool("spawn_agent", ToolKind::Subagent, false),
+    // The loop offers it itself (a run that may spawn: `agent::subagent`).
+    tool("agent", ToolKind::Subagent, false),
 ];
 
 /// The tools `codewhale exec` offers, in order.

@@ -41,7 +41,7 @@ fn markdown_of_one_turn() {
 fn json_matches_the_schema_and_the_record() {
     let v = json_of(&fixture(), None);
     validate(&v);
-    assert_eq!(v["schema"], "codewhale.receipt/v2");
+    assert_eq!(v["schema"], "codewhale.receipt/v3");
     assert_eq!(v["title"], "Fix the parser bug…");
     assert_eq!(v["source"]["session_id"], "20261129T101500-0123456789ab");
     assert_eq!(v["source"]["status"], "interrupted");

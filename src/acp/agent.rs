@@ -58,7 +58,7 @@ pub const MODES: &[(&str, &str, &str)] = &[
     (
         "operate",
         "Operate",
-        "Work's permissions (the loop has no sub-agents or reviewer yet).",
+        "Work's permissions, sub-agents as in Work (no to-do list, background jobs or reviewer yet).",
     ),
 ];
 

@@ -44,6 +44,9 @@ pub struct TurnContext {
     pub auto: bool,
     /// Always true in `exec`: nobody can answer a question.
     pub headless: bool,
+    /// The sub-agent making the call (`None`: the request's own agent):
+    /// its question is asked on the parent's thread as `agent:<id>`.
+    pub agent: Option<crate::agent::subagent::AgentRef>,
 }
 
 /// The future an [`Authorizer`] returns (boxed so the trait stays usable as
@@ -55,9 +58,19 @@ pub type AuthFuture<'a> = Pin<Box<dyn Future<Output = Verdict> + Send + 'a>>;
 pub trait Authorizer: Send + Sync {
     fn authorize<'a>(&'a self, call: &'a ToolCallRequest, ctx: &'a TurnContext) -> AuthFuture<'a>;
 
-    /// The posture the gates apply (stated in Auto-Review's document);
-    /// `None` for an authorizer without one (test tables).
+    /// The posture the gates decide under (`None`: an authorizer without
+    /// one, such as a test table: such a run offers no sub-agents).
     fn posture(&self) -> Option<crate::authz::Posture> {
+        None
+    }
+
+    /// The same gates (rules, hooks, session grants shared) for a child
+    /// under its clamped `posture` and sandbox mode.
+    fn for_child(
+        &self,
+        _posture: crate::authz::Posture,
+        _sandbox: crate::policy::SandboxMode,
+    ) -> Option<Box<dyn Authorizer>> {
         None
     }
 }
@@ -108,6 +121,7 @@ mod tests {
             workspace: "/w".into(),
             auto,
             headless: true,
+            agent: None,
         }
     }
 

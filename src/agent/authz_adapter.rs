@@ -56,6 +56,7 @@ pub fn exec_registry() -> ToolRegistry {
 }
 
 /// The nine gates for the agent loop.
+#[derive(Clone)]
 pub struct PipelineAuthorizer {
     posture: Posture,
     rules: RuleSet,
@@ -181,6 +182,15 @@ impl Authorizer for PipelineAuthorizer {
 
     fn posture(&self) -> Option<Posture> {
         Some(self.posture)
+    }
+
+    /// Everything the parent's gates consult, the session grants shared
+    /// (an `a` answer covers the whole tree), under the child's posture.
+    fn for_child(&self, posture: Posture, sandbox: SandboxMode) -> Option<Box<dyn Authorizer>> {
+        let mut child = self.clone();
+        child.posture = posture;
+        child.sandbox = sandbox;
+        Some(Box::new(child))
     }
 }
 

@@ -58,6 +58,7 @@ fn turn(auto: bool) -> TurnContext {
         workspace: "/w".into(),
         auto,
         headless: true,
+        agent: None,
     }
 }
 

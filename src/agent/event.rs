@@ -68,10 +68,49 @@ pub enum Event {
     AutoReviewDecided(Box<AutoReviewDecided>),
     /// The breaker tripped: the turn stops, the posture drops to Ask.
     AutoReviewPaused(AutoReviewPaused),
+    /// A sub-agent started (its clamped posture is what it runs under).
+    SubagentStarted(Box<SubagentStarted>),
+    /// A sub-agent finished; its result went back to the parent's call.
+    SubagentCompleted(Box<SubagentCompleted>),
+    /// One step of a sub-agent's own run, on its parent's stream: the
+    /// child's event as it is, with the child's id (so one stream, one
+    /// event log, tells the whole tree).
+    Subagent { agent_id: String, event: Box<Event> },
     /// Why the run stopped, when it did not complete.
     Error(ErrorEvent),
     /// The end of the run.
     Done(Done),
+}
+
+/// `subagent_started`: a child of the call `parent_call_id`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SubagentStarted {
+    pub agent_id: String,
+    pub parent_call_id: String,
+    pub role: crate::agent::subagent::Role,
+    /// The request's agent is depth 0.
+    pub depth: u32,
+    /// The clamp's result: what every call of the child is bounded by.
+    pub posture: crate::agent::subagent::EffectivePosture,
+}
+
+/// `subagent_completed`: how a child ended.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SubagentCompleted {
+    pub agent_id: String,
+    pub parent_call_id: String,
+    pub role: crate::agent::subagent::Role,
+    /// `completed`, `failed`, `denied`, `interrupted` or `limit`.
+    pub status: String,
+    pub duration_ms: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Files the child's file tools wrote (commands' changes are in the
+    /// parent's snapshot of the call, not listed here).
+    pub files_changed: Vec<PathBuf>,
+    /// Why it did not complete (a refusal, an error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// The `metadata` event: the run's provider, posture, tools and files.
@@ -330,6 +369,9 @@ impl Event {
             Event::AutoReviewRequested(_) => "auto_review_requested",
             Event::AutoReviewDecided(_) => "auto_review_decided",
             Event::AutoReviewPaused(_) => "auto_review_paused",
+            Event::SubagentStarted(_) => "subagent_started",
+            Event::SubagentCompleted(_) => "subagent_completed",
+            Event::Subagent { .. } => "subagent",
             Event::Error(_) => "error",
             Event::Done(_) => "done",
         }
@@ -403,9 +445,19 @@ impl Event {
             | Event::SandboxAllowed(_)
             | Event::AutoReviewRequested(_)
             | Event::AutoReviewDecided(_)
-            | Event::AutoReviewPaused(_)
-            | Event::Error(_)
-            | Event::Done(_) => return None,
+            | Event::AutoReviewPaused(_) => return None,
+            Event::SubagentStarted(s) => session::Event::SubagentStarted {
+                event_v: 1,
+                agent_id: s.agent_id.clone(),
+                parent_call_id: s.parent_call_id.clone(),
+                role: s.role.as_str().into(),
+            },
+            Event::Subagent { agent_id, event } => session::Event::Subagent {
+                event_v: 1,
+                agent_id: agent_id.clone(),
+                record: Box::new(event.record()?),
+            },
+            Event::SubagentCompleted(_) | Event::Error(_) | Event::Done(_) => return None,
         })
     }
 
@@ -466,6 +518,23 @@ impl Event {
             },
             Event::AutoReviewPaused(p) => p.reason.clone(),
             Event::AutoReviewRequested(_) => return None,
+            Event::SubagentStarted(s) => format!(
+                "→ sub-agent {} ({}) · {} · sandbox {}",
+                s.agent_id,
+                s.role.as_str(),
+                s.posture.mode.label(),
+                s.posture.sandbox
+            ),
+            Event::SubagentCompleted(c) => format!(
+                "← sub-agent {} ({}): {} ({} ms)",
+                c.agent_id,
+                c.role.as_str(),
+                c.status,
+                c.duration_ms
+            ),
+            Event::Subagent { agent_id, event } => {
+                format!("  [{agent_id}] {}", event.progress_line()?)
+            }
             Event::Content { .. }
             | Event::Steered { .. }
             | Event::Reasoning { .. }

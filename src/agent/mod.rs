@@ -21,6 +21,7 @@ pub mod review;
 pub mod run;
 pub mod setup;
 pub mod snapshots;
+pub mod subagent;
 pub mod tools;
 
 pub use authorizer::{Authorizer, DecidedBy, Decision, Verdict};
@@ -29,6 +30,6 @@ pub use event::Event;
 pub use output::{Emitter, EventTap, OutputFormat};
 pub use run::{
     Approver, ExecOptions, ExecReport, ExecRun, ExtraOutput, ExtraTools, Headless, Interrupt,
-    InterruptCause, Models, RunHooks,
+    InterruptCause, Models, RunHooks, Spawner,
 };
 pub use snapshots::RunSnapshots;

@@ -1,5 +1,8 @@
 //! The turn loop of `codewhale exec`.
 
+mod subagents;
+pub use subagents::Spawner;
+
 use super::authorizer::{
     Authorizer, DecidedBy, Decision, Gate, ToolCallRequest, TurnContext, Verdict,
 };
@@ -56,10 +59,17 @@ pub enum Models<'a> {
 /// How the run ended.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExecReport {
-    /// `completed`, `max_turns`, `interrupted`, `error`.
+    /// `completed`, `max_turns`, `interrupted`, `limit` (a sub-agent's
+    /// token budget), `error`.
     pub status: String,
     pub exit_code: i32,
     pub summary: Value,
+    /// The model's last answer.
+    pub answer: String,
+    /// Tokens of every model request of the run (a sub-agent's included).
+    pub usage: Usage,
+    /// Files the run's file tools wrote, in order, once each.
+    pub files_changed: Vec<std::path::PathBuf>,
 }
 
 /// Exit code for Ctrl-C (128 + SIGINT).
@@ -222,6 +232,9 @@ pub struct RunHooks<'a> {
     /// to it ([`Verdict::to_reviewer`]) is answered by it instead of the
     /// approver (never in `exec`: its posture is headless).
     pub auto_review: Option<&'a super::review::AutoReview>,
+    /// The request's tree of sub-agents: with it (and an authorizer that
+    /// can clamp a child) the run offers `agent` above the depth limit.
+    pub spawner: Option<Spawner>,
 }
 
 impl<'a> RunHooks<'a> {
@@ -234,6 +247,7 @@ impl<'a> RunHooks<'a> {
             steer: None,
             extra_tools: None,
             auto_review: None,
+            spawner: None,
         }
     }
 }
@@ -261,11 +275,24 @@ struct Loop<'a> {
     /// The MCP tools offered in the current turn (ready servers only).
     mcp_offered: Vec<String>,
     calls: Vec<Value>,
+    /// Files the file tools wrote (the report's `files_changed`).
+    files: Vec<std::path::PathBuf>,
     total: Usage,
     total_cost: Option<f64>,
     answer: String,
     turns: u32,
     instructions: Vec<super::prompt::LoadedInstruction>,
+    /// The tree this run belongs to (`None`: no sub-agents).
+    spawner: Option<Spawner>,
+}
+
+/// What the gates made of a call.
+enum Gated {
+    /// Allowed: run it with these arguments (`is_extra`: a tool of the
+    /// runtime's, not a built-in).
+    Run { args: Value, is_extra: bool },
+    /// Not run (bad arguments, denied, no answer): its recorded result.
+    Done((String, bool)),
 }
 
 enum Stop {
@@ -371,11 +398,19 @@ async fn drive_run(
     snaps: &mut RunSnapshots,
     interrupt: Interrupt,
 ) -> ExecReport {
-    let offered = offered_tools(
+    let mut offered = offered_tools(
         opts.auto,
         opts.allowed_tools.as_deref(),
         &opts.disallowed_tools,
     );
+    if hooks
+        .spawner
+        .as_ref()
+        .is_some_and(|s| s.offers(opts, &offered))
+        && authz.posture().is_some()
+    {
+        offered.push(super::subagent::AGENT_TOOL);
+    }
     let current = match models {
         Models::Single(p) => (p.settings.id.clone(), p.settings.model.clone()),
         Models::Routed(r) => r
@@ -404,11 +439,13 @@ async fn drive_run(
         offered,
         mcp_offered: Vec::new(),
         calls: Vec::new(),
+        files: Vec::new(),
         total: Usage::default(),
         total_cost: Some(0.0),
         answer: String::new(),
         turns: 0,
         instructions: Vec::new(),
+        spawner: hooks.spawner,
     };
     let result = l.drive().await;
     l.finish(result)
@@ -420,6 +457,7 @@ impl Loop<'_> {
             workspace: self.ctx.guard.workspace().to_path_buf(),
             auto: self.opts.auto,
             headless: self.opts.interactive.is_none(),
+            agent: self.spawner.as_ref().and_then(|s| s.agent.clone()),
         }
     }
 
@@ -560,6 +598,9 @@ impl Loop<'_> {
             text: self.opts.prompt.clone(),
         });
         for turn in 1..=self.opts.max_turns {
+            if self.budget_spent() {
+                return Ok("limit");
+            }
             self.turns = turn;
             self.poll_steers();
             for text in std::mem::take(&mut self.steered) {
@@ -655,13 +696,29 @@ impl Loop<'_> {
                 tool_calls: completion.tool_calls.clone(),
                 reasoning: completion.reasoning.clone(),
             });
-            for call in &completion.tool_calls {
-                let (content, is_error) = self.tool_call(turn, call).await?;
-                messages.push(Message::ToolResult {
-                    call_id: call.id.clone(),
-                    content,
-                    is_error,
-                });
+            // Calls run in order; consecutive `agent` calls run together.
+            let mut i = 0;
+            while i < completion.tool_calls.len() {
+                let call = &completion.tool_calls[i];
+                let n = completion.tool_calls[i..]
+                    .iter()
+                    .take_while(|c| c.name == super::subagent::AGENT_TOOL)
+                    .count();
+                let results = if n > 0 {
+                    self.agent_batch(turn, &completion.tool_calls[i..i + n])
+                        .await?
+                } else {
+                    vec![self.tool_call(turn, call).await?]
+                };
+                let batch = &completion.tool_calls[i..i + n.max(1)];
+                for (call, (content, is_error)) in batch.iter().zip(results) {
+                    messages.push(Message::ToolResult {
+                        call_id: call.id.clone(),
+                        content,
+                        is_error,
+                    });
+                }
+                i += n.max(1);
             }
             let thread = self.log.thread().to_string();
             self.snaps.end_turn(self.log, self.out, turn, &thread)?;
@@ -696,13 +753,32 @@ impl Loop<'_> {
             tools: specs,
         };
         let models = self.models;
+        let stall = self.stall_limit();
+        let (provider, model) = self.current.clone();
         let out = &mut *self.out;
         let mut on_text = |t: &str| out.content(t);
         let mut intr = self.interrupt.clone();
         let fut = complete_turn(models, turn, system, messages, req, &mut on_text);
+        // A sub-agent whose model does not answer within its stall limit
+        // is stopped (its slot freed); the request's own agent waits.
+        let stalled = async {
+            match stall {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             r = fut => Ok(r),
             _ = intr.wait_for(|v| v.is_some()) => Err(Stop::Interrupted),
+            _ = stalled => Err(Stop::Provider(ProviderError::Transient {
+                provider,
+                model,
+                detail: format!(
+                    "the sub-agent stalled: no answer from the model in {} s (its stall limit, [subagents] stall_secs)",
+                    stall.map_or(0, |d| d.as_secs())
+                ),
+                mid_stream: false,
+            })),
         }
     }
 
@@ -844,6 +920,7 @@ impl Loop<'_> {
     ) -> Result<(), Stop> {
         let u = usage.unwrap_or_default();
         self.total.add(&u);
+        self.charge_tree(&u);
         // No usage reported, or no price: unknown, never 0.
         let cost = match (usage, price) {
             (Some(u), Some(p)) => p.cost(&u),
@@ -876,6 +953,16 @@ impl Loop<'_> {
     /// One call: parse, admit, authorize, run, record. Returns what goes
     /// back to the model.
     async fn tool_call(&mut self, turn: u32, call: &ToolCall) -> Result<(String, bool), Stop> {
+        let (args, is_extra) = match self.gate(turn, call).await? {
+            Gated::Run { args, is_extra } => (args, is_extra),
+            Gated::Done(r) => return Ok(r),
+        };
+        self.run_call(turn, call, args, is_extra).await
+    }
+
+    /// Parse, admit and authorize a call (its `tool_use` and `approval`
+    /// events): what runs, or the recorded result of a call that does not.
+    async fn gate(&mut self, turn: u32, call: &ToolCall) -> Result<Gated, Stop> {
         let parsed: Result<Value, _> = serde_json::from_str(&call.arguments);
         let args = match &parsed {
             Ok(v @ Value::Object(_)) => v.clone(),
@@ -900,7 +987,9 @@ impl Loop<'_> {
                 "bad_arguments",
                 format!("the arguments of {} could not be used ({why}); nothing ran. Send a JSON object matching the tool's schema.", call.name),
             );
-            return self.record_result(turn, call, "not_run", o, 0);
+            return self
+                .record_result(turn, call, "not_run", o, 0)
+                .map(Gated::Done);
         }
         let command = (call.name == "shell")
             .then(|| crate::catalogue::shell_command_line(&args))
@@ -983,8 +1072,19 @@ impl Loop<'_> {
             if let Some(reason) = paused {
                 return Err(Stop::Paused(reason));
             }
-            return Ok(r);
+            return Ok(Gated::Done(r));
         }
+        Ok(Gated::Run { args, is_extra })
+    }
+
+    /// Run a call the gates allowed, and record its result.
+    async fn run_call(
+        &mut self,
+        turn: u32,
+        call: &ToolCall,
+        args: Value,
+        is_extra: bool,
+    ) -> Result<(String, bool), Stop> {
         if let (true, Some(extra)) = (is_extra, self.extra) {
             let started = Instant::now();
             let mut intr = self.interrupt.clone();
@@ -1172,6 +1272,9 @@ impl Loop<'_> {
             json!({"call_id": call.id, "tool": call.name, "status": status,
                                "exit_code": o.exit_code, "files_touched": o.files_touched}),
         );
+        if o.status == ToolStatus::Ok && crate::catalogue::is_write(&call.name) {
+            self.files.extend(o.files_touched.iter().cloned());
+        }
         Ok((o.content, o.status != ToolStatus::Ok))
     }
 
@@ -1184,9 +1287,17 @@ impl Loop<'_> {
     }
 
     /// Close the thread in the log and on the output.
-    fn finish(self, result: Result<&'static str, Stop>) -> ExecReport {
+    fn finish(mut self, result: Result<&'static str, Stop>) -> ExecReport {
         let (status, code, error) = match result {
             Ok("completed") => ("completed", crate::exit::OK, None),
+            Ok("limit") => (
+                "limit",
+                crate::exit::FAILURE,
+                Some((
+                    "the sub-agents' token budget ([subagents] token_budget) is spent".into(),
+                    "limit",
+                )),
+            ),
             Ok(other) => (
                 other,
                 crate::exit::FAILURE,
@@ -1214,7 +1325,7 @@ impl Loop<'_> {
         };
         let session_ok = !matches!(error, Some((_, "session")));
         if session_ok {
-            if status != "completed" && status != "max_turns" && self.turns > 0 {
+            if !matches!(status, "completed" | "max_turns" | "limit") && self.turns > 0 {
                 let reason = error.as_ref().map(|e| e.0.clone()).unwrap_or_default();
                 // What the unfinished turn changed still belongs in the record.
                 let thread = self.log.thread().to_string();
@@ -1267,10 +1378,19 @@ impl Loop<'_> {
             reasoning_tokens: self.total.reasoning_tokens,
         }));
         self.out.summary(summary.clone());
+        let mut files_changed: Vec<std::path::PathBuf> = Vec::new();
+        for f in self.files.drain(..) {
+            if !files_changed.contains(&f) {
+                files_changed.push(f);
+            }
+        }
         ExecReport {
             status: status.into(),
             exit_code: code,
             summary,
+            answer: self.answer.clone(),
+            usage: self.total,
+            files_changed,
         }
     }
 }

@@ -26,8 +26,11 @@ pub const EXEC_REQUEST: u64 = 1;
 /// Tools whose calls can change files (and so are snapshotted first).
 pub fn changes_files(tool: &str) -> bool {
     // An MCP server runs with the workspace writable: its calls may change files.
+    // A sub-agent's changes are its parent's call's: the parent snapshots
+    // before it, so `undo` reverts every child's changes with the request.
     crate::catalogue::is_write(tool)
         || tool == crate::catalogue::SHELL
+        || tool == super::subagent::AGENT_TOOL
         || crate::mcp::client_names::is_mcp(tool)
 }
 

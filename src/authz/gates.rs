@@ -50,9 +50,8 @@ pub(super) fn gate_admission(
     if kind == ToolKind::Shell && call.command_line().is_none() {
         return deny(acc, "shell call without a command");
     }
-    if posture.mode == Mode::Plan
-        && matches!(kind, ToolKind::Write | ToolKind::Mcp | ToolKind::Subagent)
-    {
+    // A Plan parent may spawn: its children are clamped to Plan too.
+    if posture.mode == Mode::Plan && matches!(kind, ToolKind::Write | ToolKind::Mcp) {
         return deny(
             acc,
             &format!("Plan mode reads and searches only: `{name}` is not admitted"),
@@ -171,7 +170,15 @@ pub(super) fn gate_baseline(
                 ordinary(acc, &why);
             }
         }
-        Some(ToolKind::Mcp | ToolKind::Subagent) => {
+        // Spawning is not itself a question: a child can do nothing its
+        // parent could not (the clamp), and each of its calls passes the
+        // gates.
+        Some(ToolKind::Subagent) => acc.allowed(
+            Gate::Baseline,
+            DecidedBy::Posture,
+            "a sub-agent's own calls pass the gates",
+        ),
+        Some(ToolKind::Mcp) => {
             if full {
                 acc.allowed(Gate::Baseline, DecidedBy::Posture, "Full Access");
             } else {

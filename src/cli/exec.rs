@@ -35,6 +35,11 @@ pub struct ExecArgs {
     /// (workspace-write unless --sandbox says otherwise).
     #[arg(long)]
     pub auto: bool,
+    /// The posture mode: plan (reads and read-only commands only, read-only
+    /// sandbox; sub-agents clamped to it), work (default), operate (Work's
+    /// permissions for now).
+    #[arg(long, value_enum, default_value_t = crate::authz::Mode::Work)]
+    pub mode: crate::authz::Mode,
     /// Sandbox for commands and file tools (default: workspace-write). Only
     /// an explicit danger-full-access removes it.
     #[arg(long = "sandbox", value_enum)]
@@ -116,9 +121,12 @@ fn check_tools(flag: &str, list: &[String]) -> anyhow::Result<()> {
     for t in list {
         // MCP tools are known only once their servers run: any
         // `mcp__…` name or `mcp__…*` family is accepted here.
-        if !ALL_TOOLS.contains(&t.as_str()) && !crate::mcp::client_names::is_mcp(t) {
+        if !ALL_TOOLS.contains(&t.as_str())
+            && t != crate::agent::subagent::AGENT_TOOL
+            && !crate::mcp::client_names::is_mcp(t)
+        {
             bail!(
-                "{flag}: unknown tool `{t}` (tools: {}, or mcp__<server>__<tool> / mcp__<server>__*)",
+                "{flag}: unknown tool `{t}` (tools: {}, agent, or mcp__<server>__<tool> / mcp__<server>__*)",
                 ALL_TOOLS.join(", ")
             );
         }
@@ -154,8 +162,17 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
     let workspace = std::fs::canonicalize(&workspace)
         .with_context(|| format!("workspace {}", workspace.display()))?;
     let sandbox = load_context(&args, &workspace)?;
-    let (posture, sandbox, posture_notes) = exec_posture(sandbox, args.auto, args.sandbox);
+    let (posture, sandbox, posture_notes) = if args.mode == crate::authz::Mode::Work {
+        exec_posture(sandbox, args.auto, args.sandbox)
+    } else {
+        // The same one posture function, with the mode asked for.
+        sandbox.for_turn(&config::TurnAsk {
+            mode: args.mode,
+            ..config::TurnAsk::exec(args.auto, args.sandbox)
+        })
+    };
     let settings = &sandbox.settings;
+    let subagents = crate::agent::Spawner::root(settings);
     let mut config_report = config_report(settings, args.no_project_config, &posture_notes);
     config_report["posture"] = posture.describe(sandbox.mode()).into();
     for line in settings
@@ -275,6 +292,12 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
             }
         });
         ExecRun::new(&opts, &ctx, resolved_models.models(), &authorizer)
+            .hooks(crate::agent::RunHooks {
+                // `exec` offers `agent` with its tools; without `--auto` a
+                // child's question is "no response" like the parent's.
+                spawner: Some(subagents),
+                ..crate::agent::RunHooks::new(&crate::agent::Headless)
+            })
             .snapshots(&mut snaps)
             .run(&mut out, &mut log, rx)
             .await

@@ -11,7 +11,7 @@ pub enum ReceiptFormat {
     /// Markdown for people.
     #[default]
     Md,
-    /// `codewhale.receipt/v2` JSON (docs/receipt.schema.json).
+    /// `codewhale.receipt/v3` JSON (docs/receipt.schema.json).
     Json,
 }
 

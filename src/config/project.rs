@@ -36,6 +36,7 @@ pub struct ProjectOverride {
     pub reasoning_effort: Option<crate::config::effort::ReasoningEffort>,
     pub approval_policy: Option<Approval>,
     pub sandbox_mode: Option<SandboxMode>,
+    #[serde(default, deserialize_with = "super::user::de_max_subagents")]
     pub max_subagents: Option<u32>,
     pub allow_shell: Option<bool>,
     /// Only `[sandbox] network` is read from the `[sandbox]` table (shrink

@@ -36,6 +36,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "project_instruction_imports",
     "compaction",
     "auto_review",
+    "subagents",
 ];
 
 /// `Debug` is written by hand: raw sections (providers, opensandbox, …) may
@@ -47,6 +48,9 @@ pub struct UserConfig {
     pub sandbox_mode: Option<SandboxMode>,
     pub model: Option<String>,
     pub reasoning_effort: Option<crate::config::effort::ReasoningEffort>,
+    /// Running sub-agents at once (default 8, at most 64: a larger value
+    /// is an error naming the file, line and key).
+    #[serde(deserialize_with = "de_max_subagents")]
     pub max_subagents: Option<u32>,
     pub allow_shell: Option<bool>,
     /// Trusted-project settings (owned by onboarding; kept raw).
@@ -74,6 +78,41 @@ pub struct UserConfig {
     pub compaction: super::compaction::CompactionSection,
     /// `[auto_review]`: the Auto-Review reviewer's model and timeout.
     pub auto_review: super::auto_review::AutoReviewSection,
+    /// `[subagents]`: the token budget of a request's sub-agents.
+    pub subagents: SubagentsSection,
+}
+
+/// `[subagents]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubagentsSection {
+    /// Tokens (input + output) a request's tree of sub-agents may use in
+    /// all; once spent, spawns and child turns stop with status `limit`.
+    pub token_budget: Option<u64>,
+    /// Seconds a sub-agent's model request may go unanswered before the
+    /// child is stopped (status `failed`) and its slot freed; default 300.
+    pub stall_secs: Option<u64>,
+}
+
+/// The largest `max_subagents` accepted.
+pub const MAX_SUBAGENTS_LIMIT: u32 = 64;
+
+/// `max_subagents`: at most [`MAX_SUBAGENTS_LIMIT`] (the error names the
+/// file, line and key through the TOML error).
+pub(crate) fn de_max_subagents<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<u32>, D::Error> {
+    let limit = MAX_SUBAGENTS_LIMIT;
+    let v = Option::<u32>::deserialize(d)?;
+    match v {
+        Some(n) if n > limit => Err(serde::de::Error::custom(format!(
+            "max_subagents = {n} is above the limit of {limit}"
+        ))),
+        Some(0) => Err(serde::de::Error::custom(
+            "max_subagents = 0: at least 1 (to run no sub-agents, deny the `agent` tool in [tools] deny)",
+        )),
+        _ => Ok(v),
+    }
 }
 
 fn table_keys(t: Option<&toml::Table>) -> Option<Vec<&String>> {
@@ -108,6 +147,7 @@ impl std::fmt::Debug for UserConfig {
             )
             .field("compaction", &self.compaction)
             .field("auto_review", &self.auto_review)
+            .field("subagents", &self.subagents)
             .finish()
     }
 }

@@ -117,6 +117,7 @@ impl Gatekeeper {
             workspace: self.workspace.clone(),
             auto: false,
             headless: true,
+            agent: None,
         };
         let v = self.authorizer.authorize(&req, &tctx).await;
         let verdict = json!({

@@ -82,8 +82,13 @@ pub fn build(
         Event::ThreadStarted { cwd, .. } => Some(cwd.clone()),
         _ => None,
     });
-    let (mut actions, mut totals) =
-        list_actions(&f.items, &f.calls, workspace.as_deref(), &mut f.postures);
+    let tree = Tree {
+        calls: &f.calls,
+        agents: &f.agents,
+        child_items: &f.child_items,
+        workspace: workspace.as_deref(),
+    };
+    let (mut actions, mut totals) = list_actions(&f.items, &tree, &mut f.postures);
     files_changed(&f, &actions, &mut totals);
     let omitted = actions.len().saturating_sub(MAX_ACTIONS) as u64;
     actions.truncate(MAX_ACTIONS);
@@ -178,6 +183,10 @@ struct Fold {
     usage: UsageTotals,
     instructions: Vec<InstructionFile>,
     compactions: Vec<CompactionEntry>,
+    /// The sub-agents: the `agent` call's key → (agent id, role).
+    agents: BTreeMap<String, (String, String)>,
+    /// Each sub-agent's own listed items (its calls keyed `agent/call`).
+    child_items: BTreeMap<String, Vec<Item>>,
 }
 
 impl Fold {
@@ -207,6 +216,143 @@ impl Fold {
             },
             instructions: Vec::new(),
             compactions: Vec::new(),
+            agents: BTreeMap::new(),
+            child_items: BTreeMap::new(),
+        }
+    }
+
+    /// A record of sub-agent `agent`'s own run (unwrapped down to the
+    /// agent that made it): its calls are keyed `agent/call`, listed under
+    /// the agent, and its tokens count in the usage.
+    fn add_child(&mut self, turn: u32, agent: &str, ev: &Event) {
+        match ev {
+            Event::Subagent {
+                agent_id, record, ..
+            } => self.add_child(turn, agent_id, record),
+            Event::SubagentStarted {
+                agent_id,
+                parent_call_id,
+                role,
+                ..
+            } => {
+                self.agents.insert(
+                    format!("{agent}/{parent_call_id}"),
+                    (clip(agent_id, PATH_LIMIT), clip(role, PATH_LIMIT)),
+                );
+            }
+            Event::ToolCall { call_id, .. } => {
+                let key = format!("{agent}/{call_id}");
+                self.call_event(&key, turn, ev);
+                self.child_items
+                    .entry(agent.to_string())
+                    .or_default()
+                    .push(Item::Call(key));
+            }
+            Event::Approval { call_id, .. }
+            | Event::ToolResult { call_id, .. }
+            | Event::FileChanges {
+                call_id: Some(call_id),
+                ..
+            } => self.call_event(&format!("{agent}/{call_id}"), turn, ev),
+            Event::TurnUsage { .. } => self.usage_event(ev),
+            _ => {}
+        }
+    }
+
+    /// A call's own record (its start, verdict, result or file changes)
+    /// under the key `key`.
+    fn call_event(&mut self, key: &str, turn: u32, ev: &Event) {
+        match ev {
+            Event::ToolCall {
+                tool, args, mcp, ..
+            } => {
+                self.calls.insert(
+                    key.to_string(),
+                    Call {
+                        turn,
+                        tool: tool.clone(),
+                        args: args.clone(),
+                        mcp: mcp.clone(),
+                        ..Default::default()
+                    },
+                );
+            }
+            Event::Approval { verdict, .. } => {
+                if let Some(c) = self.calls.get_mut(key) {
+                    c.verdict = Some(verdict.clone());
+                }
+            }
+            Event::ToolResult {
+                status,
+                exit_code,
+                duration_ms,
+                files_touched,
+                error_category,
+                enforcement,
+                network,
+                enforced,
+                output,
+                ..
+            } => {
+                if let Some(c) = self.calls.get_mut(key) {
+                    c.result = Some(Result_ {
+                        status: status.clone(),
+                        exit_code: *exit_code,
+                        duration_ms: *duration_ms,
+                        files_touched: files_touched.clone(),
+                        error_category: error_category.clone(),
+                        enforcement: enforcement.clone(),
+                        network: network.clone(),
+                        enforced: enforced.clone(),
+                        output: output.clone(),
+                    });
+                }
+            }
+            Event::FileChanges { changes, .. } => {
+                self.saw_file_changes = true;
+                if let Some(c) = self.calls.get_mut(key) {
+                    c.changes = Some(changes.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A model request's usage.
+    fn usage_event(&mut self, ev: &Event) {
+        let Event::TurnUsage {
+            input_tokens,
+            output_tokens,
+            cost_usd,
+            cached_input_tokens,
+            reasoning_tokens,
+            usage_reported,
+            provider,
+            model,
+            ..
+        } = ev
+        else {
+            return;
+        };
+        if *usage_reported == Some(false) {
+            self.usage.turns_unreported += 1;
+        } else {
+            self.usage.turns_reported += 1;
+        }
+        self.usage.input_tokens += input_tokens;
+        self.usage.output_tokens += output_tokens;
+        self.usage.cached_input_tokens += cached_input_tokens.unwrap_or(0);
+        self.usage.reasoning_tokens = self
+            .usage
+            .reasoning_tokens
+            .zip(*reasoning_tokens)
+            .map(|(a, b)| a + b);
+        self.usage.cost_usd = self.usage.cost_usd.zip(*cost_usd).map(|(a, b)| a + b);
+        if let (Some(p), Some(m)) = (provider, model) {
+            let pm = clip(&format!("{p}/{m}"), PATH_LIMIT);
+            if !self.usage.models.contains(&pm) {
+                self.usage.models.push(pm);
+            }
         }
     }
 
@@ -275,87 +421,27 @@ impl Fold {
                     .collect();
             }
             _ if !self.in_scope(r) => {}
-            Event::TurnUsage {
-                input_tokens,
-                output_tokens,
-                cost_usd,
-                cached_input_tokens,
-                reasoning_tokens,
-                usage_reported,
-                provider,
-                model,
+            Event::Subagent {
+                agent_id, record, ..
+            } => self.add_child(r.turn, agent_id, record),
+            Event::SubagentStarted {
+                agent_id,
+                parent_call_id,
+                role,
                 ..
             } => {
-                if *usage_reported == Some(false) {
-                    self.usage.turns_unreported += 1;
-                } else {
-                    self.usage.turns_reported += 1;
-                }
-                self.usage.input_tokens += input_tokens;
-                self.usage.output_tokens += output_tokens;
-                self.usage.cached_input_tokens += cached_input_tokens.unwrap_or(0);
-                self.usage.reasoning_tokens = self
-                    .usage
-                    .reasoning_tokens
-                    .zip(*reasoning_tokens)
-                    .map(|(a, b)| a + b);
-                self.usage.cost_usd = self.usage.cost_usd.zip(*cost_usd).map(|(a, b)| a + b);
-                if let (Some(p), Some(m)) = (provider, model) {
-                    let pm = clip(&format!("{p}/{m}"), PATH_LIMIT);
-                    if !self.usage.models.contains(&pm) {
-                        self.usage.models.push(pm);
-                    }
-                }
-            }
-            Event::ToolCall {
-                call_id,
-                tool,
-                args,
-                mcp,
-            } => {
-                self.calls.insert(
-                    call_id.clone(),
-                    Call {
-                        turn: r.turn,
-                        tool: tool.clone(),
-                        args: args.clone(),
-                        mcp: mcp.clone(),
-                        ..Default::default()
-                    },
+                self.agents.insert(
+                    parent_call_id.clone(),
+                    (clip(agent_id, PATH_LIMIT), clip(role, PATH_LIMIT)),
                 );
+            }
+            Event::TurnUsage { .. } => self.usage_event(&r.event),
+            Event::ToolCall { call_id, .. } => {
+                self.call_event(call_id, r.turn, &r.event);
                 self.items.push(Item::Call(call_id.clone()));
             }
-            Event::Approval { call_id, verdict } => {
-                if let Some(c) = self.calls.get_mut(call_id) {
-                    c.verdict = Some(verdict.clone());
-                }
-            }
-            Event::ToolResult {
-                call_id,
-                status,
-                exit_code,
-                duration_ms,
-                files_touched,
-                error_category,
-                enforcement,
-                network,
-                enforced,
-                output,
-                ..
-            } => {
-                if let Some(c) = self.calls.get_mut(call_id) {
-                    c.result = Some(Result_ {
-                        status: status.clone(),
-                        exit_code: *exit_code,
-                        duration_ms: *duration_ms,
-                        files_touched: files_touched.clone(),
-                        error_category: error_category.clone(),
-                        enforcement: enforcement.clone(),
-                        network: network.clone(),
-                        enforced: enforced.clone(),
-                        output: output.clone(),
-                    });
-                }
+            Event::Approval { call_id, .. } | Event::ToolResult { call_id, .. } => {
+                self.call_event(call_id, r.turn, &r.event)
             }
             Event::FileChanges {
                 call_id, changes, ..
@@ -382,32 +468,68 @@ impl Fold {
 
 /// The listed actions in record order, numbered, and the totals they add
 /// up to (a command's enforcement label joins the postures).
-fn list_actions(
-    items: &[Item],
-    calls: &BTreeMap<String, Call>,
-    workspace: Option<&Path>,
-    postures: &mut Postures,
-) -> (Vec<Action>, Totals) {
+fn list_actions(items: &[Item], tree: &Tree<'_>, postures: &mut Postures) -> (Vec<Action>, Totals) {
     let mut totals = Totals::default();
     let mut actions = Vec::new();
+    let mut n = 0;
     for item in items {
         let a = match item {
             Item::FailedTurn { turn, reason } => {
                 totals.failed_turns += 1;
                 Some(failed_turn(*turn, reason))
             }
-            Item::Call(id) => match calls.get(id) {
-                Some(c) => call_action(id, c, workspace, &mut totals, postures),
+            Item::Call(id) => match tree.calls.get(id) {
+                Some(c) => call_action(id, c, tree.workspace, &mut totals, postures),
                 None => None,
             },
         };
         if let Some(mut a) = a {
             totals.actions += 1;
-            a.n = totals.actions;
+            n += 1;
+            a.n = n;
+            if let (ActionKind::SubAgent, Item::Call(id)) = (a.kind, item) {
+                totals.sub_agents += 1;
+                if let Some((agent_id, role)) = tree.agents.get(id) {
+                    a.agent = Some(AgentEntry {
+                        agent_id: agent_id.clone(),
+                        role: role.clone(),
+                    });
+                    let kids = tree.child_items.get(agent_id).map(Vec::as_slice);
+                    let (children, t) = list_actions(kids.unwrap_or(&[]), tree, postures);
+                    a.children = children;
+                    add_totals(&mut totals, &t);
+                }
+            }
             actions.push(a);
         }
     }
     (actions, totals)
+}
+
+/// What the actions are listed from: every call (a sub-agent's keyed
+/// `agent/call`), the sub-agents by their `agent` call, and their items.
+struct Tree<'a> {
+    calls: &'a BTreeMap<String, Call>,
+    agents: &'a BTreeMap<String, (String, String)>,
+    child_items: &'a BTreeMap<String, Vec<Item>>,
+    workspace: Option<&'a Path>,
+}
+
+/// A sub-agent's counts added to its parent's (files are counted once,
+/// from the snapshots, afterwards).
+fn add_totals(t: &mut Totals, c: &Totals) {
+    t.commands_run += c.commands_run;
+    t.commands_not_run += c.commands_not_run;
+    t.network_calls += c.network_calls;
+    t.mcp_calls += c.mcp_calls;
+    t.sub_agents += c.sub_agents;
+    t.reads += c.reads;
+    t.approvals.asked += c.approvals.asked;
+    t.approvals.approved += c.approvals.approved;
+    t.approvals.denied += c.approvals.denied;
+    t.approvals.no_response += c.approvals.no_response;
+    t.failed_turns += c.failed_turns;
+    t.actions += c.actions;
 }
 
 /// A turn that did not finish, as an action.
@@ -431,6 +553,8 @@ fn failed_turn(turn: u32, reason: &str) -> Action {
         network: None,
         enforced: None,
         mcp: None,
+        agent: None,
+        children: Vec::new(),
     }
 }
 
@@ -574,6 +698,8 @@ fn call_action(
         ActionKind::FileChange
     } else if tool.starts_with("mcp__") {
         ActionKind::Mcp
+    } else if catalogue::kind(tool) == Some(catalogue::ToolKind::Subagent) {
+        ActionKind::SubAgent
     } else {
         ActionKind::Approval
     };
@@ -671,6 +797,8 @@ fn call_action(
                 tool: clip(&m.tool, PATH_LIMIT),
             }
         }),
+        agent: None,
+        children: Vec::new(),
     })
 }
 

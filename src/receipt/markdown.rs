@@ -61,6 +61,10 @@ pub fn render(r: &Receipt) -> String {
             }
             last = Some((a.n, e));
         }
+        if let Some(g) = &a.agent {
+            let _ = writeln!(s, "   - sub-agent {} ({})", g.agent_id, g.role);
+        }
+        children(&mut s, &a.children, 1);
     }
     if !r.actions.is_empty() {
         s.push('\n');
@@ -85,6 +89,18 @@ pub fn render(r: &Receipt) -> String {
     }
     let _ = writeln!(s, "\n> {}", r.claim_ceiling);
     s
+}
+
+/// A sub-agent's own actions under its `agent` call, indented per level.
+fn children(s: &mut String, actions: &[Action], depth: usize) {
+    let pad = "   ".repeat(depth + 1);
+    for a in actions {
+        let _ = writeln!(s, "{pad}{}. {}", a.n, action_line(a));
+        if let Some(g) = &a.agent {
+            let _ = writeln!(s, "{pad}   - sub-agent {} ({})", g.agent_id, g.role);
+        }
+        children(s, &a.children, depth + 1);
+    }
 }
 
 fn compactions_line(c: &[CompactionEntry]) -> String {

@@ -1,4 +1,4 @@
-//! The receipt document, `codewhale.receipt/v2`. Every field here is part of
+//! The receipt document, `codewhale.receipt/v3`. Every field here is part of
 //! the documented schema (`docs/RECEIPTS.md`, `docs/receipt.schema.json`):
 //! changing one means a new schema version.
 
@@ -6,8 +6,9 @@ use crate::host::{BackendKind, EnforcementLevel, Shortfall};
 use serde::Serialize;
 
 /// The schema id written into every receipt. v2 added
-/// [`Action::enforced`].
-pub const RECEIPT_SCHEMA: &str = "codewhale.receipt/v2";
+/// [`Action::enforced`]; v3 added a `sub_agent` action's [`Action::agent`]
+/// and [`Action::children`].
+pub const RECEIPT_SCHEMA: &str = "codewhale.receipt/v3";
 
 /// Actions listed in one receipt; the rest are counted in `omitted_actions`.
 pub const MAX_ACTIONS: usize = 2_000;
@@ -283,6 +284,21 @@ pub struct Action {
     /// other actions, and for sessions that predate the record).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp: Option<crate::session::record::McpCall>,
+    /// For a `sub_agent` action: the child it started (absent otherwise,
+    /// and when the child never started).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentEntry>,
+    /// For a `sub_agent` action: the child's own actions, in order, each
+    /// with who decided it (a grandchild's nested the same way).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<Action>,
+}
+
+/// The sub-agent a `sub_agent` action started.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AgentEntry {
+    pub agent_id: String,
+    pub role: String,
 }
 
 /// What the host reported it enforced for one command.

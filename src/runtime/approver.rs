@@ -43,7 +43,7 @@ impl Approver for RuntimeApprover {
         &'a self,
         call: &'a ToolCallRequest,
         v: Verdict,
-        _ctx: &'a TurnContext,
+        ctx: &'a TurnContext,
     ) -> Pin<Box<dyn Future<Output = Verdict> + Send + 'a>> {
         Box::pin(async move {
             if !v.needs_answer() {
@@ -52,13 +52,20 @@ impl Approver for RuntimeApprover {
             if self.auto_approve && !v.is_hold() {
                 return v.answer_headless(true);
             }
+            // A sub-agent's question is asked on the parent's thread, as
+            // `agent:<id>` with its role (docs/SUBAGENTS.md).
+            let asked_by = match &ctx.agent {
+                Some(a) => Some(a.asked_by()),
+                None => v.asked_by().map(|b| b.as_str().to_string()),
+            };
             let ask = super::item_meta::ApprovalAsk {
                 approval_id: String::new(),
                 tool: call.tool.clone(),
                 tool_call_id: call.call_id.clone(),
                 command: call.command.clone(),
                 reason: v.reason.clone(),
-                asked_by: v.asked_by().map(|b| b.as_str().to_string()),
+                asked_by,
+                agent_role: ctx.agent.as_ref().map(|a| a.role.as_str().to_string()),
                 gate: v.reported_gate().number(),
                 hold: v.is_hold(),
                 // A rule caused the question: say so (explanatory only).
@@ -70,7 +77,12 @@ impl Approver for RuntimeApprover {
             if let Some(o) = payload.as_object_mut() {
                 o.remove("approval_id");
             }
-            let item = self.tap.item_of_call(&call.call_id);
+            // A sub-agent's call is keyed by its agent in the tap (its
+            // call ids are its own); null until the tap has seen it.
+            let item = match &ctx.agent {
+                Some(a) => self.tap.item_of_call(&format!("{}/{}", a.id, call.call_id)),
+                None => self.tap.item_of_call(&call.call_id),
+            };
             let res = self
                 .rt
                 .request(

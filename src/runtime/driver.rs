@@ -55,6 +55,8 @@ struct Prepared {
     grants: Arc<Mutex<SessionGrants>>,
     /// The turn's Auto-Review (posture Auto-Review only).
     auto_review: Option<crate::agent::review::AutoReview>,
+    /// The settings the request's tree of sub-agents is limited by.
+    subagents: crate::agent::Spawner,
 }
 
 /// A turn this process runs.
@@ -188,7 +190,8 @@ impl Driver {
 
     /// [`Driver::start`] in the posture mode `mode` (Plan: reads only,
     /// read-only sandbox; Work; Operate: Work's permissions — the loop
-    /// has no sub-agents or reviewer yet). ACP's `session/set_mode`.
+    /// offers sub-agents as Work does; no to-do list, background jobs or
+    /// reviewer yet). ACP's `session/set_mode`.
     pub fn start_in_mode(
         &self,
         thread_id: &str,
@@ -423,6 +426,8 @@ impl Driver {
                     steer: Some(steer),
                     extra_tools: agent.then_some(&tools as &dyn crate::agent::ExtraTools),
                     auto_review: p.auto_review.as_ref(),
+                    // A request's tree of sub-agents (docs/SUBAGENTS.md).
+                    spawner: agent.then_some(p.subagents),
                 };
                 let report = ExecRun::new(
                     &p.opts,
@@ -938,10 +943,15 @@ fn prepare(
         None
     };
     let settings = &sandbox.settings;
+    let mut tools = thread_tools(t);
+    if t.mode != ThreadMode::Chat {
+        // An agent thread may spawn sub-agents (docs/SUBAGENTS.md).
+        tools.push(crate::agent::subagent::AGENT_TOOL.into());
+    }
     let opts = ExecOptions {
         prompt,
         auto: t.auto_approve,
-        allowed_tools: Some(thread_tools(t)),
+        allowed_tools: Some(tools),
         disallowed_tools: Vec::new(),
         max_turns: 20,
         config: json!({"source": "runtime"}),
@@ -958,6 +968,7 @@ fn prepare(
         notes,
         grants,
         auto_review,
+        subagents: crate::agent::Spawner::root(settings),
     })
 }
 

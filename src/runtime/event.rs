@@ -45,6 +45,8 @@ pub const EVENT_NAMES: &[&str] = &[
     "auto_review.requested",
     "auto_review.decided",
     "auto_review.paused",
+    "subagent.started",
+    "subagent.completed",
     "runtime.recovered",
 ];
 

@@ -29,8 +29,11 @@ pub struct ApprovalAsk {
     pub tool_call_id: String,
     pub command: Option<String>,
     pub reason: String,
-    /// Which layer asked (`gate`, `rule`, `posture`, …).
+    /// Which layer asked (`gate`, `rule`, `posture`, …), or the sub-agent
+    /// (`agent:<id>`) whose call it is.
     pub asked_by: Option<String>,
+    /// The asking sub-agent's role (`None`: the thread's own agent).
+    pub agent_role: Option<String>,
     pub gate: u8,
     /// A floor hold: answering yes approves this call only.
     pub hold: bool,
@@ -51,6 +54,9 @@ pub struct ToolItemStart {
     /// For an MCP tool: the server and the tool's own name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpCall>,
+    /// The sub-agent that made the call (`None`: the turn's own agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 /// The verdict the gates reached, as the item carries it.
@@ -182,6 +188,7 @@ mod tests {
             tool: "shell".into(),
             args: serde_json::json!({"command": "true"}),
             mcp: None,
+            agent_id: None,
         };
         let result = ToolItemResult {
             status: "ok".into(),

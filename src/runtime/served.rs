@@ -292,6 +292,7 @@ mod tests {
             command: Some("rm -rf build".into()),
             reason: "outside the rules".into(),
             asked_by: Some("gate".into()),
+            agent_role: None,
             gate: 8,
             hold: true,
             matched_rule: None,

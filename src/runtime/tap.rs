@@ -63,6 +63,7 @@ pub struct TapSummary {
 fn tool_kind(tool: &str) -> ItemKind {
     match tool {
         "shell" => ItemKind::CommandExecution,
+        crate::agent::subagent::AGENT_TOOL => ItemKind::ToolCall,
         t if crate::mcp::client_names::is_mcp(t) => ItemKind::McpToolCall,
         t if crate::agent::snapshots::changes_files(t) => ItemKind::FileChange,
         _ => ItemKind::ToolCall,
@@ -234,6 +235,13 @@ impl TapState {
             }
             Event::AutoReviewDecided(d) => self.auto_review("auto_review.decided", &d.call_id, ev),
             Event::AutoReviewPaused(p) => self.auto_review("auto_review.paused", &p.call_id, ev),
+            Event::SubagentStarted(e) => {
+                self.thread_event("subagent.started", serde_json::to_value(e))
+            }
+            Event::SubagentCompleted(e) => {
+                self.thread_event("subagent.completed", serde_json::to_value(e))
+            }
+            Event::Subagent { agent_id, event } => self.child(agent_id, event),
             Event::Content { .. } | Event::Metadata(_) | Event::Steered { .. } | Event::Done(_) => {
             }
         }
@@ -295,17 +303,76 @@ impl TapState {
         self.keep(r);
     }
 
+    /// A runtime event of the turn (no item): `subagent.started` /
+    /// `subagent.completed`, whose payload is the typed event's serde form.
+    fn thread_event(&mut self, name: &'static str, payload: serde_json::Result<Value>) {
+        let ev = NewEvent {
+            event: name,
+            thread_id: Some(self.turn.thread_id.clone()),
+            turn_id: Some(self.turn.id.clone()),
+            item_id: None,
+            payload: payload.unwrap_or(Value::Null),
+        };
+        let r = self.rt.append(vec![ev]).map(drop);
+        self.keep(r);
+    }
+
+    /// A sub-agent's step: its calls become items of this turn carrying
+    /// its `agent_id` (its call ids are its own, so they are keyed by the
+    /// agent), its usage counts in the turn's; a grandchild's steps arrive
+    /// wrapped once more and are handled the same way.
+    fn child(&mut self, agent_id: &str, event: &Event) {
+        let key = |call: &str| format!("{agent_id}/{call}");
+        match event {
+            Event::ToolUse(t) => self.start_call(t, key(&t.call_id), Some(agent_id)),
+            Event::Approval(a) => {
+                self.approvals.insert(
+                    key(&a.call_id),
+                    ItemApproval {
+                        verdict: a.verdict.clone(),
+                        hold: a.hold,
+                    },
+                );
+            }
+            Event::ToolResult(r) => {
+                let mut r = (**r).clone();
+                r.call_id = key(&r.call_id);
+                self.tool_result(&r);
+            }
+            Event::SandboxDenied(e) | Event::SandboxAllowed(e) => {
+                let name = if matches!(event, Event::SandboxDenied(_)) {
+                    "sandbox.denied"
+                } else {
+                    "sandbox.allowed"
+                };
+                let mut e = e.clone();
+                e.call_id = key(&e.call_id);
+                self.sandbox(name, &e);
+            }
+            Event::TurnUsage(u) => self.turn_usage(u),
+            Event::Subagent { .. } | Event::SubagentStarted(_) | Event::SubagentCompleted(_) => {
+                self.event(event)
+            }
+            _ => {}
+        }
+    }
+
     fn tool_use(&mut self, t: &ev::ToolUse) {
+        self.start_call(t, t.call_id.clone(), None);
+    }
+
+    fn start_call(&mut self, t: &ev::ToolUse, key: String, agent_id: Option<&str>) {
         let meta = ToolItemStart {
             call_id: t.call_id.clone(),
             tool: t.tool.clone(),
             args: t.args.clone(),
             mcp: t.mcp.clone(),
+            agent_id: agent_id.map(str::to_string),
         };
         let meta = serde_json::to_value(meta).unwrap_or(Value::Null);
         match self.rt.start_item(&self.turn, tool_kind(&t.tool), meta) {
             Ok(i) => {
-                self.calls.insert(t.call_id.clone(), i.id);
+                self.calls.insert(key, i.id);
             }
             Err(e) => {
                 self.failure.get_or_insert(e);

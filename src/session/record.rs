@@ -207,6 +207,23 @@ pub enum Event {
         /// Models that failed first: `[{target: {provider, model}, error}]`.
         failed: Vec<serde_json::Value>,
     },
+    /// A sub-agent started for the `agent` call `parent_call_id` (of this
+    /// agent; of the agent named by an enclosing [`Event::Subagent`] for
+    /// a grandchild). Added after v2; its own format is `event_v`.
+    SubagentStarted {
+        event_v: u32,
+        agent_id: String,
+        parent_call_id: String,
+        role: String,
+    },
+    /// One record of a sub-agent's own run, kept in its parent's session
+    /// (so one session file tells the whole tree, and receipts nest the
+    /// child's actions under the parent's `agent` call). Added after v2.
+    Subagent {
+        event_v: u32,
+        agent_id: String,
+        record: Box<Event>,
+    },
     /// The conversation was compacted before a model request: what came
     /// before (except the latest user request and the tool calls still
     /// pending) is replaced by `summary` from then on (the thread history

@@ -372,7 +372,7 @@ pub const QUIT_WINDOW_MS: u64 = 1000;
 pub const INTERRUPTED_MESSAGE: &str = "(message interrupted: the rest was not received)";
 
 pub const OPERATE_NOTE: &str =
-    "Operate runs with Work's permissions for now: sub-agents and the reviewer are not built yet";
+    "Operate runs as Work for now (sub-agents work in both): its to-do list, background jobs and reviewer are not built yet";
 pub const AUTO_REVIEW_NOTE: &str =
     "Auto-Review: rules approve what they prove safe; other ordinary questions go to the model reviewer (it pauses after 3 denials in a row)";
 pub const FULL_ACCESS_NOTE: &str = "Full Access: commands run without the codewhale sandbox; the safety floor, repository rules and rules-file denies still act";

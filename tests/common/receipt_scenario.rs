@@ -136,7 +136,7 @@ pub fn run(host: Host) {
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
     validate(&r);
-    assert_eq!(r["schema"], "codewhale.receipt/v2");
+    assert_eq!(r["schema"], "codewhale.receipt/v3");
     assert_eq!(r["title"], "fix the parser…");
     let acts = r["actions"].as_array().unwrap();
     let ids: Vec<&str> = acts

@@ -54,6 +54,8 @@ mod serve_clients;
 mod serve_raw;
 mod skip_switch;
 mod snapshot_seed;
+mod subagents;
+mod subagents_runtime;
 mod tui_long_session;
 mod tui_model_reasoning;
 mod undo_config;

@@ -325,6 +325,10 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
             "Run a command in the sandbox. `command` is a shell string (run with sh -c) or an argv array.",
             json!({"type":"object","properties":{"command":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}]},"timeout_ms":{"type":"integer"}},"required":["command"]}),
         ),
+        "agent" => (
+            "Start a sub-agent and wait for its result. It gets only `prompt` (none of this conversation), runs with the tools and permissions of its `role` (never more than yours) and returns its final answer, its status (completed, failed, denied, interrupted, limit) and the files it changed. Several `agent` calls in one response run in parallel. Roles: general and implement (edit files, run commands), test (verification commands; read-only sandbox), explore and reviewer (read-only investigation), planner (read-only checks), advisor (reads only, no commands). Writers may pass `write_scope` (paths they will change); concurrent writers' scopes must not overlap, and a writer without one owns the whole workspace.",
+            json!({"type":"object","properties":{"role":{"type":"string","enum":["general","implement","test","explore","reviewer","planner","advisor"]},"prompt":{"type":"string"},"write_scope":{"type":"array","items":{"type":"string"}},"worktree":{"type":"boolean"}},"required":["role","prompt"]}),
+        ),
         _ => return None,
     };
     Some(ToolSpec {

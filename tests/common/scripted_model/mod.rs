@@ -62,6 +62,86 @@ pub enum Step {
         text: String,
         calls: Vec<(String, String, String)>,
     },
+    /// `step`, answered after `delay` (the request stays in flight: what
+    /// the lanes' peak in-flight counts measure).
+    Slow {
+        delay: std::time::Duration,
+        step: Box<Step>,
+    },
+}
+
+/// `step` answered after `delay`.
+pub fn slow(delay: std::time::Duration, step: Step) -> Step {
+    Step::Slow {
+        delay,
+        step: Box::new(step),
+    }
+}
+
+/// One script among several: the requests whose *first* user message
+/// contains `marker` (a sub-agent's prompt carries it) take this lane's
+/// steps; the lane without a marker takes the rest (the parent). Every
+/// request is recorded with its lane, and each lane counts its peak of
+/// requests in flight at once.
+#[derive(Clone, Debug)]
+pub struct Lane {
+    pub name: String,
+    pub marker: Option<String>,
+    pub steps: Vec<Step>,
+}
+
+/// A lane named `name` for first user messages containing `marker`
+/// (`None`: the default lane).
+pub fn lane(name: &str, marker: Option<&str>, steps: Vec<Step>) -> Lane {
+    Lane {
+        name: name.into(),
+        marker: marker.map(str::to_string),
+        steps,
+    }
+}
+
+struct LaneState {
+    name: String,
+    marker: Option<String>,
+    steps: VecDeque<Step>,
+    in_flight: usize,
+    peak: usize,
+}
+
+/// The text of a request's first user message (any wire).
+fn first_user_text(body: &Value) -> String {
+    let list = body
+        .get("messages")
+        .or_else(|| body.get("input"))
+        .and_then(Value::as_array);
+    let Some(first) = list.and_then(|l| l.iter().find(|m| m["role"] == "user")) else {
+        return String::new();
+    };
+    let c = &first["content"];
+    c.as_str().map(str::to_string).unwrap_or_else(|| {
+        c.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("")
+    })
+}
+
+/// Leaves its lane's in-flight count when the request is answered.
+struct InFlight {
+    shared: Arc<Shared>,
+    lane: usize,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Ok(mut l) = self.shared.lanes.lock() {
+            if let Some(l) = l.get_mut(self.lane) {
+                l.in_flight -= 1;
+            }
+        }
+    }
 }
 
 /// One scripted answer of the reviewer lane: a request with `"stream":
@@ -600,6 +680,8 @@ pub struct Seen {
     /// Azure's key header.
     pub api_key: Option<String>,
     pub at: std::time::Instant,
+    /// The lane that answered (scripts with lanes only).
+    pub lane: Option<String>,
 }
 
 struct Shared {
@@ -611,6 +693,7 @@ struct Shared {
     reviews: Mutex<VecDeque<Review>>,
     seen: Mutex<Vec<Seen>>,
     window: Mutex<WindowStats>,
+    lanes: Mutex<Vec<LaneState>>,
 }
 
 pub struct ScriptedModel {
@@ -626,6 +709,36 @@ impl ScriptedModel {
     }
 
     /// Start, holding requests to the real provider's rules in `faithful`.
+    /// Start with one script per lane ([`Lane`]).
+    pub fn start_lanes(wire: Wire, lanes: Vec<Lane>) -> Self {
+        let m = Self::start(wire, Vec::new());
+        *m.shared.lanes.lock().unwrap() = lanes
+            .into_iter()
+            .map(|l| LaneState {
+                name: l.name,
+                marker: l.marker,
+                steps: l.steps.into(),
+                in_flight: 0,
+                peak: 0,
+            })
+            .collect();
+        m
+    }
+
+    /// The most requests of lane `name` that were in flight at once.
+    pub fn peak_in_flight(&self, name: &str) -> usize {
+        let l = self.shared.lanes.lock().unwrap();
+        l.iter().find(|l| l.name == name).map_or(0, |l| l.peak)
+    }
+
+    /// Steps lane `name` has not played.
+    pub fn lane_left(&self, name: &str) -> usize {
+        let l = self.shared.lanes.lock().unwrap();
+        l.iter()
+            .find(|l| l.name == name)
+            .map_or(0, |l| l.steps.len())
+    }
+
     pub fn start_faithful(wire: Wire, steps: Vec<Step>, faithful: Faithful) -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         listener.set_nonblocking(true).expect("nonblocking");
@@ -639,6 +752,7 @@ impl ScriptedModel {
             reviews: Mutex::new(VecDeque::new()),
             seen: Mutex::new(Vec::new()),
             window: Mutex::new(WindowStats::default()),
+            lanes: Mutex::new(Vec::new()),
         });
         let s2 = shared.clone();
         std::thread::spawn(move || {
@@ -848,6 +962,7 @@ async fn handle(
         x_api_key: h("x-api-key"),
         api_key: h("api-key"),
         at: std::time::Instant::now(),
+        lane: None,
     });
     let seen = s.seen.lock().unwrap().last().map(|r| r.body.clone());
     if seen.as_ref().is_some_and(is_review_request) {
@@ -937,7 +1052,44 @@ async fn handle(
             .body(Body::from(body))
             .unwrap();
     }
-    let step = s.steps.lock().unwrap().pop_front();
+    let mut _in_flight = None;
+    let step = {
+        let mut lanes = s.lanes.lock().unwrap();
+        if lanes.is_empty() {
+            s.steps.lock().unwrap().pop_front()
+        } else {
+            let first = seen.as_ref().map(first_user_text).unwrap_or_default();
+            let i = lanes
+                .iter()
+                .position(|l| {
+                    l.marker
+                        .as_ref()
+                        .is_some_and(|m| first.contains(m.as_str()))
+                })
+                .or_else(|| lanes.iter().position(|l| l.marker.is_none()));
+            match i {
+                Some(i) => {
+                    let l = &mut lanes[i];
+                    l.in_flight += 1;
+                    l.peak = l.peak.max(l.in_flight);
+                    if let Some(last) = s.seen.lock().unwrap().last_mut() {
+                        last.lane = Some(l.name.clone());
+                    }
+                    _in_flight = Some(InFlight {
+                        shared: s.clone(),
+                        lane: i,
+                    });
+                    l.steps.pop_front()
+                }
+                None => None,
+            }
+        }
+    };
+    let mut step = step;
+    while let Some(Step::Slow { delay, step: inner }) = step {
+        tokio::time::sleep(delay).await;
+        step = Some(*inner);
+    }
     let Some(step) = step else {
         return Response::builder()
             .status(500)
@@ -1052,6 +1204,7 @@ async fn handle(
                 .body(Body::from_stream(stream))
                 .unwrap()
         }
+        Step::Slow { .. } => unreachable!("unwrapped above"),
     }
 }
 
