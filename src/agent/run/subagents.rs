@@ -425,6 +425,9 @@ fn run_child<'f>(
             system_prompt: Some(child_instructions(&r.agent, r.write_scope.as_ref())),
             steer: None,
             extra_tools: None,
+            // Not yet its own reviewer: a child's ordinary question goes to
+            // the parent's approver (a person), never allowed unasked.
+            auto_review: None,
             spawner: r.posture.tools.contains(AGENT_TOOL).then_some(spawner),
         };
         let mut log = match SessionLog::create(&p.log_dir) {
