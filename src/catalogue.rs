@@ -60,6 +60,9 @@ pub const TOOLS: &[Tool] = &[
     tool("web_fetch", ToolKind::Web, false),
     tool("delete_file", ToolKind::Write, false),
     tool("spawn_agent", ToolKind::Subagent, false),
+    // Loads a skill's instructions (read-only). Not among the always-offered
+    // tools: the loop offers it only when the run has usable skills.
+    tool("skill", ToolKind::Read, false),
 ];
 
 /// The tools `codewhale exec` offers, in order.

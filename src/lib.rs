@@ -23,6 +23,7 @@ pub mod runtime;
 pub mod seams;
 pub mod server;
 pub mod session;
+pub mod skills;
 pub mod snapshot;
 pub mod toml_file;
 pub mod tui;

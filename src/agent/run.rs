@@ -124,6 +124,24 @@ pub fn offered_tools(
         .collect()
 }
 
+/// The tool that loads a skill (docs/SKILLS.md).
+pub const SKILL_TOOL: &str = "skill";
+
+/// Whether the `skill` tool is offered: the run has usable skills and the
+/// flags admit it as they would any built-in tool (`--auto`, or named by
+/// `--allowed-tools`; never when `--disallowed-tools` names it).
+fn offer_skill(opts: &ExecOptions, ctx: &ToolContext) -> bool {
+    let has = ctx
+        .skills
+        .as_ref()
+        .is_some_and(|s| s.usable().next().is_some());
+    let admitted = match opts.allowed_tools.as_deref() {
+        Some(list) => list.iter().any(|a| a == SKILL_TOOL),
+        None => opts.auto,
+    };
+    has && admitted && !opts.disallowed_tools.iter().any(|d| d == SKILL_TOOL)
+}
+
 /// Whether the MCP tool `name` is offered: with `--auto`, or when an
 /// `--allowed-tools` entry names it (exactly or as `prefix*`); never when a
 /// `--disallowed-tools` entry does (deny wins).
@@ -363,11 +381,14 @@ async fn drive_run(
     snaps: &mut RunSnapshots,
     interrupt: Interrupt,
 ) -> ExecReport {
-    let offered = offered_tools(
+    let mut offered = offered_tools(
         opts.auto,
         opts.allowed_tools.as_deref(),
         &opts.disallowed_tools,
     );
+    if offer_skill(opts, ctx) {
+        offered.push(SKILL_TOOL);
+    }
     let current = match models {
         Models::Single(p) => (p.settings.id.clone(), p.settings.model.clone()),
         Models::Routed(r) => r
@@ -456,6 +477,24 @@ impl Loop<'_> {
         names.extend(first_mcp.iter().map(String::as_str));
         let (mut system, instructions, skipped) =
             super::prompt::system_prompt(&self.ctx.guard, &names, self.opts.instruction_imports);
+        // Skills: names and descriptions only, bounded; only when the
+        // model can load them.
+        let skills_listing = match (&self.ctx.skills, self.offered.contains(&SKILL_TOOL)) {
+            (Some(sk), true) => {
+                let (text, info) = crate::skills::listing::section(sk.usable());
+                system.push_str(&text);
+                if info.truncated {
+                    self.out.note(&format!(
+                        "skills: {} listed, {} left out by the {} KiB cap",
+                        info.listed.len(),
+                        info.omitted,
+                        crate::skills::listing::LISTING_CAP / 1024
+                    ));
+                }
+                Some(info)
+            }
+            _ => None,
+        };
         if let Some(extra) = &self.system_extra {
             // The thread's own instructions (a runtime client set them):
             // text for the model like the project's, never configuration.
@@ -532,6 +571,7 @@ impl Loop<'_> {
             tools: self.offered.clone(),
             mcp_tools: first_mcp,
             mcp_servers: json!(self.ctx.mcp.as_ref().map(|m| m.status())),
+            skills: skills_listing,
             agents_md,
             thread: self.log.thread().to_string(),
             session_file: self.log.path().to_path_buf(),

@@ -14,6 +14,7 @@ pub mod probe;
 pub mod receipts;
 pub mod sandbox;
 pub mod setup;
+pub mod skills;
 pub mod undo;
 
 use clap::{Parser, Subcommand};
@@ -71,6 +72,9 @@ pub enum Command {
     /// MCP servers as tools: `~/.codewhale/mcp.json` (see docs/MCP.md).
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Skills (`SKILL.md` folders): list, enable, disable (see docs/SKILLS.md).
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -103,6 +107,7 @@ pub fn main() -> i32 {
         Command::AppServer(args) => crate::server::run(args),
         Command::Serve(args) => serve(args),
         Command::Mcp(cmd) => mcp::run(cmd),
+        Command::Skills(cmd) => skills::run(cmd),
     }
 }
 

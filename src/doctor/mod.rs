@@ -226,9 +226,27 @@ pub fn run(opts: &Options) -> Report {
         base_url,
         default_text_model,
         mcp,
-        skills: Vec::new(),
+        skills: skills_report(&load.paths, &opts.workspace),
         duration_ms: started.elapsed().as_millis() as u64,
         integrity,
+    }
+}
+
+/// Each skills folder with whether it exists and how many valid skills
+/// it holds (only the named folders are read).
+fn skills_report(
+    paths: &crate::config::ConfigPaths,
+    workspace: &std::path::Path,
+) -> report::SkillsReport {
+    let roots = crate::skills::roots(paths, workspace);
+    let found = crate::skills::discover(&roots, workspace);
+    report::SkillsReport {
+        selected: paths.codewhale_home.join("skills"),
+        roots: found
+            .roots
+            .into_iter()
+            .map(|(k, r)| (k.to_string(), r))
+            .collect(),
     }
 }
 

@@ -319,6 +319,18 @@ impl Driver {
         }
     }
 
+    /// The status of `workspace`'s running MCP servers (`None`: no turn
+    /// started them in this process). For `GET /v1/apps/mcp/servers`.
+    pub fn mcp_live(&self, workspace: &Path) -> Option<Vec<crate::mcp::client::ServerStatus>> {
+        self.mcp.status(workspace)
+    }
+
+    /// The tools of `workspace`'s running MCP servers (`None`: not
+    /// started). For `GET /v1/apps/mcp/tools`.
+    pub fn mcp_live_tools(&self, workspace: &Path) -> Option<Vec<crate::mcp::McpTool>> {
+        self.mcp.tools(workspace)
+    }
+
     /// `/mcp` (TUI): the status of `workspace`'s MCP servers.
     pub fn mcp_status(&self, workspace: &Path) -> String {
         match self.mcp.status(workspace) {

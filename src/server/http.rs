@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use futures_util::stream::{self, Stream, StreamExt};
 use serde::Deserialize;
@@ -64,6 +64,13 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
         .route("/usage", get(usage_route))
         .route("/snapshots", get(snapshots))
         .route("/workspace/status", get(workspace_status))
+        .route("/skills", get(skills_list))
+        .route("/skills/{name}", patch(skills_patch))
+        .route("/apps/mcp/servers", get(mcp_servers))
+        .route("/apps/mcp/tools", get(mcp_tools))
+        .route("/sessions", get(sessions_list))
+        .route("/sessions/{id}", get(session_get).delete(session_delete))
+        .route("/sessions/{id}/resume-thread", post(session_resume))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/health", get(health))
@@ -545,6 +552,87 @@ async fn workspace_status(State(s): St) -> Result<Json<Value>, ApiError> {
     Ok(Json(
         json!({"workspace": s.workspace, "branch": g.branch, "head": g.head, "dirty": g.dirty}),
     ))
+}
+
+// ---- skills, MCP listings, sessions: logic in introspect.rs / sessions.rs ----
+
+fn canonical(p: &std::path::Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+async fn skills_list(State(s): St) -> Result<Json<crate::skills::Report>, ApiError> {
+    let ws = s.workspace.clone();
+    let paths = crate::config::ConfigPaths::from_env();
+    blocking(move || super::introspect::list_skills(&paths, &ws))
+        .await
+        .map(Json)
+}
+
+async fn skills_patch(
+    State(s): St,
+    Path(name): Path<String>,
+    ApiJson(b): ApiJson<super::introspect::SkillToggle>,
+) -> Result<Json<super::introspect::ToggleAnswer>, ApiError> {
+    let ws = s.workspace.clone();
+    let paths = crate::config::ConfigPaths::from_env();
+    blocking(move || super::introspect::toggle_skill(&paths, &ws, &name, b))
+        .await
+        .map(Json)
+}
+
+async fn mcp_servers(State(s): St) -> Result<Json<super::introspect::McpServers>, ApiError> {
+    let live = s.driver.mcp_live(&canonical(&s.workspace));
+    super::introspect::mcp_servers(s.driver.home(), live).map(Json)
+}
+
+async fn mcp_tools(
+    State(s): St,
+    ApiQuery(q): ApiQuery<super::introspect::McpToolsQuery>,
+) -> Result<Json<super::introspect::McpTools>, ApiError> {
+    let live = s.driver.mcp_live_tools(&canonical(&s.workspace));
+    super::introspect::mcp_tools(s.driver.home(), &q, live).map(Json)
+}
+
+async fn sessions_list(
+    State(s): St,
+    ApiQuery(q): ApiQuery<super::sessions::ListSessions>,
+) -> Result<Json<super::sessions::SessionList>, ApiError> {
+    let s2 = s.clone();
+    blocking(move || super::sessions::list(s2.driver.home(), &q))
+        .await
+        .map(Json)
+}
+
+async fn session_get(
+    State(s): St,
+    Path(id): Path<String>,
+) -> Result<Json<super::sessions::SessionDetail>, ApiError> {
+    let s2 = s.clone();
+    blocking(move || super::sessions::get(s2.driver.home(), &id))
+        .await
+        .map(Json)
+}
+
+async fn session_delete(
+    State(s): St,
+    Path(id): Path<String>,
+) -> Result<Json<super::sessions::Deleted>, ApiError> {
+    let s2 = s.clone();
+    blocking(move || super::sessions::delete(s2.driver.home(), &id))
+        .await
+        .map(Json)
+}
+
+async fn session_resume(State(s): St, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let s2 = s.clone();
+    let r =
+        blocking(move || super::sessions::resume_thread(s2.rt(), s2.driver.home(), &id)).await?;
+    let code = if r.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((code, Json(r)).into_response())
 }
 
 #[derive(Deserialize)]

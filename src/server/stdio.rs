@@ -38,6 +38,14 @@ pub const METHODS: &[&str] = &[
     "thread/compact",
     "user_input/answer",
     "tool_call/result",
+    "app/skills/list",
+    "app/skills/update",
+    "app/mcp/servers",
+    "app/mcp/tools",
+    "app/sessions/list",
+    "app/sessions/read",
+    "app/sessions/delete",
+    "app/sessions/resume_thread",
 ];
 
 pub const FAMILIES: &[&str] = &["thread/*", "app/*", "prompt/*"];
@@ -323,6 +331,14 @@ fn call(s: &Stdio, method: &str, params: &Value) -> Result<Value, RpcError> {
                 super::usage::aggregate(&turns, None, None, super::usage::GroupBy::Day);
             Ok(json!({"group_by": "day", "totals": totals, "buckets": buckets}))
         }
+        "app/skills/list"
+        | "app/skills/update"
+        | "app/mcp/servers"
+        | "app/mcp/tools"
+        | "app/sessions/list"
+        | "app/sessions/read"
+        | "app/sessions/delete"
+        | "app/sessions/resume_thread" => introspection(s, method, params),
         "thread/list" => {
             let mut v: Vec<_> = rt.read(|st| {
                 st.threads
@@ -460,4 +476,73 @@ fn call(s: &Stdio, method: &str, params: &Value) -> Result<Value, RpcError> {
             format!("method not found: `{m}` (see `capabilities`)"),
         )),
     }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SkillUpdate {
+    name: String,
+    enabled: bool,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionRef {
+    session_id: String,
+}
+
+/// The skills, MCP and session methods: the same typed functions as the
+/// HTTP routes (server/introspect.rs, server/sessions.rs).
+fn introspection(s: &Stdio, method: &str, params: &Value) -> Result<Value, RpcError> {
+    use super::{introspect, sessions};
+    let paths = crate::config::ConfigPaths::from_env();
+    let home = s.driver.home();
+    let ws = std::fs::canonicalize(&s.workspace).unwrap_or_else(|_| s.workspace.clone());
+    let v = match method {
+        "app/skills/list" => to_value(introspect::list_skills(&paths, &s.workspace)),
+        "app/skills/update" => {
+            let p: SkillUpdate = parse(params)?;
+            to_value(introspect::toggle_skill(
+                &paths,
+                &s.workspace,
+                &p.name,
+                introspect::SkillToggle { enabled: p.enabled },
+            ))
+        }
+        "app/mcp/servers" => to_value(introspect::mcp_servers(home, s.driver.mcp_live(&ws))),
+        "app/mcp/tools" => {
+            let q: introspect::McpToolsQuery = parse(params)?;
+            to_value(introspect::mcp_tools(
+                home,
+                &q,
+                s.driver.mcp_live_tools(&ws),
+            ))
+        }
+        "app/sessions/list" => {
+            let q: sessions::ListSessions = parse(params)?;
+            to_value(sessions::list(home, &q))
+        }
+        "app/sessions/read" => {
+            let p: SessionRef = parse(params)?;
+            to_value(sessions::get(home, &p.session_id))
+        }
+        "app/sessions/delete" => {
+            let p: SessionRef = parse(params)?;
+            to_value(sessions::delete(home, &p.session_id))
+        }
+        _ => {
+            let p: SessionRef = parse(params)?;
+            to_value(sessions::resume_thread(
+                s.driver.runtime(),
+                home,
+                &p.session_id,
+            ))
+        }
+    };
+    v
+}
+
+fn to_value<T: serde::Serialize>(r: Result<T, super::error::ApiError>) -> Result<Value, RpcError> {
+    let t = r.map_err(from_api)?;
+    serde_json::to_value(t).map_err(|e| err(-32603, e.to_string()))
 }

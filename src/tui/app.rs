@@ -624,6 +624,15 @@ impl App<'_> {
                     Err(e) => error(format!("/mcp reload: {e}")),
                 }]
             }
+            Effect::Skills(change) => {
+                let paths = crate::config::ConfigPaths::from_env();
+                vec![
+                    match crate::skills::command(&paths, &self.setup.workspace, change) {
+                        Ok(text) => Event::Output { error: false, text },
+                        Err(e) => error(format!("/skills: {e}")),
+                    },
+                ]
+            }
             Effect::Provider => match self.picker_rows() {
                 Ok(rows) => vec![Event::PickerRows(rows)],
                 Err(e) => vec![error(format!("/provider: {e}"))],

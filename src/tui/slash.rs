@@ -23,6 +23,8 @@ pub enum Slash {
     Mcp {
         reload: bool,
     },
+    /// `/skills` (list), `/skills enable NAME`, `/skills disable NAME`.
+    Skills(Option<(String, bool)>),
     Mode(Mode),
     Clear,
     Quit,
@@ -55,6 +57,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         "/mcp [reload]",
         "MCP servers' status; reload re-reads mcp.json and restarts them",
+    ),
+    (
+        "/skills [enable|disable NAME]",
+        "the skills found (docs/SKILLS.md), or switch one on or off",
     ),
     ("/mode plan|work|operate", "switch the mode (Tab cycles it)"),
     (
@@ -156,6 +162,12 @@ pub fn parse(line: &str) -> Result<Slash, String> {
             ["reload"] => Ok(Slash::Mcp { reload: true }),
             _ => Err("usage: /mcp [reload]".into()),
         },
+        "/skills" => match args.as_slice() {
+            [] => Ok(Slash::Skills(None)),
+            ["enable", n] => Ok(Slash::Skills(Some((n.to_string(), true)))),
+            ["disable", n] => Ok(Slash::Skills(Some((n.to_string(), false)))),
+            _ => Err("usage: /skills [enable|disable NAME]".into()),
+        },
         "/mode" => match args.as_slice() {
             ["plan"] => Ok(Slash::Mode(Mode::Plan)),
             ["work"] => Ok(Slash::Mode(Mode::Work)),
@@ -210,6 +222,12 @@ mod tests {
         assert_eq!(parse("/mode plan"), Ok(Slash::Mode(Mode::Plan)));
         assert_eq!(parse("/quit"), Ok(Slash::Quit));
         assert_eq!(parse("/mcp"), Ok(Slash::Mcp { reload: false }));
+        assert_eq!(parse("/skills"), Ok(Slash::Skills(None)));
+        assert_eq!(
+            parse("/skills disable lint"),
+            Ok(Slash::Skills(Some(("lint".into(), false))))
+        );
+        assert!(parse("/skills lint").is_err());
         assert_eq!(parse("/mcp reload"), Ok(Slash::Mcp { reload: true }));
         assert!(parse("/mcp restart").is_err());
         assert_eq!(parse("/provider"), Ok(Slash::Provider(None)));

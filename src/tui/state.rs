@@ -311,6 +311,8 @@ pub enum Effect {
     Mcp {
         reload: bool,
     },
+    /// `/skills [enable|disable NAME]`: list, or switch one and list.
+    Skills(Option<(String, bool)>),
     Quit,
 }
 
@@ -847,6 +849,7 @@ Tab mode · Shift+Tab permission · /help",
             Slash::Provider(None) => vec![Effect::Provider],
             Slash::Provider(Some(id)) => vec![Effect::ChooseProvider(id)],
             Slash::Mcp { reload } => vec![Effect::Mcp { reload }],
+            Slash::Skills(change) => vec![Effect::Skills(change)],
         }
     }
 

@@ -63,6 +63,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         host: HostSettings::default(),
         cancel: codewhale::host::CancelToken::new(),
         mcp: None,
+        skills: None,
     };
     let provider = Provider::new(
         ProviderSettings::openai_compatible("custom", &model.base_url(), "scripted"),

@@ -9,6 +9,7 @@ pub mod files;
 pub mod guard;
 pub mod patch;
 pub mod shell;
+pub mod skill;
 
 use crate::host::{EnforcementSummary, HostSettings};
 use crate::policy::SandboxPolicy;
@@ -292,6 +293,9 @@ pub struct ToolContext {
     /// The MCP servers of this run (`None`: no MCP tools). Their tools are
     /// offered as `mcp__<server>__<tool>` and called through the manager.
     pub mcp: Option<std::sync::Arc<crate::mcp::McpManager>>,
+    /// The skills of this run (`None`: none found or not loaded). The
+    /// model is offered the `skill` tool only when some are usable.
+    pub skills: Option<std::sync::Arc<crate::skills::Skills>>,
 }
 
 /// The schemas offered to the model.
@@ -324,6 +328,10 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
         "shell" => (
             "Run a command in the sandbox. `command` is a shell string (run with sh -c) or an argv array.",
             json!({"type":"object","properties":{"command":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}]},"timeout_ms":{"type":"integer"}},"required":["command"]}),
+        ),
+        "skill" => (
+            "Load a skill (listed under Skills in the system prompt) by name: its instructions and the list of its files.",
+            json!({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}),
         ),
         _ => return None,
     };
@@ -390,6 +398,7 @@ pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput 
         "edit_file" => files::edit_file(args, &ctx.guard),
         "apply_patch" => patch::apply_patch(args, &ctx.guard),
         "shell" => return shell::run(args, ctx).await,
+        "skill" => skill::run(args, ctx),
         n if crate::mcp::client_names::is_mcp(n) => return mcp_call(n, args, ctx).await,
         other => Err(ToolOutput::error(
             "unknown_tool",
