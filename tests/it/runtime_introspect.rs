@@ -130,3 +130,48 @@ fn skills_mcp_and_sessions_routes_for_a_python_client() {
     assert!(sent.contains("and again"), "{sent}");
     assert!(!f.cw_home.join(format!("sessions/{session}.jsonl")).exists());
 }
+
+/// The same functions over JSON-RPC on stdio: the `app/*` methods answer
+/// what the HTTP routes answer, and their errors map to JSON-RPC codes.
+#[test]
+fn the_same_listings_over_stdio() {
+    use common::runtime::StdioServer;
+    let model = ScriptedModel::start(Wire::OpenAi, vec![]);
+    let f = fixture(&model);
+    skill(&f.ws.join(".agents/skills"), "fmt", "Format.");
+    std::fs::write(
+        f.cw_home.join("mcp.json"),
+        r#"{"mcpServers": {"docs": {"command": "docs-server"}}}"#,
+    )
+    .unwrap();
+    let mut s = StdioServer::start(&f);
+    let req = |id: u64, method: &str, params: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#)
+    };
+    s.send(&req(1, "app/skills/list", "{}"));
+    let r = s.reply_to(1);
+    assert_eq!(r["result"]["skills"][0]["name"], "fmt", "{r}");
+    assert_eq!(r["result"]["skills"][0]["root"], "agents", "{r}");
+    s.send(&req(
+        2,
+        "app/skills/update",
+        r#"{"name":"fmt","enabled":false}"#,
+    ));
+    assert_eq!(s.reply_to(2)["result"]["enabled"], false);
+    s.send(&req(
+        3,
+        "app/skills/update",
+        r#"{"name":"nope","enabled":false}"#,
+    ));
+    assert_eq!(s.reply_to(3)["error"]["code"], -32004);
+    s.send(&req(4, "app/mcp/servers", "{}"));
+    let r = s.reply_to(4);
+    assert_eq!(r["result"]["servers"][0]["name"], "docs", "{r}");
+    s.send(&req(5, "app/mcp/tools", r#"{"server":"nope"}"#));
+    assert_eq!(s.reply_to(5)["error"]["code"], -32004);
+    s.send(&req(6, "app/sessions/list", r#"{"limit":5}"#));
+    assert_eq!(s.reply_to(6)["result"]["sessions"], serde_json::json!([]));
+    s.send(&req(7, "app/sessions/read", r#"{"session_id":"../x"}"#));
+    assert_eq!(s.reply_to(7)["error"]["code"], -32602);
+    s.shutdown(8);
+}
