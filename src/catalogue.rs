@@ -63,6 +63,10 @@ pub const TOOLS: &[Tool] = &[
     // Loads a skill's instructions (read-only). Not among the always-offered
     // tools: the loop offers it only when the run has usable skills.
     tool("skill", ToolKind::Read, false),
+    // Appends a line to the memory file (outside the workspace: a write
+    // with no workspace path, so it is a question unless Full Access or
+    // `--auto`). Offered only with `[memory] enabled = true`.
+    tool("remember", ToolKind::Write, false),
 ];
 
 /// The tools `codewhale exec` offers, in order.

@@ -15,6 +15,7 @@ pub mod exit;
 pub mod host;
 pub mod mcp;
 pub mod mcp_server;
+pub mod memory;
 pub mod net;
 pub mod policy;
 pub mod provider;

@@ -90,6 +90,9 @@ pub struct Metadata {
     /// The skills listed in the system prompt (names only; `truncated`
     /// and `omitted` when the cap left some out). `None`: no skill tool.
     pub skills: Option<crate::skills::listing::ListingInfo>,
+    /// The memory file in the system prompt (`truncated` when cut).
+    /// `None`: memory is off.
+    pub memory: Option<crate::memory::Loaded>,
     pub agents_md: Option<PathBuf>,
     pub thread: String,
     pub session_file: PathBuf,

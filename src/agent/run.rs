@@ -135,11 +135,23 @@ fn offer_skill(opts: &ExecOptions, ctx: &ToolContext) -> bool {
         .skills
         .as_ref()
         .is_some_and(|s| s.usable().next().is_some());
-    let admitted = match opts.allowed_tools.as_deref() {
-        Some(list) => list.iter().any(|a| a == SKILL_TOOL),
+    has && admitted(opts, SKILL_TOOL)
+}
+
+/// The tool that appends to the memory file (docs/MEMORY.md).
+pub const REMEMBER_TOOL: &str = "remember";
+
+/// Built-in tools offered only when the run has what they work on
+/// (skills; memory switched on), named by `--allowed-tools` like any other.
+pub const CONDITIONAL_TOOLS: &[&str] = &[SKILL_TOOL, REMEMBER_TOOL];
+
+/// Whether the flags admit the built-in `tool` (as [`offered_tools`] does).
+fn admitted(opts: &ExecOptions, tool: &str) -> bool {
+    let allowed = match opts.allowed_tools.as_deref() {
+        Some(list) => list.iter().any(|a| a == tool),
         None => opts.auto,
     };
-    has && admitted && !opts.disallowed_tools.iter().any(|d| d == SKILL_TOOL)
+    allowed && !opts.disallowed_tools.iter().any(|d| d == tool)
 }
 
 /// Whether the MCP tool `name` is offered: with `--auto`, or when an
@@ -389,6 +401,9 @@ async fn drive_run(
     if offer_skill(opts, ctx) {
         offered.push(SKILL_TOOL);
     }
+    if ctx.memory.is_some() && admitted(opts, REMEMBER_TOOL) {
+        offered.push(REMEMBER_TOOL);
+    }
     let current = match models {
         Models::Single(p) => (p.settings.id.clone(), p.settings.model.clone()),
         Models::Routed(r) => r
@@ -495,6 +510,28 @@ impl Loop<'_> {
             }
             _ => None,
         };
+        // Memory: the file's text, bounded, when `[memory] enabled`.
+        let memory = match &self.ctx.memory {
+            Some(home) => match crate::memory::load(home) {
+                Ok((info, text)) => {
+                    system.push_str(&crate::memory::section(&info, &text));
+                    if info.truncated {
+                        self.out.note(&format!(
+                            "memory: {} truncated ({} of {} bytes in the prompt)",
+                            info.path.display(),
+                            info.bytes,
+                            info.file_bytes
+                        ));
+                    }
+                    Some(info)
+                }
+                Err(e) => {
+                    self.out.note(&format!("memory: not read: {e}"));
+                    None
+                }
+            },
+            None => None,
+        };
         if let Some(extra) = &self.system_extra {
             // The thread's own instructions (a runtime client set them):
             // text for the model like the project's, never configuration.
@@ -572,6 +609,7 @@ impl Loop<'_> {
             mcp_tools: first_mcp,
             mcp_servers: json!(self.ctx.mcp.as_ref().map(|m| m.status())),
             skills: skills_listing,
+            memory,
             agents_md,
             thread: self.log.thread().to_string(),
             session_file: self.log.path().to_path_buf(),

@@ -83,6 +83,11 @@ pub fn prepare_run(
         cancel: crate::host::CancelToken::new(),
         mcp: None,
         skills: skills(settings, note),
+        memory: settings
+            .user
+            .memory
+            .enabled
+            .then(|| settings.paths.codewhale_home.clone()),
     };
     Ok(RunSetup {
         models,

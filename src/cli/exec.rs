@@ -116,10 +116,15 @@ fn check_tools(flag: &str, list: &[String]) -> anyhow::Result<()> {
     for t in list {
         // MCP tools are known only once their servers run: any
         // `mcp__…` name or `mcp__…*` family is accepted here.
-        if !ALL_TOOLS.contains(&t.as_str()) && !crate::mcp::client_names::is_mcp(t) {
+        // `skill` and `remember` are offered only when the run has skills
+        // or memory on, but may always be named.
+        let conditional = crate::agent::run::CONDITIONAL_TOOLS.contains(&t.as_str());
+        if !ALL_TOOLS.contains(&t.as_str()) && !conditional && !crate::mcp::client_names::is_mcp(t)
+        {
             bail!(
-                "{flag}: unknown tool `{t}` (tools: {}, or mcp__<server>__<tool> / mcp__<server>__*)",
-                ALL_TOOLS.join(", ")
+                "{flag}: unknown tool `{t}` (tools: {}, {}, or mcp__<server>__<tool> / mcp__<server>__*)",
+                ALL_TOOLS.join(", "),
+                crate::agent::run::CONDITIONAL_TOOLS.join(", ")
             );
         }
     }

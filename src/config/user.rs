@@ -35,6 +35,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "router",
     "project_instruction_imports",
     "compaction",
+    "memory",
 ];
 
 /// `Debug` is written by hand: raw sections (providers, opensandbox, …) may
@@ -71,6 +72,9 @@ pub struct UserConfig {
     pub project_instruction_imports: Option<bool>,
     /// `[compaction]`: when the conversation is compacted automatically.
     pub compaction: super::compaction::CompactionSection,
+    /// `[memory]`: the memory file in the prompt and the `remember` tool
+    /// (docs/MEMORY.md; user config only).
+    pub memory: crate::memory::MemorySection,
 }
 
 fn table_keys(t: Option<&toml::Table>) -> Option<Vec<&String>> {
@@ -104,6 +108,7 @@ impl std::fmt::Debug for UserConfig {
                 &self.project_instruction_imports,
             )
             .field("compaction", &self.compaction)
+            .field("memory", &self.memory)
             .finish()
     }
 }

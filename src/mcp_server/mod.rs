@@ -81,6 +81,7 @@ impl Gatekeeper {
                 // `serve --mcp` offers codewhale's own tools only.
                 mcp: None,
                 skills: None,
+                memory: None,
             },
             workspace: sandbox.settings.workspace.clone(),
             calls: AtomicU64::new(0),

@@ -633,6 +633,26 @@ impl App<'_> {
                     },
                 ]
             }
+            Effect::Memory(add) => {
+                let paths = crate::config::ConfigPaths::from_env();
+                let home = &paths.codewhale_home;
+                let enabled = crate::config::LoadOptions::new(&self.setup.workspace);
+                let enabled = crate::config::load(&enabled)
+                    .map(|s| s.user.memory.enabled)
+                    .unwrap_or(false);
+                let added = match &add {
+                    Some(text) => {
+                        crate::memory::append(home, text).map(|l| format!("added: {l}\n"))
+                    }
+                    None => Ok(String::new()),
+                };
+                vec![
+                    match added.and_then(|a| Ok(a + &crate::memory::show(home, enabled)?)) {
+                        Ok(text) => Event::Output { error: false, text },
+                        Err(e) => error(format!("/memory: {e}")),
+                    },
+                ]
+            }
             Effect::Provider => match self.picker_rows() {
                 Ok(rows) => vec![Event::PickerRows(rows)],
                 Err(e) => vec![error(format!("/provider: {e}"))],

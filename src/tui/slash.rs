@@ -25,6 +25,8 @@ pub enum Slash {
     },
     /// `/skills` (list), `/skills enable NAME`, `/skills disable NAME`.
     Skills(Option<(String, bool)>),
+    /// `/memory` (show) or `/memory add TEXT` (append a line).
+    Memory(Option<String>),
     Mode(Mode),
     Clear,
     Quit,
@@ -61,6 +63,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         "/skills [enable|disable NAME]",
         "the skills found (docs/SKILLS.md), or switch one on or off",
+    ),
+    (
+        "/memory [add TEXT]",
+        "show the memory file (docs/MEMORY.md), or add a line to it",
     ),
     ("/mode plan|work|operate", "switch the mode (Tab cycles it)"),
     (
@@ -168,6 +174,11 @@ pub fn parse(line: &str) -> Result<Slash, String> {
             ["disable", n] => Ok(Slash::Skills(Some((n.to_string(), false)))),
             _ => Err("usage: /skills [enable|disable NAME]".into()),
         },
+        "/memory" => match args.split_first() {
+            None => Ok(Slash::Memory(None)),
+            Some((&"add", rest)) if !rest.is_empty() => Ok(Slash::Memory(Some(rest.join(" ")))),
+            _ => Err("usage: /memory [add TEXT]".into()),
+        },
         "/mode" => match args.as_slice() {
             ["plan"] => Ok(Slash::Mode(Mode::Plan)),
             ["work"] => Ok(Slash::Mode(Mode::Work)),
@@ -228,6 +239,12 @@ mod tests {
             Ok(Slash::Skills(Some(("lint".into(), false))))
         );
         assert!(parse("/skills lint").is_err());
+        assert_eq!(parse("/memory"), Ok(Slash::Memory(None)));
+        assert_eq!(
+            parse("/memory add use tabs"),
+            Ok(Slash::Memory(Some("use tabs".into())))
+        );
+        assert!(parse("/memory add").is_err());
         assert_eq!(parse("/mcp reload"), Ok(Slash::Mcp { reload: true }));
         assert!(parse("/mcp restart").is_err());
         assert_eq!(parse("/provider"), Ok(Slash::Provider(None)));

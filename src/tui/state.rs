@@ -313,6 +313,8 @@ pub enum Effect {
     },
     /// `/skills [enable|disable NAME]`: list, or switch one and list.
     Skills(Option<(String, bool)>),
+    /// `/memory [add TEXT]`: show the memory file, or append a line.
+    Memory(Option<String>),
     Quit,
 }
 
@@ -850,6 +852,7 @@ Tab mode · Shift+Tab permission · /help",
             Slash::Provider(Some(id)) => vec![Effect::ChooseProvider(id)],
             Slash::Mcp { reload } => vec![Effect::Mcp { reload }],
             Slash::Skills(change) => vec![Effect::Skills(change)],
+            Slash::Memory(add) => vec![Effect::Memory(add)],
         }
     }
 

@@ -64,6 +64,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         cancel: codewhale::host::CancelToken::new(),
         mcp: None,
         skills: None,
+        memory: None,
     };
     let provider = Provider::new(
         ProviderSettings::openai_compatible("custom", &model.base_url(), "scripted"),

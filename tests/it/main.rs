@@ -26,6 +26,7 @@ mod exec_catalogue;
 mod exec_compaction;
 mod exec_config;
 mod exec_instructions;
+mod exec_memory;
 mod exec_provider_errors;
 mod exec_reasoning;
 mod exec_recovery;

@@ -296,6 +296,9 @@ pub struct ToolContext {
     /// The skills of this run (`None`: none found or not loaded). The
     /// model is offered the `skill` tool only when some are usable.
     pub skills: Option<std::sync::Arc<crate::skills::Skills>>,
+    /// codewhale's home when `[memory] enabled = true` (the memory file
+    /// goes into the prompt and `remember` appends to it); `None`: off.
+    pub memory: Option<PathBuf>,
 }
 
 /// The schemas offered to the model.
@@ -328,6 +331,10 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
         "shell" => (
             "Run a command in the sandbox. `command` is a shell string (run with sh -c) or an argv array.",
             json!({"type":"object","properties":{"command":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}]},"timeout_ms":{"type":"integer"}},"required":["command"]}),
+        ),
+        "remember" => (
+            "Append one line to the user's memory file (kept across sessions). Only when the user asks you to remember something.",
+            json!({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}),
         ),
         "skill" => (
             "Load a skill (listed under Skills in the system prompt) by name: its instructions and the list of its files.",
@@ -378,6 +385,28 @@ async fn mcp_call(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput {
     }
 }
 
+/// `remember`: append the line to the memory file.
+fn remember(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let text = arg_str(args, "text")?;
+    let Some(home) = &ctx.memory else {
+        return Err(ToolOutput::error(
+            "unknown_tool",
+            "memory is off ([memory] enabled = false)".into(),
+        ));
+    };
+    match crate::memory::append(home, text) {
+        Ok(line) => {
+            let p = crate::memory::path(home);
+            Ok(ToolOutput::ok(format!("remembered in {}: {line}", p.display())).touched(p))
+        }
+        Err(crate::memory::MemoryError::Empty) => Err(ToolOutput::error(
+            "bad_arguments",
+            "nothing to remember: `text` is empty".into(),
+        )),
+        Err(crate::memory::MemoryError::Io { path, source }) => Err(io_error(&path, source)),
+    }
+}
+
 /// A required string argument, or a tool error naming it.
 pub(crate) fn arg_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolOutput> {
     args.get(key).and_then(Value::as_str).ok_or_else(|| {
@@ -399,6 +428,7 @@ pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput 
         "apply_patch" => patch::apply_patch(args, &ctx.guard),
         "shell" => return shell::run(args, ctx).await,
         "skill" => skill::run(args, ctx),
+        "remember" => remember(args, ctx),
         n if crate::mcp::client_names::is_mcp(n) => return mcp_call(n, args, ctx).await,
         other => Err(ToolOutput::error(
             "unknown_tool",
