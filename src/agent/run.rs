@@ -33,9 +33,9 @@ pub struct ExecOptions {
     /// What the configuration layers did (files read, keys ignored,
     /// warnings), echoed in the `metadata` event.
     pub config: Value,
-    /// `project_instruction_imports` from the user config: also read
-    /// `CLAUDE.md`, `.cursorrules`, `.github/copilot-instructions.md`.
-    pub instruction_imports: bool,
+    /// `project_instruction_imports` from the user config: the other
+    /// tools' instruction files also read (`CLAUDE.md`, …; empty: none).
+    pub instruction_imports: Vec<String>,
     /// A person answers gate-8 questions (the TUI, a runtime client): the
     /// posture in the words of docs/TUI.md, e.g. `Work + Ask`. Recorded as
     /// the run's approval posture (`Work + Ask (interactive)`) instead of
@@ -491,7 +491,7 @@ impl Loop<'_> {
         names.extend(self.extra_specs.iter().map(|s| s.name.as_str()));
         names.extend(first_mcp.iter().map(String::as_str));
         let (mut system, instructions, skipped) =
-            super::prompt::system_prompt(&self.ctx.guard, &names, self.opts.instruction_imports);
+            super::prompt::system_prompt(&self.ctx.guard, &names, &self.opts.instruction_imports);
         // Skills: names and descriptions only, bounded; only when the
         // model can load them.
         let skills_listing = match (&self.ctx.skills, self.offered.contains(&SKILL_TOOL)) {
@@ -580,7 +580,7 @@ impl Loop<'_> {
             Event::Instructions {
                 event_v: 1,
                 files: files.clone(),
-                imports: self.opts.instruction_imports,
+                imports: !self.opts.instruction_imports.is_empty(),
             },
         )?;
         let agents_md = instructions

@@ -245,7 +245,9 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         disallowed_tools: args.disallowed_tools,
         max_turns: args.max_turns.max(1),
         config: config_report,
-        instruction_imports: settings.user.project_instruction_imports.unwrap_or(false),
+        instruction_imports: crate::config::imports::files(
+            settings.user.project_instruction_imports.as_ref(),
+        ),
         interactive: None,
         compaction: crate::agent::compaction::CompactionOptions {
             threshold: settings.user.compaction.threshold(),

@@ -12,6 +12,7 @@
 pub mod compaction;
 pub mod effort;
 pub mod error;
+pub mod imports;
 pub mod network;
 pub mod paths;
 pub mod project;

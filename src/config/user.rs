@@ -67,9 +67,10 @@ pub struct UserConfig {
     pub agent: Option<toml::Table>,
     /// `model = "auto"` routing rules (owned by `provider/router`; kept raw).
     pub router: Option<toml::Table>,
-    /// Also read `CLAUDE.md`, `.cursorrules` and
-    /// `.github/copilot-instructions.md` into the prompt (user config only).
-    pub project_instruction_imports: Option<bool>,
+    /// Also read other tools' instruction files into the prompt: `true`
+    /// for `CLAUDE.md`, `.cursorrules` and `.github/copilot-instructions.md`,
+    /// or a list of file names (user config only; docs/CONFIG.md).
+    pub project_instruction_imports: Option<super::imports::InstructionImports>,
     /// `[compaction]`: when the conversation is compacted automatically.
     pub compaction: super::compaction::CompactionSection,
     /// `[memory]`: the memory file in the prompt and the `remember` tool

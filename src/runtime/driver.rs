@@ -907,7 +907,9 @@ fn prepare(
         disallowed_tools: Vec::new(),
         max_turns: 20,
         config: json!({"source": "runtime"}),
-        instruction_imports: settings.user.project_instruction_imports.unwrap_or(false),
+        instruction_imports: crate::config::imports::files(
+            settings.user.project_instruction_imports.as_ref(),
+        ),
         interactive,
         compaction: crate::agent::compaction::CompactionOptions {
             threshold: settings.user.compaction.threshold(),

@@ -93,7 +93,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         disallowed_tools: Vec::new(),
         max_turns: 5,
         config: Value::Null,
-        instruction_imports: false,
+        instruction_imports: Vec::new(),
         interactive: None,
         compaction: Default::default(),
     };
