@@ -8,6 +8,7 @@ pub mod acp;
 pub mod agent;
 pub mod authz;
 pub mod catalogue;
+pub mod claude_import;
 pub mod cli;
 pub mod config;
 pub mod doctor;

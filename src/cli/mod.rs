@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod doctor;
 pub mod exec;
+pub mod import;
 /// Moved to [`crate::agent::models`] (shared with runtime turns).
 pub mod exec_models {
     pub use crate::agent::models::*;
@@ -75,6 +76,10 @@ pub enum Command {
     /// Skills (`SKILL.md` folders): list, enable, disable (see docs/SKILLS.md).
     #[command(subcommand)]
     Skills(skills::SkillsCommand),
+    /// Bring settings over from another agent, as a proposal applied only
+    /// with `--apply` (see docs/IMPORT.md).
+    #[command(subcommand)]
+    Import(import::ImportCommand),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -108,6 +113,7 @@ pub fn main() -> i32 {
         Command::Serve(args) => serve(args),
         Command::Mcp(cmd) => mcp::run(cmd),
         Command::Skills(cmd) => skills::run(cmd),
+        Command::Import(cmd) => import::run(cmd),
     }
 }
 

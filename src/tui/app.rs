@@ -653,6 +653,27 @@ impl App<'_> {
                     },
                 ]
             }
+            Effect::ImportClaude => {
+                let paths = crate::config::ConfigPaths::from_env();
+                let Some(home) = paths.home.clone() else {
+                    return vec![error("/import-claude: no HOME")];
+                };
+                let loc = crate::claude_import::Locations {
+                    home,
+                    codewhale_home: paths.codewhale_home,
+                    workspace: self.setup.workspace.clone(),
+                };
+                vec![match crate::claude_import::propose(&loc) {
+                    Ok(p) => Event::Output {
+                        error: false,
+                        text: format!(
+                            "{}\n(apply from a shell: codewhale import claude --apply)",
+                            crate::claude_import::render(&p, &loc)
+                        ),
+                    },
+                    Err(e) => error(format!("/import-claude: {e}")),
+                }]
+            }
             Effect::Provider => match self.picker_rows() {
                 Ok(rows) => vec![Event::PickerRows(rows)],
                 Err(e) => vec![error(format!("/provider: {e}"))],

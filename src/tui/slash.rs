@@ -27,6 +27,8 @@ pub enum Slash {
     Skills(Option<(String, bool)>),
     /// `/memory` (show) or `/memory add TEXT` (append a line).
     Memory(Option<String>),
+    /// `/import-claude`: show what `codewhale import claude` would propose.
+    ImportClaude,
     Mode(Mode),
     Clear,
     Quit,
@@ -67,6 +69,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         "/memory [add TEXT]",
         "show the memory file (docs/MEMORY.md), or add a line to it",
+    ),
+    (
+        "/import-claude",
+        "what `codewhale import claude` proposes (nothing is written here)",
     ),
     ("/mode plan|work|operate", "switch the mode (Tab cycles it)"),
     (
@@ -179,6 +185,7 @@ pub fn parse(line: &str) -> Result<Slash, String> {
             Some((&"add", rest)) if !rest.is_empty() => Ok(Slash::Memory(Some(rest.join(" ")))),
             _ => Err("usage: /memory [add TEXT]".into()),
         },
+        "/import-claude" => no_args(Slash::ImportClaude),
         "/mode" => match args.as_slice() {
             ["plan"] => Ok(Slash::Mode(Mode::Plan)),
             ["work"] => Ok(Slash::Mode(Mode::Work)),
@@ -245,6 +252,7 @@ mod tests {
             Ok(Slash::Memory(Some("use tabs".into())))
         );
         assert!(parse("/memory add").is_err());
+        assert_eq!(parse("/import-claude"), Ok(Slash::ImportClaude));
         assert_eq!(parse("/mcp reload"), Ok(Slash::Mcp { reload: true }));
         assert!(parse("/mcp restart").is_err());
         assert_eq!(parse("/provider"), Ok(Slash::Provider(None)));

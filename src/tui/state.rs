@@ -315,6 +315,8 @@ pub enum Effect {
     Skills(Option<(String, bool)>),
     /// `/memory [add TEXT]`: show the memory file, or append a line.
     Memory(Option<String>),
+    /// `/import-claude`: the proposal of `codewhale import claude`.
+    ImportClaude,
     Quit,
 }
 
@@ -853,6 +855,7 @@ Tab mode · Shift+Tab permission · /help",
             Slash::Mcp { reload } => vec![Effect::Mcp { reload }],
             Slash::Skills(change) => vec![Effect::Skills(change)],
             Slash::Memory(add) => vec![Effect::Memory(add)],
+            Slash::ImportClaude => vec![Effect::ImportClaude],
         }
     }
 

@@ -35,6 +35,7 @@ mod exec_router;
 mod exec_scripted;
 mod exec_skills;
 mod host_cancel;
+mod import_claude;
 mod layers;
 mod opensandbox_cli;
 mod opensandbox_contract;
