@@ -36,8 +36,7 @@ pub fn references(text: &str) -> Vec<String> {
                 continue;
             }
             let mut prev_space = true;
-            let mut chars = seg.char_indices().peekable();
-            while let Some((at, c)) = chars.next() {
+            for (at, c) in seg.char_indices() {
                 if c == '@' && prev_space {
                     let mut path = String::new();
                     let rest = &seg[at + 1..];
