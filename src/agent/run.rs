@@ -290,6 +290,9 @@ struct Loop<'a> {
     answer: String,
     turns: u32,
     instructions: Vec<super::prompt::LoadedInstruction>,
+    /// The tools a loaded skill's `allowed-tools` narrowed the run to
+    /// (with the skill's name); `None`: not narrowed. Only ever narrows.
+    skill_narrow: Option<(String, Vec<String>)>,
 }
 
 enum Stop {
@@ -436,6 +439,7 @@ async fn drive_run(
         answer: String::new(),
         turns: 0,
         instructions: Vec::new(),
+        skill_narrow: None,
     };
     let result = l.drive().await;
     l.finish(result)
@@ -646,6 +650,15 @@ impl Loop<'_> {
             self.mcp_offered = mcp_tools.iter().map(|t| t.name.clone()).collect();
             let mut turn_specs = specs.clone();
             turn_specs.extend(mcp_tools.iter().map(tools::mcp_spec));
+            // A loaded skill's `allowed-tools` removes the rest.
+            turn_specs.retain(|s| self.skill_permits(&s.name));
+            let narrowed: Vec<String> = self
+                .mcp_offered
+                .iter()
+                .filter(|n| self.skill_permits(n))
+                .cloned()
+                .collect();
+            self.mcp_offered = narrowed;
             self.compact_if_needed(turn, &system, &mut messages, &turn_specs, None)
                 .await?;
             let (mut result, mut routed, mut price) =
@@ -968,7 +981,18 @@ impl Loop<'_> {
             command,
         };
         let is_extra = self.extra_specs.iter().any(|s| s.name == call.name);
-        let v = if self.offered.contains(&call.name.as_str())
+        let v = if !self.skill_permits(&call.name) {
+            Verdict::decided(
+                Decision::Deny,
+                DecidedBy::Posture,
+                Gate::Admission,
+                &format!(
+                    "tool `{}` is outside the `allowed-tools` of the loaded skill `{}`",
+                    call.name,
+                    self.skill_narrow.as_ref().map_or("", |(n, _)| n.as_str())
+                ),
+            )
+        } else if self.offered.contains(&call.name.as_str())
             || is_extra
             || self.mcp_offered.contains(&call.name)
         {
@@ -1064,8 +1088,68 @@ impl Loop<'_> {
             }
         };
         let ms = started.elapsed().as_millis() as u64;
+        let mut output = output;
+        if call.name == SKILL_TOOL && output.status == ToolStatus::Ok {
+            self.narrow_by_skill(&args, &mut output);
+        }
         let status = output.status.as_str();
         self.record_result(turn, call, status, output, ms)
+    }
+
+    /// Whether a loaded skill's `allowed-tools` lets `name` through.
+    fn skill_permits(&self, name: &str) -> bool {
+        match &self.skill_narrow {
+            None => true,
+            Some((_, allowed)) => {
+                name == SKILL_TOOL
+                    || allowed.iter().any(|a| {
+                        a == name || a.strip_suffix('*').is_some_and(|p| name.starts_with(p))
+                    })
+            }
+        }
+    }
+
+    /// After a skill loaded: narrow the run's tools to its `allowed-tools`
+    /// (intersected with any earlier skill's), and say so in its result.
+    fn narrow_by_skill(&mut self, args: &Value, output: &mut ToolOutput) {
+        let Some(name) = args.get("name").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(allowed) = self
+            .ctx
+            .skills
+            .as_ref()
+            .and_then(|s| s.get(name))
+            .and_then(|s| s.allowed_tools.clone())
+        else {
+            return;
+        };
+        let mapped = crate::skills::tool_names(&allowed);
+        let kept: Vec<String> = mapped
+            .into_iter()
+            .filter(|t| self.skill_permits(t))
+            .collect();
+        self.skill_narrow = Some((name.to_string(), kept.clone()));
+        let mut now: Vec<String> = self
+            .offered
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.mcp_offered.iter().cloned())
+            .filter(|t| self.skill_permits(t))
+            .collect();
+        now.dedup();
+        output.content.push_str(&format!(
+            "\n[codewhale: from now on this run offers only: {}]",
+            if now.is_empty() {
+                "none".to_string()
+            } else {
+                now.join(", ")
+            }
+        ));
+        self.out.note(&format!(
+            "skill `{name}`: tools narrowed to its allowed-tools ({})",
+            now.join(", ")
+        ));
     }
 
     fn record_result(

@@ -153,6 +153,34 @@ impl Skills {
     }
 }
 
+/// `allowed-tools` as codewhale tool names: Claude Code's names mapped
+/// (`Read` → `read_file`, `Bash`/`Bash(…)` → `shell`, `Edit`/`Write` →
+/// the file-writing tools, `Grep` → `search`, `Glob`/`LS` → `list_dir`);
+/// anything else (codewhale names, `mcp__…`) as written. A `Bash(…)`
+/// command pattern narrows to the shell tool only, not to that command.
+pub fn tool_names(allowed: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for a in allowed {
+        let base = a.split('(').next().unwrap_or(a).trim();
+        let mapped: &[&str] = match base {
+            "Read" => &["read_file"],
+            "Bash" => &["shell"],
+            "Edit" | "Write" | "MultiEdit" => &["edit_file", "write_file", "apply_patch"],
+            "Grep" => &["search"],
+            "Glob" | "LS" => &["list_dir"],
+            _ => &[],
+        };
+        if mapped.is_empty() {
+            out.push(base.to_string());
+        } else {
+            out.extend(mapped.iter().map(|s| s.to_string()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Why `/skills enable|disable` did nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {

@@ -53,6 +53,7 @@ fn the_model_sees_names_and_loads_a_skill_by_tool() {
             call("k1", "skill", json!({"name": "deploy"})),
             call("k2", "skill", json!({"name": "secret-ops"})),
             call("k3", "skill", json!({"name": "nosuch"})),
+            call("k4", "read_file", json!({"path": "x.txt"})),
             reply("done"),
         ],
     );
@@ -131,10 +132,29 @@ fn the_model_sees_names_and_loads_a_skill_by_tool() {
     );
 
     let results = tool_results(&model);
-    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results.len(), 4, "{results:?}");
     assert!(results[0].contains("STEP ONE"), "{}", results[0]);
     assert!(results[0].contains("- scripts/ship.sh"), "{}", results[0]);
     assert!(results[0].contains("never widens"), "{}", results[0]);
+    // `allowed-tools: shell web_fetch` narrowed the run: read_file is gone
+    // (web_fetch was never offered, so it is not added).
+    assert!(
+        results[0].contains("from now on this run offers only: shell, skill"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[3].contains("outside the `allowed-tools` of the loaded skill `deploy`"),
+        "{}",
+        results[3]
+    );
+    let last_tools: Vec<String> = model.requests().last().unwrap().body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(last_tools, vec!["shell", "skill"], "specs narrowed too");
     assert!(!results[1].contains("HIDDEN BODY"), "{}", results[1]);
     assert!(
         results[1].contains("no enabled skill `secret-ops`"),
@@ -151,7 +171,7 @@ fn the_model_sees_names_and_loads_a_skill_by_tool() {
         .filter(|e| e["type"] == "tool_result")
         .map(|e| &e["status"])
         .collect();
-    assert_eq!(statuses, vec!["ok", "error", "error"], "{ev:?}");
+    assert_eq!(statuses, vec!["ok", "error", "error", "not_run"], "{ev:?}");
 }
 
 #[test]
