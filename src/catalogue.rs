@@ -62,6 +62,13 @@ pub const TOOLS: &[Tool] = &[
     tool("spawn_agent", ToolKind::Subagent, false),
     // The loop offers it itself (a run that may spawn: `agent::subagent`).
     tool("agent", ToolKind::Subagent, false),
+    // Loads a skill's instructions (read-only). Not among the always-offered
+    // tools: the loop offers it only when the run has usable skills.
+    tool("skill", ToolKind::Read, false),
+    // Appends a line to the memory file (outside the workspace: a write
+    // with no workspace path, so it is a question unless Full Access or
+    // `--auto`). Offered only with `[memory] enabled = true`.
+    tool("remember", ToolKind::Write, false),
 ];
 
 /// The tools `codewhale exec` offers, in order.

@@ -132,6 +132,12 @@ pub struct Metadata {
     pub tools: Vec<&'static str>,
     pub mcp_tools: Vec<String>,
     pub mcp_servers: Value,
+    /// The skills listed in the system prompt (names only; `truncated`
+    /// and `omitted` when the cap left some out). `None`: no skill tool.
+    pub skills: Option<crate::skills::listing::ListingInfo>,
+    /// The memory file in the system prompt (`truncated` when cut).
+    /// `None`: memory is off.
+    pub memory: Option<crate::memory::Loaded>,
     pub agents_md: Option<PathBuf>,
     pub thread: String,
     pub session_file: PathBuf,

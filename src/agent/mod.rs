@@ -14,6 +14,7 @@ pub mod authorizer;
 pub mod authz_adapter;
 pub mod compaction;
 pub mod event;
+pub mod includes;
 pub mod models;
 pub mod output;
 pub mod prompt;

@@ -36,9 +36,9 @@ pub struct ExecOptions {
     /// What the configuration layers did (files read, keys ignored,
     /// warnings), echoed in the `metadata` event.
     pub config: Value,
-    /// `project_instruction_imports` from the user config: also read
-    /// `CLAUDE.md`, `.cursorrules`, `.github/copilot-instructions.md`.
-    pub instruction_imports: bool,
+    /// `project_instruction_imports` from the user config: the other
+    /// tools' instruction files also read (`CLAUDE.md`, …; empty: none).
+    pub instruction_imports: Vec<String>,
     /// A person answers gate-8 questions (the TUI, a runtime client): the
     /// posture in the words of docs/TUI.md, e.g. `Work + Ask`. Recorded as
     /// the run's approval posture (`Work + Ask (interactive)`) instead of
@@ -132,6 +132,36 @@ pub fn offered_tools(
         })
         .filter(|t| !disallowed.iter().any(|d| d == t))
         .collect()
+}
+
+/// The tool that loads a skill (docs/SKILLS.md).
+pub const SKILL_TOOL: &str = "skill";
+
+/// Whether the `skill` tool is offered: the run has usable skills and the
+/// flags admit it as they would any built-in tool (`--auto`, or named by
+/// `--allowed-tools`; never when `--disallowed-tools` names it).
+fn offer_skill(opts: &ExecOptions, ctx: &ToolContext) -> bool {
+    let has = ctx
+        .skills
+        .as_ref()
+        .is_some_and(|s| s.usable().next().is_some());
+    has && admitted(opts, SKILL_TOOL)
+}
+
+/// The tool that appends to the memory file (docs/MEMORY.md).
+pub const REMEMBER_TOOL: &str = "remember";
+
+/// Built-in tools offered only when the run has what they work on
+/// (skills; memory switched on), named by `--allowed-tools` like any other.
+pub const CONDITIONAL_TOOLS: &[&str] = &[SKILL_TOOL, REMEMBER_TOOL];
+
+/// Whether the flags admit the built-in `tool` (as [`offered_tools`] does).
+fn admitted(opts: &ExecOptions, tool: &str) -> bool {
+    let allowed = match opts.allowed_tools.as_deref() {
+        Some(list) => list.iter().any(|a| a == tool),
+        None => opts.auto,
+    };
+    allowed && !opts.disallowed_tools.iter().any(|d| d == tool)
 }
 
 /// Whether the MCP tool `name` is offered: with `--auto`, or when an
@@ -284,6 +314,9 @@ struct Loop<'a> {
     instructions: Vec<super::prompt::LoadedInstruction>,
     /// The tree this run belongs to (`None`: no sub-agents).
     spawner: Option<Spawner>,
+    /// The tools a loaded skill's `allowed-tools` narrowed the run to
+    /// (with the skill's name); `None`: not narrowed. Only ever narrows.
+    skill_narrow: Option<(String, Vec<String>)>,
 }
 
 /// What the gates made of a call.
@@ -403,6 +436,12 @@ async fn drive_run(
         opts.allowed_tools.as_deref(),
         &opts.disallowed_tools,
     );
+    if offer_skill(opts, ctx) {
+        offered.push(SKILL_TOOL);
+    }
+    if ctx.memory.is_some() && admitted(opts, REMEMBER_TOOL) {
+        offered.push(REMEMBER_TOOL);
+    }
     if hooks
         .spawner
         .as_ref()
@@ -446,6 +485,7 @@ async fn drive_run(
         turns: 0,
         instructions: Vec::new(),
         spawner: hooks.spawner,
+        skill_narrow: None,
     };
     let result = l.drive().await;
     l.finish(result)
@@ -502,7 +542,47 @@ impl Loop<'_> {
         names.extend(self.extra_specs.iter().map(|s| s.name.as_str()));
         names.extend(first_mcp.iter().map(String::as_str));
         let (mut system, instructions, skipped) =
-            super::prompt::system_prompt(&self.ctx.guard, &names, self.opts.instruction_imports);
+            super::prompt::system_prompt(&self.ctx.guard, &names, &self.opts.instruction_imports);
+        // Skills: names and descriptions only, bounded; only when the
+        // model can load them.
+        let skills_listing = match (&self.ctx.skills, self.offered.contains(&SKILL_TOOL)) {
+            (Some(sk), true) => {
+                let (text, info) = crate::skills::listing::section(sk.usable());
+                system.push_str(&text);
+                if info.truncated {
+                    self.out.note(&format!(
+                        "skills: {} listed, {} left out by the {} KiB cap",
+                        info.listed.len(),
+                        info.omitted,
+                        crate::skills::listing::LISTING_CAP / 1024
+                    ));
+                }
+                Some(info)
+            }
+            _ => None,
+        };
+        // Memory: the file's text, bounded, when `[memory] enabled`.
+        let memory = match &self.ctx.memory {
+            Some(home) => match crate::memory::load(home) {
+                Ok((info, text)) => {
+                    system.push_str(&crate::memory::section(&info, &text));
+                    if info.truncated {
+                        self.out.note(&format!(
+                            "memory: {} truncated ({} of {} bytes in the prompt)",
+                            info.path.display(),
+                            info.bytes,
+                            info.file_bytes
+                        ));
+                    }
+                    Some(info)
+                }
+                Err(e) => {
+                    self.out.note(&format!("memory: not read: {e}"));
+                    None
+                }
+            },
+            None => None,
+        };
         if let Some(extra) = &self.system_extra {
             // The thread's own instructions (a runtime client set them):
             // text for the model like the project's, never configuration.
@@ -551,7 +631,7 @@ impl Loop<'_> {
             Event::Instructions {
                 event_v: 1,
                 files: files.clone(),
-                imports: self.opts.instruction_imports,
+                imports: !self.opts.instruction_imports.is_empty(),
             },
         )?;
         let agents_md = instructions
@@ -579,6 +659,8 @@ impl Loop<'_> {
             tools: self.offered.clone(),
             mcp_tools: first_mcp,
             mcp_servers: json!(self.ctx.mcp.as_ref().map(|m| m.status())),
+            skills: skills_listing,
+            memory,
             agents_md,
             thread: self.log.thread().to_string(),
             session_file: self.log.path().to_path_buf(),
@@ -618,6 +700,15 @@ impl Loop<'_> {
             self.mcp_offered = mcp_tools.iter().map(|t| t.name.clone()).collect();
             let mut turn_specs = specs.clone();
             turn_specs.extend(mcp_tools.iter().map(tools::mcp_spec));
+            // A loaded skill's `allowed-tools` removes the rest.
+            turn_specs.retain(|s| self.skill_permits(&s.name));
+            let narrowed: Vec<String> = self
+                .mcp_offered
+                .iter()
+                .filter(|n| self.skill_permits(n))
+                .cloned()
+                .collect();
+            self.mcp_offered = narrowed;
             self.compact_if_needed(turn, &system, &mut messages, &turn_specs, None)
                 .await?;
             let (mut result, mut routed, mut price) =
@@ -1002,7 +1093,18 @@ impl Loop<'_> {
             command,
         };
         let is_extra = self.extra_specs.iter().any(|s| s.name == call.name);
-        let v = if self.offered.contains(&call.name.as_str())
+        let v = if !self.skill_permits(&call.name) {
+            Verdict::decided(
+                Decision::Deny,
+                DecidedBy::Posture,
+                Gate::Admission,
+                &format!(
+                    "tool `{}` is outside the `allowed-tools` of the loaded skill `{}`",
+                    call.name,
+                    self.skill_narrow.as_ref().map_or("", |(n, _)| n.as_str())
+                ),
+            )
+        } else if self.offered.contains(&call.name.as_str())
             || is_extra
             || self.mcp_offered.contains(&call.name)
         {
@@ -1125,6 +1227,10 @@ impl Loop<'_> {
             }
         };
         let ms = started.elapsed().as_millis() as u64;
+        let mut output = output;
+        if call.name == SKILL_TOOL && output.status == ToolStatus::Ok {
+            self.narrow_by_skill(&args, &mut output);
+        }
         let status = output.status.as_str();
         self.record_result(turn, call, status, output, ms)
     }
@@ -1215,6 +1321,62 @@ impl Loop<'_> {
             )?;
         }
         Ok((v.answer_review(&outcome.verdict), reason))
+    }
+
+    /// Whether a loaded skill's `allowed-tools` lets `name` through.
+    fn skill_permits(&self, name: &str) -> bool {
+        match &self.skill_narrow {
+            None => true,
+            Some((_, allowed)) => {
+                name == SKILL_TOOL
+                    || allowed.iter().any(|a| {
+                        a == name || a.strip_suffix('*').is_some_and(|p| name.starts_with(p))
+                    })
+            }
+        }
+    }
+
+    /// After a skill loaded: narrow the run's tools to its `allowed-tools`
+    /// (intersected with any earlier skill's), and say so in its result.
+    fn narrow_by_skill(&mut self, args: &Value, output: &mut ToolOutput) {
+        let Some(name) = args.get("name").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(allowed) = self
+            .ctx
+            .skills
+            .as_ref()
+            .and_then(|s| s.get(name))
+            .and_then(|s| s.allowed_tools.clone())
+        else {
+            return;
+        };
+        let mapped = crate::skills::tool_names(&allowed);
+        let kept: Vec<String> = mapped
+            .into_iter()
+            .filter(|t| self.skill_permits(t))
+            .collect();
+        self.skill_narrow = Some((name.to_string(), kept.clone()));
+        let mut now: Vec<String> = self
+            .offered
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.mcp_offered.iter().cloned())
+            .filter(|t| self.skill_permits(t))
+            .collect();
+        now.dedup();
+        output.content.push_str(&format!(
+            "\n[codewhale: from now on this run offers only: {}]",
+            if now.is_empty() {
+                "none".to_string()
+            } else {
+                now.join(", ")
+            }
+        ));
+        self.out.note(&format!(
+            "skill `{name}`: tools narrowed to its allowed-tools ({})",
+            now.join(", ")
+        ));
     }
 
     fn record_result(

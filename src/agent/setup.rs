@@ -82,6 +82,12 @@ pub fn prepare_run(
         host: sandbox.host.clone(),
         cancel: crate::host::CancelToken::new(),
         mcp: None,
+        skills: skills(settings, note),
+        memory: settings
+            .user
+            .memory
+            .enabled
+            .then(|| settings.paths.codewhale_home.clone()),
     };
     Ok(RunSetup {
         models,
@@ -129,4 +135,29 @@ pub fn auto_review(
         sandbox.policy.network_mode(),
         trusted,
     ))
+}
+
+/// The run's skills (docs/SKILLS.md): `None` when there are none usable,
+/// or when the state file is bad (the note says so; the run goes on).
+fn skills(
+    settings: &crate::config::Settings,
+    note: &mut dyn FnMut(&str),
+) -> Option<Arc<crate::skills::Skills>> {
+    match crate::skills::Skills::load(&settings.paths, &settings.workspace) {
+        Ok(s) => {
+            for p in &s.discovery.problems {
+                note(&format!(
+                    "skills: {} not used: {}",
+                    p.path.display(),
+                    p.error
+                ));
+            }
+            let any = s.usable().next().is_some();
+            any.then(|| Arc::new(s))
+        }
+        Err(e) => {
+            note(&format!("skills: not loaded: {e}"));
+            None
+        }
+    }
 }

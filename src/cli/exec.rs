@@ -121,13 +121,18 @@ fn check_tools(flag: &str, list: &[String]) -> anyhow::Result<()> {
     for t in list {
         // MCP tools are known only once their servers run: any
         // `mcp__…` name or `mcp__…*` family is accepted here.
+        // `skill` and `remember` are offered only when the run has skills
+        // or memory on, but may always be named.
+        let conditional = crate::agent::run::CONDITIONAL_TOOLS.contains(&t.as_str());
         if !ALL_TOOLS.contains(&t.as_str())
+            && !conditional
             && t != crate::agent::subagent::AGENT_TOOL
             && !crate::mcp::client_names::is_mcp(t)
         {
             bail!(
-                "{flag}: unknown tool `{t}` (tools: {}, agent, or mcp__<server>__<tool> / mcp__<server>__*)",
-                ALL_TOOLS.join(", ")
+                "{flag}: unknown tool `{t}` (tools: {}, {}, agent, or mcp__<server>__<tool> / mcp__<server>__*)",
+                ALL_TOOLS.join(", "),
+                crate::agent::run::CONDITIONAL_TOOLS.join(", ")
             );
         }
     }
@@ -257,7 +262,9 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         disallowed_tools: args.disallowed_tools,
         max_turns: args.max_turns.max(1),
         config: config_report,
-        instruction_imports: settings.user.project_instruction_imports.unwrap_or(false),
+        instruction_imports: crate::config::imports::files(
+            settings.user.project_instruction_imports.as_ref(),
+        ),
         interactive: None,
         compaction: crate::agent::compaction::CompactionOptions {
             threshold: settings.user.compaction.threshold(),

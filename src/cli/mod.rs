@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod doctor;
 pub mod exec;
+pub mod import;
 /// Moved to [`crate::agent::models`] (shared with runtime turns).
 pub mod exec_models {
     pub use crate::agent::models::*;
@@ -14,6 +15,7 @@ pub mod probe;
 pub mod receipts;
 pub mod sandbox;
 pub mod setup;
+pub mod skills;
 pub mod undo;
 
 use clap::{Parser, Subcommand};
@@ -71,6 +73,13 @@ pub enum Command {
     /// MCP servers as tools: `~/.codewhale/mcp.json` (see docs/MCP.md).
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Skills (`SKILL.md` folders): list, enable, disable (see docs/SKILLS.md).
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
+    /// Bring settings over from another agent, as a proposal applied only
+    /// with `--apply` (see docs/IMPORT.md).
+    #[command(subcommand)]
+    Import(import::ImportCommand),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -103,6 +112,8 @@ pub fn main() -> i32 {
         Command::AppServer(args) => crate::server::run(args),
         Command::Serve(args) => serve(args),
         Command::Mcp(cmd) => mcp::run(cmd),
+        Command::Skills(cmd) => skills::run(cmd),
+        Command::Import(cmd) => import::run(cmd),
     }
 }
 

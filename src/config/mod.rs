@@ -13,6 +13,7 @@ pub mod auto_review;
 pub mod compaction;
 pub mod effort;
 pub mod error;
+pub mod imports;
 pub mod network;
 pub mod paths;
 pub mod project;

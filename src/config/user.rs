@@ -37,6 +37,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "compaction",
     "auto_review",
     "subagents",
+    "memory",
 ];
 
 /// `Debug` is written by hand: raw sections (providers, opensandbox, …) may
@@ -71,15 +72,19 @@ pub struct UserConfig {
     pub agent: Option<toml::Table>,
     /// `model = "auto"` routing rules (owned by `provider/router`; kept raw).
     pub router: Option<toml::Table>,
-    /// Also read `CLAUDE.md`, `.cursorrules` and
-    /// `.github/copilot-instructions.md` into the prompt (user config only).
-    pub project_instruction_imports: Option<bool>,
+    /// Also read other tools' instruction files into the prompt: `true`
+    /// for `CLAUDE.md`, `.cursorrules` and `.github/copilot-instructions.md`,
+    /// or a list of file names (user config only; docs/CONFIG.md).
+    pub project_instruction_imports: Option<super::imports::InstructionImports>,
     /// `[compaction]`: when the conversation is compacted automatically.
     pub compaction: super::compaction::CompactionSection,
     /// `[auto_review]`: the Auto-Review reviewer's model and timeout.
     pub auto_review: super::auto_review::AutoReviewSection,
     /// `[subagents]`: the token budget of a request's sub-agents.
     pub subagents: SubagentsSection,
+    /// `[memory]`: the memory file in the prompt and the `remember` tool
+    /// (docs/MEMORY.md; user config only).
+    pub memory: crate::memory::MemorySection,
 }
 
 /// `[subagents]`.
@@ -148,6 +153,7 @@ impl std::fmt::Debug for UserConfig {
             .field("compaction", &self.compaction)
             .field("auto_review", &self.auto_review)
             .field("subagents", &self.subagents)
+            .field("memory", &self.memory)
             .finish()
     }
 }

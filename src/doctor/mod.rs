@@ -226,9 +226,27 @@ pub fn run(opts: &Options) -> Report {
         base_url,
         default_text_model,
         mcp,
-        skills: Vec::new(),
+        skills: skills_report(&load.paths, &opts.workspace),
         duration_ms: started.elapsed().as_millis() as u64,
         integrity,
+    }
+}
+
+/// Each skills folder with whether it exists and how many valid skills
+/// it holds (only the named folders are read).
+fn skills_report(
+    paths: &crate::config::ConfigPaths,
+    workspace: &std::path::Path,
+) -> report::SkillsReport {
+    let roots = crate::skills::roots(paths, workspace);
+    let found = crate::skills::discover(&roots, workspace);
+    report::SkillsReport {
+        selected: paths.codewhale_home.join("skills"),
+        roots: found
+            .roots
+            .into_iter()
+            .map(|(k, r)| (k.to_string(), r))
+            .collect(),
     }
 }
 
@@ -415,4 +433,49 @@ fn sandbox(
     let mut probes = vec![wrapper];
     probes.extend(skipped("functional probes run on Linux only in this build"));
     unavailable(mode, "none", sel.reason, probes)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod skills_tests {
+    use super::skills_report;
+    use crate::config::ConfigPaths;
+
+    #[test]
+    fn skills_section_has_each_folder_with_path_present_and_count() {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        let (home, ws) = (base.join("home"), base.join("ws"));
+        let d = ws.join(".claude/skills/lint");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("SKILL.md"),
+            "---\nname: lint\ndescription: Lint.\n---\n",
+        )
+        .unwrap();
+        let paths = ConfigPaths::from_parts(Some(home.clone()), None, None);
+        let r = skills_report(&paths, &ws);
+        assert_eq!(r.selected, home.join(".codewhale/skills"));
+        let keys: Vec<&str> = r.roots.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            vec![
+                "agents",
+                "agents_global",
+                "claude",
+                "codewhale",
+                "global",
+                "local",
+                "opencode"
+            ]
+        );
+        assert!(r.roots["claude"].present && r.roots["claude"].count == 1);
+        assert!(!r.roots["global"].present && r.roots["global"].count == 0);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["claude"]["count"], 1, "flattened as upstream: {v}");
+        assert_eq!(
+            v["selected"],
+            serde_json::json!(home.join(".codewhale/skills"))
+        );
+    }
 }

@@ -137,14 +137,25 @@ pub struct Report {
     /// The server names in `~/.codewhale/mcp.json` (not started here:
     /// `codewhale mcp list` starts and checks them).
     pub mcp: Vec<String>,
-    /// Installed skills (filled by the skills work; empty until then).
-    pub skills: Vec<String>,
+    /// Each skills folder, as upstream reports it (`{path, present, count}`).
+    pub skills: SkillsReport,
     /// Wall time of the whole doctor run, in milliseconds.
     pub duration_ms: u64,
     /// The after-run integrity check's state: what an interrupted run
     /// left and this command repaired, and what is still pending.
     #[serde(default)]
     pub integrity: IntegrityReport,
+}
+
+/// `doctor --json`'s `skills`: the folder a new global skill goes in
+/// (`selected`), and per discovery root its `{path, present, count}`
+/// under the root's key (`global`, `agents_global`, `agents`, `local`,
+/// `codewhale`, `claude`, `opencode`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillsReport {
+    pub selected: PathBuf,
+    #[serde(flatten)]
+    pub roots: std::collections::BTreeMap<String, crate::skills::RootReport>,
 }
 
 /// See [`Report::integrity`].
@@ -323,7 +334,7 @@ mod render_tests {
             base_url: None,
             default_text_model: None,
             mcp: vec![],
-            skills: vec![],
+            skills: SkillsReport::default(),
             duration_ms: 90,
             integrity: IntegrityReport::default(),
         }

@@ -145,6 +145,12 @@ impl McpPool {
         Some(m.reload().map_err(|e| e.to_string()))
     }
 
+    /// The tools of `workspace`'s ready servers, if a manager runs there.
+    pub fn tools(&self, workspace: &Path) -> Option<Vec<super::client::McpTool>> {
+        let st = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        st.managers.get(workspace).map(|m| m.tools())
+    }
+
     /// The status of `workspace`'s servers, if a manager runs there.
     pub fn status(&self, workspace: &Path) -> Option<Vec<ServerStatus>> {
         let st = self.inner.lock().unwrap_or_else(|p| p.into_inner());

@@ -63,6 +63,10 @@ fn exit_reason(server: &Server, out: &Result<ExecOutcome, HostError>) -> String 
 /// Start one server and watch it until it exits or is stopped.
 pub(super) async fn run_server(server: Arc<Server>, host: HostSettings) {
     let entry = &server.entry;
+    if let Err(e) = crate::mcp::env_expand::expand_from_process(&entry.env) {
+        server.fail(e);
+        return;
+    }
     let path_var = entry
         .env
         .get("PATH")

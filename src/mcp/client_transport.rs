@@ -52,9 +52,11 @@ pub fn server_policy(base: &SandboxPolicy, entry: &ServerEntry) -> SandboxPolicy
     p.caches.npm = true;
     p.caches.xdg_cache = true;
     p.caches.pip = true;
-    p.env
-        .set
-        .extend(entry.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    // `${VAR}` references expanded from codewhale's environment; a start
+    // with an unset one fails in `run_server` before this policy is used.
+    let env =
+        super::env_expand::expand_from_process(&entry.env).unwrap_or_else(|_| entry.env.clone());
+    p.env.set.extend(env);
     p
 }
 

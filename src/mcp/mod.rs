@@ -8,5 +8,6 @@ pub mod client_names;
 pub mod client_pool;
 pub mod client_transport;
 pub mod config;
+pub mod env_expand;
 
 pub use client::{ManagerSpec, McpManager, McpTool, ServerStatus};

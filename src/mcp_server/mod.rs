@@ -80,6 +80,8 @@ impl Gatekeeper {
                 cancel: crate::host::CancelToken::new(),
                 // `serve --mcp` offers codewhale's own tools only.
                 mcp: None,
+                skills: None,
+                memory: None,
             },
             workspace: sandbox.settings.workspace.clone(),
             calls: AtomicU64::new(0),

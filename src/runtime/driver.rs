@@ -348,6 +348,18 @@ impl Driver {
         }
     }
 
+    /// The status of `workspace`'s running MCP servers (`None`: no turn
+    /// started them in this process). For `GET /v1/apps/mcp/servers`.
+    pub fn mcp_live(&self, workspace: &Path) -> Option<Vec<crate::mcp::client::ServerStatus>> {
+        self.mcp.status(workspace)
+    }
+
+    /// The tools of `workspace`'s running MCP servers (`None`: not
+    /// started). For `GET /v1/apps/mcp/tools`.
+    pub fn mcp_live_tools(&self, workspace: &Path) -> Option<Vec<crate::mcp::McpTool>> {
+        self.mcp.tools(workspace)
+    }
+
     /// `/mcp` (TUI): the status of `workspace`'s MCP servers.
     pub fn mcp_status(&self, workspace: &Path) -> String {
         match self.mcp.status(workspace) {
@@ -955,7 +967,9 @@ fn prepare(
         disallowed_tools: Vec::new(),
         max_turns: 20,
         config: json!({"source": "runtime"}),
-        instruction_imports: settings.user.project_instruction_imports.unwrap_or(false),
+        instruction_imports: crate::config::imports::files(
+            settings.user.project_instruction_imports.as_ref(),
+        ),
         interactive,
         compaction: crate::agent::compaction::CompactionOptions {
             threshold: settings.user.compaction.threshold(),

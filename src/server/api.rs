@@ -53,6 +53,37 @@ pub enum Request {
     Receipt(TurnRef),
     Snapshots(SnapshotsQuery),
     WorkspaceStatus,
+    /// The skills of the server's workspace (docs/SKILLS.md).
+    Skills,
+    SkillUpdate(SkillUpdate),
+    /// `~/.codewhale/mcp.json`'s servers and which run in this process.
+    McpServers,
+    McpTools(super::introspect::McpToolsQuery),
+    /// The stored session files (`exec` runs and runtime turns).
+    Sessions(super::sessions::ListSessions),
+    SessionRead(SessionRef),
+    SessionDelete(SessionRef),
+    /// A stored session as a runtime thread.
+    SessionResume(SessionRef),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillUpdate {
+    pub name: String,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRef {
+    pub session_id: String,
+}
+
+/// A typed answer as the JSON both transports send.
+fn body<T: serde::Serialize>(v: T) -> Result<Value, ApiError> {
+    serde_json::to_value(v)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))
 }
 
 /// How a transport that has statuses answers a success.
@@ -320,6 +351,46 @@ impl Api {
             }
             Request::Receipt(r) => self.receipt(&r).map(ok),
             Request::Snapshots(q) => self.snapshots(q).map(ok),
+            Request::Skills => {
+                let paths = crate::config::ConfigPaths::from_env();
+                body(super::introspect::list_skills(&paths, &self.workspace)?).map(ok)
+            }
+            Request::SkillUpdate(u) => {
+                let paths = crate::config::ConfigPaths::from_env();
+                let toggle = super::introspect::SkillToggle { enabled: u.enabled };
+                body(super::introspect::toggle_skill(
+                    &paths,
+                    &self.workspace,
+                    &u.name,
+                    toggle,
+                )?)
+                .map(ok)
+            }
+            Request::McpServers => {
+                let live = self.driver.mcp_live(&self.canonical_workspace());
+                body(super::introspect::mcp_servers(self.driver.home(), live)?).map(ok)
+            }
+            Request::McpTools(q) => {
+                let live = self.driver.mcp_live_tools(&self.canonical_workspace());
+                body(super::introspect::mcp_tools(self.driver.home(), &q, live)?).map(ok)
+            }
+            Request::Sessions(q) => body(super::sessions::list(self.driver.home(), &q)?).map(ok),
+            Request::SessionRead(r) => {
+                body(super::sessions::get(self.driver.home(), &r.session_id)?).map(ok)
+            }
+            Request::SessionDelete(r) => {
+                body(super::sessions::delete(self.driver.home(), &r.session_id)?).map(ok)
+            }
+            Request::SessionResume(r) => {
+                let resumed =
+                    super::sessions::resume_thread(self.rt(), self.driver.home(), &r.session_id)?;
+                let status = if resumed.created {
+                    Status::Created
+                } else {
+                    Status::Ok
+                };
+                body(resumed).map(|b| with(status, b))
+            }
             Request::WorkspaceStatus => {
                 let g = super::git::status(&self.workspace);
                 Ok(ok(
@@ -496,6 +567,10 @@ impl Api {
             None => self.workspace.clone(),
         };
         super::snapshots::list(self.driver.home(), &ws, limit)
+    }
+
+    fn canonical_workspace(&self) -> PathBuf {
+        std::fs::canonicalize(&self.workspace).unwrap_or_else(|_| self.workspace.clone())
     }
 
     /// A subscription's thread must exist before either transport starts

@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use futures_util::stream::{self, Stream, StreamExt};
 use serde::Deserialize;
@@ -57,6 +57,13 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
         .route("/snapshots", get(snapshots))
         .route("/workspace/status", get(workspace_status))
         .merge(super::tasks::http::routes(state.hub.clone()))
+        .route("/skills", get(skills_list))
+        .route("/skills/{name}", patch(skills_patch))
+        .route("/apps/mcp/servers", get(mcp_servers))
+        .route("/apps/mcp/tools", get(mcp_tools))
+        .route("/sessions", get(sessions_list))
+        .route("/sessions/{id}", get(session_get).delete(session_delete))
+        .route("/sessions/{id}/resume-thread", post(session_resume))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/health", get(health))
@@ -288,6 +295,48 @@ async fn snapshots(State(s): St, ApiQuery(q): ApiQuery<SnapshotsQuery>) -> Answe
 
 async fn workspace_status(State(s): St) -> Answer {
     answer(s, Request::WorkspaceStatus).await
+}
+
+// ---- skills, MCP listings, sessions: the one API's requests ----
+
+async fn skills_list(State(s): St) -> Answer {
+    answer(s, Request::Skills).await
+}
+
+async fn skills_patch(
+    State(s): St,
+    Path(name): Path<String>,
+    ApiJson(b): ApiJson<super::introspect::SkillToggle>,
+) -> Answer {
+    let req = api::SkillUpdate {
+        name,
+        enabled: b.enabled,
+    };
+    answer(s, Request::SkillUpdate(req)).await
+}
+
+async fn mcp_servers(State(s): St) -> Answer {
+    answer(s, Request::McpServers).await
+}
+
+async fn mcp_tools(State(s): St, ApiQuery(q): ApiQuery<super::introspect::McpToolsQuery>) -> Answer {
+    answer(s, Request::McpTools(q)).await
+}
+
+async fn sessions_list(State(s): St, ApiQuery(q): ApiQuery<super::sessions::ListSessions>) -> Answer {
+    answer(s, Request::Sessions(q)).await
+}
+
+async fn session_get(State(s): St, Path(session_id): Path<String>) -> Answer {
+    answer(s, Request::SessionRead(api::SessionRef { session_id })).await
+}
+
+async fn session_delete(State(s): St, Path(session_id): Path<String>) -> Answer {
+    answer(s, Request::SessionDelete(api::SessionRef { session_id })).await
+}
+
+async fn session_resume(State(s): St, Path(session_id): Path<String>) -> Answer {
+    answer(s, Request::SessionResume(api::SessionRef { session_id })).await
 }
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -13,6 +13,8 @@ pub mod cors;
 pub mod error;
 pub mod git;
 pub mod http;
+pub mod introspect;
+pub mod sessions;
 pub mod snapshots;
 pub mod stdio;
 pub mod tasks;

@@ -53,6 +53,14 @@ pub const METHODS: &[&str] = &[
     "automation/pause",
     "automation/resume",
     "automation/runs",
+    "app/skills/list",
+    "app/skills/update",
+    "app/mcp/servers",
+    "app/mcp/tools",
+    "app/sessions/list",
+    "app/sessions/read",
+    "app/sessions/delete",
+    "app/sessions/resume_thread",
 ];
 
 pub const FAMILIES: &[&str] = &["thread/*", "app/*", "prompt/*", "task/*", "automation/*"];
@@ -295,6 +303,14 @@ fn decode(method: &str, p: &Value) -> Result<Option<Request>, RpcError> {
         "approval/decide" => Request::Decide(parse(p)?),
         "user_input/answer" => Request::AnswerInput(parse(p)?),
         "tool_call/result" => Request::ToolResult(parse(p)?),
+        "app/skills/list" => Request::Skills,
+        "app/skills/update" => Request::SkillUpdate(parse(p)?),
+        "app/mcp/servers" => Request::McpServers,
+        "app/mcp/tools" => Request::McpTools(parse(p)?),
+        "app/sessions/list" => Request::Sessions(parse(p)?),
+        "app/sessions/read" => Request::SessionRead(parse(p)?),
+        "app/sessions/delete" => Request::SessionDelete(parse(p)?),
+        "app/sessions/resume_thread" => Request::SessionResume(parse(p)?),
         _ => return Ok(None),
     }))
 }

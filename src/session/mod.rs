@@ -18,7 +18,7 @@ mod store;
 pub use record::{
     cost_label, ChangedFile, Event, Record, Verdict, SCHEMA, SNAPSHOT_EVENTS_VERSION, VERSION,
 };
-pub use store::{read_records, recover_all, recover_file, RecoveryReport, SessionLog};
+pub use store::{is_live, read_records, recover_all, recover_file, RecoveryReport, SessionLog};
 
 use std::path::{Path, PathBuf};
 

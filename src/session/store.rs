@@ -137,6 +137,15 @@ fn parse_committed(path: &Path, text: &str) -> Result<Vec<Record>, SessionError>
         .collect()
 }
 
+/// Whether a live run holds `path`'s lock (it is being written now). A
+/// file that cannot be opened is not live.
+pub fn is_live(path: &Path) -> bool {
+    match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => try_lock(f).is_none(),
+        Err(_) => false,
+    }
+}
+
 /// What recovery did to one file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecoveryReport {

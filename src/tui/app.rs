@@ -630,6 +630,56 @@ impl App<'_> {
                     Err(e) => error(format!("/mcp reload: {e}")),
                 }]
             }
+            Effect::Skills(change) => {
+                let paths = crate::config::ConfigPaths::from_env();
+                vec![
+                    match crate::skills::command(&paths, &self.setup.workspace, change) {
+                        Ok(text) => Event::Output { error: false, text },
+                        Err(e) => error(format!("/skills: {e}")),
+                    },
+                ]
+            }
+            Effect::Memory(add) => {
+                let paths = crate::config::ConfigPaths::from_env();
+                let home = &paths.codewhale_home;
+                let enabled = crate::config::LoadOptions::new(&self.setup.workspace);
+                let enabled = crate::config::load(&enabled)
+                    .map(|s| s.user.memory.enabled)
+                    .unwrap_or(false);
+                let added = match &add {
+                    Some(text) => {
+                        crate::memory::append(home, text).map(|l| format!("added: {l}\n"))
+                    }
+                    None => Ok(String::new()),
+                };
+                vec![
+                    match added.and_then(|a| Ok(a + &crate::memory::show(home, enabled)?)) {
+                        Ok(text) => Event::Output { error: false, text },
+                        Err(e) => error(format!("/memory: {e}")),
+                    },
+                ]
+            }
+            Effect::ImportClaude => {
+                let paths = crate::config::ConfigPaths::from_env();
+                let Some(home) = paths.home.clone() else {
+                    return vec![error("/import-claude: no HOME")];
+                };
+                let loc = crate::claude_import::Locations {
+                    home,
+                    codewhale_home: paths.codewhale_home,
+                    workspace: self.setup.workspace.clone(),
+                };
+                vec![match crate::claude_import::propose(&loc) {
+                    Ok(p) => Event::Output {
+                        error: false,
+                        text: format!(
+                            "{}\n(apply from a shell: codewhale import claude --apply)",
+                            crate::claude_import::render(&p, &loc)
+                        ),
+                    },
+                    Err(e) => error(format!("/import-claude: {e}")),
+                }]
+            }
             Effect::Provider => match self.picker_rows() {
                 Ok(rows) => vec![Event::PickerRows(rows)],
                 Err(e) => vec![error(format!("/provider: {e}"))],

@@ -23,6 +23,12 @@ pub enum Slash {
     Mcp {
         reload: bool,
     },
+    /// `/skills` (list), `/skills enable NAME`, `/skills disable NAME`.
+    Skills(Option<(String, bool)>),
+    /// `/memory` (show) or `/memory add TEXT` (append a line).
+    Memory(Option<String>),
+    /// `/import-claude`: show what `codewhale import claude` would propose.
+    ImportClaude,
     Mode(Mode),
     Clear,
     Quit,
@@ -55,6 +61,18 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         "/mcp [reload]",
         "MCP servers' status; reload re-reads mcp.json and restarts them",
+    ),
+    (
+        "/skills [enable|disable NAME]",
+        "the skills found (docs/SKILLS.md), or switch one on or off",
+    ),
+    (
+        "/memory [add TEXT]",
+        "show the memory file (docs/MEMORY.md), or add a line to it",
+    ),
+    (
+        "/import-claude",
+        "what `codewhale import claude` proposes (nothing is written here)",
     ),
     ("/mode plan|work|operate", "switch the mode (Tab cycles it)"),
     (
@@ -156,6 +174,18 @@ pub fn parse(line: &str) -> Result<Slash, String> {
             ["reload"] => Ok(Slash::Mcp { reload: true }),
             _ => Err("usage: /mcp [reload]".into()),
         },
+        "/skills" => match args.as_slice() {
+            [] => Ok(Slash::Skills(None)),
+            ["enable", n] => Ok(Slash::Skills(Some((n.to_string(), true)))),
+            ["disable", n] => Ok(Slash::Skills(Some((n.to_string(), false)))),
+            _ => Err("usage: /skills [enable|disable NAME]".into()),
+        },
+        "/memory" => match args.split_first() {
+            None => Ok(Slash::Memory(None)),
+            Some((&"add", rest)) if !rest.is_empty() => Ok(Slash::Memory(Some(rest.join(" ")))),
+            _ => Err("usage: /memory [add TEXT]".into()),
+        },
+        "/import-claude" => no_args(Slash::ImportClaude),
         "/mode" => match args.as_slice() {
             ["plan"] => Ok(Slash::Mode(Mode::Plan)),
             ["work"] => Ok(Slash::Mode(Mode::Work)),
@@ -210,6 +240,19 @@ mod tests {
         assert_eq!(parse("/mode plan"), Ok(Slash::Mode(Mode::Plan)));
         assert_eq!(parse("/quit"), Ok(Slash::Quit));
         assert_eq!(parse("/mcp"), Ok(Slash::Mcp { reload: false }));
+        assert_eq!(parse("/skills"), Ok(Slash::Skills(None)));
+        assert_eq!(
+            parse("/skills disable lint"),
+            Ok(Slash::Skills(Some(("lint".into(), false))))
+        );
+        assert!(parse("/skills lint").is_err());
+        assert_eq!(parse("/memory"), Ok(Slash::Memory(None)));
+        assert_eq!(
+            parse("/memory add use tabs"),
+            Ok(Slash::Memory(Some("use tabs".into())))
+        );
+        assert!(parse("/memory add").is_err());
+        assert_eq!(parse("/import-claude"), Ok(Slash::ImportClaude));
         assert_eq!(parse("/mcp reload"), Ok(Slash::Mcp { reload: true }));
         assert!(parse("/mcp restart").is_err());
         assert_eq!(parse("/provider"), Ok(Slash::Provider(None)));

@@ -319,6 +319,12 @@ pub enum Effect {
     Mcp {
         reload: bool,
     },
+    /// `/skills [enable|disable NAME]`: list, or switch one and list.
+    Skills(Option<(String, bool)>),
+    /// `/memory [add TEXT]`: show the memory file, or append a line.
+    Memory(Option<String>),
+    /// `/import-claude`: the proposal of `codewhale import claude`.
+    ImportClaude,
     Quit,
 }
 
@@ -859,6 +865,9 @@ Tab mode · Shift+Tab permission · /help",
             Slash::Provider(None) => vec![Effect::Provider],
             Slash::Provider(Some(id)) => vec![Effect::ChooseProvider(id)],
             Slash::Mcp { reload } => vec![Effect::Mcp { reload }],
+            Slash::Skills(change) => vec![Effect::Skills(change)],
+            Slash::Memory(add) => vec![Effect::Memory(add)],
+            Slash::ImportClaude => vec![Effect::ImportClaude],
         }
     }
 

@@ -63,6 +63,8 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         host: HostSettings::default(),
         cancel: codewhale::host::CancelToken::new(),
         mcp: None,
+        skills: None,
+        memory: None,
     };
     let provider = Provider::new(
         ProviderSettings::openai_compatible("custom", &model.base_url(), "scripted"),
@@ -91,7 +93,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         disallowed_tools: Vec::new(),
         max_turns: 5,
         config: Value::Null,
-        instruction_imports: false,
+        instruction_imports: Vec::new(),
         interactive: None,
         compaction: Default::default(),
     };

@@ -205,3 +205,56 @@ fn an_oversized_agents_md_is_cut_with_a_note() {
     assert!(stderr(&o).contains("truncated from 40960"));
     assert!(system_prompt(&model).contains("[codewhale: truncated; 32768 of 40960 bytes included]"));
 }
+
+/// `project_instruction_imports` as a list of names: those files are read
+/// (and their `@path` includes, inside the workspace only); a bad name is
+/// a config error naming the key.
+#[test]
+fn a_list_of_imports_and_their_includes() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply("ok")]);
+    let f = Fixture::new(&model, "");
+    prepend(&f, "project_instruction_imports = [\"RULES.md\"]\n");
+    std::fs::create_dir_all(f.ws.join("docs")).unwrap();
+    std::fs::write(
+        f.ws.join("RULES.md"),
+        "LISTED RULES, see @docs/more.md and @../outside.md\n",
+    )
+    .unwrap();
+    std::fs::write(f.ws.join("docs/more.md"), "INCLUDED MORE\n").unwrap();
+    std::fs::write(f.root.join("outside.md"), "OUTSIDE TEXT\n").unwrap();
+    std::fs::write(f.ws.join("CLAUDE.md"), "CLAUDE NOT LISTED\n").unwrap();
+    let o = cmd(&f, &["exec", "--provider", "custom", "hi"])
+        .current_dir(&f.ws)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let p = system_prompt(&model);
+    assert!(
+        p.contains("LISTED RULES") && p.contains("INCLUDED MORE"),
+        "{p}"
+    );
+    assert!(
+        !p.contains("OUTSIDE TEXT") && !p.contains("CLAUDE NOT LISTED"),
+        "{p}"
+    );
+    assert!(err.contains("more.md"), "{err}");
+    assert!(err.contains("`..` is not followed"), "{err}");
+
+    let bad = Fixture::new(&model, "");
+    prepend(&bad, "project_instruction_imports = [\"../x.md\"]\n");
+    let o = run(&bad, &["exec", "--provider", "custom", "hi"]);
+    assert_eq!(o.status.code(), Some(78), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("project_instruction_imports"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Put `top` before the fixture config's first table.
+fn prepend(f: &Fixture, top: &str) {
+    let p = f.cw_home.join("config.toml");
+    let old = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, format!("{top}{old}")).unwrap();
+}

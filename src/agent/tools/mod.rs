@@ -9,6 +9,7 @@ pub mod files;
 pub mod guard;
 pub mod patch;
 pub mod shell;
+pub mod skill;
 
 use crate::host::{EnforcementSummary, HostSettings};
 use crate::policy::SandboxPolicy;
@@ -292,6 +293,12 @@ pub struct ToolContext {
     /// The MCP servers of this run (`None`: no MCP tools). Their tools are
     /// offered as `mcp__<server>__<tool>` and called through the manager.
     pub mcp: Option<std::sync::Arc<crate::mcp::McpManager>>,
+    /// The skills of this run (`None`: none found or not loaded). The
+    /// model is offered the `skill` tool only when some are usable.
+    pub skills: Option<std::sync::Arc<crate::skills::Skills>>,
+    /// codewhale's home when `[memory] enabled = true` (the memory file
+    /// goes into the prompt and `remember` appends to it); `None`: off.
+    pub memory: Option<PathBuf>,
 }
 
 /// The schemas offered to the model.
@@ -328,6 +335,14 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
         "agent" => (
             "Start a sub-agent and wait for its result. It gets only `prompt` (none of this conversation), runs with the tools and permissions of its `role` (never more than yours) and returns its final answer, its status (completed, failed, denied, interrupted, limit) and the files it changed. Several `agent` calls in one response run in parallel. Roles: general and implement (edit files, run commands), test (verification commands; read-only sandbox), explore and reviewer (read-only investigation), planner (read-only checks), advisor (reads only, no commands). Writers may pass `write_scope` (paths they will change); concurrent writers' scopes must not overlap, and a writer without one owns the whole workspace.",
             json!({"type":"object","properties":{"role":{"type":"string","enum":["general","implement","test","explore","reviewer","planner","advisor"]},"prompt":{"type":"string"},"write_scope":{"type":"array","items":{"type":"string"}},"worktree":{"type":"boolean"}},"required":["role","prompt"]}),
+        ),
+        "remember" => (
+            "Append one line to the user's memory file (kept across sessions). Only when the user asks you to remember something.",
+            json!({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}),
+        ),
+        "skill" => (
+            "Load a skill (listed under Skills in the system prompt) by name: its instructions and the list of its files.",
+            json!({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}),
         ),
         _ => return None,
     };
@@ -374,6 +389,28 @@ async fn mcp_call(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput {
     }
 }
 
+/// `remember`: append the line to the memory file.
+fn remember(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let text = arg_str(args, "text")?;
+    let Some(home) = &ctx.memory else {
+        return Err(ToolOutput::error(
+            "unknown_tool",
+            "memory is off ([memory] enabled = false)".into(),
+        ));
+    };
+    match crate::memory::append(home, text) {
+        Ok(line) => {
+            let p = crate::memory::path(home);
+            Ok(ToolOutput::ok(format!("remembered in {}: {line}", p.display())).touched(p))
+        }
+        Err(crate::memory::MemoryError::Empty) => Err(ToolOutput::error(
+            "bad_arguments",
+            "nothing to remember: `text` is empty".into(),
+        )),
+        Err(crate::memory::MemoryError::Io { path, source }) => Err(io_error(&path, source)),
+    }
+}
+
 /// A required string argument, or a tool error naming it.
 pub(crate) fn arg_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolOutput> {
     args.get(key).and_then(Value::as_str).ok_or_else(|| {
@@ -394,6 +431,8 @@ pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput 
         "edit_file" => files::edit_file(args, &ctx.guard),
         "apply_patch" => patch::apply_patch(args, &ctx.guard),
         "shell" => return shell::run(args, ctx).await,
+        "skill" => skill::run(args, ctx),
+        "remember" => remember(args, ctx),
         n if crate::mcp::client_names::is_mcp(n) => return mcp_call(n, args, ctx).await,
         other => Err(ToolOutput::error(
             "unknown_tool",
