@@ -372,6 +372,10 @@ fn run_child<'f>(
             host,
             cancel: crate::host::CancelToken::new(),
             mcp: None,
+            // Neither skills nor the memory file reach a child (narrower
+            // than its parent, never wider).
+            skills: None,
+            memory: None,
         };
         let Some(mut authz) = p.authz.for_child(posture, sandbox) else {
             return Outcome::failed(
@@ -403,7 +407,7 @@ fn run_child<'f>(
             disallowed_tools: p.opts.disallowed_tools.clone(),
             max_turns: p.opts.max_turns,
             config: Value::Null,
-            instruction_imports: p.opts.instruction_imports,
+            instruction_imports: p.opts.instruction_imports.clone(),
             interactive: p.opts.interactive.clone(),
             compaction: p.opts.compaction.clone(),
         };
