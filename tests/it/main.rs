@@ -54,3 +54,4 @@ mod snapshot_seed;
 mod tui_long_session;
 mod tui_model_reasoning;
 mod undo_config;
+mod web_server;
