@@ -54,4 +54,5 @@ mod snapshot_seed;
 mod tui_long_session;
 mod tui_model_reasoning;
 mod undo_config;
+mod web_browser;
 mod web_server;
