@@ -70,6 +70,9 @@ pub enum Command {
     AppServer(crate::server::AppServerArgs),
     /// Alias of `app-server --http` (with `--insecure` for `--insecure-no-auth`).
     Serve(crate::server::ServeArgs),
+    /// The runtime on loopback with a browser client: prints a one-time
+    /// link and opens it (see docs/WEB.md).
+    Web(crate::server::web::WebArgs),
     /// MCP servers as tools: `~/.codewhale/mcp.json` (see docs/MCP.md).
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
@@ -111,6 +114,7 @@ pub fn main() -> i32 {
         Command::Setup(args) => setup::run(args),
         Command::AppServer(args) => crate::server::run(args),
         Command::Serve(args) => serve(args),
+        Command::Web(args) => crate::server::web::run(args),
         Command::Mcp(cmd) => mcp::run(cmd),
         Command::Skills(cmd) => skills::run(cmd),
         Command::Import(cmd) => import::run(cmd),

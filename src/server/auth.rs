@@ -84,13 +84,36 @@ impl Auth {
 
     /// Whether the request carries the token (any accepted form).
     pub fn allows(&self, headers: &HeaderMap) -> bool {
-        let Some(expected) = &self.token else {
-            return true;
-        };
-        presented(headers)
-            .iter()
-            .any(|t| bool::from(t.as_bytes().ct_eq(expected.as_bytes())))
+        self.presented_by(headers).is_some()
     }
+
+    /// How the request carries the token: a header (a bearer client) or
+    /// only the cookie (a browser, which `codewhale web` holds to its own
+    /// origin); `None`: it does not. With auth disabled, a header.
+    pub fn presented_by(&self, headers: &HeaderMap) -> Option<Presented> {
+        let Some(expected) = &self.token else {
+            return Some(Presented::Header);
+        };
+        let matches = |v: &[String]| {
+            v.iter()
+                .any(|t| bool::from(t.as_bytes().ct_eq(expected.as_bytes())))
+        };
+        let (by_header, by_cookie) = presented(headers);
+        if matches(&by_header) {
+            Some(Presented::Header)
+        } else if matches(&by_cookie) {
+            Some(Presented::Cookie)
+        } else {
+            None
+        }
+    }
+}
+
+/// How a request presented the runtime token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presented {
+    Header,
+    Cookie,
 }
 
 /// 256 random bits (two v4 UUIDs' worth of the OS RNG), as hex.
@@ -102,10 +125,11 @@ fn generate() -> String {
     )
 }
 
-/// Every token the request presents: `Authorization: Bearer`, the two
-/// runtime-token headers, the cookie.
-fn presented(h: &HeaderMap) -> Vec<String> {
+/// Every token the request presents: in headers (`Authorization: Bearer`,
+/// the two runtime-token headers), and in the cookie.
+fn presented(h: &HeaderMap) -> (Vec<String>, Vec<String>) {
     let mut out = Vec::new();
+    let mut cookies = Vec::new();
     for v in h.get_all("authorization") {
         if let Some(t) = v.to_str().ok().and_then(|s| {
             s.strip_prefix("Bearer ")
@@ -126,13 +150,13 @@ fn presented(h: &HeaderMap) -> Vec<String> {
             for pair in s.split(';') {
                 if let Some((k, val)) = pair.trim().split_once('=') {
                     if k == COOKIE {
-                        out.push(val.to_string());
+                        cookies.push(val.to_string());
                     }
                 }
             }
         }
     }
-    out
+    (out, cookies)
 }
 
 #[cfg(test)]
@@ -164,6 +188,14 @@ mod tests {
             "Bearer is required"
         );
         assert!(!a.allows(&with("cookie", "other=s3cret")));
+        assert_eq!(
+            a.presented_by(&with("cookie", "codewhale_runtime_token=s3cret")),
+            Some(Presented::Cookie)
+        );
+        assert_eq!(
+            a.presented_by(&with("authorization", "Bearer s3cret")),
+            Some(Presented::Header)
+        );
     }
 
     #[test]

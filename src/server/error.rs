@@ -165,7 +165,8 @@ pub async fn json_errors(req: Request, next: axum::middleware::Next) -> Response
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+    // JSON (ours) and HTML (`codewhale web`'s pages) are answers already.
     if !(status.is_client_error() || status.is_server_error()) || is_json {
         return res;
     }

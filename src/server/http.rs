@@ -30,6 +30,8 @@ pub struct AppState {
     pub auth: Auth,
     /// Tasks and automations (`/v1/tasks`, `/v1/automations`).
     pub hub: Arc<super::tasks::Hub>,
+    /// `codewhale web`: the browser client's sessions and port.
+    pub web: Option<Arc<super::web::WebState>>,
 }
 
 type St = State<Arc<AppState>>;
@@ -65,19 +67,52 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
         .route("/sessions/{id}", get(session_get).delete(session_delete))
         .route("/sessions/{id}/resume-thread", post(session_resume))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
-    Router::new()
+    let mut app = Router::new()
         .route("/health", get(health))
-        .route("/v1/runtime/info", get(info))
+        .route("/v1/runtime/info", get(info));
+    if state.web.is_some() {
+        use super::web::routes as w;
+        app = app
+            .route("/", get(w::index))
+            .route("/app.js", get(w::app_js))
+            .route("/app.css", get(w::app_css))
+            .route("/bootstrap/{cap}", get(w::bootstrap))
+            .route("/v1/web/link", post(w::new_link));
+    }
+    let mut app = app
         .nest("/v1", v1)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(BODY_LIMIT))
         .layer(middleware::from_fn(super::error::json_errors))
-        .layer(cors)
-        .with_state(state)
+        .layer(cors);
+    if let Some(w) = state.web.clone() {
+        app = app.layer(middleware::from_fn_with_state(
+            w,
+            super::web::routes::guard_layer,
+        ));
+    }
+    app.with_state(state)
 }
 
+/// A bearer client as always. In web mode a browser — the session cookie
+/// or the runtime-token cookie — must also come from the page's origin
+/// for anything that changes state.
 async fn require_token(State(s): St, req: HttpRequest, next: Next) -> Response {
-    if s.auth.allows(req.headers()) {
+    use super::auth::Presented;
+    let by = s.auth.presented_by(req.headers());
+    if let Some(w) = &s.web {
+        let browser = by == Some(Presented::Cookie)
+            || (by.is_none() && super::web::routes::has_session(w, req.headers()));
+        if by == Some(Presented::Header) {
+            return next.run(req).await;
+        }
+        if browser {
+            return match super::web::routes::same_origin(&req) {
+                Ok(()) => next.run(req).await,
+                Err(e) => e.into_response(),
+            };
+        }
+    } else if by.is_some() {
         return next.run(req).await;
     }
     ApiError::new(

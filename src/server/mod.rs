@@ -19,6 +19,7 @@ pub mod snapshots;
 pub mod stdio;
 pub mod tasks;
 pub mod usage;
+pub mod web;
 
 use crate::config::ConfigPaths;
 use crate::runtime::driver::Driver;
@@ -71,6 +72,15 @@ pub struct AppServerArgs {
     /// milliseconds (10 ms – 1 day).
     #[arg(long, default_value_t = 15_000, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=86_400_000))]
     pub scheduler_tick_ms: u64,
+    /// Set by `codewhale web` (never a flag here).
+    #[arg(skip)]
+    pub web: Option<WebMode>,
+}
+
+/// `codewhale web`'s part of the server's set-up.
+#[derive(Debug, Clone, Copy)]
+pub struct WebMode {
+    pub no_open: bool,
 }
 
 /// `codewhale serve`: `--http` is the app-server under the older flag
@@ -126,6 +136,7 @@ impl From<ServeArgs> for AppServerArgs {
             workspace: s.workspace,
             task_workers: 2,
             scheduler_tick_ms: 15_000,
+            web: None,
         }
     }
 }
@@ -284,6 +295,9 @@ async fn serve_http(
         auth::TokenSource::Disabled => "auth disabled (--insecure-no-auth)".to_string(),
         s => format!("token from {}", s.as_str()),
     };
+    let web = args
+        .web
+        .map(|m| Arc::new(web::WebState::new(addr.port(), m.no_open)));
     let state = Arc::new(http::AppState {
         api: api::Api {
             driver,
@@ -292,14 +306,58 @@ async fn serve_http(
         },
         auth,
         hub,
+        web: web.clone(),
     });
     let app = http::router(state, cors::layer(&origins));
     eprintln!("codewhale app-server: listening on http://{addr} ({auth_note})");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("serving")?;
+    if let Some(w) = &web {
+        welcome(w);
+    }
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await
+    .context("serving")?;
     Ok(crate::exit::OK)
+}
+
+/// `codewhale web`: print the link (always: `--no-open` and failed
+/// openers need it) and open the browser through a `0600` redirect file,
+/// deleted at the first exchange or after ten minutes.
+fn welcome(w: &Arc<web::WebState>) {
+    let url = w.mint_link();
+    println!("codewhale web: {url}");
+    println!("(the link works once, for 10 minutes; `codewhale web --new-link` makes another)");
+    if w.no_open {
+        return;
+    }
+    let file = match web::open::redirect_file(&web::open::redirect_dir(), &url) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!(
+                "codewhale web: could not write the redirect file ({e}); open the link above"
+            );
+            return;
+        }
+    };
+    if let Err(e) = web::open::launch(&file) {
+        eprintln!("codewhale web: {e:#}; open the link above");
+    }
+    *w.redirect_file.lock().unwrap_or_else(|e| e.into_inner()) = Some(file.clone());
+    let w2 = w.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(web::session::CAPABILITY_TTL).await;
+        if let Some(f) = w2
+            .redirect_file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = std::fs::remove_file(f);
+        }
+    });
 }
 
 async fn shutdown_signal() {

@@ -63,3 +63,5 @@ mod subagents_runtime;
 mod tui_long_session;
 mod tui_model_reasoning;
 mod undo_config;
+mod web_browser;
+mod web_server;

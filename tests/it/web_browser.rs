@@ -1,0 +1,67 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
+//! `codewhale web`'s page in a real headless Chromium (Debian's, installed
+//! by ci/setup; never a downloaded browser), driven over the DevTools
+//! protocol by tests/clients/web_browser.py: the link and its cookie, a
+//! turn whose write is denied in the page, a reload with a question
+//! pending, a rebinding Host and a sibling port's cross-origin POST.
+#![cfg(unix)]
+
+use super::web_server::Web;
+use crate::common;
+
+use common::runtime::{fixture, python_client, TOKEN};
+use common::scripted_model::{call, reply, ScriptedModel, Wire};
+use serde_json::json;
+use std::ffi::OsStr;
+
+#[test]
+fn the_page_in_chromium_denies_reloads_allows_and_refuses_cross_origin() {
+    let chromium = which::which("chromium").expect("chromium (ci/setup installs Debian's)");
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            // Outside the workspace: gate 4 asks; the page denies.
+            call(
+                "w1",
+                "write_file",
+                json!({"path": "../web-denied.txt", "content": "x"}),
+            ),
+            reply("denied then done"),
+            // Inside the workspace, a mutating command: Ask asks; the page
+            // allows it (the positive control), and it runs sandboxed.
+            call(
+                "w2",
+                "shell",
+                json!({"command": "echo y > web-allowed.txt"}),
+            ),
+            reply("allowed then done"),
+        ],
+    );
+    let f = fixture(&model);
+    let w = Web::start(&f);
+    // A screenshot for docs/ when asked (CODEWHALE_WEB_SCREENSHOT=path).
+    let shot = std::env::var("CODEWHALE_WEB_SCREENSHOT").unwrap_or_else(|_| "-".into());
+    let (tmp, _) = common::runtime::dirs(&f);
+    let v = python_client(
+        "web_browser.py",
+        &[
+            chromium.as_os_str(),
+            OsStr::new(&w.link),
+            f.ws.as_os_str(),
+            OsStr::new(&shot),
+        ],
+        &[
+            ("CODEWHALE_RUNTIME_TOKEN", OsStr::new(TOKEN)),
+            ("HOME", f.home.as_os_str()),
+            ("TMPDIR", tmp.as_os_str()),
+        ],
+    );
+    assert_eq!(v["ok"], true, "{v}");
+    assert!(!f.root.join("web-denied.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("web-allowed.txt")).unwrap(),
+        "y\n"
+    );
+    let printed = w.out.lock().unwrap().clone();
+    assert!(!printed.contains(TOKEN));
+}
