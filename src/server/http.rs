@@ -70,14 +70,12 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
     let mut app = Router::new()
         .route("/health", get(health))
         .route("/v1/runtime/info", get(info));
-    if state.web.is_some() {
-        use super::web::routes as w;
-        app = app
-            .route("/", get(w::index))
-            .route("/app.js", get(w::app_js))
-            .route("/app.css", get(w::app_css))
-            .route("/bootstrap/{cap}", get(w::bootstrap))
-            .route("/v1/web/link", post(w::new_link));
+    if let Some(web) = state.web.clone() {
+        let w = super::web::routes::WebRoutes {
+            web,
+            auth: state.auth.clone(),
+        };
+        app = app.merge(super::web::routes::router(w));
     }
     let mut app = app
         .nest("/v1", v1)
@@ -354,11 +352,17 @@ async fn mcp_servers(State(s): St) -> Answer {
     answer(s, Request::McpServers).await
 }
 
-async fn mcp_tools(State(s): St, ApiQuery(q): ApiQuery<super::introspect::McpToolsQuery>) -> Answer {
+async fn mcp_tools(
+    State(s): St,
+    ApiQuery(q): ApiQuery<super::introspect::McpToolsQuery>,
+) -> Answer {
     answer(s, Request::McpTools(q)).await
 }
 
-async fn sessions_list(State(s): St, ApiQuery(q): ApiQuery<super::sessions::ListSessions>) -> Answer {
+async fn sessions_list(
+    State(s): St,
+    ApiQuery(q): ApiQuery<super::sessions::ListSessions>,
+) -> Answer {
     answer(s, Request::Sessions(q)).await
 }
 

@@ -6,21 +6,36 @@
 use super::guard;
 use super::session::{self, Refused};
 use super::WebState;
+use crate::server::auth::{Auth, Presented};
 use crate::server::error::ApiError;
-use crate::server::http::AppState;
 use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::routing::{get, post};
+use axum::{Json, Router};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-fn web(s: &AppState) -> Result<&Arc<WebState>, ApiError> {
-    s.web
-        .as_ref()
-        .ok_or_else(|| ApiError::not_found("route", "web"))
+/// What the browser's routes need: the sessions and the token (to tell a
+/// bearer client from a page).
+#[derive(Clone)]
+pub struct WebRoutes {
+    pub web: Arc<WebState>,
+    pub auth: Auth,
+}
+
+/// The page, its assets, the link exchange and `POST /v1/web/link`, for
+/// the HTTP router to merge (outside its token layer: each checks its own).
+pub fn router<S: Clone + Send + Sync + 'static>(w: WebRoutes) -> Router<S> {
+    Router::new()
+        .route("/", get(index))
+        .route("/app.js", get(app_js))
+        .route("/app.css", get(app_css))
+        .route("/bootstrap/{cap}", get(bootstrap))
+        .route("/v1/web/link", post(new_link))
+        .with_state(w)
 }
 
 /// Outermost layer in web mode: a `Host` that is not this server's
@@ -96,12 +111,11 @@ fn unauthorized_page() -> Response {
 
 /// `/`: the app for a browser with a session; otherwise a page saying to
 /// open the link the terminal printed (never the app, never a token).
-pub async fn index(State(s): State<Arc<AppState>>, req: Request) -> Response {
-    match web(&s) {
-        Ok(w) if has_session(w, req.headers()) => {
-            asset("text/html; charset=utf-8", super::assets::INDEX_HTML)
-        }
-        _ => unauthorized_page(),
+pub async fn index(State(s): State<WebRoutes>, req: Request) -> Response {
+    if has_session(&s.web, req.headers()) {
+        asset("text/html; charset=utf-8", super::assets::INDEX_HTML)
+    } else {
+        unauthorized_page()
     }
 }
 
@@ -117,13 +131,11 @@ pub async fn app_css() -> Response {
 /// capability becomes the session cookie and a 303 to `/`. Anything else
 /// is 401, never the app page.
 pub async fn bootstrap(
-    State(s): State<Arc<AppState>>,
+    State(s): State<WebRoutes>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(cap): Path<String>,
 ) -> Response {
-    let Ok(w) = web(&s) else {
-        return unauthorized_page();
-    };
+    let w = &s.web;
     if !peer.ip().is_loopback() {
         return unauthorized_page();
     }
@@ -157,14 +169,13 @@ pub async fn bootstrap(
 
 /// A fresh link (for `codewhale web --new-link`): bearer clients only,
 /// so a page cannot mint links for itself.
-pub async fn new_link(State(s): State<Arc<AppState>>, req: Request) -> Result<Response, ApiError> {
-    let w = web(&s)?;
-    if s.auth.presented_by(req.headers()) != Some(crate::server::auth::Presented::Header) {
+pub async fn new_link(State(s): State<WebRoutes>, req: Request) -> Result<Response, ApiError> {
+    if s.auth.presented_by(req.headers()) != Some(Presented::Header) {
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             "a new link needs the runtime token in a header (Authorization: Bearer)",
         ));
     }
-    Ok(Json(serde_json::json!({ "url": w.mint_link() })).into_response())
+    Ok(Json(serde_json::json!({ "url": s.web.mint_link() })).into_response())
 }

@@ -312,10 +312,14 @@ function itemFinished(item, how) {
   const parts = [m.status || how];
   if (m.exit_code !== undefined && m.exit_code !== null) parts.push("exit " + m.exit_code);
   if (m.duration_ms !== undefined && m.duration_ms !== null) parts.push(m.duration_ms + " ms");
-  if (m.approval && m.approval.decided_by) parts.push(m.approval.decision + " by " + m.approval.decided_by);
+  if (m.approval && m.approval.decided_by && m.approval.decision === "ask") {
+    // The gates asked; the outcome says what was answered, and by whom.
+    const how = m.approval.outcome === "allow" ? "allowed" : m.approval.outcome === "no_response" ? "no response" : "denied";
+    parts.push(how + " by " + m.approval.decided_by);
+  }
   if (m.enforced) parts.push(m.enforced.backend + " · " + m.enforced.level);
   meta.textContent = parts.join(" · ");
-  if (m.status === "denied" || m.status === "not_run" || (m.approval && m.approval.decision === "deny")) {
+  if (m.status === "denied" || m.status === "not_run" || (m.approval && m.approval.outcome && m.approval.outcome !== "allow")) {
     cell.classList.add("denied");
   }
   if (m.output_preview && (m.output_preview.head.length || m.output_preview.tail.length)) {
