@@ -72,11 +72,7 @@ impl Approver for RuntimeApprover {
                 matched_rule: (v.asked_by() == Some(DecidedBy::Rule)).then(|| v.reason.clone()),
                 timeout_ms: self.timeout.as_millis() as u64,
             };
-            let mut payload = serde_json::to_value(&ask).unwrap_or(Value::Null);
-            // The store names the request itself.
-            if let Some(o) = payload.as_object_mut() {
-                o.remove("approval_id");
-            }
+            let payload = serde_json::to_value(&ask).unwrap_or(Value::Null);
             // A sub-agent's call is keyed by its agent in the tap (its
             // call ids are its own); null until the tap has seen it.
             let item = match &ctx.agent {

@@ -24,6 +24,8 @@ use std::path::PathBuf;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ApprovalAsk {
+    /// Empty when the approver writes it: the store names the request.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub approval_id: String,
     pub tool: String,
     pub tool_call_id: String,

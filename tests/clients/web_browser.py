@@ -209,6 +209,10 @@ def main():
         page.wait("document.getElementById('transcript').innerText.includes('allowed then')",
                   "the answer after allowing")
         assert os.path.exists(allowed), page.eval("document.getElementById('transcript').innerText")
+        # The footer says what the command really ran under (its item's
+        # typed `enforced`), no longer the placeholder.
+        page.wait("!document.getElementById('footer').textContent.includes('chosen per command')",
+                  "the footer's sandbox after a command ran")
         if shot != "-":
             png = page.call("Page.captureScreenshot", {"format": "png"})["data"]
             import base64

@@ -21,6 +21,7 @@ const state = {
   turn: null, // running turn id
   usage: { input: 0, output: 0, cost: 0, costKnown: true },
   thread: null,
+  sandbox: null, // backend · level of the last command that ran
   resnapshotting: false,
 };
 
@@ -128,6 +129,7 @@ async function select(id) {
 
 function hydrate(snap) {
   state.thread = snap.thread;
+  state.sandbox = null;
   state.lastSeq = snap.latest_seq;
   state.seen = new Set();
   state.turn = null;
@@ -317,7 +319,10 @@ function itemFinished(item, how) {
     const how = m.approval.outcome === "allow" ? "allowed" : m.approval.outcome === "no_response" ? "no response" : "denied";
     parts.push(how + " by " + m.approval.decided_by);
   }
-  if (m.enforced) parts.push(m.enforced.backend + " · " + m.enforced.level);
+  if (m.enforced) {
+    parts.push(m.enforced.backend + " · " + m.enforced.level);
+    state.sandbox = m.enforced.backend + " · " + m.enforced.level;
+  }
   meta.textContent = parts.join(" · ");
   if (m.status === "denied" || m.status === "not_run" || (m.approval && m.approval.outcome && m.approval.outcome !== "allow")) {
     cell.classList.add("denied");
@@ -450,9 +455,9 @@ function renderFooter() {
     $("footer").textContent = "";
     return;
   }
-  const last = [...document.querySelectorAll(".tool .meta")].map((m) => m.textContent)
-    .reverse().find((s) => s.includes(" · ") && /bwrap|landlock|seatbelt|opensandbox|windows|none/.test(s));
-  const sandbox = last ? last.split(" · ").slice(-2).join(" · ") : "sandbox: chosen per command";
+  // What the thread's last command really ran under (the item's typed
+  // `enforced`), until then the tier is chosen per command.
+  const sandbox = state.sandbox || "sandbox: chosen per command";
   const cost = state.usage.costKnown ? "$" + state.usage.cost.toFixed(4) : "cost unknown";
   $("footer").textContent = [
     "mode " + t.mode,
