@@ -69,6 +69,13 @@ pub const TOOLS: &[Tool] = &[
     // with no workspace path, so it is a question unless Full Access or
     // `--auto`). Offered only with `[memory] enabled = true`.
     tool("remember", ToolKind::Write, false),
+    // Operate's bookkeeping, offered by the loop in Work and Operate: the
+    // to-do list (the loop's own state) and reading/stopping the session's
+    // own background jobs (a job is started by `shell`, which the gates
+    // judge as any command). None touches the workspace: reads.
+    tool("todo", ToolKind::Read, false),
+    tool("job_output", ToolKind::Read, false),
+    tool("job_kill", ToolKind::Read, false),
 ];
 
 /// The tools `codewhale exec` offers, in order.

@@ -8,9 +8,9 @@ use crate::runtime::item_meta::ToolItemMeta;
 use crate::runtime::served::{ItemEnd, Served, ServedEvent};
 use crate::runtime::{ItemKind, TurnRecord, TurnStatus};
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, Diff, SessionUpdate, StopReason, TextContent, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind,
+    ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use serde_json::Value;
 use std::collections::HashMap;
@@ -322,12 +322,39 @@ impl Mapper {
             ServedEvent::ApprovalSettled { approval_id, .. } => {
                 vec![Action::Settled { approval_id }]
             }
+            ServedEvent::TodoUpdated(items) => {
+                vec![Action::Update(SessionUpdate::Plan(plan(&items)))]
+            }
             ServedEvent::TurnCompleted(turn) if self.turn.is_some() => {
                 vec![Action::Done(turn_end(&turn))]
             }
             _ => Vec::new(),
         }
     }
+}
+
+/// The to-do list as ACP's `plan` update (the whole list each time, as
+/// ACP asks). ACP has no "blocked": such an entry stays `pending` and its
+/// text says `(blocked)`; every entry is `medium` (the list has no
+/// priorities).
+fn plan(items: &[crate::runtime::served::TodoItem]) -> Plan {
+    use crate::runtime::served::TodoStatus;
+    Plan::new(
+        items
+            .iter()
+            .map(|t| {
+                let (status, content) = match t.status {
+                    TodoStatus::Pending => (PlanEntryStatus::Pending, t.text.clone()),
+                    TodoStatus::InProgress => (PlanEntryStatus::InProgress, t.text.clone()),
+                    TodoStatus::Done => (PlanEntryStatus::Completed, t.text.clone()),
+                    TodoStatus::Blocked => {
+                        (PlanEntryStatus::Pending, format!("{} (blocked)", t.text))
+                    }
+                };
+                PlanEntry::new(content, PlanEntryPriority::Medium, status)
+            })
+            .collect(),
+    )
 }
 
 /// The tool items an editor shows as tool calls.
@@ -461,6 +488,41 @@ mod tests {
         };
         assert_eq!(u.fields.status, Some(ToolCallStatus::Failed));
         assert!(u.fields.content.is_none());
+    }
+
+    /// `todo.updated` becomes ACP's `plan` update: every entry, in order,
+    /// blocked ones pending with the word in their text.
+    #[test]
+    fn a_todo_update_is_an_acp_plan() {
+        let mut m = Mapper::live(Path::new("/ws"), "t");
+        let a = m.map(&env(
+            "todo.updated",
+            "t",
+            "",
+            json!({"call_id": "c", "items": [
+                {"id": "1", "text": "read", "status": "done"},
+                {"id": "2", "text": "fix", "status": "in_progress"},
+                {"id": "3", "text": "ship", "status": "blocked"},
+            ]}),
+        ));
+        let [Action::Update(SessionUpdate::Plan(p))] = a.as_slice() else {
+            panic!("{a:?}")
+        };
+        let got: Vec<(&str, &PlanEntryStatus)> = p
+            .entries
+            .iter()
+            .map(|e| (e.content.as_str(), &e.status))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("read", &PlanEntryStatus::Completed),
+                ("fix", &PlanEntryStatus::InProgress),
+                ("ship (blocked)", &PlanEntryStatus::Pending),
+            ]
+        );
+        let v = serde_json::to_value(SessionUpdate::Plan(p.clone())).unwrap();
+        assert_eq!(v["sessionUpdate"], "plan");
     }
 
     #[test]

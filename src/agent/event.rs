@@ -76,6 +76,9 @@ pub enum Event {
     /// child's event as it is, with the child's id (so one stream, one
     /// event log, tells the whole tree).
     Subagent { agent_id: String, event: Box<Event> },
+    /// The model replaced its to-do list (the `todo` tool): the whole list
+    /// as it now stands (runtime `todo.updated`).
+    TodoUpdated(TodoUpdated),
     /// Why the run stopped, when it did not complete.
     Error(ErrorEvent),
     /// The end of the run.
@@ -92,6 +95,14 @@ pub struct SubagentStarted {
     pub depth: u32,
     /// The clamp's result: what every call of the child is bounded by.
     pub posture: crate::agent::subagent::EffectivePosture,
+}
+
+/// `todo_updated`: the list after a `todo` call (its serde form is the
+/// runtime's `todo.updated` payload, docs/RUNTIME_API.md).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TodoUpdated {
+    pub call_id: String,
+    pub items: Vec<super::tools::todo::TodoItem>,
 }
 
 /// `subagent_completed`: how a child ended.
@@ -378,6 +389,7 @@ impl Event {
             Event::SubagentStarted(_) => "subagent_started",
             Event::SubagentCompleted(_) => "subagent_completed",
             Event::Subagent { .. } => "subagent",
+            Event::TodoUpdated(_) => "todo_updated",
             Event::Error(_) => "error",
             Event::Done(_) => "done",
         }
@@ -463,7 +475,10 @@ impl Event {
                 agent_id: agent_id.clone(),
                 record: Box::new(event.record()?),
             },
-            Event::SubagentCompleted(_) | Event::Error(_) | Event::Done(_) => return None,
+            Event::SubagentCompleted(_)
+            | Event::TodoUpdated(_)
+            | Event::Error(_)
+            | Event::Done(_) => return None,
         })
     }
 
@@ -540,6 +555,15 @@ impl Event {
             ),
             Event::Subagent { agent_id, event } => {
                 format!("  [{agent_id}] {}", event.progress_line()?)
+            }
+            Event::TodoUpdated(t) => {
+                use super::tools::todo::TodoStatus;
+                let done = t
+                    .items
+                    .iter()
+                    .filter(|i| i.status == TodoStatus::Done)
+                    .count();
+                format!("  to-do list: {done}/{} done", t.items.len())
             }
             Event::Content { .. }
             | Event::Steered { .. }

@@ -153,7 +153,39 @@ pub const REMEMBER_TOOL: &str = "remember";
 
 /// Built-in tools offered only when the run has what they work on
 /// (skills; memory switched on), named by `--allowed-tools` like any other.
-pub const CONDITIONAL_TOOLS: &[&str] = &[SKILL_TOOL, REMEMBER_TOOL];
+pub const CONDITIONAL_TOOLS: &[&str] = &[
+    SKILL_TOOL,
+    REMEMBER_TOOL,
+    tools::todo::TODO_TOOL,
+    tools::jobs::JOB_OUTPUT_TOOL,
+    tools::jobs::JOB_KILL_TOOL,
+];
+
+/// Operate's tools, offered in Work and Operate (never Plan) when the flags
+/// admit them: the to-do list, and reading/stopping background jobs where
+/// `shell` (which starts them) is offered.
+fn operate_tools(
+    opts: &ExecOptions,
+    mode: Option<crate::authz::Mode>,
+    offered: &[&'static str],
+) -> Vec<&'static str> {
+    if !matches!(
+        mode,
+        Some(crate::authz::Mode::Work | crate::authz::Mode::Operate)
+    ) {
+        return Vec::new();
+    }
+    let shell = offered.contains(&crate::catalogue::SHELL);
+    [
+        (tools::todo::TODO_TOOL, true),
+        (tools::jobs::JOB_OUTPUT_TOOL, shell),
+        (tools::jobs::JOB_KILL_TOOL, shell),
+    ]
+    .into_iter()
+    .filter(|(t, ok)| *ok && admitted(opts, t))
+    .map(|(t, _)| t)
+    .collect()
+}
 
 /// Whether the flags admit the built-in `tool` (as [`offered_tools`] does).
 fn admitted(opts: &ExecOptions, tool: &str) -> bool {
@@ -442,6 +474,8 @@ async fn drive_run(
     if ctx.memory.is_some() && admitted(opts, REMEMBER_TOOL) {
         offered.push(REMEMBER_TOOL);
     }
+    let more = operate_tools(opts, authz.posture().map(|p| p.mode), &offered);
+    offered.extend(more);
     if hooks
         .spawner
         .as_ref()
@@ -1204,6 +1238,9 @@ impl Loop<'_> {
             let (_, is_error) = self.record_result(turn, call, status, o, ms)?;
             return Ok((for_model, is_error));
         }
+        if call.name == tools::todo::TODO_TOOL {
+            return self.todo(turn, call, &args);
+        }
         if changes_files(&call.name) {
             let thread = self.log.thread().to_string();
             self.snaps
@@ -1233,6 +1270,25 @@ impl Loop<'_> {
         }
         let status = output.status.as_str();
         self.record_result(turn, call, status, output, ms)
+    }
+
+    /// `todo`: the list replaces the last one and is reported
+    /// (`todo_updated`); a bad list is a tool error and replaces nothing.
+    fn todo(&mut self, turn: u32, call: &ToolCall, args: &Value) -> Result<(String, bool), Stop> {
+        match tools::todo::parse(args) {
+            Ok(items) => {
+                let o = ToolOutput::ok(tools::todo::summary(&items));
+                self.emit(
+                    turn,
+                    ev::Event::TodoUpdated(ev::TodoUpdated {
+                        call_id: call.id.clone(),
+                        items,
+                    }),
+                )?;
+                self.record_result(turn, call, "ok", o, 0)
+            }
+            Err(o) => self.record_result(turn, call, "error", o, 0),
+        }
     }
 
     /// One review by Auto-Review's model reviewer: the document (the
@@ -1468,11 +1524,16 @@ impl Loop<'_> {
                     "max_turns",
                 )),
             ),
-            Err(Stop::Interrupted) => (
-                "interrupted",
-                INTERRUPTED,
-                Some((self.interrupt_reason().into(), "interrupted")),
-            ),
+            Err(Stop::Interrupted) => {
+                // The turn's background jobs go with it (their trees are
+                // killed by the host when it sees their tokens).
+                self.ctx.jobs.kill_owned_by(&self.ctx.cancel);
+                (
+                    "interrupted",
+                    INTERRUPTED,
+                    Some((self.interrupt_reason().into(), "interrupted")),
+                )
+            }
             Err(Stop::Provider(e)) => ("error", e.exit_code(), Some((e.to_string(), e.category()))),
             Err(Stop::Paused(reason)) => (
                 "failed",

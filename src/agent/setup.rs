@@ -88,6 +88,7 @@ pub fn prepare_run(
             .memory
             .enabled
             .then(|| settings.paths.codewhale_home.clone()),
+        jobs: Default::default(),
     };
     Ok(RunSetup {
         models,

@@ -49,6 +49,13 @@ impl ToolCall {
         }
     }
 
+    /// A shell call the model asked to run as a background job
+    /// (`"background": true`).
+    pub fn runs_in_background(&self) -> bool {
+        self.tool == SHELL_TOOL
+            && self.args.get("background").and_then(|v| v.as_bool()) == Some(true)
+    }
+
     /// The shell command line, if this call has one.
     pub fn command_line(&self) -> Option<String> {
         if let Some(c) = &self.command {

@@ -31,7 +31,15 @@ pub fn authorize(call: &ToolCall, posture: &Posture, ctx: &Context<'_>) -> Verdi
     } else {
         None
     };
-    let analysis: Option<Analysis> = command.as_deref().map(shell::analyze);
+    let mut analysis: Option<Analysis> = command.as_deref().map(shell::analyze);
+    // `shell {"background": true}` is a background task as a whole: every
+    // piece of it runs in the background, so the floor's "destructive
+    // background task" hold applies as it does to a trailing `&`.
+    if call.runs_in_background() {
+        for p in analysis.iter_mut().flat_map(|a| a.pieces.iter_mut()) {
+            p.background = true;
+        }
+    }
     let paths = call.target_paths();
     let full = posture.approval == Approval::FullAccess;
 

@@ -28,6 +28,12 @@ impl CancelToken {
     pub fn is_cancelled(&self) -> bool {
         self.0.load(std::sync::atomic::Ordering::SeqCst)
     }
+
+    /// Whether `other` is a clone of this token (the same flag): a turn's
+    /// background jobs are the ones started under its token.
+    pub fn same(&self, other: &CancelToken) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// What the command reads on stdin.

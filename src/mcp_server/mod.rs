@@ -82,6 +82,7 @@ impl Gatekeeper {
                 mcp: None,
                 skills: None,
                 memory: None,
+                jobs: Default::default(),
             },
             workspace: sandbox.settings.workspace.clone(),
             calls: AtomicU64::new(0),

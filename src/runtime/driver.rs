@@ -959,6 +959,13 @@ fn prepare(
     if t.mode != ThreadMode::Chat {
         // An agent thread may spawn sub-agents (docs/SUBAGENTS.md).
         tools.push(crate::agent::subagent::AGENT_TOOL.into());
+        // Operate's tools (the loop offers them in Work and Operate only;
+        // the job tools only where `shell` is).
+        tools.push(crate::agent::tools::todo::TODO_TOOL.into());
+        if t.allow_shell {
+            tools.push(crate::agent::tools::jobs::JOB_OUTPUT_TOOL.into());
+            tools.push(crate::agent::tools::jobs::JOB_KILL_TOOL.into());
+        }
     }
     let opts = ExecOptions {
         prompt,

@@ -47,6 +47,7 @@ pub const EVENT_NAMES: &[&str] = &[
     "auto_review.paused",
     "subagent.started",
     "subagent.completed",
+    "todo.updated",
     "runtime.recovered",
 ];
 

@@ -114,9 +114,19 @@ pub enum ServedEvent {
     SandboxDenied(SandboxDenial),
     ReviewDecided(ReviewDecided),
     ReviewPaused(ReviewPaused),
+    /// The model's to-do list as it now stands (`todo.updated`).
+    TodoUpdated(Vec<TodoItem>),
     /// A name this crate's clients do not act on, or a payload that did
     /// not read as its type (kept by name, never guessed at).
     Other(String),
+}
+
+/// One entry of the to-do list (the `todo` tool's type).
+pub use crate::agent::tools::todo::{TodoItem, TodoStatus};
+
+#[derive(Deserialize)]
+struct TodoPayload {
+    items: Vec<TodoItem>,
 }
 
 #[derive(Deserialize)]
@@ -201,6 +211,9 @@ impl ServedEvent {
             "sandbox.denied" => read::<SandboxDenial>(payload).map(ServedEvent::SandboxDenied),
             "auto_review.decided" => read::<ReviewDecided>(payload).map(ServedEvent::ReviewDecided),
             "auto_review.paused" => read::<ReviewPaused>(payload).map(ServedEvent::ReviewPaused),
+            "todo.updated" => {
+                read::<TodoPayload>(payload).map(|t| ServedEvent::TodoUpdated(t.items))
+            }
             _ => None,
         };
         typed.unwrap_or_else(|| ServedEvent::Other(name.to_string()))
@@ -304,6 +317,34 @@ mod tests {
         assert_eq!(s.seq, 7);
         assert_eq!(s.item_id.as_deref(), Some("item_1"));
         assert_eq!(s.event, ServedEvent::ApprovalRequired(Box::new(ask)));
+    }
+
+    /// `todo.updated` reads back as the list the loop published (its
+    /// serde form: the `agent::event::TodoUpdated` payload).
+    #[test]
+    fn a_todo_update_reads_as_the_typed_list() {
+        let items = vec![
+            TodoItem {
+                id: "1".into(),
+                text: "tests".into(),
+                status: TodoStatus::InProgress,
+            },
+            TodoItem {
+                id: "2".into(),
+                text: "docs".into(),
+                status: TodoStatus::Pending,
+            },
+        ];
+        let p = serde_json::to_value(crate::agent::event::TodoUpdated {
+            call_id: "c1".into(),
+            items: items.clone(),
+        })
+        .unwrap();
+        let s = Served::decode(&env("todo.updated", p)).unwrap();
+        assert_eq!(s.event, ServedEvent::TodoUpdated(items));
+        // A payload that is not a list is kept by name, never guessed at.
+        let s = Served::decode(&env("todo.updated", json!({"items": 3}))).unwrap();
+        assert_eq!(s.event, ServedEvent::Other("todo.updated".into()));
     }
 
     #[test]

@@ -242,6 +242,7 @@ impl TapState {
                 self.thread_event("subagent.completed", serde_json::to_value(e))
             }
             Event::Subagent { agent_id, event } => self.child(agent_id, event),
+            Event::TodoUpdated(e) => self.thread_event("todo.updated", serde_json::to_value(e)),
             Event::Content { .. } | Event::Metadata(_) | Event::Steered { .. } | Event::Done(_) => {
             }
         }

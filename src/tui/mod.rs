@@ -33,6 +33,7 @@ pub mod stream_md;
 pub mod terminal;
 #[cfg(test)]
 mod test_support;
+pub mod todo;
 pub mod tokens;
 pub mod transcript;
 

@@ -1,7 +1,7 @@
 //! Drawing a [`State`] into a ratatui frame. Pure: the same state and
 //! size give the same buffer (the snapshot tests rely on it). Layout, top
 //! to bottom: the transcript (only the cells that fit are built, newest at
-//! the bottom), a flash line, the input (or the approval card in its
+//! the bottom), the model's to-do list when it keeps one, a flash line, the input (or the approval card in its
 //! place), the footer.
 
 use super::markdown;
@@ -90,14 +90,26 @@ pub fn draw_cached(f: &mut Frame, st: &State, input: &TextArea, cache: &mut Tran
         BottomKind::Card(_, h) | BottomKind::Input(h) | BottomKind::Boxed(_, h, _, _) => *h,
         BottomKind::CardLine | BottomKind::OneLine => 1,
     };
-    let [body, flash, bot, foot] = Layout::vertical([
+    // The to-do list above the flash line and the input, when the model
+    // keeps one, leaving at least one transcript row.
+    let todo_room = area
+        .height
+        .saturating_sub(footer_h + flash_h + bottom_h + 1) as usize;
+    let todo_lines = super::todo::lines(&st.todos, area.width, todo_room);
+    let todo_h = todo_lines.len() as u16;
+    let [body, todo, flash, bot, foot] = Layout::vertical([
         Constraint::Min(0),
+        Constraint::Length(todo_h),
         Constraint::Length(flash_h),
         Constraint::Length(bottom_h),
         Constraint::Length(footer_h),
     ])
     .areas(area);
     transcript(f, st, body, cache);
+    if todo_h > 0 {
+        f.render_widget(Clear, todo);
+        f.render_widget(Paragraph::new(todo_lines), todo);
+    }
     if let Some(m) = &flash_text {
         f.render_widget(
             Paragraph::new(Line::from(Span::styled(

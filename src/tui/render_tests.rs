@@ -318,6 +318,36 @@ fn plan_hand_off_card() {
     insta::assert_snapshot!(text(&screen(&s, 78, 10)));
 }
 
+/// Operate's to-do list (`todo.updated`) above the input: a mark per
+/// status, the header counting what is done.
+#[test]
+fn todo_list_above_the_input() {
+    use crate::runtime::served::{TodoItem, TodoStatus};
+    let mut s = st(Approval::Ask);
+    s.mode = crate::authz::Mode::Operate;
+    s.transcript
+        .push(crate::tui::state::Cell::User("make the tests pass".into()));
+    let item = |id: &str, text: &str, status| TodoItem {
+        id: id.into(),
+        text: text.into(),
+        status,
+    };
+    s.todos = vec![
+        item("1", "find the failing tests", TodoStatus::Done),
+        item(
+            "2",
+            "fix the parser (child: implement)",
+            TodoStatus::InProgress,
+        ),
+        item("3", "run the suite in the background", TodoStatus::Pending),
+        item("4", "reviewer verdict", TodoStatus::Blocked),
+    ];
+    insta::assert_snapshot!(text(&screen(&s, 78, 12)));
+    // No list, no rows: the same screen has no to-do header.
+    s.todos.clear();
+    assert!(!text(&screen(&s, 78, 12)).contains("to-do"));
+}
+
 #[test]
 fn docs_show_the_snapshots() {
     crate::tui::test_support::assert_docs_show(
@@ -328,6 +358,7 @@ fn docs_show_the_snapshots() {
             "approval_card",
             "card_falls_back_to_one_line_when_small",
             "plan_hand_off_card",
+            "todo_list_above_the_input",
         ],
     );
 }

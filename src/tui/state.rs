@@ -214,6 +214,9 @@ pub struct State {
     pub ask: Option<LocalAsk>,
     /// Plan's hand-off card, offered when a Plan turn completes.
     pub handoff: Option<super::handoff::Handoff>,
+    /// The model's latest to-do list (`todo.updated`), shown above the
+    /// input; kept across turns (a goal spans them).
+    pub todos: Vec<crate::runtime::served::TodoItem>,
     /// The mode the running turn was started in (the hand-off follows a
     /// Plan turn only).
     pub turn_mode: Option<Mode>,
@@ -408,6 +411,7 @@ impl State {
             picker: None,
             ask: None,
             handoff: None,
+            todos: Vec::new(),
             turn_mode: None,
             turns_started: 0,
             compactions: Vec::new(),
@@ -940,6 +944,7 @@ Tab mode · Shift+Tab permission · /help",
                 let text = format!("sandbox denied {} {}: {}", d.tool, what, d.reason);
                 self.notice(true, text);
             }
+            ServedEvent::TodoUpdated(items) => self.todos = items,
             ServedEvent::Other(_) => return Vec::new(),
         }
         self.dirty = true;

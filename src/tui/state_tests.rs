@@ -927,3 +927,39 @@ fn each_review_is_one_line_and_a_pause_drops_to_ask_until_auto_review_is_chosen_
     let (_, fx) = key(s, Key::BackTab);
     assert!(fx.is_empty());
 }
+
+/// `todo.updated` replaces the list the TUI shows (typed, never read by
+/// key); another thread's list and a bad payload change nothing.
+#[test]
+fn a_todo_update_replaces_the_shown_list() {
+    use crate::runtime::served::TodoStatus;
+    let mut s = st();
+    let thread = s.thread_id.clone();
+    let upd = |thread: &str, items: serde_json::Value| {
+        crate::tui::test_support::served(json!({
+            "thread_id": thread, "turn_id": "t1", "event": "todo.updated",
+            "payload": {"call_id": "c1", "items": items}
+        }))
+    };
+    s.update(upd(
+        &thread,
+        json!([{"id": "1", "text": "a", "status": "pending"},
+               {"id": "2", "text": "b", "status": "in_progress"}]),
+    ));
+    assert_eq!(s.todos.len(), 2);
+    assert_eq!(s.todos[1].status, TodoStatus::InProgress);
+    s.update(upd(
+        &thread,
+        json!([{"id": "1", "text": "a", "status": "done"}]),
+    ));
+    assert_eq!(s.todos.len(), 1);
+    assert_eq!(s.todos[0].status, TodoStatus::Done);
+    s.update(upd("other", json!([])));
+    assert_eq!(s.todos.len(), 1, "another thread's list is not ours");
+    s.update(upd(&thread, json!("nope")));
+    assert_eq!(
+        s.todos.len(),
+        1,
+        "a payload that is not a list changes nothing"
+    );
+}

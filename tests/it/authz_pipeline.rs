@@ -322,3 +322,46 @@ fn sandbox_denial_stays_a_denial() {
     let mut g = SessionGrants::default();
     assert_eq!(v.answer(HumanAnswer::Once, &mut g).decision, Decision::Deny);
 }
+
+/// `shell {"background": true}` is a background task: a destructive
+/// command is held by the floor (fatal in Full Access), as a trailing `&`
+/// is; the same command in the foreground is not held (positive control),
+/// and a harmless background command passes.
+#[test]
+fn a_background_shell_call_gets_the_floors_destructive_background_hold() {
+    let ask = Posture::new(Mode::Work, Approval::Ask);
+    let bg = tool(
+        "shell",
+        json!({"command": "rm -rf build", "background": true}),
+        &ask,
+    );
+    assert!(bg.is_hold(), "{:?}", bg.trace_lines());
+    assert!(
+        bg.trace_lines()
+            .iter()
+            .any(|l| l.contains("in a background/headless run")),
+        "{:?}",
+        bg.trace_lines()
+    );
+    let fg = tool("shell", json!({"command": "rm -rf build"}), &ask);
+    assert!(
+        !fg.trace_lines()
+            .iter()
+            .any(|l| l.contains("in a background/headless run")),
+        "{:?}",
+        fg.trace_lines()
+    );
+    let full = Posture::new(Mode::Work, Approval::FullAccess);
+    let v = tool(
+        "shell",
+        json!({"command": "rm -rf build", "background": true}),
+        &full,
+    );
+    assert_eq!(v.decision, Decision::Deny, "{:?}", v.trace_lines());
+    let v = tool(
+        "shell",
+        json!({"command": "sleep 5; echo done", "background": true}),
+        &full,
+    );
+    assert_eq!(v.decision, Decision::Allow, "{:?}", v.trace_lines());
+}

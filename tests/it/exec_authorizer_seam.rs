@@ -65,6 +65,7 @@ fn run(auto: bool) -> (Vec<Value>, tempfile::TempDir) {
         mcp: None,
         skills: None,
         memory: None,
+        jobs: Default::default(),
     };
     let provider = Provider::new(
         ProviderSettings::openai_compatible("custom", &model.base_url(), "scripted"),

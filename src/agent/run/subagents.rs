@@ -376,6 +376,8 @@ fn run_child<'f>(
             // than its parent, never wider).
             skills: None,
             memory: None,
+            // The session's jobs: a child's count against it too.
+            jobs: p.ctx.jobs.clone(),
         };
         let Some(mut authz) = p.authz.for_child(posture, sandbox) else {
             return Outcome::failed(

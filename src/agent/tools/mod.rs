@@ -7,9 +7,11 @@ pub mod beneath;
 pub mod edit_diff;
 pub mod files;
 pub mod guard;
+pub mod jobs;
 pub mod patch;
 pub mod shell;
 pub mod skill;
+pub mod todo;
 
 use crate::host::{EnforcementSummary, HostSettings};
 use crate::policy::SandboxPolicy;
@@ -299,6 +301,9 @@ pub struct ToolContext {
     /// codewhale's home when `[memory] enabled = true` (the memory file
     /// goes into the prompt and `remember` appends to it); `None`: off.
     pub memory: Option<PathBuf>,
+    /// The session's background jobs (`shell {"background": true}`,
+    /// `job_output`, `job_kill`): shared by its turns and sub-agents.
+    pub jobs: jobs::Jobs,
 }
 
 /// The schemas offered to the model.
@@ -329,8 +334,20 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
             json!({"type":"object","properties":{"patch":{"type":"string"}},"required":["patch"]}),
         ),
         "shell" => (
-            "Run a command in the sandbox. `command` is a shell string (run with sh -c) or an argv array.",
-            json!({"type":"object","properties":{"command":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}]},"timeout_ms":{"type":"integer"}},"required":["command"]}),
+            "Run a command in the sandbox. `command` is a shell string (run with sh -c) or an argv array. With `background: true` it starts as a background job and returns its id at once (no timeout; read it with job_output, stop it with job_kill; killed if the turn is interrupted or the session ends).",
+            json!({"type":"object","properties":{"command":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}]},"timeout_ms":{"type":"integer"},"background":{"type":"boolean"}},"required":["command"]}),
+        ),
+        "job_output" => (
+            "Read a background job's output written since the last read, and its exit status once it has ended.",
+            json!({"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}),
+        ),
+        "job_kill" => (
+            "Stop a background job (its whole sandboxed process tree).",
+            json!({"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}),
+        ),
+        "todo" => (
+            "Replace your to-do list for the goal (the whole list each time). Each item: a short unique `id`, its `text`, and `status` pending, in_progress, done or blocked. The user sees the list.",
+            json!({"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"text":{"type":"string"},"status":{"type":"string","enum":["pending","in_progress","done","blocked"]}},"required":["id","text","status"]}}},"required":["items"]}),
         ),
         "agent" => (
             "Start a sub-agent and wait for its result. It gets only `prompt` (none of this conversation), runs with the tools and permissions of its `role` (never more than yours) and returns its final answer, its status (completed, failed, denied, interrupted, limit) and the files it changed. Several `agent` calls in one response run in parallel. Roles: general and implement (edit files, run commands), test (verification commands; read-only sandbox), explore and reviewer (read-only investigation), planner (read-only checks), advisor (reads only, no commands). Writers may pass `write_scope` (paths they will change); concurrent writers' scopes must not overlap, and a writer without one owns the whole workspace.",
@@ -433,6 +450,11 @@ pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput 
         "shell" => return shell::run(args, ctx).await,
         "skill" => skill::run(args, ctx),
         "remember" => remember(args, ctx),
+        jobs::JOB_OUTPUT_TOOL => return jobs::output(args, ctx).await,
+        jobs::JOB_KILL_TOOL => return jobs::kill(args, ctx).await,
+        // The loop runs `todo` itself (it keeps the list); reaching here
+        // means a caller without a loop.
+        todo::TODO_TOOL => todo::parse(args).map(|l| ToolOutput::ok(todo::summary(&l))),
         n if crate::mcp::client_names::is_mcp(n) => return mcp_call(n, args, ctx).await,
         other => Err(ToolOutput::error(
             "unknown_tool",

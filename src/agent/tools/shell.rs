@@ -48,6 +48,13 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Ok(a) => a,
         Err(e) => return ToolOutput::error("bad_arguments", e),
     };
+    match args.get("background") {
+        None | Some(Value::Bool(false)) | Some(Value::Null) => {}
+        Some(Value::Bool(true)) => return super::jobs::start(args, argv, ctx).await,
+        Some(_) => {
+            return ToolOutput::error("bad_arguments", "`background` must be true or false".into())
+        }
+    }
     let timeout = args
         .get("timeout_ms")
         .and_then(Value::as_u64)
@@ -61,77 +68,105 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     req.cancel = Some(ctx.cancel.clone());
     match crate::host::run(&ctx.policy, &ctx.host, req).await {
         Ok(o) => {
-            let code = o.shell_code();
             let stdout = o.stdout.text();
             let stderr = o.stderr.text();
-            let mut text = format!("exit code: {code}");
-            if o.timed_out {
-                text.push_str(&format!(" (timed out after {} ms)", timeout.as_millis()));
-            }
-            if !stdout.is_empty() {
-                text.push_str(&format!("\nstdout:\n{stdout}"));
-            }
-            if !stderr.is_empty() {
-                text.push_str(&format!("\nstderr:\n{stderr}"));
-            }
-            // What the sandbox did that the output does not say (reverts,
-            // the network being off, a write outside the roots).
-            for h in crate::host::hints::after_run(&o, &ctx.policy, ctx.guard.workspace()) {
-                text.push_str(&format!("\ncodewhale: {}", h.text()));
-            }
-            let mut out = if o.timed_out {
-                ToolOutput::error("timeout", text)
-            } else if code == 0 {
-                ToolOutput::ok(text)
-            } else {
-                ToolOutput::error("exit_nonzero", text)
-            };
+            let mut out = report(
+                &o,
+                ctx,
+                Some(timeout),
+                &[("stdout", &stdout), ("stderr", &stderr)],
+            );
             out.truncated |= o.stdout.truncated || o.stderr.truncated;
-            out.exit_code = Some(code);
-            // The label, and apart from it the egress proxy's one-line
-            // account under network = "allowlist" (typed to the end: only
-            // stream-json's documented string joins them).
-            out.enforcement = Some(Box::new(EnforcementLabel {
-                label: o.enforcement.label.clone(),
-                network: o.enforcement.egress.as_ref().map(|e| e.line.clone()),
-            }));
-            out.enforced = Some(Box::new(ShellEnforced {
-                summary: o.enforcement.summary(),
-                connections: o
-                    .enforcement
-                    .egress
-                    .as_ref()
-                    .map(|e| NetworkConnection::of_events(&e.events))
-                    .unwrap_or_default(),
-            }));
-            if code != 0 && o.enforcement.is_sandboxed() {
-                if let Some(m) = DENIAL_MARKERS.iter().find(|m| stderr.contains(*m)) {
-                    out.sandbox_denied = Some(Box::new(SandboxDenial {
-                        path: None,
-                        reason: format!("the command failed with \"{m}\" under the sandbox"),
-                        inferred: true,
-                    }));
-                }
-            }
             out
         }
-        Err(e) => {
-            let cat = match &e {
-                HostError::Unavailable { .. }
-                | HostError::NoBackend { .. }
-                | HostError::Policy(_) => "sandbox_unavailable",
-                HostError::Cancelled => "interrupted",
-                HostError::NotFound(_) => "command_not_found",
-                HostError::NotExecutable { .. } => "not_executable",
-                HostError::Io { .. } | HostError::Remote(_) | HostError::RemoteTransient(_) => {
-                    "host_error"
-                }
-            };
-            let mut out = ToolOutput::error(cat, format!("the command did not run: {e}"));
-            out.exit_code = Some(e.exit_code());
-            out
+        Err(e) => host_error(e),
+    }
+}
+
+/// A finished run as the tool's result: `exit code: N`, the `shown`
+/// streams (name, text; empty ones left out), the sandbox's hints, the
+/// enforcement and an inferred denial. Shared by foreground commands and
+/// a background job's end ([`super::jobs`]).
+pub(super) fn report(
+    o: &crate::host::ExecOutcome,
+    ctx: &ToolContext,
+    timeout: Option<Duration>,
+    shown: &[(&str, &str)],
+) -> ToolOutput {
+    let code = o.shell_code();
+    let mut text = format!("exit code: {code}");
+    if o.timed_out {
+        let ms = timeout.map(|t| t.as_millis()).unwrap_or_default();
+        text.push_str(&format!(" (timed out after {ms} ms)"));
+    }
+    for (name, s) in shown {
+        if !s.is_empty() {
+            text.push_str(&format!("\n{name}:\n{s}"));
         }
     }
+    // What the sandbox did that the output does not say (reverts,
+    // the network being off, a write outside the roots).
+    for h in crate::host::hints::after_run(o, &ctx.policy, ctx.guard.workspace()) {
+        text.push_str(&format!("\ncodewhale: {}", h.text()));
+    }
+    let mut out = if o.timed_out {
+        ToolOutput::error("timeout", text)
+    } else if code == 0 {
+        ToolOutput::ok(text)
+    } else {
+        ToolOutput::error("exit_nonzero", text)
+    };
+    out.exit_code = Some(code);
+    // The label, and apart from it the egress proxy's one-line
+    // account under network = "allowlist" (typed to the end: only
+    // stream-json's documented string joins them).
+    out.enforcement = Some(Box::new(EnforcementLabel {
+        label: o.enforcement.label.clone(),
+        network: o.enforcement.egress.as_ref().map(|e| e.line.clone()),
+    }));
+    out.enforced = Some(Box::new(ShellEnforced {
+        summary: o.enforcement.summary(),
+        connections: o
+            .enforcement
+            .egress
+            .as_ref()
+            .map(|e| NetworkConnection::of_events(&e.events))
+            .unwrap_or_default(),
+    }));
+    if code != 0 && o.enforcement.is_sandboxed() {
+        // Errors are read where they are written: stderr (a background
+        // job's merged output).
+        let errors = shown
+            .iter()
+            .filter(|(n, _)| *n != "stdout")
+            .map(|(_, s)| *s)
+            .collect::<Vec<_>>()
+            .join("\n");
+        if let Some(m) = DENIAL_MARKERS.iter().find(|m| errors.contains(*m)) {
+            out.sandbox_denied = Some(Box::new(SandboxDenial {
+                path: None,
+                reason: format!("the command failed with \"{m}\" under the sandbox"),
+                inferred: true,
+            }));
+        }
+    }
+    out
+}
+
+/// A run the host could not make, as the tool's result.
+pub(super) fn host_error(e: HostError) -> ToolOutput {
+    let cat = match &e {
+        HostError::Unavailable { .. } | HostError::NoBackend { .. } | HostError::Policy(_) => {
+            "sandbox_unavailable"
+        }
+        HostError::Cancelled => "interrupted",
+        HostError::NotFound(_) => "command_not_found",
+        HostError::NotExecutable { .. } => "not_executable",
+        HostError::Io { .. } | HostError::Remote(_) | HostError::RemoteTransient(_) => "host_error",
+    };
+    let mut out = ToolOutput::error(cat, format!("the command did not run: {e}"));
+    out.exit_code = Some(e.exit_code());
+    out
 }
 
 #[cfg(test)]

@@ -1,0 +1,516 @@
+//! Background jobs: `shell {"background": true}` starts a command and
+//! returns a job id at once; `job_output {id}` returns the output the job
+//! wrote since the last read (and its exit status once it ended);
+//! `job_kill {id}` stops it.
+//!
+//! A job runs through [`crate::host::run`] exactly like a foreground
+//! command — same policy, same sandbox, same scrubbed environment; the gates
+//! passed the `shell` call first (the floor's "destructive background task"
+//! hold included: the pipeline reads `background: true`). Its stdout is a
+//! pipe this module reads while it runs (stderr is merged into it), the way
+//! [`crate::mcp::client_transport`] keeps an MCP server's stdout.
+//!
+//! Jobs belong to the session ([`Jobs`] is shared by its turns and
+//! sub-agents): at most [`MAX_RUNNING`] run at once; each one's
+//! process tree is killed by `job_kill`, when the turn that started it is
+//! interrupted ([`Jobs::kill_owned_by`] with the turn's cancel token), or
+//! when the session's table is dropped (the session ended).
+
+use super::{ToolContext, ToolOutput};
+use crate::host::{CancelToken, ExecOutcome, HostError};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+
+/// The tool that reads a job's new output.
+pub const JOB_OUTPUT_TOOL: &str = "job_output";
+/// The tool that stops a job.
+pub const JOB_KILL_TOOL: &str = "job_kill";
+
+/// Jobs a session may have running at once.
+pub const MAX_RUNNING: usize = 8;
+/// Unread output kept per job; older unread bytes are dropped (counted).
+const KEEP_UNREAD: usize = 1024 * 1024;
+/// stderr the host captures (the wrapper sends it to stdout, so little).
+const STDERR_CAP: usize = 64 * 1024;
+/// How long `shell` waits after starting a job for a start failure (a
+/// sandbox that cannot be set up is an error of the call, not of the job).
+const START_GRACE: Duration = Duration::from_millis(150);
+/// How long reading waits for the pipe's last bytes after the job exited.
+const DRAIN: Duration = Duration::from_secs(1);
+/// How long `job_kill` waits for the host to have killed the tree.
+const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// A session's background jobs (cheap to clone: one shared table).
+#[derive(Clone, Default)]
+pub struct Jobs(Arc<Mutex<Table>>);
+
+impl std::fmt::Debug for Jobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = self.lock();
+        f.debug_struct("Jobs")
+            .field("jobs", &t.jobs.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+#[derive(Default)]
+struct Table {
+    next: u32,
+    jobs: BTreeMap<String, Job>,
+}
+
+impl Drop for Table {
+    /// The session ended: every job still running is killed (the host
+    /// kills its whole sandboxed tree when it sees the token).
+    fn drop(&mut self) {
+        for j in self.jobs.values() {
+            j.cancel.cancel();
+        }
+    }
+}
+
+struct Job {
+    command: String,
+    started: Instant,
+    /// The cancel token of the turn that started it.
+    owner: CancelToken,
+    cancel: CancelToken,
+    out: Arc<Mutex<Buf>>,
+    run: Option<JoinHandle<Result<ExecOutcome, HostError>>>,
+    reader: Option<JoinHandle<()>>,
+    ended: Option<Ended>,
+    killed: bool,
+}
+
+impl Job {
+    fn running(&self) -> bool {
+        self.ended.is_none() && !self.killed
+    }
+}
+
+/// How a job ended.
+enum Ended {
+    Ran(Box<ExecOutcome>),
+    /// The host could not run it (the tool error it would have been).
+    NotRun(ToolOutput),
+}
+
+/// Output written and not yet read.
+#[derive(Default)]
+struct Buf {
+    unread: Vec<u8>,
+    dropped: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Jobs {
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        lock(&self.0)
+    }
+
+    /// Jobs still running.
+    pub fn running(&self) -> usize {
+        self.lock().jobs.values().filter(|j| j.running()).count()
+    }
+
+    /// Kill every running job started under `owner` (a turn's cancel
+    /// token): the turn was interrupted. Returns how many.
+    pub fn kill_owned_by(&self, owner: &CancelToken) -> usize {
+        let mut t = self.lock();
+        let mut n = 0;
+        for j in t.jobs.values_mut().filter(|j| j.running()) {
+            if j.owner.same(owner) {
+                j.cancel.cancel();
+                j.killed = true;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Kill every running job (the session is ending).
+    pub fn kill_all(&self) {
+        let mut t = self.lock();
+        for j in t.jobs.values_mut().filter(|j| j.running()) {
+            j.cancel.cancel();
+            j.killed = true;
+        }
+    }
+
+    fn ids(&self) -> String {
+        let t = self.lock();
+        if t.jobs.is_empty() {
+            "none".into()
+        } else {
+            t.jobs.keys().cloned().collect::<Vec<_>>().join(", ")
+        }
+    }
+}
+
+/// The argv that runs `argv` with stderr merged into stdout (one stream,
+/// in the order written). The gates saw the model's command; this only
+/// adds the redirection.
+fn merged(argv: Vec<String>) -> Vec<String> {
+    match argv.as_slice() {
+        [sh, c, line] if sh == "sh" && c == "-c" => {
+            vec!["sh".into(), "-c".into(), format!("exec 2>&1\n{line}")]
+        }
+        _ => {
+            let mut v = vec![
+                "sh".into(),
+                "-c".into(),
+                "exec 2>&1; exec \"$@\"".into(),
+                "sh".into(),
+            ];
+            v.extend(argv);
+            v
+        }
+    }
+}
+
+/// `shell {"background": true}`: start the job, return its id.
+pub async fn start(args: &Value, argv: Vec<String>, ctx: &ToolContext) -> ToolOutput {
+    let command = crate::catalogue::shell_command_line(args).unwrap_or_else(|| argv.join(" "));
+    if ctx.jobs.running() >= MAX_RUNNING {
+        return ToolOutput::error(
+            "job_limit",
+            format!(
+                "not started: {MAX_RUNNING} background jobs are already running in this session; read one to its end (job_output) or stop one (job_kill) first"
+            ),
+        );
+    }
+    let cancel = CancelToken::new();
+    let out = Arc::new(Mutex::new(Buf::default()));
+    let (mut run, reader) = match spawn(merged(argv), ctx, cancel.clone(), out.clone()) {
+        Ok(x) => x,
+        Err(e) => return super::shell::host_error(e),
+    };
+    // A start failure (no sandbox, no such program) is the call's error.
+    let mut ended = None;
+    if let Ok(r) = tokio::time::timeout(START_GRACE, &mut run).await {
+        match flatten(r) {
+            Err(e) => return super::shell::host_error(e),
+            Ok(o) => ended = Some(Ended::Ran(Box::new(o))),
+        }
+    }
+    let done = ended.is_some();
+    let id = {
+        let mut t = ctx.jobs.lock();
+        t.next += 1;
+        let id = format!("job-{}", t.next);
+        t.jobs.insert(
+            id.clone(),
+            Job {
+                command: command.clone(),
+                started: Instant::now(),
+                owner: ctx.cancel.clone(),
+                cancel,
+                out,
+                run: (!done).then_some(run),
+                reader: Some(reader),
+                ended,
+                killed: false,
+            },
+        );
+        id
+    };
+    let mut o = ToolOutput::ok(format!(
+        "started background job {id}: {command}\n{}Read its new output with job_output {{\"id\": \"{id}\"}}; stop it with job_kill {{\"id\": \"{id}\"}}. It is killed if this turn is interrupted or the session ends.",
+        if done { "(it has already finished) " } else { "" }
+    ));
+    o.enforcement = Some(Box::new(super::EnforcementLabel::new(format!(
+        "background job {id}: the sandbox of any command (job_output reports what was enforced)"
+    ))));
+    o
+}
+
+fn flatten(
+    r: Result<Result<ExecOutcome, HostError>, tokio::task::JoinError>,
+) -> Result<ExecOutcome, HostError> {
+    r.map_err(|e| HostError::io("background job", std::io::Error::other(e.to_string())))?
+}
+
+type Spawned = (JoinHandle<Result<ExecOutcome, HostError>>, JoinHandle<()>);
+
+/// Start the host run with its stdout on a pipe we read into `out`.
+#[cfg(unix)]
+fn spawn(
+    argv: Vec<String>,
+    ctx: &ToolContext,
+    cancel: CancelToken,
+    out: Arc<Mutex<Buf>>,
+) -> Result<Spawned, HostError> {
+    use crate::host::{ExecRequest, ServerStdio};
+    let pipe = || {
+        crate::host::process::os::pipe_cloexec()
+            .map_err(|e| HostError::io("creating a background job's pipes", e))
+    };
+    // stdin: a pipe whose write end is closed at once (the job reads EOF).
+    let (child_in, our_in) = pipe()?;
+    drop(our_in);
+    let (our_out, child_out) = pipe()?;
+    let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(our_out)
+        .map_err(|e| HostError::io("a background job's output pipe", e))?;
+    let mut req = ExecRequest::new(argv);
+    req.cwd = Some(ctx.guard.workspace().to_path_buf());
+    req.output_cap = STDERR_CAP;
+    req.cancel = Some(cancel);
+    req.stdio = Some(ServerStdio {
+        stdin: Arc::new(child_in),
+        stdout: Arc::new(child_out),
+        stderr_log: None,
+    });
+    let policy = ctx.policy.clone();
+    let settings = ctx.host.clone();
+    // The request (holding the child's pipe ends) is dropped when the run
+    // ends, so the reader sees EOF then.
+    let run = tokio::spawn(async move { crate::host::run(&policy, &settings, req).await });
+    let reader = tokio::spawn(read_into(rx, out));
+    Ok((run, reader))
+}
+
+#[cfg(not(unix))]
+fn spawn(
+    _argv: Vec<String>,
+    _ctx: &ToolContext,
+    _cancel: CancelToken,
+    _out: Arc<Mutex<Buf>>,
+) -> Result<Spawned, HostError> {
+    Err(HostError::Unavailable {
+        backend: crate::host::BackendKind::None,
+        reason: "background jobs run only on Unix hosts (Linux, macOS)".into(),
+        remedy: None,
+    })
+}
+
+/// Copy the job's output into its buffer until EOF, keeping at most
+/// [`KEEP_UNREAD`] unread bytes.
+#[cfg_attr(not(unix), allow(dead_code))]
+async fn read_into(mut from: impl tokio::io::AsyncRead + Unpin, out: Arc<Mutex<Buf>>) {
+    use tokio::io::AsyncReadExt;
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let mut b = lock(&out);
+        b.unread.extend_from_slice(&chunk[..n]);
+        if b.unread.len() > KEEP_UNREAD {
+            let cut = b.unread.len() - KEEP_UNREAD;
+            b.unread.drain(..cut);
+            b.dropped += cut as u64;
+        }
+    }
+}
+
+/// The `id` argument, or a tool error naming the jobs there are.
+fn job_id(args: &Value, ctx: &ToolContext) -> Result<String, ToolOutput> {
+    let id = super::arg_str(args, "id")?;
+    if ctx.jobs.lock().jobs.contains_key(id) {
+        Ok(id.to_string())
+    } else {
+        Err(ToolOutput::error(
+            "not_found",
+            format!(
+                "no background job `{id}` in this session (jobs: {})",
+                ctx.jobs.ids()
+            ),
+        ))
+    }
+}
+
+/// If the job's run has finished, wait for it and the last of its
+/// output, and record how it ended.
+async fn settle(id: &str, ctx: &ToolContext, wait: Option<Duration>) {
+    let (run, reader) = {
+        let mut t = ctx.jobs.lock();
+        let Some(j) = t.jobs.get_mut(id) else {
+            return;
+        };
+        // No run handle: it ended while `shell` waited for it to start.
+        let finished = j.run.as_ref().is_none_or(|r| r.is_finished());
+        if finished || wait.is_some() {
+            (j.run.take(), j.reader.take())
+        } else {
+            (None, None)
+        }
+    };
+    let mut ended = None;
+    if let Some(mut run) = run {
+        let r = match wait {
+            Some(w) => tokio::time::timeout(w, &mut run).await.ok(),
+            None => Some(run.await),
+        };
+        ended = Some(match r.map(flatten) {
+            Some(Ok(o)) => Ended::Ran(Box::new(o)),
+            Some(Err(HostError::Cancelled)) | None => Ended::NotRun(ToolOutput::error(
+                "killed",
+                "the job was killed (its process tree is gone)".into(),
+            )),
+            Some(Err(e)) => Ended::NotRun(super::shell::host_error(e)),
+        });
+    }
+    if let Some(reader) = reader {
+        let _ = tokio::time::timeout(DRAIN, reader).await;
+    }
+    if let Some(e) = ended {
+        if let Some(j) = ctx.jobs.lock().jobs.get_mut(id) {
+            j.ended = Some(e);
+        }
+    }
+}
+
+/// `job_output {id}`: what the job wrote since the last read; its exit
+/// status once it ended.
+pub async fn output(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let id = match job_id(args, ctx) {
+        Ok(id) => id,
+        Err(e) => return e,
+    };
+    settle(&id, ctx, None).await;
+    let t = ctx.jobs.lock();
+    let Some(j) = t.jobs.get(&id) else {
+        return ToolOutput::error("not_found", format!("no background job `{id}`"));
+    };
+    let (new, dropped) = {
+        let mut b = lock(&j.out);
+        let d = std::mem::take(&mut b.dropped);
+        (
+            String::from_utf8_lossy(&std::mem::take(&mut b.unread)).into_owned(),
+            d,
+        )
+    };
+    let mut shown = new;
+    if dropped > 0 {
+        shown = format!("[… {dropped} earlier bytes dropped unread]\n{shown}");
+    }
+    let head = format!("job {id} ({})", j.command);
+    match &j.ended {
+        None if j.killed => ToolOutput::ok(format!("{head}: killed\n{}", with_output(&shown))),
+        None => ToolOutput::ok(format!(
+            "{head}: running for {} s\n{}",
+            j.started.elapsed().as_secs(),
+            with_output(&shown)
+        )),
+        Some(Ended::Ran(o)) => {
+            let mut out = super::shell::report(o, ctx, None, &[("output", &shown)]);
+            out.content = format!("{head} finished\n{}", out.content);
+            if shown.is_empty() {
+                out.content.push_str("\n(no new output)");
+            }
+            out
+        }
+        Some(Ended::NotRun(e)) => {
+            let mut out = e.clone();
+            out.content = format!("{head}: {}\n{}", e.content, with_output(&shown));
+            out
+        }
+    }
+}
+
+fn with_output(s: &str) -> String {
+    if s.is_empty() {
+        "(no new output)".into()
+    } else {
+        format!("new output:\n{s}")
+    }
+}
+
+/// `job_kill {id}`: stop the job and wait until its tree is gone.
+pub async fn kill(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let id = match job_id(args, ctx) {
+        Ok(id) => id,
+        Err(e) => return e,
+    };
+    let was_running = {
+        let mut t = ctx.jobs.lock();
+        match t.jobs.get_mut(&id) {
+            Some(j) if j.ended.is_none() => {
+                j.cancel.cancel();
+                j.killed = true;
+                true
+            }
+            _ => false,
+        }
+    };
+    settle(&id, ctx, Some(KILL_WAIT)).await;
+    if was_running {
+        ToolOutput::ok(format!(
+            "job {id} killed (its sandboxed process tree is gone); job_output still returns what it wrote"
+        ))
+    } else {
+        ToolOutput::ok(format!(
+            "job {id} had already finished; job_output returns its status"
+        ))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_is_merged_into_the_one_stream_without_changing_the_command() {
+        assert_eq!(
+            merged(vec!["sh".into(), "-c".into(), "make test".into()]),
+            vec!["sh", "-c", "exec 2>&1\nmake test"]
+        );
+        assert_eq!(
+            merged(vec!["ls".into(), "-l".into()]),
+            vec!["sh", "-c", "exec 2>&1; exec \"$@\"", "sh", "ls", "-l"]
+        );
+    }
+
+    #[test]
+    fn the_unread_buffer_keeps_the_newest_bytes_and_counts_the_rest() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let out = Arc::new(Mutex::new(Buf::default()));
+        let data = vec![b'x'; KEEP_UNREAD + 10];
+        rt.block_on(read_into(&data[..], out.clone()));
+        let b = lock(&out);
+        assert_eq!(b.unread.len(), KEEP_UNREAD);
+        assert_eq!(b.dropped, 10);
+    }
+
+    #[test]
+    fn kill_owned_by_kills_only_the_turns_jobs() {
+        let jobs = Jobs::default();
+        let (a, b) = (CancelToken::new(), CancelToken::new());
+        let job = |owner: &CancelToken| Job {
+            command: "sleep 60".into(),
+            started: Instant::now(),
+            owner: owner.clone(),
+            cancel: CancelToken::new(),
+            out: Arc::default(),
+            run: None,
+            reader: None,
+            ended: None,
+            killed: false,
+        };
+        {
+            let mut t = jobs.lock();
+            t.jobs.insert("job-1".into(), job(&a));
+            t.jobs.insert("job-2".into(), job(&b));
+        }
+        assert_eq!(jobs.running(), 2);
+        assert_eq!(jobs.kill_owned_by(&a.clone()), 1);
+        let t = jobs.lock();
+        assert!(t.jobs["job-1"].cancel.is_cancelled());
+        assert!(!t.jobs["job-2"].cancel.is_cancelled());
+        drop(t);
+        assert_eq!(jobs.running(), 1);
+        let c2 = jobs.lock().jobs["job-2"].cancel.clone();
+        drop(jobs);
+        assert!(c2.is_cancelled(), "the session's end kills the rest");
+    }
+}
