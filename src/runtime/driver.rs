@@ -96,6 +96,11 @@ pub struct Driver {
     /// it is tripped the thread's turns run in Ask instead of Auto-Review,
     /// until [`Driver::resume_auto_review`].
     breakers: Arc<Mutex<HashMap<String, crate::agent::review::SharedBreaker>>>,
+    /// Each thread's background jobs (`shell {"background": true}`): they
+    /// outlive the turn that started them (until `job_kill`, an interrupt
+    /// of that turn, or the driver — the session — going away, which
+    /// kills them all).
+    jobs: Arc<Mutex<HashMap<String, crate::agent::tools::jobs::Jobs>>>,
 }
 
 /// A thread's own MCP servers by name.
@@ -132,7 +137,16 @@ impl Driver {
             windows: Default::default(),
             efforts: Arc::default(),
             breakers: Arc::default(),
+            jobs: Arc::default(),
         }
+    }
+
+    /// `thread_id`'s background jobs (one table for all its turns).
+    fn thread_jobs(&self, thread_id: &str) -> crate::agent::tools::jobs::Jobs {
+        lock(&self.jobs)
+            .entry(thread_id.to_string())
+            .or_default()
+            .clone()
     }
 
     fn thread_breaker(&self, thread_id: &str) -> crate::agent::review::SharedBreaker {
@@ -231,6 +245,7 @@ impl Driver {
             },
         )?;
         self.add_mcp(thread_id, &mut p);
+        p.setup.ctx.jobs = self.thread_jobs(thread_id);
         let mut log = SessionLog::create(&sessions_dir(&self.home)).map_err(setup)?;
         self.rt.claim(thread_id)?;
         let turn = self.rt.start_turn(

@@ -37,6 +37,7 @@ pub mod fake_opensandbox;
 pub mod filters;
 pub mod long_session;
 pub mod opensandbox_env;
+pub mod procs;
 pub mod pty;
 pub mod receipt_scenario;
 pub mod receipts;

@@ -43,6 +43,7 @@ mod opensandbox_cli;
 mod opensandbox_contract;
 mod opensandbox_e2e;
 mod opensandbox_errors;
+mod operate;
 mod receipt_sanitize;
 mod runtime_docs;
 mod runtime_exec;

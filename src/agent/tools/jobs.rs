@@ -401,7 +401,12 @@ pub async fn output(args: &Value, ctx: &ToolContext) -> ToolOutput {
         )),
         Some(Ended::Ran(o)) => {
             let mut out = super::shell::report(o, ctx, None, &[("output", &shown)]);
-            out.content = format!("{head} finished\n{}", out.content);
+            let how = if j.killed {
+                "was killed (job_kill, or the turn that started it was interrupted); its process tree is gone"
+            } else {
+                "finished"
+            };
+            out.content = format!("{head} {how}\n{}", out.content);
             if shown.is_empty() {
                 out.content.push_str("\n(no new output)");
             }

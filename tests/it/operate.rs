@@ -1,0 +1,207 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
+//! Operate's tools end to end through `codewhale exec` and the runtime
+//! API with the scripted model: the `todo` list (stream-json
+//! `todo_updated`, runtime `todo.updated`, a bad list refused), and
+//! background jobs (`shell {"background": true}`, `job_output` after other
+//! work, `job_kill`, an interrupted turn's jobs killed — no process left
+//! in `/proc` — while a finished turn's job lives on into the next turn).
+#![cfg(target_os = "linux")]
+
+use crate::common;
+
+use common::cli::*;
+use common::procs;
+use common::scripted_model::{call, reply, slow, ScriptedModel, Wire};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn exec(f: &Fixture, extra: &[&str]) -> (std::process::Output, Vec<Value>) {
+    let mut args = vec![
+        "exec",
+        "--provider",
+        "custom",
+        "--output-format",
+        "stream-json",
+    ];
+    args.extend_from_slice(extra);
+    let o = f.run(&args);
+    let ev = if o.stdout.is_empty() {
+        Vec::new()
+    } else {
+        stdout_lines(&o)
+    };
+    (o, ev)
+}
+
+fn result<'a>(ev: &'a [Value], id: &str) -> &'a Value {
+    ev.iter()
+        .find(|e| e["type"] == "tool_result" && e["call_id"] == id)
+        .unwrap_or_else(|| panic!("no tool_result for {id}: {ev:#?}"))
+}
+
+fn out(ev: &[Value], id: &str) -> String {
+    result(ev, id)["output"].as_str().unwrap().to_string()
+}
+
+/// The to-do list and a background `sleep 5; echo done` job read after
+/// other work: the first read says it runs (no output yet), the read
+/// after the model's next (slow) request has `done` and exit 0. A bad
+/// list is a tool error and publishes nothing; an unknown job id names
+/// the jobs there are.
+#[test]
+fn todo_list_and_a_background_job_read_after_other_work() {
+    let todo = json!({"items": [
+        {"id": "1", "text": "start the slow check", "status": "in_progress"},
+        {"id": "2", "text": "other work", "status": "pending"}
+    ]});
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call("t1", "todo", todo),
+            call(
+                "b1",
+                "shell",
+                json!({"command": "sleep 5; echo done", "background": true}),
+            ),
+            call("o1", "shell", json!({"command": "echo other work"})),
+            call("r1", "job_output", json!({"id": "job-1"})),
+            call(
+                "t2",
+                "todo",
+                json!({"items": [{"id": "1", "text": "x", "status": "finished"}]}),
+            ),
+            call("r0", "job_output", json!({"id": "job-9"})),
+            // The model takes a while: the job finishes meanwhile.
+            slow(
+                Duration::from_millis(5500),
+                call("r2", "job_output", json!({"id": "job-1"})),
+            ),
+            call("r3", "job_output", json!({"id": "job-1"})),
+            reply("all done"),
+        ],
+    );
+    let f = Fixture::new(&model, "");
+    let (o, ev) = exec(&f, &["--auto", "run the check in the background"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    // Offered in Work (exec's default mode) with --auto.
+    let tools: Vec<String> = model.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    for t in ["todo", "job_output", "job_kill", "shell"] {
+        assert!(tools.contains(&t.to_string()), "{t} not offered: {tools:?}");
+    }
+
+    // The list, typed: one todo_updated for the good call only.
+    let todos = of_type(&ev, "todo_updated");
+    assert_eq!(todos.len(), 1, "{todos:?}");
+    assert_eq!(todos[0]["call_id"], "t1");
+    assert_eq!(todos[0]["items"][0]["status"], "in_progress");
+    assert_eq!(todos[0]["items"][1]["text"], "other work");
+    assert_eq!(result(&ev, "t1")["status"], "ok");
+    assert_eq!(result(&ev, "t2")["status"], "error");
+    assert!(
+        out(&ev, "t2").contains("items[0].status `finished` is not one of"),
+        "{}",
+        out(&ev, "t2")
+    );
+
+    // The job: started at once, running at the first read, done later.
+    let b1 = out(&ev, "b1");
+    assert!(b1.contains("started background job job-1"), "{b1}");
+    assert!(
+        result(&ev, "b1")["duration_ms"].as_u64().unwrap() < 3000,
+        "background start waited for the job"
+    );
+    assert!(out(&ev, "o1").contains("other work"));
+    let r1 = out(&ev, "r1");
+    assert!(r1.contains("running"), "{r1}");
+    assert!(r1.contains("(no new output)"), "{r1}");
+    let r2 = out(&ev, "r2");
+    assert!(r2.contains("finished"), "{r2}");
+    assert!(r2.contains("exit code: 0"), "{r2}");
+    assert!(r2.contains("done"), "{r2}");
+    assert!(result(&ev, "r2")["enforcement"].is_string());
+    // Nothing new after the end.
+    let r3 = out(&ev, "r3");
+    assert!(r3.contains("(no new output)"), "{r3}");
+    let r0 = out(&ev, "r0");
+    assert!(
+        r0.contains("no background job `job-9`") && r0.contains("job-1"),
+        "{r0}"
+    );
+    // The session records the background call with its command (what
+    // receipts list as the action).
+    let recs = records(&f.session_files()[0]);
+    assert!(recs.iter().any(|r| r["type"] == "tool_call"
+        && r["call_id"] == "b1"
+        && r["args"]["command"] == "sleep 5; echo done"
+        && r["args"]["background"] == true));
+}
+
+/// `job_kill` stops a running job: its whole process tree is gone when the
+/// call returns (checked in /proc), and `job_output` then says killed.
+#[test]
+fn job_kill_leaves_no_process() {
+    let marker = "61.40417";
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            call(
+                "b1",
+                "shell",
+                json!({"command": format!("sleep {marker} & sleep {marker}; echo never"), "background": true}),
+            ),
+            // Positive control: the job really runs (read while it does).
+            slow(
+                Duration::from_millis(700),
+                call("r1", "job_output", json!({"id": "job-1"})),
+            ),
+            call("k1", "job_kill", json!({"id": "job-1"})),
+            // The run goes on a while after the kill: the tree must be
+            // gone by job_kill, not by this process exiting.
+            slow(
+                Duration::from_millis(4000),
+                call("r2", "job_output", json!({"id": "job-1"})),
+            ),
+            call("k2", "job_kill", json!({"id": "job-1"})),
+            reply("stopped"),
+        ],
+    );
+    let f = Fixture::new(&model, "");
+    let mut child = f
+        .cmd(&[
+            "exec",
+            "--provider",
+            "custom",
+            "--output-format",
+            "stream-json",
+            "--auto",
+            "start it, then stop it",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        procs::running_within(marker, Duration::from_secs(20)),
+        "control: the job never ran"
+    );
+    let left = procs::gone_within(marker, Duration::from_secs(3));
+    assert!(left.is_empty(), "processes left after job_kill: {left:?}");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run ended before the check: the kill was not job_kill's"
+    );
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let ev = stdout_lines(&o);
+    assert!(out(&ev, "r1").contains("running"), "{}", out(&ev, "r1"));
+    assert!(out(&ev, "k1").contains("killed"), "{}", out(&ev, "k1"));
+    let r2 = out(&ev, "r2");
+    assert!(r2.contains("was killed") && !r2.contains("\nnever"), "{r2}");
+    assert!(out(&ev, "k2").contains("already finished"));
+}
