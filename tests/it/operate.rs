@@ -205,3 +205,101 @@ fn job_kill_leaves_no_process() {
     assert!(r2.contains("was killed") && !r2.contains("\nnever"), "{r2}");
     assert!(out(&ev, "k2").contains("already finished"));
 }
+
+/// The tool result the model was sent for call `id` (what it saw).
+fn sent_result(model: &ScriptedModel, id: &str) -> String {
+    model
+        .requests()
+        .iter()
+        .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+        .and_then(|m| m["content"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("no tool result {id} was sent"))
+}
+
+/// Over the runtime API (`app-server --http`): `todo.updated` is on the
+/// thread's event log with the typed list; a job started in one turn is
+/// read in the next (jobs belong to the session, not the turn); a job of
+/// an interrupted turn is killed with it — no process left while the
+/// server still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_todo_events_jobs_across_turns_and_interrupt_kills_the_job() {
+    use common::runtime::{api, count, events_until, fixture, new_thread, new_turn, Server};
+    let marker = "62.31337";
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            // Turn 1: a list and a short job.
+            call(
+                "t1",
+                "todo",
+                json!({"items": [{"id": "a", "text": "warm the cache", "status": "in_progress"}]}),
+            ),
+            call(
+                "b1",
+                "shell",
+                json!({"command": "sleep 1; echo first-job-out", "background": true}),
+            ),
+            reply("started"),
+            // Turn 2: read the job the first turn started.
+            slow(
+                Duration::from_millis(1500),
+                call("r1", "job_output", json!({"id": "job-1"})),
+            ),
+            reply("read"),
+            // Turn 3: a long job, then the model is slow: interrupted.
+            call(
+                "b2",
+                "shell",
+                json!({"command": format!("sleep {marker}"), "background": true}),
+            ),
+            slow(Duration::from_secs(30), reply("never")),
+        ],
+    );
+    let f = fixture(&model);
+    let s = Server::start(&f, &[]);
+    let thread = new_thread(&s, json!({"auto_approve": true})).await;
+    new_turn(&s, &thread, "turn one").await;
+    let evs = events_until(&s, &thread, 0, |e| count(e, "turn.completed") == 1).await;
+    let todo: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["event"] == "todo.updated")
+        .collect();
+    assert_eq!(todo.len(), 1, "{evs:#?}");
+    assert_eq!(
+        todo[0]["payload"]["items"],
+        json!([{"id": "a", "text": "warm the cache", "status": "in_progress"}])
+    );
+    assert!(todo[0]["turn_id"].is_string() && todo[0]["item_id"].is_null());
+
+    new_turn(&s, &thread, "turn two").await;
+    events_until(&s, &thread, 0, |e| count(e, "turn.completed") == 2).await;
+    let r1 = sent_result(&model, "r1");
+    assert!(
+        r1.contains("first-job-out") && r1.contains("exit code: 0"),
+        "{r1}"
+    );
+
+    let turn = new_turn(&s, &thread, "turn three").await;
+    assert!(
+        procs::running_within(marker, Duration::from_secs(20)),
+        "control: the job never ran"
+    );
+    let (code, b) = api(
+        &s,
+        "POST",
+        &format!("/v1/threads/{thread}/turns/{turn}/interrupt"),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(code, 202, "{b}");
+    events_until(&s, &thread, 0, |e| count(e, "turn.completed") == 3).await;
+    let left = procs::gone_within(marker, Duration::from_secs(2));
+    assert!(
+        left.is_empty(),
+        "the interrupted turn's job is left: {left:?}"
+    );
+    // The server (the session) is still up.
+    let (code, _) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
+    assert_eq!(code, 200);
+}

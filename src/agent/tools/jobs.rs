@@ -22,7 +22,6 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tokio::task::JoinHandle;
 
 /// The tool that reads a job's new output.
 pub const JOB_OUTPUT_TOOL: &str = "job_output";
@@ -38,7 +37,8 @@ const STDERR_CAP: usize = 64 * 1024;
 /// How long `shell` waits after starting a job for a start failure (a
 /// sandbox that cannot be set up is an error of the call, not of the job).
 const START_GRACE: Duration = Duration::from_millis(150);
-/// How long reading waits for the pipe's last bytes after the job exited.
+/// How long the job's thread waits for the pipe's last bytes after the
+/// job exited.
 const DRAIN: Duration = Duration::from_secs(1);
 /// How long `job_kill` waits for the host to have killed the tree.
 const KILL_WAIT: Duration = Duration::from_secs(5);
@@ -78,31 +78,31 @@ struct Job {
     /// The cancel token of the turn that started it.
     owner: CancelToken,
     cancel: CancelToken,
+    /// What the job's own thread fills in: output, and how it ended.
     out: Arc<Mutex<Buf>>,
-    run: Option<JoinHandle<Result<ExecOutcome, HostError>>>,
-    reader: Option<JoinHandle<()>>,
-    ended: Option<Ended>,
     killed: bool,
 }
 
 impl Job {
     fn running(&self) -> bool {
-        self.ended.is_none() && !self.killed
+        !self.killed && lock(&self.out).ended.is_none()
     }
 }
 
 /// How a job ended.
+#[derive(Clone)]
 enum Ended {
     Ran(Box<ExecOutcome>),
     /// The host could not run it (the tool error it would have been).
     NotRun(ToolOutput),
 }
 
-/// Output written and not yet read.
+/// Output written and not yet read, and (once over) how the job ended.
 #[derive(Default)]
 struct Buf {
     unread: Vec<u8>,
     dropped: u64,
+    ended: Option<Ended>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -124,8 +124,8 @@ impl Jobs {
     pub fn kill_owned_by(&self, owner: &CancelToken) -> usize {
         let mut t = self.lock();
         let mut n = 0;
-        for j in t.jobs.values_mut().filter(|j| j.running()) {
-            if j.owner.same(owner) {
+        for j in t.jobs.values_mut() {
+            if j.running() && j.owner.same(owner) {
                 j.cancel.cancel();
                 j.killed = true;
                 n += 1;
@@ -137,9 +137,11 @@ impl Jobs {
     /// Kill every running job (the session is ending).
     pub fn kill_all(&self) {
         let mut t = self.lock();
-        for j in t.jobs.values_mut().filter(|j| j.running()) {
-            j.cancel.cancel();
-            j.killed = true;
+        for j in t.jobs.values_mut() {
+            if j.running() {
+                j.cancel.cancel();
+                j.killed = true;
+            }
         }
     }
 
@@ -174,6 +176,20 @@ fn merged(argv: Vec<String>) -> Vec<String> {
     }
 }
 
+/// Wait up to `within` for the job's thread to say how it ended.
+async fn ended_within(out: &Mutex<Buf>, within: Duration) -> Option<Ended> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(e) = lock(out).ended.clone() {
+            return Some(e);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// `shell {"background": true}`: start the job, return its id.
 pub async fn start(args: &Value, argv: Vec<String>, ctx: &ToolContext) -> ToolOutput {
     let command = crate::catalogue::shell_command_line(args).unwrap_or_else(|| argv.join(" "));
@@ -187,17 +203,13 @@ pub async fn start(args: &Value, argv: Vec<String>, ctx: &ToolContext) -> ToolOu
     }
     let cancel = CancelToken::new();
     let out = Arc::new(Mutex::new(Buf::default()));
-    let (mut run, reader) = match spawn(merged(argv), ctx, cancel.clone(), out.clone()) {
-        Ok(x) => x,
-        Err(e) => return super::shell::host_error(e),
-    };
+    if let Err(e) = spawn(merged(argv), ctx, cancel.clone(), out.clone()) {
+        return super::shell::host_error(e);
+    }
     // A start failure (no sandbox, no such program) is the call's error.
-    let mut ended = None;
-    if let Ok(r) = tokio::time::timeout(START_GRACE, &mut run).await {
-        match flatten(r) {
-            Err(e) => return super::shell::host_error(e),
-            Ok(o) => ended = Some(Ended::Ran(Box::new(o))),
-        }
+    let ended = ended_within(&out, START_GRACE).await;
+    if let Some(Ended::NotRun(e)) = ended {
+        return e;
     }
     let done = ended.is_some();
     let id = {
@@ -212,9 +224,6 @@ pub async fn start(args: &Value, argv: Vec<String>, ctx: &ToolContext) -> ToolOu
                 owner: ctx.cancel.clone(),
                 cancel,
                 out,
-                run: (!done).then_some(run),
-                reader: Some(reader),
-                ended,
                 killed: false,
             },
         );
@@ -230,22 +239,17 @@ pub async fn start(args: &Value, argv: Vec<String>, ctx: &ToolContext) -> ToolOu
     o
 }
 
-fn flatten(
-    r: Result<Result<ExecOutcome, HostError>, tokio::task::JoinError>,
-) -> Result<ExecOutcome, HostError> {
-    r.map_err(|e| HostError::io("background job", std::io::Error::other(e.to_string())))?
-}
-
-type Spawned = (JoinHandle<Result<ExecOutcome, HostError>>, JoinHandle<()>);
-
-/// Start the host run with its stdout on a pipe we read into `out`.
+/// Start the job on a thread of its own (with its own small async
+/// runtime, so it outlives the turn — and the turn's runtime — that
+/// started it): the host run, with its stdout on a pipe read into `out`,
+/// then how it ended.
 #[cfg(unix)]
 fn spawn(
     argv: Vec<String>,
     ctx: &ToolContext,
     cancel: CancelToken,
     out: Arc<Mutex<Buf>>,
-) -> Result<Spawned, HostError> {
+) -> Result<(), HostError> {
     use crate::host::{ExecRequest, ServerStdio};
     let pipe = || {
         crate::host::process::os::pipe_cloexec()
@@ -255,8 +259,6 @@ fn spawn(
     let (child_in, our_in) = pipe()?;
     drop(our_in);
     let (our_out, child_out) = pipe()?;
-    let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(our_out)
-        .map_err(|e| HostError::io("a background job's output pipe", e))?;
     let mut req = ExecRequest::new(argv);
     req.cwd = Some(ctx.guard.workspace().to_path_buf());
     req.output_cap = STDERR_CAP;
@@ -268,11 +270,46 @@ fn spawn(
     });
     let policy = ctx.policy.clone();
     let settings = ctx.host.clone();
-    // The request (holding the child's pipe ends) is dropped when the run
-    // ends, so the reader sees EOF then.
-    let run = tokio::spawn(async move { crate::host::run(&policy, &settings, req).await });
-    let reader = tokio::spawn(read_into(rx, out));
-    Ok((run, reader))
+    let done = out.clone();
+    let finish = move |e: Ended| lock(&done).ended = Some(e);
+    std::thread::Builder::new()
+        .name("codewhale-job".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    return finish(Ended::NotRun(super::shell::host_error(HostError::io(
+                        "a background job's runtime",
+                        e,
+                    ))))
+                }
+            };
+            rt.block_on(async move {
+                let rx = match tokio::net::unix::pipe::Receiver::from_owned_fd(our_out) {
+                    Ok(rx) => rx,
+                    Err(e) => {
+                        return finish(Ended::NotRun(super::shell::host_error(HostError::io(
+                            "a background job's output pipe",
+                            e,
+                        ))))
+                    }
+                };
+                let reader = tokio::spawn(read_into(rx, out));
+                // The request (holding the child's pipe ends) is dropped
+                // when the run ends, so the reader sees EOF then.
+                let r = crate::host::run(&policy, &settings, req).await;
+                let _ = tokio::time::timeout(DRAIN, reader).await;
+                finish(match r {
+                    Ok(o) => Ended::Ran(Box::new(o)),
+                    Err(e) => Ended::NotRun(super::shell::host_error(e)),
+                });
+            });
+        })
+        .map(drop)
+        .map_err(|e| HostError::io("starting a background job's thread", e))
 }
 
 #[cfg(not(unix))]
@@ -281,7 +318,7 @@ fn spawn(
     _ctx: &ToolContext,
     _cancel: CancelToken,
     _out: Arc<Mutex<Buf>>,
-) -> Result<Spawned, HostError> {
+) -> Result<(), HostError> {
     Err(HostError::Unavailable {
         backend: crate::host::BackendKind::None,
         reason: "background jobs run only on Unix hosts (Linux, macOS)".into(),
@@ -310,59 +347,31 @@ async fn read_into(mut from: impl tokio::io::AsyncRead + Unpin, out: Arc<Mutex<B
     }
 }
 
-/// The `id` argument, or a tool error naming the jobs there are.
-fn job_id(args: &Value, ctx: &ToolContext) -> Result<String, ToolOutput> {
+/// The job `id` names: its command, start, kill flag and shared state; or
+/// a tool error naming the jobs there are.
+fn job(
+    args: &Value,
+    ctx: &ToolContext,
+) -> Result<(String, String, Instant, bool, Arc<Mutex<Buf>>), ToolOutput> {
     let id = super::arg_str(args, "id")?;
-    if ctx.jobs.lock().jobs.contains_key(id) {
-        Ok(id.to_string())
-    } else {
-        Err(ToolOutput::error(
-            "not_found",
-            format!(
-                "no background job `{id}` in this session (jobs: {})",
-                ctx.jobs.ids()
-            ),
-        ))
-    }
-}
-
-/// If the job's run has finished, wait for it and the last of its
-/// output, and record how it ended.
-async fn settle(id: &str, ctx: &ToolContext, wait: Option<Duration>) {
-    let (run, reader) = {
-        let mut t = ctx.jobs.lock();
-        let Some(j) = t.jobs.get_mut(id) else {
-            return;
-        };
-        // No run handle: it ended while `shell` waited for it to start.
-        let finished = j.run.as_ref().is_none_or(|r| r.is_finished());
-        if finished || wait.is_some() {
-            (j.run.take(), j.reader.take())
-        } else {
-            (None, None)
-        }
-    };
-    let mut ended = None;
-    if let Some(mut run) = run {
-        let r = match wait {
-            Some(w) => tokio::time::timeout(w, &mut run).await.ok(),
-            None => Some(run.await),
-        };
-        ended = Some(match r.map(flatten) {
-            Some(Ok(o)) => Ended::Ran(Box::new(o)),
-            Some(Err(HostError::Cancelled)) | None => Ended::NotRun(ToolOutput::error(
-                "killed",
-                "the job was killed (its process tree is gone)".into(),
-            )),
-            Some(Err(e)) => Ended::NotRun(super::shell::host_error(e)),
-        });
-    }
-    if let Some(reader) = reader {
-        let _ = tokio::time::timeout(DRAIN, reader).await;
-    }
-    if let Some(e) = ended {
-        if let Some(j) = ctx.jobs.lock().jobs.get_mut(id) {
-            j.ended = Some(e);
+    let t = ctx.jobs.lock();
+    match t.jobs.get(id) {
+        Some(j) => Ok((
+            id.to_string(),
+            j.command.clone(),
+            j.started,
+            j.killed,
+            j.out.clone(),
+        )),
+        None => {
+            drop(t);
+            Err(ToolOutput::error(
+                "not_found",
+                format!(
+                    "no background job `{id}` in this session (jobs: {})",
+                    ctx.jobs.ids()
+                ),
+            ))
         }
     }
 }
@@ -370,38 +379,31 @@ async fn settle(id: &str, ctx: &ToolContext, wait: Option<Duration>) {
 /// `job_output {id}`: what the job wrote since the last read; its exit
 /// status once it ended.
 pub async fn output(args: &Value, ctx: &ToolContext) -> ToolOutput {
-    let id = match job_id(args, ctx) {
-        Ok(id) => id,
+    let (id, command, started, killed, out) = match job(args, ctx) {
+        Ok(j) => j,
         Err(e) => return e,
     };
-    settle(&id, ctx, None).await;
-    let t = ctx.jobs.lock();
-    let Some(j) = t.jobs.get(&id) else {
-        return ToolOutput::error("not_found", format!("no background job `{id}`"));
-    };
-    let (new, dropped) = {
-        let mut b = lock(&j.out);
+    let (new, dropped, ended) = {
+        let mut b = lock(&out);
         let d = std::mem::take(&mut b.dropped);
-        (
-            String::from_utf8_lossy(&std::mem::take(&mut b.unread)).into_owned(),
-            d,
-        )
+        let new = String::from_utf8_lossy(&std::mem::take(&mut b.unread)).into_owned();
+        (new, d, b.ended.clone())
     };
     let mut shown = new;
     if dropped > 0 {
         shown = format!("[… {dropped} earlier bytes dropped unread]\n{shown}");
     }
-    let head = format!("job {id} ({})", j.command);
-    match &j.ended {
-        None if j.killed => ToolOutput::ok(format!("{head}: killed\n{}", with_output(&shown))),
+    let head = format!("job {id} ({command})");
+    match ended {
+        None if killed => ToolOutput::ok(format!("{head}: being killed\n{}", with_output(&shown))),
         None => ToolOutput::ok(format!(
             "{head}: running for {} s\n{}",
-            j.started.elapsed().as_secs(),
+            started.elapsed().as_secs(),
             with_output(&shown)
         )),
         Some(Ended::Ran(o)) => {
-            let mut out = super::shell::report(o, ctx, None, &[("output", &shown)]);
-            let how = if j.killed {
+            let mut out = super::shell::report(&o, ctx, None, &[("output", &shown)]);
+            let how = if killed {
                 "was killed (job_kill, or the turn that started it was interrupted); its process tree is gone"
             } else {
                 "finished"
@@ -430,14 +432,14 @@ fn with_output(s: &str) -> String {
 
 /// `job_kill {id}`: stop the job and wait until its tree is gone.
 pub async fn kill(args: &Value, ctx: &ToolContext) -> ToolOutput {
-    let id = match job_id(args, ctx) {
-        Ok(id) => id,
+    let (id, _, _, _, out) = match job(args, ctx) {
+        Ok(j) => j,
         Err(e) => return e,
     };
     let was_running = {
         let mut t = ctx.jobs.lock();
         match t.jobs.get_mut(&id) {
-            Some(j) if j.ended.is_none() => {
+            Some(j) if j.running() => {
                 j.cancel.cancel();
                 j.killed = true;
                 true
@@ -445,15 +447,19 @@ pub async fn kill(args: &Value, ctx: &ToolContext) -> ToolOutput {
             _ => false,
         }
     };
-    settle(&id, ctx, Some(KILL_WAIT)).await;
-    if was_running {
-        ToolOutput::ok(format!(
-            "job {id} killed (its sandboxed process tree is gone); job_output still returns what it wrote"
-        ))
-    } else {
-        ToolOutput::ok(format!(
+    if !was_running {
+        return ToolOutput::ok(format!(
             "job {id} had already finished; job_output returns its status"
-        ))
+        ));
+    }
+    match ended_within(&out, KILL_WAIT).await {
+        Some(_) => ToolOutput::ok(format!(
+            "job {id} killed (its sandboxed process tree is gone); job_output still returns what it wrote"
+        )),
+        None => ToolOutput::error(
+            "kill_pending",
+            format!("job {id} was told to stop but had not ended after {} s", KILL_WAIT.as_secs()),
+        ),
     }
 }
 
@@ -497,9 +503,6 @@ mod tests {
             owner: owner.clone(),
             cancel: CancelToken::new(),
             out: Arc::default(),
-            run: None,
-            reader: None,
-            ended: None,
             killed: false,
         };
         {
