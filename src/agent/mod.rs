@@ -16,6 +16,7 @@ pub mod compaction;
 pub mod event;
 pub mod includes;
 pub mod models;
+pub mod operate;
 pub mod output;
 pub mod prompt;
 pub mod review;

@@ -349,6 +349,9 @@ struct Loop<'a> {
     /// The tools a loaded skill's `allowed-tools` narrowed the run to
     /// (with the skill's name); `None`: not narrowed. Only ever narrows.
     skill_narrow: Option<(String, Vec<String>)>,
+    /// Operate (the request's agent, with `agent` offered): the files
+    /// changed since the last reviewer verdict (`None`: not Operate).
+    operate: Option<super::operate::ReviewGate>,
 }
 
 /// What the gates made of a call.
@@ -484,6 +487,12 @@ async fn drive_run(
     {
         offered.push(super::subagent::AGENT_TOOL);
     }
+    // Operate's goal behaviour is the request's agent's (a child runs its
+    // role's prompt), and needs `agent` to ask for a review.
+    let operate = (authz.posture().map(|p| p.mode) == Some(crate::authz::Mode::Operate)
+        && hooks.spawner.as_ref().is_some_and(|s| s.depth == 0)
+        && offered.contains(&super::subagent::AGENT_TOOL))
+    .then(super::operate::ReviewGate::default);
     let current = match models {
         Models::Single(p) => (p.settings.id.clone(), p.settings.model.clone()),
         Models::Routed(r) => r
@@ -520,6 +529,7 @@ async fn drive_run(
         instructions: Vec::new(),
         spawner: hooks.spawner,
         skill_narrow: None,
+        operate,
     };
     let result = l.drive().await;
     l.finish(result)
@@ -577,6 +587,9 @@ impl Loop<'_> {
         names.extend(first_mcp.iter().map(String::as_str));
         let (mut system, instructions, skipped) =
             super::prompt::system_prompt(&self.ctx.guard, &names, &self.opts.instruction_imports);
+        if self.operate.is_some() {
+            system.push_str(super::operate::PROMPT);
+        }
         // Skills: names and descriptions only, bounded; only when the
         // model can load them.
         let skills_listing = match (&self.ctx.skills, self.offered.contains(&SKILL_TOOL)) {
@@ -805,7 +818,15 @@ impl Loop<'_> {
                 self.log.append(turn, Event::TurnCompleted)?;
                 self.poll_steers();
                 if self.steered.is_empty() {
-                    return Ok("completed");
+                    // Operate: a multi-file change not yet reviewed gets
+                    // one message asking for a reviewer before ending.
+                    match self.operate.as_mut().and_then(|g| g.nudge()) {
+                        Some(m) if turn < self.opts.max_turns => {
+                            self.out.note(&m);
+                            self.steered.push(m);
+                        }
+                        _ => return Ok("completed"),
+                    }
                 }
                 // Input was steered in while the model answered: it gets
                 // another request with that input after its answer.
@@ -856,6 +877,9 @@ impl Loop<'_> {
     /// the output and the tap. The record comes first so a client that
     /// sees the event finds the step in the session file.
     fn emit(&mut self, turn: u32, e: ev::Event) -> Result<(), Stop> {
+        if let Some(g) = &mut self.operate {
+            g.observe(&e);
+        }
         if let Some(r) = e.record() {
             self.log.append(turn, r)?;
         }

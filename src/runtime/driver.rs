@@ -196,16 +196,38 @@ impl Driver {
         Ok(())
     }
 
-    /// Start a turn on `thread_id` and return it (`in_progress`); the loop
-    /// runs on its own OS thread until the model stops.
+    /// Start a turn on `thread_id` in the thread's mode (`plan`, `agent` =
+    /// Work, `operate`) and return it (`in_progress`); the loop runs on
+    /// its own OS thread until the model stops.
     pub fn start(&self, thread_id: &str, prompt: String) -> Result<TurnRecord, DriverError> {
-        self.start_in_mode(thread_id, prompt, Mode::Work)
+        self.start_turn(thread_id, prompt, None)
+    }
+
+    /// [`Driver::start`] with a per-turn `mode` (`POST …/turns {prompt,
+    /// mode}`) instead of the thread's; `chat` is the thread's alone.
+    pub fn start_turn(
+        &self,
+        thread_id: &str,
+        prompt: String,
+        mode: Option<ThreadMode>,
+    ) -> Result<TurnRecord, DriverError> {
+        let thread = self.rt.thread(thread_id)?;
+        let mode = match mode {
+            Some(ThreadMode::Chat) => return Err(RuntimeError::invalid(
+                "mode",
+                "a turn's mode is plan, work (or agent) or operate; `chat` is set on the thread",
+            )
+            .into()),
+            Some(m) => m,
+            None => thread.mode,
+        };
+        self.start_in_mode(thread_id, prompt, mode.posture_mode().unwrap_or(Mode::Work))
     }
 
     /// [`Driver::start`] in the posture mode `mode` (Plan: reads only,
-    /// read-only sandbox; Work; Operate: Work's permissions — the loop
-    /// offers sub-agents as Work does; no to-do list, background jobs or
-    /// reviewer yet). ACP's `session/set_mode`.
+    /// read-only sandbox; Work; Operate: Work's permissions run as a goal —
+    /// to-do list, parallel children, background jobs, a reviewer's
+    /// verdict asked for; docs/OPERATE.md). ACP's `session/set_mode`.
     pub fn start_in_mode(
         &self,
         thread_id: &str,

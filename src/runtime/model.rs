@@ -8,39 +8,62 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// A conversation: settings that apply to each of its turns.
-/// What a thread's turns may do: `agent` (tools offered) or `chat`
-/// (answers without tools). The wire form is the lowercase name.
+/// What a thread's turns may do: `agent` (tools offered; the posture mode
+/// Work — `work` is the same mode), `plan` (reads and read-only commands),
+/// `operate` (Work's permissions, run as a goal: docs/OPERATE.md) or
+/// `chat` (answers without tools). The wire form is the lowercase name;
+/// a Work thread is reported as `agent`, as it always was.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ThreadMode {
     #[default]
+    #[serde(alias = "work")]
     Agent,
     Chat,
+    Plan,
+    Operate,
 }
 
 impl ThreadMode {
-    pub const ALL: [ThreadMode; 2] = [ThreadMode::Agent, ThreadMode::Chat];
+    pub const ALL: [ThreadMode; 4] = [
+        ThreadMode::Plan,
+        ThreadMode::Agent,
+        ThreadMode::Operate,
+        ThreadMode::Chat,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             ThreadMode::Agent => "agent",
             ThreadMode::Chat => "chat",
+            ThreadMode::Plan => "plan",
+            ThreadMode::Operate => "operate",
         }
     }
 
-    /// A client's `field` value, or an error naming the field and the
-    /// values it may take.
+    /// The posture mode of the thread's turns (`None`: chat, no tools).
+    pub fn posture_mode(self) -> Option<crate::authz::Mode> {
+        match self {
+            ThreadMode::Agent => Some(crate::authz::Mode::Work),
+            ThreadMode::Plan => Some(crate::authz::Mode::Plan),
+            ThreadMode::Operate => Some(crate::authz::Mode::Operate),
+            ThreadMode::Chat => None,
+        }
+    }
+
+    /// A client's `field` value (`work` is `agent`), or an error naming
+    /// the field and the values it may take.
     pub fn parse(field: &str, v: &str) -> Result<ThreadMode, super::RuntimeError> {
+        if v == "work" {
+            return Ok(ThreadMode::Agent);
+        }
         ThreadMode::ALL
             .into_iter()
             .find(|m| m.as_str() == v)
             .ok_or_else(|| {
                 super::RuntimeError::invalid(
                     field,
-                    format!(
-                        "`{v}` is not one of {}",
-                        ThreadMode::ALL.map(ThreadMode::as_str).join(", ")
-                    ),
+                    format!("`{v}` is not one of plan, work (or agent), operate, chat"),
                 )
             })
     }

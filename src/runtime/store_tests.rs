@@ -388,9 +388,34 @@ fn a_thread_mode_names_its_field_and_values() {
     match ThreadMode::parse("mode", "agnet") {
         Err(RuntimeError::Invalid { field, message }) => {
             assert_eq!(field, "mode");
-            assert_eq!(message, "`agnet` is not one of agent, chat");
+            assert_eq!(
+                message,
+                "`agnet` is not one of plan, work (or agent), operate, chat"
+            );
         }
         other => panic!("{other:?}"),
     }
     assert_eq!(serde_json::to_value(ThreadMode::Chat).unwrap(), "chat");
+    // Operate's contract: plan, work (`agent` its old name), operate.
+    for (v, m, posture) in [
+        ("plan", ThreadMode::Plan, Some(crate::authz::Mode::Plan)),
+        ("work", ThreadMode::Agent, Some(crate::authz::Mode::Work)),
+        ("agent", ThreadMode::Agent, Some(crate::authz::Mode::Work)),
+        (
+            "operate",
+            ThreadMode::Operate,
+            Some(crate::authz::Mode::Operate),
+        ),
+        ("chat", ThreadMode::Chat, None),
+    ] {
+        assert_eq!(ThreadMode::parse("mode", v).unwrap(), m, "{v}");
+        assert_eq!(m.posture_mode(), posture, "{v}");
+    }
+    assert_eq!(
+        serde_json::to_value(ThreadMode::Operate).unwrap(),
+        "operate"
+    );
+    // A stored or sent `work` reads as the Work thread it is.
+    let w: ThreadMode = serde_json::from_value(serde_json::json!("work")).unwrap();
+    assert_eq!(w, ThreadMode::Agent);
 }

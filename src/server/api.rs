@@ -167,6 +167,10 @@ pub struct UpdateThread {
 pub struct StartTurn {
     pub thread_id: String,
     pub prompt: String,
+    /// This turn's mode (`plan`, `work`/`agent`, `operate`) instead of
+    /// the thread's.
+    #[serde(default)]
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -279,7 +283,12 @@ impl Api {
             }
             Request::StartTurn(b) => {
                 non_empty(&b.prompt)?;
-                let turn = self.driver.start(&b.thread_id, b.prompt)?;
+                let mode = b
+                    .mode
+                    .as_deref()
+                    .map(|m| crate::runtime::ThreadMode::parse("mode", m))
+                    .transpose()?;
+                let turn = self.driver.start_turn(&b.thread_id, b.prompt, mode)?;
                 Ok(with(Status::Accepted, json!({ "turn": turn })))
             }
             Request::StartPrompt(b) => {

@@ -188,14 +188,23 @@ struct PromptBody {
     prompt: String,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TurnBody {
+    prompt: String,
+    #[serde(default)]
+    mode: Option<String>,
+}
+
 async fn start_turn(
     State(s): St,
     Path(thread_id): Path<String>,
-    ApiJson(b): ApiJson<PromptBody>,
+    ApiJson(b): ApiJson<TurnBody>,
 ) -> Answer {
     let req = api::StartTurn {
         thread_id,
         prompt: b.prompt,
+        mode: b.mode,
     };
     answer(s, Request::StartTurn(req)).await
 }

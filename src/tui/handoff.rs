@@ -1,18 +1,16 @@
 //! Plan's hand-off: when a Plan turn finishes, the UI offers to carry the
-//! plan out. A card asks "Work (Ask) / Work (Auto-Review) / keep
-//! planning" with *keep planning* highlighted, so a stray Enter never
-//! starts editing. Choosing Work switches mode and permission exactly as
-//! Tab and Shift+Tab would and sends "go ahead" as the next prompt, so the
-//! model that wrote the plan starts on it with its plan in context.
-//!
-//! Operate is not offered: it runs as Work until sub-agents exist, and a
-//! choice that does what another choice does would mislead.
+//! plan out. A card asks "Work (Ask) / Work (Auto-Review) / Operate (Ask)
+//! / keep planning" with *keep planning* highlighted, so a stray Enter
+//! never starts editing. Choosing Work or Operate switches mode and
+//! permission exactly as Tab and Shift+Tab would and sends "go ahead" as
+//! the next prompt, so the model that wrote the plan starts on it with its
+//! plan in context (Operate: as a goal, docs/OPERATE.md).
 //!
 //! Pure: [`Handoff::key`] turns a key into an [`Outcome`] (the state
 //! machine applies it: `State::handoff_key`), and [`lines`] /
 //! [`fallback`] draw it, so both are tested without a terminal.
 
-use crate::authz::Approval;
+use crate::authz::{Approval, Mode};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
@@ -26,14 +24,18 @@ pub enum HandoffChoice {
     WorkAsk,
     /// `r`: Work with Auto-Review, then "go ahead".
     WorkAutoReview,
+    /// `o`: Operate with Ask (the plan carried out as a goal), then "go
+    /// ahead".
+    OperateAsk,
     /// `k`: stay in Plan (the highlighted default; also Esc).
     KeepPlanning,
 }
 
 impl HandoffChoice {
-    pub const ALL: [HandoffChoice; 3] = [
+    pub const ALL: [HandoffChoice; 4] = [
         HandoffChoice::WorkAsk,
         HandoffChoice::WorkAutoReview,
+        HandoffChoice::OperateAsk,
         HandoffChoice::KeepPlanning,
     ];
 
@@ -41,15 +43,17 @@ impl HandoffChoice {
         match self {
             HandoffChoice::WorkAsk => "w Work (Ask)",
             HandoffChoice::WorkAutoReview => "r Work (Auto-Review)",
+            HandoffChoice::OperateAsk => "o Operate (Ask)",
             HandoffChoice::KeepPlanning => "k keep planning",
         }
     }
 
-    /// The permission a Work choice switches to.
-    fn permission(self) -> Option<Approval> {
+    /// The mode and permission a carry-it-out choice switches to.
+    fn target(self) -> Option<(Mode, Approval)> {
         match self {
-            HandoffChoice::WorkAsk => Some(Approval::Ask),
-            HandoffChoice::WorkAutoReview => Some(Approval::AutoReview),
+            HandoffChoice::WorkAsk => Some((Mode::Work, Approval::Ask)),
+            HandoffChoice::WorkAutoReview => Some((Mode::Work, Approval::AutoReview)),
+            HandoffChoice::OperateAsk => Some((Mode::Operate, Approval::Ask)),
             HandoffChoice::KeepPlanning => None,
         }
     }
@@ -91,8 +95,9 @@ pub enum Outcome {
     Open,
     /// Closed: stay in Plan.
     KeepPlanning,
-    /// Closed: switch to Work with this permission and send [`GO_AHEAD`].
-    Work(Approval),
+    /// Closed: switch to this mode (Work or Operate) and permission and
+    /// send [`GO_AHEAD`].
+    Go(Mode, Approval),
     /// Ctrl-D: leave, as on the first run's question.
     Quit,
 }
@@ -108,6 +113,7 @@ impl Handoff {
         let pick = match key {
             HandoffKey::Char('w' | 'W') => HandoffChoice::WorkAsk,
             HandoffKey::Char('r' | 'R') => HandoffChoice::WorkAutoReview,
+            HandoffKey::Char('o' | 'O') => HandoffChoice::OperateAsk,
             HandoffKey::Char('k' | 'K') | HandoffKey::Esc | HandoffKey::CtrlC => {
                 HandoffChoice::KeepPlanning
             }
@@ -123,8 +129,8 @@ impl Handoff {
             }
             HandoffKey::Char(_) | HandoffKey::Other => return Outcome::Open,
         };
-        match pick.permission() {
-            Some(p) => Outcome::Work(p),
+        match pick.target() {
+            Some((m, p)) => Outcome::Go(m, p),
             None => Outcome::KeepPlanning,
         }
     }
@@ -160,7 +166,7 @@ pub fn lines(h: &Handoff) -> Vec<Line<'static>> {
         Line::from(choices),
         Line::from(Span::styled(
             format!(
-                "Work switches mode and permission and sends \"{GO_AHEAD}\" · Esc keeps planning"
+                "w/r/o switch mode and permission and send \"{GO_AHEAD}\" · Esc keeps planning"
             ),
             dim(),
         )),
@@ -171,7 +177,7 @@ pub fn lines(h: &Handoff) -> Vec<Line<'static>> {
 pub fn fallback(h: &Handoff) -> Line<'static> {
     Line::from(Span::styled(
         format!(
-            "plan ready: w Work(Ask) · r Work(Auto-Review) · k keep planning [{}]",
+            "plan ready: w Work(Ask) · r Work(Auto-Review) · o Operate(Ask) · k keep planning [{}]",
             h.selected.label()
         ),
         Style::default().fg(Color::Black).bg(Color::Cyan),
@@ -188,19 +194,31 @@ mod tests {
         assert_eq!(h.key(HandoffKey::Enter), Outcome::KeepPlanning);
         let mut h = Handoff::default();
         assert_eq!(h.key(HandoffKey::Prev), Outcome::Open);
+        assert_eq!(h.selected, HandoffChoice::OperateAsk);
+        assert_eq!(h.key(HandoffKey::Prev), Outcome::Open);
         assert_eq!(h.selected, HandoffChoice::WorkAutoReview);
         assert_eq!(h.key(HandoffKey::Prev), Outcome::Open);
         assert_eq!(h.key(HandoffKey::Prev), Outcome::Open);
         assert_eq!(h.selected, HandoffChoice::WorkAsk, "stops at the first");
-        assert_eq!(h.key(HandoffKey::Enter), Outcome::Work(Approval::Ask));
+        assert_eq!(
+            h.key(HandoffKey::Enter),
+            Outcome::Go(Mode::Work, Approval::Ask)
+        );
         let mut h = Handoff::default();
         assert_eq!(h.key(HandoffKey::Next), Outcome::Open);
         assert_eq!(h.selected, HandoffChoice::KeepPlanning, "stops at the last");
         assert_eq!(
             h.key(HandoffKey::Char('r')),
-            Outcome::Work(Approval::AutoReview)
+            Outcome::Go(Mode::Work, Approval::AutoReview)
         );
-        assert_eq!(h.key(HandoffKey::Char('W')), Outcome::Work(Approval::Ask));
+        assert_eq!(
+            h.key(HandoffKey::Char('W')),
+            Outcome::Go(Mode::Work, Approval::Ask)
+        );
+        assert_eq!(
+            h.key(HandoffKey::Char('o')),
+            Outcome::Go(Mode::Operate, Approval::Ask)
+        );
         assert_eq!(h.key(HandoffKey::Char('x')), Outcome::Open);
         assert_eq!(h.key(HandoffKey::Other), Outcome::Open);
         assert_eq!(h.key(HandoffKey::Esc), Outcome::KeepPlanning);

@@ -381,7 +381,7 @@ pub const QUIT_WINDOW_MS: u64 = 1000;
 pub const INTERRUPTED_MESSAGE: &str = "(message interrupted: the rest was not received)";
 
 pub const OPERATE_NOTE: &str =
-    "Operate runs as Work for now (sub-agents work in both): its to-do list, background jobs and reviewer are not built yet";
+    "Operate: the request is a goal — a to-do list, parallel sub-agents, background jobs, and a reviewer's verdict asked for before a multi-file change ends";
 pub const AUTO_REVIEW_NOTE: &str =
     "Auto-Review: rules approve what they prove safe; other ordinary questions go to the model reviewer (it pauses after 3 denials in a row)";
 pub const FULL_ACCESS_NOTE: &str = "Full Access: commands run without the codewhale sandbox; the safety floor, repository rules and rules-file denies still act";
@@ -662,9 +662,9 @@ Tab mode · Shift+Tab permission · /help",
                 self.quit = true;
                 vec![Effect::Quit]
             }
-            Outcome::Work(p) => {
+            Outcome::Go(m, p) => {
                 self.handoff = None;
-                self.set_mode(Mode::Work);
+                self.set_mode(m);
                 self.set_permission(p);
                 self.submit(GO_AHEAD.to_string())
             }

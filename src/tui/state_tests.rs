@@ -744,9 +744,26 @@ mod handoff {
     }
 
     #[test]
+    fn o_switches_to_operate_ask_and_sends_go_ahead() {
+        let mut st = planning();
+        completed(&mut st, "completed");
+        let fx = key(&mut st, Key::Char('o'));
+        assert_eq!(
+            fx,
+            vec![Effect::StartTurn {
+                prompt: GO_AHEAD.into(),
+                mode: Mode::Operate,
+                permission: Approval::Ask,
+            }]
+        );
+        assert_eq!((st.mode, st.permission), (Mode::Operate, Approval::Ask));
+    }
+
+    #[test]
     fn r_and_the_arrows_choose_work_auto_review() {
         let mut st = planning();
         completed(&mut st, "completed");
+        assert!(key(&mut st, Key::Left).is_empty());
         assert!(key(&mut st, Key::Left).is_empty());
         assert_eq!(
             st.handoff.as_ref().map(|h| h.selected),
