@@ -37,7 +37,7 @@ pub struct ExecArgs {
     pub auto: bool,
     /// The posture mode: plan (reads and read-only commands only, read-only
     /// sandbox; sub-agents clamped to it), work (default), operate (Work's
-    /// permissions for now).
+    /// permissions, run as a goal: docs/OPERATE.md).
     #[arg(long, value_enum, default_value_t = crate::authz::Mode::Work)]
     pub mode: crate::authz::Mode,
     /// Sandbox for commands and file tools (default: workspace-write). Only
