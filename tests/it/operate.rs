@@ -303,3 +303,177 @@ async fn runtime_todo_events_jobs_across_turns_and_interrupt_kills_the_job() {
     let (code, _) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
     assert_eq!(code, 200);
 }
+
+/// Operate through `exec --mode operate`: the goal prompt, and the
+/// reviewer rule — a turn about to end with two files changed and no
+/// reviewer verdict gets one message asking for one; after the reviewer
+/// child completed the turn ends. The same script in Work ends at once
+/// (positive control: the message is Operate's).
+#[test]
+fn operate_asks_for_a_reviewer_before_ending_a_multi_file_change() {
+    let parent = |reviewed: bool| {
+        let mut v = vec![
+            call("w1", "write_file", json!({"path": "a.txt", "content": "a"})),
+            call("w2", "write_file", json!({"path": "b.txt", "content": "b"})),
+            reply("both files written"),
+        ];
+        if reviewed {
+            v.push(call(
+                "rv",
+                "agent",
+                json!({"role": "reviewer", "prompt": "REVIEW-MARK check a.txt and b.txt"}),
+            ));
+            v.push(reply("reviewed and done"));
+        }
+        v
+    };
+    let model = ScriptedModel::start_lanes(
+        Wire::OpenAi,
+        vec![
+            common::scripted_model::lane("parent", None, parent(true)),
+            common::scripted_model::lane(
+                "reviewer",
+                Some("REVIEW-MARK"),
+                vec![reply("LGTM: both files are fine")],
+            ),
+        ],
+    );
+    let f = Fixture::new(&model, "");
+    let (o, ev) = exec(&f, &["--auto", "--mode", "operate", "write two files"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let reqs = model.requests();
+    let parent_reqs: Vec<_> = reqs
+        .iter()
+        .filter(|r| r.lane.as_deref() == Some("parent"))
+        .collect();
+    let sys = parent_reqs[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap();
+    assert!(sys.contains("Mode: Operate"), "{sys}");
+    // The child's prompt is its role's, not Operate's.
+    let child = reqs
+        .iter()
+        .find(|r| r.lane.as_deref() == Some("reviewer"))
+        .unwrap();
+    let csys = child.body["messages"][0]["content"].as_str().unwrap();
+    assert!(!csys.contains("Mode: Operate"), "{csys}");
+    // The 4th parent request carries the loop's one message.
+    let nudges: Vec<&Value> = parent_reqs.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["role"] == "user"
+                && m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("[codewhale Operate]"))
+        })
+        .collect();
+    assert_eq!(nudges.len(), 1, "{nudges:?}");
+    let n = nudges[0]["content"].as_str().unwrap();
+    assert!(n.contains("2 files changed") && n.contains("a.txt"), "{n}");
+    let done = of_type(&ev, "subagent_completed");
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0]["role"], "reviewer");
+    assert_eq!(ev.last().unwrap()["status"], "completed");
+    assert_eq!(model.lane_left("parent"), 0);
+
+    // Work: the same change ends without the message.
+    let model = ScriptedModel::start(Wire::OpenAi, parent(false));
+    let f = Fixture::new(&model, "");
+    let (o, ev) = exec(&f, &["--auto", "write two files"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(model.requests().len(), 3);
+    let sys = model.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!sys.contains("Mode: Operate"), "{sys}");
+    assert_eq!(ev.last().unwrap()["status"], "completed");
+}
+
+/// The runtime's modes: a thread created `operate`, a per-turn `mode`
+/// (`plan` then `work`), `chat` refused per turn and an unknown mode named;
+/// the turn's posture follows (Operate's prompt; Plan offers no `todo`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_modes_by_thread_and_by_turn() {
+    use common::runtime::{api, count, events_until, fixture, new_thread, Server};
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![reply("one"), reply("two"), reply("three")],
+    );
+    let f = fixture(&model);
+    let s = Server::start(&f, &[]);
+    let thread = new_thread(&s, json!({"mode": "operate"})).await;
+    let (code, t) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
+    assert_eq!(code, 200);
+    assert_eq!(t["thread"]["mode"], "operate", "{t}");
+    let turn = |body: Value| {
+        let s = &s;
+        let thread = thread.clone();
+        async move {
+            api(
+                s,
+                "POST",
+                &format!("/v1/threads/{thread}/turns"),
+                Some(body),
+            )
+            .await
+        }
+    };
+    let (code, b) = turn(json!({"prompt": "goal", "mode": "chat"})).await;
+    assert_eq!(code, 400, "{b}");
+    assert!(b.to_string().contains("mode"), "{b}");
+    let (code, b) = turn(json!({"prompt": "goal", "mode": "operat"})).await;
+    assert_eq!(code, 400, "{b}");
+    assert!(
+        b.to_string()
+            .contains("plan, work (or agent), operate, chat"),
+        "{b}"
+    );
+
+    let (code, _) = turn(json!({"prompt": "goal"})).await;
+    assert_eq!(code, 202);
+    events_until(&s, &thread, 0, |e| count(e, "turn.completed") == 1).await;
+    let (code, _) = turn(json!({"prompt": "look", "mode": "plan"})).await;
+    assert_eq!(code, 202);
+    events_until(&s, &thread, 0, |e| count(e, "turn.completed") == 2).await;
+    let (code, p) = api(
+        &s,
+        "PATCH",
+        &format!("/v1/threads/{thread}"),
+        Some(json!({"mode": "work"})),
+    )
+    .await;
+    assert_eq!(code, 200, "{p}");
+    let (code, _) = turn(json!({"prompt": "edit"})).await;
+    assert_eq!(code, 202);
+    events_until(&s, &thread, 0, |e| count(e, "turn.completed") == 3).await;
+
+    let reqs = model.requests();
+    let sys = |i: usize| {
+        reqs[i].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let tools = |i: usize| -> Vec<String> {
+        reqs[i].body["tools"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(sys(0).contains("Mode: Operate"), "operate thread");
+    assert!(tools(0).contains(&"todo".to_string()), "{:?}", tools(0));
+    assert!(!sys(1).contains("Mode: Operate"), "per-turn plan");
+    assert!(
+        !tools(1).contains(&"todo".to_string()),
+        "Plan offers no todo"
+    );
+    assert!(!sys(2).contains("Mode: Operate"), "patched to work");
+    assert!(tools(2).contains(&"todo".to_string()), "Work offers todo");
+}
