@@ -191,7 +191,11 @@ async fn ended_within(out: &Mutex<Buf>, within: Duration) -> Option<Ended> {
 }
 
 /// `shell {"background": true}`: start the job, return its id.
-pub async fn start(args: &Value, argv: Vec<String>, ctx: &ToolContext) -> ToolOutput {
+pub async fn start(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let argv = match super::shell::argv(args) {
+        Ok(a) => a,
+        Err(e) => return ToolOutput::error("bad_arguments", e),
+    };
     let command = crate::catalogue::shell_command_line(args).unwrap_or_else(|| argv.join(" "));
     if ctx.jobs.running() >= MAX_RUNNING {
         return ToolOutput::error(
@@ -347,22 +351,27 @@ async fn read_into(mut from: impl tokio::io::AsyncRead + Unpin, out: Arc<Mutex<B
     }
 }
 
-/// The job `id` names: its command, start, kill flag and shared state; or
-/// a tool error naming the jobs there are.
-fn job(
-    args: &Value,
-    ctx: &ToolContext,
-) -> Result<(String, String, Instant, bool, Arc<Mutex<Buf>>), ToolOutput> {
+/// What a read or a kill needs of one job (copied out of the table).
+struct JobView {
+    id: String,
+    command: String,
+    started: Instant,
+    killed: bool,
+    out: Arc<Mutex<Buf>>,
+}
+
+/// The job `id` names, or a tool error naming the jobs there are.
+fn job(args: &Value, ctx: &ToolContext) -> Result<JobView, ToolOutput> {
     let id = super::arg_str(args, "id")?;
     let t = ctx.jobs.lock();
     match t.jobs.get(id) {
-        Some(j) => Ok((
-            id.to_string(),
-            j.command.clone(),
-            j.started,
-            j.killed,
-            j.out.clone(),
-        )),
+        Some(j) => Ok(JobView {
+            id: id.to_string(),
+            command: j.command.clone(),
+            started: j.started,
+            killed: j.killed,
+            out: j.out.clone(),
+        }),
         None => {
             drop(t);
             Err(ToolOutput::error(
@@ -379,7 +388,13 @@ fn job(
 /// `job_output {id}`: what the job wrote since the last read; its exit
 /// status once it ended.
 pub async fn output(args: &Value, ctx: &ToolContext) -> ToolOutput {
-    let (id, command, started, killed, out) = match job(args, ctx) {
+    let JobView {
+        id,
+        command,
+        started,
+        killed,
+        out,
+    } = match job(args, ctx) {
         Ok(j) => j,
         Err(e) => return e,
     };
@@ -432,7 +447,7 @@ fn with_output(s: &str) -> String {
 
 /// `job_kill {id}`: stop the job and wait until its tree is gone.
 pub async fn kill(args: &Value, ctx: &ToolContext) -> ToolOutput {
-    let (id, _, _, _, out) = match job(args, ctx) {
+    let JobView { id, out, .. } = match job(args, ctx) {
         Ok(j) => j,
         Err(e) => return e,
     };

@@ -447,7 +447,16 @@ pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput 
         "write_file" => files::write_file(args, &ctx.guard),
         "edit_file" => files::edit_file(args, &ctx.guard),
         "apply_patch" => patch::apply_patch(args, &ctx.guard),
-        "shell" => return shell::run(args, ctx).await,
+        // `background: true` starts a job (same host, same sandbox).
+        "shell" => {
+            return match args.get("background") {
+                None | Some(Value::Null) | Some(Value::Bool(false)) => shell::run(args, ctx).await,
+                Some(Value::Bool(true)) => jobs::start(args, ctx).await,
+                Some(_) => {
+                    ToolOutput::error("bad_arguments", "`background` must be true or false".into())
+                }
+            }
+        }
         "skill" => skill::run(args, ctx),
         "remember" => remember(args, ctx),
         jobs::JOB_OUTPUT_TOOL => return jobs::output(args, ctx).await,

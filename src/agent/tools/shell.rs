@@ -48,13 +48,6 @@ pub async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Ok(a) => a,
         Err(e) => return ToolOutput::error("bad_arguments", e),
     };
-    match args.get("background") {
-        None | Some(Value::Bool(false)) | Some(Value::Null) => {}
-        Some(Value::Bool(true)) => return super::jobs::start(args, argv, ctx).await,
-        Some(_) => {
-            return ToolOutput::error("bad_arguments", "`background` must be true or false".into())
-        }
-    }
     let timeout = args
         .get("timeout_ms")
         .and_then(Value::as_u64)
