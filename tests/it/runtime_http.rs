@@ -405,7 +405,7 @@ async fn auth_cors_and_bad_input_answers() {
         ),
         (
             json!({"mode": "agnet"}),
-            "mode: `agnet` is not one of agent, chat",
+            "mode: `agnet` is not one of plan, work (or agent), operate, chat",
         ),
     ] {
         let (code, b) = api(&s, "POST", "/v1/threads", Some(body)).await;
