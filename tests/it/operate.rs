@@ -140,6 +140,16 @@ fn todo_list_and_a_background_job_read_after_other_work() {
         && r["call_id"] == "b1"
         && r["args"]["command"] == "sleep 5; echo done"
         && r["args"]["background"] == true));
+    let r = f.run(&["receipts", "--format", "json"]);
+    let receipt: Value = serde_json::from_slice(&r.stdout).unwrap();
+    common::receipts::validate(&receipt);
+    let actions = receipt["actions"].as_array().unwrap();
+    assert!(
+        actions
+            .iter()
+            .any(|a| a.to_string().contains("sleep 5; echo done")),
+        "the job's command is not an action: {receipt:#}"
+    );
 }
 
 /// `job_kill` stops a running job: its whole process tree is gone when the
