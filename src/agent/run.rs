@@ -1717,6 +1717,51 @@ mod tests {
         s.iter().map(|x| x.to_string()).collect()
     }
 
+    /// Operate's tools: Work and Operate only, as the flags admit them;
+    /// the job tools only where `shell` is offered.
+    #[test]
+    fn operate_tools_follow_mode_flags_and_shell() {
+        use crate::authz::Mode;
+        let opts = |auto: bool, allowed: Option<&[&str]>, denied: &[&str]| ExecOptions {
+            prompt: String::new(),
+            auto,
+            allowed_tools: allowed.map(v),
+            disallowed_tools: v(denied),
+            max_turns: 1,
+            config: Value::Null,
+            instruction_imports: Vec::new(),
+            interactive: None,
+            compaction: Default::default(),
+        };
+        let all = ["read_file", "shell"];
+        let auto = opts(true, None, &[]);
+        for m in [Mode::Work, Mode::Operate] {
+            assert_eq!(
+                operate_tools(&auto, Some(m), &all),
+                ["todo", "job_output", "job_kill"]
+            );
+        }
+        assert!(operate_tools(&auto, Some(Mode::Plan), &all).is_empty());
+        assert!(operate_tools(&auto, None, &all).is_empty());
+        assert_eq!(
+            operate_tools(&auto, Some(Mode::Work), &["read_file"]),
+            ["todo"]
+        );
+        assert!(operate_tools(&opts(false, None, &[]), Some(Mode::Work), &all).is_empty());
+        assert_eq!(
+            operate_tools(
+                &opts(false, Some(&["shell", "job_output"]), &[]),
+                Some(Mode::Work),
+                &all
+            ),
+            ["job_output"]
+        );
+        assert_eq!(
+            operate_tools(&opts(true, None, &["todo"]), Some(Mode::Operate), &all),
+            ["job_output", "job_kill"]
+        );
+    }
+
     #[test]
     fn plain_exec_offers_no_tools() {
         assert!(offered_tools(false, None, &[]).is_empty());
