@@ -58,7 +58,7 @@ pub const MODES: &[(&str, &str, &str)] = &[
     (
         "operate",
         "Operate",
-        "Work's permissions, sub-agents as in Work (no to-do list, background jobs or reviewer yet).",
+        "Work's permissions, run as a goal: a to-do list (sent as plan updates), parallel sub-agents, background jobs, a reviewer asked for before a multi-file change ends.",
     ),
 ];
 
