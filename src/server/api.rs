@@ -41,6 +41,8 @@ pub enum Request {
     ReadThread(ThreadRef),
     UpdateThread(UpdateThread),
     ForkThread(ThreadRef),
+    /// The user selects Auto-Review again after its breaker paused it.
+    ResumeAutoReview(ThreadRef),
     StartTurn(StartTurn),
     /// A new thread with the server's defaults and its first turn.
     StartPrompt(Prompt),
@@ -277,6 +279,15 @@ impl Api {
                     json!({ "thread": t, "source_thread_id": r.thread_id }),
                 ))
             }
+            Request::ResumeAutoReview(r) => {
+                self.rt().thread(&r.thread_id)?;
+                let ended = self.driver.resume_auto_review(&r.thread_id)?;
+                Ok(ok(json!({
+                    "thread_id": r.thread_id,
+                    "resumed": ended.is_some(),
+                    "auto_review": self.driver.auto_review_state(&r.thread_id),
+                })))
+            }
             Request::StartTurn(b) => {
                 non_empty(&b.prompt)?;
                 let turn = self.driver.start(&b.thread_id, b.prompt)?;
@@ -492,6 +503,7 @@ impl Api {
 
     fn detail(&self, id: &str) -> Result<Value, ApiError> {
         let t = self.rt().thread(id)?;
+        let auto_review = self.driver.auto_review_state(id);
         Ok(self.rt().read(|st| {
             let turns: Vec<&TurnRecord> = st
                 .thread_turns
@@ -526,6 +538,7 @@ impl Api {
                 "pending_user_inputs": pending(RequestKind::UserInput),
                 "pending_dynamic_tool_calls": pending(RequestKind::ToolCall),
                 "latest_seq": latest_seq,
+                "auto_review": auto_review,
             })
         }))
     }

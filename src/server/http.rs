@@ -43,6 +43,7 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
         .route("/threads/{id}", get(thread_detail).patch(patch_thread))
         .route("/threads/{id}/resume", post(thread_detail))
         .route("/threads/{id}/fork", post(fork))
+        .route("/threads/{id}/auto-review/resume", post(resume_auto_review))
         .route("/threads/{id}/turns", post(start_turn))
         .route("/threads/{id}/turns/{turn}/interrupt", post(interrupt))
         .route("/threads/{id}/turns/{turn}/steer", post(steer))
@@ -180,6 +181,10 @@ async fn patch_thread(
 
 async fn fork(State(s): St, Path(thread_id): Path<String>) -> Answer {
     answer(s, Request::ForkThread(api::ThreadRef { thread_id })).await
+}
+
+async fn resume_auto_review(State(s): St, Path(thread_id): Path<String>) -> Answer {
+    answer(s, Request::ResumeAutoReview(api::ThreadRef { thread_id })).await
 }
 
 #[derive(Deserialize)]

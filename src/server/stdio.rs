@@ -27,6 +27,7 @@ pub const METHODS: &[&str] = &[
     "thread/read",
     "thread/update",
     "thread/fork",
+    "thread/auto_review_resume",
     "thread/subscribe",
     "thread/unsubscribe",
     "turn/start",
@@ -294,6 +295,7 @@ fn decode(method: &str, p: &Value) -> Result<Option<Request>, RpcError> {
             })
         }
         "thread/fork" => Request::ForkThread(parse(p)?),
+        "thread/auto_review_resume" => Request::ResumeAutoReview(parse(p)?),
         "thread/compact" => Request::Compact(parse(p)?),
         "turn/start" => Request::StartTurn(parse(p)?),
         "prompt/start" => Request::StartPrompt(parse(p)?),

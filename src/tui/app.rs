@@ -555,10 +555,10 @@ impl App<'_> {
                     Err(_) => vec![error("starting the turn panicked")],
                 }
             }
-            Effect::ResumeAutoReview => {
-                self.driver.resume_auto_review(&st.thread_id);
-                Vec::new()
-            }
+            Effect::ResumeAutoReview => match self.driver.resume_auto_review(&st.thread_id) {
+                Ok(_) => Vec::new(),
+                Err(e) => vec![error(e)],
+            },
             Effect::Interrupt { turn_id, cause } => {
                 match self.driver.interrupt_by(&st.thread_id, &turn_id, cause) {
                     Ok(()) => Vec::new(),
