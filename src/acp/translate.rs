@@ -8,9 +8,9 @@ use crate::runtime::item_meta::ToolItemMeta;
 use crate::runtime::served::{ItemEnd, Served, ServedEvent};
 use crate::runtime::{ItemKind, TurnRecord, TurnStatus};
 use agent_client_protocol_schema::v1::{
-    ConfigOptionUpdate, ContentBlock, ContentChunk, Diff, SessionUpdate, StopReason, TextContent, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind,
+    ConfigOptionUpdate, ContentBlock, ContentChunk, Diff, SessionUpdate, StopReason, TextContent,
+    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
 };
 use serde_json::Value;
 use std::collections::HashMap;

@@ -561,7 +561,10 @@ async fn a_paused_thread_shows_it_and_the_resume_route_selects_auto_review_again
     assert_eq!(resumed[0]["payload"]["ended"]["consecutive_denies"], 3);
     assert!(!has(&evs, "approval.required"), "{evs:#?}");
     assert_eq!(model.review_requests().len(), 4);
-    assert_eq!(std::fs::read_to_string(shared.join("4")).unwrap(), "reviewed\n");
+    assert_eq!(
+        std::fs::read_to_string(shared.join("4")).unwrap(),
+        "reviewed\n"
+    );
     for n in ["1", "2", "3"] {
         assert!(!shared.join(n).exists());
     }
@@ -646,7 +649,10 @@ async fn a_childs_reviewer_counts_alone_and_its_pause_stops_only_the_child() {
         assert!(!shared.join(n).exists());
     }
     let turn = of(&evs, "turn.completed");
-    assert_eq!(turn[0]["payload"]["turn"]["status"], "completed", "{evs:#?}");
+    assert_eq!(
+        turn[0]["payload"]["turn"]["status"], "completed",
+        "{evs:#?}"
+    );
     let (_, d) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
     assert_eq!(d["auto_review"]["paused"], false, "{d}");
 }

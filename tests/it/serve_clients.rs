@@ -250,7 +250,11 @@ fn acp_python_sdk_sees_auto_reviews_pause_and_selects_it_again() {
         verdict("low", "allow", "a text file in a writable root"),
     ]);
     let (out, stderr) = run_client(&f, "mcp1", "acp_auto_review.py");
-    assert_eq!(out["options_new"], json!({"auto_review": true}), "{out}\n{stderr}");
+    assert_eq!(
+        out["options_new"],
+        json!({"auto_review": true}),
+        "{out}\n{stderr}"
+    );
     // The paused turn's prompt fails with the breaker's reason, and the
     // pause reaches the editor as the option switched off.
     assert!(
@@ -269,12 +273,19 @@ fn acp_python_sdk_sees_auto_reviews_pause_and_selects_it_again() {
             .is_some_and(|e| e.contains("switched off only by its breaker")),
         "{out}"
     );
-    assert_eq!(out["options_after_on"], json!({"auto_review": true}), "{out}");
+    assert_eq!(
+        out["options_after_on"],
+        json!({"auto_review": true}),
+        "{out}"
+    );
     // Prompt 2 was reviewed again (not asked): the allow wrote.
     assert_eq!(out["permissions"], 0, "{out}");
     assert_eq!(out["stop2"], "end_turn", "{out}");
     assert_eq!(model.review_requests().len(), 4);
-    assert_eq!(std::fs::read_to_string(shared.join("4")).unwrap(), "reviewed\n");
+    assert_eq!(
+        std::fs::read_to_string(shared.join("4")).unwrap(),
+        "reviewed\n"
+    );
     for n in ["1", "2", "3"] {
         assert!(!shared.join(n).exists());
     }
