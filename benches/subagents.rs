@@ -18,7 +18,8 @@
 //!   alone waiting for its first answer: `VmRSS` of the codewhale process
 //!   in each state. Goal: ≤ 64 MiB for the 64.
 //!
-//! Run: `cargo bench --bench subagents` (`SUBAGENT_RUNS`, default 10).
+//! Run: `cargo bench --bench subagents` (`SUBAGENT_RUNS`, default 10;
+//! `SUBAGENT_N=1,8` for some spawn counts only; `SUBAGENT_STRACE=FILE`).
 
 #[path = "../tests/common/cli.rs"]
 mod cli;
@@ -221,7 +222,12 @@ fn main() {
         "sub-agents bench: {runs} runs each, load average at start {}",
         loadavg()
     );
-    for n in [1usize, 8, 32] {
+    // `SUBAGENT_N=1,8`: only these spawn counts (default 1, 8 and 32).
+    let counts: Vec<usize> = std::env::var("SUBAGENT_N")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 8, 32]);
+    for n in counts {
         let mut base = Vec::new();
         let mut p50 = Vec::new();
         let mut p99 = Vec::new();
