@@ -108,7 +108,7 @@ pub fn parse_answer(text: &str) -> Result<ReviewAnswer, AnswerError> {
 pub fn check(a: &ReviewAnswer) -> Result<(), AnswerError> {
     let bad = |m: String| Err(AnswerError::Schema(m));
     let chars = |s: &str| s.chars().count();
-    if a.summary.trim().is_empty() {
+    if a.summary.is_empty() {
         return bad("/summary: must not be empty".into());
     }
     if chars(&a.summary) > MAX_TEXT {

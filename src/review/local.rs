@@ -1,7 +1,12 @@
 //! The diff of a local review, from `git`: the working tree's uncommitted
 //! changes against `HEAD` (staged and unstaged) plus every untracked,
 //! not-ignored file as an addition; or everything since `--base REF`.
-//! Only reads: `git diff` and `git ls-files` never change the index.
+//! Only reads: the user's index is never written. Untracked files are
+//! diffed through a temporary copy of the index (`GIT_INDEX_FILE`) in
+//! which they are marked intent-to-add, so one `git diff` shows them as
+//! new files exactly as git renders them (binary detection, symlinks as
+//! their target text, `.gitattributes`) — three `git` runs however many
+//! files there are, instead of one `git diff --no-index` per file.
 
 use super::diff::Diff;
 use std::path::Path;
@@ -19,7 +24,21 @@ pub enum LocalError {
 const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
 fn git(ws: &Path, args: &[&str], ok_codes: &[i32]) -> Result<String, LocalError> {
-    let out = Command::new("git")
+    git_with(ws, None, args, ok_codes)
+}
+
+/// `git` in `ws`, with `index` as its index file when given.
+fn git_with(
+    ws: &Path,
+    index: Option<&Path>,
+    args: &[&str],
+    ok_codes: &[i32],
+) -> Result<String, LocalError> {
+    let mut cmd = Command::new("git");
+    if let Some(i) = index {
+        cmd.env("GIT_INDEX_FILE", i);
+    }
+    let out = cmd
         .arg("-C")
         .arg(ws)
         .args(["-c", "core.quotePath=false", "--no-pager"])
@@ -50,20 +69,55 @@ pub fn working_tree(ws: &Path) -> Result<Diff, LocalError> {
     } else {
         EMPTY_TREE
     };
-    let mut text = git(ws, &[DIFF, &[head, "--"]].concat(), &[0])?;
     let untracked = git(
         ws,
         &["ls-files", "--others", "--exclude-standard", "-z"],
         &[0],
     )?;
-    for f in untracked.split('\0').filter(|f| !f.is_empty()) {
-        // `--no-index` exits 1 when the files differ (always, here).
-        text.push_str(&git(
+    let untracked: Vec<&str> = untracked.split('\0').filter(|f| !f.is_empty()).collect();
+    if untracked.is_empty() {
+        return Ok(Diff::parse(git(
             ws,
-            &[DIFF, &["--no-index", "--", "/dev/null", f]].concat(),
-            &[0, 1],
-        )?);
+            &[DIFF, &[head, "--"]].concat(),
+            &[0],
+        )?)?);
     }
+    let err = |detail: String| LocalError::Git {
+        args: "(temporary index)".into(),
+        detail,
+    };
+    // The temporary index lives in TMPDIR, or — when that is unusable —
+    // in the git directory, as git's own temporary indexes do.
+    let tmp = match tempfile::tempdir() {
+        Ok(t) => t,
+        Err(_) => {
+            let gd = git(
+                ws,
+                &["rev-parse", "--path-format=absolute", "--git-dir"],
+                &[0],
+            )?;
+            tempfile::Builder::new()
+                .prefix("codewhale-review-")
+                .tempdir_in(gd.trim_end_matches('\n'))
+                .map_err(|e| err(e.to_string()))?
+        }
+    };
+    let index = tmp.path().join("index");
+    let own = git(
+        ws,
+        &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+        &[0],
+    )?;
+    let own = Path::new(own.trim_end_matches('\n'));
+    if own.exists() {
+        std::fs::copy(own, &index).map_err(|e| err(format!("{}: {e}", own.display())))?;
+    }
+    let add: Vec<&str> = ["--literal-pathspecs", "add", "--intent-to-add", "--"]
+        .into_iter()
+        .chain(untracked.iter().copied())
+        .collect();
+    git_with(ws, Some(&index), &add, &[0])?;
+    let text = git_with(ws, Some(&index), &[DIFF, &[head, "--"]].concat(), &[0])?;
     Ok(Diff::parse(text)?)
 }
 

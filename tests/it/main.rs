@@ -46,6 +46,7 @@ mod opensandbox_errors;
 mod receipt_sanitize;
 mod review_github;
 mod review_local;
+mod review_schema;
 mod review_workflow;
 mod runtime_docs;
 mod runtime_exec;
