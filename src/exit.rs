@@ -1,4 +1,5 @@
-//! The documented exit codes (see `docs/SANDBOX.md` and `--help`).
+//! The documented exit codes (see `docs/SANDBOX.md`, `docs/EXEC.md`,
+//! `docs/REVIEW.md` and `--help`).
 
 /// Success.
 pub const OK: i32 = 0;
