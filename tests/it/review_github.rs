@@ -228,6 +228,30 @@ fn the_read_only_token_cannot_post() {
         stderr(&o)
     );
     assert!(gh.reviews(1).is_empty());
+    // One stage at the terminal (model key and write token together):
+    // posts.
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply(&answer())]);
+    let fx = Fixture::new(&model, "");
+    let o = fx
+        .cmd(&[
+            "review",
+            "--provider",
+            "custom",
+            "--pr",
+            "1",
+            "--repo",
+            "octo/demo",
+            "--post",
+        ])
+        .env("GITHUB_API_URL", gh.url())
+        .env("GITHUB_TOKEN", WRITE)
+        .output()
+        .unwrap();
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("# codewhale review: octo/demo#1"));
+    let r = gh.reviews(1);
+    assert_eq!(r.len(), 1);
+    assert_eq!((r[0].event.as_str(), r[0].comments.len()), ("COMMENT", 2));
 }
 
 #[test]

@@ -78,6 +78,13 @@ fn the_working_tree_with_an_untracked_file() {
         session.contains("read_file") && session.contains(r#""sandbox":"read-only""#),
         "{session}"
     );
+    // …and its receipt says what the reviewer read (one read, no change).
+    let r = fx.run(&["receipts", "--last", "--format", "json"]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let receipt: Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(receipt["postures"]["sandbox"], "read-only", "{receipt}");
+    assert_eq!(receipt["totals"]["reads"], 1, "{receipt}");
+    assert_eq!(receipt["totals"]["files_changed"], 0, "{receipt}");
 
     // Markdown by default.
     let model2 = ScriptedModel::start(Wire::OpenAi, vec![reply(&answer.to_string())]);
