@@ -669,12 +669,13 @@ impl App<'_> {
                     codewhale_home: paths.codewhale_home,
                     workspace: self.setup.workspace.clone(),
                 };
-                vec![match crate::claude_import::propose(&loc) {
-                    Ok(p) => Event::Output {
+                let proposal = crate::claude_import::propose(&loc)
+                    .and_then(|p| crate::claude_import::render(&p, &loc));
+                vec![match proposal {
+                    Ok(text) => Event::Output {
                         error: false,
                         text: format!(
-                            "{}\n(apply from a shell: codewhale import claude --apply)",
-                            crate::claude_import::render(&p, &loc)
+                            "{text}\n(apply from a shell: codewhale import claude --apply)"
                         ),
                     },
                     Err(e) => error(format!("/import-claude: {e}")),
