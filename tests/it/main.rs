@@ -65,6 +65,7 @@ mod snapshot_seed;
 mod subagents;
 mod subagents_runtime;
 mod tui_long_session;
+mod tui_memory_editor;
 mod tui_model_reasoning;
 mod undo_config;
 mod web_browser;
