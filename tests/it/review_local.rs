@@ -73,6 +73,18 @@ fn the_working_tree_with_an_untracked_file() {
     // The run was read-only and is a session like any other, with what
     // the reviewer read.
     assert_eq!(git(&fx.ws, &["status", "--porcelain"]), status);
+    // The temporary index (in .git here: this fixture's TMPDIR does not
+    // exist) is gone.
+    let left: Vec<_> = std::fs::read_dir(fx.ws.join(".git"))
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("codewhale-review-")
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     let session = std::fs::read_to_string(v["session"].as_str().unwrap()).unwrap();
     assert!(
         session.contains("read_file") && session.contains(r#""sandbox":"read-only""#),
