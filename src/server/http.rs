@@ -32,6 +32,9 @@ pub struct AppState {
     pub hub: Arc<super::tasks::Hub>,
     /// `codewhale web`: the browser client's sessions and port.
     pub web: Option<Arc<super::web::WebState>>,
+    /// `app-server --mobile`: the bound port (the phone page's `Host`
+    /// check names it).
+    pub mobile: Option<u16>,
 }
 
 type St = State<Arc<AppState>>;
@@ -76,6 +79,9 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
             auth: state.auth.clone(),
         };
         app = app.merge(super::web::routes::router(w));
+    }
+    if let Some(port) = state.mobile {
+        app = app.merge(super::web::mobile::router(port));
     }
     let mut app = app
         .nest("/v1", v1)

@@ -1,7 +1,15 @@
 // codewhale web: the browser client of the runtime API. No framework, no
 // build step, nothing fetched from elsewhere. The browser is admitted by
 // its HttpOnly session cookie; the runtime token never reaches this page.
+// The same script drives `app-server --mobile`'s phone page (/mobile,
+// <html data-client="mobile">): there the user types the runtime token,
+// which lives in `bearer` below only — never storage, never a cookie —
+// and goes out as `Authorization: Bearer`, events too (a streaming fetch:
+// EventSource cannot send headers).
 "use strict";
+
+const MOBILE = document.documentElement.dataset.client === "mobile";
+let bearer = null; // the phone page's token: this variable, nowhere else
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, cls, text) => {
@@ -26,7 +34,9 @@ const state = {
 };
 
 async function api(method, path, body) {
-  const init = { method, credentials: "same-origin", headers: {} };
+  const init = MOBILE
+    ? { method, credentials: "omit", cache: "no-store", headers: { Authorization: "Bearer " + bearer } }
+    : { method, credentials: "same-origin", headers: {} };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -81,6 +91,7 @@ function renderRail() {
 
 async function newThread() {
   const r = await api("POST", "/v1/threads", {});
+  $("search").value = "";
   await loadThreads();
   await select(r.thread.id);
 }
@@ -120,6 +131,7 @@ async function select(id) {
   state.gen += 1;
   const gen = state.gen;
   state.current = id;
+  document.body.classList.remove("rail-open");
   renderRail();
   const snap = await api("GET", "/v1/threads/" + id);
   if (gen !== state.gen) return; // another thread was chosen meanwhile
@@ -158,6 +170,10 @@ function hydrate(snap) {
 
 function openStream(gen) {
   const url = "/v1/threads/" + state.current + "/events?since_seq=" + state.lastSeq;
+  if (MOBILE) {
+    state.es = fetchStream(url, gen);
+    return;
+  }
   const es = new EventSource(url, { withCredentials: true });
   state.es = es;
   $("conn").textContent = "connecting…";
@@ -171,6 +187,51 @@ function openStream(gen) {
   };
   es.onmessage = (m) => onEnvelope(gen, m.data);
   for (const name of EVENT_NAMES) es.addEventListener(name, (m) => onEnvelope(gen, m.data));
+}
+
+// Server-sent events over a streaming fetch with the bearer token (the
+// phone page). The object looks enough like an EventSource for
+// closeStream/reopen; a lost stream is reopened from the newest accepted
+// sequence after a second.
+function fetchStream(url, gen) {
+  const ctrl = new AbortController();
+  const s = { readyState: EventSource.CONNECTING, close() { s.readyState = EventSource.CLOSED; ctrl.abort(); } };
+  $("conn").textContent = "connecting…";
+  (async () => {
+    try {
+      const res = await fetch(url, {
+        headers: { Authorization: "Bearer " + bearer, Accept: "text/event-stream" },
+        credentials: "omit", cache: "no-store", signal: ctrl.signal,
+      });
+      if (!res.ok || !res.body) throw new Error(String(res.status));
+      s.readyState = EventSource.OPEN;
+      if (gen === state.gen) $("conn").textContent = "live";
+      const reader = res.body.getReader();
+      const dec = new TextDecoder();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let i;
+        while ((i = buf.indexOf("\n\n")) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const data = block.split("\n").filter((l) => l.startsWith("data:"))
+            .map((l) => l.slice(l.startsWith("data: ") ? 6 : 5)).join("\n");
+          if (data) onEnvelope(gen, data);
+        }
+      }
+    } catch (_) {
+      // aborted on purpose, or the network went away: see below
+    }
+    if (s.readyState === EventSource.CLOSED) return; // closed on purpose
+    s.readyState = EventSource.CLOSED;
+    if (gen !== state.gen) return;
+    $("conn").textContent = "reconnecting…";
+    setTimeout(() => reopen(gen), 1000);
+  })();
+  return s;
 }
 
 function reopen(gen) {
@@ -486,9 +547,38 @@ function start() {
   const wake = () => reopen(state.gen);
   document.addEventListener("visibilitychange", () => { if (!document.hidden) wake(); });
   window.addEventListener("online", wake);
+  if (MOBILE) {
+    $("unlock").addEventListener("submit", unlock);
+    $("rail-toggle").addEventListener("click", () => document.body.classList.toggle("rail-open"));
+    $("token").focus();
+    return;
+  }
   loadThreads()
     .then(() => { if (state.threads.length) return select(state.threads[0].id); })
     .catch((e) => notice(e.message, true));
+}
+
+// The phone page: the typed token is tried on the thread list; the field
+// is emptied at once so the token is not left in the document.
+async function unlock(ev) {
+  ev.preventDefault();
+  const field = $("token");
+  bearer = field.value.trim();
+  field.value = "";
+  if (!bearer) return;
+  try {
+    await loadThreads();
+  } catch (e) {
+    bearer = null;
+    $("unlock-error").textContent = e.message;
+    field.focus();
+    return;
+  }
+  $("unlock-error").textContent = "";
+  $("unlock").hidden = true;
+  $("app").hidden = false;
+  if (state.threads.length) await select(state.threads[0].id).catch((e) => notice(e.message, true));
+  else document.body.classList.add("rail-open");
 }
 
 document.addEventListener("DOMContentLoaded", start);
