@@ -547,6 +547,12 @@ function start() {
   const wake = () => reopen(state.gen);
   document.addEventListener("visibilitychange", () => { if (!document.hidden) wake(); });
   window.addEventListener("online", wake);
+  // Offline (a phone leaving Wi-Fi): a stream left open would only stall;
+  // close it and reopen from the newest accepted sequence when back.
+  window.addEventListener("offline", () => {
+    closeStream();
+    if (state.current) $("conn").textContent = "offline · reconnecting…";
+  });
   if (MOBILE) {
     $("unlock").addEventListener("submit", unlock);
     $("rail-toggle").addEventListener("click", () => document.body.classList.toggle("rail-open"));
