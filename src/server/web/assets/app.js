@@ -31,6 +31,8 @@ const state = {
   thread: null,
   sandbox: null, // backend · level of the last command that ran
   resnapshotting: false,
+  nodes: new Map(), // item id -> its transcript node (no selector scans)
+  scrollQueued: false,
 };
 
 async function api(method, path, body) {
@@ -58,9 +60,16 @@ function notice(text, error) {
   scrollDown();
 }
 
+// At most once a frame: reading scrollHeight lays the transcript out, and
+// a stream of events must not force that once per event.
 function scrollDown() {
-  const t = $("transcript");
-  t.scrollTop = t.scrollHeight;
+  if (state.scrollQueued) return;
+  state.scrollQueued = true;
+  requestAnimationFrame(() => {
+    state.scrollQueued = false;
+    const t = $("transcript");
+    t.scrollTop = t.scrollHeight;
+  });
 }
 
 // ---- threads ----
@@ -148,17 +157,20 @@ function hydrate(snap) {
   state.usage = { input: 0, output: 0, cost: 0, costKnown: true };
   $("thread-title").textContent = snap.thread.title || snap.thread.id;
   $("thread-actions").hidden = false;
-  const tr = $("transcript");
-  tr.replaceChildren();
+  state.nodes = new Map();
   $("requests").replaceChildren();
   for (const turn of snap.turns) {
     if (turn.status === "in_progress" || turn.status === "queued") state.turn = turn.id;
     else countUsage(turn);
   }
+  // The whole snapshot is built off-document and attached once: one
+  // layout for a 2,000-item thread, not one per item.
+  const frag = document.createDocumentFragment();
   for (const item of snap.items) {
-    itemStarted(item);
+    itemStarted(item, frag);
     if (item.status !== "in_progress" && item.status !== "queued") itemFinished(item, item.status);
   }
+  $("transcript").replaceChildren(frag);
   // Requests whose event is at or before latest_seq: shown from the
   // snapshot, so a reload never strands them.
   for (const a of snap.pending_approvals) approvalCard(Object.assign({ approval_id: a.id }, a.payload));
@@ -299,7 +311,7 @@ function apply(env) {
       itemStarted(p.item);
       break;
     case "item.delta": {
-      const node = document.querySelector('[data-item="' + cssId(env.item_id) + '"]');
+      const node = state.nodes.get(env.item_id);
       if (node && p.kind === "agent_message") node.textContent += p.delta;
       break;
     }
@@ -335,14 +347,15 @@ function cssId(id) {
 
 const TOOL_KINDS = ["command_execution", "tool_call", "file_change", "mcp_tool_call"];
 
-function itemStarted(item) {
+function itemStarted(item, into) {
   if (!item) return;
-  const tr = $("transcript");
+  const tr = into || $("transcript");
   if (item.kind === "user_message") {
     tr.appendChild(el("div", "msg user", (item.metadata && item.metadata.text) || ""));
   } else if (item.kind === "agent_message") {
     const n = el("div", "msg agent", (item.metadata && item.metadata.text) || "");
     n.dataset.item = cssId(item.id);
+    state.nodes.set(item.id, n);
     tr.appendChild(n);
   } else if (TOOL_KINDS.includes(item.kind)) {
     const m = item.metadata || {};
@@ -350,6 +363,7 @@ function itemStarted(item) {
     cell.dataset.item = cssId(item.id);
     cell.appendChild(el("div", "cmd", "$ " + describe(m.tool, m.args)));
     cell.appendChild(el("div", "meta", "running…"));
+    state.nodes.set(item.id, cell);
     tr.appendChild(cell);
   } else if (item.kind === "context_compaction") {
     tr.appendChild(el("div", "notice", "context compacted"));
@@ -368,8 +382,8 @@ function describe(tool, args) {
 
 function itemFinished(item, how) {
   if (!item || !TOOL_KINDS.includes(item.kind)) return;
-  const cell = document.querySelector('.tool[data-item="' + cssId(item.id) + '"]');
-  if (!cell) return;
+  const cell = state.nodes.get(item.id);
+  if (!cell || !cell.classList.contains("tool")) return;
   const m = item.metadata || {};
   const meta = cell.querySelector(".meta");
   const parts = [m.status || how];
