@@ -258,8 +258,8 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
                 driver,
                 workspace,
                 default_model,
+                hub,
             },
-            hub,
         };
         let code = tokio_rt.block_on(stdio::serve(s));
         // Do not wait for a blocked stdin read or running turns.
@@ -322,9 +322,9 @@ async fn serve_http(
             driver,
             workspace,
             default_model,
+            hub,
         },
         auth,
-        hub,
         web: web.clone(),
         mobile: args.mobile.then_some(addr.port()),
     });
