@@ -11,7 +11,9 @@ A wrong token is refused (the app stays locked); the right one is typed
 in; a thread is created in the page; a turn asks for approval (focus on
 Deny; every button at least 44 px; no horizontal overflow), Deny (the
 command did not run; the receipt says "you"), then a second turn's
-Allow once (the positive control: the file appears); the token is in
+Allow once (the positive control: the file appears), a third turn
+steered (the message is recorded as steered) and interrupted from the
+phone (the turn ends `interrupted`); the token is in
 neither localStorage, sessionStorage, document.cookie, the cookie jar nor
 the document; a rebinding Host gets 421. Prints one JSON line."""
 
@@ -124,6 +126,24 @@ def main():
         page.wait("document.getElementById('send').textContent === 'Send'", "the second turn's end")
         assert os.path.exists(allowed), page.eval("document.getElementById('transcript').innerText")
         checks(page, "transcript")
+
+        # Steer and interrupt from the phone while a turn runs.
+        type_into(page, "prompt", "work for a while")
+        page.eval("document.getElementById('send').click(); true")
+        page.wait("document.getElementById('send').textContent === 'Steer' && "
+                  "!document.getElementById('interrupt').hidden", "the running turn")
+        checks(page, "running turn")
+        type_into(page, "prompt", "also check the docs")
+        page.eval("document.getElementById('send').click(); true")
+        page.wait("[...document.querySelectorAll('.msg.user')].some(n => "
+                  "n.textContent === 'also check the docs')", "the steered message")
+        page.eval("document.getElementById('interrupt').click(); true")
+        page.wait("document.getElementById('send').textContent === 'Send'", "the interrupted turn's end")
+        turns = bearer(origin, "/v1/threads/" + tid, token)["turns"]
+        assert turns[-1]["status"] == "interrupted", turns[-1]
+        steered = bearer(origin, "/v1/threads/" + tid, token)["items"]
+        assert any((i.get("metadata") or {}).get("steered") and
+                   i["metadata"].get("text") == "also check the docs" for i in steered), steered[-3:]
 
         # The token: in the page's memory only.
         stored = page.eval("JSON.stringify([Object.entries(localStorage), "

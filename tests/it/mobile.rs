@@ -3,13 +3,14 @@
 //! real sockets (its `Host` rule, headers, no secret in it, bearer
 //! clients unchanged, the LAN warning, `--insecure-no-auth` refused off
 //! loopback) and in a real headless Chromium as a 390×844 phone
-//! (tests/clients/mobile_browser.py).
+//! (tests/clients/mobile_browser.py: token, thread, Deny, Allow, steer,
+//! interrupt, touch targets, overflow, storage).
 #![cfg(unix)]
 
 use crate::common;
 
 use common::runtime::{client, cmd, fixture, python_client, Server, TOKEN};
-use common::scripted_model::{call, reply, ScriptedModel, Wire};
+use common::scripted_model::{call, reply, ScriptedModel, Step, Wire};
 use serde_json::json;
 use std::ffi::OsStr;
 use std::net::IpAddr;
@@ -184,6 +185,9 @@ fn the_phone_page_in_chromium_at_390x844() {
                 json!({"command": "echo y > mobile-allowed.txt"}),
             ),
             reply("phone allowed it"),
+            Step::Hang {
+                text: "working".into(),
+            },
         ],
     );
     let f = fixture(&model);
