@@ -26,6 +26,8 @@ pub struct Api {
     pub workspace: PathBuf,
     /// Used when a new thread names no model.
     pub default_model: String,
+    /// Background tasks and automations.
+    pub hub: std::sync::Arc<super::tasks::Hub>,
 }
 
 /// One request to the runtime API, whichever transport carried it.
@@ -67,6 +69,9 @@ pub enum Request {
     SessionDelete(SessionRef),
     /// A stored session as a runtime thread.
     SessionResume(SessionRef),
+    /// Background tasks and automations (`/v1/tasks`, `/v1/automations`;
+    /// `task/*`, `automation/*`).
+    Tasks(super::tasks::api::TaskRequest),
 }
 
 #[derive(Debug, Deserialize)]
@@ -248,6 +253,51 @@ impl Api {
         self.driver.runtime()
     }
 
+    /// A task or automation request; every transport's body for it.
+    fn tasks(&self, r: super::tasks::api::TaskRequest) -> Result<Reply, ApiError> {
+        use super::tasks::api::{self as t, TaskRequest as T};
+        let h = &self.hub;
+        let created = |body| with(Status::Created, body);
+        Ok(match r {
+            T::CreateTask(b) => created(json!({ "task": body(t::create_task(h, b)?)? })),
+            T::ListTasks => ok(json!({ "tasks": body(t::list_tasks(h)?)? })),
+            T::ReadTask { task_id } => ok(json!({ "task": body(t::read_task(h, &task_id)?)? })),
+            T::CancelTask { task_id } => ok(json!({ "task": body(t::cancel_task(h, &task_id)?)? })),
+            T::CreateAutomation(b) => {
+                created(json!({ "automation": body(t::create_automation(h, b)?)? }))
+            }
+            T::ListAutomations => ok(json!({ "automations": body(t::list_automations(h)?)? })),
+            T::ReadAutomation { automation_id: id } => {
+                ok(json!({ "automation": body(t::read_automation(h, &id)?)? }))
+            }
+            T::UpdateAutomation {
+                automation_id: id,
+                patch,
+            } => ok(json!({ "automation": body(t::update_automation(h, &id, patch)?)? })),
+            T::DeleteAutomation { automation_id: id } => {
+                t::delete_automation(h, &id)?;
+                ok(json!({ "deleted": true, "id": id }))
+            }
+            T::RunAutomation { automation_id: id } => {
+                let (run, task) = t::run_automation(h, &id)?;
+                with(
+                    Status::Accepted,
+                    json!({ "run": body(run)?, "task": body(task)? }),
+                )
+            }
+            T::PauseAutomation { automation_id: id } => {
+                ok(json!({ "automation": body(t::pause_automation(h, &id)?)? }))
+            }
+            T::ResumeAutomation { automation_id: id } => {
+                ok(json!({ "automation": body(t::resume_automation(h, &id)?)? }))
+            }
+            T::AutomationRuns {
+                automation_id: id,
+                limit,
+            } => ok(json!({ "runs": body(t::automation_runs(h, &id, limit)?)? })),
+        })
+    }
+
     pub fn handle(&self, req: Request) -> Result<Reply, ApiError> {
         match req {
             Request::Health => Ok(ok(
@@ -260,6 +310,7 @@ impl Api {
                 "events": crate::runtime::EVENT_NAMES,
             }))),
             Request::Usage(q) => self.usage(q).map(ok),
+            Request::Tasks(r) => self.tasks(r),
             Request::ListThreads(q) => Ok(ok(json!({ "threads": self.listed(&q)? }))),
             Request::ThreadSummary(q) => self.summary(&q).map(ok),
             Request::CreateThread(b) => {

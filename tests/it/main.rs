@@ -39,6 +39,7 @@ mod exec_skills;
 mod host_cancel;
 mod import_claude;
 mod layers;
+mod mobile;
 mod opensandbox_cli;
 mod opensandbox_contract;
 mod opensandbox_e2e;
