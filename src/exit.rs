@@ -1,4 +1,5 @@
-//! The documented exit codes (see `docs/SANDBOX.md` and `--help`).
+//! The documented exit codes (see `docs/SANDBOX.md`, `docs/EXEC.md`,
+//! `docs/REVIEW.md` and `--help`).
 
 /// Success.
 pub const OK: i32 = 0;
@@ -6,6 +7,18 @@ pub const OK: i32 = 0;
 pub const FAILURE: i32 = 1;
 /// Bad command-line usage (clap's own code).
 pub const USAGE: i32 = 2;
+/// `codewhale review post`: the review file no longer matches the pull
+/// request (its head SHA or diff fingerprint changed; docs/REVIEW.md).
+pub const REVIEW_STALE: i32 = 3;
+/// `codewhale review`: the reviewer's answer failed the schema after its
+/// one retry, or `review post` was given a file that is not a review.
+pub const REVIEW_MALFORMED: i32 = 4;
+/// `codewhale review`: a GitHub API failure (an error answer, a rate limit
+/// resetting more than a minute away, an unreachable API).
+pub const GITHUB: i32 = 5;
+/// `codewhale review`: the reviewer's model run failed (not transient:
+/// those are [`TEMPFAIL`]).
+pub const REVIEW_MODEL: i32 = 6;
 /// A configuration error: an invalid config file, project override or
 /// `permissions.toml` (the message names file, line and key) (EX_CONFIG).
 pub const CONFIG: i32 = 78;

@@ -21,6 +21,7 @@ pub mod net;
 pub mod policy;
 pub mod provider;
 pub mod receipt;
+pub mod review;
 pub mod runtime;
 pub mod seams;
 pub mod server;

@@ -124,6 +124,7 @@ impl Agent {
             "session/load" => self.load_session(&params).await,
             "session/list" => self.list_sessions(&params),
             "session/set_mode" => self.set_mode(&params),
+            "session/set_config_option" => self.set_config_option(&params),
             "session/prompt" => self.prompt(&params).await,
             m => Err((-32601, format!("method not found: `{m}`"))),
         }
@@ -222,8 +223,10 @@ impl Agent {
             },
         );
         let meta = self.take_mcp_servers(&t.id, &req.mcp_servers);
+        let options = self.config_options(&t.id, &t.workspace);
         let r = NewSessionResponse::new(t.id)
             .modes(mode_state("work"))
+            .config_options(options)
             .meta(meta);
         serde_json::to_value(r).map_err(internal)
     }
@@ -287,9 +290,11 @@ impl Agent {
             e.mode.clone()
         };
         let meta = self.take_mcp_servers(&id, &req.mcp_servers);
+        let options = self.config_options(&id, &t.workspace);
         serde_json::to_value(
             LoadSessionResponse::new()
                 .modes(mode_state(&mode))
+                .config_options(options)
                 .meta(meta),
         )
         .map_err(internal)
@@ -319,6 +324,48 @@ impl Agent {
             })
             .collect();
         serde_json::to_value(ListSessionsResponse::new(sessions)).map_err(internal)
+    }
+
+    /// The session's configuration options: `auto_review` when the
+    /// workspace's configuration selects Auto-Review (on unless its
+    /// breaker paused the thread); none otherwise, or when the
+    /// configuration cannot be read (a turn would say why).
+    fn config_options(
+        &self,
+        thread: &str,
+        cwd: &std::path::Path,
+    ) -> Option<Vec<agent_client_protocol_schema::v1::SessionConfigOption>> {
+        let settings = crate::config::load(&crate::config::LoadOptions::new(cwd)).ok()?;
+        (settings.approval == crate::authz::Approval::AutoReview).then(|| {
+            vec![super::options::auto_review(
+                self.driver.auto_review_paused(thread).is_none(),
+            )]
+        })
+    }
+
+    /// `session/set_config_option`: switching `auto_review` on selects
+    /// Auto-Review again after its breaker paused it.
+    fn set_config_option(&self, params: &Value) -> RpcResult {
+        use agent_client_protocol_schema::v1::{
+            SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+        };
+        let req: SetSessionConfigOptionRequest = parse(params)?;
+        let id = req.session_id.to_string();
+        let t = self
+            .driver
+            .runtime()
+            .thread(&id)
+            .map_err(|e| params_err(format!("sessionId: {e}")))?;
+        let offered = self.config_options(&id, &t.workspace).is_some();
+        match super::options::parse_set(&req.config_id.to_string(), &req.value, offered)
+            .map_err(params_err)?
+        {
+            super::options::SetOption::ResumeAutoReview => {
+                self.driver.resume_auto_review(&id).map_err(internal)?;
+            }
+        }
+        let options = self.config_options(&id, &t.workspace).unwrap_or_default();
+        serde_json::to_value(SetSessionConfigOptionResponse::new(options)).map_err(internal)
     }
 
     fn set_mode(&self, params: &Value) -> RpcResult {

@@ -11,6 +11,7 @@
 
 pub mod agent;
 pub mod mcp;
+pub mod options;
 pub mod rpc;
 pub mod translate;
 

@@ -8,9 +8,9 @@ use crate::runtime::item_meta::ToolItemMeta;
 use crate::runtime::served::{ItemEnd, Served, ServedEvent};
 use crate::runtime::{ItemKind, TurnRecord, TurnStatus};
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallLocation,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ConfigOptionUpdate, ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority,
+    PlanEntryStatus, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use serde_json::Value;
 use std::collections::HashMap;
@@ -328,6 +328,17 @@ impl Mapper {
             ServedEvent::TurnCompleted(turn) if self.turn.is_some() => {
                 vec![Action::Done(turn_end(&turn))]
             }
+            // The thread's own breaker (a sub-agent's pauses only it):
+            // the `auto_review` option goes off, and on again when
+            // Auto-Review is selected again.
+            ServedEvent::ReviewPaused(p) if p.agent_id.is_none() => {
+                vec![Action::Update(SessionUpdate::ConfigOptionUpdate(
+                    ConfigOptionUpdate::new(vec![super::options::auto_review(false)]),
+                ))]
+            }
+            ServedEvent::ReviewResumed => vec![Action::Update(SessionUpdate::ConfigOptionUpdate(
+                ConfigOptionUpdate::new(vec![super::options::auto_review(true)]),
+            ))],
             _ => Vec::new(),
         }
     }

@@ -344,8 +344,7 @@ pub struct AutoReviewRequested {
 pub struct AutoReviewDecided {
     pub call_id: String,
     pub tool: String,
-    /// `allow`, `deny` or `unavailable`.
-    pub decision: &'static str,
+    pub decision: crate::authz::reviewer::ReviewDecision,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub risk: Option<crate::authz::reviewer::Risk>,
     pub reason: String,

@@ -267,6 +267,22 @@ impl AutoReview {
         }
     }
 
+    /// The Auto-Review of a child of this agent: the same reviewer model
+    /// and timeout, a breaker of its own (each sub-agent is counted
+    /// alone, and its pause stops only it) and the child's clamped
+    /// network. `None` when the reviewer's client cannot be built again;
+    /// the child's questions then go to a person, never allowed unasked.
+    pub fn for_child(&self, network: crate::net::policy::NetworkMode) -> Option<AutoReview> {
+        let reviewer =
+            Reviewer::new(self.reviewer.settings().clone(), self.reviewer.timeout).ok()?;
+        Some(AutoReview::new(
+            reviewer,
+            SharedBreaker::default(),
+            network,
+            self.workspace_trusted,
+        ))
+    }
+
     /// Count one review; the trip, when it tripped the breaker.
     pub fn record(&self, v: &ReviewVerdict) -> Option<crate::authz::reviewer::Trip> {
         self.breaker

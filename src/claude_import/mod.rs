@@ -276,57 +276,127 @@ fn servers(p: &mut Proposal, v: Option<&Value>, from: &Path, from_repository: bo
     }
 }
 
-/// The proposal as a reviewable diff per file (no secret value appears:
-/// none was ever read into it).
-pub fn render(p: &Proposal, loc: &Locations) -> String {
+/// One of codewhale's files as the proposal would leave it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileChange {
+    pub path: PathBuf,
+    /// Its text now (empty when it does not exist).
+    pub old: String,
+    /// Its text after `--apply`.
+    pub new: String,
+    /// What a person should know about the change (printed after its diff).
+    pub notes: Vec<String>,
+}
+
+impl FileChange {
+    fn read(path: PathBuf) -> Result<Self, ImportError> {
+        let old = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => return Err(ImportError::Io { path, source }),
+        };
+        Ok(FileChange {
+            new: old.clone(),
+            path,
+            old,
+            notes: Vec::new(),
+        })
+    }
+}
+
+/// The text of `config.toml`, `permissions.toml` and `mcp.json` after the
+/// proposal, computed from what they hold now: what [`render`] shows as
+/// unified diffs and [`apply`] writes — the same bytes.
+pub fn changes(p: &Proposal, loc: &Locations) -> Result<Vec<FileChange>, ImportError> {
+    let mut cfg = FileChange::read(loc.codewhale_home.join("config.toml"))?;
+    if !p.config.is_empty() {
+        let toml_err = |e: toml_edit::TomlError| ImportError::Toml {
+            path: cfg.path.clone(),
+            message: e.to_string(),
+        };
+        let mut doc: toml_edit::DocumentMut = cfg.old.parse().map_err(toml_err)?;
+        for c in &p.config {
+            let v: toml_edit::Value = c.value.to_string().parse().map_err(toml_err)?;
+            doc[c.key] = toml_edit::Item::Value(v);
+            cfg.notes.push(format!("{} from {}", c.key, c.from));
+        }
+        cfg.new = doc.to_string();
+    }
+    let mut perms = FileChange::read(loc.codewhale_home.join("permissions.toml"))?;
+    if !p.rules.is_empty() {
+        if !perms.new.is_empty() && !perms.new.ends_with('\n') {
+            perms.new.push('\n');
+        }
+        for r in &p.rules {
+            perms.new.push('\n');
+            perms.new.push_str(&r.toml());
+        }
+    }
+    let mut mcp = FileChange::read(mcp_config::path(&loc.codewhale_home))?;
+    if !p.servers.is_empty() {
+        let mut doc = if mcp.old.is_empty() {
+            McpFile::default()
+        } else {
+            mcp_config::parse(&mcp.path, &mcp.old)?
+        };
+        for sv in &p.servers {
+            if doc.mcp_servers.contains_key(&sv.name) {
+                mcp.notes
+                    .push(format!("`{}` already there: kept as it is", sv.name));
+                continue;
+            }
+            doc.mcp_servers.insert(sv.name.clone(), sv.entry.clone());
+            if sv.from_repository {
+                mcp.notes.push(format!(
+                    "`{}` FROM THE REPOSITORY ({}): proposed disabled; read it before enabling (`\"enabled\": true`)",
+                    sv.name,
+                    sv.from.display()
+                ));
+            } else {
+                mcp.notes
+                    .push(format!("`{}` from {}", sv.name, sv.from.display()));
+            }
+            for k in &sv.by_reference {
+                mcp.notes.push(format!(
+                    "`{}` env {k}: carried by reference as ${{{k}}}; set {k} in codewhale's environment (the value was not copied)",
+                    sv.name
+                ));
+            }
+        }
+        mcp.new = mcp_config::to_text(&mcp.path, &doc)?;
+    }
+    Ok(vec![cfg, perms, mcp])
+}
+
+/// The proposal as a unified diff per file (diffy; the one diff crate
+/// already in the tree), then its notes and what is not imported. No
+/// secret value appears: none was ever read into it.
+pub fn render(p: &Proposal, loc: &Locations) -> Result<String, ImportError> {
     let mut s = String::from(
         "codewhale import claude: PROPOSAL (nothing written; `codewhale import claude --apply` writes it)\n",
     );
     for r in &p.read {
         s.push_str(&format!("read: {}\n", r.display()));
     }
-    let cfg = loc.codewhale_home.join("config.toml");
-    s.push_str(&format!("\n--- {}\n", cfg.display()));
-    if p.config.is_empty() {
-        s.push_str("  (no change)\n");
-    }
-    for c in &p.config {
-        s.push_str(&format!("+ {} = {}    # {}\n", c.key, c.value, c.from));
-    }
-    s.push_str(&format!(
-        "\n--- {}\n",
-        loc.codewhale_home.join("permissions.toml").display()
-    ));
-    if p.rules.is_empty() {
-        s.push_str("  (no change)\n");
-    }
-    for r in &p.rules {
-        for l in r.toml().lines() {
-            s.push_str(&format!("+ {l}\n"));
-        }
-    }
-    s.push_str(&format!(
-        "\n--- {}\n",
-        mcp_config::path(&loc.codewhale_home).display()
-    ));
-    if p.servers.is_empty() {
-        s.push_str("  (no change)\n");
-    }
-    for sv in &p.servers {
-        let json = serde_json::to_string(&sv.entry).unwrap_or_default();
-        s.push_str(&format!("+ \"{}\": {json}\n", sv.name));
-        if sv.from_repository {
-            s.push_str(&format!(
-                "    # FROM THE REPOSITORY ({}): proposed disabled; read it before enabling (`\"enabled\": true`)\n",
-                sv.from.display()
-            ));
+    for c in changes(p, loc)? {
+        let name = c.path.display().to_string();
+        s.push('\n');
+        if c.old == c.new {
+            s.push_str(&format!("--- {name}\n  (no change)\n"));
         } else {
-            s.push_str(&format!("    # from {}\n", sv.from.display()));
+            let (from, to) = if c.old.is_empty() {
+                ("/dev/null".to_string(), name.clone())
+            } else {
+                (name.clone(), name.clone())
+            };
+            let patch = diffy::DiffOptions::new()
+                .set_original_filename(from)
+                .set_modified_filename(to)
+                .create_patch(&c.old, &c.new);
+            s.push_str(&patch.to_string());
         }
-        for k in &sv.by_reference {
-            s.push_str(&format!(
-                "    # env {k}: carried by reference as ${{{k}}}; set {k} in codewhale's environment (the value was not copied)\n"
-            ));
+        for n in &c.notes {
+            s.push_str(&format!("# {n}\n"));
         }
     }
     if !p.not_imported.is_empty() {
@@ -335,80 +405,27 @@ pub fn render(p: &Proposal, loc: &Locations) -> String {
             s.push_str(&format!("- {what}: {why}\n"));
         }
     }
-    s
+    Ok(s)
 }
 
-/// Write the proposal: keys into `config.toml` (its other text kept),
-/// rules appended to `permissions.toml`, servers added to `mcp.json` (an
-/// existing server of the same name is kept and named in the result).
+/// Write the proposal: exactly the files [`render`] showed, as it showed
+/// them (keys set in `config.toml` keeping its other text, rules appended
+/// to `permissions.toml`, servers added to `mcp.json` — one already there
+/// is kept and named in the result).
 pub fn apply(p: &Proposal, loc: &Locations) -> Result<Vec<String>, ImportError> {
     let mut done = Vec::new();
     std::fs::create_dir_all(&loc.codewhale_home).map_err(|source| ImportError::Io {
         path: loc.codewhale_home.clone(),
         source,
     })?;
-    if !p.config.is_empty() {
-        let path = loc.codewhale_home.join("config.toml");
-        let old = std::fs::read_to_string(&path).unwrap_or_default();
-        let mut doc: toml_edit::DocumentMut =
-            old.parse()
-                .map_err(|e: toml_edit::TomlError| ImportError::Toml {
-                    path: path.clone(),
-                    message: e.to_string(),
-                })?;
-        for c in &p.config {
-            let v: toml_edit::Value =
-                c.value
-                    .to_string()
-                    .parse()
-                    .map_err(|e: toml_edit::TomlError| ImportError::Toml {
-                        path: path.clone(),
-                        message: e.to_string(),
-                    })?;
-            doc[c.key] = toml_edit::Item::Value(v);
+    for c in changes(p, loc)? {
+        if c.old != c.new {
+            write_atomic(&c.path, c.new.as_bytes())?;
+            done.push(format!("{}: written", c.path.display()));
         }
-        write_atomic(&path, doc.to_string().as_bytes())?;
-        done.push(format!("{}: {} key(s) set", path.display(), p.config.len()));
-    }
-    if !p.rules.is_empty() {
-        let path = loc.codewhale_home.join("permissions.toml");
-        let mut text = std::fs::read_to_string(&path).unwrap_or_default();
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
+        for n in c.notes.iter().filter(|n| n.contains("already there")) {
+            done.push(format!("{}: {n}", c.path.display()));
         }
-        for r in &p.rules {
-            text.push('\n');
-            text.push_str(&r.toml());
-        }
-        write_atomic(&path, text.as_bytes())?;
-        done.push(format!(
-            "{}: {} rule(s) added",
-            path.display(),
-            p.rules.len()
-        ));
-    }
-    if !p.servers.is_empty() {
-        let path = mcp_config::path(&loc.codewhale_home);
-        let mut doc = if path.is_file() {
-            mcp_config::load(&path)?
-        } else {
-            McpFile::default()
-        };
-        let mut added = 0;
-        for sv in &p.servers {
-            if doc.mcp_servers.contains_key(&sv.name) {
-                done.push(format!(
-                    "{}: `{}` already there, kept as it is",
-                    path.display(),
-                    sv.name
-                ));
-                continue;
-            }
-            doc.mcp_servers.insert(sv.name.clone(), sv.entry.clone());
-            added += 1;
-        }
-        mcp_config::save(&path, &doc)?;
-        done.push(format!("{}: {added} server(s) added", path.display()));
     }
     Ok(done)
 }

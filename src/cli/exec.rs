@@ -159,14 +159,34 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
     } else {
         args.output_format
     };
-    let mut out = Emitter::stdio(format);
+    let done = run_headless(&args, prompt, Emitter::stdio(format), &mut |_| None)?;
+    Ok(done.report.exit_code)
+}
+
+/// What [`run_headless`] ran: the loop's last report and the session file.
+pub(crate) struct HeadlessRun {
+    pub report: crate::agent::ExecReport,
+    pub session: PathBuf,
+}
+
+/// One headless agent run exactly as `exec` does it (layers, posture,
+/// provider, MCP, session file, runtime record), for `exec` and the CLI
+/// commands built on it (`review`). `follow_up` sees each completed
+/// run's report and may ask for one more turn in the same session (its
+/// prompt; the previous prompt and answer go before it).
+pub(crate) fn run_headless(
+    args: &ExecArgs,
+    prompt: String,
+    mut out: Emitter,
+    follow_up: &mut dyn FnMut(&crate::agent::ExecReport) -> Option<String>,
+) -> anyhow::Result<HeadlessRun> {
     let workspace = match &args.workspace {
         Some(w) => w.clone(),
         None => std::env::current_dir().context("current directory")?,
     };
     let workspace = std::fs::canonicalize(&workspace)
         .with_context(|| format!("workspace {}", workspace.display()))?;
-    let sandbox = load_context(&args, &workspace)?;
+    let sandbox = load_context(args, &workspace)?;
     let (posture, sandbox, posture_notes) = if args.mode == crate::authz::Mode::Work {
         exec_posture(sandbox, args.auto, args.sandbox)
     } else {
@@ -226,7 +246,7 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         SetupError::Config(c) => anyhow::Error::new(c),
         SetupError::Policy(p) => anyhow::Error::new(p),
     })?;
-    let mcp = start_mcp(&args, &home, &sandbox, &runtime, &mut out)?;
+    let mcp = start_mcp(args, &home, &sandbox, &runtime, &mut out)?;
     let mut authorizer = authorizer;
     let mut ctx = ctx;
     if let Some(m) = &mcp {
@@ -255,11 +275,11 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
         },
     )?;
     let mut out = out.with_tap(thread.tap());
-    let opts = ExecOptions {
+    let mut opts = ExecOptions {
         prompt,
         auto: args.auto,
-        allowed_tools: args.allowed_tools,
-        disallowed_tools: args.disallowed_tools,
+        allowed_tools: args.allowed_tools.clone(),
+        disallowed_tools: args.disallowed_tools.clone(),
         max_turns: args.max_turns.max(1),
         config: config_report,
         instruction_imports: crate::config::imports::files(
@@ -298,16 +318,39 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
                 let _ = tx.send(Some(crate::agent::InterruptCause::CtrlC));
             }
         });
-        ExecRun::new(&opts, &ctx, resolved_models.models(), &authorizer)
-            .hooks(crate::agent::RunHooks {
-                // `exec` offers `agent` with its tools; without `--auto` a
-                // child's question is "no response" like the parent's.
-                spawner: Some(subagents),
-                ..crate::agent::RunHooks::new(&crate::agent::Headless)
-            })
-            .snapshots(&mut snaps)
-            .run(&mut out, &mut log, rx)
-            .await
+        let mut spawner = Some(subagents);
+        let mut history = Vec::new();
+        loop {
+            let report = ExecRun::new(&opts, &ctx, resolved_models.models(), &authorizer)
+                .hooks(crate::agent::RunHooks {
+                    // `exec` offers `agent` with its tools; without `--auto` a
+                    // child's question is "no response" like the parent's.
+                    spawner: spawner.take(),
+                    history: std::mem::take(&mut history),
+                    ..crate::agent::RunHooks::new(&crate::agent::Headless)
+                })
+                .snapshots(&mut snaps)
+                .run(&mut out, &mut log, rx.clone())
+                .await;
+            let next = if report.status == "completed" {
+                follow_up(&report)
+            } else {
+                None
+            };
+            match next {
+                Some(next) => {
+                    history.push(crate::provider::Message::User {
+                        text: std::mem::replace(&mut opts.prompt, next),
+                    });
+                    history.push(crate::provider::Message::Assistant {
+                        text: report.answer.clone(),
+                        tool_calls: Vec::new(),
+                        reasoning: Vec::new(),
+                    });
+                }
+                None => break report,
+            }
+        }
     });
     // The run's outcome is the loop's; a runtime record that could not be
     // written is said, not turned into a different exit code.
@@ -316,7 +359,10 @@ fn run_inner(args: ExecArgs) -> anyhow::Result<i32> {
             "the runtime record of this run is incomplete: {e}"
         ));
     }
-    Ok(report.exit_code)
+    Ok(HeadlessRun {
+        report,
+        session: log.path().to_path_buf(),
+    })
 }
 
 /// Start the MCP servers of `mcp.json` when this run can offer MCP tools

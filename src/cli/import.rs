@@ -65,7 +65,7 @@ fn claude(a: ClaudeArgs) -> anyhow::Result<()> {
         workspace,
     };
     let p = propose(&loc)?;
-    let text = render(&p, &loc);
+    let text = render(&p, &loc)?;
     match &a.output {
         Some(f) => {
             std::fs::write(f, &text).with_context(|| format!("writing {}", f.display()))?;

@@ -13,6 +13,7 @@ pub mod models;
 pub mod permissions;
 pub mod probe;
 pub mod receipts;
+pub mod review;
 pub mod sandbox;
 pub mod setup;
 pub mod skills;
@@ -83,6 +84,10 @@ pub enum Command {
     /// with `--apply` (see docs/IMPORT.md).
     #[command(subcommand)]
     Import(import::ImportCommand),
+    /// Review changes with a read-only agent: the working tree, `--base
+    /// REF`, or a GitHub PR (`--pr N`, `--post`; `review post FILE` for
+    /// CI's write stage). See docs/REVIEW.md.
+    Review(review::ReviewArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -118,6 +123,7 @@ pub fn main() -> i32 {
         Command::Mcp(cmd) => mcp::run(cmd),
         Command::Skills(cmd) => skills::run(cmd),
         Command::Import(cmd) => import::run(cmd),
+        Command::Review(args) => review::run(args),
     }
 }
 

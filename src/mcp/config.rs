@@ -284,16 +284,24 @@ fn locate(text: &str, name: &str, key: Option<&str>) -> usize {
 
 /// Write `doc` to `file` (checked first; written to a temporary file and
 /// renamed, so a failure never leaves half a file).
+/// The text [`save`] writes for `doc` (checked to read back).
+pub fn to_text(file: &Path, doc: &McpFile) -> Result<String, McpConfigError> {
+    let mut text = serde_json::to_string_pretty(doc).map_err(|e| McpConfigError::Io {
+        file: file.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    text.push('\n');
+    // What we write must read back.
+    parse(file, &text)?;
+    Ok(text)
+}
+
 pub fn save(file: &Path, doc: &McpFile) -> Result<(), McpConfigError> {
     let io = |source| McpConfigError::Io {
         file: file.to_path_buf(),
         source,
     };
-    let mut text =
-        serde_json::to_string_pretty(doc).map_err(|e| io(std::io::Error::other(e.to_string())))?;
-    text.push('\n');
-    // What we write must read back.
-    parse(file, &text)?;
+    let text = to_text(file, doc)?;
     let dir = file.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;

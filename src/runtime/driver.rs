@@ -68,6 +68,28 @@ struct Active {
     steer_items: Vec<String>,
 }
 
+/// Whether a thread's Auto-Review is paused and why (the thread detail's
+/// `auto_review`; `auto_review.resumed`'s `ended`). The breaker lives in
+/// the server process: a restarted server starts every thread unpaused.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct AutoReviewState {
+    pub paused: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub trip: Option<crate::authz::reviewer::Trip>,
+}
+
+impl AutoReviewState {
+    fn of(trip: Option<crate::authz::reviewer::Trip>) -> Self {
+        AutoReviewState {
+            paused: trip.is_some(),
+            reason: trip.as_ref().map(|t| t.reason()),
+            trip,
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Driver {
     rt: Runtime,
@@ -161,10 +183,35 @@ impl Driver {
         lock(&self.thread_breaker(thread_id)).tripped().cloned()
     }
 
+    /// The thread's Auto-Review state as the thread detail shows it.
+    pub fn auto_review_state(&self, thread_id: &str) -> AutoReviewState {
+        AutoReviewState::of(self.auto_review_paused(thread_id))
+    }
+
     /// The user selected Auto-Review again: `thread_id`'s breaker starts
-    /// counting afresh and its turns run in Auto-Review again.
-    pub fn resume_auto_review(&self, thread_id: &str) {
-        lock(&self.thread_breaker(thread_id)).reset();
+    /// counting afresh and its turns run in Auto-Review again. A paused
+    /// thread gets `auto_review.resumed` (with the trip it ends), so every
+    /// client showing the pause clears it; the pause that ended, if any.
+    pub fn resume_auto_review(
+        &self,
+        thread_id: &str,
+    ) -> Result<Option<crate::authz::reviewer::Trip>, RuntimeError> {
+        let ended = {
+            let b = self.thread_breaker(thread_id);
+            let mut b = lock(&b);
+            let t = b.tripped().cloned();
+            b.reset();
+            t
+        };
+        if ended.is_some() {
+            let ended = AutoReviewState::of(ended.clone());
+            self.rt.append(vec![super::event::NewEvent::thread(
+                "auto_review.resumed",
+                thread_id,
+                json!({ "ended": ended }),
+            )])?;
+        }
+        Ok(ended)
     }
 
     pub fn runtime(&self) -> &Runtime {

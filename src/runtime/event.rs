@@ -45,6 +45,7 @@ pub const EVENT_NAMES: &[&str] = &[
     "auto_review.requested",
     "auto_review.decided",
     "auto_review.paused",
+    "auto_review.resumed",
     "subagent.started",
     "subagent.completed",
     "todo.updated",

@@ -100,6 +100,10 @@ pub struct ThreadRecord {
     /// the client answers with its result.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_tools: Vec<ClientTool>,
+    /// The background task (`/v1/tasks`) this thread runs, when a task
+    /// made it: a client can go from the thread back to its task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 /// A client-executed tool as the model is offered it.

@@ -248,6 +248,7 @@ mod tests {
             trust_mode: false,
             auto_approve: false,
             client_tools: Vec::new(),
+            task_id: None,
         }
     }
 

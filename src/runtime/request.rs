@@ -74,6 +74,7 @@ impl CreateThread {
             trust_mode: self.trust_mode.unwrap_or(false),
             auto_approve: self.auto_approve.unwrap_or(false),
             client_tools: self.client_tools.unwrap_or_default(),
+            task_id: None,
         })
     }
 }

@@ -70,21 +70,26 @@ pub struct SandboxDenial {
 pub struct ReviewDecided {
     #[serde(default)]
     pub tool: String,
-    /// `allow`, `deny` or `unavailable`.
     #[serde(default)]
-    pub decision: String,
+    pub decision: crate::authz::reviewer::ReviewDecision,
     #[serde(default)]
-    pub risk: Option<String>,
+    pub risk: Option<crate::authz::reviewer::Risk>,
     #[serde(default)]
     pub reason: String,
+    /// The sub-agent whose own reviewer this was (`None`: the thread's).
+    #[serde(default)]
+    pub agent_id: Option<String>,
 }
 
 /// The breaker tripped: the thread is in Ask until Auto-Review is chosen
-/// again (`auto_review.paused`).
+/// again (`auto_review.paused`), or, with `agent_id`, that sub-agent
+/// stopped (its own breaker; the thread's posture is unchanged).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct ReviewPaused {
     #[serde(default)]
     pub reason: String,
+    #[serde(default)]
+    pub agent_id: Option<String>,
 }
 
 /// The events this crate's clients act on; every other name is
@@ -114,6 +119,9 @@ pub enum ServedEvent {
     SandboxDenied(SandboxDenial),
     ReviewDecided(ReviewDecided),
     ReviewPaused(ReviewPaused),
+    /// Auto-Review was selected again (`auto_review.resumed`), by this
+    /// client or another.
+    ReviewResumed,
     /// The model's to-do list as it now stands (`todo.updated`).
     TodoUpdated(Vec<TodoItem>),
     /// A name this crate's clients do not act on, or a payload that did
@@ -211,6 +219,7 @@ impl ServedEvent {
             "sandbox.denied" => read::<SandboxDenial>(payload).map(ServedEvent::SandboxDenied),
             "auto_review.decided" => read::<ReviewDecided>(payload).map(ServedEvent::ReviewDecided),
             "auto_review.paused" => read::<ReviewPaused>(payload).map(ServedEvent::ReviewPaused),
+            "auto_review.resumed" => Some(ServedEvent::ReviewResumed),
             "todo.updated" => {
                 read::<TodoPayload>(payload).map(|t| ServedEvent::TodoUpdated(t.items))
             }

@@ -50,6 +50,8 @@ pub struct NewThread {
     pub trust_mode: bool,
     pub auto_approve: bool,
     pub client_tools: Vec<super::model::ClientTool>,
+    /// The background task that creates this thread (`None` otherwise).
+    pub task_id: Option<String>,
 }
 
 /// A change to a thread: `None` = unchanged; an empty `title` or
@@ -317,6 +319,7 @@ impl Runtime {
             trust_mode: t.trust_mode,
             auto_approve: t.auto_approve,
             client_tools: t.client_tools,
+            task_id: t.task_id,
         };
         self.append(vec![NewEvent::thread(
             "thread.started",
@@ -395,6 +398,8 @@ impl Runtime {
             updated_at: now,
             latest_turn_id: None,
             archived: false,
+            // A fork is not the task's run.
+            task_id: None,
             ..src
         };
         self.append(vec![NewEvent::thread(

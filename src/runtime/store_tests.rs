@@ -419,3 +419,25 @@ fn a_thread_mode_names_its_field_and_values() {
     let w: ThreadMode = serde_json::from_value(serde_json::json!("work")).unwrap();
     assert_eq!(w, ThreadMode::Agent);
 }
+
+#[test]
+fn a_tasks_thread_keeps_its_task_id_across_a_restart_and_a_fork_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        let (rt, _) = Runtime::open_dir(dir.path()).unwrap();
+        let t = rt
+            .create_thread(NewThread {
+                model: "m".into(),
+                workspace: std::env::temp_dir(),
+                task_id: Some("tsk_1".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(t.task_id.as_deref(), Some("tsk_1"));
+        assert_eq!(rt.fork_thread(&t.id).unwrap().task_id, None);
+        assert_eq!(thread(&rt).task_id, None, "a thread of its own");
+        t.id
+    };
+    let (rt, _) = Runtime::open_dir(dir.path()).unwrap();
+    assert_eq!(rt.thread(&id).unwrap().task_id.as_deref(), Some("tsk_1"));
+}

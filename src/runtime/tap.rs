@@ -231,10 +231,14 @@ impl TapState {
             Event::Reasoning { chars, text, .. } => self.reasoning(*chars, text),
             Event::Compaction(c) => self.compaction(c),
             Event::AutoReviewRequested(r) => {
-                self.auto_review("auto_review.requested", &r.call_id, ev)
+                self.auto_review("auto_review.requested", &r.call_id, ev, None)
             }
-            Event::AutoReviewDecided(d) => self.auto_review("auto_review.decided", &d.call_id, ev),
-            Event::AutoReviewPaused(p) => self.auto_review("auto_review.paused", &p.call_id, ev),
+            Event::AutoReviewDecided(d) => {
+                self.auto_review("auto_review.decided", &d.call_id, ev, None)
+            }
+            Event::AutoReviewPaused(p) => {
+                self.auto_review("auto_review.paused", &p.call_id, ev, None)
+            }
             Event::SubagentStarted(e) => {
                 self.thread_event("subagent.started", serde_json::to_value(e))
             }
@@ -351,6 +355,27 @@ impl TapState {
                 self.sandbox(name, &e);
             }
             Event::TurnUsage(u) => self.turn_usage(u),
+            // The child's own reviewer: on the child's call item, marked
+            // with its agent (a child's pause is the child's, not the
+            // thread's).
+            Event::AutoReviewRequested(r) => self.auto_review(
+                "auto_review.requested",
+                &key(&r.call_id),
+                event,
+                Some(agent_id),
+            ),
+            Event::AutoReviewDecided(d) => self.auto_review(
+                "auto_review.decided",
+                &key(&d.call_id),
+                event,
+                Some(agent_id),
+            ),
+            Event::AutoReviewPaused(p) => self.auto_review(
+                "auto_review.paused",
+                &key(&p.call_id),
+                event,
+                Some(agent_id),
+            ),
             Event::Subagent { .. } | Event::SubagentStarted(_) | Event::SubagentCompleted(_) => {
                 self.event(event)
             }
@@ -401,12 +426,22 @@ impl TapState {
     }
 
     /// An Auto-Review event on the reviewed call's item: the loop's event
-    /// in its own serde form (stream-json's fields, without `type`).
-    fn auto_review(&mut self, name: &'static str, call_id: &str, e: &Event) {
-        let item = self.calls.get(call_id).cloned();
+    /// in its own serde form (stream-json's fields, without `type`), with
+    /// the sub-agent whose reviewer it was, if any.
+    fn auto_review(
+        &mut self,
+        name: &'static str,
+        call_key: &str,
+        e: &Event,
+        agent_id: Option<&str>,
+    ) {
+        let item = self.calls.get(call_key).cloned();
         let mut payload = serde_json::to_value(e).unwrap_or(Value::Null);
         if let Some(o) = payload.as_object_mut() {
             o.remove("type");
+            if let Some(a) = agent_id {
+                o.insert("agent_id".into(), Value::String(a.to_string()));
+            }
         }
         let ev = NewEvent {
             event: name,

@@ -26,6 +26,8 @@ pub struct Api {
     pub workspace: PathBuf,
     /// Used when a new thread names no model.
     pub default_model: String,
+    /// Background tasks and automations.
+    pub hub: std::sync::Arc<super::tasks::Hub>,
 }
 
 /// One request to the runtime API, whichever transport carried it.
@@ -41,6 +43,8 @@ pub enum Request {
     ReadThread(ThreadRef),
     UpdateThread(UpdateThread),
     ForkThread(ThreadRef),
+    /// The user selects Auto-Review again after its breaker paused it.
+    ResumeAutoReview(ThreadRef),
     StartTurn(StartTurn),
     /// A new thread with the server's defaults and its first turn.
     StartPrompt(Prompt),
@@ -65,6 +69,9 @@ pub enum Request {
     SessionDelete(SessionRef),
     /// A stored session as a runtime thread.
     SessionResume(SessionRef),
+    /// Background tasks and automations (`/v1/tasks`, `/v1/automations`;
+    /// `task/*`, `automation/*`).
+    Tasks(super::tasks::api::TaskRequest),
 }
 
 #[derive(Debug, Deserialize)]
@@ -250,6 +257,51 @@ impl Api {
         self.driver.runtime()
     }
 
+    /// A task or automation request; every transport's body for it.
+    fn tasks(&self, r: super::tasks::api::TaskRequest) -> Result<Reply, ApiError> {
+        use super::tasks::api::{self as t, TaskRequest as T};
+        let h = &self.hub;
+        let created = |body| with(Status::Created, body);
+        Ok(match r {
+            T::CreateTask(b) => created(json!({ "task": body(t::create_task(h, b)?)? })),
+            T::ListTasks => ok(json!({ "tasks": body(t::list_tasks(h)?)? })),
+            T::ReadTask { task_id } => ok(json!({ "task": body(t::read_task(h, &task_id)?)? })),
+            T::CancelTask { task_id } => ok(json!({ "task": body(t::cancel_task(h, &task_id)?)? })),
+            T::CreateAutomation(b) => {
+                created(json!({ "automation": body(t::create_automation(h, b)?)? }))
+            }
+            T::ListAutomations => ok(json!({ "automations": body(t::list_automations(h)?)? })),
+            T::ReadAutomation { automation_id: id } => {
+                ok(json!({ "automation": body(t::read_automation(h, &id)?)? }))
+            }
+            T::UpdateAutomation {
+                automation_id: id,
+                patch,
+            } => ok(json!({ "automation": body(t::update_automation(h, &id, patch)?)? })),
+            T::DeleteAutomation { automation_id: id } => {
+                t::delete_automation(h, &id)?;
+                ok(json!({ "deleted": true, "id": id }))
+            }
+            T::RunAutomation { automation_id: id } => {
+                let (run, task) = t::run_automation(h, &id)?;
+                with(
+                    Status::Accepted,
+                    json!({ "run": body(run)?, "task": body(task)? }),
+                )
+            }
+            T::PauseAutomation { automation_id: id } => {
+                ok(json!({ "automation": body(t::pause_automation(h, &id)?)? }))
+            }
+            T::ResumeAutomation { automation_id: id } => {
+                ok(json!({ "automation": body(t::resume_automation(h, &id)?)? }))
+            }
+            T::AutomationRuns {
+                automation_id: id,
+                limit,
+            } => ok(json!({ "runs": body(t::automation_runs(h, &id, limit)?)? })),
+        })
+    }
+
     pub fn handle(&self, req: Request) -> Result<Reply, ApiError> {
         match req {
             Request::Health => Ok(ok(
@@ -262,6 +314,7 @@ impl Api {
                 "events": crate::runtime::EVENT_NAMES,
             }))),
             Request::Usage(q) => self.usage(q).map(ok),
+            Request::Tasks(r) => self.tasks(r),
             Request::ListThreads(q) => Ok(ok(json!({ "threads": self.listed(&q)? }))),
             Request::ThreadSummary(q) => self.summary(&q).map(ok),
             Request::CreateThread(b) => {
@@ -280,6 +333,15 @@ impl Api {
                     Status::Created,
                     json!({ "thread": t, "source_thread_id": r.thread_id }),
                 ))
+            }
+            Request::ResumeAutoReview(r) => {
+                self.rt().thread(&r.thread_id)?;
+                let ended = self.driver.resume_auto_review(&r.thread_id)?;
+                Ok(ok(json!({
+                    "thread_id": r.thread_id,
+                    "resumed": ended.is_some(),
+                    "auto_review": self.driver.auto_review_state(&r.thread_id),
+                })))
             }
             Request::StartTurn(b) => {
                 non_empty(&b.prompt)?;
@@ -501,6 +563,7 @@ impl Api {
 
     fn detail(&self, id: &str) -> Result<Value, ApiError> {
         let t = self.rt().thread(id)?;
+        let auto_review = self.driver.auto_review_state(id);
         Ok(self.rt().read(|st| {
             let turns: Vec<&TurnRecord> = st
                 .thread_turns
@@ -535,6 +598,7 @@ impl Api {
                 "pending_user_inputs": pending(RequestKind::UserInput),
                 "pending_dynamic_tool_calls": pending(RequestKind::ToolCall),
                 "latest_seq": latest_seq,
+                "auto_review": auto_review,
             })
         }))
     }

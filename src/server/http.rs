@@ -28,10 +28,11 @@ pub const MAX_REPLAY_LIMIT: usize = 4096;
 pub struct AppState {
     pub api: Api,
     pub auth: Auth,
-    /// Tasks and automations (`/v1/tasks`, `/v1/automations`).
-    pub hub: Arc<super::tasks::Hub>,
     /// `codewhale web`: the browser client's sessions and port.
     pub web: Option<Arc<super::web::WebState>>,
+    /// `app-server --mobile`: the bound port (the phone page's `Host`
+    /// check names it).
+    pub mobile: Option<u16>,
 }
 
 type St = State<Arc<AppState>>;
@@ -43,6 +44,7 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
         .route("/threads/{id}", get(thread_detail).patch(patch_thread))
         .route("/threads/{id}/resume", post(thread_detail))
         .route("/threads/{id}/fork", post(fork))
+        .route("/threads/{id}/auto-review/resume", post(resume_auto_review))
         .route("/threads/{id}/turns", post(start_turn))
         .route("/threads/{id}/turns/{turn}/interrupt", post(interrupt))
         .route("/threads/{id}/turns/{turn}/steer", post(steer))
@@ -58,7 +60,23 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
         .route("/usage", get(usage))
         .route("/snapshots", get(snapshots))
         .route("/workspace/status", get(workspace_status))
-        .merge(super::tasks::http::routes(state.hub.clone()))
+        .route("/tasks", get(list_tasks).post(create_task))
+        .route("/tasks/{id}", get(read_task))
+        .route("/tasks/{id}/cancel", post(cancel_task))
+        .route(
+            "/automations",
+            get(list_automations).post(create_automation),
+        )
+        .route(
+            "/automations/{id}",
+            get(read_automation)
+                .patch(update_automation)
+                .delete(delete_automation),
+        )
+        .route("/automations/{id}/run", post(run_automation))
+        .route("/automations/{id}/pause", post(pause_automation))
+        .route("/automations/{id}/resume", post(resume_automation))
+        .route("/automations/{id}/runs", get(automation_runs))
         .route("/skills", get(skills_list))
         .route("/skills/{name}", patch(skills_patch))
         .route("/apps/mcp/servers", get(mcp_servers))
@@ -76,6 +94,9 @@ pub fn router(state: Arc<AppState>, cors: tower_http::cors::CorsLayer) -> Router
             auth: state.auth.clone(),
         };
         app = app.merge(super::web::routes::router(w));
+    }
+    if let Some(port) = state.mobile {
+        app = app.merge(super::web::mobile::router(port));
     }
     let mut app = app
         .nest("/v1", v1)
@@ -180,6 +201,10 @@ async fn patch_thread(
 
 async fn fork(State(s): St, Path(thread_id): Path<String>) -> Answer {
     answer(s, Request::ForkThread(api::ThreadRef { thread_id })).await
+}
+
+async fn resume_auto_review(State(s): St, Path(thread_id): Path<String>) -> Answer {
+    answer(s, Request::ResumeAutoReview(api::ThreadRef { thread_id })).await
 }
 
 #[derive(Deserialize)]
@@ -386,6 +411,99 @@ async fn session_delete(State(s): St, Path(session_id): Path<String>) -> Answer 
 async fn session_resume(State(s): St, Path(session_id): Path<String>) -> Answer {
     answer(s, Request::SessionResume(api::SessionRef { session_id })).await
 }
+// ---- tasks and automations: the one API's `Request::Tasks` ----
+
+use super::tasks::api::TaskRequest as T;
+
+async fn tasks(s: Arc<AppState>, r: T) -> Answer {
+    answer(s, Request::Tasks(r)).await
+}
+
+async fn create_task(State(s): St, ApiJson(b): ApiJson<super::tasks::task::CreateTask>) -> Answer {
+    tasks(s, T::CreateTask(b)).await
+}
+
+async fn list_tasks(State(s): St) -> Answer {
+    tasks(s, T::ListTasks).await
+}
+
+async fn read_task(State(s): St, Path(task_id): Path<String>) -> Answer {
+    tasks(s, T::ReadTask { task_id }).await
+}
+
+async fn cancel_task(State(s): St, Path(task_id): Path<String>) -> Answer {
+    tasks(s, T::CancelTask { task_id }).await
+}
+
+async fn create_automation(
+    State(s): St,
+    ApiJson(b): ApiJson<super::tasks::automation::CreateAutomation>,
+) -> Answer {
+    tasks(s, T::CreateAutomation(b)).await
+}
+
+async fn list_automations(State(s): St) -> Answer {
+    tasks(s, T::ListAutomations).await
+}
+
+async fn read_automation(State(s): St, Path(automation_id): Path<String>) -> Answer {
+    tasks(s, T::ReadAutomation { automation_id }).await
+}
+
+async fn update_automation(
+    State(s): St,
+    Path(automation_id): Path<String>,
+    ApiJson(patch): ApiJson<super::tasks::automation::PatchAutomation>,
+) -> Answer {
+    let r = T::UpdateAutomation {
+        automation_id,
+        patch,
+    };
+    tasks(s, r).await
+}
+
+async fn delete_automation(State(s): St, Path(automation_id): Path<String>) -> Answer {
+    tasks(s, T::DeleteAutomation { automation_id }).await
+}
+
+async fn run_automation(State(s): St, Path(automation_id): Path<String>) -> Answer {
+    tasks(s, T::RunAutomation { automation_id }).await
+}
+
+async fn pause_automation(State(s): St, Path(automation_id): Path<String>) -> Answer {
+    tasks(s, T::PauseAutomation { automation_id }).await
+}
+
+async fn resume_automation(State(s): St, Path(automation_id): Path<String>) -> Answer {
+    tasks(s, T::ResumeAutomation { automation_id }).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunsQuery {
+    limit: Option<String>,
+}
+
+async fn automation_runs(
+    State(s): St,
+    Path(automation_id): Path<String>,
+    ApiQuery(q): ApiQuery<RunsQuery>,
+) -> Answer {
+    let limit = q
+        .limit
+        .as_deref()
+        .map(|v| {
+            v.parse::<usize>()
+                .map_err(|_| ApiError::bad("limit", format!("`{v}` is not a count")))
+        })
+        .transpose()?;
+    let r = T::AutomationRuns {
+        automation_id,
+        limit,
+    };
+    tasks(s, r).await
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EventsQuery {

@@ -34,20 +34,25 @@ use std::time::Duration;
 #[derive(Debug, Args)]
 pub struct AppServerArgs {
     /// Serve the HTTP/SSE runtime API (`/v1/*`).
-    #[arg(long, required_unless_present = "stdio", conflicts_with = "stdio")]
+    #[arg(long, required_unless_present_any = ["stdio", "mobile"], conflicts_with = "stdio")]
     pub http: bool,
     /// Serve JSON-RPC 2.0 on stdin/stdout (one message per line).
     #[arg(long)]
     pub stdio: bool,
-    /// Address to bind.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
+    /// Address to bind (default 127.0.0.1; with --mobile 0.0.0.0).
+    #[arg(long)]
+    pub host: Option<String>,
     /// Port to bind (0: any free port; the chosen one is printed on stderr).
     #[arg(long, default_value_t = 7878)]
     pub port: u16,
     /// Async worker threads (1–8).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub workers: u8,
+    /// HTTP plus the phone page at `/mobile` (docs/WEB.md): binds
+    /// 0.0.0.0 unless --host says otherwise and prints each LAN URL.
+    /// The page asks for the runtime token and keeps it in memory only.
+    #[arg(long, conflicts_with = "stdio")]
+    pub mobile: bool,
     /// The runtime token (else CODEWHALE_RUNTIME_TOKEN, else
     /// DEEPSEEK_RUNTIME_TOKEN, else a generated one that is not printed).
     #[arg(long, value_name = "TOKEN")]
@@ -126,8 +131,9 @@ impl From<ServeArgs> for AppServerArgs {
         AppServerArgs {
             http: s.http,
             stdio: false,
-            host: s.host,
+            host: Some(s.host),
             port: s.port,
+            mobile: false,
             workers: s.workers,
             auth_token: s.auth_token,
             insecure_no_auth: s.insecure,
@@ -155,11 +161,23 @@ fn is_loopback(host: &str) -> bool {
     host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
+impl AppServerArgs {
+    /// The address to bind: `--host`, else 0.0.0.0 with `--mobile` (a
+    /// phone reaches it over the LAN), else 127.0.0.1.
+    pub fn bind_host(&self) -> &str {
+        match &self.host {
+            Some(h) => h,
+            None if self.mobile => "0.0.0.0",
+            None => "127.0.0.1",
+        }
+    }
+}
+
 fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
-    if args.insecure_no_auth && !is_loopback(&args.host) {
+    if args.insecure_no_auth && !is_loopback(args.bind_host()) {
         eprintln!(
             "codewhale: --insecure-no-auth needs a loopback --host (127.0.0.1, ::1, localhost), not `{}`",
-            args.host
+            args.bind_host()
         );
         return Ok(crate::exit::USAGE);
     }
@@ -240,8 +258,8 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
                 driver,
                 workspace,
                 default_model,
+                hub,
             },
-            hub,
         };
         let code = tokio_rt.block_on(stdio::serve(s));
         // Do not wait for a blocked stdin read or running turns.
@@ -268,16 +286,17 @@ async fn serve_http(
     origins: Vec<String>,
     hub: Arc<tasks::Hub>,
 ) -> anyhow::Result<i32> {
-    let host: IpAddr = if args.host == "localhost" {
+    let host_arg = args.bind_host().to_string();
+    let host: IpAddr = if host_arg == "localhost" {
         IpAddr::from([127, 0, 0, 1])
     } else {
-        args.host
+        host_arg
             .parse()
-            .with_context(|| format!("--host `{}` is not an IP address", args.host))?
+            .with_context(|| format!("--host `{host_arg}` is not an IP address"))?
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(host, args.port))
         .await
-        .with_context(|| format!("binding {}:{}", args.host, args.port))?;
+        .with_context(|| format!("binding {host_arg}:{}", args.port))?;
     let addr = listener.local_addr()?;
     // Records other processes (exec runs) commit reach subscribers here.
     let rt = driver.runtime().clone();
@@ -303,15 +322,19 @@ async fn serve_http(
             driver,
             workspace,
             default_model,
+            hub,
         },
         auth,
-        hub,
         web: web.clone(),
+        mobile: args.mobile.then_some(addr.port()),
     });
     let app = http::router(state, cors::layer(&origins));
     eprintln!("codewhale app-server: listening on http://{addr} ({auth_note})");
     if let Some(w) = &web {
         welcome(w);
+    }
+    if args.mobile {
+        web::lan::announce(addr);
     }
     axum::serve(
         listener,

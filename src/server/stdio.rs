@@ -6,6 +6,8 @@
 //! notifications carrying the same envelope as SSE.
 
 use super::api::{self, Api, Request};
+use super::tasks::api::TaskRequest;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -27,6 +29,7 @@ pub const METHODS: &[&str] = &[
     "thread/read",
     "thread/update",
     "thread/fork",
+    "thread/auto_review_resume",
     "thread/subscribe",
     "thread/unsubscribe",
     "turn/start",
@@ -116,8 +119,6 @@ fn from_api(e: super::error::ApiError) -> RpcError {
 
 pub struct Stdio {
     pub api: Api,
-    /// Tasks and automations (`task/*`, `automation/*`).
-    pub hub: std::sync::Arc<super::tasks::Hub>,
 }
 
 pub async fn serve(s: Stdio) -> i32 {
@@ -268,6 +269,80 @@ struct SnapshotsParams {
 /// A method and its params as the one API's request; `None` for the
 /// methods that belong to this transport (capabilities, subscriptions,
 /// shutdown) or that do not exist.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskParams {
+    task_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AutomationParams {
+    automation_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AutomationUpdateParams {
+    automation_id: String,
+    #[serde(flatten)]
+    patch: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AutomationRunsParams {
+    automation_id: String,
+    limit: Option<usize>,
+}
+
+/// `task/*` and `automation/*` into the one API's task request.
+fn decode_task(method: &str, p: &Value) -> Result<Option<TaskRequest>, RpcError> {
+    let auto = |p: &Value| parse::<AutomationParams>(p).map(|a| a.automation_id);
+    Ok(Some(match method {
+        "task/create" => TaskRequest::CreateTask(parse(p)?),
+        "task/list" => TaskRequest::ListTasks,
+        "task/read" => TaskRequest::ReadTask {
+            task_id: parse::<TaskParams>(p)?.task_id,
+        },
+        "task/cancel" => TaskRequest::CancelTask {
+            task_id: parse::<TaskParams>(p)?.task_id,
+        },
+        "automation/create" => TaskRequest::CreateAutomation(parse(p)?),
+        "automation/list" => TaskRequest::ListAutomations,
+        "automation/read" => TaskRequest::ReadAutomation {
+            automation_id: auto(p)?,
+        },
+        "automation/update" => {
+            let u: AutomationUpdateParams = parse(p)?;
+            TaskRequest::UpdateAutomation {
+                automation_id: u.automation_id,
+                patch: parse(&u.patch)?,
+            }
+        }
+        "automation/delete" => TaskRequest::DeleteAutomation {
+            automation_id: auto(p)?,
+        },
+        "automation/run" => TaskRequest::RunAutomation {
+            automation_id: auto(p)?,
+        },
+        "automation/pause" => TaskRequest::PauseAutomation {
+            automation_id: auto(p)?,
+        },
+        "automation/resume" => TaskRequest::ResumeAutomation {
+            automation_id: auto(p)?,
+        },
+        "automation/runs" => {
+            let r: AutomationRunsParams = parse(p)?;
+            TaskRequest::AutomationRuns {
+                automation_id: r.automation_id,
+                limit: r.limit,
+            }
+        }
+        _ => return Ok(None),
+    }))
+}
+
 fn decode(method: &str, p: &Value) -> Result<Option<Request>, RpcError> {
     Ok(Some(match method {
         "healthz" => Request::Health,
@@ -294,6 +369,7 @@ fn decode(method: &str, p: &Value) -> Result<Option<Request>, RpcError> {
             })
         }
         "thread/fork" => Request::ForkThread(parse(p)?),
+        "thread/auto_review_resume" => Request::ResumeAutoReview(parse(p)?),
         "thread/compact" => Request::Compact(parse(p)?),
         "turn/start" => Request::StartTurn(parse(p)?),
         "prompt/start" => Request::StartPrompt(parse(p)?),
@@ -311,14 +387,15 @@ fn decode(method: &str, p: &Value) -> Result<Option<Request>, RpcError> {
         "app/sessions/read" => Request::SessionRead(parse(p)?),
         "app/sessions/delete" => Request::SessionDelete(parse(p)?),
         "app/sessions/resume_thread" => Request::SessionResume(parse(p)?),
+        m if m.starts_with("task/") || m.starts_with("automation/") => match decode_task(m, p)? {
+            Some(r) => Request::Tasks(r),
+            None => return Ok(None),
+        },
         _ => return Ok(None),
     }))
 }
 
 fn call(s: &Stdio, method: &str, params: &Value) -> Result<Value, RpcError> {
-    if let Some(r) = super::tasks::api::rpc(&s.hub, method, params) {
-        return r.map_err(from_api);
-    }
     match method {
         "capabilities" => return Ok(json!({"families": FAMILIES, "methods": METHODS})),
         "thread/capabilities" => {
@@ -356,12 +433,6 @@ mod tests {
             "thread/unsubscribe",
         ];
         for m in METHODS {
-            // Tasks and automations: their own typed functions
-            // (server/tasks/api.rs), tested in tests/it/runtime_tasks.rs.
-            if m.starts_with("task/") || m.starts_with("automation/") {
-                assert!(matches!(decode(m, &Value::Null), Ok(None)), "{m}");
-                continue;
-            }
             if own.contains(m) {
                 assert!(matches!(decode(m, &Value::Null), Ok(None)), "{m}");
                 continue;

@@ -295,6 +295,32 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// Whether this record must be on disk before the run goes on (the
+    /// session file's group commit, [`super::SessionLog::append`]): what
+    /// precedes a side effect — a tool call and its approval, a snapshot
+    /// and the changes it records, a compaction that rewrites the history
+    /// a resume reads — and the end of a turn or thread. Everything else
+    /// (the start, prompts, streamed text, reasoning, usage) is written at
+    /// once and made durable by the next commit point.
+    pub fn is_commit_point(&self) -> bool {
+        match self {
+            Event::ToolCall { .. }
+            | Event::Approval { .. }
+            | Event::Snapshots { .. }
+            | Event::Snapshot { .. }
+            | Event::FileChanges { .. }
+            | Event::Compaction { .. }
+            | Event::TurnCompleted
+            | Event::TurnInterrupted { .. }
+            | Event::Recovered { .. }
+            | Event::ThreadCompleted { .. } => true,
+            Event::Subagent { record, .. } => record.is_commit_point(),
+            _ => false,
+        }
+    }
+}
+
 /// The format of the event types added after v1 (`snapshots`, `snapshot`,
 /// `file_changes`): their `event_v`.
 pub const SNAPSHOT_EVENTS_VERSION: u32 = 1;

@@ -85,8 +85,14 @@ impl SessionLog {
         &self.thread
     }
 
-    /// Append one event and make it durable (write + fsync) before returning.
+    /// Append one event. It is written (visible to every reader, and kept
+    /// if this process dies) before this returns; a record that precedes
+    /// a side effect or ends a turn ([`Event::is_commit_point`]) is also
+    /// made durable (`fdatasync`), which covers every record before it.
+    /// Group commit: a model's streamed text or a child's start-up is not
+    /// worth a disk flush each, a tool call is.
     pub fn append(&mut self, turn: u32, event: Event) -> Result<u64, SessionError> {
+        let durable = event.is_commit_point();
         self.seq += 1;
         let rec = Record {
             schema: SCHEMA.to_string(),
@@ -106,7 +112,7 @@ impl SessionLog {
         line.push('\n');
         let f: &mut File = &mut self.file;
         f.write_all(line.as_bytes())
-            .and_then(|_| f.sync_data())
+            .and_then(|_| if durable { f.sync_data() } else { Ok(()) })
             .map_err(|e| SessionError::io(&self.path, e))?;
         Ok(self.seq)
     }

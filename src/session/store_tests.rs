@@ -185,3 +185,26 @@ fn version_1_records_still_read_beside_version_2() {
     assert_eq!(mixed.last().unwrap(), &new);
     assert_eq!(VERSION, 2);
 }
+
+#[test]
+fn only_what_precedes_a_side_effect_or_ends_a_turn_is_a_commit_point() {
+    use super::record::Event;
+    let call = Event::ToolCall {
+        call_id: "c1".into(),
+        tool: "shell".into(),
+        args: serde_json::json!({"command": "true"}),
+        mcp: None,
+    };
+    assert!(call.is_commit_point());
+    assert!(Event::TurnCompleted.is_commit_point());
+    assert!(!Event::TurnStarted.is_commit_point());
+    assert!(!Event::AssistantMessage { text: "hi".into() }.is_commit_point());
+    // A child's record is what its own record is.
+    let wrapped = |e: Event| Event::Subagent {
+        event_v: 1,
+        agent_id: "a1".into(),
+        record: Box::new(e),
+    };
+    assert!(wrapped(call).is_commit_point());
+    assert!(!wrapped(Event::AssistantMessage { text: "hi".into() }).is_commit_point());
+}

@@ -28,6 +28,7 @@ use ratatui::crossterm::event::{
 use ratatui_textarea::TextArea;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -253,6 +254,9 @@ struct App<'a> {
     /// Session ids of this conversation's turns, oldest first.
     sessions: Vec<String>,
     started: Instant,
+    /// `/memory` asked for the user's editor on this file: run by the
+    /// event loop, which owns the terminal.
+    edit: Option<std::path::PathBuf>,
 }
 
 async fn event_loop(
@@ -268,11 +272,20 @@ async fn event_loop(
     // between polls for ratatui's cursor-position query (`clear` asks the
     // terminal where the cursor is; a blocked `read` would starve it).
     let ktx = tx.clone();
+    // Paused while the user's editor has the terminal (`/memory`): the
+    // reader must not take the editor's keys.
+    let keys = KeyPause::default();
+    let kp = keys.clone();
     std::thread::Builder::new()
         .name("tui-keys".into())
         .spawn(move || loop {
             if ktx.is_closed() {
                 return;
+            }
+            if kp.paused.load(Ordering::SeqCst) {
+                kp.idle.store(true, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
             }
             match ct::poll(Duration::from_millis(20)) {
                 Ok(false) => continue,
@@ -312,6 +325,7 @@ async fn event_loop(
         input: new_input(),
         sessions: Vec::new(),
         started: Instant::now(),
+        edit: None,
     };
     // The first run: ask about a local Ollama, or offer the picker.
     match &setup.start {
@@ -426,6 +440,11 @@ async fn event_loop(
             if !st.quit && budget > 0 {
                 next = rx.try_recv().ok();
             }
+        }
+        if let Some(path) = app.edit.take() {
+            let ev = edit_in_terminal(guard, &keys, &path, &app.setup.workspace);
+            st.update(ev);
+            st.dirty = true;
         }
     }
     Ok((crate::exit::OK, app.sessions, transcript_text(&st)))
@@ -555,10 +574,10 @@ impl App<'_> {
                     Err(_) => vec![error("starting the turn panicked")],
                 }
             }
-            Effect::ResumeAutoReview => {
-                self.driver.resume_auto_review(&st.thread_id);
-                Vec::new()
-            }
+            Effect::ResumeAutoReview => match self.driver.resume_auto_review(&st.thread_id) {
+                Ok(_) => Vec::new(),
+                Err(e) => vec![error(e)],
+            },
             Effect::Interrupt { turn_id, cause } => {
                 match self.driver.interrupt_by(&st.thread_id, &turn_id, cause) {
                     Ok(()) => Vec::new(),
@@ -639,6 +658,11 @@ impl App<'_> {
                     },
                 ]
             }
+            Effect::Memory(None) if super::editor::command().is_some() => {
+                let paths = crate::config::ConfigPaths::from_env();
+                self.edit = Some(crate::memory::path(&paths.codewhale_home));
+                Vec::new()
+            }
             Effect::Memory(add) => {
                 let paths = crate::config::ConfigPaths::from_env();
                 let home = &paths.codewhale_home;
@@ -669,12 +693,13 @@ impl App<'_> {
                     codewhale_home: paths.codewhale_home,
                     workspace: self.setup.workspace.clone(),
                 };
-                vec![match crate::claude_import::propose(&loc) {
-                    Ok(p) => Event::Output {
+                let proposal = crate::claude_import::propose(&loc)
+                    .and_then(|p| crate::claude_import::render(&p, &loc));
+                vec![match proposal {
+                    Ok(text) => Event::Output {
                         error: false,
                         text: format!(
-                            "{}\n(apply from a shell: codewhale import claude --apply)",
-                            crate::claude_import::render(&p, &loc)
+                            "{text}\n(apply from a shell: codewhale import claude --apply)"
                         ),
                     },
                     Err(e) => error(format!("/import-claude: {e}")),
@@ -987,4 +1012,45 @@ fn with_compactions(receipt: String, json: bool, c: &[super::state::Compacted]) 
         s.push_str(&format!("- {}\n", e.line()));
     }
     s
+}
+
+/// The key reader's pause switch and its answer (it is not reading).
+#[derive(Clone, Default)]
+struct KeyPause {
+    paused: std::sync::Arc<AtomicBool>,
+    idle: std::sync::Arc<AtomicBool>,
+}
+
+/// `/memory` with `$VISUAL`/`$EDITOR` set: hand the terminal to the
+/// editor on `path` (the UI's screen, raw mode and bracketed paste undone,
+/// the key reader paused), take it back after, and say what the file
+/// holds now.
+fn edit_in_terminal(
+    guard: &mut TerminalGuard,
+    keys: &KeyPause,
+    path: &std::path::Path,
+    workspace: &std::path::Path,
+) -> Event {
+    keys.idle.store(false, Ordering::SeqCst);
+    keys.paused.store(true, Ordering::SeqCst);
+    let until = Instant::now() + Duration::from_secs(1);
+    while !keys.idle.load(Ordering::SeqCst) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let ran = super::terminal::suspended(guard, || super::editor::edit(path));
+    keys.paused.store(false, Ordering::SeqCst);
+    let enabled = crate::config::load(&crate::config::LoadOptions::new(workspace))
+        .map(|s| s.user.memory.enabled)
+        .unwrap_or(false);
+    let home = path.parent().unwrap_or(std::path::Path::new("."));
+    match ran.and_then(|()| crate::memory::show(home, enabled).map_err(|e| e.to_string())) {
+        Ok(text) => Event::Output {
+            error: false,
+            text: format!("edited {}\n{text}", path.display()),
+        },
+        Err(e) => Event::Output {
+            error: true,
+            text: format!("/memory: {e}"),
+        },
+    }
 }

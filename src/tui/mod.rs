@@ -20,6 +20,7 @@
 
 pub mod app;
 pub mod draft;
+pub mod editor;
 pub mod first_run;
 pub mod handoff;
 pub mod markdown;

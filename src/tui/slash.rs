@@ -68,7 +68,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/memory [add TEXT]",
-        "show the memory file (docs/MEMORY.md), or add a line to it",
+        "edit the memory file (docs/MEMORY.md) in $VISUAL/$EDITOR (shown when neither is set), or add a line to it",
     ),
     (
         "/import-claude",

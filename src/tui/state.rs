@@ -11,6 +11,7 @@ use super::provider_picker::{Picker, Row};
 use super::sanitize::sanitize;
 use super::slash::{self, Slash};
 use crate::agent::InterruptCause;
+use crate::authz::reviewer::ReviewDecision;
 use crate::authz::{Approval, Mode};
 use crate::provider::auth::ApiKey;
 use crate::runtime::item_meta::{ApprovalAsk, ToolItemMeta, ToolItemStart};
@@ -927,12 +928,22 @@ Tab mode · Shift+Tab permission · /help",
             }
             ServedEvent::ReviewDecided(d) => {
                 let line = self.review_line(&item_id, &d);
-                self.notice(d.decision != "allow", line);
+                self.notice(d.decision != ReviewDecision::Allow, line);
             }
-            ServedEvent::ReviewPaused(p) => {
-                self.auto_review_paused = Some(p.reason.clone());
-                self.permission = Approval::Ask;
-                self.notice(true, p.reason);
+            ServedEvent::ReviewPaused(p) => match p.agent_id {
+                // A sub-agent's own breaker stopped that child only.
+                Some(agent) => self.notice(true, format!("sub-agent {agent}: {}", p.reason)),
+                None => {
+                    self.auto_review_paused = Some(p.reason.clone());
+                    self.permission = Approval::Ask;
+                    self.notice(true, p.reason);
+                }
+            },
+            ServedEvent::ReviewResumed => {
+                // Selected again here (Shift+Tab) or by another client.
+                if self.auto_review_paused.take().is_some() {
+                    self.permission = Approval::AutoReview;
+                }
             }
             ServedEvent::SandboxDenied(d) => {
                 let what = d
@@ -1147,11 +1158,17 @@ Tab mode · Shift+Tab permission · /help",
             .map(|t| t.title.clone())
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| d.tool.clone());
-        let risk = d.risk.clone().unwrap_or_default();
-        match d.decision.as_str() {
-            "allow" => format!("reviewer allowed `{what}` ({risk}): {}", d.reason),
-            "deny" => format!("reviewer denied `{what}` ({risk}): {}", d.reason),
-            _ => format!("reviewer unavailable for `{what}`: {}", d.reason),
+        let risk = d.risk.map(|r| r.as_str()).unwrap_or_default();
+        let by = match &d.agent_id {
+            Some(a) => format!("sub-agent {a}'s reviewer"),
+            None => "reviewer".to_string(),
+        };
+        match d.decision {
+            ReviewDecision::Allow => format!("{by} allowed `{what}` ({risk}): {}", d.reason),
+            ReviewDecision::Deny => format!("{by} denied `{what}` ({risk}): {}", d.reason),
+            ReviewDecision::Unavailable => {
+                format!("{by} unavailable for `{what}`: {}", d.reason)
+            }
         }
     }
 

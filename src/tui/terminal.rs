@@ -37,6 +37,30 @@ impl TerminalGuard {
     }
 }
 
+/// Give the terminal to another program for `f` (the user's editor):
+/// leave the UI's screen, raw mode and bracketed paste, run `f`, then take
+/// the terminal back, cleared, with the next frame drawn whole.
+pub fn suspended<T>(guard: &mut TerminalGuard, f: impl FnOnce() -> T) -> T {
+    use ratatui::crossterm::terminal::{enable_raw_mode, Clear, ClearType, EnterAlternateScreen};
+    restore();
+    let out = f();
+    let _ = enable_raw_mode();
+    let _ = execute!(
+        std::io::stdout(),
+        EnterAlternateScreen,
+        EnableBracketedPaste,
+        Clear(ClearType::All)
+    );
+    // `resize`, not `clear` (which asks the terminal where the cursor is):
+    // fresh buffers, so the next draw repaints every cell.
+    if let Ok(size) = guard.terminal.size() {
+        let _ = guard
+            .terminal
+            .resize(ratatui::layout::Rect::new(0, 0, size.width, size.height));
+    }
+    out
+}
+
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore();

@@ -192,6 +192,11 @@ def turn(rpc):
     assert read["thread"]["id"] == tid and read["turns"][0]["id"] == turn_id, read
     assert read["pending_approvals"] == [], read
     assert any(i["kind"] == "user_message" for i in read["items"]), read
+    assert read["auto_review"] == {"paused": False}, read
+    # Selecting Auto-Review again on a thread that is not paused: a no-op.
+    again = rpc.result("thread/auto_review_resume", {"thread_id": tid})
+    assert again["resumed"] is False and again["auto_review"] == {"paused": False}, again
+    assert rpc.error_code("thread/auto_review_resume", {"thread_id": "nope"}) == -32004
     # The routes that were HTTP-only are methods too, with the same checks.
     summary = rpc.result("thread/summary", {"limit": 5})
     assert [i["id"] for i in summary["items"]] == [tid], summary

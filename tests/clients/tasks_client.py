@@ -62,6 +62,10 @@ def task_runs():
     assert th["thread"]["title"] == "task " + t["id"], th["thread"]
     assert [x["status"] for x in th["turns"]] == ["completed"], th["turns"]
     assert th["thread"]["auto_approve"] is False, th["thread"]
+    # The thread says which task it runs; a thread of its own does not.
+    assert th["thread"]["task_id"] == t["id"], th["thread"]
+    status, plain = call("POST", "/v1/threads", {})
+    assert status == 201 and "task_id" not in plain["thread"], plain
     status, lst = call("GET", "/v1/tasks")
     assert status == 200 and [x["id"] for x in lst["tasks"]] == [t["id"]], lst
     for _ in range(2):

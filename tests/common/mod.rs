@@ -19,6 +19,8 @@
 //!   with and without the real execution host.
 //! - [`snapshots`], [`authz`], [`seatbelt`]: fixtures of the snapshot store,
 //!   the gates and the Seatbelt profile tests.
+//! - [`fake_github`]: GitHub's REST API for `codewhale review` (routes,
+//!   media types, pagination, errors, rate limits as its OpenAPI says).
 //! - [`fake_opensandbox`] + [`opensandbox_env`], [`egress`]: fake servers
 //!   (each behaviour cited from the real project) and loopback peers;
 //!   [`tool_origin`]: a git/PyPI/npm origin for real package tools.
@@ -33,6 +35,7 @@
 pub mod authz;
 pub mod cli;
 pub mod egress;
+pub mod fake_github;
 pub mod fake_opensandbox;
 pub mod filters;
 pub mod long_session;

@@ -124,7 +124,7 @@ fn a_deny_is_the_reviewers_and_allow_at_high_risk_is_a_deny() {
         vec![verdict("high", "allow", "fine")],
         Duration::from_secs(10),
     );
-    assert_eq!(v.decision(), "deny");
+    assert_eq!(v.decision().as_str(), "deny");
     assert_eq!(v.risk(), Some(Risk::High));
 }
 

@@ -12,7 +12,7 @@
 use crate::common;
 
 use common::runtime::*;
-use common::scripted_model::{call, reply, verdict, Review, ScriptedModel, Step, Wire};
+use common::scripted_model::{call, lane, reply, verdict, Review, ScriptedModel, Step, Wire};
 use serde_json::{json, Value};
 
 /// A fixture with a writable root `shared` outside its workspace.
@@ -500,4 +500,159 @@ fn over_stdio_the_reviewer_answers_and_its_events_are_notifications() {
     assert!(!rpc.events.iter().any(|e| e["event"] == "approval.required"));
     assert!(yes.exists() && !no.exists());
     rpc.shutdown(9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_thread_shows_it_and_the_resume_route_selects_auto_review_again() {
+    let (f, shared) = setup();
+    let steps = vec![
+        write_outside("d1", &shared.join("1")),
+        write_outside("d2", &shared.join("2")),
+        write_outside("d3", &shared.join("3")),
+        // The second turn, after the resume: reviewed again.
+        write_outside("d4", &shared.join("4")),
+        reply("done"),
+    ];
+    let model = ScriptedModel::start(Wire::OpenAi, steps);
+    configure(&f, &shared, &model);
+    model.reviews(vec![
+        verdict("high", "deny", "no"),
+        verdict("high", "deny", "no"),
+        verdict("high", "deny", "no"),
+        verdict("low", "allow", "a text file in a writable root"),
+    ]);
+    let s = Server::start(&f, &["--approval-timeout", "2"]);
+    let thread = new_thread(&s, json!({"title": "t"})).await;
+    // Before anything: not paused.
+    let (code, d) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
+    assert_eq!(code, 200, "{d}");
+    assert_eq!(d["auto_review"], json!({"paused": false}), "{d}");
+    new_turn(&s, &thread, "go").await;
+    until_completed(&s, &thread, 1).await;
+    // The thread detail shows the pause, with the breaker's counts.
+    let (_, d) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
+    let ar = &d["auto_review"];
+    assert_eq!(ar["paused"], true, "{d}");
+    assert_eq!(ar["kind"], "denies_in_a_row", "{ar}");
+    assert_eq!(ar["consecutive_denies"], 3, "{ar}");
+    assert!(
+        ar["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("auto-review paused: 3 reviewer denials in a row"),
+        "{ar}"
+    );
+    // Selecting Auto-Review again: the pause ends, once.
+    let path = format!("/v1/threads/{thread}/auto-review/resume");
+    let (code, r) = api(&s, "POST", &path, None).await;
+    assert_eq!(code, 200, "{r}");
+    assert_eq!(r["resumed"], true, "{r}");
+    assert_eq!(r["auto_review"], json!({"paused": false}), "{r}");
+    let (code, r) = api(&s, "POST", &path, None).await;
+    assert_eq!(code, 200, "{r}");
+    assert_eq!(r["resumed"], false, "idempotent: {r}");
+    let (code, r) = api(&s, "POST", "/v1/threads/nope/auto-review/resume", None).await;
+    assert_eq!(code, 404, "{r}");
+    // The next turn is reviewed again (not asked): the allow writes.
+    new_turn(&s, &thread, "again").await;
+    let evs = until_completed(&s, &thread, 2).await;
+    let resumed = of(&evs, "auto_review.resumed");
+    assert_eq!(resumed.len(), 1, "{evs:#?}");
+    assert_eq!(resumed[0]["payload"]["ended"]["consecutive_denies"], 3);
+    assert!(!has(&evs, "approval.required"), "{evs:#?}");
+    assert_eq!(model.review_requests().len(), 4);
+    assert_eq!(
+        std::fs::read_to_string(shared.join("4")).unwrap(),
+        "reviewed\n"
+    );
+    for n in ["1", "2", "3"] {
+        assert!(!shared.join(n).exists());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_reviewer_counts_alone_and_its_pause_stops_only_the_child() {
+    let (f, shared) = setup();
+    let model = ScriptedModel::start_lanes(
+        Wire::OpenAi,
+        vec![
+            lane(
+                "parent",
+                None,
+                vec![
+                    call(
+                        "p1",
+                        "agent",
+                        json!({"role": "general", "prompt": "CHILD-A write three files"}),
+                    ),
+                    write_outside("p2", &shared.join("parent.txt")),
+                    reply("parent done"),
+                ],
+            ),
+            lane(
+                "a",
+                Some("CHILD-A"),
+                vec![
+                    write_outside("a1", &shared.join("1")),
+                    write_outside("a2", &shared.join("2")),
+                    write_outside("a3", &shared.join("3")),
+                    // Never reached: the child stops at its third denial.
+                    write_outside("a4", &shared.join("4")),
+                    reply("unreachable"),
+                ],
+            ),
+        ],
+    );
+    configure(&f, &shared, &model);
+    model.reviews(vec![
+        verdict("high", "deny", "no"),
+        verdict("high", "deny", "no"),
+        verdict("high", "deny", "no"),
+        verdict("low", "allow", "the parent's text file"),
+    ]);
+    let s = Server::start(&f, &["--approval-timeout", "2"]);
+    let thread = new_thread(&s, json!({"title": "t"})).await;
+    new_turn(&s, &thread, "go").await;
+    let evs = until_completed(&s, &thread, 1).await;
+    // The child's three calls went to its own reviewer, nobody was asked.
+    assert!(!has(&evs, "approval.required"), "{evs:#?}");
+    let decided = of(&evs, "auto_review.decided");
+    assert_eq!(decided.len(), 4, "{evs:#?}");
+    for d in &decided[..3] {
+        assert_eq!(d["payload"]["agent_id"], "a1", "{d}");
+        assert_eq!(d["payload"]["decision"], "deny", "{d}");
+    }
+    assert!(decided[3]["payload"].get("agent_id").is_none());
+    // The child's breaker tripped: the child stopped, marked as its own.
+    let paused = of(&evs, "auto_review.paused");
+    assert_eq!(paused.len(), 1, "{evs:#?}");
+    assert_eq!(paused[0]["payload"]["agent_id"], "a1");
+    assert_eq!(paused[0]["payload"]["consecutive_denies"], 3);
+    let done = of(&evs, "subagent.completed");
+    assert_eq!(done[0]["payload"]["status"], "failed", "{}", done[0]);
+    assert!(
+        done[0]["payload"]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("auto-review paused: 3 reviewer denials in a row"),
+        "{}",
+        done[0]
+    );
+    assert_eq!(model.lane_left("a"), 2, "a4 was never asked for");
+    // The parent's own counts are untouched: its call was reviewed and
+    // allowed, its turn completed, and the thread is not paused.
+    assert_eq!(
+        std::fs::read_to_string(shared.join("parent.txt")).unwrap(),
+        "reviewed\n"
+    );
+    for n in ["1", "2", "3", "4"] {
+        assert!(!shared.join(n).exists());
+    }
+    let turn = of(&evs, "turn.completed");
+    assert_eq!(
+        turn[0]["payload"]["turn"]["status"], "completed",
+        "{evs:#?}"
+    );
+    let (_, d) = api(&s, "GET", &format!("/v1/threads/{thread}"), None).await;
+    assert_eq!(d["auto_review"]["paused"], false, "{d}");
 }

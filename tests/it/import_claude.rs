@@ -62,8 +62,8 @@ fn a_proposal_then_apply_without_copying_a_secret() {
     no_secret("stderr", &stderr(&o));
     for want in [
         "PROPOSAL",
-        "+ model = \"claude-sonnet-4-5-20250929\"",
-        "+ project_instruction_imports = [\"CLAUDE.md\"]",
+        "+model = \"claude-sonnet-4-5-20250929\"",
+        "+project_instruction_imports = [\"CLAUDE.md\"]",
         "command = \"npm run test\"",
         "command = \"git diff\"",
         "command = \"curl\"",
@@ -74,7 +74,7 @@ fn a_proposal_then_apply_without_copying_a_secret() {
         "${GITHUB_PERSONAL_ACCESS_TOKEN}",
         "set GITHUB_PERSONAL_ACCESS_TOKEN in codewhale's environment",
         "FROM THE REPOSITORY",
-        "\"enabled\":false",
+        "+      \"enabled\": false",
         "${DATABASE_URL:-postgres://localhost/dev}",
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
@@ -92,6 +92,30 @@ fn a_proposal_then_apply_without_copying_a_secret() {
             "{not} not listed as not imported:\n{out}"
         );
     }
+    // A real unified diff per file: the config.toml part applies to the
+    // file as it is and gives what `--apply` writes (checked below).
+    let cfg_name = f.cw_home.join("config.toml").display().to_string();
+    let cfg_start = out
+        .find(&format!("--- {cfg_name}\n+++ {cfg_name}\n@@ "))
+        .unwrap_or_else(|| panic!("no unified diff of config.toml in:\n{out}"));
+    let cfg_patch: String = out[cfg_start..]
+        .lines()
+        // The notes (`# …` at column 0) follow the diff.
+        .take_while(|l| !l.starts_with("# "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let expected_config = diffy::apply(
+        &config_before,
+        &diffy::Patch::from_str(&cfg_patch).unwrap_or_else(|e| panic!("{e}: {cfg_patch:?}\n{out}")),
+    )
+    .unwrap();
+    assert!(
+        out.contains(&format!(
+            "--- /dev/null\n+++ {}\n@@ -0,0 +1,",
+            f.cw_home.join("mcp.json").display()
+        )),
+        "{out}"
+    );
     // Nothing written.
     assert_eq!(
         std::fs::read_to_string(f.cw_home.join("config.toml")).unwrap(),
@@ -124,6 +148,10 @@ fn a_proposal_then_apply_without_copying_a_secret() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let config = std::fs::read_to_string(f.cw_home.join("config.toml")).unwrap();
+    assert_eq!(
+        config, expected_config,
+        "--apply wrote what the diff showed"
+    );
     assert!(config.starts_with("# my config\n"), "kept: {config}");
     assert!(config.contains("[tui]\ntheme = \"dark\""), "{config}");
     let parsed: toml::Table = config.parse().unwrap();

@@ -9,7 +9,7 @@
 use crate::common;
 
 use common::cli::Fixture;
-use common::scripted_model::{reply, ScriptedModel, Step, Wire};
+use common::scripted_model::{reply, verdict, ScriptedModel, Step, Wire};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::Command;
@@ -206,6 +206,91 @@ fn acp_python_sdk_drives_a_session_with_a_rejected_permission_and_a_cancel() {
 /// allows once) and the call writes the file; the http entry is refused on
 /// its own (`mcpCapabilities.http` is false); a second session without
 /// servers is not offered the tool.
+#[test]
+fn acp_python_sdk_sees_auto_reviews_pause_and_selects_it_again() {
+    let write = |id: &str, p: &std::path::Path| Step::Reply {
+        text: String::new(),
+        calls: vec![(
+            id.into(),
+            "write_file".into(),
+            json!({"path": p.display().to_string(), "content": "reviewed\n"}).to_string(),
+        )],
+    };
+    let f = Fixture::with_config("");
+    let shared = f.root.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            // Prompt 1: three writes the reviewer denies; the third pauses.
+            write("d1", &shared.join("1")),
+            write("d2", &shared.join("2")),
+            write("d3", &shared.join("3")),
+            // Prompt 2, after the editor switched Auto-Review on again.
+            write("d4", &shared.join("4")),
+            reply("done"),
+        ],
+    );
+    std::fs::write(
+        f.cw_home.join("config.toml"),
+        format!(
+            "provider = \"custom\"\napproval_policy = \"auto-review\"\n\
+             [providers.custom]\nkind = \"{}\"\nbase_url = \"{}\"\napi_key = \"test-key\"\nmodel = \"scripted\"\n\
+             [sandbox]\nwritable_roots = [\"{}\"]\n",
+            model.kind(),
+            model.base_url(),
+            shared.display()
+        ),
+    )
+    .unwrap();
+    model.reviews(vec![
+        verdict("high", "deny", "no"),
+        verdict("high", "deny", "no"),
+        verdict("high", "deny", "no"),
+        verdict("low", "allow", "a text file in a writable root"),
+    ]);
+    let (out, stderr) = run_client(&f, "mcp1", "acp_auto_review.py");
+    assert_eq!(
+        out["options_new"],
+        json!({"auto_review": true}),
+        "{out}\n{stderr}"
+    );
+    // The paused turn's prompt fails with the breaker's reason, and the
+    // pause reaches the editor as the option switched off.
+    assert!(
+        out["prompt1_error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("auto-review paused: 3 reviewer denials in a row")),
+        "{out}"
+    );
+    let u1 = out["option_updates1"].as_array().unwrap();
+    assert_eq!(u1.len(), 1, "{out}");
+    assert_eq!(u1[0]["configOptions"][0]["id"], "auto_review");
+    assert_eq!(u1[0]["configOptions"][0]["currentValue"], false);
+    assert!(
+        out["off_refused"]
+            .as_str()
+            .is_some_and(|e| e.contains("switched off only by its breaker")),
+        "{out}"
+    );
+    assert_eq!(
+        out["options_after_on"],
+        json!({"auto_review": true}),
+        "{out}"
+    );
+    // Prompt 2 was reviewed again (not asked): the allow wrote.
+    assert_eq!(out["permissions"], 0, "{out}");
+    assert_eq!(out["stop2"], "end_turn", "{out}");
+    assert_eq!(model.review_requests().len(), 4);
+    assert_eq!(
+        std::fs::read_to_string(shared.join("4")).unwrap(),
+        "reviewed\n"
+    );
+    for n in ["1", "2", "3"] {
+        assert!(!shared.join(n).exists());
+    }
+}
+
 #[test]
 fn acp_session_new_mcp_servers_are_started_and_offered_in_that_session_only() {
     let model = ScriptedModel::start(

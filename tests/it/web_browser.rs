@@ -10,9 +10,10 @@ use super::web_server::Web;
 use crate::common;
 
 use common::runtime::{fixture, python_client, TOKEN};
-use common::scripted_model::{call, reply, ScriptedModel, Wire};
+use common::scripted_model::{call, reply, trickle, ScriptedModel, Wire};
 use serde_json::json;
 use std::ffi::OsStr;
+use std::time::Duration;
 
 #[test]
 fn the_page_in_chromium_denies_reloads_allows_and_refuses_cross_origin() {
@@ -64,4 +65,61 @@ fn the_page_in_chromium_denies_reloads_allows_and_refuses_cross_origin() {
     );
     let printed = w.out.lock().unwrap().clone();
     assert!(!printed.contains(TOKEN));
+}
+
+/// The text the offline tests stream: long enough that 3 s offline falls
+/// in the middle of it (60 deltas, one every 100 ms).
+fn long_answer() -> String {
+    (1..=30)
+        .map(|i| format!("word{i:02} "))
+        .collect::<String>()
+        .trim_end()
+        .to_string()
+}
+
+fn offline_check(url: &str, mode: &str, f: &common::cli::Fixture, text: &str) -> serde_json::Value {
+    let chromium = which::which("chromium").expect("chromium (ci/setup installs Debian's)");
+    let (tmp, _) = common::runtime::dirs(f);
+    python_client(
+        "web_offline.py",
+        &[
+            chromium.as_os_str(),
+            OsStr::new(url),
+            OsStr::new(mode),
+            OsStr::new(text),
+        ],
+        &[
+            ("CODEWHALE_RUNTIME_TOKEN", OsStr::new(TOKEN)),
+            ("HOME", f.home.as_os_str()),
+            ("TMPDIR", tmp.as_os_str()),
+        ],
+    )
+}
+
+#[test]
+fn three_seconds_offline_mid_stream_loses_and_repeats_nothing() {
+    let text = long_answer();
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![trickle(&text, 60, Duration::from_millis(100))],
+    );
+    let f = fixture(&model);
+    let w = Web::start(&f);
+    let v = offline_check(&w.link, "web", &f, &text);
+    println!("{v}");
+    assert_eq!(v["ok"], true, "{v}");
+}
+
+#[test]
+fn the_phone_page_too_survives_three_seconds_offline() {
+    let text = long_answer();
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![trickle(&text, 60, Duration::from_millis(100))],
+    );
+    let f = fixture(&model);
+    let s = common::runtime::Server::start(&f, &["--mobile", "--host", "127.0.0.1"]);
+    let v = offline_check(&s.base, "mobile", &f, &text);
+    println!("{v}");
+    assert_eq!(v["ok"], true, "{v}");
 }

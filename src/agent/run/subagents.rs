@@ -15,6 +15,9 @@
 //!   the clamp admits, `agent` only above the depth limit;
 //! - the parent's approver: its questions are asked on the parent's thread
 //!   as `agent:<id>`; a headless run denies them "no response";
+//! - under Auto-Review, a reviewer and breaker of its own (the parent's
+//!   reviewer model): its ordinary questions are reviewed, its counts are
+//!   its own, and a pause stops only it;
 //! - the parent's interrupt: stopping the parent stops every descendant,
 //!   and each kills its own commands (its own cancel token);
 //! - no undo snapshots of its own (the parent snapshots before the call
@@ -313,6 +316,8 @@ struct Parent<'p> {
     ctx: &'p ToolContext,
     authz: &'p dyn Authorizer,
     approver: &'p dyn Approver,
+    /// The parent's Auto-Review: each child gets its own from it.
+    auto_review: Option<&'p crate::agent::review::AutoReview>,
     opts: &'p ExecOptions,
     interrupt: Interrupt,
     tree: Arc<Tree>,
@@ -425,15 +430,20 @@ fn run_child<'f>(
                 .chain(r.scope.as_ref().map(|g| g.id()))
                 .collect(),
         };
+        // Its own reviewer and breaker when the parent has one and the
+        // child's clamped approval is still Auto-Review (a stricter one
+        // asks a person through the parent's approver).
+        let auto_review = p
+            .auto_review
+            .filter(|_| r.posture.approval == crate::authz::Approval::AutoReview)
+            .and_then(|ar| ar.for_child(ctx.policy.network_mode()));
         let hooks = RunHooks {
             approver: p.approver,
             history: Vec::new(),
             system_prompt: Some(child_instructions(&r.agent, r.write_scope.as_ref())),
             steer: None,
             extra_tools: None,
-            // Not yet its own reviewer: a child's ordinary question goes to
-            // the parent's approver (a person), never allowed unasked.
-            auto_review: None,
+            auto_review: auto_review.as_ref(),
             spawner: r.posture.tools.contains(AGENT_TOOL).then_some(spawner),
         };
         let mut log = match SessionLog::create(&p.log_dir) {
@@ -608,6 +618,7 @@ impl Loop<'_> {
                 ctx: self.ctx,
                 authz: self.authz,
                 approver: self.approver,
+                auto_review: self.auto_review,
                 opts: self.opts,
                 interrupt: self.interrupt.clone(),
                 tree: tree.clone(),

@@ -36,6 +36,35 @@ impl std::fmt::Display for Risk {
     }
 }
 
+/// The decision of one review, as events and receipts carry it.
+/// `Unavailable` (no answer could be used) is apart from `Deny` (the
+/// reviewer's own), and both mean the call does not run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReviewDecision {
+    Allow,
+    Deny,
+    /// The fail-closed value, also what a record without one reads as.
+    #[default]
+    Unavailable,
+}
+
+impl ReviewDecision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewDecision::Allow => "allow",
+            ReviewDecision::Deny => "deny",
+            ReviewDecision::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl std::fmt::Display for ReviewDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What one review decided. `Unavailable` is its own value: no reviewer
 /// answer could be used (timeout, HTTP error, cut stream, malformed
 /// answer, oversized input), and the call does not run.
@@ -62,11 +91,11 @@ impl ReviewVerdict {
 
     /// `allow`, `deny` or `unavailable` (the `decision` of
     /// `auto_review.decided`).
-    pub fn decision(&self) -> &'static str {
+    pub fn decision(&self) -> ReviewDecision {
         match self {
-            ReviewVerdict::Allow { .. } => "allow",
-            ReviewVerdict::Deny { .. } => "deny",
-            ReviewVerdict::Unavailable { .. } => "unavailable",
+            ReviewVerdict::Allow { .. } => ReviewDecision::Allow,
+            ReviewVerdict::Deny { .. } => ReviewDecision::Deny,
+            ReviewVerdict::Unavailable { .. } => ReviewDecision::Unavailable,
         }
     }
 
@@ -181,7 +210,7 @@ mod tests {
             }
         );
         let v = parse_answer(r#" {"risk":"medium","decision":"deny","reason":"uploads"} "#);
-        assert_eq!(v.decision(), "deny");
+        assert_eq!(v.decision(), ReviewDecision::Deny);
         assert_eq!(v.risk(), Some(Risk::Medium));
     }
 
@@ -224,7 +253,7 @@ mod tests {
         for r in ["high", "critical"] {
             let t = format!(r#"{{"risk":"{r}","decision":"allow","reason":"fine"}}"#);
             let v = parse_answer(&t);
-            assert_eq!(v.decision(), "deny", "{t}");
+            assert_eq!(v.decision(), ReviewDecision::Deny, "{t}");
             assert!(v.reason().contains("fine"));
         }
         // Positive control: the same answer at medium is an allow.

@@ -19,7 +19,7 @@ mod breaker;
 mod document;
 mod prompt;
 
-pub use answer::{parse_answer, ReviewVerdict, Risk};
+pub use answer::{parse_answer, ReviewDecision, ReviewVerdict, Risk};
 pub use breaker::{Breaker, Trip, TripKind};
 pub use document::{Observations, ProposedCall, ReviewDocument, ReviewInputs, MAX_DOCUMENT_BYTES};
 pub use prompt::SYSTEM_PROMPT;

@@ -1,7 +1,8 @@
 //! The tasks and automations API as plain typed functions: a typed request
-//! in, a serializable value or an [`ApiError`] out. The HTTP routes
-//! ([`super::http`]) and the stdio methods ([`rpc`]) are thin transports
-//! over these.
+//! in, a serializable value or an [`ApiError`] out; [`TaskRequest`] is
+//! their request as the one API (`server/api.rs`) carries it, decoded by
+//! the HTTP routes (`server/http.rs`) and the stdio methods
+//! (`server/stdio.rs`) like every other request.
 
 use super::automation::{AutomationView, CreateAutomation, PatchAutomation, RunRecord};
 use super::queue::TaskError;
@@ -10,8 +11,6 @@ use super::task::{CreateTask, Origin, TaskRecord};
 use super::Hub;
 use crate::server::error::ApiError;
 use axum::http::StatusCode;
-use serde::Deserialize;
-use serde_json::{json, Value};
 
 /// `runs?limit=` when absent, and its bounds.
 pub const DEFAULT_RUNS_LIMIT: usize = 20;
@@ -117,85 +116,42 @@ pub fn automation_runs(
     Ok(h.active()?.automations.runs(id, limit)?)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TaskRef {
-    task_id: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AutomationRef {
-    automation_id: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct UpdateParams {
-    automation_id: String,
-    #[serde(flatten)]
-    patch: Value,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RunsParams {
-    automation_id: String,
-    limit: Option<usize>,
-}
-
-fn params<T: serde::de::DeserializeOwned>(p: &Value) -> Result<T, ApiError> {
-    let p = if p.is_null() { json!({}) } else { p.clone() };
-    serde_json::from_value(p).map_err(|e| ApiError::bad("params", e))
-}
-
-fn val<T: serde::Serialize>(v: T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
-}
-
-/// A `task/*` or `automation/*` stdio method (listed in
-/// [`crate::server::stdio::METHODS`]): its result (the same body as the route's
-/// answer), or `None` for a method that is not one of them.
-pub fn rpc(h: &Hub, method: &str, p: &Value) -> Option<Result<Value, ApiError>> {
-    let r = match method {
-        "task/create" => params(p)
-            .and_then(|b| create_task(h, b))
-            .map(|t| json!({"task": t})),
-        "task/list" => list_tasks(h).map(|t| json!({"tasks": t})),
-        "task/read" => params::<TaskRef>(p)
-            .and_then(|r| read_task(h, &r.task_id))
-            .map(|t| json!({"task": t})),
-        "task/cancel" => params::<TaskRef>(p)
-            .and_then(|r| cancel_task(h, &r.task_id))
-            .map(|t| json!({"task": t})),
-        "automation/create" => params(p)
-            .and_then(|b| create_automation(h, b))
-            .map(|a| json!({"automation": val(a)})),
-        "automation/list" => list_automations(h).map(|a| json!({"automations": val(a)})),
-        "automation/read" => params::<AutomationRef>(p)
-            .and_then(|r| read_automation(h, &r.automation_id))
-            .map(|a| json!({"automation": val(a)})),
-        "automation/update" => params::<UpdateParams>(p).and_then(|u| {
-            let patch: PatchAutomation = params(&u.patch)?;
-            update_automation(h, &u.automation_id, patch).map(|a| json!({"automation": val(a)}))
-        }),
-        "automation/delete" => params::<AutomationRef>(p).and_then(|r| {
-            delete_automation(h, &r.automation_id)
-                .map(|()| json!({"deleted": true, "id": r.automation_id}))
-        }),
-        "automation/run" => params::<AutomationRef>(p)
-            .and_then(|r| run_automation(h, &r.automation_id))
-            .map(|(run, task)| json!({"run": run, "task": task})),
-        "automation/pause" => params::<AutomationRef>(p)
-            .and_then(|r| pause_automation(h, &r.automation_id))
-            .map(|a| json!({"automation": val(a)})),
-        "automation/resume" => params::<AutomationRef>(p)
-            .and_then(|r| resume_automation(h, &r.automation_id))
-            .map(|a| json!({"automation": val(a)})),
-        "automation/runs" => params::<RunsParams>(p)
-            .and_then(|r| automation_runs(h, &r.automation_id, r.limit))
-            .map(|runs| json!({"runs": runs})),
-        _ => return None,
-    };
-    Some(r)
+/// One task or automation request, whichever transport carried it: the
+/// one API's [`crate::server::api::Request::Tasks`] carries it, and
+/// `Api::handle` answers it (the response shapes are spelled there once).
+#[derive(Debug)]
+pub enum TaskRequest {
+    CreateTask(CreateTask),
+    ListTasks,
+    ReadTask {
+        task_id: String,
+    },
+    CancelTask {
+        task_id: String,
+    },
+    CreateAutomation(CreateAutomation),
+    ListAutomations,
+    ReadAutomation {
+        automation_id: String,
+    },
+    UpdateAutomation {
+        automation_id: String,
+        patch: PatchAutomation,
+    },
+    DeleteAutomation {
+        automation_id: String,
+    },
+    RunAutomation {
+        automation_id: String,
+    },
+    PauseAutomation {
+        automation_id: String,
+    },
+    ResumeAutomation {
+        automation_id: String,
+    },
+    AutomationRuns {
+        automation_id: String,
+        limit: Option<usize>,
+    },
 }

@@ -14,7 +14,6 @@ pub mod api;
 pub mod automation;
 pub mod clock;
 pub mod durable;
-pub mod http;
 pub mod owner;
 pub mod planner;
 pub mod queue;

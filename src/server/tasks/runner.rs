@@ -94,9 +94,10 @@ fn drive(tasks: &Tasks, t: &TaskRecord) -> Result<Outcome, String> {
         auto_approve: Some(t.auto_approve),
         ..Default::default()
     };
-    let nt = body
+    let mut nt = body
         .into_new_thread(&d.workspace, &d.model)
         .map_err(|e| e.to_string())?;
+    nt.task_id = Some(t.id.clone());
     let thread = rt.create_thread(nt).map_err(|e| e.to_string())?;
     tasks
         .update(&t.id, |r| r.thread_id = Some(thread.id.clone()))

@@ -31,6 +31,30 @@ pub fn host_ok(host: Option<&str>, port: u16) -> bool {
     )
 }
 
+/// Whether `host` may ask for the phone page of `app-server --mobile`
+/// on `port`: an IP literal (a LAN address typed into the phone, or
+/// loopback) or `localhost`, with the port. A DNS name is refused (421):
+/// DNS rebinding needs one, and the page has no business under another
+/// site's name. The page holds no secret either way; the API behind it
+/// needs the bearer token.
+pub fn mobile_host_ok(host: Option<&str>, port: u16) -> bool {
+    let Some(h) = host else { return false };
+    let Some((name, p)) = h.rsplit_once(':') else {
+        return false;
+    };
+    if p != port.to_string() {
+        return false;
+    }
+    let literal = name
+        .strip_prefix('[')
+        .and_then(|n| n.strip_suffix(']'))
+        .map_or_else(
+            || name.parse::<std::net::Ipv4Addr>().is_ok(),
+            |v6| v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        );
+    literal || name.eq_ignore_ascii_case("localhost")
+}
+
 /// Why a cookie-authenticated request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrossSite {
@@ -95,6 +119,20 @@ mod tests {
         assert!(!host_ok(Some("127.0.0.1:7879"), 7878));
         assert!(!host_ok(Some("127.0.0.2:7878"), 7878));
         assert!(!host_ok(None, 7878));
+    }
+
+    #[test]
+    fn the_phone_page_answers_ip_literals_and_localhost_only() {
+        assert!(mobile_host_ok(Some("192.168.1.20:7878"), 7878));
+        assert!(mobile_host_ok(Some("127.0.0.1:7878"), 7878));
+        assert!(mobile_host_ok(Some("[2001:db8::7]:7878"), 7878));
+        assert!(mobile_host_ok(Some("LOCALHOST:7878"), 7878));
+        assert!(!mobile_host_ok(Some("evil.test:7878"), 7878), "rebinding");
+        assert!(!mobile_host_ok(Some("192.168.1.20.nip.io:7878"), 7878));
+        assert!(!mobile_host_ok(Some("192.168.1.20"), 7878), "no port");
+        assert!(!mobile_host_ok(Some("192.168.1.20:7879"), 7878));
+        assert!(!mobile_host_ok(Some("[::1"), 7878));
+        assert!(!mobile_host_ok(None, 7878));
     }
 
     #[test]

@@ -7,6 +7,8 @@
 
 pub mod assets;
 pub mod guard;
+pub mod lan;
+pub mod mobile;
 pub mod open;
 pub mod routes;
 pub mod session;
@@ -98,8 +100,9 @@ pub fn run(args: WebArgs) -> i32 {
     let server = super::AppServerArgs {
         http: true,
         stdio: false,
-        host: "127.0.0.1".into(),
+        host: Some("127.0.0.1".into()),
         port: args.port,
+        mobile: false,
         workers: 2,
         auth_token: args.auth_token,
         insecure_no_auth: false,

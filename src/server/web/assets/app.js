@@ -1,7 +1,15 @@
 // codewhale web: the browser client of the runtime API. No framework, no
 // build step, nothing fetched from elsewhere. The browser is admitted by
 // its HttpOnly session cookie; the runtime token never reaches this page.
+// The same script drives `app-server --mobile`'s phone page (/mobile,
+// <html data-client="mobile">): there the user types the runtime token,
+// which lives in `bearer` below only — never storage, never a cookie —
+// and goes out as `Authorization: Bearer`, events too (a streaming fetch:
+// EventSource cannot send headers).
 "use strict";
+
+const MOBILE = document.documentElement.dataset.client === "mobile";
+let bearer = null; // the phone page's token: this variable, nowhere else
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, cls, text) => {
@@ -23,10 +31,14 @@ const state = {
   thread: null,
   sandbox: null, // backend · level of the last command that ran
   resnapshotting: false,
+  nodes: new Map(), // item id -> its transcript node (no selector scans)
+  scrollQueued: false,
 };
 
 async function api(method, path, body) {
-  const init = { method, credentials: "same-origin", headers: {} };
+  const init = MOBILE
+    ? { method, credentials: "omit", cache: "no-store", headers: { Authorization: "Bearer " + bearer } }
+    : { method, credentials: "same-origin", headers: {} };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -48,9 +60,16 @@ function notice(text, error) {
   scrollDown();
 }
 
+// At most once a frame: reading scrollHeight lays the transcript out, and
+// a stream of events must not force that once per event.
 function scrollDown() {
-  const t = $("transcript");
-  t.scrollTop = t.scrollHeight;
+  if (state.scrollQueued) return;
+  state.scrollQueued = true;
+  requestAnimationFrame(() => {
+    state.scrollQueued = false;
+    const t = $("transcript");
+    t.scrollTop = t.scrollHeight;
+  });
 }
 
 // ---- threads ----
@@ -81,6 +100,7 @@ function renderRail() {
 
 async function newThread() {
   const r = await api("POST", "/v1/threads", {});
+  $("search").value = "";
   await loadThreads();
   await select(r.thread.id);
 }
@@ -120,6 +140,7 @@ async function select(id) {
   state.gen += 1;
   const gen = state.gen;
   state.current = id;
+  document.body.classList.remove("rail-open");
   renderRail();
   const snap = await api("GET", "/v1/threads/" + id);
   if (gen !== state.gen) return; // another thread was chosen meanwhile
@@ -136,17 +157,20 @@ function hydrate(snap) {
   state.usage = { input: 0, output: 0, cost: 0, costKnown: true };
   $("thread-title").textContent = snap.thread.title || snap.thread.id;
   $("thread-actions").hidden = false;
-  const tr = $("transcript");
-  tr.replaceChildren();
+  state.nodes = new Map();
   $("requests").replaceChildren();
   for (const turn of snap.turns) {
     if (turn.status === "in_progress" || turn.status === "queued") state.turn = turn.id;
     else countUsage(turn);
   }
+  // The whole snapshot is built off-document and attached once: one
+  // layout for a 2,000-item thread, not one per item.
+  const frag = document.createDocumentFragment();
   for (const item of snap.items) {
-    itemStarted(item);
+    itemStarted(item, frag);
     if (item.status !== "in_progress" && item.status !== "queued") itemFinished(item, item.status);
   }
+  $("transcript").replaceChildren(frag);
   // Requests whose event is at or before latest_seq: shown from the
   // snapshot, so a reload never strands them.
   for (const a of snap.pending_approvals) approvalCard(Object.assign({ approval_id: a.id }, a.payload));
@@ -158,6 +182,10 @@ function hydrate(snap) {
 
 function openStream(gen) {
   const url = "/v1/threads/" + state.current + "/events?since_seq=" + state.lastSeq;
+  if (MOBILE) {
+    state.es = fetchStream(url, gen);
+    return;
+  }
   const es = new EventSource(url, { withCredentials: true });
   state.es = es;
   $("conn").textContent = "connecting…";
@@ -171,6 +199,51 @@ function openStream(gen) {
   };
   es.onmessage = (m) => onEnvelope(gen, m.data);
   for (const name of EVENT_NAMES) es.addEventListener(name, (m) => onEnvelope(gen, m.data));
+}
+
+// Server-sent events over a streaming fetch with the bearer token (the
+// phone page). The object looks enough like an EventSource for
+// closeStream/reopen; a lost stream is reopened from the newest accepted
+// sequence after a second.
+function fetchStream(url, gen) {
+  const ctrl = new AbortController();
+  const s = { readyState: EventSource.CONNECTING, close() { s.readyState = EventSource.CLOSED; ctrl.abort(); } };
+  $("conn").textContent = "connecting…";
+  (async () => {
+    try {
+      const res = await fetch(url, {
+        headers: { Authorization: "Bearer " + bearer, Accept: "text/event-stream" },
+        credentials: "omit", cache: "no-store", signal: ctrl.signal,
+      });
+      if (!res.ok || !res.body) throw new Error(String(res.status));
+      s.readyState = EventSource.OPEN;
+      if (gen === state.gen) $("conn").textContent = "live";
+      const reader = res.body.getReader();
+      const dec = new TextDecoder();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let i;
+        while ((i = buf.indexOf("\n\n")) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const data = block.split("\n").filter((l) => l.startsWith("data:"))
+            .map((l) => l.slice(l.startsWith("data: ") ? 6 : 5)).join("\n");
+          if (data) onEnvelope(gen, data);
+        }
+      }
+    } catch (_) {
+      // aborted on purpose, or the network went away: see below
+    }
+    if (s.readyState === EventSource.CLOSED) return; // closed on purpose
+    s.readyState = EventSource.CLOSED;
+    if (gen !== state.gen) return;
+    $("conn").textContent = "reconnecting…";
+    setTimeout(() => reopen(gen), 1000);
+  })();
+  return s;
 }
 
 function reopen(gen) {
@@ -238,7 +311,7 @@ function apply(env) {
       itemStarted(p.item);
       break;
     case "item.delta": {
-      const node = document.querySelector('[data-item="' + cssId(env.item_id) + '"]');
+      const node = state.nodes.get(env.item_id);
       if (node && p.kind === "agent_message") node.textContent += p.delta;
       break;
     }
@@ -274,14 +347,15 @@ function cssId(id) {
 
 const TOOL_KINDS = ["command_execution", "tool_call", "file_change", "mcp_tool_call"];
 
-function itemStarted(item) {
+function itemStarted(item, into) {
   if (!item) return;
-  const tr = $("transcript");
+  const tr = into || $("transcript");
   if (item.kind === "user_message") {
     tr.appendChild(el("div", "msg user", (item.metadata && item.metadata.text) || ""));
   } else if (item.kind === "agent_message") {
     const n = el("div", "msg agent", (item.metadata && item.metadata.text) || "");
     n.dataset.item = cssId(item.id);
+    state.nodes.set(item.id, n);
     tr.appendChild(n);
   } else if (TOOL_KINDS.includes(item.kind)) {
     const m = item.metadata || {};
@@ -289,6 +363,7 @@ function itemStarted(item) {
     cell.dataset.item = cssId(item.id);
     cell.appendChild(el("div", "cmd", "$ " + describe(m.tool, m.args)));
     cell.appendChild(el("div", "meta", "running…"));
+    state.nodes.set(item.id, cell);
     tr.appendChild(cell);
   } else if (item.kind === "context_compaction") {
     tr.appendChild(el("div", "notice", "context compacted"));
@@ -307,8 +382,8 @@ function describe(tool, args) {
 
 function itemFinished(item, how) {
   if (!item || !TOOL_KINDS.includes(item.kind)) return;
-  const cell = document.querySelector('.tool[data-item="' + cssId(item.id) + '"]');
-  if (!cell) return;
+  const cell = state.nodes.get(item.id);
+  if (!cell || !cell.classList.contains("tool")) return;
   const m = item.metadata || {};
   const meta = cell.querySelector(".meta");
   const parts = [m.status || how];
@@ -486,9 +561,44 @@ function start() {
   const wake = () => reopen(state.gen);
   document.addEventListener("visibilitychange", () => { if (!document.hidden) wake(); });
   window.addEventListener("online", wake);
+  // Offline (a phone leaving Wi-Fi): a stream left open would only stall;
+  // close it and reopen from the newest accepted sequence when back.
+  window.addEventListener("offline", () => {
+    closeStream();
+    if (state.current) $("conn").textContent = "offline · reconnecting…";
+  });
+  if (MOBILE) {
+    $("unlock").addEventListener("submit", unlock);
+    $("rail-toggle").addEventListener("click", () => document.body.classList.toggle("rail-open"));
+    $("token").focus();
+    return;
+  }
   loadThreads()
     .then(() => { if (state.threads.length) return select(state.threads[0].id); })
     .catch((e) => notice(e.message, true));
+}
+
+// The phone page: the typed token is tried on the thread list; the field
+// is emptied at once so the token is not left in the document.
+async function unlock(ev) {
+  ev.preventDefault();
+  const field = $("token");
+  bearer = field.value.trim();
+  field.value = "";
+  if (!bearer) return;
+  try {
+    await loadThreads();
+  } catch (e) {
+    bearer = null;
+    $("unlock-error").textContent = e.message;
+    field.focus();
+    return;
+  }
+  $("unlock-error").textContent = "";
+  $("unlock").hidden = true;
+  $("app").hidden = false;
+  if (state.threads.length) await select(state.threads[0].id).catch((e) => notice(e.message, true));
+  else document.body.classList.add("rail-open");
 }
 
 document.addEventListener("DOMContentLoaded", start);
