@@ -9,6 +9,7 @@
 use super::error::{Disabled, SnapshotError};
 use super::git::{self, Git};
 use super::guard;
+use super::journal::Journal;
 use super::layout;
 use super::lock::StoreLock;
 use super::options::SnapshotOptions;
@@ -72,6 +73,22 @@ pub struct SnapshotStore {
     /// How the side index was first filled, when this store did it
     /// (`Ok`: from the user's index, [`seed`]).
     seed: Option<Result<(), seed::NoSeed>>,
+    /// Whether to keep a change journal ([`Self::enable_journal`]).
+    journal_wanted: bool,
+    /// The live journal: every change since the last snapshot is in it.
+    journal: Option<Journal>,
+    /// How the last snapshot was taken (for tests and the bench).
+    last_way: Option<SnapshotWay>,
+}
+
+/// How a snapshot looked at the workspace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnapshotWay {
+    /// `git add -A` over the whole workspace; with the reason the journal
+    /// was not used, when one was wanted.
+    Full { no_journal: Option<String> },
+    /// Only the journal's paths (this many) were added.
+    Journal { paths: usize },
 }
 
 impl SnapshotStore {
@@ -147,10 +164,26 @@ impl SnapshotStore {
             opts,
             commits_since_size_check: 0,
             seed: None,
+            journal_wanted: false,
+            journal: None,
+            last_way: None,
         };
         store.enforce_size_cap()?;
         drop(lock);
         Ok(Opened::Ready(Box::new(store)))
+    }
+
+    /// Keep a change journal of the workspace while this store lives (a
+    /// run): after the next full snapshot, snapshots add only the paths
+    /// that changed ([`super::journal`]). For a process that takes many
+    /// snapshots; a one-shot command gains nothing from it.
+    pub fn enable_journal(&mut self) {
+        self.journal_wanted = true;
+    }
+
+    /// How the last snapshot of this store looked at the workspace.
+    pub fn last_way(&self) -> Option<&SnapshotWay> {
+        self.last_way.as_ref()
     }
 
     /// Also leave out every deny-read path of `resolved` that lies in the
@@ -161,6 +194,8 @@ impl SnapshotStore {
         for spec in layout::deny_read_pathspecs(&self.workspace, &paths) {
             if !self.excludes.contains(&spec) {
                 self.excludes.push(spec);
+                // Paths it holds may now be excluded: look at all again.
+                self.journal = None;
             }
         }
     }
@@ -255,30 +290,10 @@ impl SnapshotStore {
         // A store without an index yet starts from the user's (see
         // `seed`); if git then fails on it, the index is dropped and the
         // snapshot taken the long way, as without a seed.
-        let borrowed = if self.git.index().exists() {
-            None
+        let (warnings, tree) = if self.git.index().exists() {
+            self.look()?
         } else {
-            let r = seed::seed(
-                &self.git,
-                self.git.bin(),
-                &self.workspace,
-                self.git.index(),
-                &self.excludes,
-            );
-            let objects = r.as_ref().ok().cloned();
-            self.seed = Some(r.map(drop));
-            objects
-        };
-        let (warnings, tree) = match borrowed {
-            None => self.add_and_write_tree(true)?,
-            Some(objects) => match self.seeded_add(&objects) {
-                Ok(r) => r,
-                Err(why) => {
-                    let _ = std::fs::remove_file(self.git.index());
-                    self.seed = Some(Err(why));
-                    self.add_and_write_tree(true)?
-                }
-            },
+            self.first_look()?
         };
         let id = self.records.next_id;
         let commit = match self.records.last() {
@@ -312,8 +327,62 @@ impl SnapshotStore {
         Ok(id)
     }
 
-    /// `git add -A` (minus the exclusions) and `write-tree`: the warnings
-    /// git printed and the tree.
+    /// The first snapshot of an empty store: seeded from the user's index
+    /// when that can be trusted, else `git add -A` of everything.
+    fn first_look(&mut self) -> Result<(Vec<String>, String), SnapshotError> {
+        let no_journal = self.restart_journal();
+        let r = seed::seed(
+            &self.git,
+            self.git.bin(),
+            &self.workspace,
+            self.git.index(),
+            &self.excludes,
+        );
+        let borrowed = r.as_ref().ok().cloned();
+        self.seed = Some(r.map(drop));
+        let r = match borrowed {
+            None => self.add_and_write_tree(true),
+            Some(objects) => match self.seeded_add(&objects) {
+                Ok(r) => Ok(r),
+                Err(why) => {
+                    let _ = std::fs::remove_file(self.git.index());
+                    self.seed = Some(Err(why));
+                    self.add_and_write_tree(true)
+                }
+            },
+        };
+        self.after_full_look(r, no_journal)
+    }
+
+    /// Drop the journal and, when one is wanted, start a new one (before
+    /// the full look it will continue from); why there is none, if not.
+    fn restart_journal(&mut self) -> Option<String> {
+        self.journal = None;
+        if !self.journal_wanted {
+            return None;
+        }
+        match Journal::start(&self.workspace) {
+            Ok(j) => {
+                self.journal = Some(j);
+                None
+            }
+            Err(why) => Some(why),
+        }
+    }
+
+    fn after_full_look(
+        &mut self,
+        r: Result<(Vec<String>, String), SnapshotError>,
+        no_journal: Option<String>,
+    ) -> Result<(Vec<String>, String), SnapshotError> {
+        if r.is_err() {
+            // Its changes were not taken: the next look is a full one.
+            self.journal = None;
+        }
+        self.last_way = Some(SnapshotWay::Full { no_journal });
+        r
+    }
+
     /// The first snapshot from a seeded index: the tree may name blobs
     /// only the user's store holds until they are copied in.
     fn seeded_add(&self, objects: &Path) -> Result<(Vec<String>, String), seed::NoSeed> {
@@ -323,6 +392,74 @@ impl SnapshotStore {
         Ok((warnings, tree))
     }
 
+    /// A snapshot of an existing side index: only the journal's paths when
+    /// it has them, else (or when adding them fails) `git add -A`.
+    fn look(&mut self) -> Result<(Vec<String>, String), SnapshotError> {
+        let why = match self.journal.as_mut().map(Journal::take) {
+            Some(Ok(paths)) => match self.add_paths_and_write_tree(&paths) {
+                Ok(r) => {
+                    self.last_way = Some(SnapshotWay::Journal { paths: paths.len() });
+                    return Ok(r);
+                }
+                Err(e) => Some(format!("adding the journal's paths failed: {e}")),
+            },
+            Some(Err(why)) => Some(why),
+            None => None,
+        };
+        let started = self.restart_journal();
+        let r = self.add_and_write_tree(true);
+        self.after_full_look(r, why.or(started))
+    }
+
+    /// The journal's paths into the side index: those gone from the
+    /// workspace out (`rm --cached`, silent for a path never added), the
+    /// others `add -A`ed with the same exclusions as a full snapshot (a
+    /// `.env` or deny-read path in the list stays out), then `write-tree`.
+    fn add_paths_and_write_tree(
+        &self,
+        paths: &[PathBuf],
+    ) -> Result<(Vec<String>, String), SnapshotError> {
+        let mut gone: Vec<u8> = Vec::new();
+        let mut here: Vec<u8> = Vec::new();
+        for p in paths {
+            let list = if std::fs::symlink_metadata(self.workspace.join(p)).is_ok() {
+                &mut here
+            } else {
+                &mut gone
+            };
+            list.extend_from_slice(b":(literal)");
+            list.extend_from_slice(p.as_os_str().as_encoded_bytes());
+            list.push(0);
+        }
+        let from_file = ["--pathspec-from-file=-", "--pathspec-file-nul"];
+        if !gone.is_empty() {
+            let mut args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch"];
+            args.extend(from_file);
+            self.git.run_stdin(&args, &gone)?;
+        }
+        let mut warnings = Vec::new();
+        if !here.is_empty() {
+            for e in &self.excludes {
+                here.extend_from_slice(e.as_bytes());
+                here.push(0);
+            }
+            let mut args = vec!["add", "-A", "--ignore-errors"];
+            args.extend(from_file);
+            let added = self.git.run_stdin_tolerant(&args, &here)?;
+            warnings = added
+                .stderr
+                .lines()
+                .filter(|l| l.starts_with("error:") || l.starts_with("warning:"))
+                .map(str::to_string)
+                .collect();
+        }
+        let tree = self.git.run(&["write-tree"])?.line();
+        check_hash("write-tree", &tree)?;
+        Ok((warnings, tree))
+    }
+
+    /// `git add -A` (minus the exclusions) and `write-tree`: the warnings
+    /// git printed and the tree.
     fn add_and_write_tree(&self, verify: bool) -> Result<(Vec<String>, String), SnapshotError> {
         let mut args: Vec<&str> = vec!["add", "-A", "--ignore-errors", "--", "."];
         args.extend(self.excludes.iter().map(String::as_str));
