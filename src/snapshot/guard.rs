@@ -82,7 +82,7 @@ pub fn check_path(
 
 /// Directory names skipped by the size walk: the built-in excludes that
 /// name directories, plus `.git` (never snapshotted).
-fn skipped_dir(name: &str) -> bool {
+pub fn skipped_dir(name: &str) -> bool {
     name == ".git"
         || BUILTIN_EXCLUDES
             .iter()

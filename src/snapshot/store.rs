@@ -411,25 +411,40 @@ impl SnapshotStore {
         self.after_full_look(r, why.or(started))
     }
 
-    /// The journal's paths into the side index: those gone from the
-    /// workspace out (`rm --cached`, silent for a path never added), the
-    /// others `add -A`ed with the same exclusions as a full snapshot (a
-    /// `.env` or deny-read path in the list stays out), then `write-tree`.
+    /// The journal's paths into the side index: each gone from the
+    /// workspace, or a directory (made, or removed and made again), out
+    /// first (`rm --cached -r`, silent for a path never added); then every
+    /// file named or found below a named directory `add -A`ed by literal
+    /// pathspec, `.env` paths left out before git sees them and deny-read
+    /// paths excluded as in a full snapshot; then `write-tree`.
     fn add_paths_and_write_tree(
         &self,
         paths: &[PathBuf],
     ) -> Result<(Vec<String>, String), SnapshotError> {
         let mut gone: Vec<u8> = Vec::new();
         let mut here: Vec<u8> = Vec::new();
-        for p in paths {
-            let list = if std::fs::symlink_metadata(self.workspace.join(p)).is_ok() {
-                &mut here
-            } else {
-                &mut gone
-            };
+        let push = |list: &mut Vec<u8>, p: &Path| {
             list.extend_from_slice(b":(literal)");
             list.extend_from_slice(p.as_os_str().as_encoded_bytes());
             list.push(0);
+        };
+        for p in paths {
+            match std::fs::symlink_metadata(self.workspace.join(p)) {
+                Err(_) => push(&mut gone, p),
+                Ok(m) if m.is_dir() => {
+                    push(&mut gone, p);
+                    for f in files_below(&self.workspace, p)? {
+                        if !layout::is_secret_path(&f) {
+                            push(&mut here, &f);
+                        }
+                    }
+                }
+                Ok(_) => {
+                    if !layout::is_secret_path(p) {
+                        push(&mut here, p);
+                    }
+                }
+            }
         }
         let from_file = ["--pathspec-from-file=-", "--pathspec-file-nul"];
         if !gone.is_empty() {
@@ -439,7 +454,13 @@ impl SnapshotStore {
         }
         let mut warnings = Vec::new();
         if !here.is_empty() {
-            for e in &self.excludes {
+            // The `.env` rule is applied above; the deny-read exclusions
+            // are literal.
+            for e in self
+                .excludes
+                .iter()
+                .filter(|e| e.starts_with(":(exclude,literal)"))
+            {
                 here.extend_from_slice(e.as_bytes());
                 here.push(0);
             }
@@ -616,6 +637,47 @@ impl SnapshotStore {
             .run_stdin(&["update-ref", "--stdin"], script.as_bytes())?;
         Ok(())
     }
+}
+
+/// Files and symlinks below `rel` (a directory of `workspace`), relative
+/// to the workspace; directories git never snapshots (`.git`, the
+/// built-in excluded names) are not entered.
+fn files_below(workspace: &Path, rel: &Path) -> Result<Vec<PathBuf>, SnapshotError> {
+    let mut out = Vec::new();
+    let walk = walkdir::WalkDir::new(workspace.join(rel))
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|e| {
+            e.depth() == 0
+                || !(e.file_type().is_dir()
+                    && e.file_name().to_str().is_some_and(guard::skipped_dir))
+        });
+    for e in walk {
+        let e = match e {
+            Ok(e) => e,
+            // Gone since: the journal has its removal for the next time.
+            Err(e)
+                if e.io_error().map(std::io::Error::kind) == Some(std::io::ErrorKind::NotFound) =>
+            {
+                continue
+            }
+            Err(e) => {
+                let path = e.path().unwrap_or(workspace).to_path_buf();
+                return Err(SnapshotError::io(
+                    "cannot list",
+                    path,
+                    e.into_io_error()
+                        .unwrap_or_else(|| std::io::Error::other("walk failed")),
+                ));
+            }
+        };
+        if !e.file_type().is_dir() {
+            if let Ok(r) = e.path().strip_prefix(workspace) {
+                out.push(r.to_path_buf());
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn check_hash(what: &str, s: &str) -> Result<(), SnapshotError> {

@@ -57,7 +57,7 @@ fn journal_snapshots_hold_what_a_full_add_holds() {
     f.write(".gitignore", "logs/\n*.tmp\n");
     f.write("logs/.keep", "");
     f.user_repo();
-    let deny = ["creds"];
+    let deny = ["creds", "fresh/creds"];
     let mut store = journaled(&f, &deny);
     let first = store.snapshot(Label::PreTurn(1), meta()).unwrap();
     assert_eq!(
@@ -74,6 +74,12 @@ fn journal_snapshots_hold_what_a_full_add_holds() {
     std::fs::remove_dir_all(f.ws.join("old")).unwrap();
     f.chmod("keep.txt", 0o755);
     f.write("src/.env", "JOURNAL-SECRET-61\n");
+    // A new directory with secrets in it: named file by file, the secrets
+    // left out.
+    f.write("fresh/ok.txt", "FRESH-OK\n");
+    f.write("fresh/.env", "JOURNAL-SECRET-66\n");
+    f.write("fresh/.env.d/key", "JOURNAL-SECRET-67\n");
+    f.write("fresh/creds/token", "JOURNAL-DENY-68\n");
     f.write("creds/token", "JOURNAL-DENY-62\n");
     f.write("logs/run.log", "JOURNAL-IGNORED-63\n");
     f.write("scratch.tmp", "JOURNAL-IGNORED-64\n");
@@ -95,12 +101,16 @@ fn journal_snapshots_hold_what_a_full_add_holds() {
     );
     let objects = f.side_objects(&store);
     assert!(contains(&objects, "NEW-DEEP"), "control");
+    assert!(contains(&objects, "FRESH-OK"), "control");
     for left_out in [
         "JOURNAL-SECRET-61",
         "JOURNAL-DENY-62",
         "JOURNAL-IGNORED-63",
         "JOURNAL-IGNORED-64",
         "JOURNAL-DEP-65",
+        "JOURNAL-SECRET-66",
+        "JOURNAL-SECRET-67",
+        "JOURNAL-DENY-68",
     ] {
         assert!(
             !contains(&objects, left_out),
@@ -125,6 +135,9 @@ fn journal_snapshots_hold_what_a_full_add_holds() {
         "logs/run.log",
         "scratch.tmp",
         "node_modules/p/i.js",
+        "fresh/.env",
+        "fresh/.env.d/key",
+        "fresh/creds/token",
     ] {
         assert!(now.remove(extra).is_some(), "{extra}");
     }
