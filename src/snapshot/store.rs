@@ -126,16 +126,26 @@ impl SnapshotStore {
         if let Err(d) = guard::check_path(&workspace, &opts.homes, &opts.codewhale_home) {
             return Ok(Opened::Disabled(d));
         }
-        if let Err(d) = guard::check_size(
+        let dir = layout::store_dir(&opts.codewhale_home, &workspace);
+        let size_cache = dir.join("size-check");
+        let fresh_size = match guard::check_size_cached(
             &workspace,
             opts.max_workspace_entries,
             opts.max_workspace_bytes,
+            &size_cache,
         ) {
-            return Ok(Opened::Disabled(d));
-        }
-        let dir = layout::store_dir(&opts.codewhale_home, &workspace);
+            Ok(fresh) => fresh,
+            Err(d) => return Ok(Opened::Disabled(d)),
+        };
         std::fs::create_dir_all(&dir)
             .map_err(|e| SnapshotError::io("cannot create snapshot store", &dir, e))?;
+        if let Some(bytes) = fresh_size {
+            // Whole or not at all: a torn file would not parse (walk again).
+            let tmp = size_cache.with_extension("tmp");
+            if std::fs::write(&tmp, bytes).is_ok() {
+                let _ = std::fs::rename(&tmp, &size_cache);
+            }
+        }
         let git = Git::new(bin, dir.join(".git"), workspace.clone(), dir.join("index"));
         if !dir.join(".git").join("HEAD").exists() {
             git.run(&["init", "-q", "--template="])?;
