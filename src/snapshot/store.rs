@@ -406,12 +406,18 @@ impl SnapshotStore {
     /// it has them, else (or when adding them fails) `git add -A`.
     fn look(&mut self) -> Result<(Vec<String>, String), SnapshotError> {
         let why = match self.journal.as_mut().map(Journal::take) {
-            Some(Ok(paths)) => match self.add_paths_and_write_tree(&paths) {
-                Ok(r) => {
-                    self.last_way = Some(SnapshotWay::Journal { paths: paths.len() });
-                    return Ok(r);
-                }
-                Err(e) => Some(format!("adding the journal's paths failed: {e}")),
+            Some(Ok(paths)) => match hard_linked(&self.workspace, &paths) {
+                Some(p) => Some(format!(
+                    "{} has other hard links (a change through one is not seen at the others)",
+                    p.display()
+                )),
+                None => match self.add_paths_and_write_tree(&paths) {
+                    Ok(r) => {
+                        self.last_way = Some(SnapshotWay::Journal { paths: paths.len() });
+                        return Ok(r);
+                    }
+                    Err(e) => Some(format!("adding the journal's paths failed: {e}")),
+                },
             },
             Some(Err(why)) => Some(why),
             None => None,
@@ -646,6 +652,28 @@ impl SnapshotStore {
         self.git
             .run_stdin(&["update-ref", "--stdin"], script.as_bytes())?;
         Ok(())
+    }
+}
+
+/// The first of `paths` that is a file with more than one link: inotify
+/// reports a write under the name it was made through only, so a journal
+/// cannot tell which other workspace paths changed with it.
+fn hard_linked(workspace: &Path, paths: &[PathBuf]) -> Option<PathBuf> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        paths
+            .iter()
+            .find(|p| {
+                std::fs::symlink_metadata(workspace.join(p))
+                    .is_ok_and(|m| m.is_file() && m.nlink() > 1)
+            })
+            .cloned()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (workspace, paths);
+        None
     }
 }
 

@@ -219,6 +219,27 @@ fn what_the_journal_cannot_vouch_for_is_a_full_snapshot() {
     ));
     assert_eq!(store.get(id).unwrap().tree, plain.tree());
 
+    // A hard link: a write through one name is not reported at the other.
+    std::fs::hard_link(f.ws.join("e/f.txt"), f.ws.join("a/linked.txt")).unwrap();
+    let id = store.snapshot(Label::PreTurn(41), meta()).unwrap();
+    match store.last_way() {
+        Some(SnapshotWay::Full {
+            no_journal: Some(why),
+        }) => assert!(why.contains("hard links"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.get(id).unwrap().tree, plain.tree());
+    std::fs::write(f.ws.join("a/linked.txt"), "through the link\n").unwrap();
+    let id = store.snapshot(Label::PreTurn(42), meta()).unwrap();
+    assert!(matches!(
+        store.last_way(),
+        Some(SnapshotWay::Full {
+            no_journal: Some(_)
+        })
+    ));
+    assert_eq!(store.get(id).unwrap().tree, plain.tree());
+    std::fs::remove_file(f.ws.join("a/linked.txt")).unwrap();
+
     // A negation anywhere: no journal at all (it could re-include a
     // directory the journal does not watch).
     f.write(".gitignore", "*.o\n!keep.o\n");
