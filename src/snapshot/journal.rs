@@ -135,8 +135,14 @@ mod linux {
             | AddWatchFlags::IN_DONT_FOLLOW
     }
 
+    /// Never entered: the `.env` scan's skipped names (not in its
+    /// listings) and every directory name the side repository's
+    /// `info/exclude` leaves out (`guard::skipped_dir`).
     fn skipped(name: &OsStr) -> bool {
         ENV_SCAN_SKIP.iter().any(|s| name == *s)
+            || name
+                .to_str()
+                .is_some_and(crate::snapshot::guard::skipped_dir)
     }
 
     impl Inner {

@@ -20,6 +20,11 @@ use super::undo::{plan_undo, UndoPlan, UndoScope};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Above this many paths changed since the last snapshot, a snapshot is a
+/// full `git add -A` (it costs one `git status`; git matches each of its
+/// index entries against each pathspec named).
+const MAX_JOURNAL_PATHSPECS: usize = 1000;
+
 /// Ref namespace holding one ref per live commit.
 const REF_PREFIX: &str = "refs/codewhale/";
 
@@ -412,10 +417,13 @@ impl SnapshotStore {
                     p.display()
                 )),
                 None => match self.add_paths_and_write_tree(&paths) {
-                    Ok(r) => {
+                    Ok(Some(r)) => {
                         self.last_way = Some(SnapshotWay::Journal { paths: paths.len() });
                         return Ok(r);
                     }
+                    Ok(None) => Some(format!(
+                        "more than {MAX_JOURNAL_PATHSPECS} paths changed: a full look is cheaper"
+                    )),
                     Err(e) => Some(format!("adding the journal's paths failed: {e}")),
                 },
             },
@@ -433,13 +441,18 @@ impl SnapshotStore {
     /// file named or found below a named directory `add -A`ed by literal
     /// pathspec, `.env` paths left out before git sees them and deny-read
     /// paths excluded as in a full snapshot; then `write-tree`.
+    /// `Ok(None)` when more than [`MAX_JOURNAL_PATHSPECS`] paths would be
+    /// named (git matches every index entry against every pathspec: a full
+    /// `add -A` is cheaper then).
     fn add_paths_and_write_tree(
         &self,
         paths: &[PathBuf],
-    ) -> Result<(Vec<String>, String), SnapshotError> {
+    ) -> Result<Option<(Vec<String>, String)>, SnapshotError> {
         let mut gone: Vec<u8> = Vec::new();
         let mut here: Vec<u8> = Vec::new();
-        let push = |list: &mut Vec<u8>, p: &Path| {
+        let mut named = 0usize;
+        let mut push = |list: &mut Vec<u8>, p: &Path| {
+            named += 1;
             list.extend_from_slice(b":(literal)");
             list.extend_from_slice(p.as_os_str().as_encoded_bytes());
             list.push(0);
@@ -461,6 +474,9 @@ impl SnapshotStore {
                     }
                 }
             }
+        }
+        if named > MAX_JOURNAL_PATHSPECS {
+            return Ok(None);
         }
         let from_file = ["--pathspec-from-file=-", "--pathspec-file-nul"];
         if !gone.is_empty() {
@@ -492,7 +508,7 @@ impl SnapshotStore {
         }
         let tree = self.git.run(&["write-tree"])?.line();
         check_hash("write-tree", &tree)?;
-        Ok((warnings, tree))
+        Ok(Some((warnings, tree)))
     }
 
     /// `git add -A` (minus the exclusions) and `write-tree`: the warnings

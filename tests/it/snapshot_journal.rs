@@ -240,6 +240,19 @@ fn what_the_journal_cannot_vouch_for_is_a_full_snapshot() {
     assert_eq!(store.get(id).unwrap().tree, plain.tree());
     std::fs::remove_file(f.ws.join("a/linked.txt")).unwrap();
 
+    // Many changes at once: a full look is cheaper than naming each.
+    for i in 0..1001 {
+        f.write(&format!("many/f{i}.txt"), format!("{i}\n"));
+    }
+    let id = store.snapshot(Label::PreTurn(43), meta()).unwrap();
+    match store.last_way() {
+        Some(SnapshotWay::Full {
+            no_journal: Some(why),
+        }) => assert!(why.contains("more than 1000 paths"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.get(id).unwrap().tree, plain.tree());
+
     // A negation anywhere: no journal at all (it could re-include a
     // directory the journal does not watch).
     f.write(".gitignore", "*.o\n!keep.o\n");
