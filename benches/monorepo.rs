@@ -446,6 +446,7 @@ fn snapshots(env: &Env, big: &Path) {
             status.push(git_status(big));
         }
         let deep = big.join("d9/e9/f9/m000.txt");
+        let was = std::fs::read(&deep).unwrap();
         std::fs::write(&deep, format!("changed {i}\n")).unwrap();
         turn += 1;
         let t = Instant::now();
@@ -457,7 +458,9 @@ fn snapshots(env: &Env, big: &Path) {
             store.last_way(),
             Some(SnapshotWay::Journal { paths: 1 })
         ));
-        git(big, &["checkout", "-q", "--", "d9/e9/f9/m000.txt"]);
+        // Written back in place (a checkout would replace the file and
+        // change its directory, and the next open would walk again).
+        std::fs::write(&deep, was).unwrap();
         let _ = std::fs::remove_dir_all(&home);
     }
     show(
