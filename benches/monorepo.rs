@@ -37,7 +37,9 @@
 #[path = "../tests/common/scripted_model/mod.rs"]
 mod scripted_model;
 
-use codewhale::snapshot::{Label, Opened, SnapshotMeta, SnapshotOptions, SnapshotStore};
+use codewhale::snapshot::{
+    Label, Opened, SnapshotMeta, SnapshotOptions, SnapshotStore, SnapshotWay,
+};
 use scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -371,6 +373,8 @@ fn snapshots(env: &Env, big: &Path) {
     let (mut first, mut same, mut status, mut add) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut open, mut first_only) = (Vec::new(), Vec::new());
+    let (mut warm_open, mut run_first, mut journal_same, mut journal_one) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut turn = 0u64;
     for i in 0..runs(SNAP_RUNS) {
         let home = env.root.join(format!("snap-home-{i}"));
@@ -408,6 +412,55 @@ fn snapshots(env: &Env, big: &Path) {
             add.push(hand_add(&side, big));
             status.push(git_status(big));
         }
+        // A run's store: the store exists (size walk from its cache), a
+        // journal, the first snapshot full, the next ones from the journal.
+        drop(store);
+        let t = Instant::now();
+        let mut opts = SnapshotOptions::new(&home);
+        opts.homes = vec![env.home.clone()];
+        let mut store = match SnapshotStore::open(big, opts).expect("open") {
+            Opened::Ready(s) => *s,
+            Opened::Disabled(d) => panic!("{d}"),
+        };
+        warm_open.push(t.elapsed());
+        store.enable_journal();
+        turn += 1;
+        let t = Instant::now();
+        store
+            .snapshot(Label::PreTurn(turn), SnapshotMeta::default())
+            .expect("run's first snapshot");
+        run_first.push(t.elapsed());
+        status.push(git_status(big));
+        for _ in 0..2 {
+            turn += 1;
+            let t = Instant::now();
+            store
+                .snapshot(Label::PreTurn(turn), SnapshotMeta::default())
+                .expect("journal snapshot");
+            journal_same.push(t.elapsed());
+            assert!(
+                matches!(store.last_way(), Some(SnapshotWay::Journal { .. })),
+                "{:?}",
+                store.last_way()
+            );
+            status.push(git_status(big));
+        }
+        let deep = big.join("d9/e9/f9/m000.txt");
+        let was = std::fs::read(&deep).unwrap();
+        std::fs::write(&deep, format!("changed {i}\n")).unwrap();
+        turn += 1;
+        let t = Instant::now();
+        store
+            .snapshot(Label::PreTurn(turn), SnapshotMeta::default())
+            .expect("journal snapshot");
+        journal_one.push(t.elapsed());
+        assert!(matches!(
+            store.last_way(),
+            Some(SnapshotWay::Journal { paths: 1 })
+        ));
+        // Written back in place (a checkout would replace the file and
+        // change its directory, and the next open would walk again).
+        std::fs::write(&deep, was).unwrap();
         let _ = std::fs::remove_dir_all(&home);
     }
     show(
@@ -420,6 +473,13 @@ fn snapshots(env: &Env, big: &Path) {
     let o = show("  of which open (path checks, size walk, git init)", &open);
     let fo = show("  of which the snapshot", &first_only);
     let n = show("no-change snapshot", &same);
+    let wo = show("open, store exists (size walk from its cache)", &warm_open);
+    let rf = show("a run's first snapshot (full, journal started)", &run_first);
+    let js = show("no-change snapshot within a run (journal)", &journal_same);
+    let j1 = show(
+        "one file changed at depth 3, within a run (journal)",
+        &journal_one,
+    );
     println!(
         "  first / git status {:.2}x (goal <= 3; open {:.2}x, snapshot {:.2}x); no-change / git status {:.2}x (goal <= 1.5); no-change / git add -A {:.2}x",
         f / s,
@@ -427,6 +487,13 @@ fn snapshots(env: &Env, big: &Path) {
         fo / s,
         n / s,
         n / a
+    );
+    println!(
+        "  warm open / git status {:.2}x; run's first / git status {:.2}x; journal no-change / git status {:.2}x; journal one file / git status {:.2}x",
+        wo / s,
+        rf / s,
+        js / s,
+        j1 / s
     );
 }
 

@@ -55,7 +55,12 @@ impl RunSnapshots {
     /// not even be attempted).
     pub fn from_open(opened: Result<Opened, String>) -> Self {
         let state = match opened {
-            Ok(Opened::Ready(s)) => State::Ready(s),
+            Ok(Opened::Ready(mut s)) => {
+                // A run takes several snapshots: after its first (full)
+                // one, the rest add only what changed.
+                s.enable_journal();
+                State::Ready(s)
+            }
             Ok(Opened::Disabled(d)) => State::Off(d.to_string()),
             Err(e) => State::Off(format!("snapshots are off: {e}")),
         };

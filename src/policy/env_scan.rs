@@ -615,6 +615,26 @@ pub fn scan_cached(root: &Path) -> EnvScan {
     cache.scan_with_file(root, file.as_deref()).0
 }
 
+/// Every directory the `.env` scan of `root` walks (all but the
+/// [`ENV_SCAN_SKIP`] names, at any depth), brought up to date with this
+/// process's cache first, as [`scan_cached`] does: for the undo journal
+/// (`snapshot::journal`), which watches exactly these without a walk of
+/// its own. `None` when any directory could not be listed or any entry's
+/// type could not be read (the set would not be the whole tree).
+pub fn known_dirs(root: &Path) -> Option<Vec<PathBuf>> {
+    let file = trusted_cache(super::env_scan_disk::cache_file(root), root);
+    let mut guard = CACHES.lock().unwrap_or_else(|p| p.into_inner());
+    let caches = guard.get_or_insert_with(HashMap::new);
+    let cache = caches.entry(root.to_path_buf()).or_default();
+    let (scan, _) = cache.scan_with_file(root, file.as_deref());
+    let whole = scan.unmasked.is_empty()
+        && cache
+            .dirs
+            .values()
+            .all(|l| l.failed.is_none() && l.problems.is_empty());
+    whole.then(|| cache.dirs.keys().cloned().collect())
+}
+
 /// The saved listings are trusted only where a sandboxed command of this
 /// workspace cannot write them: `~/.codewhale` is deny-read for every
 /// command, but a `$CODEWHALE_HOME` inside the workspace would let a

@@ -158,6 +158,16 @@ impl Git {
         self.run_with(args, Some(input), false)
     }
 
+    /// [`Self::run_stdin`], accepting a non-zero exit as
+    /// [`Self::run_tolerant`] does.
+    pub fn run_stdin_tolerant<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        input: &[u8],
+    ) -> Result<GitOutput, SnapshotError> {
+        self.run_with(args, Some(input), true)
+    }
+
     /// Run `git ARGS`, accepting a non-zero exit as long as git reported no
     /// `fatal:` error (used for `add --ignore-errors`, which exits 1 when a
     /// single file was unreadable but indexed everything else).

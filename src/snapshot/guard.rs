@@ -82,7 +82,7 @@ pub fn check_path(
 
 /// Directory names skipped by the size walk: the built-in excludes that
 /// name directories, plus `.git` (never snapshotted).
-fn skipped_dir(name: &str) -> bool {
+pub fn skipped_dir(name: &str) -> bool {
     name == ".git"
         || BUILTIN_EXCLUDES
             .iter()
@@ -92,6 +92,194 @@ fn skipped_dir(name: &str) -> bool {
 /// Count entries and bytes under `workspace` (respecting `.gitignore` and
 /// the built-in excludes) and refuse when either limit is crossed.
 pub fn check_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<(), Disabled> {
+    walk_size(workspace, max_entries, max_bytes).map(drop)
+}
+
+/// A size walk's totals and the stamps that vouch for them (see
+/// [`check_size_cached`]).
+#[derive(Debug, PartialEq, Eq)]
+pub struct SizeSeen {
+    entries: u64,
+    bytes: u64,
+    /// Every directory the walk entered and every `.gitignore` it read.
+    stamps: Vec<(PathBuf, Stamp)>,
+    /// A stamp too close to the walk to be trusted next time.
+    racy: bool,
+}
+
+/// Identity and change times of a path, from `lstat` (the ctime moves on
+/// every entry change and every `utimes`, so a command cannot hide a
+/// change by setting the mtime back).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    size: u64,
+}
+
+#[cfg(unix)]
+fn stamp(m: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    Stamp {
+        dev: m.dev(),
+        ino: m.ino(),
+        mtime: (m.mtime(), m.mtime_nsec()),
+        ctime: (m.ctime(), m.ctime_nsec()),
+        size: m.len(),
+    }
+}
+
+#[cfg(not(unix))]
+fn stamp(m: &std::fs::Metadata) -> Stamp {
+    let mtime = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| (d.as_secs() as i64, i64::from(d.subsec_nanos())))
+        .unwrap_or((0, 0));
+    Stamp {
+        dev: 0,
+        ino: 0,
+        mtime,
+        ctime: mtime,
+        size: m.len(),
+    }
+}
+
+/// A stamp this close to the walk could hide a later change in the same
+/// timestamp tick (git's racy-index rule; covers 1–2 s filesystems).
+const RACY_SECS: i64 = 2;
+
+/// [`check_size`] without walking again while nothing it depends on
+/// changed: the totals of the last walk under the limits are kept in
+/// `cache` (the store's `size-check` file) with the stamp of every
+/// directory it entered and every `.gitignore` it read; when each still
+/// has that stamp, no entry was added, removed or renamed anywhere the
+/// walk looked and no ignore rule changed, so the totals are reused
+/// (1 `lstat` per directory instead of one per file).
+///
+/// Not seen without a walk: a file that grew or shrank in place (its
+/// directory does not change). Such growth is counted at the next walk,
+/// which any entry change anywhere in the tree brings; the store's own
+/// size cap (`max_store_mb`) bounds the side repository meanwhile.
+///
+/// `Ok(Some(bytes))`: a fresh walk, to be written to `cache` once the
+/// store directory exists; `Ok(None)`: the cached totals were used (or the
+/// walk's are not worth keeping).
+pub fn check_size_cached(
+    workspace: &Path,
+    max_entries: u64,
+    max_bytes: u64,
+    cache: &Path,
+) -> Result<Option<Vec<u8>>, Disabled> {
+    if let Some((entries, bytes)) = read_cache(cache) {
+        limits(workspace, entries, bytes, max_entries, max_bytes)?;
+        return Ok(None);
+    }
+    let seen = walk_size(workspace, max_entries, max_bytes)?;
+    Ok((!seen.racy).then(|| encode(&seen)))
+}
+
+fn limits(
+    workspace: &Path,
+    entries: u64,
+    bytes: u64,
+    max_entries: u64,
+    max_bytes: u64,
+) -> Result<(), Disabled> {
+    if entries > max_entries {
+        return Err(Disabled::TooManyEntries {
+            path: workspace.to_path_buf(),
+            limit: max_entries,
+        });
+    }
+    if bytes > max_bytes {
+        return Err(Disabled::TooLarge {
+            path: workspace.to_path_buf(),
+            limit_mb: max_bytes / (1024 * 1024),
+        });
+    }
+    Ok(())
+}
+
+const CACHE_FORMAT: &str = "codewhale-size-check 1";
+
+fn encode(seen: &SizeSeen) -> Vec<u8> {
+    let mut out = format!("{CACHE_FORMAT} {} {}\n", seen.entries, seen.bytes).into_bytes();
+    for (p, s) in &seen.stamps {
+        out.extend_from_slice(p.as_os_str().as_encoded_bytes());
+        out.push(0);
+        out.extend_from_slice(
+            format!(
+                "{} {} {} {} {} {} {}",
+                s.dev, s.ino, s.mtime.0, s.mtime.1, s.ctime.0, s.ctime.1, s.size
+            )
+            .as_bytes(),
+        );
+        out.push(0);
+    }
+    out
+}
+
+/// The cached totals, when the file parses and every stamp in it still
+/// holds; `None` otherwise (walk again).
+fn read_cache(cache: &Path) -> Option<(u64, u64)> {
+    let data = std::fs::read(cache).ok()?;
+    let nl = data.iter().position(|b| *b == b'\n')?;
+    let head = std::str::from_utf8(&data[..nl]).ok()?;
+    let totals = head.strip_prefix(CACHE_FORMAT)?.trim();
+    let (e, b) = totals.split_once(' ')?;
+    let (entries, bytes) = (e.parse().ok()?, b.parse().ok()?);
+    let mut fields = data[nl + 1..].split(|b| *b == 0);
+    loop {
+        let Some(path) = fields.next() else {
+            return Some((entries, bytes));
+        };
+        if path.is_empty() {
+            return Some((entries, bytes));
+        }
+        let nums: Vec<i64> = std::str::from_utf8(fields.next()?)
+            .ok()?
+            .split(' ')
+            .map(|n| n.parse().ok())
+            .collect::<Option<_>>()?;
+        let [dev, ino, ms, mns, cs, cns, size] = nums[..] else {
+            return None;
+        };
+        let path = Path::new(os_str(path)?);
+        let now = std::fs::symlink_metadata(path).ok()?;
+        let want = Stamp {
+            dev: dev as u64,
+            ino: ino as u64,
+            mtime: (ms, mns),
+            ctime: (cs, cns),
+            size: size as u64,
+        };
+        if stamp(&now) != want {
+            return None;
+        }
+    }
+}
+
+#[cfg(unix)]
+fn os_str(b: &[u8]) -> Option<&std::ffi::OsStr> {
+    use std::os::unix::ffi::OsStrExt;
+    Some(std::ffi::OsStr::from_bytes(b))
+}
+
+#[cfg(not(unix))]
+fn os_str(b: &[u8]) -> Option<&std::ffi::OsStr> {
+    std::str::from_utf8(b).ok().map(std::ffi::OsStr::new)
+}
+
+/// The walk itself: totals, and the stamps of what it depended on.
+fn walk_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<SizeSeen, Disabled> {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
     let walker = ignore::WalkBuilder::new(workspace)
         .hidden(false)
         .parents(false)
@@ -106,30 +294,44 @@ pub fn check_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<
                 && e.file_name().to_str().is_some_and(skipped_dir))
         })
         .build();
-    let mut entries = 0u64;
-    let mut bytes = 0u64;
+    let mut seen = SizeSeen {
+        entries: 0,
+        bytes: 0,
+        stamps: Vec::new(),
+        racy: false,
+    };
+    let keep = |seen: &mut SizeSeen, path: &Path, m: &std::fs::Metadata| {
+        let s = stamp(m);
+        seen.racy |= s.mtime.0.max(s.ctime.0) + RACY_SECS >= started;
+        seen.stamps.push((path.to_path_buf(), s));
+    };
     for entry in walker.flatten() {
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        if is_dir {
+            match entry.metadata() {
+                Ok(m) => keep(&mut seen, entry.path(), &m),
+                Err(_) => seen.racy = true,
+            }
+        }
         if entry.depth() == 0 {
             continue;
         }
-        entries += 1;
-        if entries > max_entries {
-            return Err(Disabled::TooManyEntries {
-                path: workspace.to_path_buf(),
-                limit: max_entries,
-            });
-        }
+        seen.entries += 1;
+        limits(workspace, seen.entries, 0, max_entries, max_bytes)?;
         if entry.file_type().is_some_and(|t| t.is_file()) {
-            bytes += entry.metadata().map(|m| m.len()).unwrap_or(0);
-            if bytes > max_bytes {
-                return Err(Disabled::TooLarge {
-                    path: workspace.to_path_buf(),
-                    limit_mb: max_bytes / (1024 * 1024),
-                });
+            match entry.metadata() {
+                Ok(m) => {
+                    seen.bytes += m.len();
+                    if entry.file_name() == ".gitignore" {
+                        keep(&mut seen, entry.path(), &m);
+                    }
+                }
+                Err(_) => seen.racy = true,
             }
+            limits(workspace, seen.entries, seen.bytes, max_entries, max_bytes)?;
         }
     }
-    Ok(())
+    Ok(seen)
 }
 
 #[cfg(test)]
@@ -156,6 +358,48 @@ mod tests {
         assert!(!refused("/tmp/project", &h, cw));
         // A workspace that contains the store would snapshot the store.
         assert!(refused("/srv/x", &["/elsewhere"], "/srv/x/state"));
+    }
+
+    #[test]
+    fn the_size_cache_is_used_only_while_every_stamp_holds() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().join("ws");
+        std::fs::create_dir_all(ws.join("a/b")).unwrap();
+        std::fs::write(ws.join("a/b/f"), vec![b'x'; 100]).unwrap();
+        std::fs::write(ws.join(".gitignore"), "ignored/\n").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for p in ["", "a", "a/b", ".gitignore"] {
+            std::fs::File::open(ws.join(p))
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        // ctimes are now: wait out the racy window.
+        std::thread::sleep(std::time::Duration::from_millis(
+            2100 + 1000 * RACY_SECS as u64,
+        ));
+        let cache = t.path().join("size-check");
+        let fresh = check_size_cached(&ws, 100, 10_000, &cache)
+            .unwrap()
+            .unwrap();
+        std::fs::write(&cache, fresh).unwrap();
+        assert_eq!(read_cache(&cache), Some((4, 109)));
+        assert_eq!(check_size_cached(&ws, 100, 10_000, &cache).unwrap(), None);
+        // The cached totals against other limits: the same refusals.
+        assert!(matches!(
+            check_size_cached(&ws, 3, 10_000, &cache),
+            Err(Disabled::TooManyEntries { limit: 3, .. })
+        ));
+        assert!(matches!(
+            check_size_cached(&ws, 100, 50, &cache),
+            Err(Disabled::TooLarge { .. })
+        ));
+        // An entry added deep down: the walk again.
+        std::fs::write(ws.join("a/b/g"), "y").unwrap();
+        assert_eq!(read_cache(&cache), None);
+        assert!(check_size_cached(&ws, 100, 10_000, &cache)
+            .unwrap()
+            .is_none()); // racy now
     }
 
     #[test]

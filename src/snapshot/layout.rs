@@ -52,6 +52,20 @@ pub const SECRET_PATHSPECS: &[&str] = &[
     ":(exclude,glob)**/.env.*/**",
 ];
 
+/// Whether `rel` (relative to the workspace) is what [`SECRET_PATHSPECS`]
+/// exclude: a component named `.env` or `.env.<anything>`, at any depth
+/// (the file itself, or anything below such a directory). The journal's
+/// snapshots name files one by one and leave these out before git sees
+/// them: git 2.47 does not add a file of an untracked directory named by
+/// pathspec when a `:(exclude,glob)**/…` pathspec is also given.
+pub fn is_secret_path(rel: &Path) -> bool {
+    rel.components().any(|c| {
+        c.as_os_str()
+            .to_str()
+            .is_some_and(|n| n == ".env" || n.starts_with(".env."))
+    })
+}
+
 /// `info/attributes` of the side repo: it outranks every `.gitattributes`
 /// in the workspace, so no text/eol conversion, filter or encoding change
 /// applies and restore is byte-for-byte.
@@ -184,6 +198,29 @@ mod tests {
                 ":(exclude,literal)a/b.key".to_string()
             ]
         );
+    }
+
+    #[test]
+    fn secret_paths_are_the_secret_pathspecs() {
+        for p in [
+            ".env",
+            "a/.env",
+            ".env.local",
+            "a/b/.env.example",
+            ".env/x",
+            "a/.env.d/y",
+        ] {
+            assert!(is_secret_path(Path::new(p)), "{p}");
+        }
+        for p in [
+            "env",
+            "a/x.env",
+            ".envrc",
+            "a/.environment/y",
+            "b/env.local",
+        ] {
+            assert!(!is_secret_path(Path::new(p)), "{p}");
+        }
     }
 
     #[test]

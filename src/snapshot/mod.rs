@@ -20,12 +20,17 @@
 //!   object store (a `.gitignore` negation cannot re-include them).
 //! - Restore takes a `pre-restore:<id>` snapshot first, so every restore
 //!   can itself be undone; it never touches conversation history.
+//! - Within a run, a store with a change journal ([`journal`],
+//!   [`SnapshotStore::enable_journal`]) adds only the paths that changed
+//!   since its last snapshot; whenever the journal is unsure, the
+//!   snapshot is a full `git add -A` as without it.
 //! - Refusal is not failure: [`Opened::Disabled`] carries the reason,
 //!   which every surface shows.
 
 pub mod error;
 pub mod git;
 pub mod guard;
+pub mod journal;
 pub mod layout;
 pub mod lock;
 pub mod options;
@@ -38,7 +43,7 @@ pub mod undo;
 
 pub use error::{Disabled, SnapshotError};
 pub use options::SnapshotOptions;
-pub use store::{Opened, RestoreOutcome, SnapshotStore, UndoOutcome};
+pub use store::{Opened, RestoreOutcome, SnapshotStore, SnapshotWay, UndoOutcome};
 pub use types::{
     ChangeKind, FileChange, Label, RequestKey, SnapshotId, SnapshotMeta, SnapshotRecord,
 };

@@ -9,6 +9,7 @@
 use super::error::{Disabled, SnapshotError};
 use super::git::{self, Git};
 use super::guard;
+use super::journal::Journal;
 use super::layout;
 use super::lock::StoreLock;
 use super::options::SnapshotOptions;
@@ -18,6 +19,11 @@ use super::types::{ChangeKind, FileChange, Label, SnapshotId, SnapshotMeta, Snap
 use super::undo::{plan_undo, UndoPlan, UndoScope};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// Above this many paths changed since the last snapshot, a snapshot is a
+/// full `git add -A` (it costs one `git status`; git matches each of its
+/// index entries against each pathspec named).
+const MAX_JOURNAL_PATHSPECS: usize = 1000;
 
 /// Ref namespace holding one ref per live commit.
 const REF_PREFIX: &str = "refs/codewhale/";
@@ -72,6 +78,22 @@ pub struct SnapshotStore {
     /// How the side index was first filled, when this store did it
     /// (`Ok`: from the user's index, [`seed`]).
     seed: Option<Result<(), seed::NoSeed>>,
+    /// Whether to keep a change journal ([`Self::enable_journal`]).
+    journal_wanted: bool,
+    /// The live journal: every change since the last snapshot is in it.
+    journal: Option<Journal>,
+    /// How the last snapshot was taken (for tests and the bench).
+    last_way: Option<SnapshotWay>,
+}
+
+/// How a snapshot looked at the workspace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnapshotWay {
+    /// `git add -A` over the whole workspace; with the reason the journal
+    /// was not used, when one was wanted.
+    Full { no_journal: Option<String> },
+    /// Only the journal's paths (this many) were added.
+    Journal { paths: usize },
 }
 
 impl SnapshotStore {
@@ -109,16 +131,26 @@ impl SnapshotStore {
         if let Err(d) = guard::check_path(&workspace, &opts.homes, &opts.codewhale_home) {
             return Ok(Opened::Disabled(d));
         }
-        if let Err(d) = guard::check_size(
+        let dir = layout::store_dir(&opts.codewhale_home, &workspace);
+        let size_cache = dir.join("size-check");
+        let fresh_size = match guard::check_size_cached(
             &workspace,
             opts.max_workspace_entries,
             opts.max_workspace_bytes,
+            &size_cache,
         ) {
-            return Ok(Opened::Disabled(d));
-        }
-        let dir = layout::store_dir(&opts.codewhale_home, &workspace);
+            Ok(fresh) => fresh,
+            Err(d) => return Ok(Opened::Disabled(d)),
+        };
         std::fs::create_dir_all(&dir)
             .map_err(|e| SnapshotError::io("cannot create snapshot store", &dir, e))?;
+        if let Some(bytes) = fresh_size {
+            // Whole or not at all: a torn file would not parse (walk again).
+            let tmp = size_cache.with_extension("tmp");
+            if std::fs::write(&tmp, bytes).is_ok() {
+                let _ = std::fs::rename(&tmp, &size_cache);
+            }
+        }
         let git = Git::new(bin, dir.join(".git"), workspace.clone(), dir.join("index"));
         if !dir.join(".git").join("HEAD").exists() {
             git.run(&["init", "-q", "--template="])?;
@@ -147,10 +179,26 @@ impl SnapshotStore {
             opts,
             commits_since_size_check: 0,
             seed: None,
+            journal_wanted: false,
+            journal: None,
+            last_way: None,
         };
         store.enforce_size_cap()?;
         drop(lock);
         Ok(Opened::Ready(Box::new(store)))
+    }
+
+    /// Keep a change journal of the workspace while this store lives (a
+    /// run): after the next full snapshot, snapshots add only the paths
+    /// that changed ([`super::journal`]). For a process that takes many
+    /// snapshots; a one-shot command gains nothing from it.
+    pub fn enable_journal(&mut self) {
+        self.journal_wanted = true;
+    }
+
+    /// How the last snapshot of this store looked at the workspace.
+    pub fn last_way(&self) -> Option<&SnapshotWay> {
+        self.last_way.as_ref()
     }
 
     /// Also leave out every deny-read path of `resolved` that lies in the
@@ -161,6 +209,8 @@ impl SnapshotStore {
         for spec in layout::deny_read_pathspecs(&self.workspace, &paths) {
             if !self.excludes.contains(&spec) {
                 self.excludes.push(spec);
+                // Paths it holds may now be excluded: look at all again.
+                self.journal = None;
             }
         }
     }
@@ -255,30 +305,10 @@ impl SnapshotStore {
         // A store without an index yet starts from the user's (see
         // `seed`); if git then fails on it, the index is dropped and the
         // snapshot taken the long way, as without a seed.
-        let borrowed = if self.git.index().exists() {
-            None
+        let (warnings, tree) = if self.git.index().exists() {
+            self.look()?
         } else {
-            let r = seed::seed(
-                &self.git,
-                self.git.bin(),
-                &self.workspace,
-                self.git.index(),
-                &self.excludes,
-            );
-            let objects = r.as_ref().ok().cloned();
-            self.seed = Some(r.map(drop));
-            objects
-        };
-        let (warnings, tree) = match borrowed {
-            None => self.add_and_write_tree(true)?,
-            Some(objects) => match self.seeded_add(&objects) {
-                Ok(r) => r,
-                Err(why) => {
-                    let _ = std::fs::remove_file(self.git.index());
-                    self.seed = Some(Err(why));
-                    self.add_and_write_tree(true)?
-                }
-            },
+            self.first_look()?
         };
         let id = self.records.next_id;
         let commit = match self.records.last() {
@@ -312,8 +342,62 @@ impl SnapshotStore {
         Ok(id)
     }
 
-    /// `git add -A` (minus the exclusions) and `write-tree`: the warnings
-    /// git printed and the tree.
+    /// The first snapshot of an empty store: seeded from the user's index
+    /// when that can be trusted, else `git add -A` of everything.
+    fn first_look(&mut self) -> Result<(Vec<String>, String), SnapshotError> {
+        let no_journal = self.restart_journal();
+        let r = seed::seed(
+            &self.git,
+            self.git.bin(),
+            &self.workspace,
+            self.git.index(),
+            &self.excludes,
+        );
+        let borrowed = r.as_ref().ok().cloned();
+        self.seed = Some(r.map(drop));
+        let r = match borrowed {
+            None => self.add_and_write_tree(true),
+            Some(objects) => match self.seeded_add(&objects) {
+                Ok(r) => Ok(r),
+                Err(why) => {
+                    let _ = std::fs::remove_file(self.git.index());
+                    self.seed = Some(Err(why));
+                    self.add_and_write_tree(true)
+                }
+            },
+        };
+        self.after_full_look(r, no_journal)
+    }
+
+    /// Drop the journal and, when one is wanted, start a new one (before
+    /// the full look it will continue from); why there is none, if not.
+    fn restart_journal(&mut self) -> Option<String> {
+        self.journal = None;
+        if !self.journal_wanted {
+            return None;
+        }
+        match Journal::start(&self.workspace) {
+            Ok(j) => {
+                self.journal = Some(j);
+                None
+            }
+            Err(why) => Some(why),
+        }
+    }
+
+    fn after_full_look(
+        &mut self,
+        r: Result<(Vec<String>, String), SnapshotError>,
+        no_journal: Option<String>,
+    ) -> Result<(Vec<String>, String), SnapshotError> {
+        if r.is_err() {
+            // Its changes were not taken: the next look is a full one.
+            self.journal = None;
+        }
+        self.last_way = Some(SnapshotWay::Full { no_journal });
+        r
+    }
+
     /// The first snapshot from a seeded index: the tree may name blobs
     /// only the user's store holds until they are copied in.
     fn seeded_add(&self, objects: &Path) -> Result<(Vec<String>, String), seed::NoSeed> {
@@ -323,6 +407,112 @@ impl SnapshotStore {
         Ok((warnings, tree))
     }
 
+    /// A snapshot of an existing side index: only the journal's paths when
+    /// it has them, else (or when adding them fails) `git add -A`.
+    fn look(&mut self) -> Result<(Vec<String>, String), SnapshotError> {
+        let why = match self.journal.as_mut().map(Journal::take) {
+            Some(Ok(paths)) => match hard_linked(&self.workspace, &paths) {
+                Some(p) => Some(format!(
+                    "{} has other hard links (a change through one is not seen at the others)",
+                    p.display()
+                )),
+                None => match self.add_paths_and_write_tree(&paths) {
+                    Ok(Some(r)) => {
+                        self.last_way = Some(SnapshotWay::Journal { paths: paths.len() });
+                        return Ok(r);
+                    }
+                    Ok(None) => Some(format!(
+                        "more than {MAX_JOURNAL_PATHSPECS} paths changed: a full look is cheaper"
+                    )),
+                    Err(e) => Some(format!("adding the journal's paths failed: {e}")),
+                },
+            },
+            Some(Err(why)) => Some(why),
+            None => None,
+        };
+        let started = self.restart_journal();
+        let r = self.add_and_write_tree(true);
+        self.after_full_look(r, why.or(started))
+    }
+
+    /// The journal's paths into the side index: each gone from the
+    /// workspace, or a directory (made, or removed and made again), out
+    /// first (`rm --cached -r`, silent for a path never added); then every
+    /// file named or found below a named directory `add -A`ed by literal
+    /// pathspec, `.env` paths left out before git sees them and deny-read
+    /// paths excluded as in a full snapshot; then `write-tree`.
+    /// `Ok(None)` when more than [`MAX_JOURNAL_PATHSPECS`] paths would be
+    /// named (git matches every index entry against every pathspec: a full
+    /// `add -A` is cheaper then).
+    fn add_paths_and_write_tree(
+        &self,
+        paths: &[PathBuf],
+    ) -> Result<Option<(Vec<String>, String)>, SnapshotError> {
+        let mut gone: Vec<u8> = Vec::new();
+        let mut here: Vec<u8> = Vec::new();
+        let mut named = 0usize;
+        let mut push = |list: &mut Vec<u8>, p: &Path| {
+            named += 1;
+            list.extend_from_slice(b":(literal)");
+            list.extend_from_slice(p.as_os_str().as_encoded_bytes());
+            list.push(0);
+        };
+        for p in paths {
+            match std::fs::symlink_metadata(self.workspace.join(p)) {
+                Err(_) => push(&mut gone, p),
+                Ok(m) if m.is_dir() => {
+                    push(&mut gone, p);
+                    for f in files_below(&self.workspace, p)? {
+                        if !layout::is_secret_path(&f) {
+                            push(&mut here, &f);
+                        }
+                    }
+                }
+                Ok(_) => {
+                    if !layout::is_secret_path(p) {
+                        push(&mut here, p);
+                    }
+                }
+            }
+        }
+        if named > MAX_JOURNAL_PATHSPECS {
+            return Ok(None);
+        }
+        let from_file = ["--pathspec-from-file=-", "--pathspec-file-nul"];
+        if !gone.is_empty() {
+            let mut args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch"];
+            args.extend(from_file);
+            self.git.run_stdin(&args, &gone)?;
+        }
+        let mut warnings = Vec::new();
+        if !here.is_empty() {
+            // The `.env` rule is applied above; the deny-read exclusions
+            // are literal.
+            for e in self
+                .excludes
+                .iter()
+                .filter(|e| e.starts_with(":(exclude,literal)"))
+            {
+                here.extend_from_slice(e.as_bytes());
+                here.push(0);
+            }
+            let mut args = vec!["add", "-A", "--ignore-errors"];
+            args.extend(from_file);
+            let added = self.git.run_stdin_tolerant(&args, &here)?;
+            warnings = added
+                .stderr
+                .lines()
+                .filter(|l| l.starts_with("error:") || l.starts_with("warning:"))
+                .map(str::to_string)
+                .collect();
+        }
+        let tree = self.git.run(&["write-tree"])?.line();
+        check_hash("write-tree", &tree)?;
+        Ok(Some((warnings, tree)))
+    }
+
+    /// `git add -A` (minus the exclusions) and `write-tree`: the warnings
+    /// git printed and the tree.
     fn add_and_write_tree(&self, verify: bool) -> Result<(Vec<String>, String), SnapshotError> {
         let mut args: Vec<&str> = vec!["add", "-A", "--ignore-errors", "--", "."];
         args.extend(self.excludes.iter().map(String::as_str));
@@ -479,6 +669,69 @@ impl SnapshotStore {
             .run_stdin(&["update-ref", "--stdin"], script.as_bytes())?;
         Ok(())
     }
+}
+
+/// The first of `paths` that is a file with more than one link: inotify
+/// reports a write under the name it was made through only, so a journal
+/// cannot tell which other workspace paths changed with it.
+fn hard_linked(workspace: &Path, paths: &[PathBuf]) -> Option<PathBuf> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        paths
+            .iter()
+            .find(|p| {
+                std::fs::symlink_metadata(workspace.join(p))
+                    .is_ok_and(|m| m.is_file() && m.nlink() > 1)
+            })
+            .cloned()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (workspace, paths);
+        None
+    }
+}
+
+/// Files and symlinks below `rel` (a directory of `workspace`), relative
+/// to the workspace; directories git never snapshots (`.git`, the
+/// built-in excluded names) are not entered.
+fn files_below(workspace: &Path, rel: &Path) -> Result<Vec<PathBuf>, SnapshotError> {
+    let mut out = Vec::new();
+    let walk = walkdir::WalkDir::new(workspace.join(rel))
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|e| {
+            e.depth() == 0
+                || !(e.file_type().is_dir()
+                    && e.file_name().to_str().is_some_and(guard::skipped_dir))
+        });
+    for e in walk {
+        let e = match e {
+            Ok(e) => e,
+            // Gone since: the journal has its removal for the next time.
+            Err(e)
+                if e.io_error().map(std::io::Error::kind) == Some(std::io::ErrorKind::NotFound) =>
+            {
+                continue
+            }
+            Err(e) => {
+                let path = e.path().unwrap_or(workspace).to_path_buf();
+                return Err(SnapshotError::io(
+                    "cannot list",
+                    path,
+                    e.into_io_error()
+                        .unwrap_or_else(|| std::io::Error::other("walk failed")),
+                ));
+            }
+        };
+        if !e.file_type().is_dir() {
+            if let Ok(r) = e.path().strip_prefix(workspace) {
+                out.push(r.to_path_buf());
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn check_hash(what: &str, s: &str) -> Result<(), SnapshotError> {

@@ -63,6 +63,7 @@ mod seatbelt_structure;
 mod serve_clients;
 mod serve_raw;
 mod skip_switch;
+mod snapshot_journal;
 mod snapshot_seed;
 mod subagents;
 mod subagents_runtime;
