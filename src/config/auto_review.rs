@@ -61,18 +61,7 @@ impl<'de> Deserialize<'de> for TimeoutSecs {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::config::{load, ConfigPaths, LoadOptions};
-
-    fn load_with(config: &str) -> Result<crate::config::Settings, crate::config::ConfigError> {
-        let t = tempfile::tempdir().unwrap();
-        let cw = t.path().join("cw");
-        std::fs::create_dir_all(&cw).unwrap();
-        std::fs::write(cw.join("config.toml"), config).unwrap();
-        let mut o = LoadOptions::new(t.path());
-        o.paths = ConfigPaths::from_parts(Some(t.path().to_path_buf()), Some(cw), None);
-        o.no_project_config = true;
-        load(&o)
-    }
+    use crate::config::load_user_config_text as load_with;
 
     #[test]
     fn defaults_and_configured_values() {

@@ -21,6 +21,21 @@ pub mod project_network;
 pub mod sandbox_context;
 pub mod user;
 
+/// For tests of one config section: `config` as the only user config
+/// file (no project config), in a fresh directory, loaded.
+#[cfg(test)]
+#[allow(clippy::expect_used)]
+pub(crate) fn load_user_config_text(config: &str) -> Result<Settings, ConfigError> {
+    let t = tempfile::tempdir().expect("tempdir");
+    let cw = t.path().join("cw");
+    std::fs::create_dir_all(&cw).expect("config dir");
+    std::fs::write(cw.join("config.toml"), config).expect("config file");
+    let mut o = LoadOptions::new(t.path());
+    o.paths = ConfigPaths::from_parts(Some(t.path().to_path_buf()), Some(cw), None);
+    o.no_project_config = true;
+    load(&o)
+}
+
 pub use error::{ConfigError, Location};
 pub use paths::ConfigPaths;
 pub use project::IgnoredKey;

@@ -945,6 +945,52 @@ fn each_review_is_one_line_and_a_pause_drops_to_ask_until_auto_review_is_chosen_
     assert!(fx.is_empty());
 }
 
+/// A sub-agent's own reviewer: its lines say whose reviewer it was, and its
+/// pause stops only that child (the footer and the permission stay);
+/// `auto_review.resumed` from another client selects Auto-Review again.
+#[test]
+fn a_childs_review_and_pause_leave_the_threads_posture_and_a_resume_restores_it() {
+    let mut s = st();
+    s.permission = Approval::AutoReview;
+    let (s, _) = s.step(env(
+        "auto_review.decided",
+        Some("turn_1"),
+        Some("item_1"),
+        json!({"call_id": "c1", "tool": "shell", "decision": "deny", "risk": "high",
+               "reason": "no", "agent_id": "a1"}),
+    ));
+    assert!(matches!(s.transcript.last(),
+        Some(Cell::Notice { error: true, text }) if text.starts_with("sub-agent a1's reviewer denied")));
+    let (s, _) = s.step(env(
+        "auto_review.paused",
+        Some("turn_1"),
+        Some("item_1"),
+        json!({"call_id": "c1", "reason": "auto-review paused: 3 reviewer denials in a row",
+               "kind": "denies_in_a_row", "consecutive_denies": 3, "agent_id": "a1"}),
+    ));
+    assert_eq!(s.permission, Approval::AutoReview);
+    assert!(s.auto_review_paused.is_none());
+    assert!(matches!(s.transcript.last(),
+        Some(Cell::Notice { error: true, text }) if text.starts_with("sub-agent a1: auto-review paused")));
+    // The thread's own pause (control), then a resume made elsewhere.
+    let (s, _) = s.step(env(
+        "auto_review.paused",
+        Some("turn_1"),
+        Some("item_1"),
+        json!({"call_id": "c2", "reason": "auto-review paused: 3 reviewer denials in a row",
+               "kind": "denies_in_a_row", "consecutive_denies": 3}),
+    ));
+    assert_eq!(s.permission, Approval::Ask);
+    let (s, _) = s.step(env(
+        "auto_review.resumed",
+        None,
+        None,
+        json!({"ended": {"paused": true}}),
+    ));
+    assert_eq!(s.permission, Approval::AutoReview);
+    assert!(s.auto_review_paused.is_none());
+}
+
 /// `todo.updated` replaces the list the TUI shows (typed, never read by
 /// key); another thread's list and a bad payload change nothing.
 #[test]
