@@ -317,6 +317,25 @@ impl StdioServer {
 /// Run the Python standard-library client tests/clients/SCRIPT with
 /// `args` and only `PATH`, `NO_PROXY=*`, `PYTHONDONTWRITEBYTECODE=1` and `envs` in its environment;
 /// it must exit 0 and print one JSON line, which is returned.
+/// A Chromium-driving client script (tests/clients/*.py): Debian's
+/// `chromium` first, then `args`; the fixture's own HOME and TMPDIR and
+/// the runtime token in its environment.
+pub fn browser_client(script: &str, f: &Fixture, token: &str, args: &[&OsStr]) -> Value {
+    let chromium = which::which("chromium").expect("chromium (ci/setup installs Debian's)");
+    let (tmp, _) = dirs(f);
+    let mut all: Vec<&OsStr> = vec![chromium.as_os_str()];
+    all.extend_from_slice(args);
+    python_client(
+        script,
+        &all,
+        &[
+            ("CODEWHALE_RUNTIME_TOKEN", OsStr::new(token)),
+            ("HOME", f.home.as_os_str()),
+            ("TMPDIR", tmp.as_os_str()),
+        ],
+    )
+}
+
 pub fn python_client(script: &str, args: &[&OsStr], envs: &[(&str, &OsStr)]) -> Value {
     let path = format!("{}/tests/clients/{script}", env!("CARGO_MANIFEST_DIR"));
     let o = Command::new("python3")

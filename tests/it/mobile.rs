@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::runtime::{client, cmd, fixture, python_client, Server, TOKEN};
+use common::runtime::{client, cmd, fixture, Server, TOKEN};
 use common::scripted_model::{call, reply, ScriptedModel, Step, Wire};
 use serde_json::json;
 use std::ffi::OsStr;
@@ -169,7 +169,6 @@ fn mobile_without_auth_is_refused_off_loopback() {
 
 #[test]
 fn the_phone_page_in_chromium_at_390x844() {
-    let chromium = which::which("chromium").expect("chromium (ci/setup installs Debian's)");
     let model = ScriptedModel::start(
         Wire::OpenAi,
         vec![
@@ -194,20 +193,11 @@ fn the_phone_page_in_chromium_at_390x844() {
     let s = Server::start(&f, &["--mobile", "--host", "127.0.0.1"]);
     // A screenshot for docs/ when asked (CODEWHALE_MOBILE_SCREENSHOT=path).
     let shot = std::env::var("CODEWHALE_MOBILE_SCREENSHOT").unwrap_or_else(|_| "-".into());
-    let (tmp, _) = common::runtime::dirs(&f);
-    let v = python_client(
+    let v = common::runtime::browser_client(
         "mobile_browser.py",
-        &[
-            chromium.as_os_str(),
-            OsStr::new(&s.base),
-            f.ws.as_os_str(),
-            OsStr::new(&shot),
-        ],
-        &[
-            ("CODEWHALE_RUNTIME_TOKEN", OsStr::new(TOKEN)),
-            ("HOME", f.home.as_os_str()),
-            ("TMPDIR", tmp.as_os_str()),
-        ],
+        &f,
+        TOKEN,
+        &[OsStr::new(&s.base), f.ws.as_os_str(), OsStr::new(&shot)],
     );
     assert_eq!(v["ok"], true, "{v}");
     assert!(!f.ws.join("mobile-denied.txt").exists());

@@ -9,7 +9,7 @@
 use super::web_server::Web;
 use crate::common;
 
-use common::runtime::{fixture, python_client, TOKEN};
+use common::runtime::{fixture, TOKEN};
 use common::scripted_model::{call, reply, trickle, ScriptedModel, Wire};
 use serde_json::json;
 use std::ffi::OsStr;
@@ -17,7 +17,6 @@ use std::time::Duration;
 
 #[test]
 fn the_page_in_chromium_denies_reloads_allows_and_refuses_cross_origin() {
-    let chromium = which::which("chromium").expect("chromium (ci/setup installs Debian's)");
     let model = ScriptedModel::start(
         Wire::OpenAi,
         vec![
@@ -42,20 +41,11 @@ fn the_page_in_chromium_denies_reloads_allows_and_refuses_cross_origin() {
     let w = Web::start(&f);
     // A screenshot for docs/ when asked (CODEWHALE_WEB_SCREENSHOT=path).
     let shot = std::env::var("CODEWHALE_WEB_SCREENSHOT").unwrap_or_else(|_| "-".into());
-    let (tmp, _) = common::runtime::dirs(&f);
-    let v = python_client(
+    let v = common::runtime::browser_client(
         "web_browser.py",
-        &[
-            chromium.as_os_str(),
-            OsStr::new(&w.link),
-            f.ws.as_os_str(),
-            OsStr::new(&shot),
-        ],
-        &[
-            ("CODEWHALE_RUNTIME_TOKEN", OsStr::new(TOKEN)),
-            ("HOME", f.home.as_os_str()),
-            ("TMPDIR", tmp.as_os_str()),
-        ],
+        &f,
+        TOKEN,
+        &[OsStr::new(&w.link), f.ws.as_os_str(), OsStr::new(&shot)],
     );
     assert_eq!(v["ok"], true, "{v}");
     assert!(!f.root.join("web-denied.txt").exists());
@@ -78,21 +68,11 @@ fn long_answer() -> String {
 }
 
 fn offline_check(url: &str, mode: &str, f: &common::cli::Fixture, text: &str) -> serde_json::Value {
-    let chromium = which::which("chromium").expect("chromium (ci/setup installs Debian's)");
-    let (tmp, _) = common::runtime::dirs(f);
-    python_client(
+    common::runtime::browser_client(
         "web_offline.py",
-        &[
-            chromium.as_os_str(),
-            OsStr::new(url),
-            OsStr::new(mode),
-            OsStr::new(text),
-        ],
-        &[
-            ("CODEWHALE_RUNTIME_TOKEN", OsStr::new(TOKEN)),
-            ("HOME", f.home.as_os_str()),
-            ("TMPDIR", tmp.as_os_str()),
-        ],
+        f,
+        TOKEN,
+        &[OsStr::new(url), OsStr::new(mode), OsStr::new(text)],
     )
 }
 
