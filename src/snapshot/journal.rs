@@ -175,7 +175,10 @@ mod linux {
                 let Ok(rel) = d.strip_prefix(&self.root) else {
                     continue;
                 };
-                if self.watched.contains(rel) {
+                // Never watched when made later either (`watch_new_tree`):
+                // what the store never records is no reason for a full
+                // snapshot, nor worth an inotify watch.
+                if self.watched.contains(rel) || rel.components().any(|c| skipped(c.as_os_str())) {
                     continue;
                 }
                 let rel = rel.to_path_buf();

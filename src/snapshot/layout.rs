@@ -58,11 +58,12 @@ pub const SECRET_PATHSPECS: &[&str] = &[
 /// snapshots name files one by one and leave these out before git sees
 /// them: git 2.47 does not add a file of an untracked directory named by
 /// pathspec when a `:(exclude,glob)**/…` pathspec is also given.
+/// Compared as bytes: a name that is not UTF-8 (`.env.` and any bytes)
+/// is a secret too, as git's glob sees it.
 pub fn is_secret_path(rel: &Path) -> bool {
     rel.components().any(|c| {
-        c.as_os_str()
-            .to_str()
-            .is_some_and(|n| n == ".env" || n.starts_with(".env."))
+        let n = c.as_os_str().as_encoded_bytes();
+        n == b".env" || n.starts_with(b".env.")
     })
 }
 
@@ -220,6 +221,17 @@ mod tests {
             "b/env.local",
         ] {
             assert!(!is_secret_path(Path::new(p)), "{p}");
+        }
+        // A name that is not UTF-8 is still a secret (git's glob matches
+        // bytes; a UTF-8-only check let it into journal snapshots).
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let name = std::ffi::OsStr::from_bytes(b".env.\xff\xfe");
+            assert!(is_secret_path(&Path::new("a").join(name)));
+            assert!(!is_secret_path(
+                &Path::new("a").join(std::ffi::OsStr::from_bytes(b"x\xff"))
+            ));
         }
     }
 

@@ -443,7 +443,8 @@ impl SnapshotStore {
     /// paths excluded as in a full snapshot; then `write-tree`.
     /// `Ok(None)` when more than [`MAX_JOURNAL_PATHSPECS`] paths would be
     /// named (git matches every index entry against every pathspec: a full
-    /// `add -A` is cheaper then).
+    /// `add -A` is cheaper then), or a path cannot be `lstat`ed for another
+    /// reason than being gone.
     fn add_paths_and_write_tree(
         &self,
         paths: &[PathBuf],
@@ -459,7 +460,17 @@ impl SnapshotStore {
         };
         for p in paths {
             match std::fs::symlink_metadata(self.workspace.join(p)) {
-                Err(_) => push(&mut gone, p),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                    ) =>
+                {
+                    push(&mut gone, p)
+                }
+                // Present but unreadable here (permissions, a name too
+                // long): not a deletion; a full `add -A` decides.
+                Err(_) => return Ok(None),
                 Ok(m) if m.is_dir() => {
                     push(&mut gone, p);
                     for f in files_below(&self.workspace, p)? {
