@@ -167,7 +167,7 @@ fn run_backend(
 fn no_remote_server() -> HostError {
     HostError::Unavailable {
         backend: BackendKind::Opensandbox,
-        reason: "a server process with live stdio (an MCP server) cannot run on OpenSandbox; \
+        reason: "a process with live stdio (an MCP server, a background job) cannot run on OpenSandbox; \
                  use a local backend"
             .into(),
         remedy: None,

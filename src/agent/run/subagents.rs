@@ -381,8 +381,9 @@ fn run_child<'f>(
             // than its parent, never wider).
             skills: None,
             memory: None,
-            // The session's jobs: a child's count against it too.
-            jobs: p.ctx.jobs.clone(),
+            // The session's jobs: a child's count against it too, and
+            // belong to the request's turn (interrupting it kills them).
+            jobs: p.ctx.jobs.for_child(&p.ctx.cancel),
         };
         let Some(mut authz) = p.authz.for_child(posture, sandbox) else {
             return Outcome::failed(

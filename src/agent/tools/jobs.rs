@@ -43,9 +43,16 @@ const DRAIN: Duration = Duration::from_secs(1);
 /// How long `job_kill` waits for the host to have killed the tree.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
-/// A session's background jobs (cheap to clone: one shared table).
+/// A session's background jobs (cheap to clone: one shared table), as
+/// one agent of a turn sees them.
 #[derive(Clone, Default)]
-pub struct Jobs(Arc<Mutex<Table>>);
+pub struct Jobs {
+    table: Arc<Mutex<Table>>,
+    /// The cancel token of the request's own agent when this handle is a
+    /// sub-agent's: its jobs belong to that turn too, so interrupting the
+    /// turn kills them even after the child that started them ended.
+    turn: Option<CancelToken>,
+}
 
 impl std::fmt::Debug for Jobs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -75,8 +82,10 @@ impl Drop for Table {
 struct Job {
     command: String,
     started: Instant,
-    /// The cancel token of the turn that started it.
+    /// The cancel token of the agent that started it.
     owner: CancelToken,
+    /// The request's own agent's token when a sub-agent started it.
+    turn: Option<CancelToken>,
     cancel: CancelToken,
     /// What the job's own thread fills in: output, and how it ended.
     out: Arc<Mutex<Buf>>,
@@ -86,6 +95,12 @@ struct Job {
 impl Job {
     fn running(&self) -> bool {
         !self.killed && lock(&self.out).ended.is_none()
+    }
+
+    /// Holds one of the session's slots: still running, or told to stop
+    /// and not yet gone.
+    fn occupies(&self) -> bool {
+        lock(&self.out).ended.is_none()
     }
 }
 
@@ -111,7 +126,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Jobs {
     fn lock(&self) -> MutexGuard<'_, Table> {
-        lock(&self.0)
+        lock(&self.table)
+    }
+
+    /// The same table for a child of the agent whose cancel token is
+    /// `parent`: the child's jobs also belong to the request's turn.
+    pub fn for_child(&self, parent: &CancelToken) -> Jobs {
+        Jobs {
+            table: self.table.clone(),
+            turn: Some(self.turn.clone().unwrap_or_else(|| parent.clone())),
+        }
     }
 
     /// Jobs still running.
@@ -125,24 +149,14 @@ impl Jobs {
         let mut t = self.lock();
         let mut n = 0;
         for j in t.jobs.values_mut() {
-            if j.running() && j.owner.same(owner) {
+            let turns = j.turn.as_ref().is_some_and(|t| t.same(owner));
+            if j.running() && (j.owner.same(owner) || turns) {
                 j.cancel.cancel();
                 j.killed = true;
                 n += 1;
             }
         }
         n
-    }
-
-    /// Kill every running job (the session is ending).
-    pub fn kill_all(&self) {
-        let mut t = self.lock();
-        for j in t.jobs.values_mut() {
-            if j.running() {
-                j.cancel.cancel();
-                j.killed = true;
-            }
-        }
     }
 
     fn ids(&self) -> String {
@@ -197,27 +211,20 @@ pub async fn start(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Err(e) => return ToolOutput::error("bad_arguments", e),
     };
     let command = crate::catalogue::shell_command_line(args).unwrap_or_else(|| argv.join(" "));
-    if ctx.jobs.running() >= MAX_RUNNING {
-        return ToolOutput::error(
-            "job_limit",
-            format!(
-                "not started: {MAX_RUNNING} background jobs are already running in this session; read one to its end (job_output) or stop one (job_kill) first"
-            ),
-        );
-    }
     let cancel = CancelToken::new();
     let out = Arc::new(Mutex::new(Buf::default()));
-    if let Err(e) = spawn(merged(argv), ctx, cancel.clone(), out.clone()) {
-        return super::shell::host_error(e);
-    }
-    // A start failure (no sandbox, no such program) is the call's error.
-    let ended = ended_within(&out, START_GRACE).await;
-    if let Some(Ended::NotRun(e)) = ended {
-        return e;
-    }
-    let done = ended.is_some();
+    // The slot is taken (checked and inserted under one lock) before the
+    // job starts: sub-agents share the table and start jobs concurrently.
     let id = {
         let mut t = ctx.jobs.lock();
+        if t.jobs.values().filter(|j| j.occupies()).count() >= MAX_RUNNING {
+            return ToolOutput::error(
+                "job_limit",
+                format!(
+                    "not started: {MAX_RUNNING} background jobs are already running in this session; read one to its end (job_output) or stop one (job_kill) first"
+                ),
+            );
+        }
         t.next += 1;
         let id = format!("job-{}", t.next);
         t.jobs.insert(
@@ -226,20 +233,36 @@ pub async fn start(args: &Value, ctx: &ToolContext) -> ToolOutput {
                 command: command.clone(),
                 started: Instant::now(),
                 owner: ctx.cancel.clone(),
-                cancel,
-                out,
+                turn: ctx.jobs.turn.clone(),
+                cancel: cancel.clone(),
+                out: out.clone(),
                 killed: false,
             },
         );
         id
     };
-    let mut o = ToolOutput::ok(format!(
+    let forget = || {
+        ctx.jobs.lock().jobs.remove(&id);
+    };
+    if let Err(e) = spawn(merged(argv), ctx, cancel, out.clone()) {
+        forget();
+        return super::shell::host_error(e);
+    }
+    // A start the host refuses (no usable sandbox) is the call's error; a
+    // program that does not exist is the job's exit status (`sh -c`).
+    let ended = ended_within(&out, START_GRACE).await;
+    if let Some(Ended::NotRun(e)) = ended {
+        forget();
+        return e;
+    }
+    let done = ended.is_some();
+    let o = ToolOutput::ok(format!(
         "started background job {id}: {command}\n{}Read its new output with job_output {{\"id\": \"{id}\"}}; stop it with job_kill {{\"id\": \"{id}\"}}. It is killed if this turn is interrupted or the session ends.",
         if done { "(it has already finished) " } else { "" }
     ));
-    o.enforcement = Some(Box::new(super::EnforcementLabel::new(format!(
-        "background job {id}: the sandbox of any command (job_output reports what was enforced)"
-    ))));
+    // No enforcement label yet: what the host enforced is known when the
+    // job ends, and `job_output` reports it then (a receipt lists only
+    // what a run reported, never a description standing in for it).
     o
 }
 
@@ -516,6 +539,7 @@ mod tests {
             command: "sleep 60".into(),
             started: Instant::now(),
             owner: owner.clone(),
+            turn: None,
             cancel: CancelToken::new(),
             out: Arc::default(),
             killed: false,
@@ -535,5 +559,38 @@ mod tests {
         let c2 = jobs.lock().jobs["job-2"].cancel.clone();
         drop(jobs);
         assert!(c2.is_cancelled(), "the session's end kills the rest");
+    }
+
+    #[test]
+    fn a_childs_job_dies_with_the_requests_turn_after_the_child_ended() {
+        let jobs = Jobs::default();
+        let (turn, child, other) = (CancelToken::new(), CancelToken::new(), CancelToken::new());
+        let childs = jobs.for_child(&turn);
+        // A grandchild's handle still names the request's turn.
+        assert!(childs
+            .for_child(&child)
+            .turn
+            .as_ref()
+            .is_some_and(|t| t.same(&turn)));
+        let job = |owner: &CancelToken, h: &Jobs| Job {
+            command: "sleep 60".into(),
+            started: Instant::now(),
+            owner: owner.clone(),
+            turn: h.turn.clone(),
+            cancel: CancelToken::new(),
+            out: Arc::default(),
+            killed: false,
+        };
+        {
+            let mut t = jobs.lock();
+            t.jobs.insert("job-1".into(), job(&child, &childs));
+            t.jobs.insert("job-2".into(), job(&other, &jobs));
+        }
+        // The child is long gone; its turn is interrupted: its job goes,
+        // another turn's job (the control) stays.
+        assert_eq!(jobs.kill_owned_by(&turn), 1);
+        let t = jobs.lock();
+        assert!(t.jobs["job-1"].cancel.is_cancelled());
+        assert!(!t.jobs["job-2"].cancel.is_cancelled());
     }
 }
