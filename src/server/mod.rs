@@ -204,6 +204,14 @@ fn run_inner(args: AppServerArgs) -> anyhow::Result<i32> {
     };
     let env = |n: &str| std::env::var(n).ok();
     let auth = auth::Auth::resolve(args.auth_token.as_deref(), &env, args.insecure_no_auth);
+    // The phone page asks for the token: a generated one is never shown,
+    // so nobody could unlock it.
+    if args.mobile && auth.source == auth::TokenSource::Generated {
+        eprintln!(
+            "codewhale: --mobile needs a token you can type into the phone page: set CODEWHALE_RUNTIME_TOKEN (or --auth-token, visible in the process list)"
+        );
+        return Ok(crate::exit::USAGE);
+    }
     let (rt, report) = Runtime::open(&home)?;
     if let Some(t) = &report.torn {
         eprintln!(

@@ -167,6 +167,33 @@ fn mobile_without_auth_is_refused_off_loopback() {
     assert!(s.base.starts_with("http://127.0.0.1:"));
 }
 
+/// The page asks for the token: a generated one (never shown) could not
+/// be typed in, so `--mobile` refuses to start without one (the other
+/// tests here, given `CODEWHALE_RUNTIME_TOKEN`, are the positive control).
+#[test]
+fn mobile_without_a_token_to_type_is_refused() {
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply("unused")]);
+    let f = fixture(&model);
+    let o = cmd(
+        &f,
+        &[
+            "app-server",
+            "--mobile",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--mobile needs a token you can type"),
+        "{o:?}"
+    );
+}
+
 #[test]
 fn the_phone_page_in_chromium_at_390x844() {
     let model = ScriptedModel::start(

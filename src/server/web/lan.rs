@@ -80,7 +80,7 @@ pub fn announce(addr: SocketAddr) {
         .map(|ip| mobile_url(ip, port))
         .collect();
     eprintln!(
-        "codewhale app-server: warning: --mobile listens on {addr}: every device on these networks can reach this server (its API still needs the runtime token); phone page:"
+        "codewhale app-server: warning: --mobile listens on {addr}: every device on these networks can reach this server; its API needs the runtime token, which travels unencrypted (plain HTTP): use it only on a network you trust, or bind 127.0.0.1 behind an SSH tunnel or VPN; phone page:"
     );
     if urls.is_empty() {
         eprintln!("  (no non-loopback address found)");
