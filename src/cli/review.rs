@@ -382,9 +382,9 @@ fn publish(gh: &GitHub, file: &ReviewFile, diff: &Diff) -> anyhow::Result<()> {
     let answer = file.answer();
     let n = *number;
     let line = tokio()?.block_on(async {
-        let me = gh.me().await?;
+        let me = gh.own_login(&|k| std::env::var(k).ok()).await?;
         let reviews = gh.reviews(n).await?;
-        if let Some(ours) = post::own_review(&reviews, &me.login) {
+        if let Some(ours) = post::own_review(&reviews, &me) {
             let comments = gh.review_comments(n, ours.id).await?;
             let bodies: Vec<String> = comments.into_iter().map(|c| c.body).collect();
             let keys = post::keys_in(&bodies);

@@ -335,6 +335,42 @@ impl GitHub {
         Ok(self.json(Method::GET, "/user", None).await?.1)
     }
 
+    /// The login this token's reviews are posted as. `GET /user` answers
+    /// an app installation token (GitHub Actions' `GITHUB_TOKEN`) 403
+    /// "Resource not accessible by integration"; such a token posts as
+    /// its app's bot, named by `CODEWHALE_REVIEW_LOGIN`, else
+    /// `github-actions[bot]` inside GitHub Actions (`GITHUB_ACTIONS=true`).
+    pub async fn own_login(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<String, GitHubError> {
+        match self.me().await {
+            Ok(u) => Ok(u.login),
+            Err(GitHubError::Api {
+                status: 403,
+                method,
+                path,
+                message,
+                doc,
+            }) => env("CODEWHALE_REVIEW_LOGIN")
+                .filter(|l| !l.is_empty())
+                .or_else(|| {
+                    (env("GITHUB_ACTIONS").as_deref() == Some("true"))
+                        .then(|| "github-actions[bot]".to_string())
+                })
+                .ok_or(GitHubError::Api {
+                    method,
+                    path,
+                    status: 403,
+                    message: format!(
+                        "{message}; an app installation token cannot say whose it is: set CODEWHALE_REVIEW_LOGIN to the login its reviews are posted as"
+                    ),
+                    doc,
+                }),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `pulls/list-reviews`.
     pub async fn reviews(&self, n: u64) -> Result<Vec<Review>, GitHubError> {
         self.all(&format!("{}/reviews", self.pulls(n))).await

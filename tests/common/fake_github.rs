@@ -521,11 +521,20 @@ fn with_host(mut r: Response, h: &HeaderMap) -> Response {
     r
 }
 
-/// `users/get-authenticated`.
+/// `users/get-authenticated`. A bot login (`…[bot]`) stands for an app
+/// installation token, which this endpoint refuses: 403 "Resource not
+/// accessible by integration" (GitHub documents the endpoint for user
+/// tokens only: "GitHub App user access token" / "Fine-grained personal
+/// access token", not installation tokens; Actions' `GITHUB_TOKEN` is one).
 async fn user(State(s): State<Shared>, h: HeaderMap) -> Response {
     let st = s.0.lock().unwrap();
     match token_of(&h).and_then(|t| st.tokens.get(&t).cloned()) {
-        Some((login, _)) => json_resp(json!({"login": login, "id": 42, "type": "Bot"})),
+        Some((login, _)) if login.ends_with("[bot]") => error(
+            StatusCode::FORBIDDEN,
+            "Resource not accessible by integration",
+            "https://docs.github.com/rest/users/users#get-the-authenticated-user",
+        ),
+        Some((login, _)) => json_resp(json!({"login": login, "id": 42, "type": "User"})),
         None => error(
             StatusCode::UNAUTHORIZED,
             "Requires authentication",

@@ -211,6 +211,55 @@ fn two_stages_post_once_update_twice_and_refuse_a_stale_file() {
     assert_eq!(writes(&gh), w);
 }
 
+/// GitHub Actions' `GITHUB_TOKEN` is an app installation token: `GET
+/// /user` refuses it (403). Inside Actions the review is posted and found
+/// again as `github-actions[bot]`'s (a re-run updates it); outside, the
+/// post fails naming `CODEWHALE_REVIEW_LOGIN` and writes nothing.
+#[test]
+fn an_actions_installation_token_posts_once_and_updates_its_review() {
+    const ACTIONS: &str = "ghs_actions_installation_token";
+    let model = ScriptedModel::start(Wire::OpenAi, vec![reply(&answer())]);
+    let fx = Fixture::new(&model, "");
+    let gh = FakeGitHub::start(
+        "octo",
+        "demo",
+        &[(READ, BOT, false), (ACTIONS, "github-actions[bot]", true)],
+    );
+    gh.add_pr(pr1());
+    let out = fx.root.join("review.json");
+    ok(&analyse(
+        &fx,
+        &gh,
+        &["1", "--output", out.to_str().unwrap()],
+    ));
+    let post_as = |actions: bool| {
+        let home = Fixture::with_config("");
+        let mut c = home.cmd(&["review", "post", out.to_str().unwrap()]);
+        c.env("GITHUB_API_URL", gh.url())
+            .env("GITHUB_TOKEN", ACTIONS);
+        if actions {
+            c.env("GITHUB_ACTIONS", "true");
+        }
+        c.output().expect("run codewhale")
+    };
+    // Outside Actions, with nothing naming the login: refused, no write.
+    let o = post_as(false);
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("CODEWHALE_REVIEW_LOGIN"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(writes(&gh), 0);
+    // Inside Actions: one review, then the same one updated.
+    ok(&post_as(true));
+    ok(&post_as(true));
+    let reviews = gh.reviews(1);
+    assert_eq!(reviews.len(), 1, "{reviews:?}");
+    assert_eq!(reviews[0].user, "github-actions[bot]");
+    assert_eq!(gh.seen().iter().filter(|s| s.method == "PUT").count(), 1);
+}
+
 #[test]
 fn the_read_only_token_cannot_post() {
     // Positive control of the split: a write with the analysis stage's
