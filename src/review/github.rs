@@ -297,10 +297,25 @@ impl GitHub {
             let (h, page): (_, Vec<T>) = self.json(Method::GET, &target, None).await?;
             out.extend(page);
             pages += 1;
-            if pages >= MAX_PAGES {
-                break;
-            }
             next = next_link(&h);
+            let Some(link) = &next else { break };
+            // The token goes only to this API: a `next` elsewhere is refused.
+            if !link.starts_with(&format!("{}/", self.api)) {
+                return Err(GitHubError::Decode {
+                    method: "GET".into(),
+                    path: target,
+                    detail: format!("a `Link: rel=\"next\"` outside {}: {link}", self.api),
+                });
+            }
+            // Never a silently shortened list (a missed earlier review
+            // would post a second one; a cut file list an incomplete diff).
+            if pages >= MAX_PAGES {
+                return Err(GitHubError::Decode {
+                    method: "GET".into(),
+                    path: target,
+                    detail: format!("more than {MAX_PAGES} pages of 100"),
+                });
+            }
         }
         Ok(out)
     }
