@@ -148,6 +148,10 @@ fn a_sigkilled_run_leaves_nothing_once_the_next_command_starts() {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        // The landlock stage holds the run's lock until it has reaped the
+        // tree (a next command that starts before sees a live run and
+        // leaves it alone): the dead run is over when the lock is free.
+        fx.wait_run_unlocked(&case.to_string());
         // During the dead run (until the next command) the command's
         // writes are there: this is what "held only after the run" means.
         let next = fx.next_command();
