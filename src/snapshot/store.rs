@@ -357,14 +357,22 @@ impl SnapshotStore {
         self.seed = Some(r.map(drop));
         let r = match borrowed {
             None => self.add_and_write_tree(true),
-            Some(objects) => match self.seeded_add(&objects) {
-                Ok(r) => Ok(r),
-                Err(why) => {
-                    let _ = std::fs::remove_file(self.git.index());
-                    self.seed = Some(Err(why));
-                    self.add_and_write_tree(true)
+            Some(seeded) => {
+                let r = self.seeded_add(&seeded.objects);
+                // The snapshot's pack now holds what it reaches (or the
+                // seed is abandoned): the user's trees go.
+                if let Some(name) = &seeded.tree_pack {
+                    seed::drop_pack(&self.git, name);
                 }
-            },
+                match r {
+                    Ok(r) => Ok(r),
+                    Err(why) => {
+                        let _ = std::fs::remove_file(self.git.index());
+                        self.seed = Some(Err(why));
+                        self.add_and_write_tree(true)
+                    }
+                }
+            }
         };
         self.after_full_look(r, no_journal)
     }

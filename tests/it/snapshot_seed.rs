@@ -90,6 +90,7 @@ fn repo_with_everything(f: &Fixture) {
     f.write("src/main.rs", "fn main() {}\n");
     f.write("src/lib.rs", "pub fn lib() {}\n");
     f.write("docs/readme.md", "read me\n");
+    f.write("lib/util.rs", "pub fn util() {}\n");
     f.write(".env", "TRACKED-SECRET-41\n");
     f.write("node_modules/pkg/index.js", "TRACKED-DEPENDENCY-42\n");
     f.write("creds/token.txt", "TRACKED-DENY-READ-43\n");
@@ -175,6 +176,38 @@ fn a_seeded_snapshot_holds_what_the_long_way_holds() {
     }
     // No alternates: the side store stands alone.
     assert!(!store.git_dir().join("objects/info/alternates").exists());
+    // The user's trees copied ahead for `write-tree` are gone again: one
+    // pack, the snapshot's, which holds the clean tree it reaches (a
+    // control) and no tree that names a left-out entry.
+    let packs: Vec<_> = std::fs::read_dir(store.git_dir().join("objects/pack"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+        .collect();
+    assert_eq!(packs.len(), 1, "{packs:?}");
+    let side_has = |spec: &str| {
+        let oid = String::from_utf8(f.user_git(&["rev-parse", spec]).stdout).unwrap();
+        Command::new("git")
+            .arg(format!("--git-dir={}", store.git_dir().display()))
+            .args(["cat-file", "-e", oid.trim()])
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(
+        side_has("HEAD:lib"),
+        "control: a clean tree the snapshot reaches"
+    );
+    for tainted in [
+        "HEAD^{tree}",
+        "HEAD:creds",
+        "HEAD:node_modules",
+        "HEAD:ignored",
+    ] {
+        assert!(!side_has(tainted), "{tainted} in the side store");
+    }
 
     // Restores byte-exactly, and the user's .git was never written (bytes,
     // modes, mtimes, inodes, and no file added or removed; this test made
