@@ -676,7 +676,8 @@ fn plan_mode_denies_a_write_and_a_shell_command() {
     assert_eq!(reasons.len(), 2, "{j:#}");
     assert!(
         reasons[0].contains("Plan mode reads and searches only")
-            && reasons[1].contains("Plan mode: only read-only shell commands run"),
+            && reasons[1]
+                .contains("Plan mode: only read-only shell commands and network reads run"),
         "{reasons:?}"
     );
     // Positive control, through Plan's hand-off: the finished Plan turn

@@ -136,11 +136,19 @@ pub(super) fn gate_baseline(
         Some(ToolKind::Shell) => {
             let Some(a) = analysis else { return };
             let ro = readonly::is_read_only(a);
-            if posture.mode == Mode::Plan && !ro {
+            // Plan runs read-only commands and network reads (whether the
+            // network is there is the sandbox's network setting).
+            let plan_ok = ro
+                || (a.failure.is_none()
+                    && !a.pieces.is_empty()
+                    && a.pieces.iter().all(|p| {
+                        readonly::piece_is_read_only(p) || readonly::piece_is_network_read(p)
+                    }));
+            if posture.mode == Mode::Plan && !plan_ok {
                 acc.deny(
                     Gate::Baseline,
                     DecidedBy::Posture,
-                    "Plan mode: only read-only shell commands run",
+                    "Plan mode: only read-only shell commands and network reads run",
                 );
             } else if full {
                 acc.allowed(Gate::Baseline, DecidedBy::Posture, "Full Access");
