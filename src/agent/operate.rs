@@ -4,12 +4,15 @@
 //! disjoint write scopes, run long commands in the background, get a
 //! `reviewer` child's verdict before ending), and the loop enforces the
 //! last part with [`ReviewGate`]: when a turn is about to end with more
-//! than one file changed since the last `reviewer` child completed, the
+//! than one file changed since the last `reviewer` child completed (by
+//! its file tools, its children, or its commands and MCP calls as the
+//! undo snapshots saw them), the
 //! loop sends the model one message ([`ReviewGate::nudge`]) asking for a
 //! review, once per unreviewed change set. The model may still end after
 //! it; what is enforced is that it is asked (docs/OPERATE.md).
 //!
-//! Pure: the gate only watches the loop's typed events.
+//! Pure: the gate only watches the loop's typed events and the changed
+//! paths the loop hands it.
 
 use super::event::Event;
 use super::subagent::Role;
@@ -47,15 +50,39 @@ pub fn nudge_text(files: &[PathBuf]) -> String {
 /// the model was already asked about them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReviewGate {
+    /// Workspace-relative where the path is inside the workspace, so a
+    /// file named by a tool (absolute) and by a snapshot diff (relative)
+    /// counts once.
     changed: BTreeSet<PathBuf>,
     asked: bool,
+    /// The canonical workspace the tools' absolute paths are under.
+    workspace: Option<PathBuf>,
 }
 
 impl ReviewGate {
+    /// A gate for a run in `workspace` (canonical, as the file tools and
+    /// the snapshot store name it).
+    pub fn for_workspace(workspace: &std::path::Path) -> Self {
+        ReviewGate {
+            workspace: Some(workspace.to_path_buf()),
+            ..Default::default()
+        }
+    }
+
+    /// Files the file-changing calls changed as the undo snapshots saw
+    /// them (workspace-relative): commands, children and MCP calls
+    /// included, which no tool result lists.
+    pub fn observe_changed(&mut self, rel: &[String]) {
+        if !rel.is_empty() {
+            let files: Vec<PathBuf> = rel.iter().map(PathBuf::from).collect();
+            self.add(&files);
+        }
+    }
+
     /// Watch one step of the run: a file tool's successful write and a
     /// child's changed files add to the set; a `reviewer` child that
-    /// completed clears it. (A command's own changes are not listed by the
-    /// loop, so they do not count: see docs/OPERATE.md.)
+    /// completed clears it. (A command's own changes come from the
+    /// snapshots: [`Self::observe_changed`].)
     pub fn observe(&mut self, ev: &Event) {
         match ev {
             Event::ToolResult(r) if r.status == "ok" && crate::catalogue::is_write(&r.tool) => {
@@ -75,7 +102,11 @@ impl ReviewGate {
 
     fn add(&mut self, files: &[PathBuf]) {
         let before = self.changed.len();
-        self.changed.extend(files.iter().cloned());
+        let ws = self.workspace.as_deref();
+        self.changed.extend(files.iter().map(|f| {
+            ws.and_then(|w| f.strip_prefix(w).ok())
+                .map_or_else(|| f.clone(), std::path::Path::to_path_buf)
+        }));
         if self.changed.len() != before {
             // A new change: the earlier question was about less.
             self.asked = false;
@@ -156,7 +187,7 @@ mod tests {
     }
 
     #[test]
-    fn failed_writes_reads_and_commands_do_not_count() {
+    fn failed_writes_reads_and_command_results_do_not_count_by_themselves() {
         let mut g = ReviewGate::default();
         g.observe(&write("edit_file", "error", &["a.rs"]));
         g.observe(&write("read_file", "ok", &["b.rs"]));
@@ -176,6 +207,28 @@ mod tests {
         g.observe(&child(Role::Reviewer, "completed", &[]));
         assert_eq!(g.nudge(), None);
         assert_eq!(g, ReviewGate::default());
+    }
+
+    #[test]
+    fn files_commands_changed_count_once_with_the_tools_writes() {
+        let mut g = ReviewGate::for_workspace(std::path::Path::new("/ws"));
+        // The same file written by a tool (absolute) and seen by the
+        // snapshot diff (relative) is one file.
+        g.observe(&write("edit_file", "ok", &["/ws/a.rs"]));
+        g.observe_changed(&["a.rs".into()]);
+        assert_eq!(g.nudge(), None);
+        // A command changed a second one.
+        g.observe_changed(&["src/b.rs".into()]);
+        let m = g.nudge().unwrap();
+        assert!(
+            m.contains("2 files changed") && m.contains("a.rs, src/b.rs"),
+            "{m}"
+        );
+        // A completed reviewer clears what commands changed too.
+        g.observe(&child(Role::Reviewer, "completed", &[]));
+        assert_eq!(g.nudge(), None);
+        g.observe_changed(&["c.rs".into(), "d.rs".into()]);
+        assert!(g.nudge().unwrap().contains("2 files"));
     }
 
     #[test]

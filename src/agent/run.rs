@@ -492,7 +492,7 @@ async fn drive_run(
     let operate = (authz.posture().map(|p| p.mode) == Some(crate::authz::Mode::Operate)
         && hooks.spawner.as_ref().is_some_and(|s| s.depth == 0)
         && offered.contains(&super::subagent::AGENT_TOOL))
-    .then(super::operate::ReviewGate::default);
+    .then(|| super::operate::ReviewGate::for_workspace(ctx.guard.workspace()));
     let current = match models {
         Models::Single(p) => (p.settings.id.clone(), p.settings.model.clone()),
         Models::Routed(r) => r
@@ -820,6 +820,7 @@ impl Loop<'_> {
                 if self.steered.is_empty() {
                     // Operate: a multi-file change not yet reviewed gets
                     // one message asking for a reviewer before ending.
+                    self.review_changes();
                     match self.operate.as_mut().and_then(|g| g.nudge()) {
                         Some(m) if turn < self.opts.max_turns => {
                             self.out.note(&m);
@@ -877,6 +878,9 @@ impl Loop<'_> {
     /// the output and the tap. The record comes first so a client that
     /// sees the event finds the step in the session file.
     fn emit(&mut self, turn: u32, e: ev::Event) -> Result<(), Stop> {
+        // The calls' snapshot diffs known so far come first: a reviewer
+        // that completes now reviewed them.
+        self.review_changes();
         if let Some(g) = &mut self.operate {
             g.observe(&e);
         }
@@ -885,6 +889,15 @@ impl Loop<'_> {
         }
         self.out.emit(e);
         Ok(())
+    }
+
+    /// Hand the files the calls' snapshots saw changed (commands,
+    /// children, MCP calls included) to Operate's reviewer rule.
+    fn review_changes(&mut self) {
+        let changed = self.snaps.take_call_changes();
+        if let Some(g) = &mut self.operate {
+            g.observe_changed(&changed);
+        }
     }
 
     /// One model request (the router's, or the single provider's), with

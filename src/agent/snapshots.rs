@@ -48,6 +48,10 @@ pub struct RunSnapshots {
     /// The latest `tool:` snapshot of the open turn, whose changes are
     /// known when the next snapshot is taken.
     pending_call: Option<(String, SnapshotId)>,
+    /// Workspace-relative paths the calls' diffs changed, since the loop
+    /// last took them ([`Self::take_call_changes`]): what commands,
+    /// children and MCP calls changed, which no tool result lists.
+    call_changes: Vec<String>,
 }
 
 impl RunSnapshots {
@@ -68,6 +72,7 @@ impl RunSnapshots {
             state,
             pre: None,
             pending_call: None,
+            call_changes: Vec::new(),
         }
     }
 
@@ -168,6 +173,14 @@ impl RunSnapshots {
         Ok(())
     }
 
+    /// The workspace-relative paths the file-changing calls changed (as
+    /// their snapshots saw them) since the last take; empty when snapshots
+    /// are off. Operate's reviewer rule counts them
+    /// ([`super::operate::ReviewGate::observe_changed`]).
+    pub fn take_call_changes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.call_changes)
+    }
+
     /// Save the changes of the pending tool call (its snapshot → `to`).
     fn close_pending(
         &mut self,
@@ -196,6 +209,10 @@ impl RunSnapshots {
         };
         match store.diff(from, to) {
             Ok(changes) => {
+                if call_id.is_some() {
+                    self.call_changes
+                        .extend(changes.iter().map(|c| c.path.clone()));
+                }
                 log.append(
                     turn,
                     Event::FileChanges {

@@ -23,6 +23,9 @@ pub enum Hint {
     NetworkOff,
     /// The command failed to write a path outside the writable roots.
     OutsideWritableRoots(PathBuf),
+    /// A scoped writer's command failed to write a workspace path outside
+    /// its `write_scope` (more roots would not be the fix).
+    OutsideWriteScope(PathBuf),
 }
 
 impl Hint {
@@ -33,6 +36,10 @@ impl Hint {
             Hint::NetworkOff => "the sandbox's network was off, and the command failed the way a program without a network does (name resolution or connection errors): allow the names it needs with --allow-domain NAME (once per name), or the whole network with --network ([sandbox] network in the config)".into(),
             Hint::OutsideWritableRoots(p) => format!(
                 "{} is outside the sandbox's writable roots: the write was refused by the sandbox; add a root with --writable-root DIR ([sandbox] writable_roots in the config)",
+                p.display()
+            ),
+            Hint::OutsideWriteScope(p) => format!(
+                "{} is outside this sub-agent's write scope: the write was refused by the sandbox; only the scope's paths are writable in the workspace",
                 p.display()
             ),
         }
@@ -84,7 +91,13 @@ pub fn after_run(out: &ExecOutcome, policy: &SandboxPolicy, cwd: &Path) -> Vec<H
         hints.push(Hint::NetworkOff);
     }
     if let Some(p) = refused_outside(&stderr, policy, cwd) {
-        hints.push(Hint::OutsideWritableRoots(p));
+        let in_workspace = crate::policy::paths::inside_workspace(&p, &policy.workspace)
+            || std::fs::canonicalize(&policy.workspace).is_ok_and(|w| p.starts_with(w));
+        hints.push(if policy.write_scope.is_some() && in_workspace {
+            Hint::OutsideWriteScope(p)
+        } else {
+            Hint::OutsideWritableRoots(p)
+        });
     }
     hints
 }

@@ -219,6 +219,14 @@ pub struct SandboxPolicy {
     /// keys, sessions and snapshots are denied like `~/.codewhale`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_home: Option<PathBuf>,
+    /// A scoped writer's `write_scope` (a sub-agent's; workspace-relative
+    /// paths, lexically normal, no `..`): under `workspace-write` these
+    /// paths are the writable roots *instead of* the workspace (the rest
+    /// of the workspace stays readable). `None`: the whole workspace.
+    /// Resolution makes each one a root only if it exists and stays inside
+    /// the workspace (see [`resolve::resolve`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_scope: Option<Vec<PathBuf>>,
 }
 
 fn yes() -> bool {
@@ -241,6 +249,7 @@ impl SandboxPolicy {
             landlock: LandlockHoles::default(),
             egress: None,
             state_home: None,
+            write_scope: None,
         }
     }
 

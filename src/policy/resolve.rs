@@ -20,10 +20,17 @@ use std::path::{Path, PathBuf};
 pub use super::facts::HostFacts;
 pub use super::paths::{normalize, PathEntry, PathKind};
 
+/// The directory of codewhale's home holding `worktree: true` sub-agents'
+/// checkouts (`<home>/worktrees/<name>`): the one part of the home a
+/// command whose workspace is such a checkout may read and write (see
+/// [`resolve`]'s deny-read of the home).
+pub const CHECKOUTS_DIR: &str = "worktrees";
+
 /// Reasons of the writable roots that get the write-protected table
 /// (toolchain caches do not: see [`resolve`]).
 const WORKSPACE_REASON: &str = "the workspace";
 const EXTRA_ROOT_REASON: &str = "extra writable root";
+const SCOPE_REASON: &str = "write scope";
 
 /// The policy with every table expanded to concrete paths.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,6 +99,10 @@ pub enum ResolveError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// A `write_scope` path that leads out of the workspace (`..`, an
+    /// absolute path, a symlink to elsewhere).
+    #[error("write scope {path}: {why}")]
+    WriteScope { path: PathBuf, why: String },
 }
 /// Every workspace `.env` file (see [`super::env_scan`]); what could not
 /// be scanned goes to `unmasked`.
@@ -157,11 +168,18 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
     let mut writable_roots = Vec::new();
     let mut seen_roots = BTreeSet::new();
     if policy.mode == SandboxMode::WorkspaceWrite {
-        push_unique(
-            &mut writable_roots,
-            &mut seen_roots,
-            entry(workspace.clone(), true, WORKSPACE_REASON),
-        );
+        match &policy.write_scope {
+            None => push_unique(
+                &mut writable_roots,
+                &mut seen_roots,
+                entry(workspace.clone(), true, WORKSPACE_REASON),
+            ),
+            Some(scope) => {
+                for e in scope_roots(&workspace, scope, &mut notes)? {
+                    push_unique(&mut writable_roots, &mut seen_roots, e);
+                }
+            }
+        }
         for r in &policy.writable_roots {
             let c = std::fs::canonicalize(r).map_err(|source| ResolveError::WritableRoot {
                 path: r.clone(),
@@ -203,6 +221,16 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
         .filter(|r| r.reason == WORKSPACE_REASON || r.reason == EXTRA_ROOT_REASON)
         .map(|r| r.path.clone())
         .collect();
+    // A write scope keeps exactly the workspace's table (`.git/hooks`
+    // stays protected in a scope of `.git`): the table is expanded from
+    // the workspace as without a scope, and the backends hold the entries
+    // that fall inside a scope (the others are read-only already).
+    let roots: Vec<PathBuf> =
+        if policy.mode == SandboxMode::WorkspaceWrite && policy.write_scope.is_some() {
+            std::iter::once(workspace.clone()).chain(roots).collect()
+        } else {
+            roots
+        };
     for root in &roots {
         for t in tables::PROTECT_WRITE
             .iter()
@@ -291,6 +319,24 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
     for t in targets {
         push_unique(&mut protected, &mut seen_prot, t);
     }
+    // A write scope that is (or lies inside) a write-protected path is no
+    // writable root: protection wins over the scope (a root equal to a
+    // protected path would be no hole in it, so neither the landlock
+    // tier's after-run check nor a mount would hold it).
+    writable_roots.retain(|r| {
+        let held = r.reason == SCOPE_REASON
+            && protected.iter().any(|p| {
+                r.path.starts_with(&p.path)
+                    || p.target.as_ref().is_some_and(|t| r.path.starts_with(t))
+            });
+        if held {
+            notes.push(format!(
+                "write scope {} is write-protected; not made writable",
+                r.path.display()
+            ));
+        }
+        !held
+    });
 
     // Deny-read paths.
     let mut deny_read = Vec::new();
@@ -300,6 +346,19 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
     if policy.mode != SandboxMode::DangerFullAccess {
         let mut canon = Canon::default();
         for t in tables::DENY_READ {
+            if t.anchor == Anchor::Home && t.path == tables::CODEWHALE_HOME {
+                for h in &facts.homes {
+                    push_state_home(
+                        &mut canon,
+                        &normalize(&h.join(t.path)),
+                        &workspace,
+                        t.reason,
+                        &mut deny_read,
+                        &mut seen_deny,
+                    );
+                }
+                continue;
+            }
             push_table_entry(&mut canon, t, facts, &mut deny_read, &mut seen_deny);
         }
         for raw in &policy.extra_deny_read {
@@ -315,13 +374,13 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
             }
         }
         if let Some(h) = &policy.state_home {
-            push_with_canonical(
+            push_state_home(
                 &mut canon,
+                h,
+                &workspace,
+                "codewhale's own home ($CODEWHALE_HOME): keys, sessions and snapshots",
                 &mut deny_read,
                 &mut seen_deny,
-                h.clone(),
-                true,
-                "codewhale's own home ($CODEWHALE_HOME): keys, sessions and snapshots",
             );
         }
         scan_env_files(
@@ -357,6 +416,60 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
     })
 }
 
+/// A scoped writer's writable roots: each `write_scope` path that exists,
+/// canonical, inside the workspace (a directory, or a single file: that
+/// file alone is writable, in place). A path that does not exist is no
+/// root (noted: nothing is writable there, never its parent); one that
+/// leads out of the workspace is an error.
+fn scope_roots(
+    workspace: &Path,
+    scope: &[PathBuf],
+    notes: &mut Vec<String>,
+) -> Result<Vec<PathEntry>, ResolveError> {
+    let mut out = Vec::new();
+    for rel in scope {
+        let bad = |why: &str| ResolveError::WriteScope {
+            path: rel.clone(),
+            why: why.into(),
+        };
+        if rel.is_absolute()
+            || rel.components().any(|c| {
+                !matches!(
+                    c,
+                    std::path::Component::Normal(_) | std::path::Component::CurDir
+                )
+            })
+        {
+            return Err(bad("not a workspace-relative path without `..`"));
+        }
+        let lexical = normalize(&workspace.join(rel));
+        let real = match std::fs::canonicalize(&lexical) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                notes.push(format!(
+                    "write scope {} does not exist; nothing is writable there",
+                    rel.display()
+                ));
+                continue;
+            }
+            Err(e) => return Err(bad(&e.to_string())),
+        };
+        if !real.starts_with(workspace) {
+            return Err(bad(&format!(
+                "leads out of the workspace (to {})",
+                real.display()
+            )));
+        }
+        let dir = real.is_dir();
+        out.push(if real == workspace {
+            entry(real, true, WORKSPACE_REASON)
+        } else {
+            entry(real, dir, SCOPE_REASON)
+        });
+    }
+    Ok(out)
+}
+
 /// Settings that make the common package managers fail at once instead of
 /// retrying for seconds to a minute when the network is off (measured:
 /// npm 70 s, cargo 11 s, pip 8 s; shared/research/real-workloads.md D5).
@@ -384,6 +497,68 @@ fn offline_env(policy: &SandboxPolicy) -> EnvPolicy {
         }
     }
     env
+}
+
+/// The checkout of a `worktree: true` sub-agent that `workspace` lies in:
+/// `<home>/worktrees/<name>` when the canonical workspace is inside one
+/// (the whole checkout, so a workspace in a subdirectory of the repository
+/// still sees the rest of its checkout).
+fn own_checkout(home: &Path, workspace: &Path) -> Option<PathBuf> {
+    let dir = home.join(CHECKOUTS_DIR);
+    let rest = workspace.strip_prefix(&dir).ok()?;
+    match rest.components().next()? {
+        std::path::Component::Normal(name) => Some(dir.join(name)),
+        _ => None,
+    }
+}
+
+/// Deny codewhale's home `home`, except the sub-agent checkout the
+/// workspace lies in ([`own_checkout`]). Outside a checkout: the home as
+/// one entry. Inside one: every entry of the home but `worktrees/`, and
+/// every entry of `worktrees/` but the workspace's checkout (its lock
+/// file and the other children's checkouts included), so keys, sessions,
+/// snapshots and the rest stay unreadable while the child's commands
+/// work in their own checkout. A directory on that path that cannot be
+/// listed falls back to denying the home whole (over-restricted, never
+/// wider). Entries created in those two directories after resolution are
+/// not covered (each command resolves afresh).
+fn push_state_home(
+    canon: &mut Canon,
+    home: &Path,
+    workspace: &Path,
+    reason: &str,
+    out: &mut Vec<PathEntry>,
+    seen: &mut BTreeSet<PathBuf>,
+) {
+    let whole = |canon: &mut Canon, out: &mut Vec<PathEntry>, seen: &mut BTreeSet<PathBuf>| {
+        push_with_canonical(canon, out, seen, home.to_path_buf(), true, reason)
+    };
+    let Some(real) = canon.of(home) else {
+        return whole(canon, out, seen);
+    };
+    let Some(checkout) = own_checkout(&real, workspace) else {
+        return whole(canon, out, seen);
+    };
+    let keep = [real.join(CHECKOUTS_DIR), checkout];
+    let mut siblings = Vec::new();
+    for dir in [&real, &keep[0]] {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return whole(canon, out, seen);
+        };
+        for e in rd {
+            let Ok(e) = e else {
+                return whole(canon, out, seen);
+            };
+            let p = e.path();
+            if !keep.contains(&p) {
+                let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+                siblings.push((p, is_dir));
+            }
+        }
+    }
+    for (p, is_dir) in siblings {
+        push_with_canonical(canon, out, seen, p, is_dir, reason);
+    }
 }
 
 fn push_table_entry(
@@ -547,6 +722,77 @@ mod tests {
     }
 
     #[test]
+    fn a_write_scope_replaces_the_workspace_root() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().join("ws");
+        fs::create_dir_all(ws.join("src/a/.git/hooks")).unwrap();
+        fs::create_dir_all(ws.join("docs")).unwrap();
+        fs::write(ws.join("docs/one.md"), "x").unwrap();
+        fs::write(ws.join(".env"), "X=1").unwrap();
+        let mut p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
+        p.writable_roots.push(t.path().join("ws/docs"));
+        p.write_scope = Some(vec!["./src/a".into(), "docs/one.md".into(), "new".into()]);
+        let r = resolve(&p, &facts(t.path())).unwrap();
+        let ws = fs::canonicalize(&ws).unwrap();
+        let roots: Vec<_> = r
+            .writable_roots
+            .iter()
+            .map(|e| (e.path.clone(), e.kind))
+            .collect();
+        assert!(!roots.iter().any(|(p, _)| *p == ws), "{roots:?}");
+        assert!(roots.contains(&(ws.join("src/a"), PathKind::Dir)));
+        assert!(roots.contains(&(ws.join("docs/one.md"), PathKind::File)));
+        // A missing scope is no root, and never its parent.
+        assert!(!roots.iter().any(|(p, _)| p.ends_with("new")));
+        assert!(r.notes.iter().any(|n| n.contains("new")), "{:?}", r.notes);
+        // The workspace's table still holds, as without a scope (not
+        // expanded again under each scope).
+        let prot: Vec<_> = r.protected.iter().map(|e| e.path.clone()).collect();
+        assert!(prot.contains(&ws.join(".git/hooks")));
+        assert!(!prot.contains(&ws.join("src/a/.git/hooks")));
+        assert!(r.deny_read.iter().any(|e| e.path == ws.join(".env")));
+        // A scope inside a write-protected path is no root.
+        p.write_scope = Some(vec![".git/hooks".into(), "src/a".into()]);
+        fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        let r = resolve(&p, &facts(t.path())).unwrap();
+        assert!(!r.is_under_writable_root(&ws.join(".git/hooks/pre-commit")));
+        assert!(r.is_under_writable_root(&ws.join("src/a/x")));
+        assert!(
+            r.notes.iter().any(|n| n.contains("write-protected")),
+            "{:?}",
+            r.notes
+        );
+        // Read-only ignores the scope: nothing is writable anyway.
+        p.mode = SandboxMode::ReadOnly;
+        assert!(resolve(&p, &facts(t.path()))
+            .unwrap()
+            .writable_roots
+            .is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_write_scope_that_leads_out_of_the_workspace_is_an_error() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().join("ws");
+        fs::create_dir_all(&ws).unwrap();
+        fs::create_dir_all(t.path().join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("elsewhere"), ws.join("out")).unwrap();
+        for bad in ["out", "../ws", "/etc"] {
+            let mut p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
+            p.write_scope = Some(vec![bad.into()]);
+            let e = resolve(&p, &facts(t.path())).unwrap_err();
+            assert!(matches!(e, ResolveError::WriteScope { .. }), "{bad}: {e}");
+            assert!(e.to_string().contains(bad), "{e}");
+        }
+        // The whole workspace, spelled as a scope.
+        let mut p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
+        p.write_scope = Some(vec![".".into()]);
+        let r = resolve(&p, &facts(t.path())).unwrap();
+        assert_eq!(r.writable_roots[0].path, fs::canonicalize(&ws).unwrap());
+    }
+
+    #[test]
     fn user_entries_extend() {
         let t = tempfile::tempdir().unwrap();
         fs::write(t.path().join("secret.txt"), "x").unwrap();
@@ -557,5 +803,81 @@ mod tests {
         let ws = fs::canonicalize(t.path()).unwrap();
         assert!(r.deny_read.iter().any(|e| e.path == ws.join("secret.txt")));
         assert!(r.protected.iter().any(|e| e.path == ws.join("Makefile")));
+    }
+
+    /// A workspace inside a sub-agent checkout under codewhale's home: the
+    /// checkout is neither denied nor under a denied directory; the home's
+    /// other entries (sessions, config, another checkout, the lock files)
+    /// stay denied. Positive control: any other workspace gets the home
+    /// denied whole.
+    fn checkout_carve_out(home_of: impl Fn(&Path) -> (HostFacts, Option<PathBuf>, PathBuf)) {
+        let t = tempfile::tempdir().unwrap();
+        let (facts, state_home, cw) = home_of(t.path());
+        fs::create_dir_all(cw.join("sessions")).unwrap();
+        fs::write(cw.join("config.toml"), "x").unwrap();
+        let ours = cw.join("worktrees/c1");
+        fs::create_dir_all(ours.join("sub")).unwrap();
+        fs::create_dir_all(cw.join("worktrees/c2")).unwrap();
+        fs::write(cw.join("worktrees/c1.lock"), "").unwrap();
+        let mut p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, ours.join("sub"));
+        p.state_home = state_home.clone();
+        let r = resolve(&p, &facts).unwrap();
+        let cw = fs::canonicalize(&cw).unwrap();
+        let ours = cw.join("worktrees/c1");
+        let deny: Vec<_> = r.deny_read.iter().map(|e| e.path.clone()).collect();
+        assert!(
+            !deny
+                .iter()
+                .any(|d| ours.starts_with(d) || d.starts_with(&ours)),
+            "{deny:?}"
+        );
+        for sibling in [
+            "sessions",
+            "config.toml",
+            "worktrees/c2",
+            "worktrees/c1.lock",
+        ] {
+            assert!(deny.contains(&cw.join(sibling)), "{sibling}: {deny:?}");
+        }
+        // Control: the user's own workspace gets the home denied whole.
+        let ws = t.path().join("ws");
+        fs::create_dir_all(&ws).unwrap();
+        let mut p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
+        p.state_home = state_home;
+        let r = resolve(&p, &facts).unwrap();
+        assert!(
+            r.deny_read.iter().any(|e| e.path == cw),
+            "{:?}",
+            r.deny_read
+        );
+    }
+
+    #[test]
+    fn a_checkout_under_the_default_home_is_carved_out() {
+        checkout_carve_out(|t| {
+            let home = t.join("home");
+            (facts(&home), None, home.join(".codewhale"))
+        });
+    }
+
+    #[test]
+    fn a_checkout_under_codewhale_home_elsewhere_is_carved_out() {
+        checkout_carve_out(|t| {
+            let cw = t.join("cwhome");
+            (facts(&t.join("home")), Some(cw.clone()), cw)
+        });
+    }
+
+    #[test]
+    fn only_the_checkouts_directory_is_carved_out() {
+        // A workspace elsewhere in the home (its sessions) gets no room.
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let ws = home.join(".codewhale/sessions");
+        fs::create_dir_all(&ws).unwrap();
+        let p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
+        let r = resolve(&p, &facts(&home)).unwrap();
+        let cw = fs::canonicalize(home.join(".codewhale")).unwrap();
+        assert!(r.deny_read.iter().any(|e| e.path == cw));
     }
 }

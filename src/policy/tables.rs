@@ -287,6 +287,11 @@ pub const PROTECT_WRITE: &[Entry] = &[
     ),
 ];
 
+/// codewhale's own home under each home directory (`~/.codewhale`): its
+/// deny-read entry makes room for a sub-agent's checkout (see
+/// `resolve::CHECKOUTS_DIR`).
+pub const CODEWHALE_HOME: &str = ".codewhale";
+
 /// Paths unreadable in every mode but `danger-full-access`: credential
 /// stores. Workspace `.env` files are found separately (see
 /// [`is_env_file_name`]).
@@ -352,7 +357,7 @@ pub const DENY_READ: &[Entry] = &[
     ),
     e(
         Anchor::Home,
-        ".codewhale",
+        CODEWHALE_HOME,
         true,
         "codewhale's own config, keys, sessions and snapshots",
     ),

@@ -27,7 +27,14 @@ impl Fixture {
     }
 
     pub fn with_config(config: &str) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
+        Self::with_config_in(config, &std::env::temp_dir())
+    }
+
+    /// As [`Fixture::with_config`], in a fresh directory under `parent`
+    /// (a real-sandbox test that must see its paths outside the
+    /// command's private `/tmp` passes `CARGO_TARGET_TMPDIR`).
+    pub fn with_config_in(config: &str, parent: &Path) -> Self {
+        let dir = tempfile::tempdir_in(parent).expect("tempdir");
         let root = std::fs::canonicalize(dir.path()).expect("canonical");
         let home = root.join("home");
         let cw_home = root.join("cwhome");

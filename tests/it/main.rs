@@ -67,6 +67,7 @@ mod snapshot_journal;
 mod snapshot_seed;
 mod subagents;
 mod subagents_runtime;
+mod subagents_worktree;
 mod tui_long_session;
 mod tui_memory_editor;
 mod tui_model_reasoning;

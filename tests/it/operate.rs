@@ -487,3 +487,103 @@ async fn runtime_modes_by_thread_and_by_turn() {
     assert!(!sys(2).contains("Mode: Operate"), "patched to work");
     assert!(tools(2).contains(&"todo".to_string()), "Work offers todo");
 }
+
+/// The parent's requests' `[codewhale Operate]` messages.
+fn operate_nudges(model: &ScriptedModel) -> Vec<String> {
+    model
+        .requests()
+        .iter()
+        .filter(|r| r.lane.as_deref().is_none_or(|l| l == "parent"))
+        .filter_map(|r| r.body["messages"].as_array().cloned())
+        .next_back()
+        .unwrap_or_default()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .filter(|c| c.contains("[codewhale Operate]"))
+        .collect()
+}
+
+/// The reviewer rule counts files changed by commands (as the undo
+/// snapshots see them), the parent's and a child's: a shell command that
+/// changes two files gets the message; one that changes one file does
+/// not (the positive control of the count); an `implement` child whose
+/// command changes two files gets it too.
+#[test]
+fn operate_counts_files_changed_by_commands_for_the_reviewer_rule() {
+    for (cmd, files) in [
+        ("printf a > a.txt; printf b > b.txt", 2),
+        ("printf a > a.txt", 1),
+    ] {
+        let model = ScriptedModel::start(
+            Wire::OpenAi,
+            vec![
+                call("s1", "shell", json!({ "command": cmd })),
+                reply("changed by a command"),
+                reply("ending without a review"),
+            ],
+        );
+        let f = Fixture::new(&model, "");
+        let (o, ev) = exec(&f, &["--auto", "--mode", "operate", "change files"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(result(&ev, "s1")["exit_code"], 0, "{:?}", result(&ev, "s1"));
+        assert_eq!(
+            std::fs::read_to_string(f.ws.join("a.txt")).unwrap(),
+            "a",
+            "the command ran"
+        );
+        let nudges = operate_nudges(&model);
+        if files == 2 {
+            assert_eq!(nudges.len(), 1, "{nudges:?}");
+            assert!(
+                nudges[0].contains("2 files changed") && nudges[0].contains("a.txt, b.txt"),
+                "{nudges:?}"
+            );
+            assert_eq!(model.requests().len(), 3);
+        } else {
+            assert!(nudges.is_empty(), "{nudges:?}");
+            assert_eq!(model.requests().len(), 2, "one file: ends at once");
+        }
+        assert_eq!(ev.last().unwrap()["status"], "completed");
+    }
+    // A child's command: its changes are the parent's `agent` call's.
+    let model = ScriptedModel::start_lanes(
+        Wire::OpenAi,
+        vec![
+            common::scripted_model::lane(
+                "parent",
+                None,
+                vec![
+                    call(
+                        "c1",
+                        "agent",
+                        json!({"role": "implement", "prompt": "CHILD-MARK change two files"}),
+                    ),
+                    reply("the child changed them"),
+                    reply("ending without a review"),
+                ],
+            ),
+            common::scripted_model::lane(
+                "child",
+                Some("CHILD-MARK"),
+                vec![
+                    call(
+                        "cs",
+                        "shell",
+                        json!({"command": "mkdir -p src && printf x > src/x.rs && printf y > src/y.rs"}),
+                    ),
+                    reply("changed src/x.rs and src/y.rs"),
+                ],
+            ),
+        ],
+    );
+    let f = Fixture::new(&model, "");
+    let (o, ev) = exec(&f, &["--auto", "--mode", "operate", "delegate"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(f.ws.join("src/y.rs").exists());
+    let done = of_type(&ev, "subagent_completed");
+    assert_eq!(done[0]["files_changed"], json!([]), "no file tool wrote");
+    let nudges = operate_nudges(&model);
+    assert_eq!(nudges.len(), 1, "{nudges:?}");
+    assert!(nudges[0].contains("src/x.rs, src/y.rs"), "{nudges:?}");
+}

@@ -682,3 +682,86 @@ fn spawn_latency(n: usize) -> (f64, f64) {
     assert_eq!(ms.len(), n);
     (ms[n / 2], ms[(n * 99).div_ceil(100) - 1])
 }
+
+/// A write scope that leads out of the workspace (a symlink to a sibling
+/// directory) is refused before the child does anything: the child fails,
+/// naming the path, and nothing is written through the link (host state
+/// checked). The same call with an in-workspace scope runs (positive
+/// control).
+#[cfg(unix)]
+#[test]
+fn a_write_scope_through_a_symlink_out_of_the_workspace_fails_the_child() {
+    let model = ScriptedModel::start_lanes(
+        Wire::OpenAi,
+        vec![
+            lane(
+                "parent",
+                None,
+                vec![
+                    call(
+                        "s1",
+                        "agent",
+                        json!({"role": "implement", "write_scope": ["out"], "prompt": "ESCAPE write"}),
+                    ),
+                    call(
+                        "s2",
+                        "agent",
+                        json!({"role": "implement", "write_scope": ["inside"], "prompt": "INSIDE write"}),
+                    ),
+                    reply("done"),
+                ],
+            ),
+            lane(
+                "escape",
+                Some("ESCAPE"),
+                vec![
+                    call(
+                        "e1",
+                        "write_file",
+                        json!({"path": "out/x.txt", "content": "x"}),
+                    ),
+                    reply("tried"),
+                ],
+            ),
+            lane(
+                "inside",
+                Some("INSIDE"),
+                vec![
+                    call(
+                        "i1",
+                        "write_file",
+                        json!({"path": "inside/x.txt", "content": "x"}),
+                    ),
+                    reply("wrote"),
+                ],
+            ),
+        ],
+    );
+    let f = fixture(&model, "");
+    let elsewhere = f.root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, f.ws.join("out")).unwrap();
+    let (o, ev) = exec(&f, &["--auto", "scoped"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let done = of_type(&ev, "subagent_completed");
+    let by = |call: &str| done.iter().find(|d| d["parent_call_id"] == call).unwrap();
+    let esc = by("s1");
+    assert_eq!(esc["status"], "failed", "{esc}");
+    let why = esc["reason"].as_str().unwrap();
+    assert!(
+        why.contains("write scope out") && why.contains("leads out"),
+        "{why}"
+    );
+    assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none());
+    assert_eq!(
+        model.lane_left("escape"),
+        2,
+        "the child never asked its model"
+    );
+    // Positive control: a scope that does not exist yet is made and used.
+    assert_eq!(by("s2")["status"], "completed", "{}", by("s2"));
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("inside/x.txt")).unwrap(),
+        "x"
+    );
+}

@@ -11,8 +11,10 @@
 //!   role and limits;
 //! - the clamped posture: the parent's authorizer under the child's
 //!   posture (rules, hooks and session grants shared), the parent's policy
-//!   narrowed (a role without writes: a read-only OS sandbox), the tools
-//!   the clamp admits, `agent` only above the depth limit;
+//!   narrowed (a role without writes: a read-only OS sandbox; a scoped
+//!   writer: its `write_scope` the only writable part of the workspace,
+//!   for its commands in the kernel and its file tools in the guard), the
+//!   tools the clamp admits, `agent` only above the depth limit;
 //! - the parent's approver: its questions are asked on the parent's thread
 //!   as `agent:<id>`; a headless run denies them "no response";
 //! - under Auto-Review, a reviewer and breaker of its own (the parent's
@@ -25,6 +27,12 @@
 //!   and a session file under `sessions/subagents/`, which `receipts
 //!   --last` and `undo` never pick.
 //!
+//! A `worktree: true` child runs in its own checkout under codewhale's
+//! home ([`crate::agent::subagent::worktree`]): its workspace and only
+//! writable root is the checkout, it holds no write scope, and its result
+//! carries its change as a diff the parent applies (or not) with its own
+//! `apply_patch`; the checkout is removed when it ends.
+//!
 //! Its events reach the parent's stream as [`ev::Event::Subagent`], with
 //! `subagent_started` / `subagent_completed` around them.
 
@@ -34,11 +42,13 @@ use super::{
 use crate::agent::authorizer::Authorizer;
 use crate::agent::event as ev;
 use crate::agent::output::{Emitter, EventTap, OutputFormat};
+use crate::agent::subagent::clamp::clamp_scoped;
 use crate::agent::subagent::limits::{Slot, WriteScope};
+use crate::agent::subagent::worktree::{Checkout, ChildDiff};
 use crate::agent::subagent::{
     clamp, AgentRef, EffectivePosture, Role, Tree, AGENT_TOOL, MAX_DEPTH,
 };
-use crate::agent::tools::{guard::FsGuard, ToolContext, ALL_TOOLS};
+use crate::agent::tools::{guard::FsGuard, ToolContext, ALL_TOOLS, MODEL_OUTPUT_CAP};
 use crate::agent::Approver;
 use crate::provider::{ToolCall, Usage};
 use crate::session::SessionLog;
@@ -49,6 +59,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
+
+/// What a worktree child's result tells its parent about the diff.
+const WORKTREE_NOTE: &str = "The workspace is unchanged: this child worked in its own checkout. \
+To keep its change, apply `diff` with apply_patch (your edit, checked like any other); \
+`omitted` lists changed paths the diff cannot carry.";
 
 /// A run's place in its request's tree of agents.
 pub struct Spawner {
@@ -62,6 +77,9 @@ pub struct Spawner {
     /// The write-scope registrations of this agent and its ancestors
     /// (its own children work inside them).
     scopes: Vec<u64>,
+    /// codewhale's home: `worktree: true` children's checkouts go under
+    /// its `worktrees/`.
+    home: PathBuf,
 }
 
 impl Spawner {
@@ -83,6 +101,7 @@ impl Spawner {
             slot: Arc::new(Slot::default()),
             agent: None,
             scopes: Vec::new(),
+            home: settings.paths.codewhale_home.clone(),
         }
     }
 
@@ -105,6 +124,9 @@ struct SpawnArgs {
     role: Role,
     prompt: String,
     scope: Option<WriteScope>,
+    /// Work in an own checkout under codewhale's home and return a diff
+    /// (no write scope held: the workspace is not written).
+    worktree: bool,
 }
 
 fn parse_args(args: &Value) -> Result<SpawnArgs, String> {
@@ -119,8 +141,13 @@ fn parse_args(args: &Value) -> Result<SpawnArgs, String> {
         .filter(|p| !p.trim().is_empty())
         .ok_or("missing or empty argument `prompt`")?
         .to_string();
-    if args.get("worktree").and_then(Value::as_bool) == Some(true) {
-        return Err("`worktree: true` is not supported yet: run the child in the workspace (give writers disjoint `write_scope`s)".into());
+    let worktree = match args.get("worktree") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("`worktree` must be a boolean".into()),
+    };
+    if worktree && !matches!(args.get("write_scope"), None | Some(Value::Null)) {
+        return Err("`write_scope` does not apply with `worktree: true`: the child writes only its own checkout".into());
     }
     let scope = match args.get("write_scope") {
         None | Some(Value::Null) => None,
@@ -145,19 +172,31 @@ fn parse_args(args: &Value) -> Result<SpawnArgs, String> {
         Some(p) if !p.is_empty() => WriteScope::Paths(p),
         _ => WriteScope::Whole,
     };
-    let scope = role.writes().then_some(scope);
+    // A worktree child never writes the workspace: it holds no scope.
+    let scope = (role.writes() && !worktree).then_some(scope);
     Ok(SpawnArgs {
         role,
         prompt,
         scope,
+        worktree,
     })
 }
 
-/// The child's own system prompt: its role and its limits.
-fn child_instructions(a: &AgentRef, scope: Option<&WriteScope>) -> String {
-    let scope = match scope {
+/// The child's own system prompt: its role and its limits (`unmade`:
+/// scope directories that could not be created, and why; `worktree`: it
+/// works in its own checkout).
+fn child_instructions(
+    a: &AgentRef,
+    scope: Option<&WriteScope>,
+    unmade: &[String],
+    worktree: bool,
+) -> String {
+    let mut scope = match scope {
         Some(WriteScope::Paths(p)) => format!(
-            " You may change only these paths (your write scope): {}.",
+            " You may change only these paths (your write scope): {}. This holds for your \
+             file tools and your commands alike: the sandbox lets commands write nowhere \
+             else in the workspace, and a scope that is one file can be rewritten in place \
+             but not replaced or removed.",
             p.iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
@@ -165,11 +204,24 @@ fn child_instructions(a: &AgentRef, scope: Option<&WriteScope>) -> String {
         ),
         _ => String::new(),
     };
+    if !unmade.is_empty() {
+        scope.push_str(&format!(
+            " Not writable (could not be created): {}.",
+            unmade.join("; ")
+        ));
+    }
+    let worktree = if worktree {
+        " You work in your own checkout of the repository, not in your parent's \
+         workspace: what you change comes back to your parent as a diff, which it \
+         applies or not."
+    } else {
+        ""
+    };
     format!(
         "You are a sub-agent (id {}, role `{}`, depth {} of at most {MAX_DEPTH}). {} \
          Your parent gave you one task, the user message; you see nothing else of its \
          conversation. Do the task, then end with a short final report: what you did, \
-         what you found, and which files you changed.{scope}",
+         what you found, and which files you changed.{scope}{worktree}",
         a.id,
         a.role.as_str(),
         a.depth,
@@ -178,10 +230,11 @@ fn child_instructions(a: &AgentRef, scope: Option<&WriteScope>) -> String {
 }
 
 /// A writer's `write_scope` on its file tools: a write the scope does not
-/// contain is denied at admission (gate 2), before the gates are asked;
-/// everything else is the clamped gates' decision. Its children get the
-/// same scope (and their own inside it). Commands are not confined by it
-/// (the OS sandbox writes the workspace).
+/// contain is denied at admission (gate 2), before the gates are asked,
+/// with a message naming the scope; everything else is the clamped gates'
+/// decision. Its children get the same scope (and their own inside it).
+/// The OS sandbox and the file tools' guard enforce the same scope below
+/// the gates ([`clamp_scoped`] puts it in the child's policy).
 struct Scoped {
     inner: Box<dyn Authorizer>,
     scope: Vec<PathBuf>,
@@ -285,6 +338,8 @@ struct ChildRun<'c> {
     write_scope: Option<WriteScope>,
     /// The parent's `scopes`.
     ancestors: Vec<u64>,
+    /// In its own checkout ([`crate::agent::subagent::worktree`]).
+    worktree: bool,
 }
 
 /// How a child ended.
@@ -295,6 +350,8 @@ struct Outcome {
     files: Vec<PathBuf>,
     ms: u64,
     reason: Option<String>,
+    /// A worktree child's change, for the parent to apply.
+    diff: Option<ChildDiff>,
 }
 
 impl Outcome {
@@ -306,6 +363,7 @@ impl Outcome {
             files: Vec::new(),
             ms: started.elapsed().as_millis() as u64,
             reason: Some(reason),
+            diff: None,
         }
     }
 }
@@ -322,6 +380,8 @@ struct Parent<'p> {
     interrupt: Interrupt,
     tree: Arc<Tree>,
     log_dir: PathBuf,
+    /// codewhale's home (worktree children's checkouts).
+    home: PathBuf,
 }
 
 /// Hands a child's events to its parent's stream, tagged with its id.
@@ -339,6 +399,34 @@ impl EventTap for Forward {
             event: Box::new(e.clone()),
         });
     }
+}
+
+/// Create the scoped writer's `write_scope` paths that do not exist yet,
+/// as directories, through the parent's guard (so only where the parent
+/// itself could write), before the child starts: a scope becomes a
+/// writable root of the child's OS sandbox only if it exists, and a
+/// missing one is never widened to its parent. Only under
+/// `workspace-write` (the other modes have no writable roots to narrow).
+/// Returns what could not be made, each with why (the child is told; the
+/// scope then stays unwritable).
+fn make_scope_dirs(ctx: &ToolContext, posture: &EffectivePosture) -> Vec<String> {
+    let Some(scope) = &posture.write_scope else {
+        return Vec::new();
+    };
+    if posture.sandbox != crate::policy::SandboxMode::WorkspaceWrite {
+        return Vec::new();
+    }
+    let mut unmade = Vec::new();
+    for rel in scope {
+        let abs = ctx.policy.workspace.join(rel);
+        if std::fs::symlink_metadata(&abs).is_ok() {
+            continue;
+        }
+        if let Err(e) = ctx.guard.make_dir(&abs.to_string_lossy()) {
+            unmade.push(format!("{}: {e}", rel.display()));
+        }
+    }
+    unmade
 }
 
 /// Not `Send`: a turn's loop runs on its own single-threaded runtime.
@@ -363,7 +451,23 @@ fn run_child<'f>(
         if let Err(e) = p.tree.check_budget() {
             return Outcome::failed("limit", e.to_string(), started);
         }
-        let (posture, policy) = r.posture.apply(&p.ctx.policy);
+        let unmade = make_scope_dirs(p.ctx, &r.posture);
+        let (posture, mut policy) = r.posture.apply(&p.ctx.policy);
+        let checkout = if r.worktree {
+            match make_checkout(p).await {
+                Ok(c) => {
+                    // Its workspace is its checkout, the only writable
+                    // root (the parent's others are not); the rest of
+                    // the clamp is unchanged.
+                    policy.workspace = c.workspace().to_path_buf();
+                    policy.writable_roots.clear();
+                    Some(c)
+                }
+                Err(e) => return Outcome::failed("failed", e, started),
+            }
+        } else {
+            None
+        };
         let resolved = match crate::policy::resolve(&policy, &crate::policy::HostFacts::detect()) {
             Ok(x) => x,
             Err(e) => return Outcome::failed("failed", e.to_string(), started),
@@ -430,6 +534,7 @@ fn run_child<'f>(
                 .copied()
                 .chain(r.scope.as_ref().map(|g| g.id()))
                 .collect(),
+            home: p.home.clone(),
         };
         // Its own reviewer and breaker when the parent has one and the
         // child's clamped approval is still Auto-Review (a stricter one
@@ -441,7 +546,12 @@ fn run_child<'f>(
         let hooks = RunHooks {
             approver: p.approver,
             history: Vec::new(),
-            system_prompt: Some(child_instructions(&r.agent, r.write_scope.as_ref())),
+            system_prompt: Some(child_instructions(
+                &r.agent,
+                r.write_scope.as_ref(),
+                &unmade,
+                r.worktree,
+            )),
             steer: None,
             extra_tools: None,
             auto_review: auto_review.as_ref(),
@@ -479,15 +589,90 @@ fn run_child<'f>(
                 .unwrap_or(report.status.as_str())
                 .to_string()
         });
-        Outcome {
+        let mut o = Outcome {
             status,
             answer: report.answer,
             usage: report.usage,
             files: report.files_changed,
             ms: started.elapsed().as_millis() as u64,
             reason,
+            diff: None,
+        };
+        if let Some(c) = checkout {
+            // Taken whatever the status (a child that failed halfway may
+            // still have useful changes); the checkout goes with it.
+            let d = tokio::task::spawn_blocking(move || c.diff()).await;
+            match d {
+                Ok(Ok(d)) => {
+                    o.files = d.files.clone();
+                    o.diff = Some(d);
+                }
+                Ok(Err(e)) => {
+                    o.files = Vec::new();
+                    o.status = "failed";
+                    o.reason = Some(e.to_string());
+                }
+                Err(e) => {
+                    o.files = Vec::new();
+                    o.status = "failed";
+                    o.reason = Some(format!("taking the child's diff: {e}"));
+                }
+            }
+            o.ms = started.elapsed().as_millis() as u64;
         }
+        o
     })
+}
+
+/// The `agent` call's result for the model. A worktree child's result
+/// that would not fit what a tool result carries back
+/// ([`MODEL_OUTPUT_CAP`]: it would reach the model cut) becomes an error
+/// naming its size, without the diff.
+fn result_content(r: &ChildRun<'_>, o: &mut Outcome) -> String {
+    let build = |o: &Outcome| {
+        let mut content = json!({
+            "agent_id": r.agent.id, "role": r.agent.role, "status": o.status,
+            "answer": o.answer, "files_changed": o.files, "error": o.reason,
+        });
+        if r.worktree {
+            content["worktree"] = json!(true);
+        }
+        if let Some(d) = &o.diff {
+            content["diff"] = json!(d.diff);
+            content["omitted"] = json!(d.omitted);
+            content["note"] = json!(WORKTREE_NOTE);
+        }
+        content.to_string()
+    };
+    let content = build(o);
+    if o.diff.is_none() || content.len() <= MODEL_OUTPUT_CAP {
+        return content;
+    }
+    o.status = "failed";
+    o.reason = Some(format!(
+        "the child's result with its diff is {} bytes, above the {MODEL_OUTPUT_CAP}-byte bound of a tool result; its checkout was removed (ask for smaller steps)",
+        content.len()
+    ));
+    o.diff = None;
+    build(o)
+}
+
+/// A worktree child's checkout of the parent's workspace, without the
+/// parent's deny-read files (off the loop's thread: git clones and copies).
+async fn make_checkout(p: &Parent<'_>) -> Result<Checkout, String> {
+    let mut deny: Vec<PathBuf> =
+        crate::policy::resolve(&p.ctx.policy, &crate::policy::HostFacts::detect())
+            .map_err(|e| e.to_string())?
+            .existing_deny_read()
+            .map(|e| e.path.clone())
+            .collect();
+    deny.sort();
+    let home = p.home.clone();
+    let ws = p.ctx.policy.workspace.clone();
+    tokio::task::spawn_blocking(move || Checkout::create(&home, &ws, &deny))
+        .await
+        .map_err(|e| format!("creating the child's checkout: {e}"))?
+        .map_err(|e| e.to_string())
 }
 
 impl Loop<'_> {
@@ -563,6 +748,7 @@ impl Loop<'_> {
         let depth = spawner.depth;
         let slot = spawner.slot.clone();
         let ancestors = spawner.scopes.clone();
+        let home = spawner.home.clone();
         let parent = EffectivePosture::of(&parent_posture, &self.ctx.policy, &self.offered);
         if let Some((_, first, _)) = wanted.first() {
             let thread = self.log.thread().to_string();
@@ -589,7 +775,10 @@ impl Loop<'_> {
                         role: a.role,
                         depth: depth + 1,
                     };
-                    let posture = clamp(&parent, a.role);
+                    let posture = match &a.scope {
+                        Some(WriteScope::Paths(s)) => clamp_scoped(&parent, a.role, s),
+                        _ => clamp(&parent, a.role),
+                    };
                     self.emit(
                         turn,
                         ev::Event::SubagentStarted(Box::new(ev::SubagentStarted {
@@ -609,6 +798,7 @@ impl Loop<'_> {
                         scope,
                         write_scope: a.scope,
                         ancestors: ancestors.clone(),
+                        worktree: a.worktree,
                     });
                 }
             }
@@ -624,6 +814,7 @@ impl Loop<'_> {
                 interrupt: self.interrupt.clone(),
                 tree: tree.clone(),
                 log_dir: self.children_dir(),
+                home,
             };
             // The cap counts running agents: give this one's slot back
             // while it waits.
@@ -648,9 +839,10 @@ impl Loop<'_> {
             if held && !stopped {
                 slot.put(tree.slot().await);
             }
-            for (r, o) in runs.iter().zip(outcomes) {
+            for (r, mut o) in runs.iter().zip(outcomes) {
                 // The children's tokens count in this run's totals.
                 self.total.add(&o.usage);
+                let content = result_content(r, &mut o);
                 self.emit(
                     turn,
                     ev::Event::SubagentCompleted(Box::new(ev::SubagentCompleted {
@@ -665,17 +857,16 @@ impl Loop<'_> {
                         reason: o.reason.clone(),
                     })),
                 )?;
-                let content = json!({
-                    "agent_id": r.agent.id, "role": r.agent.role, "status": o.status,
-                    "answer": o.answer, "files_changed": o.files, "error": o.reason,
-                })
-                .to_string();
                 let mut out = if o.status == "completed" {
                     ToolOutput::ok(content)
                 } else {
                     ToolOutput::error("subagent", content)
                 };
-                out.files_touched = o.files;
+                // A worktree child did not touch the workspace (its diff
+                // is applied, or not, by this agent's own edit tool).
+                if !r.worktree {
+                    out.files_touched = o.files;
+                }
                 let status = if o.status == "completed" {
                     "ok"
                 } else {

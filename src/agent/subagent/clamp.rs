@@ -17,6 +17,10 @@
 //! - sandbox: read-only < workspace-write < external-sandbox <
 //!   danger-full-access; writable roots: the intersection, none at all
 //!   under read-only;
+//! - write scope (a scoped writer's paths in the workspace): the paths
+//!   both scopes cover (for each pair where one lies inside the other, the
+//!   deeper one), none when they are disjoint; no scope is the whole
+//!   workspace;
 //! - network: off < allow-list (the intersection of the names) < on;
 //! - deny-read and write-protect lists: the union;
 //! - tools: the intersection (no shell when the shell is disabled).
@@ -118,6 +122,11 @@ pub struct EffectivePosture {
     /// Writable roots besides the workspace (`None`: no limit, a role
     /// cap's value; a parent's is always a set).
     pub writable_roots: Option<BTreeSet<PathBuf>>,
+    /// Where in the workspace it may write (workspace-relative, lexically
+    /// normal; `None`: the whole workspace). Applied to the OS sandbox
+    /// ([`SandboxPolicy::write_scope`]) and the file tools' guard.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_scope: Option<BTreeSet<PathBuf>>,
     pub network: Network,
     /// Extra deny-read entries (`[sandbox] deny_read`).
     pub deny_read: BTreeSet<String>,
@@ -174,6 +183,58 @@ fn roots_within(a: &Option<BTreeSet<PathBuf>>, b: &Option<BTreeSet<PathBuf>>) ->
     }
 }
 
+/// A write scope's paths, lexically normal (`.` dropped; the empty path
+/// is the whole workspace). `None` for a path that climbs out (`..`) or is
+/// absolute: such a path is in no scope.
+pub fn scope_path(p: &std::path::Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::Normal(n) => out.push(n),
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// A scope in canonical form: normal paths, none inside another one of
+/// the set (it adds nothing), so equal coverage is an equal value.
+fn scope_normal(paths: impl IntoIterator<Item = PathBuf>) -> BTreeSet<PathBuf> {
+    let all: BTreeSet<PathBuf> = paths.into_iter().filter_map(|p| scope_path(&p)).collect();
+    all.iter()
+        .filter(|p| !all.iter().any(|q| q != *p && p.starts_with(q)))
+        .cloned()
+        .collect()
+}
+
+/// What both scopes cover: the deeper path of every pair where one
+/// contains the other.
+fn scope_meet(
+    a: &Option<BTreeSet<PathBuf>>,
+    b: &Option<BTreeSet<PathBuf>>,
+) -> Option<BTreeSet<PathBuf>> {
+    match (a, b) {
+        (None, x) | (x, None) => x.as_ref().map(|s| scope_normal(s.iter().cloned())),
+        (Some(a), Some(b)) => Some(scope_normal(
+            a.iter()
+                .filter(|x| b.iter().any(|y| x.starts_with(y)))
+                .chain(b.iter().filter(|y| a.iter().any(|x| y.starts_with(x))))
+                .cloned(),
+        )),
+    }
+}
+
+/// Every path of `a` lies inside some path of `b`.
+fn scope_within(a: &Option<BTreeSet<PathBuf>>, b: &Option<BTreeSet<PathBuf>>) -> bool {
+    match (a, b) {
+        (_, None) => true,
+        (None, Some(_)) => false,
+        (Some(a), Some(b)) => a.iter().all(|x| b.iter().any(|y| x.starts_with(y))),
+    }
+}
+
 impl EffectivePosture {
     /// The posture of a turn as the one posture function decided it: its
     /// [`Posture`], the policy of its sandbox context, and the tools the
@@ -199,6 +260,10 @@ impl EffectivePosture {
             shell_disabled: posture.shell_disabled,
             sandbox: policy.mode,
             writable_roots: Some(policy.writable_roots.iter().cloned().collect()),
+            write_scope: policy
+                .write_scope
+                .as_ref()
+                .map(|s| scope_normal(s.iter().cloned())),
             network,
             deny_read: policy.extra_deny_read.iter().cloned().collect(),
             protect_write: policy.extra_protect_write.iter().cloned().collect(),
@@ -220,6 +285,9 @@ impl EffectivePosture {
         if self.shell_disabled {
             self.tools.remove(crate::catalogue::SHELL);
         }
+        if let Some(s) = self.write_scope.take() {
+            self.write_scope = Some(scope_normal(s));
+        }
         self
     }
 
@@ -234,6 +302,7 @@ impl EffectivePosture {
             shell_disabled: self.shell_disabled || other.shell_disabled,
             sandbox: narrower(self.sandbox, other.sandbox, sandbox_rank),
             writable_roots: roots_meet(&self.writable_roots, &other.writable_roots),
+            write_scope: scope_meet(&self.write_scope, &other.write_scope),
             network: self.network.meet(&other.network),
             deny_read: self.deny_read.union(&other.deny_read).cloned().collect(),
             protect_write: self
@@ -256,6 +325,7 @@ impl EffectivePosture {
             && (self.shell_disabled || !other.shell_disabled)
             && sandbox_rank(self.sandbox) <= sandbox_rank(other.sandbox)
             && roots_within(&self.writable_roots, &other.writable_roots)
+            && scope_within(&self.write_scope, &other.write_scope)
             && self.network.within(&other.network)
             && self.deny_read.is_superset(&other.deny_read)
             && self.protect_write.is_superset(&other.protect_write)
@@ -279,6 +349,10 @@ impl EffectivePosture {
         policy
             .writable_roots
             .retain(|r| self.writable_roots.as_ref().is_none_or(|s| s.contains(r)));
+        policy.write_scope = self
+            .write_scope
+            .as_ref()
+            .map(|s| s.iter().cloned().collect());
         match &self.network {
             Network::On => {
                 policy.network = true;
@@ -312,6 +386,22 @@ impl EffectivePosture {
 /// The child's posture: its parent's live posture met with its role's cap.
 pub fn clamp(parent: &EffectivePosture, role: super::Role) -> EffectivePosture {
     parent.meet(&role.cap())
+}
+
+/// A scoped writer's posture: [`clamp`] met with the cap of its
+/// `write_scope` (those paths and nothing else of the workspace, and no
+/// extra writable root outside it: two scoped writers share nothing
+/// writable but the toolchain caches and their private `/tmp`). The
+/// result is never wider than the parent's scope either.
+pub fn clamp_scoped(
+    parent: &EffectivePosture,
+    role: super::Role,
+    scope: &[PathBuf],
+) -> EffectivePosture {
+    let mut cap = role.cap();
+    cap.write_scope = Some(scope_normal(scope.iter().cloned()));
+    cap.writable_roots = Some(BTreeSet::new());
+    parent.meet(&cap)
 }
 
 #[cfg(test)]

@@ -16,6 +16,32 @@ const TOOL_POOL: [&str; 8] = [
 const ROOTS: [&str; 3] = ["/data/a", "/data/b", "/cache"];
 const NAMES: [&str; 3] = ["crates.io", "pypi.org", "github.com"];
 const DENY: [&str; 3] = ["~/.aws", "secrets/", "~/.ssh"];
+/// Paths of a workspace, nested and disjoint (`""` is the whole of it).
+const SCOPES: [&str; 7] = [
+    "",
+    "src",
+    "src/a",
+    "src/a/x.rs",
+    "src/b",
+    "docs",
+    "./docs/guide",
+];
+
+/// No scope (the whole workspace) or a random set of [`SCOPES`].
+fn scope() -> impl Strategy<Value = Option<BTreeSet<PathBuf>>> {
+    prop_oneof![
+        Just(None),
+        subset(&SCOPES).prop_map(|s| Some(s.into_iter().map(PathBuf::from).collect())),
+    ]
+}
+
+/// Whether workspace path `p` is writable under `scope`.
+fn covers(scope: &Option<BTreeSet<PathBuf>>, p: &str) -> bool {
+    let p = scope_path(std::path::Path::new(p)).unwrap();
+    scope
+        .as_ref()
+        .is_none_or(|s| s.iter().any(|x| p.starts_with(scope_path(x).unwrap())))
+}
 
 fn subset(pool: &'static [&'static str]) -> impl Strategy<Value = BTreeSet<String>> {
     proptest::collection::vec(any::<bool>(), pool.len()).prop_map(move |bits| {
@@ -63,11 +89,13 @@ prop_compose! {
         auto in any::<bool>(), background in any::<bool>(), no_shell in any::<bool>(),
         sandbox in sandbox(), roots in subset(&ROOTS), network in network(),
         deny in subset(&DENY), protect in subset(&DENY), tools in subset(&TOOL_POOL),
+        write_scope in scope(),
     ) -> EffectivePosture {
         EffectivePosture {
             mode, approval, headless, auto_approve: auto, background,
             shell_disabled: no_shell, sandbox,
             writable_roots: Some(roots.into_iter().map(PathBuf::from).collect()),
+            write_scope,
             network, deny_read: deny, protect_write: protect,
             tools: Tools::Only(tools),
         }.normalized()
@@ -124,6 +152,42 @@ proptest! {
         prop_assert_eq!(cur, rev);
     }
 
+    /// A scoped writer's scope never widens: every workspace path it may
+    /// write, both its parent and its requested scope may write; it is
+    /// within both (and within its role); a path both cover stays
+    /// writable (the meet is exact, not merely narrower); no extra root
+    /// outside the workspace survives; clamping again changes nothing.
+    #[test]
+    fn a_write_scope_never_widens(
+        p in parent(), r in role(), asked in subset(&SCOPES),
+        chain in proptest::collection::vec(subset(&SCOPES), 0..=3),
+    ) {
+        let asked: Vec<PathBuf> = asked.into_iter().map(PathBuf::from).collect();
+        let c = clamp_scoped(&p, r, &asked);
+        let asked_set = Some(asked.iter().cloned().collect::<BTreeSet<_>>());
+        prop_assert!(c.within(&p), "{c:?}\n  not within parent {p:?}");
+        prop_assert!(c.within(&r.cap()));
+        prop_assert_eq!(c.writable_roots.clone(), Some(BTreeSet::new()));
+        for path in SCOPES.iter().chain(["src/a/x.rs/y", "src/c", "docs/guide/z", "README.md"].iter()) {
+            let child = covers(&c.write_scope, path);
+            let both = covers(&p.write_scope, path) && covers(&asked_set, path);
+            prop_assert_eq!(child, both, "{} under {:?}", path, c.write_scope);
+        }
+        prop_assert_eq!(clamp_scoped(&c, r, &asked), c.clone());
+        // Down a chain of scoped writers, each within every ancestor.
+        let mut cur = c;
+        for s in chain {
+            let s: Vec<PathBuf> = s.into_iter().map(PathBuf::from).collect();
+            let next = clamp_scoped(&cur, Role::Implement, &s);
+            prop_assert!(next.within(&cur) && next.within(&p));
+            cur = next;
+        }
+        // The applied policy carries the scope, and reads back as it.
+        let (_, policy) = cur.apply(&SandboxPolicy::new(SandboxMode::WorkspaceWrite, "/ws"));
+        let back = policy.write_scope.map(|v| v.into_iter().collect::<BTreeSet<_>>());
+        prop_assert_eq!(back, cur.write_scope);
+    }
+
     /// The applied policy is the clamped value: mode, roots and network
     /// read back as they were clamped.
     #[test]
@@ -144,6 +208,7 @@ proptest! {
         }
         parent_policy.extra_deny_read = p.deny_read.iter().cloned().collect();
         parent_policy.extra_protect_write = p.protect_write.iter().cloned().collect();
+        parent_policy.write_scope = p.write_scope.as_ref().map(|s| s.iter().cloned().collect());
         let (posture, policy) = c.apply(&parent_policy);
         let tools: Vec<&str> = TOOL_POOL.iter().copied().filter(|t| c.tools.contains(t)).collect();
         prop_assert_eq!(EffectivePosture::of(&posture, &policy, &tools), c);

@@ -6,7 +6,9 @@
 //!   role to the child's posture (the meet of the two, never wider than
 //!   either), with its property tests;
 //! - [`limits`]: the tree's shared limits (running-agent cap, depth,
-//!   spawns per request, token budget, write scopes).
+//!   spawns per request, token budget, write scopes);
+//! - [`worktree`]: a `worktree: true` child's own checkout under
+//!   codewhale's home and the diff that brings its change back.
 //!
 //! The child itself is run by the same agent loop as its parent
 //! (`agent::run`'s `subagents` child module): a child is a loop run like
@@ -15,6 +17,7 @@
 pub mod clamp;
 pub mod limits;
 pub mod role;
+pub mod worktree;
 
 pub use clamp::{clamp, EffectivePosture, Network};
 pub use limits::{SpawnRefused, Tree, MAX_DEPTH, MAX_SPAWNS_PER_REQUEST};

@@ -136,6 +136,7 @@ impl Role {
             shell_disabled: !self.has_shell(),
             sandbox,
             writable_roots: None,
+            write_scope: None,
             network: if self.has_shell() {
                 Network::On
             } else {

@@ -90,6 +90,10 @@ pub struct FsGuard {
     mode: SandboxMode,
     workspace: PathBuf,
     writable: Vec<PathBuf>,
+    /// The writable roots that are single files (a scoped writer's
+    /// `write_scope` naming a file): opened beneath their directory, which
+    /// is not itself writable, so only that name is.
+    file_roots: Vec<PathBuf>,
     protected: Vec<(PathBuf, String)>,
     deny_read: Vec<(PathBuf, String)>,
 }
@@ -111,6 +115,12 @@ impl FsGuard {
             mode: r.mode,
             workspace: r.workspace.clone(),
             writable: r.writable_roots.iter().map(|e| e.path.clone()).collect(),
+            file_roots: r
+                .writable_roots
+                .iter()
+                .filter(|e| e.kind != crate::policy::resolve::PathKind::Dir)
+                .map(|e| e.path.clone())
+                .collect(),
             protected: with_targets(&r.protected),
             deny_read: with_targets(&r.deny_read),
         }
@@ -212,14 +222,35 @@ impl FsGuard {
         )
     }
 
-    /// The longest writable root `real` lies under.
+    /// The directory to resolve `real` beneath: the longest writable root
+    /// it lies under, or for a single-file root, that file's directory
+    /// (the file is then the only name the write rules admit there).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn writable_root_of(&self, real: &Path) -> Option<&Path> {
-        self.writable
+        let root = self
+            .writable
             .iter()
             .filter(|w| real.starts_with(w))
-            .max_by_key(|w| w.as_os_str().len())
-            .map(PathBuf::as_path)
+            .max_by_key(|w| w.as_os_str().len())?;
+        if self.file_roots.contains(root) {
+            return root.parent();
+        }
+        Some(root.as_path())
+    }
+
+    /// Make the directory `raw` (and its missing parents) under the write
+    /// rules, as the file tools would create a file's parents: beneath its
+    /// writable root on Linux. Used to create a scoped writer's missing
+    /// `write_scope` directory before the writer starts.
+    pub fn make_dir(&self, raw: &str) -> Result<PathBuf, OpenError> {
+        let (lexical, _) = self.locate(raw);
+        let real = self.check_write(raw)?;
+        #[cfg(target_os = "linux")]
+        if !self.unchecked() {
+            return self.make_dir_checked(&lexical, &real);
+        }
+        std::fs::create_dir_all(&real).map_err(|e| OpenError::io(&lexical, e))?;
+        Ok(real)
     }
 
     /// Open `raw` for reading under the read rules.
@@ -426,6 +457,23 @@ mod race_free {
             )
             .map_err(|e| io(lexical, e))?;
             Ok(p.target)
+        }
+
+        pub(super) fn make_dir_checked(
+            &self,
+            lexical: &Path,
+            real: &Path,
+        ) -> Result<PathBuf, OpenError> {
+            let root = self.writable_root_of(real).ok_or_else(|| {
+                OpenError::Denied(GuardError::OutsideWritable {
+                    path: lexical.to_path_buf(),
+                })
+            })?;
+            let (root_fd, rel) = anchor(lexical, root, real)?;
+            let dir = make_dirs_beneath(&root_fd, rel, resolver()).map_err(|e| io(lexical, e))?;
+            let made = named(lexical, &dir)?;
+            self.write_verdict(&made, &made)?;
+            Ok(made)
         }
 
         /// The step writes and removals share: the writable root holding

@@ -139,3 +139,53 @@ fn read_only_writes_nothing_full_access_checks_nothing() {
         .is_ok());
     assert!(full.check_read(".env").is_ok());
 }
+
+/// A scoped writer's guard: its scope (a directory and a single file) is
+/// writable, opened for real; the rest of the workspace is readable but
+/// not writable; the single file's siblings stay out of reach; a missing
+/// scope directory is made only where the parent's guard may write.
+#[test]
+fn a_write_scope_confines_the_file_tools_with_positive_controls() {
+    let f = fixture();
+    fs::create_dir_all(f.ws.join("src")).unwrap();
+    fs::write(f.ws.join("one.md"), "one").unwrap();
+    fs::write(f.ws.join("two.md"), "two").unwrap();
+    let facts = HostFacts {
+        homes: vec![f.home.clone()],
+        cargo_home: None,
+        xdg_cache_home: None,
+    };
+    let mut p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &f.ws);
+    p.write_scope = Some(vec!["src".into(), "one.md".into()]);
+    let g = FsGuard::new(&resolve(&p, &facts).unwrap());
+    // Positive controls: the scope's directory and its single file.
+    let mut o = g.open_write("src/new/x.rs", WriteOpen::Create).unwrap();
+    std::io::Write::write_all(&mut o.file, b"x").unwrap();
+    assert_eq!(fs::read_to_string(f.ws.join("src/new/x.rs")).unwrap(), "x");
+    let mut o = g.open_write("one.md", WriteOpen::Edit).unwrap();
+    o.file.set_len(0).unwrap();
+    std::io::Write::write_all(&mut o.file, b"ONE").unwrap();
+    assert_eq!(fs::read_to_string(f.ws.join("one.md")).unwrap(), "ONE");
+    // Outside the scope: refused, nothing changed; still readable.
+    for raw in ["two.md", "ok.txt", "other/x"] {
+        let e = g.open_write(raw, WriteOpen::Create).unwrap_err();
+        assert!(
+            matches!(e, OpenError::Denied(GuardError::OutsideWritable { .. })),
+            "{raw}: {e}"
+        );
+    }
+    assert_eq!(fs::read_to_string(f.ws.join("two.md")).unwrap(), "two");
+    assert!(!f.ws.join("other").exists());
+    assert!(g.open_read("two.md").is_ok());
+    assert!(g.open_read(".env").is_err());
+    // make_dir: inside the scope it makes; outside it is refused.
+    assert!(g.make_dir("src/made/deep").is_ok());
+    assert!(f.ws.join("src/made/deep").is_dir());
+    assert!(g.make_dir("elsewhere").is_err());
+    assert!(!f.ws.join("elsewhere").exists());
+    // The unscoped guard makes a scope directory anywhere in the workspace.
+    let whole = guard(&f, SandboxMode::WorkspaceWrite);
+    assert!(whole.make_dir("pkg/new").is_ok());
+    assert!(f.ws.join("pkg/new").is_dir());
+    assert!(whole.make_dir(".git/hooks/x").is_err());
+}

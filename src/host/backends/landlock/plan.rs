@@ -329,7 +329,12 @@ pub fn plan(
                 RuleWhy::ReadTree,
             );
             for root in &writable {
-                rules.add(root, true, write_tree, RuleWhy::WriteRoot);
+                rules.add(
+                    root,
+                    root_is_dir(resolved, root),
+                    write_tree,
+                    RuleWhy::WriteRoot,
+                );
             }
             if resolved.private_tmp {
                 for t in ["/tmp", "/dev/shm"] {
@@ -435,6 +440,17 @@ pub fn plan(
         masks,
         private_net: opts.private_net,
     })
+}
+
+/// Whether writable root `root` is a directory (a scoped writer's
+/// `write_scope` may name a single file: its rule then carries the file
+/// rights only, so it is rewritable in place but not replaced or removed).
+fn root_is_dir(resolved: &ResolvedPolicy, root: &Path) -> bool {
+    resolved
+        .writable_roots
+        .iter()
+        .find(|r| r.path == root)
+        .is_none_or(|r| r.kind == PathKind::Dir)
 }
 
 fn is_real_dir(p: &Path) -> bool {
@@ -593,7 +609,12 @@ fn plan_writes(
             .filter(|p| p.starts_with(root) && p != root)
             .collect();
         if holes.is_empty() || opts.protect_in_writable == HoleStrategy::Yield {
-            rules.add(root, true, write_tree, RuleWhy::WriteRoot);
+            rules.add(
+                root,
+                root_is_dir(resolved, root),
+                write_tree,
+                RuleWhy::WriteRoot,
+            );
             for h in &holes {
                 partial.push(PartialItem::new(
                     PartialKind::NotEnforced,

@@ -13,6 +13,10 @@
 //! - `.git/hooks`, `.git/config`, `.git/modules/*/{hooks,config}` and `.git`
 //!   pointer files are refused at any depth (nested repositories run hooks
 //!   too), compared case-insensitively (case-insensitive filesystems);
+//! - under a scoped writer's `write_scope` (the workspace is then not a
+//!   writable root), it must lie inside one of the writable roots the
+//!   scope resolved to: the remote copy is writable whole, the host's
+//!   workspace only where the scope says;
 //! - no existing ancestor inside the workspace may be a symlink, and the
 //!   file itself must not be a symlink or a directory: sync never follows a
 //!   link out of the workspace.
@@ -30,6 +34,8 @@ pub struct WriteGuard {
     /// Lower-cased protected and deny-read paths (and symlink targets).
     blocked: Vec<(String, String)>,
     nested_git_rule: bool,
+    /// A scoped writer's writable roots (`None`: the whole workspace).
+    scope: Option<Vec<PathBuf>>,
 }
 
 impl WriteGuard {
@@ -45,10 +51,22 @@ impl WriteGuard {
                 blocked.push((lower(p), format!("deny-read: {}", e.reason)));
             }
         }
+        let scoped = resolved.mode == SandboxMode::WorkspaceWrite
+            && !resolved
+                .writable_roots
+                .iter()
+                .any(|r| r.path == resolved.workspace);
         WriteGuard {
             workspace: resolved.workspace.clone(),
             blocked,
             nested_git_rule: resolved.mode != SandboxMode::DangerFullAccess,
+            scope: scoped.then(|| {
+                resolved
+                    .writable_roots
+                    .iter()
+                    .map(|r| r.path.clone())
+                    .collect()
+            }),
         }
     }
 
@@ -74,6 +92,11 @@ impl WriteGuard {
             return Err("names the workspace itself".into());
         }
         let local = self.workspace.join(rel_path);
+        if let Some(roots) = &self.scope {
+            if !roots.iter().any(|r| local.starts_with(r)) {
+                return Err("outside this sub-agent's write scope".into());
+            }
+        }
         let local_l = lower(&local);
         for (p, why) in &self.blocked {
             if local_l == *p || local_l.starts_with(&format!("{p}/")) {

@@ -100,3 +100,27 @@ fn full_access_keeps_only_table_rules() {
     assert!(g.check("sub/.git/hooks/x").is_ok());
     assert!(g.check("../x").is_err());
 }
+
+/// A scoped writer's sync-back lands only inside its scope.
+#[test]
+fn a_write_scope_bounds_the_sync_back() {
+    let t = tempfile::tempdir().unwrap();
+    let ws = fs::canonicalize(t.path()).unwrap().join("ws");
+    fs::create_dir_all(ws.join("src")).unwrap();
+    fs::write(ws.join("one.md"), "x").unwrap();
+    let facts = HostFacts {
+        homes: vec![t.path().join("home")],
+        cargo_home: None,
+        xdg_cache_home: None,
+    };
+    let mut p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
+    p.write_scope = Some(vec!["src".into(), "one.md".into()]);
+    let g = WriteGuard::new(&resolve(&p, &facts).unwrap());
+    for ok in ["src/a.rs", "src/deep/b.rs", "one.md"] {
+        assert!(g.check(ok).is_ok(), "{ok}");
+    }
+    for bad in ["two.md", "srcx/a.rs", "README.md"] {
+        let e = g.check(bad).unwrap_err();
+        assert!(e.contains("write scope"), "{bad}: {e}");
+    }
+}
