@@ -60,6 +60,15 @@ pub enum Command {
     /// The in-sandbox helper stage (started by bwrap, not by users).
     #[command(name = "__sandbox-helper", hide = true)]
     SandboxHelper(sandbox::HelperArgs),
+    /// A store's change journal kept between runs (started by a run, not
+    /// by users; see `snapshot::keeper`).
+    #[command(name = "__snapshot-keeper", hide = true)]
+    SnapshotKeeper {
+        #[arg(long)]
+        store: std::path::PathBuf,
+        #[arg(long)]
+        workspace: std::path::PathBuf,
+    },
     /// Show what a session did and did not do (read-only; see docs/RECEIPTS.md).
     Receipts(receipts::ReceiptsArgs),
     /// Prove what the sandbox enforces here: environment checks and real probes.
@@ -92,6 +101,11 @@ pub enum Command {
 
 /// Parse arguments, run, and return the process exit code.
 pub fn main() -> i32 {
+    if let Ok(exe) = std::env::current_exe() {
+        // Runs keep their undo journal in a keeper started from this
+        // executable (`snapshot::keeper`).
+        crate::snapshot::keeper::register_exe(exe);
+    }
     recover_interrupted_runs();
     if let Some(code) = sandbox_run_fast_path() {
         return code;
@@ -114,6 +128,9 @@ pub fn main() -> i32 {
         #[cfg(not(unix))]
         Command::EgressConnect { .. } => crate::exit::FAILURE,
         Command::SandboxHelper(args) => sandbox::helper(args),
+        Command::SnapshotKeeper { store, workspace } => {
+            crate::snapshot::keeper::serve(&store, &workspace)
+        }
         Command::Receipts(args) => receipts::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Setup(args) => setup::run(args),
@@ -134,9 +151,10 @@ pub fn main() -> i32 {
 fn recover_interrupted_runs() {
     #[cfg(unix)]
     {
+        // The keeper is started by a live run, under its store's lock.
         let helper = std::env::args_os()
             .nth(1)
-            .is_some_and(|a| a == "__sandbox-helper");
+            .is_some_and(|a| a == "__sandbox-helper" || a == "__snapshot-keeper");
         if helper {
             return;
         }

@@ -65,6 +65,27 @@ impl Journal {
         }
     }
 
+    /// Read the queued events into the journal without taking them, so a
+    /// long-lived holder (the [`super::keeper`]) never lets the kernel's
+    /// queue overflow; `Err(reason)` as for [`Self::take`].
+    #[cfg(target_os = "linux")]
+    pub fn pump(&mut self) -> Result<(), String> {
+        self.inner.pump()
+    }
+
+    /// How many paths are waiting to be taken.
+    #[cfg(target_os = "linux")]
+    pub fn pending(&self) -> usize {
+        self.inner.pending()
+    }
+
+    /// The inotify descriptor, readable when events are queued (to wait
+    /// on with `poll`).
+    #[cfg(target_os = "linux")]
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.inner.fd()
+    }
+
     /// The paths changed since the start or the last call, emptying the
     /// journal; `Err(reason)` when it lost track (take a full snapshot and
     /// start a new journal).
@@ -302,7 +323,7 @@ mod linux {
             }
         }
 
-        pub fn take(&mut self) -> Result<Changed, String> {
+        pub fn pump(&mut self) -> Result<(), String> {
             if let Some(why) = &self.doubt {
                 return Err(why.clone());
             }
@@ -310,6 +331,20 @@ mod linux {
                 self.doubt = Some(why.clone());
                 return Err(why);
             }
+            Ok(())
+        }
+
+        pub fn pending(&self) -> usize {
+            self.changed.len()
+        }
+
+        pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+            use std::os::fd::AsFd;
+            self.ino.as_fd()
+        }
+
+        pub fn take(&mut self) -> Result<Changed, String> {
+            self.pump()?;
             // A directory stands for what is below it.
             let mut out: Changed = Vec::new();
             for p in std::mem::take(&mut self.changed) {

@@ -31,6 +31,7 @@ pub mod error;
 pub mod git;
 pub mod guard;
 pub mod journal;
+pub mod keeper;
 pub mod layout;
 pub mod lock;
 pub mod options;

@@ -1,7 +1,7 @@
 //! Snapshot store settings and their defaults.
 
 use crate::policy::ResolvedPolicy;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Keep this many snapshots (newest first).
 pub const DEFAULT_KEEP: usize = 50;
@@ -33,6 +33,10 @@ pub struct SnapshotOptions {
     pub homes: Vec<PathBuf>,
     /// The git binary; `None` looks `git` up on `PATH`.
     pub git: Option<PathBuf>,
+    /// The executable that runs the store's journal keeper
+    /// (`codewhale __snapshot-keeper`, [`super::keeper`]); `None`: a run
+    /// keeps its journal in process. Defaults to what the CLI registered.
+    pub keeper: Option<PathBuf>,
 }
 
 impl SnapshotOptions {
@@ -48,6 +52,7 @@ impl SnapshotOptions {
             deny_read: Vec::new(),
             homes: crate::policy::HostFacts::detect().homes,
             git: None,
+            keeper: super::keeper::exe().map(Path::to_path_buf),
         }
     }
 

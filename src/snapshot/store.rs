@@ -10,6 +10,7 @@ use super::error::{Disabled, SnapshotError};
 use super::git::{self, Git};
 use super::guard;
 use super::journal::Journal;
+use super::keeper::Keeper;
 use super::layout;
 use super::lock::StoreLock;
 use super::options::SnapshotOptions;
@@ -81,10 +82,24 @@ pub struct SnapshotStore {
     /// Whether to keep a change journal ([`Self::enable_journal`]).
     journal_wanted: bool,
     /// The live journal: every change since the last snapshot is in it.
-    journal: Option<Journal>,
+    journal: Option<JournalSource>,
     /// How the last snapshot was taken (for tests and the bench).
     last_way: Option<SnapshotWay>,
 }
+
+/// Where a store's change journal lives.
+#[derive(Debug)]
+enum JournalSource {
+    /// In this process: it ends with the store.
+    Local(Journal),
+    /// In the store's keeper process ([`super::keeper`]): it outlives the run, so
+    /// the next run's first snapshot needs no full look either.
+    Keeper(Keeper),
+}
+
+/// The file recording which exclusions the side index was last filled
+/// with in full: a keeper's paths are enough only while they are the same.
+const EXCLUDES_FILE: &str = "journal-excludes";
 
 /// How a snapshot looked at the workspace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,9 +140,10 @@ impl SnapshotStore {
                 }))
             }
         };
-        if let Err(detail) = git::probe(&bin) {
-            return Ok(Opened::Disabled(Disabled::GitMissing { detail }));
-        }
+        let skip_hash = match git::probe(&bin) {
+            Ok(version) => git::supports_skip_hash(&version),
+            Err(detail) => return Ok(Opened::Disabled(Disabled::GitMissing { detail })),
+        };
         if let Err(d) = guard::check_path(&workspace, &opts.homes, &opts.codewhale_home) {
             return Ok(Opened::Disabled(d));
         }
@@ -151,7 +167,8 @@ impl SnapshotStore {
                 let _ = std::fs::rename(&tmp, &size_cache);
             }
         }
-        let git = Git::new(bin, dir.join(".git"), workspace.clone(), dir.join("index"));
+        let git = Git::new(bin, dir.join(".git"), workspace.clone(), dir.join("index"))
+            .with_skip_hash(skip_hash);
         if !dir.join(".git").join("HEAD").exists() {
             git.run(&["init", "-q", "--template="])?;
         }
@@ -168,6 +185,11 @@ impl SnapshotStore {
         excludes.extend(layout::deny_read_pathspecs(&workspace, &opts.deny_read));
         let records_path = dir.join("snapshots.json");
         let lock = StoreLock::acquire(&dir)?;
+        if !skip_hash && git::index_has_null_checksum(git.index()) {
+            // Written by a newer git than this one: it would refuse the
+            // file. The next snapshot fills a new index (a full look).
+            let _ = std::fs::remove_file(git.index());
+        }
         let records = Records::load(&records_path)?;
         let mut store = SnapshotStore {
             git,
@@ -194,6 +216,11 @@ impl SnapshotStore {
     /// snapshots; a one-shot command gains nothing from it.
     pub fn enable_journal(&mut self) {
         self.journal_wanted = true;
+        if self.journal.is_none() && self.opts.keeper.is_some() {
+            // A keeper left by an earlier run: its paths are all that
+            // changed since that run's last snapshot.
+            self.journal = Keeper::find(&self.dir).map(JournalSource::Keeper);
+        }
     }
 
     /// How the last snapshot of this store looked at the workspace.
@@ -379,18 +406,49 @@ impl SnapshotStore {
 
     /// Drop the journal and, when one is wanted, start a new one (before
     /// the full look it will continue from); why there is none, if not.
+    /// With a registered keeper executable the journal is the store's
+    /// keeper (reset, or started when none answers); the run keeps its own
+    /// only when no keeper can be had.
     fn restart_journal(&mut self) -> Option<String> {
-        self.journal = None;
+        let old = self.journal.take();
         if !self.journal_wanted {
             return None;
         }
+        if let Some(exe) = self.opts.keeper.clone() {
+            let found = match old {
+                Some(JournalSource::Keeper(k)) => Some(k),
+                _ => Keeper::find(&self.dir),
+            };
+            let kept = match found {
+                Some(k) if k.reset().is_ok() => Ok(k),
+                _ => Keeper::start(&exe, &self.dir, &self.workspace, &self.opts.codewhale_home),
+            };
+            if let Ok(k) = kept {
+                self.journal = Some(JournalSource::Keeper(k));
+                return None;
+            }
+        }
         match Journal::start(&self.workspace) {
             Ok(j) => {
-                self.journal = Some(j);
+                self.journal = Some(JournalSource::Local(j));
                 None
             }
             Err(why) => Some(why),
         }
+    }
+
+    /// What [`EXCLUDES_FILE`] holds for this store's exclusions now.
+    fn excludes_fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(env!("CARGO_PKG_VERSION"));
+        h.update([0]);
+        h.update(layout::exclude_file_text());
+        for e in &self.excludes {
+            h.update([0]);
+            h.update(e);
+        }
+        format!("{}\n", hex::encode(h.finalize()))
     }
 
     fn after_full_look(
@@ -401,6 +459,8 @@ impl SnapshotStore {
         if r.is_err() {
             // Its changes were not taken: the next look is a full one.
             self.journal = None;
+        } else {
+            let _ = write_if_changed(&self.dir.join(EXCLUDES_FILE), &self.excludes_fingerprint());
         }
         self.last_way = Some(SnapshotWay::Full { no_journal });
         r
@@ -418,7 +478,18 @@ impl SnapshotStore {
     /// A snapshot of an existing side index: only the journal's paths when
     /// it has them, else (or when adding them fails) `git add -A`.
     fn look(&mut self) -> Result<(Vec<String>, String), SnapshotError> {
-        let why = match self.journal.as_mut().map(Journal::take) {
+        let same_excludes = matches!(self.journal, Some(JournalSource::Keeper(_)))
+            && std::fs::read_to_string(self.dir.join(EXCLUDES_FILE))
+                .is_ok_and(|f| f == self.excludes_fingerprint());
+        let took = match &mut self.journal {
+            Some(JournalSource::Local(j)) => Some(j.take()),
+            Some(JournalSource::Keeper(_)) if !same_excludes => Some(Err(
+                "the exclusions changed since the side index was last filled".to_string(),
+            )),
+            Some(JournalSource::Keeper(k)) => Some(k.take()),
+            None => None,
+        };
+        let why = match took {
             Some(Ok(paths)) => match hard_linked(&self.workspace, &paths) {
                 Some(p) => Some(format!(
                     "{} has other hard links (a change through one is not seen at the others)",
@@ -426,6 +497,11 @@ impl SnapshotStore {
                 )),
                 None => match self.add_paths_and_write_tree(&paths) {
                     Ok(Some(r)) => {
+                        if let Some(JournalSource::Keeper(k)) = &self.journal {
+                            // Not acknowledged (the keeper gone): the same
+                            // paths come again, which adds nothing wrong.
+                            let _ = k.ack();
+                        }
                         self.last_way = Some(SnapshotWay::Journal { paths: paths.len() });
                         return Ok(r);
                     }

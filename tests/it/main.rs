@@ -64,6 +64,7 @@ mod serve_clients;
 mod serve_raw;
 mod skip_switch;
 mod snapshot_journal;
+mod snapshot_keeper;
 mod snapshot_seed;
 mod subagents;
 mod subagents_runtime;
