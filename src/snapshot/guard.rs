@@ -9,6 +9,7 @@
 
 use super::error::Disabled;
 use super::layout::BUILTIN_EXCLUDES;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// System directories refused as workspaces (on top of `/`, homes and
@@ -101,10 +102,22 @@ pub fn check_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<
 pub struct SizeSeen {
     entries: u64,
     bytes: u64,
-    /// Every directory the walk entered and every `.gitignore` it read.
-    stamps: Vec<(PathBuf, Stamp)>,
+    /// Every directory the walk entered, with its direct entries and the
+    /// bytes of its direct files (what a later look re-counts when only
+    /// that directory changed).
+    dirs: BTreeMap<PathBuf, DirSeen>,
+    /// Every `.gitignore` it read.
+    ignores: Vec<(PathBuf, Stamp)>,
     /// A stamp too close to the walk to be trusted next time.
     racy: bool,
+}
+
+/// One directory of a size walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DirSeen {
+    stamp: Stamp,
+    entries: u64,
+    bytes: u64,
 }
 
 /// Identity and change times of a path, from `lstat` (the ctime moves on
@@ -152,31 +165,45 @@ fn stamp(m: &std::fs::Metadata) -> Stamp {
 /// timestamp tick (git's racy-index rule; covers 1–2 s filesystems).
 const RACY_SECS: i64 = 2;
 
-/// [`check_size`] without walking again while nothing it depends on
-/// changed: the totals of the last walk under the limits are kept in
-/// `cache` (the store's `size-check` file) with the stamp of every
-/// directory it entered and every `.gitignore` it read; when each still
-/// has that stamp, no entry was added, removed or renamed anywhere the
-/// walk looked and no ignore rule changed, so the totals are reused
-/// (1 `lstat` per directory instead of one per file).
+/// [`check_size`] without walking again while little changed. The last
+/// walk under the limits is kept in `cache` (the store's `size-check`
+/// file): every directory it entered with its stamp and its direct
+/// entries and bytes, and the stamp of every `.gitignore` it read. Looking
+/// again costs one `lstat` per directory: a directory whose stamp holds
+/// keeps its counts; one whose stamp moved (an entry added, removed or
+/// renamed in it) is listed again, under the ignore rules of the
+/// `.gitignore` files the cache names, and a directory that appeared in it
+/// is walked; a directory gone drops out. Any `.gitignore` changed, or a
+/// new one found, means a whole walk; so does a re-count over a limit (the
+/// whole walk decides every refusal).
 ///
-/// Not seen without a walk: a file that grew or shrank in place (its
-/// directory does not change). Such growth is counted at the next walk,
-/// which any entry change anywhere in the tree brings; the store's own
-/// size cap (`max_store_mb`) bounds the side repository meanwhile.
+/// Not seen without listing its directory again: a file that grew or
+/// shrank in place (its directory does not change). Such growth is counted
+/// when its directory next changes, or at the next whole walk; the store's
+/// own size cap (`max_store_mb`) bounds the side repository meanwhile.
 ///
-/// `Ok(Some(bytes))`: a fresh walk, to be written to `cache` once the
+/// `Ok(Some(bytes))`: new totals, to be written to `cache` once the
 /// store directory exists; `Ok(None)`: the cached totals were used (or the
-/// walk's are not worth keeping).
+/// new ones are not worth keeping).
 pub fn check_size_cached(
     workspace: &Path,
     max_entries: u64,
     max_bytes: u64,
     cache: &Path,
 ) -> Result<Option<Vec<u8>>, Disabled> {
-    if let Some((entries, bytes)) = read_cache(cache) {
-        limits(workspace, entries, bytes, max_entries, max_bytes)?;
-        return Ok(None);
+    if let Some(old) = read_cache(cache) {
+        match refresh(workspace, old) {
+            Refreshed::Same(seen) => {
+                limits(workspace, seen.entries, seen.bytes, max_entries, max_bytes)?;
+                return Ok(None);
+            }
+            Refreshed::Updated(seen) => {
+                if limits(workspace, seen.entries, seen.bytes, max_entries, max_bytes).is_ok() {
+                    return Ok((!seen.racy).then(|| encode(&seen)));
+                }
+            }
+            Refreshed::Stale => {}
+        }
     }
     let seen = walk_size(workspace, max_entries, max_bytes)?;
     Ok((!seen.racy).then(|| encode(&seen)))
@@ -204,63 +231,226 @@ fn limits(
     Ok(())
 }
 
-const CACHE_FORMAT: &str = "codewhale-size-check 1";
+const CACHE_FORMAT: &str = "codewhale-size-check 2";
+
+fn stamp_fields(s: &Stamp) -> String {
+    format!(
+        "{} {} {} {} {} {} {}",
+        s.dev, s.ino, s.mtime.0, s.mtime.1, s.ctime.0, s.ctime.1, s.size
+    )
+}
 
 fn encode(seen: &SizeSeen) -> Vec<u8> {
     let mut out = format!("{CACHE_FORMAT} {} {}\n", seen.entries, seen.bytes).into_bytes();
-    for (p, s) in &seen.stamps {
+    let mut record = |out: &mut Vec<u8>, p: &Path, fields: String| {
         out.extend_from_slice(p.as_os_str().as_encoded_bytes());
         out.push(0);
-        out.extend_from_slice(
-            format!(
-                "{} {} {} {} {} {} {}",
-                s.dev, s.ino, s.mtime.0, s.mtime.1, s.ctime.0, s.ctime.1, s.size
-            )
-            .as_bytes(),
-        );
+        out.extend_from_slice(fields.as_bytes());
         out.push(0);
+    };
+    for (p, d) in &seen.dirs {
+        let fields = format!("d {} {} {}", stamp_fields(&d.stamp), d.entries, d.bytes);
+        record(&mut out, p, fields);
+    }
+    for (p, s) in &seen.ignores {
+        record(&mut out, p, format!("g {}", stamp_fields(s)));
     }
     out
 }
 
-/// The cached totals, when the file parses and every stamp in it still
-/// holds; `None` otherwise (walk again).
-fn read_cache(cache: &Path) -> Option<(u64, u64)> {
+/// The last walk as the cache file holds it, if it parses (nothing is
+/// checked against the disk here: [`refresh`] does).
+fn read_cache(cache: &Path) -> Option<SizeSeen> {
     let data = std::fs::read(cache).ok()?;
     let nl = data.iter().position(|b| *b == b'\n')?;
     let head = std::str::from_utf8(&data[..nl]).ok()?;
     let totals = head.strip_prefix(CACHE_FORMAT)?.trim();
     let (e, b) = totals.split_once(' ')?;
-    let (entries, bytes) = (e.parse().ok()?, b.parse().ok()?);
+    let mut seen = SizeSeen {
+        entries: e.parse().ok()?,
+        bytes: b.parse().ok()?,
+        dirs: BTreeMap::new(),
+        ignores: Vec::new(),
+        racy: false,
+    };
     let mut fields = data[nl + 1..].split(|b| *b == 0);
     loop {
         let Some(path) = fields.next() else {
-            return Some((entries, bytes));
+            return Some(seen);
         };
         if path.is_empty() {
-            return Some((entries, bytes));
+            return Some(seen);
         }
-        let nums: Vec<i64> = std::str::from_utf8(fields.next()?)
-            .ok()?
+        let text = std::str::from_utf8(fields.next()?).ok()?;
+        let (kind, rest) = text.split_once(' ')?;
+        let nums: Vec<i64> = rest
             .split(' ')
             .map(|n| n.parse().ok())
             .collect::<Option<_>>()?;
-        let [dev, ino, ms, mns, cs, cns, size] = nums[..] else {
-            return None;
+        let path = Path::new(os_str(path)?).to_path_buf();
+        let stamp_of = |n: &[i64]| Stamp {
+            dev: n[0] as u64,
+            ino: n[1] as u64,
+            mtime: (n[2], n[3]),
+            ctime: (n[4], n[5]),
+            size: n[6] as u64,
         };
-        let path = Path::new(os_str(path)?);
-        let now = std::fs::symlink_metadata(path).ok()?;
-        let want = Stamp {
-            dev: dev as u64,
-            ino: ino as u64,
-            mtime: (ms, mns),
-            ctime: (cs, cns),
-            size: size as u64,
-        };
-        if stamp(&now) != want {
-            return None;
+        match (kind, nums.len()) {
+            ("d", 9) => {
+                let d = DirSeen {
+                    stamp: stamp_of(&nums),
+                    entries: u64::try_from(nums[7]).ok()?,
+                    bytes: u64::try_from(nums[8]).ok()?,
+                };
+                seen.dirs.insert(path, d);
+            }
+            ("g", 7) => seen.ignores.push((path, stamp_of(&nums))),
+            _ => return None,
         }
     }
+}
+
+/// What looking again at a cached walk found.
+#[derive(Debug)]
+enum Refreshed {
+    /// Every stamp holds: the cached totals stand.
+    Same(SizeSeen),
+    /// Some directories were counted again: new totals.
+    Updated(SizeSeen),
+    /// An ignore file changed or appeared, or a listing failed: walk.
+    Stale,
+}
+
+/// The `.gitignore` rules a cached walk read, by directory: what decides
+/// whether an entry of a re-listed directory counts (the deepest file
+/// with an opinion wins, as in git and in the walk).
+struct Rules {
+    root: PathBuf,
+    by_dir: HashMap<PathBuf, ignore::gitignore::Gitignore>,
+}
+
+impl Rules {
+    fn new(root: &Path, ignores: &[(PathBuf, Stamp)]) -> Rules {
+        let by_dir = ignores
+            .iter()
+            .filter_map(|(p, _)| {
+                let (gi, _) = ignore::gitignore::Gitignore::new(p);
+                Some((p.parent()?.to_path_buf(), gi))
+            })
+            .collect();
+        Rules {
+            root: root.to_path_buf(),
+            by_dir,
+        }
+    }
+
+    fn ignored(&self, path: &Path, is_dir: bool) -> bool {
+        use ignore::Match;
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            if let Some(gi) = self.by_dir.get(d) {
+                match gi.matched(path, is_dir) {
+                    Match::Ignore(_) => return true,
+                    Match::Whitelist(_) => return false,
+                    Match::None => {}
+                }
+            }
+            if d == self.root {
+                break;
+            }
+            dir = d.parent();
+        }
+        false
+    }
+}
+
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn is_racy(s: &Stamp, started: i64) -> bool {
+    s.mtime.0.max(s.ctime.0) + RACY_SECS >= started
+}
+
+/// Look again at a cached walk (see [`check_size_cached`]).
+fn refresh(workspace: &Path, mut seen: SizeSeen) -> Refreshed {
+    let started = now_secs();
+    for (p, want) in &seen.ignores {
+        match std::fs::symlink_metadata(p) {
+            Ok(m) if stamp(&m) == *want => {}
+            _ => return Refreshed::Stale,
+        }
+    }
+    let mut stack = Vec::new();
+    let mut gone = Vec::new();
+    for (dir, d) in &seen.dirs {
+        match std::fs::symlink_metadata(dir) {
+            Ok(m) if stamp(&m) == d.stamp => {}
+            Ok(m) if m.is_dir() => stack.push(dir.clone()),
+            _ => gone.push(dir.clone()),
+        }
+    }
+    if stack.is_empty() && gone.is_empty() {
+        return Refreshed::Same(seen);
+    }
+    for g in gone {
+        seen.dirs.remove(&g);
+    }
+    let rules = Rules::new(workspace, &seen.ignores);
+    let known_ignore = |p: &Path| seen.ignores.iter().any(|(i, _)| i == p);
+    let mut counted: BTreeMap<PathBuf, DirSeen> = BTreeMap::new();
+    while let Some(dir) = stack.pop() {
+        let Ok(m) = std::fs::symlink_metadata(&dir) else {
+            // Gone since: its parent, listed again, no longer names it.
+            seen.dirs.remove(&dir);
+            continue;
+        };
+        let mut d = DirSeen {
+            stamp: stamp(&m),
+            entries: 0,
+            bytes: 0,
+        };
+        seen.racy |= is_racy(&d.stamp, started);
+        let Ok(listing) = std::fs::read_dir(&dir) else {
+            return Refreshed::Stale;
+        };
+        for e in listing {
+            let Ok(e) = e else {
+                return Refreshed::Stale;
+            };
+            let path = e.path();
+            let Ok(ft) = e.file_type() else {
+                return Refreshed::Stale;
+            };
+            if e.file_name() == ".gitignore" && !known_ignore(&path) {
+                return Refreshed::Stale;
+            }
+            if ft.is_dir() && e.file_name().to_str().is_some_and(skipped_dir) {
+                continue;
+            }
+            if rules.ignored(&path, ft.is_dir()) {
+                continue;
+            }
+            d.entries += 1;
+            if ft.is_file() {
+                match e.metadata() {
+                    Ok(m) => d.bytes += m.len(),
+                    Err(_) => return Refreshed::Stale,
+                }
+            }
+            if ft.is_dir() && !seen.dirs.contains_key(&path) && !counted.contains_key(&path) {
+                stack.push(path);
+            }
+        }
+        counted.insert(dir, d);
+    }
+    seen.dirs.extend(counted);
+    seen.entries = seen.dirs.values().map(|d| d.entries).sum();
+    seen.bytes = seen.dirs.values().map(|d| d.bytes).sum();
+    Refreshed::Updated(seen)
 }
 
 #[cfg(unix)]
@@ -276,10 +466,7 @@ fn os_str(b: &[u8]) -> Option<&std::ffi::OsStr> {
 
 /// The walk itself: totals, and the stamps of what it depended on.
 fn walk_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<SizeSeen, Disabled> {
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
+    let started = now_secs();
     let walker = ignore::WalkBuilder::new(workspace)
         .hidden(false)
         .parents(false)
@@ -297,19 +484,26 @@ fn walk_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<SizeS
     let mut seen = SizeSeen {
         entries: 0,
         bytes: 0,
-        stamps: Vec::new(),
+        dirs: BTreeMap::new(),
+        ignores: Vec::new(),
         racy: false,
-    };
-    let keep = |seen: &mut SizeSeen, path: &Path, m: &std::fs::Metadata| {
-        let s = stamp(m);
-        seen.racy |= s.mtime.0.max(s.ctime.0) + RACY_SECS >= started;
-        seen.stamps.push((path.to_path_buf(), s));
     };
     for entry in walker.flatten() {
         let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
         if is_dir {
             match entry.metadata() {
-                Ok(m) => keep(&mut seen, entry.path(), &m),
+                Ok(m) => {
+                    let s = stamp(&m);
+                    seen.racy |= is_racy(&s, started);
+                    seen.dirs.insert(
+                        entry.path().to_path_buf(),
+                        DirSeen {
+                            stamp: s,
+                            entries: 0,
+                            bytes: 0,
+                        },
+                    );
+                }
                 Err(_) => seen.racy = true,
             }
         }
@@ -318,17 +512,29 @@ fn walk_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<SizeS
         }
         seen.entries += 1;
         limits(workspace, seen.entries, 0, max_entries, max_bytes)?;
+        let mut bytes = 0;
         if entry.file_type().is_some_and(|t| t.is_file()) {
             match entry.metadata() {
                 Ok(m) => {
-                    seen.bytes += m.len();
+                    bytes = m.len();
+                    seen.bytes += bytes;
                     if entry.file_name() == ".gitignore" {
-                        keep(&mut seen, entry.path(), &m);
+                        let s = stamp(&m);
+                        seen.racy |= is_racy(&s, started);
+                        seen.ignores.push((entry.path().to_path_buf(), s));
                     }
                 }
                 Err(_) => seen.racy = true,
             }
             limits(workspace, seen.entries, seen.bytes, max_entries, max_bytes)?;
+        }
+        match entry.path().parent().and_then(|p| seen.dirs.get_mut(p)) {
+            Some(parent) => {
+                parent.entries += 1;
+                parent.bytes += bytes;
+            }
+            // Its directory's stamp could not be read: nothing to keep.
+            None => seen.racy = true,
         }
     }
     Ok(seen)
@@ -383,7 +589,9 @@ mod tests {
             .unwrap()
             .unwrap();
         std::fs::write(&cache, fresh).unwrap();
-        assert_eq!(read_cache(&cache), Some((4, 109)));
+        let cached = read_cache(&cache).unwrap();
+        assert_eq!((cached.entries, cached.bytes), (4, 109));
+        assert!(matches!(refresh(&ws, cached), Refreshed::Same(_)));
         assert_eq!(check_size_cached(&ws, 100, 10_000, &cache).unwrap(), None);
         // The cached totals against other limits: the same refusals.
         assert!(matches!(
@@ -394,12 +602,78 @@ mod tests {
             check_size_cached(&ws, 100, 50, &cache),
             Err(Disabled::TooLarge { .. })
         ));
-        // An entry added deep down: the walk again.
+        // An entry added deep down: that directory is counted again.
         std::fs::write(ws.join("a/b/g"), "y").unwrap();
-        assert_eq!(read_cache(&cache), None);
-        assert!(check_size_cached(&ws, 100, 10_000, &cache)
-            .unwrap()
-            .is_none()); // racy now
+        match refresh(&ws, read_cache(&cache).unwrap()) {
+            Refreshed::Updated(seen) => assert_eq!((seen.entries, seen.bytes), (5, 110)),
+            other => panic!("{other:?}"),
+        }
+        // Over a limit after a re-count: the whole walk decides (and
+        // refuses with the same error).
+        assert!(matches!(
+            check_size_cached(&ws, 4, 10_000, &cache),
+            Err(Disabled::TooManyEntries { limit: 4, .. })
+        ));
+        // The ignore file changed: a whole walk.
+        std::fs::write(ws.join(".gitignore"), "b/\n").unwrap();
+        assert!(matches!(
+            refresh(&ws, read_cache(&cache).unwrap()),
+            Refreshed::Stale
+        ));
+    }
+
+    /// Re-counted totals equal a whole walk's, through every kind of
+    /// change but an ignore file's.
+    #[test]
+    fn a_recount_gives_the_walks_totals() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().join("ws");
+        let write = |p: &str, n: usize| {
+            let p = ws.join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, vec![b'x'; n]).unwrap();
+        };
+        write("a/b/f", 100);
+        write("a/c/g", 10);
+        write("d/e/h", 7);
+        write("logs/x", 1000);
+        write("src/.gitignore", "*.tmp\n!keep.tmp\n".len());
+        std::fs::write(ws.join("src/.gitignore"), "*.tmp\n!keep.tmp\n").unwrap();
+        write("src/m.rs", 3);
+        std::fs::write(ws.join(".gitignore"), "logs/\n").unwrap();
+        let mut seen = walk_size(&ws, 1000, 1_000_000).unwrap();
+        let steps: Vec<Box<dyn Fn()>> = vec![
+            Box::new(|| write("a/b/new", 5)),
+            Box::new(|| std::fs::remove_file(ws.join("a/c/g")).unwrap()),
+            Box::new(|| write("fresh/deep/er/z", 9)),
+            Box::new(|| std::fs::rename(ws.join("d"), ws.join("a/d")).unwrap()),
+            Box::new(|| std::fs::remove_dir_all(ws.join("a/b")).unwrap()),
+            Box::new(|| write("logs/more/y", 50)),
+            Box::new(|| write("src/x.tmp", 50)),
+            Box::new(|| write("src/keep.tmp", 4)),
+            Box::new(|| write("node_modules/p/i.js", 50)),
+            Box::new(|| write("src/deeper/k.tmp", 6)),
+        ];
+        for (i, step) in steps.iter().enumerate() {
+            step();
+            let walked = walk_size(&ws, 1000, 1_000_000).unwrap();
+            match refresh(&ws, seen) {
+                Refreshed::Updated(r) => {
+                    assert_eq!(
+                        (r.entries, r.bytes),
+                        (walked.entries, walked.bytes),
+                        "step {i}"
+                    );
+                    assert_eq!(
+                        r.dirs.keys().collect::<Vec<_>>(),
+                        walked.dirs.keys().collect::<Vec<_>>(),
+                        "step {i}"
+                    );
+                    seen = r;
+                }
+                other => panic!("step {i}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -43,6 +43,10 @@ use std::time::Duration;
 /// The keeper's socket, in the store directory.
 pub const SOCKET: &str = "journal.sock";
 
+/// Why the last keeper left, in the store directory (what the next run's
+/// snapshot names as the reason it was a full one).
+pub const LEFT: &str = "journal-left";
+
 /// How long a keeper waits for the next request before it leaves.
 pub const IDLE: Duration = Duration::from_secs(30 * 60);
 
@@ -236,7 +240,12 @@ mod linux {
 
         fn ask(&self, verb: &str) -> Result<Vec<u8>, String> {
             let no = |e: std::io::Error| format!("the journal keeper: {e}");
-            let mut s = connect(&self.dir).map_err(no)?;
+            let mut s = connect(&self.dir).map_err(|e| {
+                match std::fs::read_to_string(self.dir.join(LEFT)) {
+                    Ok(why) => format!("the journal keeper left: {}", why.trim_end()),
+                    Err(_) => no(e),
+                }
+            })?;
             s.set_read_timeout(Some(ANSWER_TIMEOUT)).map_err(no)?;
             s.set_write_timeout(Some(ANSWER_TIMEOUT)).map_err(no)?;
             s.write_all(format!("{PROTOCOL} {verb}\n").as_bytes())
@@ -295,8 +304,8 @@ mod linux {
                         libc::dup2(null.as_raw_fd(), 1);
                     }
                 }
-                s.run();
-                s.leave();
+                let why = s.run();
+                s.leave(&why);
                 0
             }
             Err(why) => {
@@ -328,6 +337,7 @@ mod linux {
             }
             // A socket nobody answers on is a dead keeper's.
             let _ = std::fs::remove_file(SOCKET);
+            let _ = std::fs::remove_file(LEFT);
             let listener = UnixListener::bind(SOCKET).map_err(|e| format!("{SOCKET}: {e}"))?;
             let _ = std::fs::set_permissions(SOCKET, std::fs::Permissions::from_mode(0o600));
             listener
@@ -355,13 +365,22 @@ mod linux {
             std::fs::symlink_metadata(SOCKET).is_ok_and(|m| (m.dev(), m.ino()) == self.ident)
         }
 
-        /// Serve until a reason to leave.
-        fn run(&mut self) {
+        /// Serve until a reason to leave: the reason.
+        fn run(&mut self) -> String {
             use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
             loop {
                 let idle = self.last_request.elapsed();
-                if idle >= IDLE || self.started.elapsed() >= MAX_AGE || !self.still_ours() {
-                    return;
+                if idle >= IDLE {
+                    return format!("no run asked for {} minutes", IDLE.as_secs() / 60);
+                }
+                if self.started.elapsed() >= MAX_AGE {
+                    return format!(
+                        "it had watched for {} hours (a full look at least that often)",
+                        MAX_AGE.as_secs() / 3600
+                    );
+                }
+                if !self.still_ours() {
+                    return "its socket was removed or replaced".into();
                 }
                 let wait = (IDLE - idle).min(CHECK_EVERY);
                 let ms = u16::try_from(wait.as_millis()).unwrap_or(u16::MAX);
@@ -373,30 +392,32 @@ mod linux {
                     match poll(&mut fds, PollTimeout::from(ms)) {
                         Ok(_) => {}
                         Err(nix::errno::Errno::EINTR) => continue,
-                        Err(_) => return,
+                        Err(e) => return format!("waiting for events: {e}"),
                     }
                     let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
                     (ready(&fds[0]), ready(&fds[1]))
                 };
-                if jr
-                    && (self.journal.pump().is_err()
-                        || self.journal.pending() + self.taken.len() > MAX_PENDING)
-                {
-                    return;
+                if jr {
+                    if let Err(why) = self.journal.pump() {
+                        return why;
+                    }
+                    if self.journal.pending() + self.taken.len() > MAX_PENDING {
+                        return format!("more than {MAX_PENDING} paths changed");
+                    }
                 }
                 if lr {
                     while let Ok((stream, _)) = self.listener.accept() {
                         self.last_request = Instant::now();
-                        if !self.answer(stream) {
-                            return;
+                        if let Some(why) = self.answer(stream) {
+                            return why;
                         }
                     }
                 }
             }
         }
 
-        /// Answer one request; `false` when the keeper must leave after it.
-        fn answer(&mut self, mut stream: UnixStream) -> bool {
+        /// Answer one request; why the keeper must leave after it, if so.
+        fn answer(&mut self, mut stream: UnixStream) -> Option<String> {
             let _ = stream.set_nonblocking(false);
             let _ = stream.set_read_timeout(Some(ANSWER_TIMEOUT));
             let _ = stream.set_write_timeout(Some(ANSWER_TIMEOUT));
@@ -404,7 +425,7 @@ mod linux {
                 nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
                     .is_ok_and(|c| c.uid() == nix::unistd::getuid().as_raw());
             if !mine {
-                return true;
+                return None;
             }
             let mut line = String::new();
             if BufReader::new(&stream)
@@ -412,21 +433,21 @@ mod linux {
                 .read_line(&mut line)
                 .is_err()
             {
-                return true;
+                return None;
             }
             let verb = line.trim_end().strip_prefix(PROTOCOL).map(str::trim_start);
-            let (reply, stay): (Vec<u8>, bool) = match verb {
-                Some("ping") => (b"ok\n".to_vec(), true),
+            let (reply, leave): (Vec<u8>, Option<String>) = match verb {
+                Some("ping") => (b"ok\n".to_vec(), None),
                 Some("ack") => {
                     self.taken.clear();
-                    (b"ok\n".to_vec(), true)
+                    (b"ok\n".to_vec(), None)
                 }
                 Some("reset") => match self.journal.take() {
                     Ok(_) => {
                         self.taken.clear();
-                        (b"ok\n".to_vec(), true)
+                        (b"ok\n".to_vec(), None)
                     }
-                    Err(why) => (format!("err {why}\n").into_bytes(), false),
+                    Err(why) => (format!("err {why}\n").into_bytes(), Some(why)),
                 },
                 Some("take") => match self.journal.take() {
                     Ok(paths) => {
@@ -436,19 +457,21 @@ mod linux {
                             r.extend_from_slice(p.as_os_str().as_encoded_bytes());
                             r.push(0);
                         }
-                        (r, true)
+                        (r, None)
                     }
-                    Err(why) => (format!("err {why}\n").into_bytes(), false),
+                    Err(why) => (format!("err {why}\n").into_bytes(), Some(why)),
                 },
-                _ => (format!("err not a {PROTOCOL} request\n").into_bytes(), true),
+                _ => (format!("err not a {PROTOCOL} request\n").into_bytes(), None),
             };
             let _ = stream.write_all(&reply);
-            stay
+            leave
         }
 
-        /// Remove the socket, if it is still this keeper's.
-        fn leave(self) {
+        /// Say why in [`LEFT`] and remove the socket, if it is still this
+        /// keeper's.
+        fn leave(self, why: &str) {
             if self.still_ours() {
+                let _ = std::fs::write(LEFT, format!("{why}\n"));
                 let _ = std::fs::remove_file(SOCKET);
             }
         }
