@@ -239,13 +239,13 @@ mod linux {
         }
 
         fn ask(&self, verb: &str) -> Result<Vec<u8>, String> {
-            let no = |e: std::io::Error| format!("the journal keeper: {e}");
-            let mut s = connect(&self.dir).map_err(|e| {
-                match std::fs::read_to_string(self.dir.join(LEFT)) {
-                    Ok(why) => format!("the journal keeper left: {}", why.trim_end()),
-                    Err(_) => no(e),
-                }
-            })?;
+            // A keeper that left (even while this request was on its way)
+            // wrote why first.
+            let no = |e: std::io::Error| match std::fs::read_to_string(self.dir.join(LEFT)) {
+                Ok(why) => format!("the journal keeper left: {}", why.trim_end()),
+                Err(_) => format!("the journal keeper: {e}"),
+            };
+            let mut s = connect(&self.dir).map_err(no)?;
             s.set_read_timeout(Some(ANSWER_TIMEOUT)).map_err(no)?;
             s.set_write_timeout(Some(ANSWER_TIMEOUT)).map_err(no)?;
             s.write_all(format!("{PROTOCOL} {verb}\n").as_bytes())
