@@ -85,6 +85,11 @@ pub struct SnapshotStore {
     journal: Option<JournalSource>,
     /// How the last snapshot was taken (for tests and the bench).
     last_way: Option<SnapshotWay>,
+    /// The tree the side index holds, as this store last wrote it (a
+    /// look's `write-tree`, a restore's `read-tree`): a journal look with
+    /// no changed path reuses it instead of running git on a 100k-entry
+    /// index again. `None` when not known (after any failure).
+    index_tree: Option<String>,
 }
 
 /// Where a store's change journal lives.
@@ -204,6 +209,7 @@ impl SnapshotStore {
             journal_wanted: false,
             journal: None,
             last_way: None,
+            index_tree: None,
         };
         store.enforce_size_cap()?;
         drop(lock);
@@ -456,6 +462,7 @@ impl SnapshotStore {
         r: Result<(Vec<String>, String), SnapshotError>,
         no_journal: Option<String>,
     ) -> Result<(Vec<String>, String), SnapshotError> {
+        self.index_tree = r.as_ref().ok().map(|(_, tree)| tree.clone());
         if r.is_err() {
             // Its changes were not taken: the next look is a full one.
             self.journal = None;
@@ -490,6 +497,14 @@ impl SnapshotStore {
             None => None,
         };
         let why = match took {
+            Some(Ok(paths)) if paths.is_empty() && self.index_tree.is_some() => {
+                if let Some(JournalSource::Keeper(k)) = &self.journal {
+                    let _ = k.ack();
+                }
+                self.last_way = Some(SnapshotWay::Journal { paths: 0 });
+                let tree = self.index_tree.clone().unwrap_or_default();
+                return Ok((Vec::new(), tree));
+            }
             Some(Ok(paths)) => match hard_linked(&self.workspace, &paths) {
                 Some(p) => Some(format!(
                     "{} has other hard links (a change through one is not seen at the others)",
@@ -497,6 +512,7 @@ impl SnapshotStore {
                 )),
                 None => match self.add_paths_and_write_tree(&paths) {
                     Ok(Some(r)) => {
+                        self.index_tree = Some(r.1.clone());
                         if let Some(JournalSource::Keeper(k)) = &self.journal {
                             // Not acknowledged (the keeper gone): the same
                             // paths come again, which adds nothing wrong.
@@ -693,7 +709,9 @@ impl SnapshotStore {
         let pre_tree = self.tree_of(pre)?;
         let changes = self.diff_trees(&pre_tree, &target)?;
         if !changes.is_empty() {
+            self.index_tree = None;
             self.git.run(&["read-tree", "--reset", "-u", &target])?;
+            self.index_tree = Some(target);
         }
         Ok(RestoreOutcome {
             restored: id,
