@@ -108,7 +108,10 @@ pub struct SizeSeen {
     dirs: BTreeMap<PathBuf, DirSeen>,
     /// Every `.gitignore` it read.
     ignores: Vec<(PathBuf, Stamp)>,
-    /// A stamp too close to the walk to be trusted next time.
+    /// Something the cache could not vouch for next time (an ignore
+    /// file's stamp too close to the walk, an unreadable stamp): the
+    /// totals are not kept. A directory too close is kept, marked
+    /// [`DirSeen::racy`].
     racy: bool,
 }
 
@@ -118,6 +121,10 @@ struct DirSeen {
     stamp: Stamp,
     entries: u64,
     bytes: u64,
+    /// Its stamp is too close to the look to be trusted: the cache keeps
+    /// it with no stamp, so the next look lists it again (the rest of the
+    /// tree is still reused).
+    racy: bool,
 }
 
 /// Identity and change times of a path, from `lstat` (the ctime moves on
@@ -248,8 +255,17 @@ fn encode(seen: &SizeSeen) -> Vec<u8> {
         out.extend_from_slice(fields.as_bytes());
         out.push(0);
     };
+    // A stamp no directory has: listed again next time.
+    let none = Stamp {
+        dev: 0,
+        ino: 0,
+        mtime: (0, 0),
+        ctime: (0, 0),
+        size: 0,
+    };
     for (p, d) in &seen.dirs {
-        let fields = format!("d {} {} {}", stamp_fields(&d.stamp), d.entries, d.bytes);
+        let st = if d.racy { &none } else { &d.stamp };
+        let fields = format!("d {} {} {}", stamp_fields(st), d.entries, d.bytes);
         record(&mut out, p, fields);
     }
     for (p, s) in &seen.ignores {
@@ -301,6 +317,7 @@ fn read_cache(cache: &Path) -> Option<SizeSeen> {
                     stamp: stamp_of(&nums),
                     entries: u64::try_from(nums[7]).ok()?,
                     bytes: u64::try_from(nums[8]).ok()?,
+                    racy: false,
                 };
                 seen.dirs.insert(path, d);
             }
@@ -408,12 +425,13 @@ fn refresh(workspace: &Path, mut seen: SizeSeen) -> Refreshed {
             seen.dirs.remove(&dir);
             continue;
         };
+        let st = stamp(&m);
         let mut d = DirSeen {
-            stamp: stamp(&m),
+            stamp: st,
             entries: 0,
             bytes: 0,
+            racy: is_racy(&st, started),
         };
-        seen.racy |= is_racy(&d.stamp, started);
         let Ok(listing) = std::fs::read_dir(&dir) else {
             return Refreshed::Stale;
         };
@@ -494,13 +512,13 @@ fn walk_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<SizeS
             match entry.metadata() {
                 Ok(m) => {
                     let s = stamp(&m);
-                    seen.racy |= is_racy(&s, started);
                     seen.dirs.insert(
                         entry.path().to_path_buf(),
                         DirSeen {
                             stamp: s,
                             entries: 0,
                             bytes: 0,
+                            racy: is_racy(&s, started),
                         },
                     );
                 }
@@ -620,6 +638,30 @@ mod tests {
             refresh(&ws, read_cache(&cache).unwrap()),
             Refreshed::Stale
         ));
+    }
+
+    /// A directory changed just before the walk is kept with no stamp:
+    /// listed again next time, the rest reused; the totals stand.
+    #[test]
+    fn a_racy_directory_is_kept_and_listed_again() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().join("ws");
+        std::fs::create_dir_all(ws.join("a/b")).unwrap();
+        std::fs::write(ws.join("a/b/f"), "12345").unwrap();
+        let seen = walk_size(&ws, 100, 10_000).unwrap();
+        assert!(!seen.racy, "only directories are too new here");
+        assert!(seen.dirs.values().all(|d| d.racy));
+        let cache = t.path().join("size-check");
+        std::fs::write(&cache, encode(&seen)).unwrap();
+        let cached = read_cache(&cache).unwrap();
+        assert!(cached.dirs.values().all(|d| d.stamp.ino == 0));
+        match refresh(&ws, cached) {
+            Refreshed::Updated(r) => {
+                assert_eq!((r.entries, r.bytes), (seen.entries, seen.bytes));
+                assert_eq!((r.entries, r.bytes), (3, 5));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     /// Re-counted totals equal a whole walk's, through every kind of
