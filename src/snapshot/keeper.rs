@@ -63,6 +63,7 @@ pub const MAX_PENDING: usize = 10_000;
 
 /// The first word of every request: a keeper of another build answers
 /// nothing it does not speak.
+#[cfg(target_os = "linux")]
 const PROTOCOL: &str = "cw-journal-1";
 
 /// The codewhale executable that runs keepers, once the CLI named it.
