@@ -12,21 +12,12 @@
 
 mod common;
 
-use codewhale::snapshot::{
-    Label, Opened, SnapshotMeta, SnapshotOptions, SnapshotStore, SnapshotWay,
-};
+use codewhale::snapshot::{Label, Opened, SnapshotOptions, SnapshotStore, SnapshotWay};
 use common::sandbox::*;
+use common::snapshots::meta;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
-
-fn meta() -> SnapshotMeta {
-    SnapshotMeta {
-        session_id: Some("s".into()),
-        request: Some(1),
-        ..Default::default()
-    }
-}
 
 fn open(fx: &Fx, home: &str) -> SnapshotStore {
     let mut opts = SnapshotOptions::new(fx.root.join(home));

@@ -2,7 +2,9 @@
 //! a real user repository, and byte-exact manifests of directory trees.
 #![allow(dead_code)]
 
-use codewhale::snapshot::{Opened, SnapshotOptions, SnapshotStore};
+use codewhale::snapshot::{
+    Label, Opened, SnapshotMeta, SnapshotOptions, SnapshotStore, SnapshotWay,
+};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -160,4 +162,28 @@ pub fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
         .any(|w| w == needle.as_bytes())
+}
+
+/// The metadata the snapshot tests record (session `s`, request 1).
+pub fn meta() -> SnapshotMeta {
+    SnapshotMeta {
+        session_id: Some("s".into()),
+        request: Some(1),
+        ..Default::default()
+    }
+}
+
+/// The tree a store without a journal (its own home) takes of `f.ws` now,
+/// with `deny` (workspace-relative) as its deny-read list: what a journal's
+/// or a keeper's snapshot must equal.
+pub fn full_tree(f: &Fixture, deny: &[&str]) -> String {
+    let g = Fixture::new();
+    let mut opts = f.opts();
+    opts.codewhale_home = g.home.clone();
+    opts.keeper = None;
+    opts.deny_read = deny.iter().map(|d| f.ws.join(d)).collect();
+    let mut s = f.open_with(opts);
+    let id = s.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert!(matches!(s.last_way(), Some(SnapshotWay::Full { .. })));
+    s.get(id).unwrap().tree.clone()
 }

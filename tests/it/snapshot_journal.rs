@@ -10,28 +10,8 @@
 
 use crate::common;
 
-use codewhale::snapshot::{Label, SnapshotMeta, SnapshotStore, SnapshotWay};
-use common::snapshots::{contains, files, Fixture};
-
-fn meta() -> SnapshotMeta {
-    SnapshotMeta {
-        session_id: Some("s".into()),
-        request: Some(1),
-        ..Default::default()
-    }
-}
-
-/// The tree a store without a journal (its own home) takes of `f.ws` now.
-fn full_tree(f: &Fixture, deny: &[&str]) -> String {
-    let g = Fixture::new();
-    let mut opts = f.opts();
-    opts.codewhale_home = g.home.clone();
-    opts.deny_read = deny.iter().map(|d| f.ws.join(d)).collect();
-    let mut s = f.open_with(opts);
-    let id = s.snapshot(Label::PreTurn(1), meta()).unwrap();
-    assert!(matches!(s.last_way(), Some(SnapshotWay::Full { .. })));
-    s.get(id).unwrap().tree.clone()
-}
+use codewhale::snapshot::{Label, SnapshotStore, SnapshotWay};
+use common::snapshots::{contains, files, full_tree, meta, Fixture};
 
 fn journaled(f: &Fixture, deny: &[&str]) -> SnapshotStore {
     let mut opts = f.opts();

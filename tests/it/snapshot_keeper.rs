@@ -12,20 +12,12 @@
 use crate::common;
 
 use codewhale::snapshot::keeper::{Keeper, SOCKET};
-use codewhale::snapshot::{Label, SnapshotMeta, SnapshotStore, SnapshotWay};
-use common::snapshots::{contains, files, Fixture};
+use codewhale::snapshot::{Label, SnapshotStore, SnapshotWay};
+use common::snapshots::{contains, files, full_tree, meta, Fixture};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_codewhale");
-
-fn meta() -> SnapshotMeta {
-    SnapshotMeta {
-        session_id: Some("s".into()),
-        request: Some(1),
-        ..Default::default()
-    }
-}
 
 /// A run's store: journal wanted, keeper from the test's binary.
 fn run_store(f: &Fixture, deny: &[&str]) -> SnapshotStore {
@@ -35,19 +27,6 @@ fn run_store(f: &Fixture, deny: &[&str]) -> SnapshotStore {
     let mut s = f.open_with(opts);
     s.enable_journal();
     s
-}
-
-/// The tree a store without a journal (its own home) takes of `f.ws` now.
-fn full_tree(f: &Fixture, deny: &[&str]) -> String {
-    let g = Fixture::new();
-    let mut opts = f.opts();
-    opts.codewhale_home = g.home.clone();
-    opts.keeper = None;
-    opts.deny_read = deny.iter().map(|d| f.ws.join(d)).collect();
-    let mut s = f.open_with(opts);
-    let id = s.snapshot(Label::PreTurn(1), meta()).unwrap();
-    assert!(matches!(s.last_way(), Some(SnapshotWay::Full { .. })));
-    s.get(id).unwrap().tree.clone()
 }
 
 fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {

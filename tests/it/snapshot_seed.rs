@@ -8,20 +8,12 @@
 use crate::common;
 
 use codewhale::snapshot::seed::NoSeed;
-use codewhale::snapshot::{Label, SnapshotMeta, SnapshotStore};
-use common::snapshots::{contains, files, manifest, Fixture};
+use codewhale::snapshot::{Label, SnapshotStore};
+use common::snapshots::{contains, files, manifest, meta, Fixture};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Command;
-
-fn meta() -> SnapshotMeta {
-    SnapshotMeta {
-        session_id: Some("s".into()),
-        request: Some(1),
-        ..Default::default()
-    }
-}
 
 /// Paths of a snapshot's tree, from the side repository.
 fn tree_paths(store: &SnapshotStore, id: u64) -> Vec<String> {
