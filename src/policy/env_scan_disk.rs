@@ -26,8 +26,10 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever what a listing holds or means changes (the `.env` name
 /// rule, the format).
+#[cfg(unix)]
 const FORMAT: &str = "codewhale-env-scan 1";
 
+#[cfg(unix)]
 fn header(rules: &str) -> String {
     format!("{FORMAT} {rules}\n")
 }
@@ -133,6 +135,7 @@ pub fn encode(dirs: &HashMap<PathBuf, Listing>, rules: &str) -> Vec<u8> {
     out
 }
 
+#[cfg(unix)]
 fn skipped_failed(dirs: &HashMap<PathBuf, Listing>) -> usize {
     dirs.values().filter(|l| l.failed.is_some()).count()
 }

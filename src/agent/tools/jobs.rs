@@ -33,12 +33,14 @@ pub const MAX_RUNNING: usize = 8;
 /// Unread output kept per job; older unread bytes are dropped (counted).
 const KEEP_UNREAD: usize = 1024 * 1024;
 /// stderr the host captures (the wrapper sends it to stdout, so little).
+#[cfg(unix)]
 const STDERR_CAP: usize = 64 * 1024;
 /// How long `shell` waits after starting a job for a start failure (a
 /// sandbox that cannot be set up is an error of the call, not of the job).
 const START_GRACE: Duration = Duration::from_millis(150);
 /// How long the job's thread waits for the pipe's last bytes after the
 /// job exited.
+#[cfg(unix)]
 const DRAIN: Duration = Duration::from_secs(1);
 /// How long `job_kill` waits for the host to have killed the tree.
 const KILL_WAIT: Duration = Duration::from_secs(5);
@@ -104,8 +106,9 @@ impl Job {
     }
 }
 
-/// How a job ended.
+/// How a job ended (only Unix runs jobs).
 #[derive(Clone)]
+#[cfg_attr(not(unix), allow(dead_code))]
 enum Ended {
     Ran(Box<ExecOutcome>),
     /// The host could not run it (the tool error it would have been).
