@@ -56,6 +56,11 @@ impl Journal {
     pub fn start(root: &Path) -> Result<Journal, String> {
         #[cfg(target_os = "linux")]
         {
+            if let Some(fs) = linux::network_fs(root) {
+                return Err(format!(
+                    "the workspace is on {fs}: another machine's writes there are no inotify events"
+                ));
+            }
             linux::Inner::start(root).map(|inner| Journal { inner })
         }
         #[cfg(not(target_os = "linux"))]
@@ -164,6 +169,32 @@ mod linux {
             || name
                 .to_str()
                 .is_some_and(crate::snapshot::guard::skipped_dir)
+    }
+
+    /// The kind of file system `root` is on, when other machines (or a
+    /// FUSE server's backend) can change it behind inotify's back: the
+    /// `statfs` magic numbers of NFS, SMB/CIFS, FUSE, 9p, Ceph, AFS, Coda
+    /// and GlusterFS-over-FUSE (`linux/magic.h`).
+    pub fn network_fs(root: &Path) -> Option<&'static str> {
+        // `f_type` is a `long` on some targets, an `int` on others.
+        #[allow(clippy::unnecessary_cast)]
+        let t = nix::sys::statfs::statfs(root).ok()?.filesystem_type().0 as i64;
+        network_fs_name(t)
+    }
+
+    pub fn network_fs_name(magic: i64) -> Option<&'static str> {
+        Some(match magic {
+            0x6969 => "NFS",
+            0x517B => "SMB",
+            0xFF53_4D42 => "CIFS",
+            0xFE53_4D42 => "SMB2",
+            0x6573_5546 => "a FUSE file system",
+            0x0102_1997 => "9p",
+            0x00C3_6400 => "Ceph",
+            0x5346_414F => "AFS",
+            0x7375_7245 => "Coda",
+            _ => return None,
+        })
     }
 
     impl Inner {
@@ -409,6 +440,22 @@ mod tests {
         let mut j = Journal::start(&root).unwrap();
         fs::write(root.join("e/.gitignore"), "x\n").unwrap();
         assert!(j.take().unwrap_err().contains(".gitignore"));
+    }
+
+    #[test]
+    fn network_file_systems_get_no_journal() {
+        assert_eq!(linux::network_fs_name(0x6969), Some("NFS"));
+        assert_eq!(
+            linux::network_fs_name(0x6573_5546),
+            Some("a FUSE file system")
+        );
+        assert_eq!(linux::network_fs_name(0xFF53_4D42), Some("CIFS"));
+        // ext4, btrfs, xfs, tmpfs, overlayfs: local.
+        for local in [0xEF53, 0x9123_683E, 0x5846_5342, 0x0102_1994, 0x794C_7630] {
+            assert_eq!(linux::network_fs_name(local), None, "{local:#x}");
+        }
+        let (_t, root) = tree();
+        assert_eq!(linux::network_fs(&root), None, "the test's tmp is local");
     }
 
     #[test]
