@@ -38,6 +38,20 @@ use std::path::{Path, PathBuf};
 /// workspace (a directory stands for everything below it).
 pub type Changed = Vec<PathBuf>;
 
+/// The paths of `set` with everything below a listed directory dropped:
+/// a directory stands for what is below it (sorted order puts a directory
+/// right before what is below it). Also the keeper's, over its
+/// unacknowledged paths.
+pub fn collapse<'a>(set: impl IntoIterator<Item = &'a PathBuf>) -> Changed {
+    let mut out: Changed = Vec::new();
+    for p in set {
+        if !out.last().is_some_and(|l: &PathBuf| p.starts_with(l)) {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
 /// The journal of one workspace (see the module docs).
 pub struct Journal {
     #[cfg(target_os = "linux")]
@@ -376,14 +390,7 @@ mod linux {
 
         pub fn take(&mut self) -> Result<Changed, String> {
             self.pump()?;
-            // A directory stands for what is below it.
-            let mut out: Changed = Vec::new();
-            for p in std::mem::take(&mut self.changed) {
-                if !out.last().is_some_and(|l: &PathBuf| p.starts_with(l)) {
-                    out.push(p);
-                }
-            }
-            Ok(out)
+            Ok(super::collapse(&std::mem::take(&mut self.changed)))
         }
     }
 }

@@ -35,6 +35,8 @@
 //! Linux only (inotify); elsewhere every request fails and runs take full
 //! snapshots.
 
+#[cfg(target_os = "linux")]
+use super::journal::collapse;
 use super::journal::Changed;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -86,19 +88,6 @@ pub fn exe() -> Option<&'static Path> {
 #[derive(Debug)]
 pub struct Keeper {
     dir: PathBuf,
-}
-
-#[cfg(target_os = "linux")]
-/// The paths of `set` with everything below a listed directory dropped
-/// (sorted order puts a directory right before what is below it).
-fn collapse<'a>(set: impl IntoIterator<Item = &'a PathBuf>) -> Changed {
-    let mut out: Changed = Vec::new();
-    for p in set {
-        if !out.last().is_some_and(|l: &PathBuf| p.starts_with(l)) {
-            out.push(p.clone());
-        }
-    }
-    out
 }
 
 #[cfg(target_os = "linux")]
