@@ -456,7 +456,10 @@ fn snapshots(env: &Env, big: &Path) {
         journal_one.push(t.elapsed());
         assert!(matches!(
             store.last_way(),
-            Some(SnapshotWay::Journal { paths: 1 })
+            Some(SnapshotWay::Journal {
+                paths: 1,
+                index: None
+            })
         ));
         // Written back in place (a checkout would replace the file and
         // change its directory, and the next open would walk again).

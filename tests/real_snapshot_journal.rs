@@ -84,7 +84,7 @@ fn the_journal_sees_a_sandboxed_change_at_depth_10_and_undo_is_byte_exact() {
 
         let second = store.snapshot(Label::PostTurn(1), meta()).unwrap();
         assert!(
-            matches!(store.last_way(), Some(SnapshotWay::Journal { paths }) if *paths >= 3),
+            matches!(store.last_way(), Some(SnapshotWay::Journal { paths, .. }) if *paths >= 3),
             "[{case}] {:?}",
             store.last_way()
         );

@@ -191,6 +191,18 @@ impl Git {
         self.run_with(args, None, true)
     }
 
+    /// Start `git ARGS` with its stdin and stdout piped (stderr dropped),
+    /// for a command fed and read a piece at a time (`mktree --batch`).
+    pub fn spawn<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<std::process::Child, SnapshotError> {
+        let mut cmd = self.command();
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        cmd.spawn()
+            .map_err(|e| SnapshotError::io("cannot run git at", self.bin.clone(), e))
+    }
+
     fn run_with<S: AsRef<OsStr>>(
         &self,
         args: &[S],

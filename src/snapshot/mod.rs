@@ -39,6 +39,7 @@ pub mod records;
 pub mod report;
 pub mod seed;
 pub mod store;
+pub mod treebuild;
 pub mod types;
 pub mod undo;
 

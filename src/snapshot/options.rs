@@ -37,6 +37,10 @@ pub struct SnapshotOptions {
     /// (`codewhale __snapshot-keeper`, [`super::keeper`]); `None`: a run
     /// keeps its journal in process. Defaults to what the CLI registered.
     pub keeper: Option<PathBuf>,
+    /// Build a journal snapshot's tree from the last one without the side
+    /// index ([`super::treebuild`]); off, every journal snapshot goes
+    /// through the index (the tests compare the two ways).
+    pub build_trees: bool,
 }
 
 impl SnapshotOptions {
@@ -53,6 +57,7 @@ impl SnapshotOptions {
             homes: crate::policy::HostFacts::detect().homes,
             git: None,
             keeper: super::keeper::exe().map(Path::to_path_buf),
+            build_trees: true,
         }
     }
 

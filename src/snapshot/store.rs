@@ -16,6 +16,7 @@ use super::lock::StoreLock;
 use super::options::SnapshotOptions;
 use super::records::Records;
 use super::seed;
+use super::treebuild::{self, LastLook};
 use super::types::{ChangeKind, FileChange, Label, SnapshotId, SnapshotMeta, SnapshotRecord};
 use super::undo::{plan_undo, UndoPlan, UndoScope};
 use std::collections::BTreeMap;
@@ -85,11 +86,6 @@ pub struct SnapshotStore {
     journal: Option<JournalSource>,
     /// How the last snapshot was taken (for tests and the bench).
     last_way: Option<SnapshotWay>,
-    /// The tree the side index holds, as this store last wrote it (a
-    /// look's `write-tree`, a restore's `read-tree`): a journal look with
-    /// no changed path reuses it instead of running git on a 100k-entry
-    /// index again. `None` when not known (after any failure).
-    index_tree: Option<String>,
 }
 
 /// Where a store's change journal lives.
@@ -112,8 +108,10 @@ pub enum SnapshotWay {
     /// `git add -A` over the whole workspace; with the reason the journal
     /// was not used, when one was wanted.
     Full { no_journal: Option<String> },
-    /// Only the journal's paths (this many) were added.
-    Journal { paths: usize },
+    /// Only the journal's paths (this many) were taken: into a tree built
+    /// from the last one ([`treebuild`]; `index: None`), or through the
+    /// side index, with the reason the tree was not built.
+    Journal { paths: usize, index: Option<String> },
 }
 
 impl SnapshotStore {
@@ -209,7 +207,6 @@ impl SnapshotStore {
             journal_wanted: false,
             journal: None,
             last_way: None,
-            index_tree: None,
         };
         store.enforce_size_cap()?;
         drop(lock);
@@ -462,15 +459,47 @@ impl SnapshotStore {
         r: Result<(Vec<String>, String), SnapshotError>,
         no_journal: Option<String>,
     ) -> Result<(Vec<String>, String), SnapshotError> {
-        self.index_tree = r.as_ref().ok().map(|(_, tree)| tree.clone());
-        if r.is_err() {
+        match &r {
             // Its changes were not taken: the next look is a full one.
-            self.journal = None;
-        } else {
-            let _ = write_if_changed(&self.dir.join(EXCLUDES_FILE), &self.excludes_fingerprint());
+            Err(_) => self.journal = None,
+            Ok((_, tree)) => {
+                self.save_last_look(tree, true)?;
+                let _ =
+                    write_if_changed(&self.dir.join(EXCLUDES_FILE), &self.excludes_fingerprint());
+            }
         }
         self.last_way = Some(SnapshotWay::Full { no_journal });
         r
+    }
+
+    fn save_last_look(&self, tree: &str, index_holds_it: bool) -> Result<(), SnapshotError> {
+        LastLook {
+            tree: tree.to_string(),
+            index_holds_it,
+        }
+        .save(&self.dir)
+    }
+
+    /// Bring the side index up to the last look's tree when that tree was
+    /// built without it (`read-tree --reset`: a one-tree merge without `-u`, so an entry whose
+    /// blob is unchanged keeps its stat data and no file is hashed again).
+    /// On failure the index is dropped (the next look hashes everything)
+    /// and the error returned: a journal look must not use it then.
+    fn index_in_step(&self) -> Result<(), SnapshotError> {
+        let Some(last) = LastLook::load(&self.dir) else {
+            return Ok(());
+        };
+        if last.index_holds_it || !self.git.index().exists() {
+            return Ok(());
+        }
+        match self.git.run(&["read-tree", "--reset", &last.tree]) {
+            Ok(_) => self.save_last_look(&last.tree, true),
+            Err(e) => {
+                let _ = std::fs::remove_file(self.git.index());
+                LastLook::clear(&self.dir);
+                Err(e)
+            }
+        }
     }
 
     /// The first snapshot from a seeded index: the tree may name blobs
@@ -496,13 +525,19 @@ impl SnapshotStore {
             Some(JournalSource::Keeper(k)) => Some(k.take()),
             None => None,
         };
+        // Shared by every process of this store (and its keeper): the
+        // journal's paths are changes since that look.
+        let last = LastLook::load(&self.dir);
         let why = match took {
-            Some(Ok(paths)) if paths.is_empty() && self.index_tree.is_some() => {
+            Some(Ok(paths)) if paths.is_empty() && last.is_some() => {
                 if let Some(JournalSource::Keeper(k)) = &self.journal {
                     let _ = k.ack();
                 }
-                self.last_way = Some(SnapshotWay::Journal { paths: 0 });
-                let tree = self.index_tree.clone().unwrap_or_default();
+                self.last_way = Some(SnapshotWay::Journal {
+                    paths: 0,
+                    index: None,
+                });
+                let tree = last.map(|l| l.tree).unwrap_or_default();
                 return Ok((Vec::new(), tree));
             }
             Some(Ok(paths)) => match hard_linked(&self.workspace, &paths) {
@@ -510,15 +545,17 @@ impl SnapshotStore {
                     "{} has other hard links (a change through one is not seen at the others)",
                     p.display()
                 )),
-                None => match self.add_paths_and_write_tree(&paths) {
-                    Ok(Some(r)) => {
-                        self.index_tree = Some(r.1.clone());
+                None => match self.journal_look(&paths, last) {
+                    Ok(Some((r, index))) => {
                         if let Some(JournalSource::Keeper(k)) = &self.journal {
                             // Not acknowledged (the keeper gone): the same
                             // paths come again, which adds nothing wrong.
                             let _ = k.ack();
                         }
-                        self.last_way = Some(SnapshotWay::Journal { paths: paths.len() });
+                        self.last_way = Some(SnapshotWay::Journal {
+                            paths: paths.len(),
+                            index,
+                        });
                         return Ok(r);
                     }
                     Ok(None) => Some(format!(
@@ -531,33 +568,75 @@ impl SnapshotStore {
             None => None,
         };
         let started = self.restart_journal();
+        // A failure drops the index: `add -A` then hashes everything.
+        let _ = self.index_in_step();
         let r = self.add_and_write_tree(true);
         self.after_full_look(r, why.or(started))
     }
 
-    /// The journal's paths into the side index: each gone from the
-    /// workspace, or a directory (made, or removed and made again), out
-    /// first (`rm --cached -r`, silent for a path never added); then every
-    /// file named or found below a named directory `add -A`ed by literal
-    /// pathspec, `.env` paths left out before git sees them and deny-read
-    /// paths excluded as in a full snapshot; then `write-tree`.
-    /// `Ok(None)` when more than [`MAX_JOURNAL_PATHSPECS`] paths would be
-    /// named (git matches every index entry against every pathspec: a full
-    /// `add -A` is cheaper then), or a path cannot be `lstat`ed for another
-    /// reason than being gone.
+    /// The journal's `paths` taken onto the last look's tree: built
+    /// without the index when [`treebuild`] can, else through the index
+    /// (brought up to that tree first), with the reason. `Ok(None)` as
+    /// [`Self::add_paths_and_write_tree`].
+    #[allow(clippy::type_complexity)]
+    fn journal_look(
+        &self,
+        paths: &[PathBuf],
+        last: Option<LastLook>,
+    ) -> Result<Option<((Vec<String>, String), Option<String>)>, SnapshotError> {
+        let declined = match last {
+            None => "no record of the last look's tree".to_string(),
+            Some(_) if !self.opts.build_trees => "building trees is switched off".to_string(),
+            Some(last) => match treebuild::build(
+                &self.git,
+                &self.workspace,
+                &last.tree,
+                paths,
+                &self.excludes,
+                MAX_JOURNAL_PATHSPECS,
+            ) {
+                Ok(tree) => {
+                    self.save_last_look(&tree, false)?;
+                    return Ok(Some(((Vec::new(), tree), None)));
+                }
+                Err(why) => why,
+            },
+        };
+        self.index_in_step()?;
+        let Some(r) = self.add_paths_and_write_tree(paths)? else {
+            return Ok(None);
+        };
+        self.save_last_look(&r.1, true)?;
+        Ok(Some((r, Some(declined))))
+    }
+
+    /// The journal's paths into the side index, as `add -A` of each would
+    /// take them: a path gone from the workspace out (`rm --cached -r`,
+    /// silent for a path never added); a directory (made, or removed and
+    /// made again) listed, every file below it named and every index entry
+    /// below it no longer there out; then every named file `add -A`ed by
+    /// literal pathspec — `.env` and deny-read paths left out before git
+    /// sees them — and `write-tree`. `Ok(None)` when more than
+    /// [`MAX_JOURNAL_PATHSPECS`] paths would be named (git matches every
+    /// index entry against every pathspec: a full `add -A` is cheaper
+    /// then), or a path cannot be `lstat`ed for another reason than being
+    /// gone.
     fn add_paths_and_write_tree(
         &self,
         paths: &[PathBuf],
     ) -> Result<Option<(Vec<String>, String)>, SnapshotError> {
-        let mut gone: Vec<u8> = Vec::new();
-        let mut here: Vec<u8> = Vec::new();
-        let mut named = 0usize;
-        let mut push = |list: &mut Vec<u8>, p: &Path| {
-            named += 1;
-            list.extend_from_slice(b":(literal)");
-            list.extend_from_slice(p.as_os_str().as_encoded_bytes());
-            list.push(0);
+        // Deny-read paths are left out here, like `.env` paths, and not
+        // named to git as exclusions: git 2.47 does not add a file of an
+        // untracked directory named by pathspec when any exclusion is also
+        // given (found by `tests/it/snapshot_treebuild.rs`).
+        let denied = treebuild::literal_excludes(&self.excludes).unwrap_or_default();
+        let left_out = |p: &Path| {
+            let bytes = p.as_os_str().as_encoded_bytes();
+            layout::is_secret_path(p) || denied.iter().any(|d| treebuild::under(bytes, d))
         };
+        let mut gone: Vec<PathBuf> = Vec::new();
+        let mut here: Vec<PathBuf> = Vec::new();
+        let mut relisted: Vec<&Path> = Vec::new();
         for p in paths {
             match std::fs::symlink_metadata(self.workspace.join(p)) {
                 Err(e)
@@ -566,50 +645,65 @@ impl SnapshotStore {
                         std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
                     ) =>
                 {
-                    push(&mut gone, p)
+                    gone.push(p.clone())
                 }
                 // Present but unreadable here (permissions, a name too
                 // long): not a deletion; a full `add -A` decides.
                 Err(_) => return Ok(None),
                 Ok(m) if m.is_dir() => {
-                    push(&mut gone, p);
-                    for f in files_below(&self.workspace, p)? {
-                        if !layout::is_secret_path(&f) {
-                            push(&mut here, &f);
-                        }
-                    }
+                    relisted.push(p);
+                    here.extend(files_below(&self.workspace, p)?);
                 }
-                Ok(_) => {
-                    if !layout::is_secret_path(p) {
-                        push(&mut here, p);
-                    }
-                }
+                Ok(_) => here.push(p.clone()),
             }
         }
-        if named > MAX_JOURNAL_PATHSPECS {
+        here.retain(|p| !left_out(p));
+        if gone.len() + here.len() + relisted.len() > MAX_JOURNAL_PATHSPECS {
             return Ok(None);
         }
+        if !relisted.is_empty() {
+            // A tracked file still there stays tracked (so `add` takes it
+            // even when ignored); one no longer there goes.
+            let mut args: Vec<&std::ffi::OsStr> = ["--literal-pathspecs", "ls-files", "-z", "--"]
+                .iter()
+                .map(std::ffi::OsStr::new)
+                .collect();
+            args.extend(relisted.iter().map(|p| p.as_os_str()));
+            let listed = self.git.run(&args)?;
+            let present: std::collections::HashSet<&Path> =
+                here.iter().map(PathBuf::as_path).collect();
+            let mut was: Vec<PathBuf> = Vec::new();
+            for rec in listed.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+                let p = treebuild::os_path(rec);
+                if !present.contains(p.as_path()) && !left_out(&p) {
+                    was.push(p);
+                }
+            }
+            gone.extend(was);
+        }
+        if gone.len() + here.len() > MAX_JOURNAL_PATHSPECS {
+            return Ok(None);
+        }
+        let spec = |list: &[PathBuf]| {
+            let mut out = Vec::new();
+            for p in list {
+                out.extend_from_slice(b":(literal)");
+                out.extend_from_slice(p.as_os_str().as_encoded_bytes());
+                out.push(0);
+            }
+            out
+        };
         let from_file = ["--pathspec-from-file=-", "--pathspec-file-nul"];
         if !gone.is_empty() {
             let mut args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch"];
             args.extend(from_file);
-            self.git.run_stdin(&args, &gone)?;
+            self.git.run_stdin(&args, &spec(&gone))?;
         }
         let mut warnings = Vec::new();
         if !here.is_empty() {
-            // The `.env` rule is applied above; the deny-read exclusions
-            // are literal.
-            for e in self
-                .excludes
-                .iter()
-                .filter(|e| e.starts_with(":(exclude,literal)"))
-            {
-                here.extend_from_slice(e.as_bytes());
-                here.push(0);
-            }
             let mut args = vec!["add", "-A", "--ignore-errors"];
             args.extend(from_file);
-            let added = self.git.run_stdin_tolerant(&args, &here)?;
+            let added = self.git.run_stdin_tolerant(&args, &spec(&here))?;
             warnings = added
                 .stderr
                 .lines()
@@ -709,9 +803,12 @@ impl SnapshotStore {
         let pre_tree = self.tree_of(pre)?;
         let changes = self.diff_trees(&pre_tree, &target)?;
         if !changes.is_empty() {
-            self.index_tree = None;
+            // `-u` deletes what the index has and the target has not: the
+            // index must hold the pre-restore tree.
+            self.index_in_step()?;
+            LastLook::clear(&self.dir);
             self.git.run(&["read-tree", "--reset", "-u", &target])?;
-            self.index_tree = Some(target);
+            self.save_last_look(&target, true)?;
         }
         Ok(RestoreOutcome {
             restored: id,

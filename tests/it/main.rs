@@ -66,6 +66,7 @@ mod skip_switch;
 mod snapshot_journal;
 mod snapshot_keeper;
 mod snapshot_seed;
+mod snapshot_treebuild;
 mod subagents;
 mod subagents_runtime;
 mod subagents_worktree;

@@ -70,7 +70,7 @@ fn journal_snapshots_hold_what_a_full_add_holds() {
 
     let second = store.snapshot(Label::PostTurn(1), meta()).unwrap();
     assert!(
-        matches!(store.last_way(), Some(SnapshotWay::Journal { paths }) if *paths > 0),
+        matches!(store.last_way(), Some(SnapshotWay::Journal { paths, .. }) if *paths > 0),
         "{:?}",
         store.last_way()
     );
@@ -100,7 +100,13 @@ fn journal_snapshots_hold_what_a_full_add_holds() {
 
     // No change: still from the journal, the same tree.
     let third = store.snapshot(Label::PreTurn(2), meta()).unwrap();
-    assert_eq!(store.last_way(), Some(&SnapshotWay::Journal { paths: 0 }));
+    assert_eq!(
+        store.last_way(),
+        Some(&SnapshotWay::Journal {
+            paths: 0,
+            index: None
+        })
+    );
     assert_eq!(
         store.get(third).unwrap().tree,
         store.get(second).unwrap().tree

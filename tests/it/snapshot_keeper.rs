@@ -84,7 +84,13 @@ fn the_next_runs_first_snapshot_takes_only_what_changed_between_runs() {
     let before = files(&f.ws, &[".git"]);
     f.write("src/a.rs", "a in run 1\n");
     run1.snapshot(Label::PostTurn(1), meta()).unwrap();
-    assert_eq!(run1.last_way(), Some(&SnapshotWay::Journal { paths: 1 }));
+    assert_eq!(
+        run1.last_way(),
+        Some(&SnapshotWay::Journal {
+            paths: 1,
+            index: None
+        })
+    );
     drop(run1);
 
     // Between runs, by hand: every kind of change, at depth 10 too, and a
@@ -100,7 +106,7 @@ fn the_next_runs_first_snapshot_takes_only_what_changed_between_runs() {
     let mut run2 = run_store(&f, &deny);
     let second = run2.snapshot(Label::PreTurn(2), meta()).unwrap();
     assert!(
-        matches!(run2.last_way(), Some(SnapshotWay::Journal { paths }) if *paths >= 4),
+        matches!(run2.last_way(), Some(SnapshotWay::Journal { paths, .. }) if *paths >= 4),
         "{:?}",
         run2.last_way()
     );
