@@ -109,6 +109,16 @@ impl Git {
         }
     }
 
+    /// This runner with no index at all, for a command that compares
+    /// trees only: `diff-tree` reads the index it is given (all 100,000
+    /// entries of a monorepo's side index, ~10 ms) without needing it.
+    pub fn without_index(&self) -> Git {
+        Git {
+            index: self.git_dir.join("codewhale-no-index"),
+            ..self.clone()
+        }
+    }
+
     pub fn git_dir(&self) -> &Path {
         &self.git_dir
     }

@@ -86,6 +86,10 @@ pub struct SnapshotStore {
     journal: Option<JournalSource>,
     /// How the last snapshot was taken (for tests and the bench).
     last_way: Option<SnapshotWay>,
+    /// The last two trees compared and their changes: a turn's loop asks
+    /// for the same pair twice (the tool call's and the turn's), and trees
+    /// never change under their names.
+    last_diff: std::sync::Mutex<Option<((String, String), Vec<FileChange>)>>,
 }
 
 /// Where a store's change journal lives.
@@ -207,6 +211,7 @@ impl SnapshotStore {
             journal_wanted: false,
             journal: None,
             last_way: None,
+            last_diff: std::sync::Mutex::new(None),
         };
         store.enforce_size_cap()?;
         drop(lock);
@@ -386,7 +391,7 @@ impl SnapshotStore {
         let borrowed = r.as_ref().ok().cloned();
         self.seed = Some(r.map(drop));
         let r = match borrowed {
-            None => self.add_and_write_tree(true),
+            None => self.add_and_write_tree(true, None),
             Some(seeded) => {
                 let r = self.seeded_add(&seeded.objects);
                 // The snapshot's pack now holds what it reaches (or the
@@ -399,7 +404,7 @@ impl SnapshotStore {
                     Err(why) => {
                         let _ = std::fs::remove_file(self.git.index());
                         self.seed = Some(Err(why));
-                        self.add_and_write_tree(true)
+                        self.add_and_write_tree(true, None)
                     }
                 }
             }
@@ -476,6 +481,9 @@ impl SnapshotStore {
         LastLook {
             tree: tree.to_string(),
             index_holds_it,
+            index_file: index_holds_it
+                .then(|| treebuild::index_identity(self.git.index()))
+                .flatten(),
         }
         .save(&self.dir)
     }
@@ -506,7 +514,7 @@ impl SnapshotStore {
     /// only the user's store holds until they are copied in.
     fn seeded_add(&self, objects: &Path) -> Result<(Vec<String>, String), seed::NoSeed> {
         let idx = |e: SnapshotError| seed::NoSeed::Index(e.to_string());
-        let (warnings, tree) = self.add_and_write_tree(false).map_err(idx)?;
+        let (warnings, tree) = self.add_and_write_tree(false, None).map_err(idx)?;
         seed::copy_objects(&self.git, &tree, objects)?;
         Ok((warnings, tree))
     }
@@ -570,7 +578,8 @@ impl SnapshotStore {
         let started = self.restart_journal();
         // A failure drops the index: `add -A` then hashes everything.
         let _ = self.index_in_step();
-        let r = self.add_and_write_tree(true);
+        let known = LastLook::load(&self.dir);
+        let r = self.add_and_write_tree(true, known.as_ref());
         self.after_full_look(r, why.or(started))
     }
 
@@ -717,8 +726,13 @@ impl SnapshotStore {
     }
 
     /// `git add -A` (minus the exclusions) and `write-tree`: the warnings
-    /// git printed and the tree.
-    fn add_and_write_tree(&self, verify: bool) -> Result<(Vec<String>, String), SnapshotError> {
+    /// git printed and the tree. With `known` (the last look) and an index
+    /// `add` did not write, its tree without a `write-tree`.
+    fn add_and_write_tree(
+        &self,
+        verify: bool,
+        known: Option<&LastLook>,
+    ) -> Result<(Vec<String>, String), SnapshotError> {
         let mut args: Vec<&str> = vec!["add", "-A", "--ignore-errors", "--", "."];
         args.extend(self.excludes.iter().map(String::as_str));
         let added = self.git.run_tolerant(&args)?;
@@ -728,6 +742,11 @@ impl SnapshotStore {
             .filter(|l| l.starts_with("error:") || l.starts_with("warning:"))
             .map(str::to_string)
             .collect();
+        if let Some(k) = known.filter(|k| k.index_holds_it && k.index_file.is_some()) {
+            if k.index_file == treebuild::index_identity(self.git.index()) {
+                return Ok((warnings, k.tree.clone()));
+            }
+        }
         let write_tree: &[&str] = if verify {
             &["write-tree"]
         } else {
@@ -770,7 +789,15 @@ impl SnapshotStore {
         if a == b {
             return Ok(Vec::new());
         }
-        let out = self.git.run(&[
+        let key = (a.to_string(), b.to_string());
+        if let Ok(memo) = self.last_diff.lock() {
+            if let Some((k, changes)) = memo.as_ref() {
+                if *k == key {
+                    return Ok(changes.clone());
+                }
+            }
+        }
+        let out = self.git.without_index().run(&[
             "diff-tree",
             "-r",
             "-z",
@@ -780,7 +807,11 @@ impl SnapshotStore {
             a,
             b,
         ])?;
-        parse_diff_tree(&out.stdout)
+        let changes = parse_diff_tree(&out.stdout)?;
+        if let Ok(mut memo) = self.last_diff.lock() {
+            *memo = Some((key, changes.clone()));
+        }
+        Ok(changes)
     }
 
     /// Restore the working folder to snapshot `id`, after taking a

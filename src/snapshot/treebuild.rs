@@ -117,6 +117,27 @@ impl Edits {
 pub struct LastLook {
     pub tree: String,
     pub index_holds_it: bool,
+    /// The side index file's identity ([`index_identity`]) when it was
+    /// left holding `tree`: while it is the same, so is its tree (git
+    /// writes an index by renaming a new file over it), and a full look
+    /// whose `add -A` wrote nothing needs no `write-tree`.
+    pub index_file: Option<String>,
+}
+
+/// Inode, modification time (ns) and size of the file at `path`.
+pub fn index_identity(path: &Path) -> Option<String> {
+    let m = std::fs::metadata(path).ok()?;
+    let mtime = m
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    #[cfg(unix)]
+    let ino = std::os::unix::fs::MetadataExt::ino(&m);
+    #[cfg(not(unix))]
+    let ino = 0u64;
+    Some(format!("{ino}-{mtime}-{}", m.len()))
 }
 
 impl LastLook {
@@ -125,26 +146,28 @@ impl LastLook {
     /// The record in `store_dir`, if there is a readable one.
     pub fn load(store_dir: &Path) -> Option<LastLook> {
         let text = std::fs::read_to_string(store_dir.join(Self::FILE)).ok()?;
-        let (tree, how) = text.trim_end().split_once(' ')?;
+        let mut fields = text.trim_end().split(' ');
+        let (tree, how, file) = (fields.next()?, fields.next()?, fields.next());
         let index_holds_it = match how {
             "index" => true,
-            "built" => false,
+            "built" if file.is_none() => false,
             _ => return None,
         };
         let hex =
             (tree.len() == 40 || tree.len() == 64) && tree.bytes().all(|b| b.is_ascii_hexdigit());
-        hex.then(|| LastLook {
+        (hex && fields.next().is_none()).then(|| LastLook {
             tree: tree.to_string(),
             index_holds_it,
+            index_file: file.map(str::to_string),
         })
     }
 
     /// Write the record (whole or not at all).
     pub fn save(&self, store_dir: &Path) -> Result<(), SnapshotError> {
-        let how = if self.index_holds_it {
-            "index"
-        } else {
-            "built"
+        let how = match (self.index_holds_it, &self.index_file) {
+            (true, Some(id)) => format!("index {id}"),
+            (true, None) => "index".to_string(),
+            (false, _) => "built".to_string(),
         };
         let path = store_dir.join(Self::FILE);
         let tmp = path.with_extension("tmp");
@@ -1070,14 +1093,23 @@ mod tests {
     fn last_look_round_trips_and_refuses_junk() {
         let d = tempfile::tempdir().unwrap();
         assert_eq!(LastLook::load(d.path()), None);
-        let l = LastLook {
-            tree: "a".repeat(40),
-            index_holds_it: false,
-        };
-        l.save(d.path()).unwrap();
-        assert_eq!(LastLook::load(d.path()), Some(l));
-        std::fs::write(d.path().join("last-look"), "zz built\n").unwrap();
-        assert_eq!(LastLook::load(d.path()), None);
+        for (index_holds_it, index_file) in [
+            (false, None),
+            (true, None),
+            (true, Some("12-1700000000000000000-4096".to_string())),
+        ] {
+            let l = LastLook {
+                tree: "a".repeat(40),
+                index_holds_it,
+                index_file,
+            };
+            l.save(d.path()).unwrap();
+            assert_eq!(LastLook::load(d.path()), Some(l));
+        }
+        for junk in ["zz built\n", "x", &format!("{} built x\n", "a".repeat(40))] {
+            std::fs::write(d.path().join("last-look"), junk).unwrap();
+            assert_eq!(LastLook::load(d.path()), None, "{junk}");
+        }
         LastLook::clear(d.path());
         assert_eq!(LastLook::load(d.path()), None);
     }
