@@ -498,21 +498,109 @@ fn walk_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<SizeS
             !(e.file_type().is_some_and(|t| t.is_dir())
                 && e.file_name().to_str().is_some_and(skipped_dir))
         })
-        .build();
+        .build_parallel();
+    // One thread per core: a 100k-file walk is ~2× `git status` on one.
+    let shared = std::sync::Arc::new(WalkShared::default());
+    walker.run(|| {
+        let mut part = PartGuard {
+            part: WalkPart::default(),
+            shared: shared.clone(),
+        };
+        Box::new(move |entry| part.visit(entry, workspace, started, max_entries, max_bytes))
+    });
+    let shared = std::sync::Arc::try_unwrap(shared).map_err(|_| Disabled::RefusedPath {
+        path: workspace.to_path_buf(),
+        why: "still being walked (internal error)".into(),
+    })?;
+    if let Some(d) = shared.over.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(d);
+    }
+    let parts = shared.parts.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut seen = SizeSeen {
-        entries: 0,
-        bytes: 0,
+        entries: shared.entries.into_inner(),
+        bytes: shared.bytes.into_inner(),
         dirs: BTreeMap::new(),
         ignores: Vec::new(),
         racy: false,
     };
-    for entry in walker.flatten() {
-        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        if is_dir {
+    let mut counts: Vec<HashMap<PathBuf, (u64, u64)>> = Vec::new();
+    for p in parts {
+        seen.dirs.extend(p.dirs);
+        seen.ignores.extend(p.ignores);
+        seen.racy |= p.racy;
+        counts.push(p.counts);
+    }
+    for (dir, (entries, bytes)) in counts.into_iter().flatten() {
+        match seen.dirs.get_mut(&dir) {
+            Some(d) => {
+                d.entries += entries;
+                d.bytes += bytes;
+            }
+            // Its directory's stamp could not be read: nothing to keep.
+            None => seen.racy = true,
+        }
+    }
+    seen.ignores.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(seen)
+}
+
+/// What the walk's threads share: the running totals (for the limits),
+/// the first limit crossed, and each thread's part when it ends.
+#[derive(Default)]
+struct WalkShared {
+    entries: std::sync::atomic::AtomicU64,
+    bytes: std::sync::atomic::AtomicU64,
+    over: std::sync::Mutex<Option<Disabled>>,
+    parts: std::sync::Mutex<Vec<WalkPart>>,
+}
+
+/// What one thread of the walk saw.
+#[derive(Default)]
+struct WalkPart {
+    dirs: BTreeMap<PathBuf, DirSeen>,
+    /// Direct entries and file bytes per parent directory.
+    counts: HashMap<PathBuf, (u64, u64)>,
+    ignores: Vec<(PathBuf, Stamp)>,
+    racy: bool,
+}
+
+/// A thread's part, handed to [`WalkShared`] when the thread's visitor is
+/// dropped (the walk ends).
+struct PartGuard {
+    part: WalkPart,
+    shared: std::sync::Arc<WalkShared>,
+}
+
+impl Drop for PartGuard {
+    fn drop(&mut self) {
+        let part = std::mem::take(&mut self.part);
+        self.shared
+            .parts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(part);
+    }
+}
+
+impl PartGuard {
+    fn visit(
+        &mut self,
+        entry: Result<ignore::DirEntry, ignore::Error>,
+        workspace: &Path,
+        started: i64,
+        max_entries: u64,
+        max_bytes: u64,
+    ) -> ignore::WalkState {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Ok(entry) = entry else {
+            return ignore::WalkState::Continue;
+        };
+        let part = &mut self.part;
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
             match entry.metadata() {
                 Ok(m) => {
                     let s = stamp(&m);
-                    seen.dirs.insert(
+                    part.dirs.insert(
                         entry.path().to_path_buf(),
                         DirSeen {
                             stamp: s,
@@ -522,40 +610,43 @@ fn walk_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<SizeS
                         },
                     );
                 }
-                Err(_) => seen.racy = true,
+                Err(_) => part.racy = true,
             }
         }
         if entry.depth() == 0 {
-            continue;
+            return ignore::WalkState::Continue;
         }
-        seen.entries += 1;
-        limits(workspace, seen.entries, 0, max_entries, max_bytes)?;
+        let entries = self.shared.entries.fetch_add(1, Relaxed) + 1;
         let mut bytes = 0;
         if entry.file_type().is_some_and(|t| t.is_file()) {
             match entry.metadata() {
                 Ok(m) => {
                     bytes = m.len();
-                    seen.bytes += bytes;
                     if entry.file_name() == ".gitignore" {
                         let s = stamp(&m);
-                        seen.racy |= is_racy(&s, started);
-                        seen.ignores.push((entry.path().to_path_buf(), s));
+                        part.racy |= is_racy(&s, started);
+                        part.ignores.push((entry.path().to_path_buf(), s));
                     }
                 }
-                Err(_) => seen.racy = true,
+                Err(_) => part.racy = true,
             }
-            limits(workspace, seen.entries, seen.bytes, max_entries, max_bytes)?;
         }
-        match entry.path().parent().and_then(|p| seen.dirs.get_mut(p)) {
+        let total = self.shared.bytes.fetch_add(bytes, Relaxed) + bytes;
+        if let Err(d) = limits(workspace, entries, total, max_entries, max_bytes) {
+            let mut over = self.shared.over.lock().unwrap_or_else(|e| e.into_inner());
+            over.get_or_insert(d);
+            return ignore::WalkState::Quit;
+        }
+        match entry.path().parent() {
             Some(parent) => {
-                parent.entries += 1;
-                parent.bytes += bytes;
+                let c = part.counts.entry(parent.to_path_buf()).or_default();
+                c.0 += 1;
+                c.1 += bytes;
             }
-            // Its directory's stamp could not be read: nothing to keep.
-            None => seen.racy = true,
+            None => part.racy = true,
         }
+        ignore::WalkState::Continue
     }
-    Ok(seen)
 }
 
 #[cfg(test)]
