@@ -89,8 +89,11 @@ pub struct SnapshotStore {
     /// The last two trees compared and their changes: a turn's loop asks
     /// for the same pair twice (the tool call's and the turn's), and trees
     /// never change under their names.
-    last_diff: std::sync::Mutex<Option<((String, String), Vec<FileChange>)>>,
+    last_diff: std::sync::Mutex<DiffMemo>,
 }
+
+/// Two trees compared, and their changes.
+type DiffMemo = Option<((String, String), Vec<FileChange>)>;
 
 /// Where a store's change journal lives.
 #[derive(Debug)]
