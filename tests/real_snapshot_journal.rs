@@ -127,3 +127,89 @@ fn the_journal_sees_a_sandboxed_change_at_depth_10_and_undo_is_byte_exact() {
         assert!(!fx.ws.join(deep).join("new").join("n.txt").exists());
     }
 }
+
+/// The store's keeper (`src/snapshot/keeper.rs`) listens on `journal.sock`
+/// in the store, under `~/.codewhale`: a sandboxed command must not reach
+/// it (a `reset` from one would make the next snapshot miss changes) —
+/// with the network off seccomp refuses the socket; with it on, bwrap's
+/// mask over `~/.codewhale` leaves no socket file, and under Landlock
+/// (which does not govern `connect`) the keeper answers nothing without
+/// its key, which deny-read keeps from the command. The same script from
+/// outside the sandbox reads the key and gets the keeper's answer
+/// (positive control), in both tiers.
+#[test]
+fn a_sandboxed_command_cannot_reach_the_stores_keeper() {
+    for tier in tiers() {
+        let case = Case {
+            tier,
+            mode: Mode::Ww,
+        };
+        let fx = Fx::new();
+        fs::write(fx.ws.join("a.txt"), "A\n").unwrap();
+        fx.git(&fx.ws, &["add", "-A"]);
+        fx.git(&fx.ws, &["commit", "-qm", "tree"]);
+        // The store where the sandboxed command's own codewhale keeps it.
+        let mut opts = SnapshotOptions::new(fx.home.join(".codewhale"));
+        opts.homes = vec![fx.home.clone()];
+        opts.keeper = Some(env!("CARGO_BIN_EXE_codewhale").into());
+        let mut store = match SnapshotStore::open(&fx.ws, opts).unwrap() {
+            Opened::Ready(s) => *s,
+            Opened::Disabled(d) => panic!("snapshots unexpectedly disabled: {d}"),
+        };
+        store.enable_journal();
+        store.snapshot(Label::PreTurn(1), meta()).unwrap();
+        let sock = store.dir().join("journal.sock");
+        assert!(sock.exists(), "[{case}] the keeper is listening");
+        let key_file = store.dir().join("journal.key");
+        // What a command would try: read the key (deny-read keeps it from
+        // it), then ask with whatever it has.
+        let script = format!(
+            "python3 - <<'PY'\n\
+             import socket\n\
+             try:\n    key = open({key_file:?}).read().strip()\n    print('KEY READ')\n\
+             except OSError as e:\n    key = '0' * 64\n    print('KEY REFUSED', e.errno)\n\
+             s = socket.socket(socket.AF_UNIX)\n\
+             try:\n    s.connect({sock:?})\n    s.sendall(('cw-journal-2 ' + key + ' ping\\n').encode())\n    print('ANSWER', s.recv(64))\n\
+             except OSError as e:\n    print('REFUSED', e.errno)\n\
+             PY"
+        );
+        let outside = fx.unsandboxed(&script);
+        assert!(
+            outside.stdout.contains("KEY READ") && outside.stdout.contains("ANSWER b'ok\\n'"),
+            "[{case}] positive control: {outside:?}"
+        );
+        // Network off: seccomp refuses the socket itself (EPERM).
+        let inside = fx.sh(&case, &script);
+        assert!(
+            inside.stderr.contains("Operation not permitted") && !inside.stdout.contains("ANSWER"),
+            "[{case}] {inside:?}"
+        );
+        // Network on: a socket can be made, and the mask over
+        // `~/.codewhale` leaves nothing to connect to (ENOENT).
+        // Network on: a socket can be made. Under bwrap the mask over
+        // `~/.codewhale` leaves nothing to connect to; under Landlock the
+        // connect itself is not governed, but the key cannot be read, and
+        // without it the keeper does nothing.
+        let inside = fx.run(&case, &["--network=on"], &["sh", "-c", &script]);
+        assert!(inside.stdout.contains("KEY REFUSED"), "[{case}] {inside:?}");
+        assert!(
+            !inside.stdout.contains("ANSWER b'ok"),
+            "[{case}] the keeper answered a sandboxed command: {inside:?}"
+        );
+        assert!(
+            inside.stdout.contains("REFUSED 2") || inside.stdout.contains("ANSWER b\"err not a"),
+            "[{case}] {inside:?}"
+        );
+        // The keeper still serves the run.
+        fs::write(fx.ws.join("a.txt"), "B\n").unwrap();
+        store.snapshot(Label::PostTurn(1), meta()).unwrap();
+        assert_eq!(
+            store.last_way(),
+            Some(&SnapshotWay::Journal {
+                paths: 1,
+                index: None
+            }),
+            "[{case}]"
+        );
+    }
+}

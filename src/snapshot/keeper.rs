@@ -5,10 +5,16 @@
 //! One small process per store (`codewhale __snapshot-keeper`), started by
 //! the first run that wants a journal, found by later runs through
 //! [`SOCKET`] in the store directory. That directory is under
-//! `~/.codewhale`, deny-read for every sandboxed command, so no command of
-//! the agent can reach the socket; the keeper also answers only its own
-//! user (`SO_PEERCRED`). It holds one [`Journal`] and answers requests,
-//! which the store makes only while it holds the store's lock:
+//! `~/.codewhale`, deny-read for every sandboxed command. Under bwrap the
+//! mask leaves no socket to connect to, but Landlock does not govern
+//! `connect(2)` to a socket file: a sandboxed command with the network on
+//! reaches it there (`tests/real_snapshot_journal.rs` found that). So
+//! every request carries the keeper's key, 256 random bits the keeper
+//! writes to [`KEY`] (`0600`) before it binds the socket: a file, which
+//! the deny-read rule does keep every sandboxed command from reading, in
+//! both tiers. The keeper also answers only its own user (`SO_PEERCRED`).
+//! It holds one [`Journal`] and answers requests, which the store makes
+//! only while it holds the store's lock:
 //!
 //! - `take`: the paths changed since the last acknowledged take — with
 //!   those taken but never acknowledged, so a client that died between its
@@ -49,6 +55,9 @@ pub const SOCKET: &str = "journal.sock";
 /// snapshot names as the reason it was a full one).
 pub const LEFT: &str = "journal-left";
 
+/// The key every request must carry (hex), in the store directory.
+pub const KEY: &str = "journal.key";
+
 /// How long a keeper waits for the next request before it leaves.
 pub const IDLE: Duration = Duration::from_secs(30 * 60);
 
@@ -66,7 +75,7 @@ pub const MAX_PENDING: usize = 10_000;
 /// The first word of every request: a keeper of another build answers
 /// nothing it does not speak.
 #[cfg(target_os = "linux")]
-const PROTOCOL: &str = "cw-journal-1";
+const PROTOCOL: &str = "cw-journal-2";
 
 /// The codewhale executable that runs keepers, once the CLI named it.
 static EXE: OnceLock<PathBuf> = OnceLock::new();
@@ -88,6 +97,9 @@ pub fn exe() -> Option<&'static Path> {
 #[derive(Debug)]
 pub struct Keeper {
     dir: PathBuf,
+    /// The key read from [`KEY`] when the keeper was found.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    key: String,
 }
 
 #[cfg(target_os = "linux")]
@@ -148,8 +160,10 @@ mod linux {
     impl Keeper {
         /// The live keeper of the store at `dir`, if one answers.
         pub fn find(dir: &Path) -> Option<Keeper> {
+            let key = std::fs::read_to_string(dir.join(KEY)).ok()?;
             let k = Keeper {
                 dir: dir.to_path_buf(),
+                key: key.trim_end().to_string(),
             };
             k.ask("ping").ok().map(|_| k)
         }
@@ -238,13 +252,35 @@ mod linux {
             let mut s = connect(&self.dir).map_err(no)?;
             s.set_read_timeout(Some(ANSWER_TIMEOUT)).map_err(no)?;
             s.set_write_timeout(Some(ANSWER_TIMEOUT)).map_err(no)?;
-            s.write_all(format!("{PROTOCOL} {verb}\n").as_bytes())
+            s.write_all(format!("{PROTOCOL} {} {verb}\n", self.key).as_bytes())
                 .map_err(no)?;
             s.shutdown(std::net::Shutdown::Write).map_err(no)?;
             let mut buf = Vec::new();
             s.read_to_end(&mut buf).map_err(no)?;
             parse_reply(&buf).map(<[u8]>::to_vec)
         }
+    }
+
+    /// A new key in [`KEY`] (in the current directory, the store): 32
+    /// bytes of the kernel's randomness as hex, written `0600` whole.
+    fn new_key() -> Result<String, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut raw = [0u8; 32];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut raw))
+            .map_err(|e| format!("/dev/urandom: {e}"))?;
+        let key = hex::encode(raw);
+        let tmp = format!("{KEY}.tmp");
+        let _ = std::fs::remove_file(&tmp);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(format!("{key}\n").as_bytes()))
+            .and_then(|()| std::fs::rename(&tmp, KEY))
+            .map_err(|e| format!("{KEY}: {e}"))?;
+        Ok(key)
     }
 
     /// The first line `out` prints, waiting at most `limit`.
@@ -311,6 +347,8 @@ mod linux {
         /// this keeper was replaced.
         ident: (u64, u64),
         journal: Journal,
+        /// What every request must carry ([`KEY`]).
+        key: String,
         /// Taken but not acknowledged.
         taken: BTreeSet<PathBuf>,
         last_request: Instant,
@@ -328,6 +366,9 @@ mod linux {
             // A socket nobody answers on is a dead keeper's.
             let _ = std::fs::remove_file(SOCKET);
             let _ = std::fs::remove_file(LEFT);
+            // The key before the socket: whoever finds the socket finds
+            // this keeper's key.
+            let key = new_key()?;
             let listener = UnixListener::bind(SOCKET).map_err(|e| format!("{SOCKET}: {e}"))?;
             let _ = std::fs::set_permissions(SOCKET, std::fs::Permissions::from_mode(0o600));
             listener
@@ -345,6 +386,7 @@ mod linux {
                 listener,
                 ident: (meta.dev(), meta.ino()),
                 journal,
+                key,
                 taken: BTreeSet::new(),
                 last_request: Instant::now(),
                 started: Instant::now(),
@@ -425,7 +467,15 @@ mod linux {
             {
                 return None;
             }
-            let verb = line.trim_end().strip_prefix(PROTOCOL).map(str::trim_start);
+            let verb = line
+                .trim_end()
+                .strip_prefix(PROTOCOL)
+                .and_then(|rest| rest.strip_prefix(' '))
+                .and_then(|rest| rest.split_once(' '))
+                .and_then(|(key, verb)| {
+                    use subtle::ConstantTimeEq;
+                    bool::from(key.as_bytes().ct_eq(self.key.as_bytes())).then_some(verb)
+                });
             let (reply, leave): (Vec<u8>, Option<String>) = match verb {
                 Some("ping") => (b"ok\n".to_vec(), None),
                 Some("ack") => {
@@ -451,7 +501,10 @@ mod linux {
                     }
                     Err(why) => (format!("err {why}\n").into_bytes(), Some(why)),
                 },
-                _ => (format!("err not a {PROTOCOL} request\n").into_bytes(), None),
+                _ => (
+                    format!("err not a {PROTOCOL} request with this keeper's key\n").into_bytes(),
+                    None,
+                ),
             };
             let _ = stream.write_all(&reply);
             leave
