@@ -67,6 +67,27 @@ pub fn is_secret_path(rel: &Path) -> bool {
     })
 }
 
+/// Whether the tracked file `path` (`/`-separated) is in what
+/// [`BUILTIN_EXCLUDES`] leave out, judged by its names: a component that
+/// is one of the directory names, or any component matching one of the
+/// other patterns (`*.pyc`, `.DS_Store`: a pattern without a slash matches
+/// a name at any depth, directory or file). A file named like one of the
+/// directories counts too: that says "left out" of a file git would take
+/// (its pattern matches directories only), which costs the seed a hash
+/// (`add -A` takes it back), never a file; the other way, never.
+pub fn builtin_excluded(path: &[u8]) -> bool {
+    path.split(|b| *b == b'/').any(|name| {
+        BUILTIN_EXCLUDES.iter().any(|(pat, _)| {
+            let pat = pat.as_bytes();
+            match (pat.strip_suffix(b"/"), pat.strip_prefix(b"*")) {
+                (Some(dir), _) => name == dir,
+                (None, Some(suffix)) => name.ends_with(suffix),
+                (None, None) => name == pat,
+            }
+        })
+    })
+}
+
 /// `info/attributes` of the side repo: it outranks every `.gitattributes`
 /// in the workspace, so no text/eol conversion, filter or encoding change
 /// applies and restore is byte-for-byte.
@@ -232,6 +253,93 @@ mod tests {
             assert!(!is_secret_path(
                 &Path::new("a").join(std::ffi::OsStr::from_bytes(b"x\xff"))
             ));
+        }
+    }
+
+    #[test]
+    fn builtin_patterns_have_the_shapes_builtin_excluded_reads() {
+        for (pat, _) in BUILTIN_EXCLUDES {
+            let body = pat.strip_suffix('/').unwrap_or(pat);
+            let body = body.strip_prefix('*').unwrap_or(body);
+            assert!(
+                !body.is_empty() && !body.contains(['*', '?', '[', '/', '!', '\\']),
+                "{pat}: builtin_excluded reads only NAME/, *SUFFIX and NAME"
+            );
+        }
+        for p in [
+            "node_modules/a.js",
+            "a/target/x",
+            "x.pyc",
+            "a/b.pyc/c",
+            ".DS_Store",
+            "a/.DS_Store",
+        ] {
+            assert!(builtin_excluded(p.as_bytes()), "{p}");
+        }
+        for p in [
+            "src/main.rs",
+            "a/targets/x",
+            "pyc",
+            "a/x.pyc.txt",
+            "nodemodules/x",
+        ] {
+            assert!(!builtin_excluded(p.as_bytes()), "{p}");
+        }
+    }
+
+    /// Never less than git leaves out with the same patterns (the seed
+    /// relies on it: a tracked file git ignores must be dropped).
+    #[test]
+    fn builtin_excluded_covers_what_git_ignores() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path();
+        let paths = [
+            "node_modules/a.js",
+            "deep/er/node_modules/b/c.js",
+            "a/target/debug/x",
+            "target",
+            "b.pyc",
+            "d.pyc/inner.txt",
+            ".DS_Store",
+            "sub/.DS_Store",
+            "venv/bin/python",
+            ".cache/x",
+            "keep.txt",
+            "src/build.rs",
+            "src/dist.txt",
+        ];
+        for p in paths {
+            let f = ws.join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(&f, "x").unwrap();
+        }
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(ws)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+            out.stdout
+        };
+        git(&["init", "-q"]);
+        git(&["add", "-f", "--", "."]);
+        let exclude = ws.join("builtin-exclude");
+        std::fs::write(&exclude, exclude_file_text()).unwrap();
+        let x = format!("--exclude-from={}", exclude.display());
+        let ignored = git(&["ls-files", "-z", "-c", "-i", &x]);
+        let ignored: Vec<&[u8]> = ignored
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .collect();
+        assert!(ignored.len() >= 9, "{ignored:?}");
+        for p in &ignored {
+            assert!(builtin_excluded(p), "{}", String::from_utf8_lossy(p));
+        }
+        for p in ["keep.txt", "src/build.rs", "src/dist.txt"] {
+            assert!(!builtin_excluded(p.as_bytes()), "{p}");
         }
     }
 

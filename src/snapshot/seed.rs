@@ -20,8 +20,8 @@
 //! the snapshot's own pack holds what it reaches.
 //!
 //! Those objects are then copied from the user's object store into one
-//! pack of the side store (`rev-list --objects TREE | pack-objects`, with
-//! the user's objects as an alternate for these two read-only commands
+//! pack of the side store (`pack-objects --revs` walking the tree, with
+//! the user's objects as an alternate for that read-only command
 //! only, through `GIT_ALTERNATE_OBJECT_DIRECTORIES`: git reuses the
 //! compressed data, nothing is hashed again) before the snapshot's commit
 //! is made. So every snapshot holds all its objects itself: a later `git
@@ -196,6 +196,18 @@ fn positive(excludes: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The excludes file git reads for the side repository's commands when
+/// no `core.excludesFile` is set (they run without a global config):
+/// `$XDG_CONFIG_HOME/git/ignore`, else `~/.config/git/ignore`.
+fn per_user_excludes() -> Option<PathBuf> {
+    let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let base = nonempty("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    let f = base.join("git").join("ignore");
+    f.is_file().then_some(f)
+}
+
 /// A side index seeded from the user's.
 #[derive(Clone, Debug)]
 pub struct Seeded {
@@ -258,11 +270,37 @@ fn seed_inner(
         }
     }
     // What the store never snapshots but the user's index holds: ignored
-    // by the store's rules, secrets, deny-read paths.
-    let ignored = git
-        .run(&["ls-files", "-z", "-c", "-i", "--exclude-standard"])
-        .map_err(index_err)?;
-    for p in ignored.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+    // by the store's rules, secrets, deny-read paths. The workspace's
+    // `.gitignore` files and the per-user excludes file: git's answer
+    // (0.03 s at 100k files). The side repository's built-in excludes
+    // (`info/exclude`): matched by name over the listing, because git's
+    // `ls-files -i` spends ~0.2 s at 100k files on one directory pattern
+    // (`layout::builtin_excluded`, never less than git's answer; more only
+    // where a `.gitignore` negation re-includes, and the seeded `add -A`
+    // then takes that file back as untracked and not ignored).
+    let mut args = vec![
+        OsString::from("ls-files"),
+        "-z".into(),
+        "-c".into(),
+        "-i".into(),
+        "--exclude-per-directory=.gitignore".into(),
+    ];
+    if let Some(f) = per_user_excludes() {
+        let mut a = OsString::from("--exclude-from=");
+        a.push(f);
+        args.push(a);
+    }
+    let ignored = git.run(&args).map_err(index_err)?;
+    let by_builtin = listed
+        .stdout
+        .split(|b| *b == 0)
+        .filter_map(|rec| rec.get(2..))
+        .filter(|p| !p.is_empty() && super::layout::builtin_excluded(p));
+    let by_git = ignored.stdout.split(|b| *b == 0).filter(|r| !r.is_empty());
+    let mut dropped: Vec<&[u8]> = by_builtin.chain(by_git).collect();
+    dropped.sort_unstable();
+    dropped.dedup();
+    for p in dropped {
         drop.extend_from_slice(b":(literal)");
         drop.extend_from_slice(p);
         drop.push(0);
