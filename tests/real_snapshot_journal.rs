@@ -14,7 +14,7 @@ mod common;
 
 use codewhale::snapshot::{Label, Opened, SnapshotOptions, SnapshotStore, SnapshotWay};
 use common::sandbox::*;
-use common::snapshots::meta;
+use common::snapshots::{ls_tree, meta};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -91,17 +91,9 @@ fn the_journal_sees_a_sandboxed_change_at_depth_10_and_undo_is_byte_exact() {
         // What a store without a journal takes of the same tree.
         let mut plain = open(&fx, "cw-plain");
         let p = plain.snapshot(Label::PreTurn(1), meta()).unwrap();
-        let ls = |s: &SnapshotStore, tree: &str| {
-            let o = std::process::Command::new("git")
-                .arg(format!("--git-dir={}", s.git_dir().display()))
-                .args(["ls-tree", "-r", tree])
-                .output()
-                .unwrap();
-            String::from_utf8_lossy(&o.stdout).into_owned()
-        };
         assert_eq!(
-            ls(&store, &store.get(second).unwrap().tree),
-            ls(&plain, &plain.get(p).unwrap().tree),
+            ls_tree(&store, &store.get(second).unwrap().tree),
+            ls_tree(&plain, &plain.get(p).unwrap().tree),
             "[{case}]"
         );
         assert_eq!(

@@ -500,18 +500,15 @@ fn walk_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<SizeS
         })
         .build_parallel();
     // One thread per core: a 100k-file walk is ~2× `git status` on one.
-    let shared = std::sync::Arc::new(WalkShared::default());
+    let shared = WalkShared::default();
+    // Every thread has ended (and handed in its part) when `run` returns.
     walker.run(|| {
         let mut part = PartGuard {
             part: WalkPart::default(),
-            shared: shared.clone(),
+            shared: &shared,
         };
         Box::new(move |entry| part.visit(entry, workspace, started, max_entries, max_bytes))
     });
-    let shared = std::sync::Arc::try_unwrap(shared).map_err(|_| Disabled::RefusedPath {
-        path: workspace.to_path_buf(),
-        why: "still being walked (internal error)".into(),
-    })?;
     if let Some(d) = shared.over.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(d);
     }
@@ -566,12 +563,12 @@ struct WalkPart {
 
 /// A thread's part, handed to [`WalkShared`] when the thread's visitor is
 /// dropped (the walk ends).
-struct PartGuard {
+struct PartGuard<'a> {
     part: WalkPart,
-    shared: std::sync::Arc<WalkShared>,
+    shared: &'a WalkShared,
 }
 
-impl Drop for PartGuard {
+impl Drop for PartGuard<'_> {
     fn drop(&mut self) {
         let part = std::mem::take(&mut self.part);
         self.shared
@@ -582,7 +579,7 @@ impl Drop for PartGuard {
     }
 }
 
-impl PartGuard {
+impl PartGuard<'_> {
     fn visit(
         &mut self,
         entry: Result<ignore::DirEntry, ignore::Error>,

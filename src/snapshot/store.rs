@@ -570,7 +570,8 @@ impl SnapshotStore {
                         return Ok(r);
                     }
                     Ok(None) => Some(format!(
-                        "more than {MAX_JOURNAL_PATHSPECS} paths changed: a full look is cheaper"
+                        "more than {MAX_JOURNAL_PATHSPECS} paths changed, or one cannot be \
+                         looked at here: a full look decides"
                     )),
                     Err(e) => Some(format!("adding the journal's paths failed: {e}")),
                 },
@@ -631,8 +632,9 @@ impl SnapshotStore {
     /// sees them — and `write-tree`. `Ok(None)` when more than
     /// [`MAX_JOURNAL_PATHSPECS`] paths would be named (git matches every
     /// index entry against every pathspec: a full `add -A` is cheaper
-    /// then), or a path cannot be `lstat`ed for another reason than being
-    /// gone.
+    /// then), a path cannot be `lstat`ed for another reason than being
+    /// gone, or an exclusion is not a literal path (named to git as it is,
+    /// by a full `add -A`).
     fn add_paths_and_write_tree(
         &self,
         paths: &[PathBuf],
@@ -641,7 +643,11 @@ impl SnapshotStore {
         // named to git as exclusions: git 2.47 does not add a file of an
         // untracked directory named by pathspec when any exclusion is also
         // given (found by `tests/it/snapshot_treebuild.rs`).
-        let denied = treebuild::literal_excludes(&self.excludes).unwrap_or_default();
+        // An exclusion of another form would be dropped here: a full
+        // `add -A`, which names them all to git, decides then.
+        let Ok(denied) = treebuild::literal_excludes(&self.excludes) else {
+            return Ok(None);
+        };
         let left_out = |p: &Path| {
             let bytes = p.as_os_str().as_encoded_bytes();
             layout::is_secret_path(p) || denied.iter().any(|d| treebuild::under(bytes, d))
@@ -686,7 +692,7 @@ impl SnapshotStore {
                 here.iter().map(PathBuf::as_path).collect();
             let mut was: Vec<PathBuf> = Vec::new();
             for rec in listed.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-                let p = treebuild::os_path(rec);
+                let p = treebuild::from_git(rec);
                 if !present.contains(p.as_path()) && !left_out(&p) {
                     was.push(p);
                 }

@@ -891,13 +891,9 @@ fn hash(git: &Git, workspace: &Path, take: &[(GitPath, FileKind)]) -> Result<Vec
     Ok(ids)
 }
 
-/// A path git printed (`/`-separated bytes) as a relative path here.
-pub fn os_path(p: &[u8]) -> PathBuf {
-    from_git(p)
-}
-
-/// A git path as a relative path on this system.
-fn from_git(p: &[u8]) -> PathBuf {
+/// A git path (`/`-separated bytes, as git prints it) as a relative path
+/// on this system.
+pub fn from_git(p: &[u8]) -> PathBuf {
     p.split(|b| *b == b'/').map(os_name).collect()
 }
 

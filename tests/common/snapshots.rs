@@ -187,3 +187,17 @@ pub fn full_tree(f: &Fixture, deny: &[&str]) -> String {
     assert!(matches!(s.last_way(), Some(SnapshotWay::Full { .. })));
     s.get(id).unwrap().tree.clone()
 }
+
+/// `git ls-tree -r TREE` in `store`'s side repository: what a snapshot
+/// holds, readable in a failed assertion.
+pub fn ls_tree(store: &SnapshotStore, tree: &str) -> String {
+    let out = Command::new("git")
+        .arg(format!("--git-dir={}", store.git_dir().display()))
+        .args(["ls-tree", "-r", tree])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git ls-tree {tree}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

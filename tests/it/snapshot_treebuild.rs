@@ -13,7 +13,7 @@
 use crate::common;
 
 use codewhale::snapshot::{Label, SnapshotStore, SnapshotWay};
-use common::snapshots::{full_tree, meta, Fixture};
+use common::snapshots::{full_tree, ls_tree, meta, Fixture};
 use proptest::prelude::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -135,14 +135,7 @@ fn tree(s: &SnapshotStore, id: u64) -> String {
 
 /// `git ls-tree -r` of snapshot `id`, for a readable failure.
 fn listing(s: &SnapshotStore, id: u64) -> String {
-    let out = std::process::Command::new("git")
-        .arg(format!("--git-dir={}", s.git_dir().display()))
-        .args(["ls-tree", "-r", &tree(s, id)])
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    ls_tree(s, &tree(s, id))
 }
 
 /// Snapshot both journaled stores and check them against each other and
