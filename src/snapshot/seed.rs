@@ -19,17 +19,22 @@
 //! leaves out (`.env`, deny-read, ignored) — and that pack is deleted once
 //! the snapshot's own pack holds what it reaches.
 //!
-//! Those objects are then copied from the user's object store into one
-//! pack of the side store (`pack-objects --revs` walking the tree, with
-//! the user's objects as an alternate for that read-only command
-//! only, through `GIT_ALTERNATE_OBJECT_DIRECTORIES`: git reuses the
-//! compressed data, nothing is hashed again) before the snapshot's commit
-//! is made. So every snapshot holds all its objects itself: a later `git
-//! gc --prune=now` in the user's repository (after an amend or a rebase)
-//! cannot break a restore, and the side store never holds an object no
-//! snapshot reaches (the user's history and its secrets stay out). No
-//! alternates file is written: `git add` freshens (touches) an object it
-//! finds in an alternate store, which would write the user's `.git`.
+//! The seeded entries' blobs are copied from the user's object store into
+//! one pack of the side store (`pack-objects` on their ids, with the
+//! user's objects as an alternate for that read-only command only, through
+//! `GIT_ALTERNATE_OBJECT_DIRECTORIES`: git reuses the compressed data,
+//! nothing is hashed again). The copy starts as soon as the seeded index
+//! is known and runs beside the snapshot's `git add` ([`BlobCopy`]); the
+//! snapshot's trees are packed from the side store's own objects
+//! (`pack-objects --revs --filter=blob:none`); both before the snapshot's
+//! commit is made. So every snapshot holds all its objects itself: a later
+//! `git gc --prune=now` in the user's repository (after an amend or a
+//! rebase) cannot break a restore, and the user's history and its secrets
+//! stay out of the side store. (The one kind of object copied that no
+//! snapshot may reach: the user's staged version of a file changed or
+//! deleted since their git last looked — never one the store leaves out.)
+//! No alternates file is written: `git add` freshens (touches) an object
+//! it finds in an alternate store, which would write the user's `.git`.
 //!
 //! Byte-exactness: the side repository stores raw bytes (`* -text
 //! -filter`). A blob id from the user's index is the raw content only
@@ -209,14 +214,44 @@ fn per_user_excludes() -> Option<PathBuf> {
 }
 
 /// A side index seeded from the user's.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Seeded {
-    /// The user's object directory (read through an alternate by the
-    /// read-only commands that copy from it).
-    pub objects: PathBuf,
     /// The temporary pack of the user's `HEAD` trees, if one was made:
-    /// [`drop_pack`] it once the snapshot's objects are copied.
+    /// [`drop_pack`] it once the snapshot's trees are packed.
     pub tree_pack: Option<String>,
+    /// The copy of the seeded entries' blobs, running beside the
+    /// snapshot's `git add` ([`BlobCopy::finish`] before the commit).
+    pub blobs: BlobCopy,
+}
+
+/// The seeded entries' blobs being copied from the user's object store
+/// into one pack of the side store (`pack-objects` on their ids, with the
+/// user's objects as an alternate for that read-only command only). It
+/// starts as soon as the seeded index is known, because it is the longest
+/// step of a first snapshot (~0.3 s of one core at 100k files: the pack's
+/// checksum) and needs nothing the `add` finds.
+#[derive(Debug)]
+pub struct BlobCopy(Option<std::thread::JoinHandle<Result<(), NoSeed>>>);
+
+impl BlobCopy {
+    /// Wait for the copy: `Err` when it failed (a blob the user's store
+    /// lacks, say), and then the seed must be abandoned.
+    pub fn finish(mut self) -> Result<(), NoSeed> {
+        match self.0.take().map(std::thread::JoinHandle::join) {
+            None => Ok(()),
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(NoSeed::Copy("the copying thread panicked".into())),
+        }
+    }
+}
+
+impl Drop for BlobCopy {
+    /// Never leave a copy writing into a store nobody waits on.
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 /// Seed the side index (see the module docs). `Ok` when the side index
@@ -255,30 +290,10 @@ fn seed_inner(
     copy_with_mtime(&user_index, index).map_err(NoSeed::Index)?;
     let index_err = |e: super::SnapshotError| NoSeed::Index(e.to_string());
 
-    // Entries git would not look at again, and attributes in the tree.
-    let listed = git.run(&["ls-files", "-z", "-v"]).map_err(index_err)?;
-    let mut drop: Vec<u8> = Vec::new();
-    // The same paths, plain: no tree above one is copied ahead.
-    let mut left_out: Vec<Vec<u8>> = Vec::new();
-    for rec in listed.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-        let (tag, path) = (rec[0], rec.get(2..).unwrap_or_default());
-        if tag.is_ascii_lowercase() || tag == b'S' {
-            return Err(NoSeed::UnusualEntries);
-        }
-        if path == b".gitattributes" || path.ends_with(b"/.gitattributes") {
-            return Err(NoSeed::Conversions(".gitattributes in the index".into()));
-        }
-    }
-    // What the store never snapshots but the user's index holds: ignored
-    // by the store's rules, secrets, deny-read paths. The workspace's
-    // `.gitignore` files and the per-user excludes file: git's answer
-    // (0.03 s at 100k files). The side repository's built-in excludes
-    // (`info/exclude`): matched by name over the listing, because git's
-    // `ls-files -i` spends ~0.2 s at 100k files on one directory pattern
-    // (`layout::builtin_excluded`, never less than git's answer; more only
-    // where a `.gitignore` negation re-includes, and the seeded `add -A`
-    // then takes that file back as untracked and not ignored).
-    let mut args = vec![
+    // Entries git would not look at again, and attributes in the tree;
+    // beside it, the tracked files the workspace's ignore rules leave out
+    // (both read the index only).
+    let mut ignored_args = vec![
         OsString::from("ls-files"),
         "-z".into(),
         "-c".into(),
@@ -288,35 +303,78 @@ fn seed_inner(
     if let Some(f) = per_user_excludes() {
         let mut a = OsString::from("--exclude-from=");
         a.push(f);
-        args.push(a);
+        ignored_args.push(a);
     }
-    let ignored = git.run(&args).map_err(index_err)?;
-    let by_builtin = listed
-        .stdout
-        .split(|b| *b == 0)
-        .filter_map(|rec| rec.get(2..))
-        .filter(|p| !p.is_empty() && super::layout::builtin_excluded(p));
+    let (listed, ignored) = std::thread::scope(|s| {
+        let ignored = s.spawn(|| git.run(&ignored_args));
+        let listed = git.run(&["ls-files", "-z", "-s", "-v"]);
+        let ignored = match ignored.join() {
+            Ok(r) => r.map_err(index_err),
+            Err(_) => Err(NoSeed::Index("the `ls-files -i` thread panicked".into())),
+        };
+        (listed.map_err(index_err), ignored)
+    });
+    let (listed, ignored) = (listed?, ignored?);
+    let mut entries: Vec<Entry> = Vec::new();
+    for rec in listed.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let e = Entry::parse(rec)
+            .ok_or_else(|| NoSeed::Index("an unexpected `ls-files -s -v` record".into()))?;
+        if e.tag.is_ascii_lowercase() || e.tag == b'S' {
+            return Err(NoSeed::UnusualEntries);
+        }
+        if e.path == b".gitattributes" || e.path.ends_with(b"/.gitattributes") {
+            return Err(NoSeed::Conversions(".gitattributes in the index".into()));
+        }
+        entries.push(e);
+    }
+    // What the store never snapshots but the user's index holds: ignored
+    // by the store's rules, secrets, deny-read paths. The workspace's
+    // `.gitignore` files and the per-user excludes file: git's answer
+    // (0.03 s at 100k files). The side repository's built-in excludes
+    // (`info/exclude`): matched by name over the listing, because git's
+    // `ls-files -i` spends ~0.2 s at 100k files on one directory pattern
+    // (`layout::builtin_excluded`, never less than git's answer; more only
+    // where a `.gitignore` negation re-includes, and the seeded `add -A`
+    // then takes that file back as untracked and not ignored). Secrets
+    // and deny-read paths: by name too when every exclusion is a literal
+    // path (`layout::is_secret_path` is the `.env` pathspecs' rule, as in
+    // the journal's index way), else git's answer to the pathspecs.
+    let by_builtin = entries
+        .iter()
+        .map(|e| e.path)
+        .filter(|p| super::layout::builtin_excluded(p));
     let by_git = ignored.stdout.split(|b| *b == 0).filter(|r| !r.is_empty());
     let mut dropped: Vec<&[u8]> = by_builtin.chain(by_git).collect();
+    let secrets_by_git;
+    match super::treebuild::LeftOut::new(excludes) {
+        Ok(left) => dropped.extend(
+            entries
+                .iter()
+                .map(|e| e.path)
+                .filter(|p| left.contains(&super::treebuild::from_git(p))),
+        ),
+        Err(_) => {
+            let mut args: Vec<String> = ["ls-files", "-z", "-c", "--"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            args.extend(positive(excludes));
+            secrets_by_git = git.run(&args).map_err(index_err)?;
+            dropped.extend(
+                secrets_by_git
+                    .stdout
+                    .split(|b| *b == 0)
+                    .filter(|r| !r.is_empty()),
+            );
+        }
+    }
     dropped.sort_unstable();
     dropped.dedup();
-    for p in dropped {
+    let mut drop: Vec<u8> = Vec::new();
+    for p in &dropped {
         drop.extend_from_slice(b":(literal)");
         drop.extend_from_slice(p);
         drop.push(0);
-        left_out.push(p.to_vec());
-    }
-    let mut args: Vec<String> = ["ls-files", "-z", "-c", "--"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(positive(excludes));
-    let secrets = git.run(&args).map_err(index_err)?;
-    for p in secrets.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-        drop.extend_from_slice(b":(literal)");
-        drop.extend_from_slice(p);
-        drop.push(0);
-        left_out.push(p.to_vec());
     }
     // Most repositories have none: the index is then left as copied.
     if !drop.is_empty() {
@@ -334,9 +392,56 @@ fn seed_inner(
         )
         .map_err(index_err)?;
     }
+    // The blobs of what stays (a gitlink names a commit of another
+    // repository: nothing to copy), copied from here on beside the rest.
+    let kept: std::collections::HashSet<&[u8]> = dropped.iter().copied().collect();
+    let mut ids: Vec<&[u8]> = entries
+        .iter()
+        .filter(|e| e.mode != b"160000" && !kept.contains(e.path))
+        .map(|e| e.oid)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut list = Vec::with_capacity(ids.len() * 41);
+    for id in ids {
+        list.extend_from_slice(id);
+        list.push(b'\n');
+    }
+    let blobs = BlobCopy(Some(std::thread::spawn({
+        let git = git.clone();
+        let objects = objects.clone();
+        move || copy_blobs(&git, &objects, &list)
+    })));
     // Only a shortcut: without it, `write-tree` writes the trees itself.
+    let left_out: Vec<Vec<u8>> = dropped.iter().map(|p| p.to_vec()).collect();
     let tree_pack = copy_head_trees(git, bin, &repo, &objects, &left_out);
-    Ok(Seeded { objects, tree_pack })
+    Ok(Seeded { tree_pack, blobs })
+}
+
+/// One record of `ls-files -z -s -v`: `TAG SP MODE SP OID SP STAGE TAB PATH`.
+#[derive(Debug)]
+struct Entry<'a> {
+    tag: u8,
+    mode: &'a [u8],
+    oid: &'a [u8],
+    path: &'a [u8],
+}
+
+impl<'a> Entry<'a> {
+    fn parse(rec: &'a [u8]) -> Option<Entry<'a>> {
+        let tab = rec.iter().position(|b| *b == b'\t')?;
+        let (head, path) = (&rec[..tab], &rec[tab + 1..]);
+        let mut f = head.split(|b| *b == b' ');
+        let tag = f.next().filter(|t| t.len() == 1)?[0];
+        let (mode, oid, _stage) = (f.next()?, f.next()?, f.next()?);
+        let hex = oid.len() == 40 && oid.iter().all(u8::is_ascii_hexdigit);
+        (hex && !path.is_empty() && f.next().is_none()).then_some(Entry {
+            tag,
+            mode,
+            oid,
+            path,
+        })
+    }
 }
 
 /// The trees of the user's `HEAD` that contain no left-out path, in
@@ -428,30 +533,48 @@ pub fn drop_pack(git: &Git, name: &str) {
     }
 }
 
-/// Copy every object `tree` reaches from the user's object directory
-/// `objects` into one new pack of the side store. `pack-objects --revs`
-/// walks the tree itself: a separate `rev-list --objects` printing
-/// 100,000 names for it to look up again cost ~120 ms more at that size.
-pub fn copy_objects(git: &Git, tree: &str, objects: &Path) -> Result<(), NoSeed> {
-    let borrowing = git.with_alternate(objects);
-    let err = |e: super::SnapshotError| NoSeed::Copy(e.to_string());
+/// `git pack-objects -q --window=0 OPTIONS` into a new pack of the side
+/// store, fed `input`: the new pack's name.
+fn pack_into_store(git: &Git, options: &[&str], input: &[u8]) -> Result<String, NoSeed> {
     let pack = OsString::from(git.git_dir().join("objects/pack/pack").as_os_str());
-    let args: Vec<OsString> = [
-        "-c",
-        "pack.writeReverseIndex=false",
-        "pack-objects",
-        "-q",
-        "--revs",
-        "--window=0",
-    ]
-    .iter()
-    .map(OsString::from)
-    .chain(std::iter::once(pack))
-    .collect();
-    borrowing
-        .run_stdin(&args, format!("{tree}\n").as_bytes())
-        .map_err(err)?;
-    Ok(())
+    let args: Vec<OsString> = ["-c", "pack.writeReverseIndex=false", "pack-objects", "-q"]
+        .iter()
+        .chain(options)
+        .chain(&["--window=0"])
+        .map(OsString::from)
+        .chain(std::iter::once(pack))
+        .collect();
+    let name = git
+        .run_stdin(&args, input)
+        .map_err(|e| NoSeed::Copy(e.to_string()))?
+        .line();
+    if name.len() == 40 && name.bytes().all(|c| c.is_ascii_hexdigit()) {
+        Ok(name)
+    } else {
+        Err(NoSeed::Copy(format!("pack-objects printed {name:?}")))
+    }
+}
+
+/// Copy the blobs `list` names (one id a line) from the user's object
+/// directory `objects` into one new pack of the side store: git reuses
+/// the compressed data, nothing is hashed again.
+fn copy_blobs(git: &Git, objects: &Path, list: &[u8]) -> Result<(), NoSeed> {
+    if list.is_empty() {
+        return Ok(());
+    }
+    pack_into_store(&git.with_alternate(objects), &[], list).map(drop)
+}
+
+/// Pack the trees `tree` reaches (`--filter=blob:none`: the walk opens no
+/// blob), from the side store's own objects: the user's trees copied
+/// ahead for `write-tree` (whose pack is then dropped) and those it wrote.
+/// The new pack's name.
+pub fn copy_trees(git: &Git, tree: &str) -> Result<String, NoSeed> {
+    pack_into_store(
+        git,
+        &["--revs", "--filter=blob:none"],
+        format!("{tree}\n").as_bytes(),
+    )
 }
 
 #[cfg(test)]

@@ -279,6 +279,25 @@ pub fn literal_excludes(excludes: &[String]) -> Result<Vec<GitPath>, Decline> {
     Ok(out)
 }
 
+/// What the store leaves out, judged by name: `.env` paths
+/// (`layout::is_secret_path`, the rule of the `.env` pathspecs) and the
+/// deny-read paths. Only when every exclusion is a literal path
+/// ([`literal_excludes`]); otherwise only git can judge them.
+#[derive(Debug)]
+pub struct LeftOut(Vec<GitPath>);
+
+impl LeftOut {
+    pub fn new(excludes: &[String]) -> Result<LeftOut, Decline> {
+        literal_excludes(excludes).map(LeftOut)
+    }
+
+    /// Whether `rel` (relative to the workspace) is left out.
+    pub fn contains(&self, rel: &Path) -> bool {
+        let bytes = rel.as_os_str().as_encoded_bytes();
+        layout::is_secret_path(rel) || self.0.iter().any(|d| under(bytes, d))
+    }
+}
+
 /// Whether `p` is `dir` or below it (a literal pathspec's match).
 pub fn under(p: &[u8], dir: &[u8]) -> bool {
     p == dir || (p.starts_with(dir) && p.get(dir.len()) == Some(&b'/'))

@@ -74,24 +74,7 @@ impl Fixture {
     }
 
     pub fn user_git(&self, args: &[&str]) -> std::process::Output {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(&self.ws)
-            .env("HOME", &self.user_home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-            .output()
-            .expect("the snapshot tests need the git binary on PATH");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        git_at(&self.ws, &self.user_home, args)
     }
 
     /// Every object's content in the side repository, concatenated.
@@ -106,6 +89,30 @@ impl Fixture {
         assert!(out.status.success());
         out.stdout
     }
+}
+
+/// `git ARGS` in `dir` as the user would run it, with an isolated `HOME`
+/// (`home`) so the test machine's git config plays no part; it must
+/// succeed.
+pub fn git_at(dir: &Path, home: &Path, args: &[&str]) -> std::process::Output {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .output()
+        .expect("the snapshot tests need the git binary on PATH");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// What a path is, byte-exactly.

@@ -65,6 +65,7 @@ mod serve_raw;
 mod skip_switch;
 mod snapshot_journal;
 mod snapshot_keeper;
+mod snapshot_nested;
 mod snapshot_seed;
 mod snapshot_treebuild;
 mod subagents;

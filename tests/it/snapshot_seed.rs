@@ -96,6 +96,14 @@ fn repo_with_everything(f: &Fixture) {
     // Local changes the user's index does not know about.
     f.write("src/lib.rs", "pub fn lib() { changed() }\n");
     f.write("new.txt", "untracked\n");
+    // Untracked files the seeded look finds by name beside `add -u`: the
+    // store's rules leave out the secret, the deny-read file and the
+    // ignored ones.
+    f.write("newdir/keep.txt", "kept\n");
+    f.write("newdir/.env", "UNTRACKED-SECRET-45\n");
+    f.write("creds/new.txt", "UNTRACKED-DENY-READ-46\n");
+    f.write("ignored/new.txt", "UNTRACKED-IGNORED-47\n");
+    f.write("build/out.o", "UNTRACKED-BUILD-48\n");
     std::fs::remove_file(f.ws.join("docs/readme.md")).unwrap();
 }
 
@@ -139,14 +147,22 @@ fn a_seeded_snapshot_holds_what_the_long_way_holds() {
         long.get(lid).unwrap().tree,
         "same tree both ways"
     );
-    assert!(seeded.contains(&"src/lib.rs".to_string()));
-    assert!(seeded.contains(&"new.txt".to_string()));
+    for kept in ["src/lib.rs", "new.txt", "newdir/keep.txt"] {
+        assert!(
+            seeded.contains(&kept.to_string()),
+            "{kept} not in {seeded:?}"
+        );
+    }
     for gone in [
         ".env",
         "node_modules/pkg/index.js",
         "creds/token.txt",
         "ignored/forced.txt",
         "docs/readme.md",
+        "newdir/.env",
+        "creds/new.txt",
+        "ignored/new.txt",
+        "build/out.o",
     ] {
         assert!(!seeded.contains(&gone.to_string()), "{gone} in {seeded:?}");
     }
@@ -163,20 +179,41 @@ fn a_seeded_snapshot_holds_what_the_long_way_holds() {
         "TRACKED-DEPENDENCY-42",
         "TRACKED-DENY-READ-43",
         "FORCED-44",
+        "UNTRACKED-SECRET-45",
+        "UNTRACKED-DENY-READ-46",
+        "UNTRACKED-IGNORED-47",
+        "UNTRACKED-BUILD-48",
     ] {
         assert!(!contains(&objects, secret), "{secret} in the side store");
     }
     // No alternates: the side store stands alone.
     assert!(!store.git_dir().join("objects/info/alternates").exists());
-    // The user's trees copied ahead for `write-tree` are gone again: one
-    // pack, the snapshot's, which holds the clean tree it reaches (a
-    // control) and no tree that names a left-out entry.
+    // The user's trees copied ahead for `write-tree` are gone again: two
+    // packs, the snapshot's blobs copied from the user's store and its
+    // trees, which hold the clean tree it reaches (a control) and no tree
+    // that names a left-out entry.
     let packs: Vec<_> = std::fs::read_dir(store.git_dir().join("objects/pack"))
         .unwrap()
         .filter_map(|e| e.ok())
         .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
         .collect();
-    assert_eq!(packs.len(), 1, "{packs:?}");
+    assert_eq!(packs.len(), 2, "{packs:?}");
+    // The side store alone holds every object the snapshot reaches.
+    let commit = &store.get(id).unwrap().commit;
+    let walk = Command::new("git")
+        .arg(format!("--git-dir={}", store.git_dir().display()))
+        .args(["rev-list", "--objects", "--missing=print", commit])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(walk.status.success(), "{walk:?}");
+    let listed = String::from_utf8(walk.stdout).unwrap();
+    assert!(listed.lines().count() > 10, "control: {listed}");
+    assert!(
+        !listed.lines().any(|l| l.starts_with('?')),
+        "missing: {listed}"
+    );
     let side_has = |spec: &str| {
         let oid = String::from_utf8(f.user_git(&["rev-parse", spec]).stdout).unwrap();
         Command::new("git")
@@ -209,7 +246,13 @@ fn a_seeded_snapshot_holds_what_the_long_way_holds() {
     f.write("src/main.rs", "broken\n");
     store.snapshot(Label::PostTurn(1), meta()).unwrap();
     store.restore(id).unwrap();
-    assert_eq!(files(&f.ws, &[".git"]), state);
+    let after = files(&f.ws, &[".git"]);
+    let differ: Vec<&String> = state
+        .keys()
+        .chain(after.keys())
+        .filter(|k| state.get(*k) != after.get(*k))
+        .collect();
+    assert!(differ.is_empty(), "restored differently: {differ:?}");
     assert!(
         git_dir_state(&f.ws.join(".git")) == git_before,
         "the user's .git changed"
