@@ -380,6 +380,9 @@ fn snapshots(env: &Env, big: &Path) {
         let home = env.root.join(format!("snap-home-{i}"));
         let mut opts = SnapshotOptions::new(&home);
         opts.homes = vec![env.home.clone()];
+        // As a run opens its store (src/agent/setup.rs): the seed is made
+        // beside the size walk.
+        opts.seed_at_open = true;
         status.push(git_status(big));
         let t = Instant::now();
         let mut store = match SnapshotStore::open(big, opts).expect("open") {
@@ -473,7 +476,7 @@ fn snapshots(env: &Env, big: &Path) {
     let s = show("git status (user's repository)", &status);
     let a = show("git add -A, no change (side repository by hand)", &add);
     let f = show("first snapshot (open + snapshot, empty store)", &first);
-    let o = show("  of which open (path checks, size walk, git init)", &open);
+    let o = show("  of which open (path checks, size walk beside the seed, git init)", &open);
     let fo = show("  of which the snapshot", &first_only);
     let n = show("no-change snapshot", &same);
     let wo = show("open, store exists (size walk from its cache)", &warm_open);

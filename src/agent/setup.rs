@@ -69,9 +69,11 @@ pub fn prepare_run(
     // Undo snapshots: same store lookup as `codewhale undo`; a refusal or a
     // failure to open switches them off for this run (every surface says
     // so) and the run goes on.
-    let snap_opts = SnapshotOptions::from_env()
+    let mut snap_opts = SnapshotOptions::from_env()
         .unwrap_or_else(|| SnapshotOptions::new(&home))
         .with_resolved_policy(&resolved);
+    // The run's first snapshot follows at once.
+    snap_opts.seed_at_open = true;
     let snaps = RunSnapshots::from_open(
         SnapshotStore::open(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
     );

@@ -41,6 +41,11 @@ pub struct SnapshotOptions {
     /// index ([`super::treebuild`]); off, every journal snapshot goes
     /// through the index (the tests compare the two ways).
     pub build_trees: bool,
+    /// A store without an index yet seeds it from the user's while `open`
+    /// checks the workspace's size (two cores instead of one after the
+    /// other; [`super::seed`]): for a caller that snapshots right after
+    /// opening (a run). The blobs are copied only once the size passed.
+    pub seed_at_open: bool,
 }
 
 impl SnapshotOptions {
@@ -58,6 +63,7 @@ impl SnapshotOptions {
             git: None,
             keeper: super::keeper::exe().map(Path::to_path_buf),
             build_trees: true,
+            seed_at_open: false,
         }
     }
 

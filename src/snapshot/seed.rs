@@ -254,15 +254,51 @@ impl Drop for BlobCopy {
     }
 }
 
+/// A side index seeded and checked, its blobs not copied yet: what
+/// [`prepare`] leaves, for [`Prepared::start`] once the store may copy
+/// (the workspace passed the size limits).
+#[derive(Debug)]
+pub struct Prepared {
+    objects: PathBuf,
+    /// The blob ids to copy, one a line.
+    list: Vec<u8>,
+    /// The temporary pack of the user's `HEAD` trees, if one was made.
+    pub tree_pack: Option<String>,
+}
+
+impl Prepared {
+    /// Start copying the seeded entries' blobs (see [`BlobCopy`]).
+    pub fn start(self, git: &Git) -> Seeded {
+        let Prepared {
+            objects,
+            list,
+            tree_pack,
+        } = self;
+        let git = git.clone();
+        let blobs = BlobCopy(Some(std::thread::spawn(move || {
+            copy_blobs(&git, &objects, &list)
+        })));
+        Seeded { tree_pack, blobs }
+    }
+
+    /// Not used after all: the side index and the tree pack go.
+    pub fn abandon(self, git: &Git) {
+        let _ = std::fs::remove_file(git.index());
+        if let Some(name) = &self.tree_pack {
+            drop_pack(git, name);
+        }
+    }
+}
+
 /// Seed the side index (see the module docs). `Ok` when the side index
 /// is now a checked copy of the user's; `Err` leaves no side index behind.
-pub fn seed(
+pub fn prepare(
     git: &Git,
     bin: &Path,
     workspace: &Path,
-    index: &Path,
     excludes: &[String],
-) -> Result<Seeded, NoSeed> {
+) -> Result<Prepared, NoSeed> {
+    let index = git.index();
     let r = seed_inner(git, bin, workspace, index, excludes);
     if r.is_err() {
         let _ = std::fs::remove_file(index);
@@ -276,7 +312,7 @@ fn seed_inner(
     workspace: &Path,
     index: &Path,
     excludes: &[String],
-) -> Result<Seeded, NoSeed> {
+) -> Result<Prepared, NoSeed> {
     let repo = UserRepo::find(workspace).ok_or(NoSeed::NotARepositoryTop)?;
     let user_index = repo.gitdir.join("index");
     if !user_index.is_file() {
@@ -351,7 +387,7 @@ fn seed_inner(
             entries
                 .iter()
                 .map(|e| e.path)
-                .filter(|p| left.contains(&super::treebuild::from_git(p))),
+                .filter(|p| left.contains_git(p)),
         ),
         Err(_) => {
             let mut args: Vec<String> = ["ls-files", "-z", "-c", "--"]
@@ -407,15 +443,14 @@ fn seed_inner(
         list.extend_from_slice(id);
         list.push(b'\n');
     }
-    let blobs = BlobCopy(Some(std::thread::spawn({
-        let git = git.clone();
-        let objects = objects.clone();
-        move || copy_blobs(&git, &objects, &list)
-    })));
     // Only a shortcut: without it, `write-tree` writes the trees itself.
     let left_out: Vec<Vec<u8>> = dropped.iter().map(|p| p.to_vec()).collect();
     let tree_pack = copy_head_trees(git, bin, &repo, &objects, &left_out);
-    Ok(Seeded { tree_pack, blobs })
+    Ok(Prepared {
+        objects,
+        list,
+        tree_pack,
+    })
 }
 
 /// One record of `ls-files -z -s -v`: `TAG SP MODE SP OID SP STAGE TAB PATH`.

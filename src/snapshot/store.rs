@@ -80,6 +80,9 @@ pub struct SnapshotStore {
     /// How the side index was first filled, when this store did it
     /// (`Ok`: from the user's index, [`seed`]).
     seed: Option<Result<(), seed::NoSeed>>,
+    /// A seed `open` prepared ([`SnapshotOptions::seed_at_open`]), with the
+    /// token its [`SEED_MARK`] file holds while it is not used.
+    pending_seed: Option<(String, Result<seed::Prepared, seed::NoSeed>)>,
     /// Whether to keep a change journal ([`Self::enable_journal`]).
     journal_wanted: bool,
     /// The live journal: every change since the last snapshot is in it.
@@ -108,6 +111,11 @@ enum JournalSource {
 /// The file recording which exclusions the side index was last filled
 /// with in full: a keeper's paths are enough only while they are the same.
 const EXCLUDES_FILE: &str = "journal-excludes";
+
+/// Present while a side index seeded by `open` is not used yet: the token
+/// of the store that seeded it, and the name of its pack of the user's
+/// trees ([`SnapshotStore::clear_unfinished_seed`]).
+const SEED_MARK: &str = "seed-pending";
 
 /// How a snapshot looked at the workspace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,18 +166,46 @@ impl SnapshotStore {
             return Ok(Opened::Disabled(d));
         }
         let dir = layout::store_dir(&opts.codewhale_home, &workspace);
+        let existed = dir.exists();
         let size_cache = dir.join("size-check");
-        let fresh_size = match guard::check_size_cached(
-            &workspace,
-            opts.max_workspace_entries,
-            opts.max_workspace_bytes,
-            &size_cache,
-        ) {
-            Ok(fresh) => fresh,
-            Err(d) => return Ok(Opened::Disabled(d)),
+        let seed_now = opts.seed_at_open && !dir.join("index").exists();
+        let size_check = || {
+            guard::check_size_cached(
+                &workspace,
+                opts.max_workspace_entries,
+                opts.max_workspace_bytes,
+                &size_cache,
+            )
         };
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| SnapshotError::io("cannot create snapshot store", &dir, e))?;
+        // With a seed to prepare, the size walk runs beside it: nothing the
+        // seed writes outlives a refusal, and it copies no blob (see
+        // `seed::Prepared`).
+        let (size, store) = if seed_now {
+            std::thread::scope(|s| {
+                let size = s.spawn(size_check);
+                let store = Self::build(&workspace, &dir, bin.clone(), skip_hash, opts.clone());
+                let size = size.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+                (size, Some(store))
+            })
+        } else {
+            (size_check(), None)
+        };
+        let fresh_size = match size {
+            Ok(fresh) => fresh,
+            Err(d) => {
+                if let Some(Ok(mut store)) = store {
+                    store.drop_pending_seed();
+                }
+                if !existed {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                return Ok(Opened::Disabled(d));
+            }
+        };
+        let store = match store {
+            Some(s) => s?,
+            None => Self::build(&workspace, &dir, bin, skip_hash, opts)?,
+        };
         if let Some(bytes) = fresh_size {
             // Whole or not at all: a torn file would not parse (walk again).
             let tmp = size_cache.with_extension("tmp");
@@ -177,8 +213,27 @@ impl SnapshotStore {
                 let _ = std::fs::rename(&tmp, &size_cache);
             }
         }
-        let git = Git::new(bin, dir.join(".git"), workspace.clone(), dir.join("index"))
-            .with_skip_hash(skip_hash);
+        Ok(Opened::Ready(Box::new(store)))
+    }
+
+    /// The store in `dir` for `workspace` (created if needed), and its
+    /// seed when `opts.seed_at_open` and it has no index yet.
+    fn build(
+        workspace: &Path,
+        dir: &Path,
+        bin: PathBuf,
+        skip_hash: bool,
+        opts: SnapshotOptions,
+    ) -> Result<SnapshotStore, SnapshotError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| SnapshotError::io("cannot create snapshot store", dir, e))?;
+        let git = Git::new(
+            bin,
+            dir.join(".git"),
+            workspace.to_path_buf(),
+            dir.join("index"),
+        )
+        .with_skip_hash(skip_hash);
         if !dir.join(".git").join("HEAD").exists() {
             git.run(&["init", "-q", "--template="])?;
         }
@@ -192,33 +247,100 @@ impl SnapshotStore {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        excludes.extend(layout::deny_read_pathspecs(&workspace, &opts.deny_read));
+        excludes.extend(layout::deny_read_pathspecs(workspace, &opts.deny_read));
         let records_path = dir.join("snapshots.json");
-        let lock = StoreLock::acquire(&dir)?;
+        let lock = StoreLock::acquire(dir)?;
         if !skip_hash && git::index_has_null_checksum(git.index()) {
             // Written by a newer git than this one: it would refuse the
             // file. The next snapshot fills a new index (a full look).
             let _ = std::fs::remove_file(git.index());
         }
         let records = Records::load(&records_path)?;
+        let seed_at_open = opts.seed_at_open;
         let mut store = SnapshotStore {
             git,
-            workspace,
-            dir,
+            workspace: workspace.to_path_buf(),
+            dir: dir.to_path_buf(),
             records_path,
             records,
             excludes,
             opts,
             commits_since_size_check: 0,
             seed: None,
+            pending_seed: None,
             journal_wanted: false,
             journal: None,
             last_way: None,
             last_diff: std::sync::Mutex::new(None),
         };
         store.enforce_size_cap()?;
+        if seed_at_open {
+            store.clear_unfinished_seed();
+            if !store.git.index().exists() {
+                // Unique among the processes of this machine.
+                let token = format!("{}-{}", std::process::id(), now_rfc3339());
+                let mark = store.dir.join(SEED_MARK);
+                write_if_changed(&mark, &format!("{token}\n"))?;
+                let prepared = seed::prepare(
+                    &store.git,
+                    store.git.bin(),
+                    &store.workspace,
+                    &store.excludes,
+                );
+                // With the user's trees copied ahead, named for whoever
+                // clears this seed.
+                let trees = prepared.as_ref().ok().and_then(|p| p.tree_pack.clone());
+                if let Some(name) = trees {
+                    write_if_changed(&mark, &format!("{token}\n{name}\n"))?;
+                }
+                store.pending_seed = Some((token, prepared));
+            }
+        }
         drop(lock);
-        Ok(Opened::Ready(Box::new(store)))
+        Ok(store)
+    }
+
+    /// Under the store lock: a side index another process seeded and has
+    /// not used yet (its [`SEED_MARK`] is there with a token other than
+    /// this store's) names blobs only the user's store holds — a look on
+    /// it would make a snapshot a `git gc` there can break. It goes (the
+    /// index, the user's trees copied ahead, the mark). A store whose own
+    /// mark is gone (cleared so by another) drops its seed: the index is
+    /// someone else's now.
+    fn clear_unfinished_seed(&mut self) {
+        let mark = self.dir.join(SEED_MARK);
+        let text = std::fs::read_to_string(&mark).ok();
+        let mine = |token: &str| {
+            text.as_deref()
+                .and_then(|t| t.lines().next())
+                .is_some_and(|t| t == token)
+        };
+        if self.pending_seed.as_ref().is_some_and(|(t, _)| mine(t)) {
+            return;
+        }
+        self.pending_seed = None;
+        let Some(text) = text else {
+            return;
+        };
+        let _ = std::fs::remove_file(self.git.index());
+        if let Some(name) = text.lines().nth(1) {
+            seed::drop_pack(&self.git, name);
+        }
+        LastLook::clear(&self.dir);
+        let _ = std::fs::remove_file(&mark);
+    }
+
+    /// This store's own unused seed goes (a refusal after `open` seeded).
+    fn drop_pending_seed(&mut self) {
+        if let Some((token, prepared)) = self.pending_seed.take() {
+            let mark = self.dir.join(SEED_MARK);
+            if std::fs::read_to_string(&mark).is_ok_and(|t| t.trim() == token) {
+                if let Ok(p) = prepared {
+                    p.abandon(&self.git);
+                }
+                let _ = std::fs::remove_file(&mark);
+            }
+        }
     }
 
     /// Keep a change journal of the workspace while this store lives (a
@@ -343,7 +465,8 @@ impl SnapshotStore {
         // A store without an index yet starts from the user's (see
         // `seed`); if git then fails on it, the index is dropped and the
         // snapshot taken the long way, as without a seed.
-        let (warnings, tree) = if self.git.index().exists() {
+        self.clear_unfinished_seed();
+        let (warnings, tree) = if self.git.index().exists() && self.pending_seed.is_none() {
             self.look()?
         } else {
             self.first_look()?
@@ -384,15 +507,16 @@ impl SnapshotStore {
     /// when that can be trusted, else `git add -A` of everything.
     fn first_look(&mut self) -> Result<(Vec<String>, String), SnapshotError> {
         let no_journal = self.restart_journal();
-        let r = seed::seed(
-            &self.git,
-            self.git.bin(),
-            &self.workspace,
-            self.git.index(),
-            &self.excludes,
-        );
+        let r = match self.pending_seed.take() {
+            Some((_, prepared)) => {
+                // Used now, whatever comes of it.
+                let _ = std::fs::remove_file(self.dir.join(SEED_MARK));
+                prepared
+            }
+            None => seed::prepare(&self.git, self.git.bin(), &self.workspace, &self.excludes),
+        };
         let (r, seeded) = match r {
-            Ok(s) => (Ok(()), Some(s)),
+            Ok(p) => (Ok(()), Some(p.start(&self.git))),
             Err(why) => (Err(why), None),
         };
         self.seed = Some(r);
@@ -563,8 +687,8 @@ impl SnapshotStore {
             .partition(|r| r.ends_with(b"/"));
         let new: Vec<PathBuf> = new
             .into_iter()
+            .filter(|p| !left.contains_git(p))
             .map(treebuild::from_git)
-            .filter(|p| !left.contains(p))
             .collect();
         if new.len() > MAX_JOURNAL_PATHSPECS {
             return self.add_and_write_tree(false, None);

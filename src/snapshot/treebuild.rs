@@ -296,6 +296,16 @@ impl LeftOut {
         let bytes = rel.as_os_str().as_encoded_bytes();
         layout::is_secret_path(rel) || self.0.iter().any(|d| under(bytes, d))
     }
+
+    /// [`contains`](Self::contains) for a path as git prints it
+    /// (`/`-separated, normalized), without making a `Path` of it: the
+    /// seed asks this of every one of 100,000 index entries.
+    pub fn contains_git(&self, p: &[u8]) -> bool {
+        let secret = p
+            .split(|b| *b == b'/')
+            .any(|n| n == b".env" || n.starts_with(b".env."));
+        secret || self.0.iter().any(|d| under(p, d))
+    }
 }
 
 /// Whether `p` is `dir` or below it (a literal pathspec's match).
@@ -931,6 +941,32 @@ fn os_name(b: &[u8]) -> std::ffi::OsString {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The byte form judges every path as the `Path` form does.
+        #[test]
+        fn left_out_by_bytes_is_left_out_by_path(
+            names in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "a", "src", ".env", ".env.local", ".envrc", "x.env", "creds", "creds2", "node_modules",
+                ]),
+                1..5,
+            ),
+        ) {
+            let left = LeftOut::new(&[
+                layout::SECRET_PATHSPECS[0].to_string(),
+                ":(exclude,literal)creds".to_string(),
+                ":(exclude,literal)src/creds".to_string(),
+            ])
+            .unwrap();
+            let git = names.join("/");
+            proptest::prop_assert_eq!(
+                left.contains_git(git.as_bytes()),
+                left.contains(&from_git(git.as_bytes())),
+                "{}", git
+            );
+        }
+    }
 
     /// Writes trees as text, so a test can read what was written.
     #[derive(Default)]

@@ -8,7 +8,7 @@
 use crate::common;
 
 use codewhale::snapshot::seed::NoSeed;
-use codewhale::snapshot::{Label, SnapshotStore};
+use codewhale::snapshot::{Label, Opened, SnapshotStore};
 use common::snapshots::{contains, files, manifest, meta, Fixture};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -358,4 +358,110 @@ fn a_later_store_for_the_same_workspace_keeps_its_index() {
         "seeded once per store"
     );
     let _ = manifest(&f.ws, &[".git"]);
+}
+
+/// Every object snapshot `id`'s commit reaches is in the side store alone.
+fn stands_alone(store: &SnapshotStore, id: u64) {
+    let commit = &store.get(id).unwrap().commit;
+    let walk = Command::new("git")
+        .arg(format!("--git-dir={}", store.git_dir().display()))
+        .args(["rev-list", "--objects", "--missing=print", commit])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(walk.status.success(), "{walk:?}");
+    let listed = String::from_utf8(walk.stdout).unwrap();
+    assert!(listed.lines().count() > 3, "control: {listed}");
+    assert!(
+        !listed.lines().any(|l| l.starts_with('?')),
+        "missing: {listed}"
+    );
+}
+
+#[test]
+fn a_seed_prepared_at_open_is_the_seed_taken_at_the_snapshot() {
+    let f = Fixture::new();
+    repo_with_everything(&f);
+    let mut opts = f.opts();
+    opts.deny_read = vec![f.ws.join("creds")];
+    let mut late = f.open_with(opts.clone());
+    let lid = late.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert_eq!(late.seeded_from_user_index(), Some(true));
+
+    let g = Fixture::new();
+    let mut early_opts = opts.clone();
+    early_opts.codewhale_home = g.home.clone();
+    early_opts.seed_at_open = true;
+    let mut early = f.open_with(early_opts.clone());
+    let store_dir = early.git_dir().parent().unwrap().to_path_buf();
+    assert!(store_dir.join("index").exists(), "seeded by open");
+    assert!(store_dir.join("seed-pending").exists());
+    let eid = early.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert_eq!(
+        early.seeded_from_user_index(),
+        Some(true),
+        "{:?}",
+        early.seed_refusal()
+    );
+    assert!(!store_dir.join("seed-pending").exists(), "used");
+    assert_eq!(early.get(eid).unwrap().tree, late.get(lid).unwrap().tree);
+    stands_alone(&early, eid);
+}
+
+#[test]
+fn two_runs_opening_a_new_store_at_once_never_snapshot_a_half_seed() {
+    let f = Fixture::new();
+    repo_with_everything(&f);
+    let mut opts = f.opts();
+    opts.seed_at_open = true;
+    // Both open before either snapshots: the second clears the first's
+    // seed and seeds again; the first then finds its mark gone.
+    let mut a = f.open_with(opts.clone());
+    let mut b = f.open_with(opts.clone());
+    let ia = a.snapshot(Label::PreTurn(1), meta()).unwrap();
+    let ib = b.snapshot(Label::PreTurn(1), meta()).unwrap();
+    b.reload().unwrap();
+    stands_alone(&b, ia);
+    stands_alone(&b, ib);
+    assert_eq!(b.get(ia).unwrap().tree, b.get(ib).unwrap().tree);
+    // Exactly one of them seeded; no mark is left.
+    let dir = b.git_dir().parent().unwrap().to_path_buf();
+    assert!(!dir.join("seed-pending").exists());
+    assert_eq!(a.seeded_from_user_index(), Some(true));
+    assert_eq!(b.seeded_from_user_index(), None);
+
+    // And the first restores byte-exactly.
+    let before = files(&f.ws, &[".git"]);
+    f.write("src/main.rs", "broken\n");
+    b.restore(ia).unwrap();
+    assert_eq!(files(&f.ws, &[".git"]), before);
+}
+
+#[test]
+fn a_refused_workspace_keeps_nothing_a_seed_at_open_made() {
+    let f = Fixture::new();
+    for i in 0..20 {
+        f.write(&format!("d/f{i}.txt"), "x\n");
+    }
+    f.user_repo();
+    let mut opts = f.opts();
+    opts.seed_at_open = true;
+    opts.max_workspace_entries = 5;
+    match SnapshotStore::open(&f.ws, opts.clone()).unwrap() {
+        Opened::Disabled(d) => assert!(d.to_string().contains("5"), "{d}"),
+        Opened::Ready(_) => panic!("over the entry limit, yet ready"),
+    }
+    let stores = f.home.join("snapshots");
+    let left: Vec<_> = walkdir::WalkDir::new(&stores)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.path().to_path_buf())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // Control: under the limit the same options seed at open.
+    opts.max_workspace_entries = 1000;
+    let store = f.open_with(opts);
+    assert!(store.git_dir().parent().unwrap().join("index").exists());
 }
