@@ -476,7 +476,10 @@ fn snapshots(env: &Env, big: &Path) {
     let s = show("git status (user's repository)", &status);
     let a = show("git add -A, no change (side repository by hand)", &add);
     let f = show("first snapshot (open + snapshot, empty store)", &first);
-    let o = show("  of which open (path checks, size walk beside the seed, git init)", &open);
+    let o = show(
+        "  of which open (path checks, size walk beside the seed, git init)",
+        &open,
+    );
     let fo = show("  of which the snapshot", &first_only);
     let n = show("no-change snapshot", &same);
     let wo = show("open, store exists (size walk from its cache)", &warm_open);
