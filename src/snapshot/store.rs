@@ -277,8 +277,7 @@ impl SnapshotStore {
         if seed_at_open {
             store.clear_unfinished_seed();
             if !store.git.index().exists() {
-                // Unique among the processes of this machine.
-                let token = format!("{}-{}", std::process::id(), now_rfc3339());
+                let token = seed_token();
                 let mark = store.dir.join(SEED_MARK);
                 write_if_changed(&mark, &format!("{token}\n"))?;
                 let prepared = seed::prepare(
@@ -1180,6 +1179,19 @@ fn hard_linked(workspace: &Path, paths: &[PathBuf]) -> Option<PathBuf> {
 /// Files and symlinks below `rel` (a directory of `workspace`), relative
 /// to the workspace; directories git never snapshots (`.git`, the
 /// built-in excluded names) are not entered.
+/// A token no other store of this machine holds at the same time: the
+/// process, the time in nanoseconds and a count within the process (an
+/// app server opens one store per session, possibly in the same instant).
+fn seed_token() -> String {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("{}-{nanos}-{n}", std::process::id())
+}
+
 /// How `git add` names a nested repository it took as a gitlink (its
 /// messages are in English: the store's git runs with `LC_ALL=C`).
 const EMBEDDED: &str = "warning: adding embedded git repository: ";
@@ -1330,6 +1342,12 @@ pub fn parse_diff_tree(out: &[u8]) -> Result<Vec<FileChange>, SnapshotError> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seed_tokens_differ_within_one_instant() {
+        let t: std::collections::HashSet<String> = (0..100).map(|_| seed_token()).collect();
+        assert_eq!(t.len(), 100);
+    }
 
     #[test]
     fn parses_raw_and_numstat_records() {
