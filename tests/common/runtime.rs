@@ -162,6 +162,59 @@ pub async fn api(s: &Server, method: &str, path: &str, body: Option<Value>) -> (
     )
 }
 
+/// `POST path` declaring a body of `len` bytes and sending none: the
+/// status and JSON answer of a server that refuses by `Content-Length`
+/// alone (tower-http's `RequestBodyLimit` answers before reading a body
+/// byte). A client still writing a 2 MB body when the server has answered
+/// and closed gets a broken pipe instead of the answer (reqwest did, once,
+/// in CI), so the request is written by hand on a real socket; HTTP/1.1,
+/// `Connection: close`, the answer read to the end (RFC 9112).
+pub async fn declared_too_large(s: &Server, path: &str, len: usize) -> (u16, Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let mut c = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+    );
+    c.write_all(head.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), c.read_to_end(&mut raw))
+        .await
+        .expect("the server answers without the body")
+        .unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
+    let code: u16 = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {head}"));
+    let chunked = head
+        .lines()
+        .any(|l| l.eq_ignore_ascii_case("transfer-encoding: chunked"));
+    let body = if chunked {
+        // size CRLF data CRLF ... 0 CRLF CRLF
+        let mut out = String::new();
+        let mut rest = body;
+        while let Some((size, after)) = rest.split_once("\r\n") {
+            let n = usize::from_str_radix(size.trim(), 16).unwrap();
+            if n == 0 {
+                break;
+            }
+            out.push_str(&after[..n]);
+            rest = &after[n + 2..];
+        }
+        out
+    } else {
+        body.to_string()
+    };
+    (
+        code,
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}")),
+    )
+}
+
 /// A new thread (201) from `body`; its id.
 /// `GET /v1/threads/{thread}/turns/{turn}/receipt`: status and body.
 pub async fn turn_receipt(s: &Server, thread: &str, turn: &str) -> (u16, Value) {

@@ -9,7 +9,8 @@ use crate::common;
 
 use common::cli::Fixture;
 use common::runtime::{
-    api, client, events_until, fixture, has, python_http_client, turn_receipt, Server, TOKEN,
+    api, client, declared_too_large, events_until, fixture, has, python_http_client, turn_receipt,
+    Server, TOKEN,
 };
 use common::scripted_model::{call, reply, ScriptedModel, Step, Wire};
 use eventsource_stream::Eventsource;
@@ -443,8 +444,7 @@ async fn auth_cors_and_bad_input_answers() {
         (code, b["error"]["code"].clone()),
         (404, json!("not_found"))
     );
-    let big = "x".repeat(2 * 1024 * 1024);
-    let (code, b) = api(&s, "POST", "/v1/threads", Some(json!({"title": big}))).await;
+    let (code, b) = declared_too_large(&s, "/v1/threads", 2 * 1024 * 1024).await;
     assert_eq!(code, 413, "{b}");
     assert_eq!(b["error"]["code"], "body_too_large");
     let (code, b) = api(
