@@ -61,10 +61,13 @@ pub const SECRET_PATHSPECS: &[&str] = &[
 /// Compared as bytes: a name that is not UTF-8 (`.env.` and any bytes)
 /// is a secret too, as git's glob sees it.
 pub fn is_secret_path(rel: &Path) -> bool {
-    rel.components().any(|c| {
-        let n = c.as_os_str().as_encoded_bytes();
-        n == b".env" || n.starts_with(b".env.")
-    })
+    rel.components()
+        .any(|c| is_secret_name(c.as_os_str().as_encoded_bytes()))
+}
+
+/// The `.env` rule for one path component: `.env` or `.env.*`.
+pub fn is_secret_name(name: &[u8]) -> bool {
+    name == b".env" || name.starts_with(b".env.")
 }
 
 /// Whether the tracked file `path` (`/`-separated) is in what

@@ -370,8 +370,8 @@ fn seed_inner(
     // (`info/exclude`): matched by name over the listing, because git's
     // `ls-files -i` spends ~0.2 s at 100k files on one directory pattern
     // (`layout::builtin_excluded`, never less than git's answer; more only
-    // where a `.gitignore` negation re-includes, and the seeded `add -A`
-    // then takes that file back as untracked and not ignored). Secrets
+    // where a `.gitignore` negation re-includes, and the seeded look's
+    // `ls-files -o` then finds that file untracked and not ignored). Secrets
     // and deny-read paths: by name too when every exclusion is a literal
     // path (`layout::is_secret_path` is the `.env` pathspecs' rule, as in
     // the journal's index way), else git's answer to the pathspecs.
@@ -430,10 +430,10 @@ fn seed_inner(
     }
     // The blobs of what stays (a gitlink names a commit of another
     // repository: nothing to copy), copied from here on beside the rest.
-    let kept: std::collections::HashSet<&[u8]> = dropped.iter().copied().collect();
+    let left_out: std::collections::HashSet<&[u8]> = dropped.iter().copied().collect();
     let mut ids: Vec<&[u8]> = entries
         .iter()
-        .filter(|e| e.mode != b"160000" && !kept.contains(e.path))
+        .filter(|e| e.mode != b"160000" && !left_out.contains(e.path))
         .map(|e| e.oid)
         .collect();
     ids.sort_unstable();
@@ -444,8 +444,7 @@ fn seed_inner(
         list.push(b'\n');
     }
     // Only a shortcut: without it, `write-tree` writes the trees itself.
-    let left_out: Vec<Vec<u8>> = dropped.iter().map(|p| p.to_vec()).collect();
-    let tree_pack = copy_head_trees(git, bin, &repo, &objects, &left_out);
+    let tree_pack = copy_head_trees(git, bin, &repo, &objects, &dropped);
     Ok(Prepared {
         objects,
         list,
@@ -482,7 +481,7 @@ impl<'a> Entry<'a> {
 /// The trees of the user's `HEAD` that contain no left-out path, in
 /// `ls-tree -r -d -z` records (`MODE SP TYPE SP OID TAB PATH NUL`) plus
 /// the root: their ids. `None` when a record is not as expected.
-fn clean_trees(root: &str, listing: &[u8], left_out: &[Vec<u8>]) -> Option<Vec<String>> {
+fn clean_trees(root: &str, listing: &[u8], left_out: &[&[u8]]) -> Option<Vec<String>> {
     // Every directory above a left-out path (and the root, "").
     let mut tainted: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
     for p in left_out {
@@ -521,7 +520,7 @@ fn copy_head_trees(
     bin: &Path,
     repo: &UserRepo,
     objects: &Path,
-    left_out: &[Vec<u8>],
+    left_out: &[&[u8]],
 ) -> Option<String> {
     let user = |args: &[&str]| -> Option<Vec<u8>> {
         let out = user_git(bin, repo, args).ok()?;
@@ -539,24 +538,7 @@ fn copy_head_trees(
     }
     let mut list = ids.join("\n");
     list.push('\n');
-    let pack = git.git_dir().join("objects/pack/pack");
-    let pack = pack.to_str()?;
-    let out = git
-        .with_alternate(objects)
-        .run_stdin(
-            &[
-                "-c",
-                "pack.writeReverseIndex=false",
-                "pack-objects",
-                "-q",
-                "--window=0",
-                pack,
-            ],
-            list.as_bytes(),
-        )
-        .ok()?;
-    let name = out.line();
-    (name.len() == 40 && name.bytes().all(|c| c.is_ascii_hexdigit())).then_some(name)
+    pack_into_store(&git.with_alternate(objects), &[], list.as_bytes()).ok()
 }
 
 /// Delete the side store's pack `name` (its `.pack`, `.idx` and any
@@ -630,14 +612,14 @@ mod tests {
         .concat();
         let root = "f".repeat(40);
         // `src/conf/.env` left out: the root, src and src/conf name it.
-        let ids = clean_trees(&root, listing.as_bytes(), &[b"src/conf/.env".to_vec()]).unwrap();
+        let ids = clean_trees(&root, listing.as_bytes(), &[&b"src/conf/.env"[..]]).unwrap();
         assert_eq!(ids, vec!["c".repeat(40), "d".repeat(40)]);
         // Nothing left out: every tree, the root first.
         let ids = clean_trees(&root, listing.as_bytes(), &[]).unwrap();
         assert_eq!(ids.len(), 5);
         assert_eq!(ids[0], root);
         // A name that is only a prefix of a tainted one stays clean.
-        let ids = clean_trees(&root, listing.as_bytes(), &[b"srcx/.env".to_vec()]).unwrap();
+        let ids = clean_trees(&root, listing.as_bytes(), &[&b"srcx/.env"[..]]).unwrap();
         assert_eq!(ids.len(), 4);
         // A record not as expected: no shortcut at all.
         assert!(clean_trees(&root, b"100644 blob zz\tx\0", &[]).is_none());

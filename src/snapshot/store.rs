@@ -643,8 +643,8 @@ impl SnapshotStore {
         // The snapshot's trees are now packed (or the seed is abandoned):
         // the user's trees go, unless that pack is the very same one (the
         // same trees make the same pack name).
-        let kept = looked.as_ref().ok().map(|(_, name, _)| name.as_str());
-        if let Some(name) = seeded.tree_pack.as_deref().filter(|n| Some(*n) != kept) {
+        let new_pack = looked.as_ref().ok().map(|(_, name, _)| name.as_str());
+        if let Some(name) = seeded.tree_pack.as_deref().filter(|n| Some(*n) != new_pack) {
             seed::drop_pack(&self.git, name);
         }
         let copied = seeded.blobs.finish();

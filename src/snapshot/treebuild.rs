@@ -301,10 +301,7 @@ impl LeftOut {
     /// (`/`-separated, normalized), without making a `Path` of it: the
     /// seed asks this of every one of 100,000 index entries.
     pub fn contains_git(&self, p: &[u8]) -> bool {
-        let secret = p
-            .split(|b| *b == b'/')
-            .any(|n| n == b".env" || n.starts_with(b".env."));
-        secret || self.0.iter().any(|d| under(p, d))
+        p.split(|b| *b == b'/').any(layout::is_secret_name) || self.0.iter().any(|d| under(p, d))
     }
 }
 
