@@ -697,19 +697,7 @@ impl SnapshotStore {
             let name = String::from_utf8_lossy(&r[..r.len() - 1]);
             format!("warning: nested repository not snapshotted: {name}")
         }));
-        if !new.is_empty() {
-            let added = git.run_stdin_tolerant(
-                &[
-                    "add",
-                    "-A",
-                    "--ignore-errors",
-                    "--pathspec-from-file=-",
-                    "--pathspec-file-nul",
-                ],
-                &literal_specs(&new),
-            )?;
-            warnings.extend(self.drop_embedded(&added.stderr)?);
-        }
+        warnings.extend(self.add_by_name(&new)?);
         let tree = git.run(&["write-tree", "--missing-ok"])?.line();
         check_hash("write-tree", &tree)?;
         Ok((warnings, tree))
@@ -892,20 +880,8 @@ impl SnapshotStore {
         if gone.len() + here.len() > MAX_JOURNAL_PATHSPECS {
             return Ok(None);
         }
-        let spec = literal_specs;
-        let from_file = ["--pathspec-from-file=-", "--pathspec-file-nul"];
-        if !gone.is_empty() {
-            let mut args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch"];
-            args.extend(from_file);
-            self.git.run_stdin(&args, &spec(&gone))?;
-        }
-        let mut warnings = Vec::new();
-        if !here.is_empty() {
-            let mut args = vec!["add", "-A", "--ignore-errors"];
-            args.extend(from_file);
-            let added = self.git.run_stdin_tolerant(&args, &spec(&here))?;
-            warnings = self.drop_embedded(&added.stderr)?;
-        }
+        self.untrack(&gone, false)?;
+        let warnings = self.add_by_name(&here)?;
         let tree = self.git.run(&["write-tree"])?.line();
         check_hash("write-tree", &tree)?;
         Ok(Some((warnings, tree)))
@@ -973,30 +949,51 @@ impl SnapshotStore {
             .iter()
             .find(|p| std::fs::symlink_metadata(self.workspace.join(p).join(".git")).is_err())
         {
-            return Err(SnapshotError::Git {
+            return Err(SnapshotError::GitOutput {
                 args: "add".into(),
-                status: "a nested repository".into(),
-                stderr: format!(
-                    "git added a nested repository whose name it could not report ({}); \
-                     the snapshot is not taken",
+                detail: format!(
+                    "a nested repository added under a name its warning does not carry \
+                     back ({}): the snapshot is not taken",
                     p.display()
                 ),
             });
         }
-        self.git.run_stdin(
+        self.untrack(&nested, true)?;
+        Ok(warnings)
+    }
+
+    /// `git add -A` of `paths` (workspace-relative, named literally): the
+    /// snapshot's warnings ([`Self::drop_embedded`]). Nothing to add: none.
+    fn add_by_name(&self, paths: &[PathBuf]) -> Result<Vec<String>, SnapshotError> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let added = self.git.run_stdin_tolerant(
             &[
-                "rm",
-                "--cached",
-                "-r",
-                "-f",
-                "-q",
-                "--ignore-unmatch",
+                "add",
+                "-A",
+                "--ignore-errors",
                 "--pathspec-from-file=-",
                 "--pathspec-file-nul",
             ],
-            &literal_specs(&nested),
+            &literal_specs(paths),
         )?;
-        Ok(warnings)
+        self.drop_embedded(&added.stderr)
+    }
+
+    /// `git rm --cached -r` of `paths` (named literally) from the side
+    /// index; `force` also when the index entry differs from the file and
+    /// `HEAD` (a gitlink `add` just wrote).
+    fn untrack(&self, paths: &[PathBuf], force: bool) -> Result<(), SnapshotError> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let mut args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch"];
+        if force {
+            args.push("-f");
+        }
+        args.extend(["--pathspec-from-file=-", "--pathspec-file-nul"]);
+        self.git.run_stdin(&args, &literal_specs(paths)).map(drop)
     }
 
     /// Whether this store's side index was first filled from the user's
