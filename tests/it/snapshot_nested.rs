@@ -152,3 +152,36 @@ fn the_store_never_runs_a_nested_repositorys_filter() {
         );
     }
 }
+
+/// A nested repository whose name git's warning cannot carry back (not
+/// UTF-8) fails the snapshot instead of staying in the side index; the
+/// same repository under a plain name is snapshotted around (the control).
+#[test]
+fn a_nested_repository_named_in_bytes_fails_the_snapshot() {
+    use std::os::unix::ffi::OsStrExt;
+    for (name, fails) in [(&b"n\xffx"[..], true), (&b"plain"[..], false)] {
+        let f = Fixture::new();
+        f.write("a.txt", "a\n");
+        let nested = f.ws.join(std::ffi::OsStr::from_bytes(name));
+        std::fs::create_dir_all(&nested).unwrap();
+        std::fs::write(nested.join("f.txt"), "data\n").unwrap();
+        git_at(&nested, &f.user_home, &["init", "-q"]);
+        git_at(&nested, &f.user_home, &["add", "f.txt"]);
+        git_at(&nested, &f.user_home, &["commit", "-q", "-m", "n"]);
+        // No user repository: the long way, `git add -A`.
+        let mut store = f.open();
+        let r = store.snapshot(Label::PreTurn(1), meta());
+        if fails {
+            let e = r.expect_err("a gitlink it cannot name");
+            assert!(e.to_string().contains("does not carry back"), "{e}");
+        } else {
+            let id = r.unwrap();
+            let tree = store.get(id).unwrap().tree.clone();
+            let listing = common::snapshots::ls_tree(&store, &tree);
+            assert!(
+                listing.contains("a.txt") && !listing.contains("plain"),
+                "{listing}"
+            );
+        }
+    }
+}
