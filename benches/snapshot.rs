@@ -6,7 +6,7 @@
 //! build: the time is spent in git, not in Rust). Prints medians and ratios;
 //! nothing is asserted.
 
-use codewhale::snapshot::{Label, Opened, SnapshotMeta, SnapshotOptions, SnapshotStore};
+use codewhale::snapshot::{Label, Opened, SnapshotMeta, SnapshotOptions, SnapshotStore, UserDirs};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -95,6 +95,7 @@ fn main() {
     // --- codewhale's store ---
     let mut opts = SnapshotOptions::new(&home);
     opts.homes = vec![tmp.path().join("nohome")];
+    opts.user_dirs = UserDirs::at_home(tmp.path().join("nohome"));
     let mut open_time = Duration::ZERO;
     let mut store = None;
     open_time += time(|| {

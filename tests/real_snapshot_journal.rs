@@ -12,7 +12,7 @@
 
 mod common;
 
-use codewhale::snapshot::{Label, Opened, SnapshotOptions, SnapshotStore, SnapshotWay};
+use codewhale::snapshot::{Label, Opened, SnapshotOptions, SnapshotStore, SnapshotWay, UserDirs};
 use common::sandbox::*;
 use common::snapshots::{ls_tree, meta};
 use std::collections::BTreeMap;
@@ -22,6 +22,7 @@ use std::path::Path;
 fn open(fx: &Fx, home: &str) -> SnapshotStore {
     let mut opts = SnapshotOptions::new(fx.root.join(home));
     opts.homes = vec![fx.home.clone()];
+    opts.user_dirs = UserDirs::at_home(&fx.home);
     match SnapshotStore::open(&fx.ws, opts).unwrap() {
         Opened::Ready(s) => *s,
         Opened::Disabled(d) => panic!("snapshots unexpectedly disabled: {d}"),
@@ -143,6 +144,7 @@ fn a_sandboxed_command_cannot_reach_the_stores_keeper() {
         // The store where the sandboxed command's own codewhale keeps it.
         let mut opts = SnapshotOptions::new(fx.home.join(".codewhale"));
         opts.homes = vec![fx.home.clone()];
+        opts.user_dirs = UserDirs::at_home(&fx.home);
         opts.keeper = Some(env!("CARGO_BIN_EXE_codewhale").into());
         let mut store = match SnapshotStore::open(&fx.ws, opts).unwrap() {
             Opened::Ready(s) => *s,

@@ -111,12 +111,13 @@ fn config_files(top: &Path) -> Vec<PathBuf> {
     match std::env::var_os("GIT_CONFIG_GLOBAL") {
         Some(g) => out.push(PathBuf::from(g)),
         None => {
-            if let Some(home) = std::env::var_os("HOME") {
-                out.push(Path::new(&home).join(".gitconfig"));
-                let xdg = std::env::var_os("XDG_CONFIG_HOME")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| Path::new(&home).join(".config"));
-                out.push(xdg.join("git/config"));
+            let home = std::env::var_os("HOME");
+            if let Some(h) = &home {
+                out.push(Path::new(h).join(".gitconfig"));
+            }
+            let xdg = std::env::var_os("XDG_CONFIG_HOME");
+            if let Some(dir) = xdg_git_dir(home.as_deref(), xdg.as_deref()) {
+                out.push(dir.join("config"));
             }
         }
     }
@@ -128,6 +129,24 @@ fn config_files(top: &Path) -> Vec<PathBuf> {
         );
     }
     out
+}
+
+/// git's per-user configuration directory for `$HOME` and
+/// `$XDG_CONFIG_HOME`: `$XDG_CONFIG_HOME/git` when that is set and not
+/// empty, else `$HOME/.config/git` (git's `xdg_config_home_for`, path.c:
+/// an empty `XDG_CONFIG_HOME` counts as unset, and it needs no `HOME`).
+/// Its `config`, `attributes` and `ignore` are the per-user files git
+/// reads without being told.
+pub fn xdg_git_dir(
+    home: Option<&std::ffi::OsStr>,
+    xdg_config_home: Option<&std::ffi::OsStr>,
+) -> Option<PathBuf> {
+    match xdg_config_home.filter(|x| !x.is_empty()) {
+        Some(x) => Some(Path::new(x).join("git")),
+        None => home
+            .filter(|h| !h.is_empty())
+            .map(|h| Path::new(h).join(".config/git")),
+    }
 }
 
 /// Whether any config file git reads could set `core.hooksPath` or include
@@ -181,6 +200,24 @@ pub fn observe(top: &Path) -> Vec<GitCodePath> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+
+    /// git's rule (path.c, `xdg_config_home_for`): a set, non-empty
+    /// `XDG_CONFIG_HOME` wins and needs no `HOME`; an empty one is unset.
+    #[test]
+    fn the_per_user_git_directory_follows_gits_rule() {
+        use std::ffi::OsStr;
+        let d = |h: Option<&str>, x: Option<&str>| {
+            super::xdg_git_dir(h.map(OsStr::new), x.map(OsStr::new))
+        };
+        assert_eq!(d(Some("/h"), None), Some(PathBuf::from("/h/.config/git")));
+        assert_eq!(
+            d(Some("/h"), Some("")),
+            Some(PathBuf::from("/h/.config/git"))
+        );
+        assert_eq!(d(Some("/h"), Some("/x")), Some(PathBuf::from("/x/git")));
+        assert_eq!(d(None, Some("/x")), Some(PathBuf::from("/x/git")));
+        assert_eq!(d(None, None), None);
+    }
     use super::*;
 
     #[test]

@@ -9,6 +9,7 @@
 //! user-controlled program runs.
 
 use super::error::SnapshotError;
+use super::options::UserDirs;
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -43,6 +44,29 @@ const FORCED_CONFIG: &[&str] = &[
     "advice.addIgnoredFile=false",
 ];
 
+/// Remove every `GIT_*` variable this process has from `cmd`'s
+/// environment: none of the caller's git settings (a `GIT_DIR`, a
+/// `GIT_INDEX_FILE`, an alternate) may steer a command meant for another
+/// repository.
+pub fn scrub_git_env(cmd: &mut Command) {
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("GIT_") {
+            cmd.env_remove(&key);
+        }
+    }
+}
+
+/// An object id as git prints one: 40 (SHA-1) or 64 (SHA-256) hex digits.
+pub fn is_object_id(s: &[u8]) -> bool {
+    (s.len() == 40 || s.len() == 64) && s.iter().all(u8::is_ascii_hexdigit)
+}
+
+/// A SHA-1 object id (or pack checksum): 40 hex digits. The seed reads
+/// only SHA-1 repositories (the side repository is one).
+pub fn is_sha1_id(s: &[u8]) -> bool {
+    s.len() == 40 && s.iter().all(u8::is_ascii_hexdigit)
+}
+
 /// A configured git runner for one store and one workspace.
 #[derive(Clone, Debug)]
 pub struct Git {
@@ -59,6 +83,9 @@ pub struct Git {
     /// (docs/PERFORMANCE.md). The index is ours and rewritten from the
     /// workspace at will; a torn one fails to parse like before.
     skip_hash: bool,
+    /// The user's `$HOME` and `$XDG_CONFIG_HOME`, given to every command
+    /// (see [`UserDirs`]).
+    user_dirs: UserDirs,
 }
 
 /// What a successful call printed.
@@ -89,7 +116,20 @@ impl Git {
             index,
             alternate: None,
             skip_hash: false,
+            user_dirs: UserDirs::from_env(),
         }
+    }
+
+    /// This runner, giving its commands `dirs` as the user's home and
+    /// configuration directory.
+    pub fn with_user_dirs(mut self, dirs: UserDirs) -> Git {
+        self.user_dirs = dirs;
+        self
+    }
+
+    /// The user's directories this runner's commands are given.
+    pub fn user_dirs(&self) -> &UserDirs {
+        &self.user_dirs
     }
 
     /// This runner, writing the index with `index.skipHash` (see the field).
@@ -136,11 +176,7 @@ impl Git {
     /// The base command: explicit dirs, forced config, scrubbed environment.
     fn command(&self) -> Command {
         let mut cmd = Command::new(&self.bin);
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("GIT_") {
-                cmd.env_remove(&key);
-            }
-        }
+        scrub_git_env(&mut cmd);
         cmd.env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_CONFIG_GLOBAL", NULL_DEVICE)
             .env("GIT_INDEX_FILE", &self.index)
@@ -150,6 +186,7 @@ impl Git {
             .env("GIT_COMMITTER_NAME", "codewhale")
             .env("GIT_COMMITTER_EMAIL", "snapshots@codewhale.invalid")
             .env("LC_ALL", "C");
+        self.user_dirs.apply(&mut cmd);
         if let Some(a) = &self.alternate {
             cmd.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", a);
         }
@@ -329,5 +366,25 @@ mod tests {
         std::fs::write(&p, b"short").expect("write");
         assert!(!index_has_null_checksum(&p));
         assert!(!index_has_null_checksum(&dir.path().join("missing")));
+    }
+
+    #[test]
+    fn object_ids_are_40_or_64_hex_digits() {
+        let sha1 = "0123456789abcdefABCDEF0123456789abcdef01";
+        let sha256 = "a".repeat(64);
+        assert!(is_object_id(sha1.as_bytes()) && is_sha1_id(sha1.as_bytes()));
+        assert!(is_object_id(sha256.as_bytes()) && !is_sha1_id(sha256.as_bytes()));
+        for bad in [
+            "",
+            "abc",
+            &"a".repeat(39),
+            &"a".repeat(41),
+            &format!("{}g", &sha1[..39]),
+        ] {
+            assert!(
+                !is_object_id(bad.as_bytes()) && !is_sha1_id(bad.as_bytes()),
+                "{bad:?}"
+            );
+        }
     }
 }

@@ -512,6 +512,15 @@ fn walk_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<SizeS
     if let Some(d) = shared.over.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(d);
     }
+    // The threads check the limits every few entries; the exact totals
+    // are checked here.
+    limits(
+        workspace,
+        shared.entries.load(std::sync::atomic::Ordering::Relaxed),
+        shared.bytes.load(std::sync::atomic::Ordering::Relaxed),
+        max_entries,
+        max_bytes,
+    )?;
     let parts = shared.parts.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut seen = SizeSeen {
         entries: shared.entries.into_inner(),
@@ -559,6 +568,86 @@ struct WalkPart {
     counts: HashMap<PathBuf, (u64, u64)>,
     ignores: Vec<(PathBuf, Stamp)>,
     racy: bool,
+    /// The directory whose entries this thread is counting now: the
+    /// walker hands a directory's entries to one thread mostly in a row,
+    /// so they are counted here and added to `counts` once (not a path
+    /// copied and hashed per file), and its files are `stat`ed relative
+    /// to it (not their whole path resolved again per file).
+    here: Option<Here>,
+    /// Entries and bytes counted but not yet added to the shared totals
+    /// (two threads adding to one cache line per file cost more than
+    /// the limit check needs: it is done every [`FLUSH_EVERY`] entries,
+    /// and on the exact totals once the walk ended).
+    pending: (u64, u64),
+}
+
+/// How many entries a walk thread counts before it adds them to the
+/// shared totals and checks the limits.
+const FLUSH_EVERY: u64 = 64;
+
+/// One directory being counted by one walk thread.
+struct Here {
+    dir: PathBuf,
+    /// The directory, opened to `stat` its files relative to it (`None`
+    /// when it could not be opened: each file is then `stat`ed by path).
+    #[cfg(unix)]
+    fd: Option<std::fs::File>,
+    entries: u64,
+    bytes: u64,
+}
+
+impl WalkPart {
+    /// Count the next entries towards `dir` (see [`WalkPart::here`]).
+    fn enter(&mut self, dir: &Path) -> &mut Here {
+        if self.here.as_ref().is_some_and(|h| h.dir != dir) {
+            self.leave();
+        }
+        self.here.get_or_insert_with(|| Here {
+            dir: dir.to_path_buf(),
+            #[cfg(unix)]
+            fd: {
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+                    .open(dir)
+                    .ok()
+            },
+            entries: 0,
+            bytes: 0,
+        })
+    }
+
+    /// Add the current directory's counts to `counts`.
+    fn leave(&mut self) {
+        if let Some(h) = self.here.take() {
+            let c = self.counts.entry(h.dir).or_default();
+            c.0 += h.entries;
+            c.1 += h.bytes;
+        }
+    }
+}
+
+impl Here {
+    /// The size of the file `entry` (an entry of this directory).
+    fn file_len(&self, entry: &ignore::DirEntry) -> std::io::Result<u64> {
+        #[cfg(unix)]
+        if let Some(fd) = &self.fd {
+            use nix::sys::stat::fstatat;
+            use std::os::fd::AsRawFd;
+            return fstatat(
+                Some(fd.as_raw_fd()),
+                entry.file_name(),
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+            .map(|st| u64::try_from(st.st_size).unwrap_or(0))
+            .map_err(std::io::Error::from);
+        }
+        entry
+            .metadata()
+            .map(|m| m.len())
+            .map_err(std::io::Error::other)
+    }
 }
 
 /// A thread's part, handed to [`WalkShared`] when the thread's visitor is
@@ -570,6 +659,11 @@ struct PartGuard<'a> {
 
 impl Drop for PartGuard<'_> {
     fn drop(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.part.leave();
+        let (entries, bytes) = std::mem::take(&mut self.part.pending);
+        self.shared.entries.fetch_add(entries, Relaxed);
+        self.shared.bytes.fetch_add(bytes, Relaxed);
         let part = std::mem::take(&mut self.part);
         self.shared
             .parts
@@ -613,34 +707,50 @@ impl PartGuard<'_> {
         if entry.depth() == 0 {
             return ignore::WalkState::Continue;
         }
-        let entries = self.shared.entries.fetch_add(1, Relaxed) + 1;
-        let mut bytes = 0;
-        if entry.file_type().is_some_and(|t| t.is_file()) {
+        let Some(parent) = entry.path().parent() else {
+            part.racy = true;
+            return ignore::WalkState::Continue;
+        };
+        let here = part.enter(parent);
+        // A `.gitignore` is `stat`ed whole: its stamp is kept.
+        let (mut unread, mut ignore_file) = (false, None);
+        let bytes = if !entry.file_type().is_some_and(|t| t.is_file()) {
+            0
+        } else if entry.file_name() == ".gitignore" {
             match entry.metadata() {
                 Ok(m) => {
-                    bytes = m.len();
-                    if entry.file_name() == ".gitignore" {
-                        let s = stamp(&m);
-                        part.racy |= is_racy(&s, started);
-                        part.ignores.push((entry.path().to_path_buf(), s));
-                    }
+                    ignore_file = Some(stamp(&m));
+                    m.len()
                 }
-                Err(_) => part.racy = true,
+                Err(_) => {
+                    unread = true;
+                    0
+                }
             }
+        } else {
+            here.file_len(&entry).unwrap_or_else(|_| {
+                unread = true;
+                0
+            })
+        };
+        here.entries += 1;
+        here.bytes += bytes;
+        part.racy |= unread;
+        if let Some(s) = ignore_file {
+            part.racy |= is_racy(&s, started);
+            part.ignores.push((entry.path().to_path_buf(), s));
         }
-        let total = self.shared.bytes.fetch_add(bytes, Relaxed) + bytes;
-        if let Err(d) = limits(workspace, entries, total, max_entries, max_bytes) {
-            let mut over = self.shared.over.lock().unwrap_or_else(|e| e.into_inner());
-            over.get_or_insert(d);
-            return ignore::WalkState::Quit;
-        }
-        match entry.path().parent() {
-            Some(parent) => {
-                let c = part.counts.entry(parent.to_path_buf()).or_default();
-                c.0 += 1;
-                c.1 += bytes;
+        part.pending.0 += 1;
+        part.pending.1 += bytes;
+        if part.pending.0 >= FLUSH_EVERY {
+            let (e, b) = std::mem::take(&mut part.pending);
+            let entries = self.shared.entries.fetch_add(e, Relaxed) + e;
+            let total = self.shared.bytes.fetch_add(b, Relaxed) + b;
+            if let Err(d) = limits(workspace, entries, total, max_entries, max_bytes) {
+                let mut over = self.shared.over.lock().unwrap_or_else(|e| e.into_inner());
+                over.get_or_insert(d);
+                return ignore::WalkState::Quit;
             }
-            None => part.racy = true,
         }
         ignore::WalkState::Continue
     }
@@ -805,6 +915,51 @@ mod tests {
                 other => panic!("step {i}: {other:?}"),
             }
         }
+    }
+
+    /// Each directory's direct entries and file bytes, as the cache keeps
+    /// them for a later recount, are exact however the walk's threads
+    /// shared the directories (entries are counted per directory and
+    /// handed to the totals in batches), and a limit one below the totals
+    /// refuses.
+    #[test]
+    fn per_directory_counts_are_exact_in_a_wide_tree() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().join("ws");
+        let (mut entries, mut bytes) = (0u64, 0u64);
+        for d in 0..40 {
+            let dir = ws.join(format!("d{d}/sub{}", d % 3));
+            std::fs::create_dir_all(&dir).unwrap();
+            // `d{d}` and its `sub{N}`.
+            entries += 2;
+            for f in 0..30 {
+                let n = (d * 31 + f * 7) % 500;
+                std::fs::write(dir.join(format!("f{f}")), vec![b'x'; n]).unwrap();
+                entries += 1;
+                bytes += n as u64;
+            }
+        }
+        let seen = walk_size(&ws, 1_000_000, 1 << 40).unwrap();
+        assert_eq!((seen.entries, seen.bytes), (entries, bytes));
+        for (dir, d) in &seen.dirs {
+            let (mut e, mut b) = (0u64, 0u64);
+            for x in std::fs::read_dir(dir).unwrap() {
+                let m = x.unwrap().metadata().unwrap();
+                e += 1;
+                if m.is_file() {
+                    b += m.len();
+                }
+            }
+            assert_eq!((d.entries, d.bytes), (e, b), "{}", dir.display());
+        }
+        assert!(matches!(
+            walk_size(&ws, entries - 1, 1 << 40),
+            Err(Disabled::TooManyEntries { .. })
+        ));
+        assert!(matches!(
+            walk_size(&ws, 1_000_000, bytes - 1),
+            Err(Disabled::TooLarge { .. })
+        ));
     }
 
     #[test]

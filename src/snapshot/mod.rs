@@ -44,7 +44,7 @@ pub mod types;
 pub mod undo;
 
 pub use error::{Disabled, SnapshotError};
-pub use options::SnapshotOptions;
+pub use options::{SnapshotOptions, UserDirs};
 pub use store::{Opened, RestoreOutcome, SnapshotStore, SnapshotWay, UndoOutcome};
 pub use types::{
     ChangeKind, FileChange, Label, RequestKey, SnapshotId, SnapshotMeta, SnapshotRecord,

@@ -46,6 +46,67 @@ pub struct SnapshotOptions {
     /// other; [`super::seed`]): for a caller that snapshots right after
     /// opening (a run). The blobs are copied only once the size passed.
     pub seed_at_open: bool,
+    /// Where the user's git finds its per-user files (see [`UserDirs`]).
+    pub user_dirs: UserDirs,
+}
+
+/// `$HOME` and `$XDG_CONFIG_HOME` as the user's git sees them: where its
+/// global config, attributes file and excludes file live. The seed reads
+/// the user's configuration through them, and the side repository's
+/// commands are given the same two, so both find the same excludes file
+/// (git's default `core.excludesFile`, which the store honours). A caller
+/// that is not the user's process — a test — names its own home here and
+/// the machine's never plays a part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserDirs {
+    pub home: Option<PathBuf>,
+    pub xdg_config_home: Option<PathBuf>,
+}
+
+impl UserDirs {
+    /// This process's `$HOME` and `$XDG_CONFIG_HOME` (an empty one is unset,
+    /// as git reads them).
+    pub fn from_env() -> Self {
+        let nonempty = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        UserDirs {
+            home: nonempty("HOME"),
+            xdg_config_home: nonempty("XDG_CONFIG_HOME"),
+        }
+    }
+
+    /// A user whose home is `home` (no `$XDG_CONFIG_HOME`).
+    pub fn at_home(home: impl Into<PathBuf>) -> Self {
+        UserDirs {
+            home: Some(home.into()),
+            xdg_config_home: None,
+        }
+    }
+
+    /// git's per-user configuration directory for these two
+    /// ([`crate::policy::git_code::xdg_git_dir`], git's rule).
+    pub fn git_config_dir(&self) -> Option<PathBuf> {
+        crate::policy::git_code::xdg_git_dir(
+            self.home.as_deref().map(Path::as_os_str),
+            self.xdg_config_home.as_deref().map(Path::as_os_str),
+        )
+    }
+
+    /// Give `cmd` exactly these two (an unset one removed).
+    pub fn apply(&self, cmd: &mut std::process::Command) {
+        for (key, value) in [
+            ("HOME", &self.home),
+            ("XDG_CONFIG_HOME", &self.xdg_config_home),
+        ] {
+            match value {
+                Some(v) => cmd.env(key, v),
+                None => cmd.env_remove(key),
+            };
+        }
+    }
 }
 
 impl SnapshotOptions {
@@ -64,6 +125,7 @@ impl SnapshotOptions {
             keeper: super::keeper::exe().map(Path::to_path_buf),
             build_trees: true,
             seed_at_open: false,
+            user_dirs: UserDirs::from_env(),
         }
     }
 

@@ -14,23 +14,26 @@
 //! copied index is still valid, but only when that tree object is in the
 //! side store: without it, it would write all ~1,100 trees of a 100k-file
 //! tree as loose objects (0.7 s here, more than `git status`). So the
-//! user's `HEAD` trees are copied in first, as one temporary pack — the
-//! trees only, and none that contains (at any depth) an entry the store
-//! leaves out (`.env`, deny-read, ignored) — and that pack is deleted once
-//! the snapshot's own pack holds what it reaches.
+//! user's `HEAD` trees are copied in first, as one pack — the trees only,
+//! and none that contains (at any depth) an entry the store leaves out
+//! (`.env`, deny-read, ignored). That pack stays: it is where the
+//! snapshot's reused trees live; the few `write-tree` writes (directories
+//! changed since the user's git wrote its cache-tree) are loose objects,
+//! as every later snapshot's are. (A `HEAD` tree the snapshot does not
+//! reach — a directory changed since — stays unreachable in the pack: a
+//! tree of the user's current commit, never one naming a left-out entry.)
 //!
 //! The seeded entries' blobs are copied from the user's object store into
 //! one pack of the side store (`pack-objects` on their ids, with the
 //! user's objects as an alternate for that read-only command only, through
 //! `GIT_ALTERNATE_OBJECT_DIRECTORIES`: git reuses the compressed data,
 //! nothing is hashed again). The copy starts as soon as the seeded index
-//! is known and runs beside the snapshot's `git add` ([`BlobCopy`]); the
-//! snapshot's trees are packed from the side store's own objects
-//! (`pack-objects --revs --filter=blob:none`); both before the snapshot's
-//! commit is made. So every snapshot holds all its objects itself: a later
-//! `git gc --prune=now` in the user's repository (after an amend or a
-//! rebase) cannot break a restore, and the user's history and its secrets
-//! stay out of the side store. (The one kind of object copied that no
+//! is known and runs beside the snapshot's `git add` ([`BlobCopy`]),
+//! finished before the snapshot's commit is made. So every snapshot holds
+//! all its objects itself: a later `git gc --prune=now` in the user's
+//! repository (after an amend or a rebase) cannot break a restore, and
+//! the user's history and its secrets stay out of the side store. (Besides
+//! the unreached `HEAD` trees above, the one kind of object copied that no
 //! snapshot may reach: the user's staged version of a file changed or
 //! deleted since their git last looked — never one the store leaves out.)
 //! No alternates file is written: `git add` freshens (touches) an object
@@ -48,6 +51,7 @@
 //! hashing everything.
 
 use super::git::Git;
+use super::options::UserDirs;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -97,17 +101,13 @@ pub enum NoSeed {
 }
 
 /// Attribute files git reads besides the worktree's `.gitattributes`.
-fn attribute_files(repo: &UserRepo) -> Vec<PathBuf> {
+fn attribute_files(repo: &UserRepo, user: &UserDirs) -> Vec<PathBuf> {
     let mut v = vec![
         repo.common.join("info/attributes"),
         PathBuf::from("/etc/gitattributes"),
     ];
-    let xdg = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|x| !x.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
-    if let Some(x) = xdg {
-        v.push(x.join("git/attributes"));
+    if let Some(dir) = user.git_config_dir() {
+        v.push(dir.join("attributes"));
     }
     v
 }
@@ -116,13 +116,14 @@ fn attribute_files(repo: &UserRepo) -> Vec<PathBuf> {
 /// when the repository does not use SHA-1 object ids).
 /// Reads the user's configuration as their git does (system, global,
 /// repository), running no program it names.
-fn no_conversions(bin: &Path, repo: &UserRepo) -> Result<(), String> {
-    if let Some(f) = attribute_files(repo).into_iter().find(|f| f.exists()) {
+fn no_conversions(bin: &Path, repo: &UserRepo, user: &UserDirs) -> Result<(), String> {
+    if let Some(f) = attribute_files(repo, user).into_iter().find(|f| f.exists()) {
         return Err(format!("attributes in {}", f.display()));
     }
     let out = user_git(
         bin,
         repo,
+        user,
         &[
             "config",
             "-z",
@@ -153,14 +154,17 @@ fn no_conversions(bin: &Path, repo: &UserRepo) -> Result<(), String> {
 }
 
 /// A read-only git command on the user's repository: its git dir named,
-/// `GIT_*` scrubbed, no stdin, stderr dropped.
-fn user_git(bin: &Path, repo: &UserRepo, args: &[&str]) -> std::io::Result<std::process::Output> {
+/// `GIT_*` scrubbed, the user's home and configuration directory given,
+/// no stdin, stderr dropped.
+fn user_git(
+    bin: &Path,
+    repo: &UserRepo,
+    user: &UserDirs,
+    args: &[&str],
+) -> std::io::Result<std::process::Output> {
     let mut c = Command::new(bin);
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("GIT_") {
-            c.env_remove(&key);
-        }
-    }
+    super::git::scrub_git_env(&mut c);
+    user.apply(&mut c);
     c.arg("--git-dir")
         .arg(&repo.gitdir)
         .args(args)
@@ -203,21 +207,19 @@ fn positive(excludes: &[String]) -> Vec<String> {
 
 /// The excludes file git reads for the side repository's commands when
 /// no `core.excludesFile` is set (they run without a global config):
-/// `$XDG_CONFIG_HOME/git/ignore`, else `~/.config/git/ignore`.
-fn per_user_excludes() -> Option<PathBuf> {
-    let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    let base = nonempty("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    let f = base.join("git").join("ignore");
+/// `$XDG_CONFIG_HOME/git/ignore`, else `~/.config/git/ignore`, of the
+/// user's directories the side repository's commands are given.
+fn per_user_excludes(user: &UserDirs) -> Option<PathBuf> {
+    let f = user.git_config_dir()?.join("ignore");
     f.is_file().then_some(f)
 }
 
 /// A side index seeded from the user's.
 #[derive(Debug)]
 pub struct Seeded {
-    /// The temporary pack of the user's `HEAD` trees, if one was made:
-    /// [`drop_pack`] it once the snapshot's trees are packed.
+    /// The pack of the user's clean `HEAD` trees, if one was made: it
+    /// stays, as the home of the trees the snapshot's `write-tree`
+    /// reuses; [`drop_pack`] it only when the seed is abandoned.
     pub tree_pack: Option<String>,
     /// The copy of the seeded entries' blobs, running beside the
     /// snapshot's `git add` ([`BlobCopy::finish`] before the commit).
@@ -262,7 +264,7 @@ pub struct Prepared {
     objects: PathBuf,
     /// The blob ids to copy, one a line.
     list: Vec<u8>,
-    /// The temporary pack of the user's `HEAD` trees, if one was made.
+    /// The pack of the user's clean `HEAD` trees, if one was made.
     pub tree_pack: Option<String>,
 }
 
@@ -322,7 +324,8 @@ fn seed_inner(
     if objects.join("info/alternates").exists() {
         return Err(NoSeed::BorrowedObjects);
     }
-    no_conversions(bin, &repo).map_err(NoSeed::Conversions)?;
+    let user = git.user_dirs();
+    no_conversions(bin, &repo, user).map_err(NoSeed::Conversions)?;
     copy_with_mtime(&user_index, index).map_err(NoSeed::Index)?;
     let index_err = |e: super::SnapshotError| NoSeed::Index(e.to_string());
 
@@ -336,7 +339,7 @@ fn seed_inner(
         "-i".into(),
         "--exclude-per-directory=.gitignore".into(),
     ];
-    if let Some(f) = per_user_excludes() {
+    if let Some(f) = per_user_excludes(user) {
         let mut a = OsString::from("--exclude-from=");
         a.push(f);
         ignored_args.push(a);
@@ -375,10 +378,19 @@ fn seed_inner(
     // and deny-read paths: by name too when every exclusion is a literal
     // path (`layout::is_secret_path` is the `.env` pathspecs' rule, as in
     // the journal's index way), else git's answer to the pathspecs.
-    let by_builtin = entries
-        .iter()
-        .map(|e| e.path)
-        .filter(|p| super::layout::builtin_excluded(p));
+    // The listing is sorted, so a directory's files come in a row: its
+    // path is judged once, each file's own name every time.
+    let mut last_dir: (&[u8], bool) = (b"", false);
+    let by_builtin = entries.iter().map(|e| e.path).filter(|p| {
+        let (dir, name) = match p.iter().rposition(|b| *b == b'/') {
+            Some(i) => (&p[..i], &p[i + 1..]),
+            None => (&b""[..], *p),
+        };
+        if dir != last_dir.0 {
+            last_dir = (dir, super::layout::builtin_excluded(dir));
+        }
+        last_dir.1 || super::layout::builtin_excluded(name)
+    });
     let by_git = ignored.stdout.split(|b| *b == 0).filter(|r| !r.is_empty());
     let mut dropped: Vec<&[u8]> = by_builtin.chain(by_git).collect();
     let secrets_by_git;
@@ -430,18 +442,13 @@ fn seed_inner(
     }
     // The blobs of what stays (a gitlink names a commit of another
     // repository: nothing to copy), copied from here on beside the rest.
-    let left_out: std::collections::HashSet<&[u8]> = dropped.iter().copied().collect();
-    let mut ids: Vec<&[u8]> = entries
-        .iter()
-        .filter(|e| e.mode != b"160000" && !left_out.contains(e.path))
-        .map(|e| e.oid)
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let mut list = Vec::with_capacity(ids.len() * 41);
-    for id in ids {
-        list.extend_from_slice(id);
-        list.push(b'\n');
+    // (`dropped` is sorted; `pack-objects` takes an id given twice once.)
+    let mut list = Vec::with_capacity(entries.len() * 41);
+    for e in &entries {
+        if e.mode != b"160000" && dropped.binary_search(&e.path).is_err() {
+            list.extend_from_slice(e.oid);
+            list.push(b'\n');
+        }
     }
     // Only a shortcut: without it, `write-tree` writes the trees itself.
     let tree_pack = copy_head_trees(git, bin, &repo, &objects, &dropped);
@@ -468,8 +475,7 @@ impl<'a> Entry<'a> {
         let mut f = head.split(|b| *b == b' ');
         let tag = f.next().filter(|t| t.len() == 1)?[0];
         let (mode, oid, _stage) = (f.next()?, f.next()?, f.next()?);
-        let hex = oid.len() == 40 && oid.iter().all(u8::is_ascii_hexdigit);
-        (hex && !path.is_empty() && f.next().is_none()).then_some(Entry {
+        (super::git::is_sha1_id(oid) && !path.is_empty() && f.next().is_none()).then_some(Entry {
             tag,
             mode,
             oid,
@@ -502,7 +508,7 @@ fn clean_trees(root: &str, listing: &[u8], left_out: &[&[u8]]) -> Option<Vec<Str
         let head = std::str::from_utf8(head).ok()?;
         let mut f = head.split(' ');
         let (_mode, kind, oid) = (f.next()?, f.next()?, f.next()?);
-        if kind != "tree" || oid.len() != 40 || !oid.bytes().all(|c| c.is_ascii_hexdigit()) {
+        if kind != "tree" || !super::git::is_sha1_id(oid.as_bytes()) {
             return None;
         }
         if !tainted.contains(path) {
@@ -513,7 +519,7 @@ fn clean_trees(root: &str, listing: &[u8], left_out: &[&[u8]]) -> Option<Vec<Str
 }
 
 /// Copy the user's clean `HEAD` trees (see [`clean_trees`]) into a
-/// temporary pack of the side store: its name, or `None` when there is
+/// pack of the side store: its name, or `None` when there is
 /// no `HEAD` or anything fails (the seed then works without it).
 fn copy_head_trees(
     git: &Git,
@@ -523,12 +529,12 @@ fn copy_head_trees(
     left_out: &[&[u8]],
 ) -> Option<String> {
     let user = |args: &[&str]| -> Option<Vec<u8>> {
-        let out = user_git(bin, repo, args).ok()?;
+        let out = user_git(bin, repo, git.user_dirs(), args).ok()?;
         out.status.success().then_some(out.stdout)
     };
     let root = user(&["rev-parse", "--verify", "-q", "HEAD^{tree}"])?;
     let root = String::from_utf8(root).ok()?.trim().to_string();
-    if root.len() != 40 {
+    if !super::git::is_sha1_id(root.as_bytes()) {
         return None;
     }
     let listing = user(&["ls-tree", "-r", "-d", "-z", &root])?;
@@ -565,7 +571,7 @@ fn pack_into_store(git: &Git, options: &[&str], input: &[u8]) -> Result<String, 
         .run_stdin(&args, input)
         .map_err(|e| NoSeed::Copy(e.to_string()))?
         .line();
-    if name.len() == 40 && name.bytes().all(|c| c.is_ascii_hexdigit()) {
+    if super::git::is_sha1_id(name.as_bytes()) {
         Ok(name)
     } else {
         Err(NoSeed::Copy(format!("pack-objects printed {name:?}")))
@@ -580,18 +586,6 @@ fn copy_blobs(git: &Git, objects: &Path, list: &[u8]) -> Result<(), NoSeed> {
         return Ok(());
     }
     pack_into_store(&git.with_alternate(objects), &[], list).map(drop)
-}
-
-/// Pack the trees `tree` reaches (`--filter=blob:none`: the walk opens no
-/// blob), from the side store's own objects: the user's trees copied
-/// ahead for `write-tree` (whose pack is then dropped) and those it wrote.
-/// The new pack's name.
-pub fn copy_trees(git: &Git, tree: &str) -> Result<String, NoSeed> {
-    pack_into_store(
-        git,
-        &["--revs", "--filter=blob:none"],
-        format!("{tree}\n").as_bytes(),
-    )
 }
 
 #[cfg(test)]

@@ -233,7 +233,8 @@ impl SnapshotStore {
             workspace.to_path_buf(),
             dir.join("index"),
         )
-        .with_skip_hash(skip_hash);
+        .with_skip_hash(skip_hash)
+        .with_user_dirs(opts.user_dirs.clone());
         if !dir.join(".git").join("HEAD").exists() {
             git.run(&["init", "-q", "--template="])?;
         }
@@ -632,23 +633,22 @@ impl SnapshotStore {
     }
 
     /// The first snapshot from a seeded index: the tree names blobs the
-    /// copy started by the seed brings in; it and the snapshot's trees are
-    /// in the side store before the snapshot is committed.
+    /// copy started by the seed brings in, and trees that are either in
+    /// the seed's pack of the user's `HEAD` trees (those `write-tree`
+    /// reused) or written by it; all are in the side store before the
+    /// snapshot is committed. When the seed is abandoned its tree pack
+    /// goes first: the full look that follows must write every tree it
+    /// needs rather than find one in a pack about to be deleted.
     fn seeded_add(&self, seeded: seed::Seeded) -> Result<(Vec<String>, String), seed::NoSeed> {
-        let idx = |e: SnapshotError| seed::NoSeed::Index(e.to_string());
         let looked = self
             .seeded_look()
-            .map_err(idx)
-            .and_then(|(w, tree)| Ok((w, seed::copy_trees(&self.git, &tree)?, tree)));
-        // The snapshot's trees are now packed (or the seed is abandoned):
-        // the user's trees go, unless that pack is the very same one (the
-        // same trees make the same pack name).
-        let new_pack = looked.as_ref().ok().map(|(_, name, _)| name.as_str());
-        if let Some(name) = seeded.tree_pack.as_deref().filter(|n| Some(*n) != new_pack) {
-            seed::drop_pack(&self.git, name);
-        }
+            .map_err(|e| seed::NoSeed::Index(e.to_string()));
         let copied = seeded.blobs.finish();
-        let looked = looked.map(|(w, _, tree)| (w, tree));
+        if looked.is_err() || copied.is_err() {
+            if let Some(name) = &seeded.tree_pack {
+                seed::drop_pack(&self.git, name);
+            }
+        }
         let (warnings, tree) = looked?;
         copied?;
         Ok((warnings, tree))
@@ -1173,9 +1173,6 @@ fn hard_linked(workspace: &Path, paths: &[PathBuf]) -> Option<PathBuf> {
     }
 }
 
-/// Files and symlinks below `rel` (a directory of `workspace`), relative
-/// to the workspace; directories git never snapshots (`.git`, the
-/// built-in excluded names) are not entered.
 /// A token no other store of this machine holds at the same time: the
 /// process, the time in nanoseconds and a count within the process (an
 /// app server opens one store per session, possibly in the same instant).
@@ -1214,6 +1211,9 @@ fn literal_specs(paths: &[PathBuf]) -> Vec<u8> {
     out
 }
 
+/// Files and symlinks below `rel` (a directory of `workspace`), relative
+/// to the workspace; directories git never snapshots (`.git`, the
+/// built-in excluded names) are not entered.
 fn files_below(workspace: &Path, rel: &Path) -> Result<Vec<PathBuf>, SnapshotError> {
     let mut out = Vec::new();
     let walk = walkdir::WalkDir::new(workspace.join(rel))
@@ -1253,7 +1253,7 @@ fn files_below(workspace: &Path, rel: &Path) -> Result<Vec<PathBuf>, SnapshotErr
 }
 
 fn check_hash(what: &str, s: &str) -> Result<(), SnapshotError> {
-    if (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if git::is_object_id(s.as_bytes()) {
         Ok(())
     } else {
         Err(SnapshotError::GitOutput {

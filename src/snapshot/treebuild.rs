@@ -153,9 +153,7 @@ impl LastLook {
             "built" if file.is_none() => false,
             _ => return None,
         };
-        let hex =
-            (tree.len() == 40 || tree.len() == 64) && tree.bytes().all(|b| b.is_ascii_hexdigit());
-        (hex && fields.next().is_none()).then(|| LastLook {
+        (super::git::is_object_id(tree.as_bytes()) && fields.next().is_none()).then(|| LastLook {
             tree: tree.to_string(),
             index_holds_it,
             index_file: file.map(str::to_string),
@@ -770,7 +768,7 @@ impl WriteTree for MkTree {
             .read_line(&mut line)
             .map_err(|e| format!("reading from git mktree: {e}"))?;
         let oid = line.trim().to_string();
-        if (oid.len() == 40 || oid.len() == 64) && oid.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if super::git::is_object_id(oid.as_bytes()) {
             Ok(oid)
         } else {
             Err(format!("git mktree answered {line:?}"))

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use codewhale::snapshot::{
-    Label, Opened, SnapshotMeta, SnapshotOptions, SnapshotStore, SnapshotWay,
+    Label, Opened, SnapshotMeta, SnapshotOptions, SnapshotStore, SnapshotWay, UserDirs,
 };
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -41,6 +41,9 @@ impl Fixture {
     pub fn opts(&self) -> SnapshotOptions {
         let mut o = SnapshotOptions::new(&self.home);
         o.homes = vec![self.user_home.clone()];
+        // The user's git reads its global config, attributes and excludes
+        // from the fake home, never the machine's.
+        o.user_dirs = UserDirs::at_home(&self.user_home);
         o
     }
 

@@ -188,10 +188,10 @@ fn a_seeded_snapshot_holds_what_the_long_way_holds() {
     }
     // No alternates: the side store stands alone.
     assert!(!store.git_dir().join("objects/info/alternates").exists());
-    // The user's trees copied ahead for `write-tree` are gone again: two
-    // packs, the snapshot's blobs copied from the user's store and its
-    // trees, which hold the clean tree it reaches (a control) and no tree
-    // that names a left-out entry.
+    // Two packs: the snapshot's blobs copied from the user's store, and the
+    // user's clean `HEAD` trees copied ahead for `write-tree` (kept: the
+    // trees it reused live there), which hold the clean tree the snapshot
+    // reaches (a control) and no tree that names a left-out entry.
     let packs: Vec<_> = std::fs::read_dir(store.git_dir().join("objects/pack"))
         .unwrap()
         .filter_map(|e| e.ok())
@@ -325,6 +325,91 @@ fn conversions_and_odd_entries_take_the_long_way() {
     let mut store = h.open();
     store.snapshot(Label::PreTurn(1), meta()).unwrap();
     assert_eq!(store.seed_refusal(), Some(&NoSeed::NotARepositoryTop));
+}
+
+/// The user's per-user files are read from the directories the store is
+/// given, never the process's `$HOME`: an excludes file there leaves its
+/// files out of the snapshot (the side repository's own `ls-files -o`
+/// and the seed's `ls-files -i` both read it), an attributes file there
+/// turns the seed down; the same workspace with a home that has neither
+/// is the control.
+#[test]
+fn the_users_excludes_and_attributes_come_from_the_given_home() {
+    let with = |excludes: Option<&str>, attributes: bool| {
+        let f = Fixture::new();
+        f.write("keep.txt", "kept\n");
+        f.write("tracked.log", "tracked log\n");
+        f.user_repo();
+        f.write("new.log", "untracked log\n");
+        f.write("new.txt", "untracked text\n");
+        let conf = f.user_home.join(".config/git");
+        std::fs::create_dir_all(&conf).unwrap();
+        if let Some(x) = excludes {
+            std::fs::write(conf.join("ignore"), x).unwrap();
+        }
+        if attributes {
+            std::fs::write(conf.join("attributes"), "*.txt text\n").unwrap();
+        }
+        let mut store = f.open();
+        let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
+        let seed = store.seed_refusal().cloned();
+        (tree_paths(&store, id), seed, f)
+    };
+    let (plain, seed, _f) = with(None, false);
+    assert_eq!(seed, None, "seeded");
+    assert_eq!(plain, ["keep.txt", "new.log", "new.txt", "tracked.log"]);
+    // `*.log` ignored: the untracked log and, as the seed drops what the
+    // ignore rules name, the tracked one too (as `add -A` into an empty
+    // side index would).
+    let (ignored, seed, _f) = with(Some("*.log\n"), false);
+    assert_eq!(seed, None, "seeded");
+    assert_eq!(ignored, ["keep.txt", "new.txt"]);
+    let (_, seed, _f) = with(None, true);
+    assert!(
+        matches!(seed, Some(NoSeed::Conversions(ref why)) if why.contains(".config/git/attributes")),
+        "{seed:?}"
+    );
+}
+
+/// A seed abandoned after the user's trees were copied ahead (a blob the
+/// user's store lost: the copy fails) drops that tree pack *before* the
+/// full look that follows, so the full look writes every tree itself: the
+/// snapshot stands alone in the side store and restores byte-exactly.
+#[test]
+fn a_seed_abandoned_after_its_trees_were_copied_leaves_a_whole_snapshot() {
+    let f = Fixture::new();
+    f.write("a.txt", "KEPT-IN-THE-WORKSPACE-61\n");
+    f.write("src/lib.rs", "pub fn lib() {}\n");
+    f.write("src/deep/x.rs", "x\n");
+    // Older than the user's index: `add -u` hashes none of them again (a
+    // racy entry would be, and its blob would be in the side store anyway).
+    age_files(&f.ws);
+    f.user_repo();
+    let out = f.user_git(&["rev-parse", "HEAD:a.txt"]);
+    let blob = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    std::fs::remove_file(f.ws.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+    let mut store = f.open();
+    let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert!(
+        matches!(store.seed_refusal(), Some(NoSeed::Copy(_))),
+        "{:?}",
+        store.seed_refusal()
+    );
+    // The tree pack went, the trees are the full look's own.
+    let packs = std::fs::read_dir(store.git_dir().join("objects/pack"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(packs, 0, "no pack of the seed is left");
+    stands_alone(&store, id, 5);
+    let before = files(&f.ws, &[".git"]);
+    f.write("a.txt", "broken\n");
+    std::fs::remove_dir_all(f.ws.join("src")).unwrap();
+    store.restore(id).unwrap();
+    assert_eq!(files(&f.ws, &[".git"]), before);
 }
 
 #[test]
