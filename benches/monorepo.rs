@@ -25,6 +25,10 @@
 //!    repository by hand, interleaved. Goals: first ≤ 3× `git status`,
 //!    no-change ≤ 1.5× `git status`.
 //!
+//! Between measurements the bench runs `sync` (one step's writeback must
+//! not land in the next one's time) and retires the snapshot keepers of
+//! the `exec` homes it is done with (a user has one per store).
+//!
 //! `CODEWHALE_BIN` picks the binary for 1 and 2 (default: this build's);
 //! `CODEWHALE_BEFORE_BIN` adds the same rows for a second binary (an older
 //! build), interleaved, for before/after figures in one run.
@@ -38,7 +42,7 @@
 mod scripted_model;
 
 use codewhale::snapshot::{
-    Label, Opened, SnapshotMeta, SnapshotOptions, SnapshotStore, SnapshotWay,
+    Label, Opened, SnapshotMeta, SnapshotOptions, SnapshotStore, SnapshotWay, UserDirs,
 };
 use scripted_model::{call, reply, ScriptedModel, Wire};
 use serde_json::json;
@@ -242,8 +246,27 @@ fn reset_scenario(ws: &Path) {
     let _ = std::fs::remove_file(ws.join("app/NOTES.txt"));
 }
 
+/// Flush what earlier steps wrote (a first snapshot's ~100 MB pack, the
+/// old plumbing's ~800 MB of loose objects) before the next measurement,
+/// so the kernel's writeback of one step does not land in another's time.
+fn settle() {
+    let _ = Command::new("sync").status();
+}
+
+/// Retire the snapshot keeper of `ws`'s store under `cw_home`: a keeper
+/// leaves when its socket is removed (src/snapshot/keeper.rs), checked
+/// every 2 s. A user has one keeper per store; without this, every store
+/// the bench made kept one watching the same workspace (up to 20, each
+/// woken by every later run's writes).
+fn retire_keeper(cw_home: &Path, ws: &Path) {
+    let ws = std::fs::canonicalize(ws).unwrap();
+    let store = codewhale::snapshot::layout::store_dir(cw_home, &ws);
+    let _ = std::fs::remove_file(store.join(codewhale::snapshot::keeper::SOCKET));
+}
+
 fn exec_once(env: &Env, bin: &str, cw_home: &Path, ws: &Path, tier: &str) -> Duration {
     reset_scenario(ws);
+    settle();
     let model = ScriptedModel::start(Wire::OpenAi, scenario());
     std::fs::create_dir_all(cw_home).unwrap();
     std::fs::write(
@@ -286,6 +309,9 @@ fn exec_scenario(env: &Env, small: &Path, big: &Path) {
                 fb.push(exec_once(env, &bin, &hb, big, tier));
                 ws_.push(exec_once(env, &bin, &hs, small, tier));
                 wb.push(exec_once(env, &bin, &hb, big, tier));
+                retire_keeper(&hs, small);
+                retire_keeper(&hb, big);
+                std::thread::sleep(Duration::from_secs(3));
             }
             println!(" {tier}, {name}:");
             let a = show("10 files, first", &fs);
@@ -370,6 +396,7 @@ fn snapshots(env: &Env, big: &Path) {
         let _ = std::fs::remove_dir_all(&s);
     }
     hand_add(&side, big);
+    settle();
     let (mut first, mut same, mut status, mut add) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut open, mut first_only) = (Vec::new(), Vec::new());
@@ -380,9 +407,11 @@ fn snapshots(env: &Env, big: &Path) {
         let home = env.root.join(format!("snap-home-{i}"));
         let mut opts = SnapshotOptions::new(&home);
         opts.homes = vec![env.home.clone()];
+        opts.user_dirs = UserDirs::at_home(&env.home);
         // As a run opens its store (src/agent/setup.rs): the seed is made
         // beside the size walk.
         opts.seed_at_open = true;
+        settle();
         status.push(git_status(big));
         let t = Instant::now();
         let mut store = match SnapshotStore::open(big, opts).expect("open") {
@@ -421,6 +450,7 @@ fn snapshots(env: &Env, big: &Path) {
         let t = Instant::now();
         let mut opts = SnapshotOptions::new(&home);
         opts.homes = vec![env.home.clone()];
+        opts.user_dirs = UserDirs::at_home(&env.home);
         let mut store = match SnapshotStore::open(big, opts).expect("open") {
             Opened::Ready(s) => *s,
             Opened::Disabled(d) => panic!("{d}"),
