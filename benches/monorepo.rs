@@ -25,6 +25,10 @@
 //!    repository by hand, interleaved. Goals: first ≤ 3× `git status`,
 //!    no-change ≤ 1.5× `git status`.
 //!
+//! 4. The first `exec` run of 2. with a model that takes
+//!    `MONOREPO_MODEL_MS` (default 500) to answer each request, bwrap:
+//!    what 100k files add to a first run a user waits on anyway.
+//!
 //! Between measurements the bench runs `sync` (one step's writeback must
 //! not land in the next one's time) and retires the snapshot keepers of
 //! the `exec` homes it is done with (a user has one per store).
@@ -265,9 +269,29 @@ fn retire_keeper(cw_home: &Path, ws: &Path) {
 }
 
 fn exec_once(env: &Env, bin: &str, cw_home: &Path, ws: &Path, tier: &str) -> Duration {
+    exec_once_with(env, bin, cw_home, ws, tier, Duration::ZERO)
+}
+
+/// [`exec_once`] with a model that answers each request after `think`.
+fn exec_once_with(
+    env: &Env,
+    bin: &str,
+    cw_home: &Path,
+    ws: &Path,
+    tier: &str,
+    think: Duration,
+) -> Duration {
     reset_scenario(ws);
     settle();
-    let model = ScriptedModel::start(Wire::OpenAi, scenario());
+    let steps = if think.is_zero() {
+        scenario()
+    } else {
+        scenario()
+            .into_iter()
+            .map(|s| scripted_model::slow(think, s))
+            .collect()
+    };
+    let model = ScriptedModel::start(Wire::OpenAi, steps);
     std::fs::create_dir_all(cw_home).unwrap();
     std::fs::write(
         cw_home.join("config.toml"),
@@ -325,6 +349,44 @@ fn exec_scenario(env: &Env, small: &Path, big: &Path) {
                 b / c
             );
         }
+    }
+}
+
+/// Part 4: the first run again, with a model that takes `MONOREPO_MODEL_MS`
+/// (default 500) to answer each request, as a hosted model does: what a
+/// user waits for beyond the model, at 100k files against 10, in ms (the
+/// first full look is taken while the model answers). bwrap tier.
+fn exec_with_a_thinking_model(env: &Env, small: &Path, big: &Path) {
+    let think = Duration::from_millis(
+        std::env::var("MONOREPO_MODEL_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(500),
+    );
+    println!(
+        "\n4. `codewhale exec --auto`, first run, the model answering after {} ms (load {})",
+        think.as_millis(),
+        load()
+    );
+    for (name, bin) in bins() {
+        let (mut fs, mut fb) = (Vec::new(), Vec::new());
+        for i in 0..runs(EXEC_RUNS) {
+            let hs = env.root.join(format!("cw-think-{name}-s{i}"));
+            let hb = env.root.join(format!("cw-think-{name}-b{i}"));
+            fs.push(exec_once_with(env, &bin, &hs, small, "bwrap", think));
+            fb.push(exec_once_with(env, &bin, &hb, big, "bwrap", think));
+            retire_keeper(&hs, small);
+            retire_keeper(&hb, big);
+            std::thread::sleep(Duration::from_secs(3));
+        }
+        println!(" bwrap, {name}:");
+        let a = show("10 files, first", &fs);
+        let b = show("100k files, first", &fb);
+        println!(
+            "  100k files add {:.0} ms to the first run ({:.2}x)",
+            b - a,
+            b / a
+        );
     }
 }
 
@@ -570,6 +632,9 @@ fn main() {
     }
     if only.is_empty() || only.contains('2') {
         exec_scenario(&env, &small, &big);
+    }
+    if only.is_empty() || only.contains('4') {
+        exec_with_a_thinking_model(&env, &small, &big);
     }
     println!("\nload at the end: {}", load());
 }

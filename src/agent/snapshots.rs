@@ -37,6 +37,13 @@ pub fn changes_files(tool: &str) -> bool {
 /// The store of this run, or why there is none.
 enum State {
     Ready(Box<SnapshotStore>),
+    /// Taking the run's first full look on a thread
+    /// ([`SnapshotStore::look_ahead`]) while the model answers; the store
+    /// comes back when the thread is joined, before its first use.
+    LookingAhead {
+        dir: std::path::PathBuf,
+        thread: std::thread::JoinHandle<Box<SnapshotStore>>,
+    },
     Off(String),
 }
 
@@ -63,7 +70,22 @@ impl RunSnapshots {
                 // A run takes several snapshots: after its first (full)
                 // one, the rest add only what changed.
                 s.enable_journal();
-                State::Ready(s)
+                // That full look is taken now, on a thread, not when the
+                // first file-changing call arrives: at 100,000 files it
+                // is most of a first run's cost, and the model's first
+                // answer takes longer. A failure here is not reported:
+                // the first snapshot then looks again and says why.
+                let dir = s.dir().to_path_buf();
+                let thread = std::thread::Builder::new()
+                    .name("snapshot-look-ahead".into())
+                    .spawn(move || {
+                        let _ = s.look_ahead();
+                        s
+                    });
+                match thread {
+                    Ok(thread) => State::LookingAhead { dir, thread },
+                    Err(e) => State::Off(format!("snapshots are off: no thread to look: {e}")),
+                }
             }
             Ok(Opened::Disabled(d)) => State::Off(d.to_string()),
             Err(e) => State::Off(format!("snapshots are off: {e}")),
@@ -84,23 +106,55 @@ impl RunSnapshots {
     /// Why snapshots are off, if they are.
     pub fn disabled_reason(&self) -> Option<&str> {
         match &self.state {
-            State::Ready(_) => None,
+            State::Ready(_) | State::LookingAhead { .. } => None,
             State::Off(r) => Some(r),
+        }
+    }
+
+    /// The store directory, while snapshots are on (known without waiting
+    /// for a look ahead).
+    fn dir(&self) -> Option<&std::path::Path> {
+        match &self.state {
+            State::Ready(s) => Some(s.dir()),
+            State::LookingAhead { dir, .. } => Some(dir),
+            State::Off(_) => None,
+        }
+    }
+
+    /// The store, once its look ahead (if any) is over.
+    fn store(&mut self) -> Option<&mut SnapshotStore> {
+        if matches!(self.state, State::LookingAhead { .. }) {
+            let state = std::mem::replace(&mut self.state, State::Off(String::new()));
+            self.state = match state {
+                State::LookingAhead { thread, .. } => match thread.join() {
+                    Ok(s) => State::Ready(s),
+                    Err(_) => State::Off(
+                        "snapshots are off: the first look at the workspace panicked".into(),
+                    ),
+                },
+                other => other,
+            };
+        }
+        match &mut self.state {
+            State::Ready(s) => Some(s),
+            _ => None,
         }
     }
 
     /// The `snapshots` field of the stream-json `metadata` event.
     pub fn metadata(&self) -> Value {
-        match &self.state {
-            State::Ready(s) => json!({"enabled": true, "store": s.dir()}),
-            State::Off(r) => json!({"enabled": false, "reason": r}),
+        match (&self.state, self.dir()) {
+            (State::Off(r), _) => json!({"enabled": false, "reason": r}),
+            (_, dir) => json!({"enabled": true, "store": dir}),
         }
     }
 
     /// Announce the state: a session record always, a stderr note when off.
     pub fn announce(&self, log: &mut SessionLog, out: &mut Emitter) -> Result<(), SessionError> {
         let (enabled, reason, store) = match &self.state {
-            State::Ready(s) => (true, None, Some(s.dir().to_path_buf())),
+            State::Ready(_) | State::LookingAhead { .. } => {
+                (true, None, self.dir().map(std::path::Path::to_path_buf))
+            }
             State::Off(r) => {
                 out.note(r);
                 (false, Some(r.clone()), None)
@@ -204,10 +258,11 @@ impl RunSnapshots {
         from: SnapshotId,
         to: SnapshotId,
     ) -> Result<(), SessionError> {
-        let State::Ready(store) = &self.state else {
-            return Ok(());
+        let diff = match self.store() {
+            Some(store) => store.diff(from, to),
+            None => return Ok(()),
         };
-        match store.diff(from, to) {
+        match diff {
             Ok(changes) => {
                 if call_id.is_some() {
                     self.call_changes
@@ -257,7 +312,7 @@ impl RunSnapshots {
         call_id: Option<&str>,
         same_as: Option<SnapshotId>,
     ) -> Result<Option<SnapshotId>, SessionError> {
-        let State::Ready(store) = &mut self.state else {
+        let Some(store) = self.store() else {
             return Ok(None);
         };
         let meta = SnapshotMeta {
@@ -291,5 +346,13 @@ impl RunSnapshots {
             },
         )?;
         Ok(id)
+    }
+}
+
+impl Drop for RunSnapshots {
+    /// A run never ends with its look ahead cut off half-way (what it had
+    /// added would stand in the side index with no look recorded).
+    fn drop(&mut self) {
+        let _ = self.store();
     }
 }

@@ -443,6 +443,37 @@ impl SnapshotStore {
         Ok(id)
     }
 
+    /// Take now the look the next snapshot would take as a full one (a
+    /// store's first, or one with no journal to continue from), without
+    /// recording a snapshot: it fills the side index, notes the tree and
+    /// starts the journal, so the next snapshot adds only what changed
+    /// since. A run calls it on a thread as soon as the store is open
+    /// (the turn loop's `RunSnapshots`): at 100,000 files that look is
+    /// most of a first run's cost, and it then overlaps the model's first
+    /// answer instead of following it. Nothing is recorded, so nothing
+    /// can name a blob the side store does not hold yet (the seed's copy
+    /// is joined before this returns) and a look cut short leaves what a
+    /// snapshot cut short leaves. `Ok(false)`: nothing to do (the next
+    /// look continues a journal, or no journal is wanted or possible here
+    /// and the look would have to be taken again).
+    pub fn look_ahead(&mut self) -> Result<bool, SnapshotError> {
+        if !self.journal_wanted || !cfg!(target_os = "linux") {
+            return Ok(false);
+        }
+        let _lock = self.lock_and_reload()?;
+        self.clear_unfinished_seed();
+        let first = !self.git.index().exists() || self.pending_seed.is_some();
+        if !first && self.journal.is_some() {
+            return Ok(false);
+        }
+        if first {
+            self.first_look()?;
+        } else {
+            self.look()?;
+        }
+        Ok(true)
+    }
+
     /// Take the store lock and re-read the records another process may
     /// have changed since we last looked.
     fn lock_and_reload(&mut self) -> Result<StoreLock, SnapshotError> {

@@ -253,3 +253,63 @@ fn what_the_journal_cannot_vouch_for_is_a_full_snapshot() {
     }
     assert_eq!(store.get(id).unwrap().tree, plain.tree());
 }
+
+/// A run's first full look is taken ahead, while the model answers
+/// (`SnapshotStore::look_ahead`, started by the turn loop as the store
+/// opens): it records nothing, and the first snapshot after it continues
+/// from it, adding only what changed since — a file changed and one made
+/// after the look are in it (the journal ran from the look on), and its
+/// tree is the full add's.
+#[test]
+fn a_look_taken_ahead_records_nothing_and_the_first_snapshot_continues_it() {
+    let f = Fixture::new();
+    f.write("src/a.rs", "a\n");
+    f.write("keep.txt", "keep\n");
+    f.write("src/.env", "AHEAD-SECRET-71\n");
+    f.user_repo();
+    let mut store = journaled(&f, &[]);
+    assert!(store.look_ahead().unwrap(), "a new store's first look");
+    assert!(store.list().is_empty(), "a look ahead records nothing");
+    assert_eq!(
+        store.last_way(),
+        Some(&SnapshotWay::Full { no_journal: None })
+    );
+    // The journal continues from it now: nothing more to look at ahead.
+    assert!(!store.look_ahead().unwrap());
+
+    // What changes after the look (a command, the user, another process).
+    f.write("src/a.rs", "AHEAD-CHANGED-72\n");
+    f.write("new/b.rs", "AHEAD-NEW-73\n");
+    let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert!(
+        matches!(store.last_way(), Some(SnapshotWay::Journal { paths, .. }) if *paths > 0),
+        "{:?}",
+        store.last_way()
+    );
+    assert_eq!(store.get(id).unwrap().tree, full_tree(&f, &[]));
+    let objects = f.side_objects(&store);
+    assert!(contains(&objects, "AHEAD-CHANGED-72"));
+    assert!(contains(&objects, "AHEAD-NEW-73"));
+    assert!(!contains(&objects, "AHEAD-SECRET-71"));
+
+    // It restores byte-exactly.
+    let state = files(&f.ws, &[".git"]);
+    f.write("src/a.rs", "later\n");
+    std::fs::remove_file(f.ws.join("new/b.rs")).unwrap();
+    store.snapshot(Label::PostTurn(1), meta()).unwrap();
+    store.restore(id).unwrap();
+    assert_eq!(files(&f.ws, &[".git"]), state);
+}
+
+/// Without a journal to continue from it, a look taken ahead would only
+/// be taken again: none is taken.
+#[test]
+fn no_look_is_taken_ahead_for_a_store_without_a_journal() {
+    let f = Fixture::new();
+    f.write("a.txt", "a\n");
+    f.user_repo();
+    let mut store = f.open();
+    assert!(!store.look_ahead().unwrap());
+    assert_eq!(store.last_way(), None);
+    assert!(store.list().is_empty());
+}
