@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test target may panic
 //! The MCP client end to end, with real servers started under the real
 //! sandbox: the reference server `@modelcontextprotocol/server-everything`
-//! (npm, pinned; installed by `ci/setup` into `target/ci-npm`) and small
+//! (npm, pinned; installed by `ci/setup` into `~/.cache/codewhale-ci/npm`) and small
 //! fixtures of ours in `tests/fixtures/mcp/` (slow to start, junk on
 //! stdout, crash after initialize, a tool that writes a file).
 //!
@@ -813,9 +813,7 @@ mod support {
 
     /// `dist/index.js` of the pinned server-everything.
     pub fn everything_js() -> PathBuf {
-        let dir = std::env::var_os("CODEWHALE_CI_NPM_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ci-npm"));
+        let dir = crate::common::ci_cache_dir("CODEWHALE_CI_NPM_DIR", "npm");
         let js = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
         assert!(
             js.exists(),

@@ -51,3 +51,24 @@ pub mod seatbelt;
 pub mod session_mix;
 pub mod snapshots;
 pub mod tool_origin;
+
+/// Where `ci/setup` keeps what it fetched for the tests (the pinned
+/// Python venvs, the pinned npm server): `$var` when set, else its
+/// default `${XDG_CACHE_HOME:-$HOME/.cache}/codewhale-ci/<name>` (kept
+/// out of `target/` so a clean clone does not fetch it again; `target/`
+/// without a home).
+pub fn ci_cache_dir(var: &str, name: &str) -> std::path::PathBuf {
+    if let Some(dir) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+        return dir.into();
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| std::path::Path::new(&h).join(".cache"))
+        })
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    cache.join("codewhale-ci").join(name)
+}

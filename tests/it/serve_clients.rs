@@ -2,7 +2,7 @@
 //! `codewhale serve --acp` and `codewhale serve --mcp` driven by published
 //! Python clients nobody here wrote: the `agent-client-protocol` SDK and
 //! the `mcp` SDK 1.x and 2.x, installed (pinned) by ci/setup into
-//! `target/ci-venv/` (or `$CODEWHALE_CI_VENV`). A missing venv FAILS these
+//! `~/.cache/codewhale-ci/venv` (or `$CODEWHALE_CI_VENV`). A missing venv FAILS these
 //! tests: run `ci/setup`.
 #![cfg(unix)]
 
@@ -17,9 +17,7 @@ use std::process::Command;
 /// The Python of venv `name` (`mcp1`: mcp 1.x + agent-client-protocol;
 /// `mcp2`: mcp 2.x), or a failure that says how to make it.
 fn venv_python(name: &str) -> PathBuf {
-    let root = std::env::var_os("CODEWHALE_CI_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/ci-venv"));
+    let root = crate::common::ci_cache_dir("CODEWHALE_CI_VENV", "venv");
     let py = root.join(name).join("bin/python");
     assert!(
         py.is_file(),
