@@ -70,22 +70,7 @@ impl RunSnapshots {
                 // A run takes several snapshots: after its first (full)
                 // one, the rest add only what changed.
                 s.enable_journal();
-                // That full look is taken now, on a thread, not when the
-                // first file-changing call arrives: at 100,000 files it
-                // is most of a first run's cost, and the model's first
-                // answer takes longer. A failure here is not reported:
-                // the first snapshot then looks again and says why.
-                let dir = s.dir().to_path_buf();
-                let thread = std::thread::Builder::new()
-                    .name("snapshot-look-ahead".into())
-                    .spawn(move || {
-                        let _ = s.look_ahead();
-                        s
-                    });
-                match thread {
-                    Ok(thread) => State::LookingAhead { dir, thread },
-                    Err(e) => State::Off(format!("snapshots are off: no thread to look: {e}")),
-                }
+                State::Ready(s)
             }
             Ok(Opened::Disabled(d)) => State::Off(d.to_string()),
             Err(e) => State::Off(format!("snapshots are off: {e}")),
@@ -96,6 +81,34 @@ impl RunSnapshots {
             pending_call: None,
             call_changes: Vec::new(),
         }
+    }
+
+    /// Take the run's first full look now, on a thread, rather than when
+    /// the first file-changing call arrives ([`SnapshotStore::look_ahead`]):
+    /// at 100,000 files it is most of a first run's cost, and the model's
+    /// first answer takes longer. For a run with tools (one without never
+    /// snapshots, and would only wait for the look at its end). A failure
+    /// is not reported here: the first snapshot then looks again and says
+    /// why.
+    pub fn look_ahead(&mut self) {
+        if !matches!(self.state, State::Ready(_)) {
+            return;
+        }
+        let State::Ready(mut store) = std::mem::replace(&mut self.state, State::Off(String::new()))
+        else {
+            return;
+        };
+        let dir = store.dir().to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name("snapshot-look-ahead".into())
+            .spawn(move || {
+                let _ = store.look_ahead();
+                store
+            });
+        self.state = match thread {
+            Ok(thread) => State::LookingAhead { dir, thread },
+            Err(e) => State::Off(format!("snapshots are off: no thread to look with: {e}")),
+        };
     }
 
     /// Snapshots switched off for a stated reason.

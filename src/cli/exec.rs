@@ -246,6 +246,8 @@ pub(crate) fn run_headless(
         SetupError::Config(c) => anyhow::Error::new(c),
         SetupError::Policy(p) => anyhow::Error::new(p),
     })?;
+    // The first full look runs while MCP servers start and the model answers.
+    snaps.look_ahead();
     let mcp = start_mcp(args, &home, &sandbox, &runtime, &mut out)?;
     let mut authorizer = authorizer;
     let mut ctx = ctx;

@@ -1010,6 +1010,9 @@ fn prepare(
     )
     .map_err(setup)?;
     if t.mode != ThreadMode::Chat {
+        // A turn with tools may snapshot: its first full look runs while
+        // the model answers. (A chat turn never snapshots.)
+        setup_run.snaps.look_ahead();
         setup_run.authorizer.register_tool(AuthzToolSpec {
             name: ASK_USER.into(),
             kind: ToolKind::Read,
