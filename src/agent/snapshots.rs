@@ -91,23 +91,23 @@ impl RunSnapshots {
     /// is not reported here: the first snapshot then looks again and says
     /// why.
     pub fn look_ahead(&mut self) {
-        if !matches!(self.state, State::Ready(_)) {
-            return;
-        }
-        let State::Ready(mut store) = std::mem::replace(&mut self.state, State::Off(String::new()))
-        else {
-            return;
-        };
-        let dir = store.dir().to_path_buf();
-        let thread = std::thread::Builder::new()
-            .name("snapshot-look-ahead".into())
-            .spawn(move || {
-                let _ = store.look_ahead();
-                store
-            });
-        self.state = match thread {
-            Ok(thread) => State::LookingAhead { dir, thread },
-            Err(e) => State::Off(format!("snapshots are off: no thread to look with: {e}")),
+        let state = std::mem::replace(&mut self.state, State::Off(String::new()));
+        self.state = match state {
+            State::Ready(mut store) => {
+                let dir = store.dir().to_path_buf();
+                let thread = std::thread::Builder::new()
+                    .name("snapshot-look-ahead".into())
+                    .spawn(move || {
+                        let _ = store.look_ahead();
+                        store
+                    });
+                match thread {
+                    Ok(thread) => State::LookingAhead { dir, thread },
+                    // The store went with the closure: off, and said why.
+                    Err(e) => State::Off(format!("snapshots are off: no thread to look with: {e}")),
+                }
+            }
+            other => other,
         };
     }
 
@@ -363,8 +363,8 @@ impl RunSnapshots {
 }
 
 impl Drop for RunSnapshots {
-    /// A run never ends with its look ahead cut off half-way (what it had
-    /// added would stand in the side index with no look recorded).
+    /// A run never exits while its look ahead is still writing the store:
+    /// the process would end with the thread, mid-look.
     fn drop(&mut self) {
         let _ = self.store();
     }
