@@ -200,15 +200,15 @@ pub fn observe(top: &Path) -> Vec<GitCodePath> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use super::*;
 
     /// git's rule (path.c, `xdg_config_home_for`): a set, non-empty
     /// `XDG_CONFIG_HOME` wins and needs no `HOME`; an empty one is unset.
     #[test]
     fn the_per_user_git_directory_follows_gits_rule() {
         use std::ffi::OsStr;
-        let d = |h: Option<&str>, x: Option<&str>| {
-            super::xdg_git_dir(h.map(OsStr::new), x.map(OsStr::new))
-        };
+        let d =
+            |h: Option<&str>, x: Option<&str>| xdg_git_dir(h.map(OsStr::new), x.map(OsStr::new));
         assert_eq!(d(Some("/h"), None), Some(PathBuf::from("/h/.config/git")));
         assert_eq!(
             d(Some("/h"), Some("")),
@@ -218,7 +218,6 @@ mod tests {
         assert_eq!(d(None, Some("/x")), Some(PathBuf::from("/x/git")));
         assert_eq!(d(None, None), None);
     }
-    use super::*;
 
     #[test]
     fn hooks_path_and_included_files_are_found() {

@@ -108,7 +108,16 @@ impl GitOutput {
 }
 
 impl Git {
-    pub fn new(bin: PathBuf, git_dir: PathBuf, work_tree: PathBuf, index: PathBuf) -> Self {
+    /// A runner whose commands are given `user_dirs` as the user's home
+    /// and configuration directory (the store's [`super::SnapshotOptions`]
+    /// own them: one source for the seed and the side repository).
+    pub fn new(
+        bin: PathBuf,
+        git_dir: PathBuf,
+        work_tree: PathBuf,
+        index: PathBuf,
+        user_dirs: UserDirs,
+    ) -> Self {
         Git {
             bin,
             git_dir,
@@ -116,15 +125,8 @@ impl Git {
             index,
             alternate: None,
             skip_hash: false,
-            user_dirs: UserDirs::from_env(),
+            user_dirs,
         }
-    }
-
-    /// This runner, giving its commands `dirs` as the user's home and
-    /// configuration directory.
-    pub fn with_user_dirs(mut self, dirs: UserDirs) -> Git {
-        self.user_dirs = dirs;
-        self
     }
 
     /// The user's directories this runner's commands are given.

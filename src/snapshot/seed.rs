@@ -380,19 +380,21 @@ fn seed_inner(
     // the journal's index way), else git's answer to the pathspecs.
     // The listing is sorted, so a directory's files come in a row: its
     // path is judged once, each file's own name every time.
-    let mut last_dir: (&[u8], bool) = (b"", false);
-    let by_builtin = entries.iter().map(|e| e.path).filter(|p| {
-        let (dir, name) = match p.iter().rposition(|b| *b == b'/') {
-            Some(i) => (&p[..i], &p[i + 1..]),
-            None => (&b""[..], *p),
+    let mut dropped: Vec<&[u8]> = Vec::new();
+    let mut dir_judged: (&[u8], bool) = (b"", false);
+    for e in &entries {
+        let (dir, name) = match e.path.iter().rposition(|b| *b == b'/') {
+            Some(i) => (&e.path[..i], &e.path[i + 1..]),
+            None => (&b""[..], e.path),
         };
-        if dir != last_dir.0 {
-            last_dir = (dir, super::layout::builtin_excluded(dir));
+        if dir != dir_judged.0 {
+            dir_judged = (dir, super::layout::builtin_excluded(dir));
         }
-        last_dir.1 || super::layout::builtin_excluded(name)
-    });
-    let by_git = ignored.stdout.split(|b| *b == 0).filter(|r| !r.is_empty());
-    let mut dropped: Vec<&[u8]> = by_builtin.chain(by_git).collect();
+        if dir_judged.1 || super::layout::builtin_excluded(name) {
+            dropped.push(e.path);
+        }
+    }
+    dropped.extend(ignored.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()));
     let secrets_by_git;
     match super::treebuild::LeftOut::new(excludes) {
         Ok(left) => dropped.extend(
@@ -544,7 +546,7 @@ fn copy_head_trees(
     }
     let mut list = ids.join("\n");
     list.push('\n');
-    pack_into_store(&git.with_alternate(objects), &[], list.as_bytes()).ok()
+    pack_into_store(&git.with_alternate(objects), list.as_bytes()).ok()
 }
 
 /// Delete the side store's pack `name` (its `.pack`, `.idx` and any
@@ -556,17 +558,21 @@ pub fn drop_pack(git: &Git, name: &str) {
     }
 }
 
-/// `git pack-objects -q --window=0 OPTIONS` into a new pack of the side
-/// store, fed `input`: the new pack's name.
-fn pack_into_store(git: &Git, options: &[&str], input: &[u8]) -> Result<String, NoSeed> {
+/// `git pack-objects -q --window=0` into a new pack of the side store,
+/// fed the object ids `input` (one a line): the new pack's name.
+fn pack_into_store(git: &Git, input: &[u8]) -> Result<String, NoSeed> {
     let pack = OsString::from(git.git_dir().join("objects/pack/pack").as_os_str());
-    let args: Vec<OsString> = ["-c", "pack.writeReverseIndex=false", "pack-objects", "-q"]
-        .iter()
-        .chain(options)
-        .chain(&["--window=0"])
-        .map(OsString::from)
-        .chain(std::iter::once(pack))
-        .collect();
+    let args: Vec<OsString> = [
+        "-c",
+        "pack.writeReverseIndex=false",
+        "pack-objects",
+        "-q",
+        "--window=0",
+    ]
+    .iter()
+    .map(OsString::from)
+    .chain(std::iter::once(pack))
+    .collect();
     let name = git
         .run_stdin(&args, input)
         .map_err(|e| NoSeed::Copy(e.to_string()))?
@@ -585,7 +591,7 @@ fn copy_blobs(git: &Git, objects: &Path, list: &[u8]) -> Result<(), NoSeed> {
     if list.is_empty() {
         return Ok(());
     }
-    pack_into_store(&git.with_alternate(objects), &[], list).map(drop)
+    pack_into_store(&git.with_alternate(objects), list).map(drop)
 }
 
 #[cfg(test)]

@@ -232,9 +232,9 @@ impl SnapshotStore {
             dir.join(".git"),
             workspace.to_path_buf(),
             dir.join("index"),
+            opts.user_dirs.clone(),
         )
-        .with_skip_hash(skip_hash)
-        .with_user_dirs(opts.user_dirs.clone());
+        .with_skip_hash(skip_hash);
         if !dir.join(".git").join("HEAD").exists() {
             git.run(&["init", "-q", "--template="])?;
         }
