@@ -59,6 +59,9 @@ pub fn prepare_run(
     note: Note<'_>,
 ) -> Result<RunSetup, SetupError> {
     let settings = &sandbox.settings;
+    // Beside the single-core `.env` scan that `resolve` starts with.
+    #[cfg(unix)]
+    crate::host::integrity::warm_gitlinks(&settings.workspace);
     let home = settings.paths.codewhale_home.clone();
     let cfg = ExecConfig::from_settings(settings)?;
     let store = AuthStore::new(&home);
@@ -74,6 +77,8 @@ pub fn prepare_run(
         .with_resolved_policy(&resolved);
     // The run's first snapshot follows at once.
     snap_opts.seed_at_open = true;
+    // And it keeps a journal (`RunSnapshots` enables it).
+    snap_opts.journal_at_open = true;
     let snaps = RunSnapshots::from_open(
         SnapshotStore::open(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
     );

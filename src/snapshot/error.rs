@@ -71,6 +71,14 @@ pub enum SnapshotError {
     /// cannot be reverted as one step.
     #[error("cannot undo request {request}: its pre-turn snapshot was pruned (use `codewhale restore --list` to pick a snapshot)")]
     PreTurnPruned { request: u64 },
+    /// The seed's blob copy ended without its pack and could not be
+    /// taken again (see `blobcopy`): snapshots may name blobs the store
+    /// lacks.
+    #[error(
+        "the snapshots' objects are not all in the store: copying them from {} failed: {detail} (a `git gc --prune=now` in your repository may have removed them before the copy ended)",
+        from.display()
+    )]
+    BlobCopy { from: PathBuf, detail: String },
     /// A label string did not parse.
     #[error(
         "bad snapshot label {0:?} (expected pre-turn:N, post-turn:N, tool:ID or pre-restore:N)"

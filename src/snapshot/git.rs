@@ -209,6 +209,13 @@ impl Git {
         cmd
     }
 
+    /// The base command, for a process the caller starts and does not
+    /// wait for here (the seed's background blob copy).
+    #[cfg(unix)]
+    pub(crate) fn command_for_background(&self) -> Command {
+        self.command()
+    }
+
     /// Run `git ARGS`; a non-zero exit is an error carrying git's stderr.
     pub fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<GitOutput, SnapshotError> {
         self.run_with(args, None, false)

@@ -27,6 +27,7 @@
 //! - Refusal is not failure: [`Opened::Disabled`] carries the reason,
 //!   which every surface shows.
 
+pub mod blobcopy;
 pub mod error;
 pub mod git;
 pub mod guard;
@@ -35,6 +36,7 @@ pub mod keeper;
 pub mod layout;
 pub mod lock;
 pub mod options;
+pub mod present;
 pub mod records;
 pub mod report;
 pub mod seed;

@@ -27,12 +27,14 @@
 //! one pack of the side store (`pack-objects` on their ids, with the
 //! user's objects as an alternate for that read-only command only, through
 //! `GIT_ALTERNATE_OBJECT_DIRECTORIES`: git reuses the compressed data,
-//! nothing is hashed again). The copy starts as soon as the seeded index
-//! is known and runs beside the snapshot's `git add` ([`BlobCopy`]),
-//! finished before the snapshot's commit is made. So every snapshot holds
-//! all its objects itself: a later `git gc --prune=now` in the user's
-//! repository (after an amend or a rebase) cannot break a restore, and
-//! the user's history and its secrets stay out of the side store. (Besides
+//! nothing is hashed again). The copy starts once the look on the seeded
+//! index is taken and runs in the background, in a process of its own
+//! that outlives the run ([`super::blobcopy`]), settled before anything
+//! reads those blobs (a restore, the store's `gc`) and redone at the next
+//! open when it was cut short. So every snapshot comes to hold all its
+//! objects itself: a later `git gc --prune=now` in the user's repository
+//! (after an amend or a rebase) cannot break a restore, and the user's
+//! history and its secrets stay out of the side store. (Besides
 //! the unreached `HEAD` trees above, the one kind of object copied that no
 //! snapshot may reach: the user's staged version of a file changed or
 //! deleted since their git last looked — never one the store leaves out.)
@@ -205,6 +207,43 @@ fn positive(excludes: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Every blob `list` names (one hex id a line) is in the user's store.
+fn all_present(objects: &Path, list: &[u8]) -> Result<(), NoSeed> {
+    let mut ids: Vec<super::present::Oid> = Vec::with_capacity(list.len() / 41);
+    for line in list.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let mut id = [0u8; 20];
+        hex::decode_to_slice(line, &mut id)
+            .map_err(|_| NoSeed::Index("an object id that is not SHA-1 hex".into()))?;
+        ids.push(id);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    match super::present::missing(objects, &ids) {
+        None => Err(NoSeed::Copy(format!(
+            "a pack index in {} is not version 2",
+            objects.display()
+        ))),
+        Some(gone) => match gone.first() {
+            None => Ok(()),
+            Some(first) => Err(NoSeed::Copy(format!(
+                "{} blob(s) your index names are not in {} (the first: {})",
+                gone.len(),
+                objects.display(),
+                hex::encode(first)
+            ))),
+        },
+    }
+}
+
+/// Whether `objects` belongs to a partial clone (a `.promisor` file
+/// beside its packs).
+fn has_promisor_pack(objects: &Path) -> bool {
+    std::fs::read_dir(objects.join("pack")).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| e.file_name().as_encoded_bytes().ends_with(b".promisor"))
+    })
+}
+
 /// The excludes file git reads for the side repository's commands when
 /// no `core.excludesFile` is set (they run without a global config):
 /// `$XDG_CONFIG_HOME/git/ignore`, else `~/.config/git/ignore`, of the
@@ -214,73 +253,38 @@ fn per_user_excludes(user: &UserDirs) -> Option<PathBuf> {
     f.is_file().then_some(f)
 }
 
-/// A side index seeded from the user's.
-#[derive(Debug)]
-pub struct Seeded {
-    /// The pack of the user's clean `HEAD` trees, if one was made: it
-    /// stays, as the home of the trees the snapshot's `write-tree`
-    /// reuses; [`drop_pack`] it only when the seed is abandoned.
-    pub tree_pack: Option<String>,
-    /// The copy of the seeded entries' blobs, running beside the
-    /// snapshot's `git add` ([`BlobCopy::finish`] before the commit).
-    pub blobs: BlobCopy,
-}
-
-/// The seeded entries' blobs being copied from the user's object store
-/// into one pack of the side store (`pack-objects` on their ids, with the
-/// user's objects as an alternate for that read-only command only). It
-/// starts as soon as the seeded index is known, because it is the longest
-/// step of a first snapshot (~0.3 s of one core at 100k files: the pack's
-/// checksum) and needs nothing the `add` finds.
-#[derive(Debug)]
-pub struct BlobCopy(Option<std::thread::JoinHandle<Result<(), NoSeed>>>);
-
-impl BlobCopy {
-    /// Wait for the copy: `Err` when it failed (a blob the user's store
-    /// lacks, say), and then the seed must be abandoned.
-    pub fn finish(mut self) -> Result<(), NoSeed> {
-        match self.0.take().map(std::thread::JoinHandle::join) {
-            None => Ok(()),
-            Some(Ok(r)) => r,
-            Some(Err(_)) => Err(NoSeed::Copy("the copying thread panicked".into())),
-        }
-    }
-}
-
-impl Drop for BlobCopy {
-    /// Never leave a copy writing into a store nobody waits on.
-    fn drop(&mut self) {
-        if let Some(h) = self.0.take() {
-            let _ = h.join();
-        }
-    }
-}
-
 /// A side index seeded and checked, its blobs not copied yet: what
-/// [`prepare`] leaves, for [`Prepared::start`] once the store may copy
-/// (the workspace passed the size limits).
+/// [`prepare`] leaves, for [`Prepared::copy`] once the store may copy
+/// (the workspace passed the size limits and the look was taken).
 #[derive(Debug)]
 pub struct Prepared {
     objects: PathBuf,
     /// The blob ids to copy, one a line.
     list: Vec<u8>,
     /// The pack of the user's clean `HEAD` trees, if one was made.
-    pub tree_pack: Option<String>,
+    tree_pack: Option<String>,
 }
 
 impl Prepared {
-    /// Start copying the seeded entries' blobs (see [`BlobCopy`]).
-    pub fn start(self, git: &Git) -> Seeded {
-        let Prepared {
-            objects,
-            list,
-            tree_pack,
-        } = self;
-        let git = git.clone();
-        let blobs = BlobCopy(Some(std::thread::spawn(move || {
-            copy_blobs(&git, &objects, &list)
-        })));
-        Seeded { tree_pack, blobs }
+    /// The pack of the user's clean `HEAD` trees, if one was made: it
+    /// stays, as the home of the trees the snapshot's `write-tree`
+    /// reuses; [`drop_pack`] it only when the seed is abandoned.
+    pub fn tree_pack(&self) -> Option<&str> {
+        self.tree_pack.as_deref()
+    }
+
+    /// Copy the seeded entries' blobs into the store at `store_dir`, once
+    /// the look on the seeded index is taken: in the background when it
+    /// can be ([`super::blobcopy`]; the caller holds the store lock), else
+    /// here. `Err` (only from a copy here: a blob the user's store lacks,
+    /// say) means the seed must be abandoned.
+    pub fn copy(&self, git: &Git, store_dir: &Path) -> Result<(), NoSeed> {
+        if self.list.is_empty()
+            || super::blobcopy::start(git, store_dir, &self.objects, &self.list).is_ok()
+        {
+            return Ok(());
+        }
+        copy_blobs(git, &self.objects, &self.list)
     }
 
     /// Not used after all: the side index and the tree pack go.
@@ -321,7 +325,9 @@ fn seed_inner(
         return Err(NoSeed::NoIndex);
     }
     let objects = repo.common.join("objects");
-    if objects.join("info/alternates").exists() {
+    // Objects kept elsewhere: another store's, or a promisor remote's (a
+    // partial clone's blobs may be missing until fetched).
+    if objects.join("info/alternates").exists() || has_promisor_pack(&objects) {
         return Err(NoSeed::BorrowedObjects);
     }
     let user = git.user_dirs();
@@ -452,6 +458,9 @@ fn seed_inner(
             list.push(b'\n');
         }
     }
+    // The copy runs after the snapshot is committed: every blob must be
+    // there to copy, or the files are taken the long way (see `present`).
+    all_present(&objects, &list)?;
     // Only a shortcut: without it, `write-tree` writes the trees itself.
     let tree_pack = copy_head_trees(git, bin, &repo, &objects, &dropped);
     Ok(Prepared {
@@ -561,18 +570,7 @@ pub fn drop_pack(git: &Git, name: &str) {
 /// `git pack-objects -q --window=0` into a new pack of the side store,
 /// fed the object ids `input` (one a line): the new pack's name.
 fn pack_into_store(git: &Git, input: &[u8]) -> Result<String, NoSeed> {
-    let pack = OsString::from(git.git_dir().join("objects/pack/pack").as_os_str());
-    let args: Vec<OsString> = [
-        "-c",
-        "pack.writeReverseIndex=false",
-        "pack-objects",
-        "-q",
-        "--window=0",
-    ]
-    .iter()
-    .map(OsString::from)
-    .chain(std::iter::once(pack))
-    .collect();
+    let args = super::blobcopy::pack_args(git);
     let name = git
         .run_stdin(&args, input)
         .map_err(|e| NoSeed::Copy(e.to_string()))?

@@ -6,6 +6,7 @@
 //! snapshot's — one `commit-tree` + `update-ref`. Commits have no parents,
 //! so pruning a snapshot is deleting its ref.
 
+use super::blobcopy;
 use super::error::{Disabled, SnapshotError};
 use super::git::{self, Git};
 use super::guard;
@@ -179,16 +180,31 @@ impl SnapshotStore {
         };
         // With a seed to prepare, the size walk runs beside it: nothing the
         // seed writes outlives a refusal, and it copies no blob (see
-        // `seed::Prepared`).
-        let (size, store) = if seed_now {
+        // `seed::Prepared`). The keeper, when wanted, starts beside both.
+        let keeper_exe = opts
+            .keeper
+            .clone()
+            .filter(|_| seed_now && opts.journal_at_open);
+        let (size, store, keeper) = if seed_now {
             std::thread::scope(|s| {
                 let size = s.spawn(size_check);
+                let keeper = keeper_exe.as_ref().map(|exe| {
+                    s.spawn(|| {
+                        std::fs::create_dir_all(&dir).ok()?;
+                        Keeper::find(&dir).or_else(|| {
+                            Keeper::start(exe, &dir, &workspace, &opts.codewhale_home).ok()
+                        })
+                    })
+                });
                 let store = Self::build(&workspace, &dir, bin.clone(), skip_hash, opts.clone());
                 let size = size.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-                (size, Some(store))
+                // A keeper that did not start is started again at the
+                // first look (which says why, if it fails there too).
+                let keeper = keeper.and_then(|k| k.join().ok().flatten());
+                (size, Some(store), keeper)
             })
         } else {
-            (size_check(), None)
+            (size_check(), None, None)
         };
         let fresh_size = match size {
             Ok(fresh) => fresh,
@@ -202,10 +218,14 @@ impl SnapshotStore {
                 return Ok(Opened::Disabled(d));
             }
         };
-        let store = match store {
+        let mut store = match store {
             Some(s) => s?,
             None => Self::build(&workspace, &dir, bin, skip_hash, opts)?,
         };
+        if let Some(k) = keeper {
+            // The first look resets it (its watches are in place already).
+            store.journal = Some(JournalSource::Keeper(k));
+        }
         if let Some(bytes) = fresh_size {
             // Whole or not at all: a torn file would not parse (walk again).
             let tmp = size_cache.with_extension("tmp");
@@ -256,6 +276,10 @@ impl SnapshotStore {
             // file. The next snapshot fills a new index (a full look).
             let _ = std::fs::remove_file(git.index());
         }
+        // A copy cut short (a run killed) is taken again now; a running
+        // one is left to finish. One that cannot be taken again stays
+        // pending, and every restore names the failure.
+        let _ = blobcopy::settle(&git, dir, false);
         let records = Records::load(&records_path)?;
         let seed_at_open = opts.seed_at_open;
         let mut store = SnapshotStore {
@@ -289,7 +313,10 @@ impl SnapshotStore {
                 );
                 // With the user's trees copied ahead, named for whoever
                 // clears this seed.
-                let trees = prepared.as_ref().ok().and_then(|p| p.tree_pack.clone());
+                let trees = prepared
+                    .as_ref()
+                    .ok()
+                    .and_then(|p| p.tree_pack().map(str::to_string));
                 if let Some(name) = trees {
                     write_if_changed(&mark, &format!("{token}\n{name}\n"))?;
                 }
@@ -450,10 +477,10 @@ impl SnapshotStore {
     /// since. A run calls it on a thread as soon as the store is open
     /// (the turn loop's `RunSnapshots`): at 100,000 files that look is
     /// most of a first run's cost, and it then overlaps the model's first
-    /// answer instead of following it. Nothing is recorded, so nothing
-    /// can name a blob the side store does not hold yet (the seed's copy
-    /// is joined before this returns) and a look cut short leaves what a
-    /// snapshot cut short leaves. `Ok(false)`: nothing to do (the next
+    /// answer instead of following it. Nothing is recorded; the seed's
+    /// blob copy it starts is settled before anything reads those blobs
+    /// ([`blobcopy`]), and a look cut short leaves what a snapshot cut
+    /// short leaves. `Ok(false)`: nothing to do (the next
     /// look continues a journal, or no journal is wanted or possible here
     /// and the look would have to be taken again).
     pub fn look_ahead(&mut self) -> Result<bool, SnapshotError> {
@@ -547,7 +574,7 @@ impl SnapshotStore {
             None => seed::prepare(&self.git, self.git.bin(), &self.workspace, &self.excludes),
         };
         let (r, seeded) = match r {
-            Ok(p) => (Ok(()), Some(p.start(&self.git))),
+            Ok(p) => (Ok(()), Some(p)),
             Err(why) => (Err(why), None),
         };
         self.seed = Some(r);
@@ -664,19 +691,24 @@ impl SnapshotStore {
     }
 
     /// The first snapshot from a seeded index: the tree names blobs the
-    /// copy started by the seed brings in, and trees that are either in
-    /// the seed's pack of the user's `HEAD` trees (those `write-tree`
-    /// reused) or written by it; all are in the side store before the
-    /// snapshot is committed. When the seed is abandoned its tree pack
-    /// goes first: the full look that follows must write every tree it
-    /// needs rather than find one in a pack about to be deleted.
-    fn seeded_add(&self, seeded: seed::Seeded) -> Result<(Vec<String>, String), seed::NoSeed> {
+    /// copy started after the look brings in ([`blobcopy`]; settled before
+    /// anything reads them), and trees that are either in the seed's pack
+    /// of the user's `HEAD` trees (those `write-tree` reused) or written
+    /// by it. The copy starts only once the look is taken: beside `add -u`
+    /// and `ls-files -o` it took a third process's share of two cores. When
+    /// the seed is abandoned its tree pack goes first: the full look that
+    /// follows must write every tree it needs rather than find one in a
+    /// pack about to be deleted.
+    fn seeded_add(&self, seeded: seed::Prepared) -> Result<(Vec<String>, String), seed::NoSeed> {
         let looked = self
             .seeded_look()
             .map_err(|e| seed::NoSeed::Index(e.to_string()));
-        let copied = seeded.blobs.finish();
+        let copied = match &looked {
+            Ok(_) => seeded.copy(&self.git, &self.dir),
+            Err(_) => Ok(()),
+        };
         if looked.is_err() || copied.is_err() {
-            if let Some(name) = &seeded.tree_pack {
+            if let Some(name) = seeded.tree_pack() {
                 seed::drop_pack(&self.git, name);
             }
         }
@@ -819,6 +851,7 @@ impl SnapshotStore {
                 paths,
                 &self.excludes,
                 MAX_JOURNAL_PATHSPECS,
+                blobcopy::pending(&self.dir).is_some(),
             ) {
                 Ok(tree) => {
                     self.save_last_look(&tree, false)?;
@@ -913,9 +946,37 @@ impl SnapshotStore {
         }
         self.untrack(&gone, false)?;
         let warnings = self.add_by_name(&here)?;
-        let tree = self.git.run(&["write-tree"])?.line();
+        let tree = self.git.run(&self.write_tree_args(true))?.line();
         check_hash("write-tree", &tree)?;
         Ok(Some((warnings, tree)))
+    }
+
+    /// `write-tree`, checking that every object the tree names is in the
+    /// store when `verify` — unless the seed's blob copy is not settled
+    /// yet, whose blobs are there only once it is ([`blobcopy`]).
+    fn write_tree_args(&self, verify: bool) -> Vec<&'static str> {
+        if verify && blobcopy::pending(&self.dir).is_none() {
+            vec!["write-tree"]
+        } else {
+            vec!["write-tree", "--missing-ok"]
+        }
+    }
+
+    /// Wait for the seed's blob copy, when one is pending (see
+    /// [`blobcopy`]; the caller holds the store lock): before anything
+    /// that reads blobs or drops objects.
+    fn settle_copy(&self) -> Result<(), SnapshotError> {
+        blobcopy::settle(&self.git, &self.dir, true).map(drop)
+    }
+
+    /// Wait until every snapshot's objects are in the store: the seed's
+    /// blob copy, which a run leaves running in the background, finished
+    /// (or taken again, when it was cut short). For a caller that reads
+    /// the side store itself (a test, a benchmark); a restore does this
+    /// on its own.
+    pub fn finish_copy(&self) -> Result<(), SnapshotError> {
+        let _lock = StoreLock::acquire(&self.dir)?;
+        self.settle_copy()
     }
 
     /// `git add -A` (minus the exclusions) and `write-tree`: the warnings
@@ -935,12 +996,8 @@ impl SnapshotStore {
                 return Ok((warnings, k.tree.clone()));
             }
         }
-        let write_tree: &[&str] = if verify {
-            &["write-tree"]
-        } else {
-            &["write-tree", "--missing-ok"]
-        };
-        let tree = self.git.run(write_tree)?.line();
+        let write_tree = self.write_tree_args(verify);
+        let tree = self.git.run(&write_tree)?.line();
         check_hash("write-tree", &tree)?;
         Ok((warnings, tree))
     }
@@ -1067,7 +1124,12 @@ impl SnapshotStore {
                 }
             }
         }
-        let out = self.git.without_index().run(&[
+        // Blobs a pending copy brings in are read where they are now.
+        let git = match blobcopy::pending(&self.dir) {
+            Some(from) => self.git.without_index().with_alternate(&from),
+            None => self.git.without_index(),
+        };
+        let out = git.run(&[
             "diff-tree",
             "-r",
             "-z",
@@ -1099,6 +1161,8 @@ impl SnapshotStore {
         meta: SnapshotMeta,
     ) -> Result<RestoreOutcome, SnapshotError> {
         let target = self.tree_of(id)?;
+        // Every blob the target names is in the store before it is read.
+        self.settle_copy()?;
         // No gc here: the target's objects must survive until read-tree.
         let pre = self.snapshot_inner(Label::PreRestore(id), meta, false)?;
         let pre_tree = self.tree_of(pre)?;
@@ -1158,6 +1222,8 @@ impl SnapshotStore {
             let n = n.min(self.records.snapshots.len() - 1);
             let orphaned = self.records.drop_oldest(n);
             self.delete_refs(&orphaned)?;
+            // A copy still writing its pack would lose it to the prune.
+            self.settle_copy()?;
             self.git.run(&["gc", "--prune=now", "--quiet"])?;
             size = self.store_bytes();
             changed = true;

@@ -182,6 +182,8 @@ impl LastLook {
 
 /// Build the tree of the workspace from `base` (the last look's tree) and
 /// the journal's `paths`: `Ok(tree)`, or why not (take the index way).
+/// `missing_ok`: the trees may name blobs the store does not hold yet
+/// (the seed's copy is not settled: [`super::blobcopy`]).
 pub fn build(
     git: &Git,
     workspace: &Path,
@@ -189,6 +191,7 @@ pub fn build(
     paths: &[PathBuf],
     excludes: &[String],
     max_named: usize,
+    missing_ok: bool,
 ) -> Result<String, Decline> {
     side_config_is_default(git.git_dir())?;
     let literal = literal_excludes(excludes)?;
@@ -238,7 +241,7 @@ pub fn build(
             },
         )?;
     }
-    let mut writer = MkTree::start(git)?;
+    let mut writer = MkTree::start(git, missing_ok)?;
     let tree = model.write(base, &mut writer)?;
     writer.finish()?;
     Ok(tree)
@@ -711,9 +714,14 @@ struct MkTree {
 }
 
 impl MkTree {
-    fn start(git: &Git) -> Result<MkTree, Decline> {
+    fn start(git: &Git, missing_ok: bool) -> Result<MkTree, Decline> {
+        let args: &[&str] = if missing_ok {
+            &["mktree", "--batch", "-z", "--missing"]
+        } else {
+            &["mktree", "--batch", "-z"]
+        };
         let mut child = git
-            .spawn(&["mktree", "--batch", "-z"])
+            .spawn(args)
             .map_err(|e| format!("cannot start git mktree: {e}"))?;
         let stdout = child
             .stdout

@@ -82,6 +82,8 @@ impl Fixture {
 
     /// Every object's content in the side repository, concatenated.
     pub fn side_objects(&self, store: &SnapshotStore) -> Vec<u8> {
+        // Whatever the seed's background copy brings in is there first.
+        store.finish_copy().expect("the blob copy");
         let out = Command::new("git")
             .arg(format!("--git-dir={}", store.git_dir().display()))
             .args(["cat-file", "--batch-all-objects", "--batch"])

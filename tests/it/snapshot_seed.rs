@@ -188,6 +188,7 @@ fn a_seeded_snapshot_holds_what_the_long_way_holds() {
     }
     // No alternates: the side store stands alone.
     assert!(!store.git_dir().join("objects/info/alternates").exists());
+    store.finish_copy().unwrap();
     // Two packs: the snapshot's blobs copied from the user's store, and the
     // user's clean `HEAD` trees copied ahead for `write-tree` (kept: the
     // trees it reused live there), which hold the clean tree the snapshot
@@ -256,6 +257,9 @@ fn a_restore_survives_the_users_gc_prune_now() {
     let mut store = f.open();
     let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
     assert_eq!(store.seeded_from_user_index(), Some(true));
+    // The copy the snapshot left running has ended (~0.3 s at 100k files;
+    // a gc inside that window: the next test).
+    store.finish_copy().unwrap();
     let before = files(&f.ws, &[".git"]);
     let blob = String::from_utf8(f.user_git(&["rev-parse", "HEAD:a.txt"]).stdout).unwrap();
 
@@ -281,6 +285,123 @@ fn a_restore_survives_the_users_gc_prune_now() {
         std::fs::read(f.ws.join("a.txt")).unwrap(),
         b"VERSION-ONE-51\n"
     );
+}
+
+/// Wait for the background blob copy of `store` to end, then make it look
+/// cut short (a run killed with it, the machine stopped): its pack gone,
+/// its output empty. Returns the blob ids it was to copy.
+fn cut_the_copy_short(store: &SnapshotStore) -> Vec<String> {
+    use std::os::fd::AsRawFd;
+    let dir = store.dir().join(codewhale::snapshot::blobcopy::DIR);
+    let out = std::fs::File::open(dir.join("out")).expect("a copy was started");
+    // SAFETY: flock on a descriptor this function owns; no memory passed.
+    assert_eq!(unsafe { libc::flock(out.as_raw_fd(), libc::LOCK_SH) }, 0);
+    let name = std::fs::read_to_string(dir.join("out")).unwrap();
+    let name = name.trim();
+    assert_eq!(name.len(), 40, "the copy ended with its pack: {name:?}");
+    for ext in ["pack", "idx"] {
+        std::fs::remove_file(
+            store
+                .git_dir()
+                .join(format!("objects/pack/pack-{name}.{ext}")),
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.join("out"), "").unwrap();
+    std::fs::read_to_string(dir.join("ids"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every object snapshot `id` reaches, as the side store alone sees it
+/// (`rev-list --objects --missing=print`: a missing one as `?ID`).
+fn walk(store: &SnapshotStore, id: u64) -> String {
+    let commit = &store.get(id).unwrap().commit;
+    let walk = Command::new("git")
+        .arg(format!("--git-dir={}", store.git_dir().display()))
+        .args(["rev-list", "--objects", "--missing=print", commit])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(walk.status.success(), "{walk:?}");
+    String::from_utf8(walk.stdout).unwrap()
+}
+
+/// The blobs a snapshot names that the side store lacks.
+fn missing_in_side(store: &SnapshotStore, id: u64) -> Vec<String> {
+    walk(store, id)
+        .lines()
+        .filter_map(|l| l.strip_prefix('?').map(str::to_string))
+        .collect()
+}
+
+/// A run killed while its blob copy ran leaves the snapshot naming blobs
+/// only the user's store holds: the next open takes the copy again, and
+/// the snapshot then stands alone and restores byte-exactly.
+#[test]
+fn a_blob_copy_cut_short_is_taken_again_at_the_next_open() {
+    let f = Fixture::new();
+    f.write("a.txt", "COPIED-AGAIN-71\n");
+    f.write("src/lib.rs", "pub fn lib() {}\n");
+    age_files(&f.ws);
+    f.user_repo();
+    let mut store = f.open();
+    let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert_eq!(store.seeded_from_user_index(), Some(true));
+    let ids = cut_the_copy_short(&store);
+    let mut lacking = missing_in_side(&store, id);
+    lacking.sort();
+    let mut want = ids.clone();
+    want.sort();
+    want.dedup();
+    assert_eq!(lacking, want, "control: the snapshot's blobs are not there");
+    drop(store);
+    let mut again = f.open();
+    assert!(
+        missing_in_side(&again, id).is_empty(),
+        "taken again at open"
+    );
+    assert!(!again
+        .dir()
+        .join(codewhale::snapshot::blobcopy::DIR)
+        .exists());
+    stands_alone(&again, id, 3);
+    let before = files(&f.ws, &[".git"]);
+    f.write("a.txt", "broken\n");
+    again.restore(id).unwrap();
+    assert_eq!(files(&f.ws, &[".git"]), before);
+}
+
+/// A copy cut short whose blobs the user's repository lost meanwhile (an
+/// amend, reflogs expired, `gc --prune=now`): nothing can copy them any
+/// more. A restore says so, naming the user's objects directory, and
+/// changes nothing in the workspace (every restore says so again: the
+/// copy stays pending, see `src/snapshot/blobcopy.rs`).
+#[test]
+fn a_blob_copy_that_cannot_be_taken_again_is_said_and_nothing_is_restored() {
+    let f = Fixture::new();
+    f.write("a.txt", "LOST-WITH-THE-GC-72\n");
+    f.write("keep.txt", "keep\n");
+    age_files(&f.ws);
+    f.user_repo();
+    f.user_git(&["gc", "-q"]);
+    let mut store = f.open();
+    let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
+    cut_the_copy_short(&store);
+    f.write("a.txt", "VERSION-TWO\n");
+    f.user_git(&["commit", "-q", "-a", "--amend", "-m", "amended"]);
+    f.user_git(&["reflog", "expire", "--expire=now", "--all"]);
+    f.user_git(&["gc", "-q", "--prune=now"]);
+    let before = files(&f.ws, &[".git"]);
+    let err = store.restore(id).unwrap_err().to_string();
+    assert!(
+        err.contains("not all in the store") && err.contains(".git/objects"),
+        "{err}"
+    );
+    assert_eq!(files(&f.ws, &[".git"]), before, "nothing restored");
 }
 
 #[test]
@@ -434,16 +555,8 @@ fn a_later_store_for_the_same_workspace_keeps_its_index() {
 /// Every object snapshot `id`'s commit reaches is in the side store alone
 /// (more than `at_least` of them: a control that the walk saw the tree).
 fn stands_alone(store: &SnapshotStore, id: u64, at_least: usize) {
-    let commit = &store.get(id).unwrap().commit;
-    let walk = Command::new("git")
-        .arg(format!("--git-dir={}", store.git_dir().display()))
-        .args(["rev-list", "--objects", "--missing=print", commit])
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .unwrap();
-    assert!(walk.status.success(), "{walk:?}");
-    let listed = String::from_utf8(walk.stdout).unwrap();
+    store.finish_copy().expect("the blob copy");
+    let listed = walk(store, id);
     assert!(listed.lines().count() > at_least, "control: {listed}");
     assert!(
         !listed.lines().any(|l| l.starts_with('?')),

@@ -262,6 +262,13 @@ struct Cached {
     links: Vec<PathBuf>,
 }
 
+/// Fill `cache` with `root`'s gitlinks (see [`gitlinks`]).
+pub fn warm(root: &Path, cache: &Path) {
+    if std::fs::symlink_metadata(root.join(".git")).is_ok_and(|m| m.is_dir()) {
+        let _ = gitlinks(root, Some(cache));
+    }
+}
+
 /// The gitlinks of `root`'s index. Listing them runs `git ls-files`
 /// (a process, and the whole index read), which the after-run check would
 /// otherwise pay on every sandboxed command; so the list is kept in
