@@ -287,6 +287,84 @@ fn a_restore_survives_the_users_gc_prune_now() {
     );
 }
 
+/// `present::missing` answers as git does (`cat-file -e`) on a real
+/// repository: objects in a pack (after `gc`), loose ones made since, and
+/// ids git has never seen.
+#[test]
+fn the_pack_index_check_agrees_with_git() {
+    use codewhale::snapshot::present::{missing, Oid};
+    let f = Fixture::new();
+    for i in 0..40 {
+        f.write(&format!("d{}/f{i}.txt", i % 4), format!("packed {i}\n"));
+    }
+    f.user_repo();
+    f.user_git(&["gc", "-q"]);
+    f.write("loose.txt", "LOOSE-73\n");
+    f.user_git(&["add", "loose.txt"]);
+    let listed = f.user_git(&["ls-files", "-s"]).stdout;
+    let hex_ids: Vec<String> = String::from_utf8(listed)
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(hex_ids.len(), 41);
+    let objects = f.ws.join(".git/objects");
+    let loose = String::from_utf8(f.user_git(&["rev-parse", ":loose.txt"]).stdout).unwrap();
+    let loose = loose.trim();
+    assert!(
+        objects.join(&loose[..2]).join(&loose[2..]).is_file(),
+        "control: one object is loose"
+    );
+    let packs = std::fs::read_dir(objects.join("pack"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".idx"))
+        .count();
+    assert!(packs >= 1, "control: a packed repository");
+    let strangers = [
+        "0".repeat(40),
+        "f".repeat(40),
+        format!("{}1", &hex_ids[0][..39]),
+    ];
+    let mut all: Vec<Oid> = hex_ids
+        .iter()
+        .chain(strangers.iter())
+        .map(|h| {
+            let mut o = [0u8; 20];
+            hex::decode_to_slice(h, &mut o).unwrap();
+            o
+        })
+        .collect();
+    all.sort();
+    all.dedup();
+    let said: Vec<String> = missing(&objects, &all)
+        .expect("version 2 indexes")
+        .iter()
+        .map(hex::encode)
+        .collect();
+    let git_says: Vec<String> = all
+        .iter()
+        .map(hex::encode)
+        .filter(|h| {
+            !Command::new("git")
+                .args(["cat-file", "-e", h])
+                .current_dir(&f.ws)
+                .env("HOME", &f.user_home)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .status()
+                .unwrap()
+                .success()
+        })
+        .collect();
+    assert_eq!(said, git_says);
+    assert!(said.len() >= 2, "control: ids git has never seen: {said:?}");
+    assert!(
+        said.len() < all.len() - 40,
+        "the repository's own are found"
+    );
+}
+
 /// Wait for the background blob copy of `store` to end, then make it look
 /// cut short (a run killed with it, the machine stopped): its pack gone,
 /// its output empty. Returns the blob ids it was to copy.
