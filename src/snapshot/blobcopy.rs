@@ -124,6 +124,14 @@ pub fn start(git: &Git, store_dir: &Path, objects: &Path, ids: &[u8]) -> Result<
     }
     match cmd.spawn() {
         Ok(mut child) => {
+            // Background work: the run's own commands and the user's come
+            // first (niceness 10; lowering one's own child's priority is
+            // always allowed; best effort).
+            // SAFETY: setpriority on the pid of a child this process has
+            // not reaped yet (so the pid is still ours); no memory passed.
+            unsafe {
+                libc::setpriority(libc::PRIO_PROCESS, child.id(), 10);
+            }
             // Reaped when it ends, if this process is still there then.
             let _ = std::thread::Builder::new()
                 .name("blob-copy-reaper".into())

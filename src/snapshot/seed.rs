@@ -211,13 +211,11 @@ fn positive(excludes: &[String]) -> Vec<String> {
 fn all_present(objects: &Path, list: &[u8]) -> Result<(), NoSeed> {
     let mut ids: Vec<super::present::Oid> = Vec::with_capacity(list.len() / 41);
     for line in list.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-        let mut id = [0u8; 20];
-        hex::decode_to_slice(line, &mut id)
-            .map_err(|_| NoSeed::Index("an object id that is not SHA-1 hex".into()))?;
+        let id = super::present::parse_oid(line)
+            .ok_or_else(|| NoSeed::Index("an object id that is not SHA-1 hex".into()))?;
         ids.push(id);
     }
-    ids.sort_unstable();
-    ids.dedup();
+    super::present::sort_ids(&mut ids);
     match super::present::missing(objects, &ids) {
         None => Err(NoSeed::Copy(format!(
             "a pack index in {} is not version 2",
