@@ -277,15 +277,10 @@ static COPY_TAILS: std::sync::Mutex<Vec<Duration>> = std::sync::Mutex::new(Vec::
 /// next measurement must not share the machine with it; how long it
 /// still ran is reported beside the runs.
 fn wait_for_copy(cw_home: &Path, ws: &Path) -> Option<Duration> {
-    use std::os::fd::AsRawFd;
     let ws = std::fs::canonicalize(ws).unwrap();
     let store = codewhale::snapshot::layout::store_dir(cw_home, &ws);
-    let out =
-        std::fs::File::open(store.join(codewhale::snapshot::blobcopy::DIR).join("out")).ok()?;
     let t = Instant::now();
-    // SAFETY: flock on a descriptor this function owns; no memory passed.
-    unsafe { libc::flock(out.as_raw_fd(), libc::LOCK_SH) };
-    Some(t.elapsed())
+    codewhale::snapshot::blobcopy::wait_for_end(&store).then(|| t.elapsed())
 }
 
 /// The copy tails gathered since the last call, shown and cleared.

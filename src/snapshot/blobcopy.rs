@@ -45,9 +45,9 @@ use std::process::Stdio;
 /// The copy's directory in the store.
 pub const DIR: &str = "blob-copy";
 
-#[cfg(unix)]
 /// Where a copy not settled yet reads from: the user's objects directory.
 /// `None` when no copy is pending.
+#[cfg(unix)]
 pub fn pending(store_dir: &Path) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStringExt;
     let from = std::fs::read(store_dir.join(DIR).join("from")).ok()?;
@@ -72,19 +72,33 @@ pub(super) fn pack_args(git: &Git) -> Vec<std::ffi::OsString> {
     .collect()
 }
 
-#[cfg(unix)]
 /// `flock(2)` on `f`; `false` when it would block (`nonblocking`) or failed.
+#[cfg(unix)]
 fn lock(f: &File, op: libc::c_int) -> bool {
     // SAFETY: flock on a descriptor this function borrows for the call;
     // no memory is passed.
     unsafe { libc::flock(f.as_raw_fd(), op) == 0 }
 }
 
+/// Wait until the store's background copy, if one is running, has ended,
+/// without settling it (its directory stays for [`settle`]): for a caller
+/// that looks at the side store from outside (the monorepo bench, which
+/// times it; a test that cuts a copy short). `false` when no copy was
+/// ever started or it is settled already.
 #[cfg(unix)]
-/// Start copying `ids` (one id a line) from the user's `objects` into a
+pub fn wait_for_end(store_dir: &Path) -> bool {
+    match File::open(store_dir.join(DIR).join("out")) {
+        Ok(out) => lock(&out, libc::LOCK_SH),
+        Err(_) => false,
+    }
+}
+
+/// Start copying `ids`/// Start copying `ids` (one id a line) from the user's `objects` into a
 /// pack of the store at `store_dir`, in a process that outlives this
-/// one. The caller holds the store lock and has settled any earlier copy.
-/// `Err` when it could not be started (the caller then copies in process).
+/// one. The caller holds the store lock. `Err` when it could not be
+/// started — among other reasons, an earlier copy not settled yet still
+/// has its directory — and the caller then copies in process.
+#[cfg(unix)]
 pub fn start(git: &Git, store_dir: &Path, objects: &Path, ids: &[u8]) -> Result<(), SnapshotError> {
     let io = |what: &'static str, p: &Path, e| SnapshotError::io(what, p, e);
     let dir = store_dir.join(DIR);
@@ -112,7 +126,7 @@ pub fn start(git: &Git, store_dir: &Path, objects: &Path, ids: &[u8]) -> Result<
     }
     std::fs::rename(&tmp, &dir).map_err(|e| io("cannot rename into place", &dir, e))?;
     let input = File::open(dir.join("ids")).map_err(|e| io("cannot open", &dir, e))?;
-    let mut cmd = git.with_alternate(objects).command_for_background();
+    let mut cmd = git.with_alternate(objects).command();
     cmd.args(pack_args(git))
         .stdin(Stdio::from(input))
         .stdout(Stdio::from(out))
@@ -145,24 +159,15 @@ pub fn start(git: &Git, store_dir: &Path, objects: &Path, ids: &[u8]) -> Result<
     }
 }
 
-/// What [`settle`] found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Settled {
-    /// No copy pending (any that was is done now).
-    Done,
-    /// A copy is still running (only when not waiting).
-    Running,
-}
-
-#[cfg(unix)]
 /// Settle the store's pending copy, if any (see the module docs); the
 /// caller holds the store lock. `wait`: wait for a running copy (a
 /// restore, a `gc` of the store); else leave it running.
-pub fn settle(git: &Git, store_dir: &Path, wait: bool) -> Result<Settled, SnapshotError> {
+#[cfg(unix)]
+pub fn settle(git: &Git, store_dir: &Path, wait: bool) -> Result<(), SnapshotError> {
     let dir = store_dir.join(DIR);
     let Ok(out) = File::open(dir.join("out")) else {
         if !dir.exists() {
-            return Ok(Settled::Done);
+            return Ok(());
         }
         // Made by a process that stopped before its copy started.
         return redo(git, &dir);
@@ -173,7 +178,8 @@ pub fn settle(git: &Git, store_dir: &Path, wait: bool) -> Result<Settled, Snapsh
         libc::LOCK_SH | libc::LOCK_NB
     };
     if !lock(&out, op) {
-        return Ok(Settled::Running);
+        // Still running, and this caller does not wait.
+        return Ok(());
     }
     let mut name = String::new();
     let _ = (&out).read_to_string(&mut name);
@@ -184,21 +190,21 @@ pub fn settle(git: &Git, store_dir: &Path, wait: bool) -> Result<Settled, Snapsh
         && packs.join(format!("pack-{name}.idx")).is_file();
     if whole {
         let _ = std::fs::remove_dir_all(&dir);
-        return Ok(Settled::Done);
+        return Ok(());
     }
     redo(git, &dir)
 }
 
-#[cfg(unix)]
 /// Take a copy that ended without its pack again, in this process.
-fn redo(git: &Git, dir: &Path) -> Result<Settled, SnapshotError> {
+#[cfg(unix)]
+fn redo(git: &Git, dir: &Path) -> Result<(), SnapshotError> {
     let from = pending(dir.parent().unwrap_or(dir));
     let ids = std::fs::read(dir.join("ids"));
     let (Some(from), Ok(ids)) = (from, ids) else {
         // Nothing left to say what to copy: its directory was made whole
         // by a rename, so this is someone's hand; nothing can be redone.
         let _ = std::fs::remove_dir_all(dir);
-        return Ok(Settled::Done);
+        return Ok(());
     };
     if !ids.is_empty() {
         let args = pack_args(git);
@@ -210,7 +216,7 @@ fn redo(git: &Git, dir: &Path) -> Result<Settled, SnapshotError> {
             })?;
     }
     let _ = std::fs::remove_dir_all(dir);
-    Ok(Settled::Done)
+    Ok(())
 }
 
 /// Elsewhere the copy is taken in process (no `flock` on a descriptor
@@ -235,6 +241,11 @@ pub fn start(
 }
 
 #[cfg(not(unix))]
-pub fn settle(_git: &Git, _store_dir: &Path, _wait: bool) -> Result<Settled, SnapshotError> {
-    Ok(Settled::Done)
+pub fn settle(_git: &Git, _store_dir: &Path, _wait: bool) -> Result<(), SnapshotError> {
+    Ok(())
+}
+
+#[cfg(not(unix))]
+pub fn wait_for_end(_store_dir: &Path) -> bool {
+    false
 }

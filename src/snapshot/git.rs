@@ -175,8 +175,10 @@ impl Git {
         &self.index
     }
 
-    /// The base command: explicit dirs, forced config, scrubbed environment.
-    fn command(&self) -> Command {
+    /// The base command: explicit dirs, forced config, scrubbed environment
+    /// (also for a process started and not waited for here: the seed's
+    /// background blob copy).
+    pub(crate) fn command(&self) -> Command {
         let mut cmd = Command::new(&self.bin);
         scrub_git_env(&mut cmd);
         cmd.env("GIT_CONFIG_NOSYSTEM", "1")
@@ -207,13 +209,6 @@ impl Git {
         cmd.current_dir(&self.work_tree);
         cmd.stdin(Stdio::null());
         cmd
-    }
-
-    /// The base command, for a process the caller starts and does not
-    /// wait for here (the seed's background blob copy).
-    #[cfg(unix)]
-    pub(crate) fn command_for_background(&self) -> Command {
-        self.command()
     }
 
     /// Run `git ARGS`; a non-zero exit is an error carrying git's stderr.

@@ -14,8 +14,8 @@
 //! the magic `\377tOc`, the version (4 bytes, big-endian 2), a fan-out
 //! table of 256 four-byte counts, then the object names, 20 bytes each
 //! for SHA-1, in sorted order. An index of any other version, or one too
-//! short for what its header says, makes the answer "unknown": the caller
-//! then asks git.
+//! short for what its header says, makes the answer "unknown": the seed
+//! then takes the long way, as for a missing blob.
 
 use std::path::Path;
 

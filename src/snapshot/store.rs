@@ -966,7 +966,7 @@ impl SnapshotStore {
     /// [`blobcopy`]; the caller holds the store lock): before anything
     /// that reads blobs or drops objects.
     fn settle_copy(&self) -> Result<(), SnapshotError> {
-        blobcopy::settle(&self.git, &self.dir, true).map(drop)
+        blobcopy::settle(&self.git, &self.dir, true)
     }
 
     /// Wait until every snapshot's objects are in the store: the seed's

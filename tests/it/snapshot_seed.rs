@@ -124,6 +124,9 @@ fn a_seeded_snapshot_holds_what_the_long_way_holds() {
         store.seed_refusal()
     );
     let seeded = tree_paths(&store, id);
+    // Also once the background blob copy, which reads the user's objects,
+    // has ended.
+    store.finish_copy().unwrap();
     assert!(
         git_dir_state(&f.ws.join(".git")) == git_before,
         "the user's .git changed"
@@ -369,11 +372,11 @@ fn the_pack_index_check_agrees_with_git() {
 /// cut short (a run killed with it, the machine stopped): its pack gone,
 /// its output empty. Returns the blob ids it was to copy.
 fn cut_the_copy_short(store: &SnapshotStore) -> Vec<String> {
-    use std::os::fd::AsRawFd;
     let dir = store.dir().join(codewhale::snapshot::blobcopy::DIR);
-    let out = std::fs::File::open(dir.join("out")).expect("a copy was started");
-    // SAFETY: flock on a descriptor this function owns; no memory passed.
-    assert_eq!(unsafe { libc::flock(out.as_raw_fd(), libc::LOCK_SH) }, 0);
+    assert!(
+        codewhale::snapshot::blobcopy::wait_for_end(store.dir()),
+        "a copy was started"
+    );
     let name = std::fs::read_to_string(dir.join("out")).unwrap();
     let name = name.trim();
     assert_eq!(name.len(), 40, "the copy ended with its pack: {name:?}");
