@@ -15,6 +15,9 @@
 //! is reused without reading it. A directory's mtime changes whenever an
 //! entry is created, removed or renamed in it — exactly the events that
 //! can add a `.env` or a subdirectory. File contents do not matter here.
+//! A one-shot command whose saved scan still holds everywhere takes the
+//! file's answer without building the listings
+//! ([`EnvScanCache::scan_with_file`]).
 //!
 //! Racy timestamps: a directory changed within [`RACY_WINDOW`] of the scan
 //! that listed it could change again within the same timestamp tick
@@ -41,6 +44,10 @@ pub const ENV_SCAN_SKIP: &[&str] = &[
     "build",
     ".cache",
 ];
+
+/// Below this many cached directories the stamps are taken on the
+/// walking thread alone ([`lstat_all`]).
+const LOOK_AHEAD_MIN_DIRS: usize = 256;
 
 /// A listing made this close to a directory's last change is re-read on
 /// the next call (covers filesystems with 1–2 s timestamp granularity).
@@ -98,6 +105,11 @@ pub struct EnvScanCache {
     watch_failed: bool,
     /// The last result (served as is while the watch reports nothing).
     last: Option<EnvScan>,
+    /// The first call was answered from the saved scan without reading
+    /// its listings: the next call reads them.
+    unloaded: bool,
+    /// Stamps the quick check took, for the walk that follows it.
+    looked: Option<HashMap<PathBuf, std::io::Result<DirLook>>>,
     /// Tests shorten [`RACY_WINDOW`] (they cannot move a ctime back).
     #[cfg(test)]
     racy_window: Option<Duration>,
@@ -132,23 +144,33 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
 
 /// Whether a listing made at `now` could miss a change that leaves the
 /// stamp as it is: the directory changed (mtime or ctime) within
-/// [`RACY_WINDOW`] of `now`.
-fn is_racy(meta: &std::fs::Metadata, now: SystemTime, window: Duration) -> bool {
-    let m = match meta.modified() {
-        Ok(m) => m,
-        Err(_) => return true,
+/// [`RACY_WINDOW`] of `now` (or a time that cannot be read: racy).
+fn is_racy(st: &Stamp, now: SystemTime, window: Duration) -> bool {
+    let at = |(secs, nanos): (i64, i64)| -> Option<SystemTime> {
+        SystemTime::UNIX_EPOCH.checked_add(Duration::new(
+            u64::try_from(secs).ok()?,
+            u32::try_from(nanos).ok()?,
+        ))
     };
-    #[cfg(unix)]
-    let m = {
-        use std::os::unix::fs::MetadataExt;
-        let c = SystemTime::UNIX_EPOCH
-            + Duration::new(
-                u64::try_from(meta.ctime()).unwrap_or(0),
-                u32::try_from(meta.ctime_nsec()).unwrap_or(0),
-            );
-        m.max(c)
-    };
-    m + window > now
+    match (at(st.mtime), at(st.ctime)) {
+        (Some(m), Some(c)) => m.max(c) + window > now,
+        _ => true,
+    }
+}
+
+/// What the walk needs of a directory's `lstat`.
+#[derive(Clone, Copy, Debug)]
+struct DirLook {
+    stamp: Stamp,
+    is_dir: bool,
+}
+
+/// A directory's `lstat`, by its whole path.
+fn look_at(path: &Path) -> std::io::Result<DirLook> {
+    std::fs::symlink_metadata(path).map(|m| DirLook {
+        stamp: stamp(&m),
+        is_dir: m.is_dir(),
+    })
 }
 
 /// What a saved listing depends on besides its directory: a file written
@@ -159,6 +181,117 @@ fn disk_rules() -> String {
 
 fn skipped(name: &std::ffi::OsStr) -> bool {
     ENV_SCAN_SKIP.iter().any(|s| name == *s)
+}
+
+/// `lstat` every path, on two threads when there are many (a one-shot
+/// command at 100,000 files spends most of its scan in ~1,100 of these
+/// path lookups, one core idle; for a handful the thread costs more than
+/// it saves). In the order given.
+fn lstat_all(root: &Path, paths: &[&Path]) -> Vec<std::io::Result<DirLook>> {
+    if paths.len() < LOOK_AHEAD_MIN_DIRS {
+        return paths.iter().map(|p| look_at(p)).collect();
+    }
+    let from_root = FromRoot::open(root);
+    let stat = |part: &[&Path]| -> Vec<std::io::Result<DirLook>> {
+        part.iter()
+            .map(|p| match &from_root {
+                Some(r) => r.look(p),
+                None => look_at(p),
+            })
+            .collect()
+    };
+    let (first, second) = paths.split_at(paths.len() / 2);
+    let all = std::thread::scope(|s| {
+        let other = std::thread::Builder::new().spawn_scoped(s, || stat(second));
+        let mut all = stat(first);
+        // No thread, or one that could not finish: those are taken here.
+        match other.ok().and_then(|t| t.join().ok()) {
+            Some(theirs) => all.extend(theirs),
+            None => all.extend(stat(second)),
+        }
+        all
+    });
+    match from_root {
+        Some(r) if !r.still_there() => paths.iter().map(|p| look_at(p)).collect(),
+        _ => all,
+    }
+}
+
+/// The workspace root, opened, so that each directory below it is
+/// `lstat`ed by its path from there: the kernel resolves three names for
+/// `d1/e2/f3`, not every name of the root's path again (most of a stamp's
+/// cost at 100,000 files). The root's identity is checked by its path
+/// once the stamps are taken: a root renamed or replaced meanwhile has
+/// every stamp taken again by path.
+#[cfg(target_os = "linux")]
+struct FromRoot<'a> {
+    root: &'a Path,
+    dir: std::fs::File,
+}
+
+#[cfg(target_os = "linux")]
+impl<'a> FromRoot<'a> {
+    fn open(root: &'a Path) -> Option<FromRoot<'a>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(root)
+            .ok()?;
+        Some(FromRoot { root, dir })
+    }
+
+    fn look(&self, path: &Path) -> std::io::Result<DirLook> {
+        use nix::sys::stat::{fstatat, SFlag};
+        use std::os::fd::AsRawFd;
+        let rel = match path.strip_prefix(self.root) {
+            Ok(rel) if !rel.as_os_str().is_empty() => rel,
+            _ => return look_at(path),
+        };
+        let st = fstatat(
+            Some(self.dir.as_raw_fd()),
+            rel,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .map_err(std::io::Error::from)?;
+        Ok(DirLook {
+            stamp: Stamp {
+                dev: st.st_dev,
+                ino: st.st_ino,
+                mtime: (st.st_mtime, st.st_mtime_nsec),
+                ctime: (st.st_ctime, st.st_ctime_nsec),
+            },
+            is_dir: SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFDIR,
+        })
+    }
+
+    /// The root's path still names the directory opened.
+    fn still_there(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::symlink_metadata(self.root), self.dir.metadata()) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+}
+
+/// Elsewhere every stamp is taken by its whole path.
+#[cfg(not(target_os = "linux"))]
+struct FromRoot;
+
+#[cfg(not(target_os = "linux"))]
+impl FromRoot {
+    fn open(_root: &Path) -> Option<FromRoot> {
+        None
+    }
+
+    fn look(&self, path: &Path) -> std::io::Result<DirLook> {
+        look_at(path)
+    }
+
+    fn still_there(&self) -> bool {
+        true
+    }
 }
 
 /// Read one directory's listing.
@@ -235,9 +368,33 @@ impl EnvScanCache {
     /// serves the calls: a long-lived process writes once, then the next
     /// process's first call brings the file up to date itself).
     pub fn scan_with_file(&mut self, root: &Path, file: Option<&Path>) -> (EnvScan, ScanStats) {
-        if self.calls == 0 {
+        self.scan_with_file_as(root, file, true)
+    }
+
+    /// [`Self::scan_with_file`]; `quick`: a first call may be answered
+    /// from the saved scan without building its listings
+    /// ([`Self::quick_from_file`]) — not for a caller that reads them.
+    fn scan_with_file_as(
+        &mut self,
+        root: &Path,
+        file: Option<&Path>,
+        quick: bool,
+    ) -> (EnvScan, ScanStats) {
+        if self.calls == 0 || self.unloaded {
+            self.unloaded = false;
             if let Some(f) = file {
-                self.dirs = super::env_scan_disk::load(f, &disk_rules());
+                match std::fs::read(f) {
+                    Ok(data) => {
+                        if quick && self.calls == 0 {
+                            if let Some(r) = self.quick_from_file(root, &data) {
+                                return r;
+                            }
+                        }
+                        self.dirs =
+                            super::env_scan_disk::decode(&data, &disk_rules()).unwrap_or_default();
+                    }
+                    Err(_) => self.dirs.clear(),
+                }
             }
         }
         let before = self.dirs.len();
@@ -250,19 +407,74 @@ impl EnvScanCache {
         r
     }
 
+    /// A first call answered from the saved scan `data` when every
+    /// directory it names still has its stamp and none is racy (see
+    /// [`super::env_scan_disk::read_saved`]): the walk would reuse every
+    /// listing and return what the file says, so it is returned without
+    /// building them (one-shot commands: `sandbox run`, each `exec`).
+    /// The listings are read at the next call, if any. Otherwise `None`,
+    /// with the stamps taken kept for the walk ([`Self::look_ahead`]).
+    #[cfg(unix)]
+    fn quick_from_file(&mut self, root: &Path, data: &[u8]) -> Option<(EnvScan, ScanStats)> {
+        use std::os::unix::ffi::OsStrExt;
+        let saved = super::env_scan_disk::read_saved(data, &disk_rules(), root)?;
+        let paths: Vec<&Path> = saved
+            .dirs
+            .iter()
+            .map(|d| Path::new(std::ffi::OsStr::from_bytes(d.path)))
+            .collect();
+        let looked = lstat_all(root, &paths);
+        let same = saved
+            .dirs
+            .iter()
+            .zip(&looked)
+            .all(|(d, l)| l.as_ref().is_ok_and(|l| l.is_dir && l.stamp == d.stamp));
+        if !same {
+            self.looked = Some(
+                paths
+                    .into_iter()
+                    .map(Path::to_path_buf)
+                    .zip(looked)
+                    .collect(),
+            );
+            return None;
+        }
+        let scan = EnvScan {
+            files: saved.files,
+            unmasked: saved.problems,
+        };
+        let stats = ScanStats {
+            listed: 0,
+            reused: saved.dirs.len(),
+        };
+        self.calls += 1;
+        self.unloaded = true;
+        self.last = Some(scan.clone());
+        Some((scan, stats))
+    }
+
+    #[cfg(not(unix))]
+    fn quick_from_file(&mut self, _root: &Path, _data: &[u8]) -> Option<(EnvScan, ScanStats)> {
+        None
+    }
+
     /// Every directory `lstat`ed; a listing reused when its stamp is unchanged.
     fn scan_stamps(&mut self, root: &Path) -> (EnvScan, ScanStats) {
         let now = SystemTime::now();
         let mut out = EnvScan::default();
         let mut stats = ScanStats::default();
         let mut next: HashMap<PathBuf, Listing> = HashMap::with_capacity(self.dirs.len());
+        let mut looked = self.look_ahead(root);
         let mut stack = vec![root.to_path_buf()];
         while let Some(dir) = stack.pop() {
             // Watch first, then look: a change after this point is reported.
             #[cfg(target_os = "linux")]
             self.watch_dir(&dir);
-            let meta = match std::fs::symlink_metadata(&dir) {
-                Ok(m) if m.is_dir() => m,
+            let look = looked
+                .remove(dir.as_path())
+                .unwrap_or_else(|| look_at(&dir));
+            let look = match look {
+                Ok(l) if l.is_dir => l,
                 // Replaced by a file or a symlink since the parent was
                 // listed: nothing to descend into (a `.env` named so is
                 // found through the parent's next listing).
@@ -276,13 +488,13 @@ impl EnvScanCache {
                     continue;
                 }
             };
-            let st = stamp(&meta);
+            let st = look.stamp;
             let listing = match self.dirs.remove(&dir) {
                 Some(old) if old.stamp == st && !old.racy => {
                     stats.reused += 1;
                     old
                 }
-                _ => match list(&dir, st, is_racy(&meta, now, self.racy_window())) {
+                _ => match list(&dir, st, is_racy(&st, now, self.racy_window())) {
                     Ok(l) => {
                         stats.listed += 1;
                         l
@@ -309,6 +521,30 @@ impl EnvScanCache {
         self.dirs = next;
         out.files.sort();
         (out, stats)
+    }
+
+    /// The `lstat` of every cached directory, taken before the walk uses
+    /// them ([`lstat_all`]; or those the quick check took): the walk then
+    /// finds each stamp here instead of asking the kernel. Not with a
+    /// watch, which must be in place before its directory is looked at.
+    /// Each stamp is still taken after this call began, as the walk's
+    /// own would be: a change after it moves the stamp the next call
+    /// compares.
+    fn look_ahead(&mut self, root: &Path) -> HashMap<PathBuf, std::io::Result<DirLook>> {
+        let taken = self.looked.take();
+        #[cfg(target_os = "linux")]
+        if self.watch.is_some() {
+            return HashMap::new();
+        }
+        if let Some(taken) = taken {
+            return taken;
+        }
+        let dirs: Vec<&Path> = self.dirs.keys().map(PathBuf::as_path).collect();
+        let looked = lstat_all(root, &dirs);
+        dirs.into_iter()
+            .map(Path::to_path_buf)
+            .zip(looked)
+            .collect()
     }
 
     #[cfg(target_os = "linux")]
@@ -626,7 +862,7 @@ pub fn known_dirs(root: &Path) -> Option<Vec<PathBuf>> {
     let mut guard = CACHES.lock().unwrap_or_else(|p| p.into_inner());
     let caches = guard.get_or_insert_with(HashMap::new);
     let cache = caches.entry(root.to_path_buf()).or_default();
-    let (scan, _) = cache.scan_with_file(root, file.as_deref());
+    let (scan, _) = cache.scan_with_file_as(root, file.as_deref(), false);
     let whole = scan.unmasked.is_empty()
         && cache
             .dirs
@@ -902,6 +1138,55 @@ mod tests {
         fs::write(&file, &data[..data.len() / 2]).unwrap();
         let (s, st) = stamps_only().scan_with_file(&root, Some(&file));
         assert_eq!((s.files.len(), st.listed), (1, all));
+    }
+
+    /// A process's first call is answered from the saved scan when no
+    /// directory changed, without building its listings; that process's
+    /// next call reads them, and a caller that needs them (the journal's
+    /// [`known_dirs`]) has them at once. A `.env` made at depth 10 since
+    /// is found by the next process. Enough directories for the stamps to
+    /// be taken on two threads.
+    #[cfg(unix)]
+    #[test]
+    fn a_first_call_from_the_saved_scan_still_finds_a_new_env_at_depth_ten() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap().join("ws");
+        let file = t.path().join("cache/env-scan/ws");
+        let mut deep = root.clone();
+        for i in 0..10 {
+            deep.push(format!("l{i}"));
+            write(&deep.join("keep.txt"));
+        }
+        for i in 0..300 {
+            write(&root.join(format!("pkg{i}/src/lib.rs")));
+        }
+        age_tree(&root);
+        let (_, st) = stamps_only().scan_with_file(&root, Some(&file));
+        let all = st.listed;
+        assert_eq!(all, 1 + 10 + 600);
+        assert!(all >= LOOK_AHEAD_MIN_DIRS);
+
+        let mut quick = stamps_only();
+        let (s, st) = quick.scan_with_file(&root, Some(&file));
+        assert!(s.files.is_empty() && s.unmasked.is_empty());
+        assert_eq!((st.listed, st.reused), (0, all));
+        assert!(quick.dirs.is_empty(), "answered without the listings");
+        let (_, st) = quick.scan_with_file(&root, Some(&file));
+        assert_eq!((st.listed, st.reused), (0, all), "the next call reads them");
+        assert_eq!(quick.dirs.len(), all);
+        let mut needs = stamps_only();
+        needs.scan_with_file_as(&root, Some(&file), false);
+        assert_eq!(needs.dirs.len(), all, "a caller that reads the listings");
+
+        write(&deep.join(".env"));
+        let (s, st) = stamps_only().scan_with_file(&root, Some(&file));
+        assert_eq!(s.files, vec![deep.join(".env")]);
+        assert_eq!(st.listed, 1, "{st:?}");
+        // Racy now (changed a moment ago): never answered from the file.
+        let mut again = stamps_only();
+        let (s, st) = again.scan_with_file(&root, Some(&file));
+        assert_eq!((s.files.len(), st.listed), (1, 1));
+        assert_eq!(again.dirs.len(), all);
     }
 
     /// A command that makes a `.env` and sets its directory's mtime back

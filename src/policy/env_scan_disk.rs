@@ -206,13 +206,121 @@ pub fn decode(data: &[u8], rules: &str) -> Option<HashMap<PathBuf, Listing>> {
     }
 }
 
-/// The listings saved for this workspace (empty when none or unreadable).
+/// One directory of a saved scan, borrowed from the file's bytes.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SavedDir<'a> {
+    pub path: &'a [u8],
+    pub stamp: Stamp,
+}
+
+/// A saved scan as the quick check reads it ([`read_saved`]): every
+/// directory and its stamp, and the scan's result, with none of the
+/// listings built (a one-shot command at 100,000 files spent more on
+/// those ~1,100 listings and their map than on the `lstat`s).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Saved<'a> {
+    pub dirs: Vec<SavedDir<'a>>,
+    /// Every `.env` file the listings name, as the scan returns them.
+    pub files: Vec<PathBuf>,
+    /// Every entry whose type could not be read.
+    pub problems: Vec<String>,
+}
+
+/// What [`encode`] wrote, read for the quick check: `Some` only when it
+/// parses, no listing is racy (a racy one must be read again), and its
+/// directories are exactly one tree under `root` — the root and, once
+/// each, every directory another names as a subdirectory (what the
+/// scan's walk from `root` would reach while every stamp holds, no more:
+/// a file two processes wrote, each whole, could not hold more).
 #[cfg(unix)]
-pub fn load(file: &Path, rules: &str) -> HashMap<PathBuf, Listing> {
-    std::fs::read(file)
-        .ok()
-        .and_then(|d| decode(&d, rules))
-        .unwrap_or_default()
+pub fn read_saved<'a>(data: &'a [u8], rules: &str, root: &Path) -> Option<Saved<'a>> {
+    use std::os::unix::ffi::OsStrExt;
+    let head = header(rules);
+    let mut rest = data.strip_prefix(head.as_bytes())?;
+    let mut next_field = || -> Option<&'a [u8]> {
+        let end = rest.iter().position(|b| *b == 0)?;
+        let field = &rest[..end];
+        rest = &rest[end + 1..];
+        Some(field)
+    };
+    let mut saved = Saved {
+        dirs: Vec::new(),
+        files: Vec::new(),
+        problems: Vec::new(),
+    };
+    // Each subdirectory named, by the index of the directory naming it.
+    let mut named: Vec<(usize, &'a [u8])> = Vec::new();
+    let count = loop {
+        let tag = next_field()?;
+        let value = next_field()?;
+        let current = saved.dirs.len().checked_sub(1);
+        match tag {
+            b"Z" => break std::str::from_utf8(value).ok()?.parse::<usize>().ok()?,
+            b"D" => {
+                let nums = std::str::from_utf8(next_field()?).ok()?;
+                let mut n = nums.split(' ').map(|x| x.parse::<i64>().ok());
+                let mut take = || n.next().flatten();
+                let (dev, ino) = (take()?, take()?);
+                let mtime = (take()?, take()?);
+                let ctime = (take()?, take()?);
+                if take()? != 0 || n.next().is_some() {
+                    return None;
+                }
+                saved.dirs.push(SavedDir {
+                    path: value,
+                    stamp: Stamp {
+                        dev: u64::try_from(dev).ok()?,
+                        ino: u64::try_from(ino).ok()?,
+                        mtime,
+                        ctime,
+                    },
+                });
+            }
+            b"S" => named.push((current?, value)),
+            b"E" => {
+                let dir = Path::new(std::ffi::OsStr::from_bytes(saved.dirs[current?].path));
+                saved
+                    .files
+                    .push(dir.join(std::ffi::OsStr::from_bytes(value)));
+            }
+            b"P" => {
+                current?;
+                saved
+                    .problems
+                    .push(String::from_utf8_lossy(value).into_owned());
+            }
+            _ => return None,
+        }
+    };
+    if !rest.is_empty() || count != saved.dirs.len() {
+        return None;
+    }
+    let paths: std::collections::HashSet<&[u8]> = saved.dirs.iter().map(|d| d.path).collect();
+    let root = root.as_os_str().as_bytes();
+    if paths.len() != saved.dirs.len() || !paths.contains(root) {
+        return None;
+    }
+    let mut child: Vec<u8> = Vec::new();
+    for (parent, name) in &named {
+        let parent = saved.dirs[*parent].path;
+        child.clear();
+        child.extend_from_slice(parent);
+        if !parent.ends_with(b"/") {
+            child.push(b'/');
+        }
+        child.extend_from_slice(name);
+        if !paths.contains(child.as_slice()) {
+            return None;
+        }
+    }
+    // Names are unique within a directory and paths are unique: every
+    // other directory named exactly once.
+    if named.len() + 1 != saved.dirs.len() {
+        return None;
+    }
+    saved.files.sort();
+    saved.problems.sort();
+    Some(saved)
 }
 
 /// Replace the saved listings. Best effort: a cache that cannot be
@@ -235,8 +343,8 @@ pub fn save(file: &Path, dirs: &HashMap<PathBuf, Listing>, rules: &str) {
 }
 
 #[cfg(not(unix))]
-pub fn load(_file: &Path, _rules: &str) -> HashMap<PathBuf, Listing> {
-    HashMap::new()
+pub fn decode(_data: &[u8], _rules: &str) -> Option<HashMap<PathBuf, Listing>> {
+    None
 }
 
 #[cfg(not(unix))]
@@ -304,5 +412,60 @@ mod tests {
         // still refused, the end marker is missing.
         let z = good.windows(2).rposition(|w| w == b"Z\0").unwrap();
         assert!(decode(&good[..z], "r").is_none());
+    }
+
+    fn listing(subdirs: &[&str], env_files: &[&str], racy: bool) -> Listing {
+        Listing {
+            stamp: Stamp {
+                dev: 1,
+                ino: 2,
+                mtime: (3, 4),
+                ctime: (5, 6),
+            },
+            racy,
+            subdirs: subdirs.iter().map(OsString::from).collect(),
+            env_files: env_files.iter().map(OsString::from).collect(),
+            problems: Vec::new(),
+            failed: None,
+        }
+    }
+
+    #[test]
+    fn a_saved_scan_is_read_quick_only_as_one_tree_with_no_racy_listing() {
+        let mut dirs = HashMap::new();
+        dirs.insert(PathBuf::from("/w"), listing(&["a", "b"], &[".env"], false));
+        dirs.insert(PathBuf::from("/w/a"), listing(&[], &[".env.local"], false));
+        let mut b = listing(&[], &[], false);
+        b.problems.push("could not learn".into());
+        dirs.insert(PathBuf::from("/w/b"), b);
+        let data = encode(&dirs, "r");
+        let saved = read_saved(&data, "r", Path::new("/w")).unwrap();
+        assert_eq!(saved.dirs.len(), 3);
+        assert_eq!(
+            saved.files,
+            vec![PathBuf::from("/w/.env"), PathBuf::from("/w/a/.env.local")]
+        );
+        assert_eq!(saved.problems, vec!["could not learn".to_string()]);
+        let a = saved.dirs.iter().find(|d| d.path == b"/w/a").unwrap();
+        assert_eq!(a.stamp, dirs[Path::new("/w/a")].stamp);
+
+        // Another root, other rules, a file cut short: not read.
+        assert!(read_saved(&data, "r", Path::new("/x")).is_none());
+        assert!(read_saved(&data, "other", Path::new("/w")).is_none());
+        assert!(read_saved(&data[..data.len() - 3], "r", Path::new("/w")).is_none());
+        // A directory nobody names (more than the walk would reach).
+        let mut extra = dirs.clone();
+        extra.insert(PathBuf::from("/w/z"), listing(&[], &[".env"], false));
+        assert!(read_saved(&encode(&extra, "r"), "r", Path::new("/w")).is_none());
+        // A directory named but not there (a failed listing is not saved).
+        let mut missing = dirs.clone();
+        missing.remove(Path::new("/w/b"));
+        assert!(read_saved(&encode(&missing, "r"), "r", Path::new("/w")).is_none());
+        // A racy listing must be read again.
+        let mut racy = dirs.clone();
+        racy.insert(PathBuf::from("/w/a"), listing(&[], &[], true));
+        assert!(read_saved(&encode(&racy, "r"), "r", Path::new("/w")).is_none());
+        // The full reader agrees with the quick one on what is there.
+        assert_eq!(decode(&data, "r").unwrap().len(), saved.dirs.len());
     }
 }

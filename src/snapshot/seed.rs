@@ -348,14 +348,20 @@ fn seed_inner(
         a.push(f);
         ignored_args.push(a);
     }
-    let (listed, ignored) = std::thread::scope(|s| {
+    // And the user's `HEAD` trees, which depend on neither.
+    let (listed, ignored, head) = std::thread::scope(|s| {
         let ignored = s.spawn(|| git.run(&ignored_args));
+        let head = s.spawn(|| head_trees(bin, &repo, user));
         let listed = git.run(&["ls-files", "-z", "-s", "-v"]);
         let ignored = match ignored.join() {
             Ok(r) => r.map_err(index_err),
             Err(_) => Err(NoSeed::Index("the `ls-files -i` thread panicked".into())),
         };
-        (listed.map_err(index_err), ignored)
+        (
+            listed.map_err(index_err),
+            ignored,
+            head.join().ok().flatten(),
+        )
     });
     let (listed, ignored) = (listed?, ignored?);
     let mut entries: Vec<Entry> = Vec::new();
@@ -460,7 +466,7 @@ fn seed_inner(
     // there to copy, or the files are taken the long way (see `present`).
     all_present(&objects, &list)?;
     // Only a shortcut: without it, `write-tree` writes the trees itself.
-    let tree_pack = copy_head_trees(git, bin, &repo, &objects, &dropped);
+    let tree_pack = head.and_then(|h| copy_head_trees(git, &objects, h, &dropped));
     Ok(Prepared {
         objects,
         list,
@@ -527,26 +533,32 @@ fn clean_trees(root: &str, listing: &[u8], left_out: &[&[u8]]) -> Option<Vec<Str
     Some(ids)
 }
 
-/// Copy the user's clean `HEAD` trees (see [`clean_trees`]) into a
-/// pack of the side store: its name, or `None` when there is
-/// no `HEAD` or anything fails (the seed then works without it).
-fn copy_head_trees(
-    git: &Git,
-    bin: &Path,
-    repo: &UserRepo,
-    objects: &Path,
-    left_out: &[&[u8]],
-) -> Option<String> {
-    let user = |args: &[&str]| -> Option<Vec<u8>> {
-        let out = user_git(bin, repo, git.user_dirs(), args).ok()?;
+/// The user's `HEAD` tree and its `ls-tree -r -d -z` listing, or `None`
+/// when there is no `HEAD` or git fails.
+fn head_trees(bin: &Path, repo: &UserRepo, user: &UserDirs) -> Option<(String, Vec<u8>)> {
+    let run = |args: &[&str]| -> Option<Vec<u8>> {
+        let out = user_git(bin, repo, user, args).ok()?;
         out.status.success().then_some(out.stdout)
     };
-    let root = user(&["rev-parse", "--verify", "-q", "HEAD^{tree}"])?;
+    let root = run(&["rev-parse", "--verify", "-q", "HEAD^{tree}"])?;
     let root = String::from_utf8(root).ok()?.trim().to_string();
     if !super::git::is_sha1_id(root.as_bytes()) {
         return None;
     }
-    let listing = user(&["ls-tree", "-r", "-d", "-z", &root])?;
+    let listing = run(&["ls-tree", "-r", "-d", "-z", &root])?;
+    Some((root, listing))
+}
+
+/// Copy the user's clean `HEAD` trees (see [`clean_trees`]; `head` from
+/// [`head_trees`]) into a pack of the side store: its name, or `None`
+/// when anything fails (the seed then works without it).
+fn copy_head_trees(
+    git: &Git,
+    objects: &Path,
+    head: (String, Vec<u8>),
+    left_out: &[&[u8]],
+) -> Option<String> {
+    let (root, listing) = head;
     let ids = clean_trees(&root, &listing, left_out)?;
     if ids.is_empty() {
         return None;
