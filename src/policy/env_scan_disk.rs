@@ -207,6 +207,7 @@ pub fn decode(data: &[u8], rules: &str) -> Option<HashMap<PathBuf, Listing>> {
 }
 
 /// One directory of a saved scan, borrowed from the file's bytes.
+#[cfg(unix)]
 #[derive(Debug, PartialEq, Eq)]
 pub struct SavedDir<'a> {
     pub path: &'a [u8],
@@ -217,6 +218,7 @@ pub struct SavedDir<'a> {
 /// directory and its stamp, and the scan's result, with none of the
 /// listings built (a one-shot command at 100,000 files spent more on
 /// those ~1,100 listings and their map than on the `lstat`s).
+#[cfg(unix)]
 #[derive(Debug, PartialEq, Eq)]
 pub struct Saved<'a> {
     pub dirs: Vec<SavedDir<'a>>,

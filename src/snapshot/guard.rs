@@ -93,7 +93,46 @@ pub fn skipped_dir(name: &str) -> bool {
 /// Count entries and bytes under `workspace` (respecting `.gitignore` and
 /// the built-in excludes) and refuse when either limit is crossed.
 pub fn check_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<(), Disabled> {
-    walk_size(workspace, max_entries, max_bytes).map(drop)
+    walk_size(workspace, max_entries, max_bytes, None).map(drop)
+}
+
+/// The sizes of the tracked files as the user's git last saw them: the
+/// stat data of their index, read with `gix-index`. A whole walk given
+/// these counts a tracked file's size from here instead of `stat`ing it
+/// (100,000 `fstatat`s were most of a first open's ~0.3 CPU-s at 100k
+/// files; reading the index is ~20 ms). What that trusts is what the
+/// cache already does between walks: a file changed in place since the
+/// user's git looked counts at its old size until its directory changes
+/// or the next whole walk; and, as git records it, a tracked file's size
+/// modulo 4 GiB.
+pub struct TrackedSizes {
+    index: gix_index::File,
+}
+
+impl TrackedSizes {
+    /// The index at `index`; `None` when it cannot be read (the walk then
+    /// `stat`s every file).
+    pub fn read(index: &Path) -> Option<TrackedSizes> {
+        let options = gix_index::decode::Options {
+            thread_limit: Some(1),
+            ..Default::default()
+        };
+        // Its checksum is not worth ~20 ms here: a torn or stale index
+        // only gives sizes a walk would also take as they are.
+        gix_index::File::at(index, gix_index::hash::Kind::Sha1, true, options)
+            .ok()
+            .map(|index| TrackedSizes { index })
+    }
+
+    /// The recorded size of the regular file at `rel` (relative to the
+    /// workspace, `/`-separated), if the index tracks one there.
+    fn size(&self, rel: &[u8]) -> Option<u64> {
+        use gix_index::entry::{Mode, Stage};
+        let e = self
+            .index
+            .entry_by_path_and_stage(bstr::BStr::new(rel), Stage::Unconflicted)?;
+        matches!(e.mode, Mode::FILE | Mode::FILE_EXECUTABLE).then_some(u64::from(e.stat.size))
+    }
 }
 
 /// A size walk's totals and the stamps that vouch for them (see
@@ -192,11 +231,15 @@ const RACY_SECS: i64 = 2;
 /// `Ok(Some(bytes))`: new totals, to be written to `cache` once the
 /// store directory exists; `Ok(None)`: the cached totals were used (or the
 /// new ones are not worth keeping).
+///
+/// `tracked`: the sizes a whole walk takes for tracked files (see
+/// [`TrackedSizes`]), read only when a whole walk is needed.
 pub fn check_size_cached(
     workspace: &Path,
     max_entries: u64,
     max_bytes: u64,
     cache: &Path,
+    tracked: Option<&dyn Fn() -> Option<TrackedSizes>>,
 ) -> Result<Option<Vec<u8>>, Disabled> {
     if let Some(old) = read_cache(cache) {
         match refresh(workspace, old) {
@@ -212,7 +255,8 @@ pub fn check_size_cached(
             Refreshed::Stale => {}
         }
     }
-    let seen = walk_size(workspace, max_entries, max_bytes)?;
+    let sizes = tracked.and_then(|read| read());
+    let seen = walk_size(workspace, max_entries, max_bytes, sizes.as_ref())?;
     Ok((!seen.racy).then(|| encode(&seen)))
 }
 
@@ -471,6 +515,21 @@ fn refresh(workspace: &Path, mut seen: SizeSeen) -> Refreshed {
     Refreshed::Updated(seen)
 }
 
+/// `path` relative to `workspace` in the index's form (`/`-separated
+/// bytes), or `None` when it has no such form.
+#[cfg(unix)]
+fn relative<'a>(workspace: &Path, path: &'a Path) -> Option<std::borrow::Cow<'a, [u8]>> {
+    use std::os::unix::ffi::OsStrExt;
+    let rel = path.strip_prefix(workspace).ok()?;
+    Some(std::borrow::Cow::Borrowed(rel.as_os_str().as_bytes()))
+}
+
+#[cfg(not(unix))]
+fn relative<'a>(workspace: &Path, path: &'a Path) -> Option<std::borrow::Cow<'a, [u8]>> {
+    let rel = path.strip_prefix(workspace).ok()?.to_str()?;
+    Some(std::borrow::Cow::Owned(rel.replace('\\', "/").into_bytes()))
+}
+
 #[cfg(unix)]
 fn os_str(b: &[u8]) -> Option<&std::ffi::OsStr> {
     use std::os::unix::ffi::OsStrExt;
@@ -483,7 +542,12 @@ fn os_str(b: &[u8]) -> Option<&std::ffi::OsStr> {
 }
 
 /// The walk itself: totals, and the stamps of what it depended on.
-fn walk_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<SizeSeen, Disabled> {
+fn walk_size(
+    workspace: &Path,
+    max_entries: u64,
+    max_bytes: u64,
+    tracked: Option<&TrackedSizes>,
+) -> Result<SizeSeen, Disabled> {
     let started = now_secs();
     let walker = ignore::WalkBuilder::new(workspace)
         .hidden(false)
@@ -507,7 +571,9 @@ fn walk_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<SizeS
             part: WalkPart::default(),
             shared: &shared,
         };
-        Box::new(move |entry| part.visit(entry, workspace, started, max_entries, max_bytes))
+        Box::new(move |entry| {
+            part.visit(entry, workspace, tracked, started, max_entries, max_bytes)
+        })
     });
     if let Some(d) = shared.over.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(d);
@@ -678,6 +744,7 @@ impl PartGuard<'_> {
         &mut self,
         entry: Result<ignore::DirEntry, ignore::Error>,
         workspace: &Path,
+        tracked: Option<&TrackedSizes>,
         started: i64,
         max_entries: u64,
         max_bytes: u64,
@@ -727,6 +794,9 @@ impl PartGuard<'_> {
                     0
                 }
             }
+        } else if let Some(size) = tracked.and_then(|t| t.size(&relative(workspace, entry.path())?))
+        {
+            size
         } else {
             here.file_len(&entry).unwrap_or_else(|_| {
                 unread = true;
@@ -801,21 +871,24 @@ mod tests {
             2100 + 1000 * RACY_SECS as u64,
         ));
         let cache = t.path().join("size-check");
-        let fresh = check_size_cached(&ws, 100, 10_000, &cache)
+        let fresh = check_size_cached(&ws, 100, 10_000, &cache, None)
             .unwrap()
             .unwrap();
         std::fs::write(&cache, fresh).unwrap();
         let cached = read_cache(&cache).unwrap();
         assert_eq!((cached.entries, cached.bytes), (4, 109));
         assert!(matches!(refresh(&ws, cached), Refreshed::Same(_)));
-        assert_eq!(check_size_cached(&ws, 100, 10_000, &cache).unwrap(), None);
+        assert_eq!(
+            check_size_cached(&ws, 100, 10_000, &cache, None).unwrap(),
+            None
+        );
         // The cached totals against other limits: the same refusals.
         assert!(matches!(
-            check_size_cached(&ws, 3, 10_000, &cache),
+            check_size_cached(&ws, 3, 10_000, &cache, None),
             Err(Disabled::TooManyEntries { limit: 3, .. })
         ));
         assert!(matches!(
-            check_size_cached(&ws, 100, 50, &cache),
+            check_size_cached(&ws, 100, 50, &cache, None),
             Err(Disabled::TooLarge { .. })
         ));
         // An entry added deep down: that directory is counted again.
@@ -827,7 +900,7 @@ mod tests {
         // Over a limit after a re-count: the whole walk decides (and
         // refuses with the same error).
         assert!(matches!(
-            check_size_cached(&ws, 4, 10_000, &cache),
+            check_size_cached(&ws, 4, 10_000, &cache, None),
             Err(Disabled::TooManyEntries { limit: 4, .. })
         ));
         // The ignore file changed: a whole walk.
@@ -838,6 +911,62 @@ mod tests {
         ));
     }
 
+    /// `git` in `ws`, with no configuration but the repository's.
+    fn git(ws: &Path, home: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(ws)
+            .args(args)
+            .env("HOME", home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    /// A whole walk given the index's sizes counts a tracked file at the
+    /// size git recorded (no `stat`), an untracked one at its own: the
+    /// same totals as a walk that `stat`s everything while git's record
+    /// is current; a file grown in place since counts at git's size
+    /// (the documented trade), and once git records it, its new size
+    /// decides the same refusal.
+    #[test]
+    fn a_whole_walk_takes_tracked_sizes_from_the_index() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().join("ws");
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        std::fs::write(ws.join("a.txt"), vec![b'a'; 100]).unwrap();
+        std::fs::write(ws.join("sub/b.txt"), vec![b'b'; 50]).unwrap();
+        git(&ws, t.path(), &["init", "-q"]);
+        git(&ws, t.path(), &["add", "a.txt", "sub/b.txt"]);
+        std::fs::write(ws.join("u.txt"), "untracked").unwrap();
+        let sizes = TrackedSizes::read(&ws.join(".git/index")).unwrap();
+        assert_eq!(sizes.size(b"a.txt"), Some(100));
+        assert_eq!(sizes.size(b"sub/b.txt"), Some(50));
+        assert_eq!(sizes.size(b"u.txt"), None);
+        assert_eq!(sizes.size(b"sub"), None);
+        let with = walk_size(&ws, 100, 10_000, Some(&sizes)).unwrap();
+        let without = walk_size(&ws, 100, 10_000, None).unwrap();
+        assert_eq!((with.entries, with.bytes), (without.entries, without.bytes));
+        assert_eq!(with.bytes, 100 + 50 + 9);
+
+        std::fs::write(ws.join("a.txt"), vec![b'a'; 1000]).unwrap();
+        let with = walk_size(&ws, 100, 10_000, Some(&sizes)).unwrap();
+        assert_eq!(with.bytes, 100 + 50 + 9, "git's record, not a stat");
+        assert!(matches!(
+            walk_size(&ws, 100, 500, None),
+            Err(Disabled::TooLarge { .. })
+        ));
+        git(&ws, t.path(), &["add", "a.txt"]);
+        let sizes = TrackedSizes::read(&ws.join(".git/index")).unwrap();
+        assert!(matches!(
+            walk_size(&ws, 100, 500, Some(&sizes)),
+            Err(Disabled::TooLarge { .. })
+        ));
+        // No index: no sizes, and the walk `stat`s everything.
+        assert!(TrackedSizes::read(&t.path().join("nowhere/index")).is_none());
+    }
+
     /// A directory changed just before the walk is kept with no stamp:
     /// listed again next time, the rest reused; the totals stand.
     #[test]
@@ -846,7 +975,7 @@ mod tests {
         let ws = t.path().join("ws");
         std::fs::create_dir_all(ws.join("a/b")).unwrap();
         std::fs::write(ws.join("a/b/f"), "12345").unwrap();
-        let seen = walk_size(&ws, 100, 10_000).unwrap();
+        let seen = walk_size(&ws, 100, 10_000, None).unwrap();
         assert!(!seen.racy, "only directories are too new here");
         assert!(seen.dirs.values().all(|d| d.racy));
         let cache = t.path().join("size-check");
@@ -881,7 +1010,7 @@ mod tests {
         std::fs::write(ws.join("src/.gitignore"), "*.tmp\n!keep.tmp\n").unwrap();
         write("src/m.rs", 3);
         std::fs::write(ws.join(".gitignore"), "logs/\n").unwrap();
-        let mut seen = walk_size(&ws, 1000, 1_000_000).unwrap();
+        let mut seen = walk_size(&ws, 1000, 1_000_000, None).unwrap();
         let steps: Vec<Box<dyn Fn()>> = vec![
             Box::new(|| write("a/b/new", 5)),
             Box::new(|| std::fs::remove_file(ws.join("a/c/g")).unwrap()),
@@ -896,7 +1025,7 @@ mod tests {
         ];
         for (i, step) in steps.iter().enumerate() {
             step();
-            let walked = walk_size(&ws, 1000, 1_000_000).unwrap();
+            let walked = walk_size(&ws, 1000, 1_000_000, None).unwrap();
             match refresh(&ws, seen) {
                 // (Same: only what the walk never enters changed.)
                 Refreshed::Updated(r) | Refreshed::Same(r) => {
@@ -939,7 +1068,7 @@ mod tests {
                 bytes += n as u64;
             }
         }
-        let seen = walk_size(&ws, 1_000_000, 1 << 40).unwrap();
+        let seen = walk_size(&ws, 1_000_000, 1 << 40, None).unwrap();
         assert_eq!((seen.entries, seen.bytes), (entries, bytes));
         for (dir, d) in &seen.dirs {
             let (mut e, mut b) = (0u64, 0u64);
@@ -953,11 +1082,11 @@ mod tests {
             assert_eq!((d.entries, d.bytes), (e, b), "{}", dir.display());
         }
         assert!(matches!(
-            walk_size(&ws, entries - 1, 1 << 40),
+            walk_size(&ws, entries - 1, 1 << 40, None),
             Err(Disabled::TooManyEntries { .. })
         ));
         assert!(matches!(
-            walk_size(&ws, 1_000_000, bytes - 1),
+            walk_size(&ws, 1_000_000, bytes - 1, None),
             Err(Disabled::TooLarge { .. })
         ));
     }

@@ -88,6 +88,11 @@ impl UserRepo {
         };
         Some(UserRepo { gitdir, common })
     }
+
+    /// The worktree's index file.
+    pub fn index(&self) -> PathBuf {
+        self.gitdir.join("index")
+    }
 }
 
 /// Why the seed was not used (said in `docs/UNDO.md`; kept for tests).
@@ -318,7 +323,7 @@ fn seed_inner(
     excludes: &[String],
 ) -> Result<Prepared, NoSeed> {
     let repo = UserRepo::find(workspace).ok_or(NoSeed::NotARepositoryTop)?;
-    let user_index = repo.gitdir.join("index");
+    let user_index = repo.index();
     if !user_index.is_file() {
         return Err(NoSeed::NoIndex);
     }

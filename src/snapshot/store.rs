@@ -170,12 +170,16 @@ impl SnapshotStore {
         let existed = dir.exists();
         let size_cache = dir.join("size-check");
         let seed_now = opts.seed_at_open && !dir.join("index").exists();
+        // A whole walk takes the tracked files' sizes from the user's index.
+        let tracked =
+            || seed::UserRepo::find(&workspace).and_then(|r| guard::TrackedSizes::read(&r.index()));
         let size_check = || {
             guard::check_size_cached(
                 &workspace,
                 opts.max_workspace_entries,
                 opts.max_workspace_bytes,
                 &size_cache,
+                Some(&tracked),
             )
         };
         // With a seed to prepare, the size walk runs beside it: nothing the
