@@ -1102,23 +1102,31 @@ mod tests {
         assert_eq!(c.scan(&root).0, fresh);
     }
 
+    /// A workspace `ws` under `dir` with a chain ten directories deep and
+    /// `packages` directories of two levels, aged: its root, the saved
+    /// scan's file, and the deepest directory.
+    fn deep_tree(dir: &Path, packages: usize) -> (PathBuf, PathBuf, PathBuf) {
+        let root = fs::canonicalize(dir).unwrap().join("ws");
+        let file = dir.join("cache/env-scan/ws");
+        let mut deep = root.clone();
+        for i in 0..10 {
+            deep.push(format!("l{i}"));
+            write(&deep.join("keep.txt"));
+        }
+        for i in 0..packages {
+            write(&root.join(format!("pkg{i}/src/lib.rs")));
+        }
+        age_tree(&root);
+        (root, file, deep)
+    }
+
     /// A new process (a fresh cache reading the file the last one left)
     /// lists only the directories that changed, and still finds a `.env`
     /// made ten levels down since.
     #[test]
     fn a_new_process_starts_from_the_saved_listings() {
         let t = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(t.path()).unwrap().join("ws");
-        let file = t.path().join("cache/env-scan/ws");
-        let mut deep = root.clone();
-        for i in 0..10 {
-            deep.push(format!("l{i}"));
-            write(&deep.join("keep.txt"));
-        }
-        for i in 0..30 {
-            write(&root.join(format!("pkg{i}/src/lib.rs")));
-        }
-        age_tree(&root);
+        let (root, file, deep) = deep_tree(t.path(), 30);
         let (s, st) = stamps_only().scan_with_file(&root, Some(&file));
         assert!(s.files.is_empty());
         let all = st.listed;
@@ -1150,17 +1158,7 @@ mod tests {
     #[test]
     fn a_first_call_from_the_saved_scan_still_finds_a_new_env_at_depth_ten() {
         let t = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(t.path()).unwrap().join("ws");
-        let file = t.path().join("cache/env-scan/ws");
-        let mut deep = root.clone();
-        for i in 0..10 {
-            deep.push(format!("l{i}"));
-            write(&deep.join("keep.txt"));
-        }
-        for i in 0..300 {
-            write(&root.join(format!("pkg{i}/src/lib.rs")));
-        }
-        age_tree(&root);
+        let (root, file, deep) = deep_tree(t.path(), 300);
         let (_, st) = stamps_only().scan_with_file(&root, Some(&file));
         let all = st.listed;
         assert_eq!(all, 1 + 10 + 600);

@@ -360,38 +360,13 @@ mod tests {
     #[test]
     fn listings_round_trip_and_garbage_is_refused() {
         let mut dirs = HashMap::new();
-        dirs.insert(
-            PathBuf::from("/w/a b"),
-            Listing {
-                stamp: Stamp {
-                    dev: 1,
-                    ino: 2,
-                    mtime: (3, 4),
-                    ctime: (5, 6),
-                },
-                racy: true,
-                subdirs: vec!["x".into(), os(b"\xff")],
-                env_files: vec![".env".into()],
-                problems: vec!["could not".into()],
-                failed: None,
-            },
-        );
-        dirs.insert(
-            PathBuf::from("/w"),
-            Listing {
-                stamp: Stamp {
-                    dev: 1,
-                    ino: 9,
-                    mtime: (3, 4),
-                    ctime: (5, 6),
-                },
-                racy: false,
-                subdirs: vec!["a b".into()],
-                env_files: vec![],
-                problems: vec![],
-                failed: None,
-            },
-        );
+        let mut a = listing(&["x"], &[".env"], true);
+        a.subdirs.push(os(b"\xff"));
+        a.problems.push("could not".into());
+        dirs.insert(PathBuf::from("/w/a b"), a);
+        let mut w = listing(&["a b"], &[], false);
+        w.stamp.ino = 9;
+        dirs.insert(PathBuf::from("/w"), w);
         let back = decode(&encode(&dirs, "r"), "r").unwrap();
         assert_eq!(back.len(), 2);
         let a = &back[Path::new("/w/a b")];
