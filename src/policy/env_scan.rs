@@ -1187,6 +1187,43 @@ mod tests {
         assert_eq!(again.dirs.len(), all);
     }
 
+    /// The stamps taken on two threads from the opened root are the ones
+    /// taken by whole path; and a root replaced after it was opened is
+    /// caught: the opened one still answers for the old tree (why the
+    /// check exists), its path no longer names it, while a root opened
+    /// afresh does.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn stamps_from_the_opened_root_are_the_paths_and_a_replaced_root_is_caught() {
+        let t = tempfile::tempdir().unwrap();
+        let (root, _, _) = deep_tree(t.path(), 150);
+        let dirs: Vec<PathBuf> = walkdir::WalkDir::new(&root)
+            .into_iter()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_type().is_dir())
+            .map(|e| e.into_path())
+            .collect();
+        let paths: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+        assert!(paths.len() >= LOOK_AHEAD_MIN_DIRS);
+        let by_path: Vec<Stamp> = paths.iter().map(|p| look_at(p).unwrap().stamp).collect();
+        let fast: Vec<Stamp> = lstat_all(&root, &paths)
+            .into_iter()
+            .map(|l| l.unwrap().stamp)
+            .collect();
+        assert_eq!(fast, by_path);
+
+        let opened = FromRoot::open(&root).unwrap();
+        assert!(opened.still_there());
+        let deep = paths.iter().find(|p| p.ends_with("l0/l1")).unwrap();
+        let old = opened.look(deep).unwrap().stamp;
+        fs::rename(&root, t.path().join("old")).unwrap();
+        write(&deep.join("keep.txt"));
+        assert!(!opened.still_there(), "a root replaced is caught");
+        assert_eq!(opened.look(deep).unwrap().stamp, old, "the old tree's");
+        assert_ne!(look_at(deep).unwrap().stamp, old);
+        assert!(FromRoot::open(&root).unwrap().still_there());
+    }
+
     /// A command that makes a `.env` and sets its directory's mtime back
     /// cannot hide it: the ctime moved.
     #[cfg(unix)]

@@ -93,7 +93,7 @@ pub fn wait_for_end(store_dir: &Path) -> bool {
     }
 }
 
-/// Start copying `ids`/// Start copying `ids` (one id a line) from the user's `objects` into a
+/// Start copying `ids` (one id a line) from the user's `objects` into a
 /// pack of the store at `store_dir`, in a process that outlives this
 /// one. The caller holds the store lock. `Err` when it could not be
 /// started — among other reasons, an earlier copy not settled yet still

@@ -232,14 +232,14 @@ const RACY_SECS: i64 = 2;
 /// store directory exists; `Ok(None)`: the cached totals were used (or the
 /// new ones are not worth keeping).
 ///
-/// `tracked`: the sizes a whole walk takes for tracked files (see
-/// [`TrackedSizes`]), read only when a whole walk is needed.
+/// `index`: the user's index, whose sizes a whole walk takes for tracked
+/// files (see [`TrackedSizes`]); read only when a whole walk is needed.
 pub fn check_size_cached(
     workspace: &Path,
     max_entries: u64,
     max_bytes: u64,
     cache: &Path,
-    tracked: Option<&dyn Fn() -> Option<TrackedSizes>>,
+    index: Option<&Path>,
 ) -> Result<Option<Vec<u8>>, Disabled> {
     if let Some(old) = read_cache(cache) {
         match refresh(workspace, old) {
@@ -255,7 +255,7 @@ pub fn check_size_cached(
             Refreshed::Stale => {}
         }
     }
-    let sizes = tracked.and_then(|read| read());
+    let sizes = index.and_then(TrackedSizes::read);
     let seen = walk_size(workspace, max_entries, max_bytes, sizes.as_ref())?;
     Ok((!seen.racy).then(|| encode(&seen)))
 }
@@ -516,7 +516,9 @@ fn refresh(workspace: &Path, mut seen: SizeSeen) -> Refreshed {
 }
 
 /// `path` relative to `workspace` in the index's form (`/`-separated
-/// bytes), or `None` when it has no such form.
+/// bytes), or `None` when it has no such form. On unix the bytes of the
+/// relative path as they are (asked once per file of a walk: no copy);
+/// elsewhere [`super::treebuild::git_path`]'s.
 #[cfg(unix)]
 fn relative<'a>(workspace: &Path, path: &'a Path) -> Option<std::borrow::Cow<'a, [u8]>> {
     use std::os::unix::ffi::OsStrExt;
@@ -526,8 +528,10 @@ fn relative<'a>(workspace: &Path, path: &'a Path) -> Option<std::borrow::Cow<'a,
 
 #[cfg(not(unix))]
 fn relative<'a>(workspace: &Path, path: &'a Path) -> Option<std::borrow::Cow<'a, [u8]>> {
-    let rel = path.strip_prefix(workspace).ok()?.to_str()?;
-    Some(std::borrow::Cow::Owned(rel.replace('\\', "/").into_bytes()))
+    let rel = path.strip_prefix(workspace).ok()?;
+    super::treebuild::git_path(rel)
+        .ok()
+        .map(std::borrow::Cow::Owned)
 }
 
 #[cfg(unix)]

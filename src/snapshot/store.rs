@@ -171,15 +171,14 @@ impl SnapshotStore {
         let size_cache = dir.join("size-check");
         let seed_now = opts.seed_at_open && !dir.join("index").exists();
         // A whole walk takes the tracked files' sizes from the user's index.
-        let tracked =
-            || seed::UserRepo::find(&workspace).and_then(|r| guard::TrackedSizes::read(&r.index()));
+        let user_index = seed::UserRepo::find(&workspace).map(|r| r.index());
         let size_check = || {
             guard::check_size_cached(
                 &workspace,
                 opts.max_workspace_entries,
                 opts.max_workspace_bytes,
                 &size_cache,
-                Some(&tracked),
+                user_index.as_deref(),
             )
         };
         // With a seed to prepare, the size walk runs beside it: nothing the
