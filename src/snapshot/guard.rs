@@ -517,21 +517,21 @@ fn refresh(workspace: &Path, mut seen: SizeSeen) -> Refreshed {
 
 /// `path` relative to `workspace` in the index's form (`/`-separated
 /// bytes), or `None` when it has no such form. On unix the bytes of the
-/// relative path as they are (asked once per file of a walk: no copy);
-/// elsewhere [`super::treebuild::git_path`]'s.
+/// relative path as they are (asked once per file of a walk: no copy).
+/// Elsewhere none, and the walk `stat`s every file: the owner of git's
+/// path form (`git_path` in the tree builder) sits above this module in
+/// the snapshot layers, and a second copy of it is not worth a speed-up
+/// on Windows alone.
 #[cfg(unix)]
-fn relative<'a>(workspace: &Path, path: &'a Path) -> Option<std::borrow::Cow<'a, [u8]>> {
+fn relative<'a>(workspace: &Path, path: &'a Path) -> Option<&'a [u8]> {
     use std::os::unix::ffi::OsStrExt;
     let rel = path.strip_prefix(workspace).ok()?;
-    Some(std::borrow::Cow::Borrowed(rel.as_os_str().as_bytes()))
+    Some(rel.as_os_str().as_bytes())
 }
 
 #[cfg(not(unix))]
-fn relative<'a>(workspace: &Path, path: &'a Path) -> Option<std::borrow::Cow<'a, [u8]>> {
-    let rel = path.strip_prefix(workspace).ok()?;
-    super::treebuild::git_path(rel)
-        .ok()
-        .map(std::borrow::Cow::Owned)
+fn relative<'a>(_workspace: &Path, _path: &'a Path) -> Option<&'a [u8]> {
+    None
 }
 
 #[cfg(unix)]
@@ -798,7 +798,7 @@ impl PartGuard<'_> {
                     0
                 }
             }
-        } else if let Some(size) = tracked.and_then(|t| t.size(&relative(workspace, entry.path())?))
+        } else if let Some(size) = tracked.and_then(|t| t.size(relative(workspace, entry.path())?))
         {
             size
         } else {

@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 pub type Decline = String;
 
 /// A path in git's form: components joined by `/`, bytes as on disk.
-pub(super) type GitPath = Vec<u8>;
+type GitPath = Vec<u8>;
 
 const MODE_TREE: u32 = 0o040000;
 const MODE_FILE: u32 = 0o100644;
@@ -312,7 +312,7 @@ pub fn under(p: &[u8], dir: &[u8]) -> bool {
 }
 
 /// `rel` in git's form, or why it cannot be named that way.
-pub(super) fn git_path(rel: &Path) -> Result<GitPath, Decline> {
+fn git_path(rel: &Path) -> Result<GitPath, Decline> {
     let mut out = Vec::new();
     for c in rel.components() {
         let std::path::Component::Normal(name) = c else {
