@@ -696,7 +696,7 @@ impl SnapshotStore {
     /// The first snapshot from a seeded index: the tree names blobs the
     /// copy started after the look brings in ([`blobcopy`]; settled before
     /// anything reads them), and trees that are either in the seed's pack
-    /// of the user's `HEAD` trees (those `write-tree` reused) or written
+    /// of the index's cache-tree trees (those `write-tree` reused) or written
     /// by it. The copy starts only once the look is taken: beside `add -u`
     /// and `ls-files -o` it took a third process's share of two cores. When
     /// the seed is abandoned its tree pack goes first: the full look that
