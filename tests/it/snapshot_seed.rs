@@ -529,6 +529,84 @@ fn conversions_and_odd_entries_take_the_long_way() {
     assert_eq!(store.seed_refusal(), Some(&NoSeed::NotARepositoryTop));
 }
 
+/// The seed reads the copied index in process (`gix-index`), not through
+/// `ls-files`: an index of version 4 (prefix-compressed paths) seeds, and
+/// its snapshot is the user's own tree, its cache-tree trees taken from
+/// the user's store; a skip-worktree entry and a split index (its shared
+/// part stays in the user's `.git`) turn the seed down, and the snapshot
+/// the long way still holds every file as it is.
+#[test]
+fn a_version_4_index_seeds_and_skip_worktree_or_split_indexes_do_not() {
+    let f = Fixture::new();
+    for i in 0..30 {
+        f.write(&format!("src/deep/er/m{i:02}.rs"), format!("// {i}\n"));
+        f.write(&format!("docs/d{i:02}.md"), format!("doc {i}\n"));
+    }
+    age_files(&f.ws);
+    f.user_repo();
+    f.user_git(&["update-index", "--index-version", "4"]);
+    let head = String::from_utf8(f.user_git(&["rev-parse", "HEAD^{tree}"]).stdout).unwrap();
+    let mut store = f.open();
+    let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert_eq!(
+        store.seeded_from_user_index(),
+        Some(true),
+        "{:?}",
+        store.seed_refusal()
+    );
+    assert_eq!(store.get(id).unwrap().tree, head.trim());
+    stands_alone(&store, id, 60);
+    // `write-tree` wrote no tree: each came in the seed's pack.
+    let objects = store.git_dir().join("objects");
+    let mut loose = Vec::new();
+    for d in std::fs::read_dir(&objects).unwrap().flatten() {
+        let name = d.file_name().into_string().unwrap();
+        if name.len() == 2 {
+            for o in std::fs::read_dir(d.path()).unwrap().flatten() {
+                loose.push(format!("{name}{}", o.file_name().into_string().unwrap()));
+            }
+        }
+    }
+    let kinds: Vec<String> = loose
+        .iter()
+        .map(|id| {
+            let o = Command::new("git")
+                .arg(format!("--git-dir={}", store.git_dir().display()))
+                .args(["cat-file", "-t", id])
+                .output()
+                .unwrap();
+            String::from_utf8(o.stdout).unwrap().trim().to_string()
+        })
+        .collect();
+    assert!(!kinds.iter().any(|k| k == "tree"), "{loose:?} {kinds:?}");
+    assert!(kinds.iter().any(|k| k == "commit"), "control: {kinds:?}");
+
+    for (how, args) in [
+        (
+            "skip-worktree",
+            &["update-index", "--skip-worktree", "a.txt"][..],
+        ),
+        ("split index", &["update-index", "--split-index"][..]),
+    ] {
+        let g = Fixture::new();
+        g.write("a.txt", "one\n");
+        g.write("b/c.txt", "two\n");
+        g.user_repo();
+        g.user_git(args);
+        g.write("b/c.txt", "CHANGED-AFTER\n");
+        let mut store = g.open();
+        let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
+        assert_eq!(store.seeded_from_user_index(), Some(false), "{how}");
+        match (how, store.seed_refusal()) {
+            ("skip-worktree", Some(NoSeed::UnusualEntries)) => {}
+            ("split index", Some(NoSeed::Index(why))) => assert!(why.contains("index"), "{why}"),
+            (_, other) => panic!("{how}: {other:?}"),
+        }
+        assert!(contains(&g.side_objects(&store), "CHANGED-AFTER"), "{how}");
+        assert_eq!(tree_paths(&store, id), ["a.txt", "b/c.txt"], "{how}");
+    }
+}
+
 /// The user's per-user files are read from the directories the store is
 /// given, never the process's `$HOME`: an excludes file there leaves its
 /// files out of the snapshot (the side repository's own `ls-files -o`
