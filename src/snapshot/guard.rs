@@ -126,13 +126,60 @@ impl TrackedSizes {
 
     /// The recorded size of the regular file at `rel` (relative to the
     /// workspace, `/`-separated), if the index tracks one there.
+    #[cfg(test)]
     fn size(&self, rel: &[u8]) -> Option<u64> {
+        let (dir, name) = match rel.iter().rposition(|b| *b == b'/') {
+            Some(i) => (&rel[..i], &rel[i + 1..]),
+            None => (&b""[..], rel),
+        };
+        self.size_in(&self.dir(dir), name)
+    }
+
+    /// The entries under the directory `rel_dir` (relative, `/`-separated;
+    /// empty for the workspace): a walk thread finds a directory's files
+    /// among these (one search per directory, not one over the whole
+    /// index per file).
+    fn dir(&self, rel_dir: &[u8]) -> TrackedDir {
+        let (range, prefix) = if rel_dir.is_empty() {
+            (Some(0..self.index.entries().len()), 0)
+        } else {
+            let mut p = rel_dir.to_vec();
+            p.push(b'/');
+            (
+                self.index.prefixed_entries_range(bstr::BStr::new(&p)),
+                p.len(),
+            )
+        };
+        TrackedDir {
+            range: range.unwrap_or(0..0),
+            prefix,
+        }
+    }
+
+    /// The recorded size of the regular file `name` directly in `dir`.
+    fn size_in(&self, dir: &TrackedDir, name: &[u8]) -> Option<u64> {
         use gix_index::entry::{Mode, Stage};
-        let e = self
-            .index
-            .entry_by_path_and_stage(bstr::BStr::new(rel), Stage::Unconflicted)?;
+        let entries = self.index.entries().get(dir.range.clone())?;
+        let i = entries
+            .binary_search_by(|e| {
+                let p: &[u8] = e.path(&self.index);
+                p.get(dir.prefix..)
+                    .unwrap_or_default()
+                    .cmp(name)
+                    .then_with(|| e.stage().cmp(&Stage::Unconflicted))
+            })
+            .ok()?;
+        let e = &entries[i];
         matches!(e.mode, Mode::FILE | Mode::FILE_EXECUTABLE).then_some(u64::from(e.stat.size))
     }
+}
+
+/// A directory's entries in [`TrackedSizes`]: their range in the index,
+/// and the length of the directory's path with its `/`.
+#[derive(Debug)]
+struct TrackedDir {
+    range: std::ops::Range<usize>,
+    prefix: usize,
 }
 
 /// A size walk's totals and the stamps that vouch for them (see
@@ -515,13 +562,13 @@ fn refresh(workspace: &Path, mut seen: SizeSeen) -> Refreshed {
     Refreshed::Updated(seen)
 }
 
-/// `path` relative to `workspace` in the index's form (`/`-separated
-/// bytes), or `None` when it has no such form. On unix the bytes of the
-/// relative path as they are (asked once per file of a walk: no copy).
-/// Elsewhere none, and the walk `stat`s every file: the owner of git's
-/// path form (`git_path` in the tree builder) sits above this module in
-/// the snapshot layers, and a second copy of it is not worth a speed-up
-/// on Windows alone.
+/// The directory `path` relative to `workspace` in the index's form
+/// (`/`-separated bytes), or `None` when it has no such form. On unix the
+/// bytes of the relative path as they are (asked once per directory of a
+/// walk: no copy). Elsewhere none, and the walk `stat`s every file: the
+/// owner of git's path form (`git_path` in the tree builder) sits above
+/// this module in the snapshot layers, and a second copy of it is not
+/// worth a speed-up on Windows alone.
 #[cfg(unix)]
 fn relative<'a>(workspace: &Path, path: &'a Path) -> Option<&'a [u8]> {
     use std::os::unix::ffi::OsStrExt;
@@ -531,6 +578,18 @@ fn relative<'a>(workspace: &Path, path: &'a Path) -> Option<&'a [u8]> {
 
 #[cfg(not(unix))]
 fn relative<'a>(_workspace: &Path, _path: &'a Path) -> Option<&'a [u8]> {
+    None
+}
+
+/// A file name's bytes in the index's form (see [`relative`]).
+#[cfg(unix)]
+fn os_bytes(name: &std::ffi::OsStr) -> Option<&[u8]> {
+    use std::os::unix::ffi::OsStrExt;
+    Some(name.as_bytes())
+}
+
+#[cfg(not(unix))]
+fn os_bytes(_name: &std::ffi::OsStr) -> Option<&[u8]> {
     None
 }
 
@@ -658,6 +717,8 @@ const FLUSH_EVERY: u64 = 64;
 /// One directory being counted by one walk thread.
 struct Here {
     dir: PathBuf,
+    /// Its tracked files, when the walk has the index's sizes.
+    tracked: Option<TrackedDir>,
     /// The directory, opened to `stat` its files relative to it (`None`
     /// when it could not be opened: each file is then `stat`ed by path).
     #[cfg(unix)]
@@ -668,12 +729,19 @@ struct Here {
 
 impl WalkPart {
     /// Count the next entries towards `dir` (see [`WalkPart::here`]).
-    fn enter(&mut self, dir: &Path) -> &mut Here {
-        if self.here.as_ref().is_some_and(|h| h.dir != dir) {
+    /// (The walker joins every entry's path the same way: the bytes are
+    /// compared, not the components, once per file.)
+    fn enter(&mut self, dir: &Path, workspace: &Path, tracked: Option<&TrackedSizes>) -> &mut Here {
+        if self
+            .here
+            .as_ref()
+            .is_some_and(|h| h.dir.as_os_str() != dir.as_os_str())
+        {
             self.leave();
         }
         self.here.get_or_insert_with(|| Here {
             dir: dir.to_path_buf(),
+            tracked: tracked.and_then(|t| Some(t.dir(relative(workspace, dir)?))),
             #[cfg(unix)]
             fd: {
                 use std::os::unix::fs::OpenOptionsExt;
@@ -782,7 +850,7 @@ impl PartGuard<'_> {
             part.racy = true;
             return ignore::WalkState::Continue;
         };
-        let here = part.enter(parent);
+        let here = part.enter(parent, workspace, tracked);
         // A `.gitignore` is `stat`ed whole: its stamp is kept.
         let (mut unread, mut ignore_file) = (false, None);
         let bytes = if !entry.file_type().is_some_and(|t| t.is_file()) {
@@ -798,8 +866,10 @@ impl PartGuard<'_> {
                     0
                 }
             }
-        } else if let Some(size) = tracked.and_then(|t| t.size(relative(workspace, entry.path())?))
-        {
+        } else if let Some(size) = tracked.and_then(|t| {
+            let name = os_bytes(entry.file_name())?;
+            t.size_in(here.tracked.as_ref()?, name)
+        }) {
             size
         } else {
             here.file_len(&entry).unwrap_or_else(|_| {
