@@ -214,24 +214,60 @@ fn positive(excludes: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Every blob of `ids` is in the user's store.
-fn all_present(objects: &Path, mut ids: Vec<super::present::Oid>) -> Result<(), NoSeed> {
+/// The copy's entries, each checked: `Err` for what turns the seed down
+/// (assume-unchanged, skip-worktree — also every entry of a sparse index,
+/// whose directory entries are skip-worktree too — and attributes in the
+/// tree).
+fn entries_of(copied: &gix_index::File) -> Result<Vec<Entry<'_>>, NoSeed> {
+    use gix_index::entry::{Flags, Mode};
+    let mut entries: Vec<Entry> = Vec::with_capacity(copied.entries().len());
+    for e in copied.entries() {
+        let path: &[u8] = e.path(copied);
+        if e.flags
+            .intersects(Flags::ASSUME_VALID | Flags::SKIP_WORKTREE)
+            || e.mode == Mode::DIR
+        {
+            return Err(NoSeed::UnusualEntries);
+        }
+        if path == b".gitattributes" || path.ends_with(b"/.gitattributes") {
+            return Err(NoSeed::Conversions(".gitattributes in the index".into()));
+        }
+        let oid = <super::present::Oid>::try_from(e.id.as_slice())
+            .map_err(|_| NoSeed::Index("an unexpected index entry".into()))?;
+        if path.is_empty() {
+            return Err(NoSeed::Index("an index entry without a path".into()));
+        }
+        entries.push(Entry {
+            gitlink: e.mode == Mode::COMMIT,
+            oid,
+            path,
+        });
+    }
+    Ok(entries)
+}
+
+/// Which of the copy's blobs (every entry's but a gitlink's) and valid
+/// cache-tree trees the user's store lacks, sorted: one merge with its
+/// pack indexes (see `present`). Checked before the entries the store
+/// drops are known: a blob only a dropped entry names counts only if
+/// kept ([`seed_inner`]). `Err` when an entry turns the seed down or a
+/// pack index is not version 2.
+fn lacking(objects: &Path, copied: &gix_index::File) -> Result<Vec<super::present::Oid>, NoSeed> {
+    let mut ids: Vec<super::present::Oid> = entries_of(copied)?
+        .iter()
+        .filter(|e| !e.gitlink)
+        .map(|e| e.oid)
+        .collect();
+    if let Some(tree) = copied.tree() {
+        ids.extend(index_trees(tree, &[]));
+    }
     super::present::sort_ids(&mut ids);
-    match super::present::missing(objects, &ids) {
-        None => Err(NoSeed::Copy(format!(
+    super::present::missing(objects, &ids).ok_or_else(|| {
+        NoSeed::Copy(format!(
             "a pack index in {} is not version 2",
             objects.display()
-        ))),
-        Some(gone) => match gone.first() {
-            None => Ok(()),
-            Some(first) => Err(NoSeed::Copy(format!(
-                "{} blob(s) your index names are not in {} (the first: {})",
-                gone.len(),
-                objects.display(),
-                hex::encode(first)
-            ))),
-        },
-    }
+        ))
+    })
 }
 
 /// The copied index, read with `gix-index`: ~10 ms at 100k entries
@@ -366,42 +402,23 @@ fn seed_inner(
         a.push(f);
         ignored_args.push(a);
     }
-    let (copied, ignored) = std::thread::scope(|s| {
+    // Beside it, on this thread: the copy read, its entries checked, and
+    // which of their blobs and cache-tree trees the user's store lacks
+    // (one pass over its pack indexes for both).
+    let (checked, ignored) = std::thread::scope(|s| {
         let ignored = s.spawn(|| git.run(&ignored_args));
-        let copied = read_index(index);
+        let checked = read_index(index).and_then(|copied| {
+            let gone = lacking(&objects, &copied)?;
+            Ok((copied, gone))
+        });
         let ignored = match ignored.join() {
             Ok(r) => r.map_err(index_err),
             Err(_) => Err(NoSeed::Index("the `ls-files -i` thread panicked".into())),
         };
-        (copied, ignored)
+        (checked, ignored)
     });
-    let (copied, ignored) = (copied?, ignored?);
-    let mut entries: Vec<Entry> = Vec::with_capacity(copied.entries().len());
-    for e in copied.entries() {
-        use gix_index::entry::{Flags, Mode};
-        let path: &[u8] = e.path(&copied);
-        // Assume-unchanged, skip-worktree (also every entry of a sparse
-        // index, whose directory entries are skip-worktree too).
-        if e.flags
-            .intersects(Flags::ASSUME_VALID | Flags::SKIP_WORKTREE)
-            || e.mode == Mode::DIR
-        {
-            return Err(NoSeed::UnusualEntries);
-        }
-        if path == b".gitattributes" || path.ends_with(b"/.gitattributes") {
-            return Err(NoSeed::Conversions(".gitattributes in the index".into()));
-        }
-        let mut oid = [0u8; 20];
-        if path.is_empty() || e.id.as_slice().len() != oid.len() {
-            return Err(NoSeed::Index("an unexpected index entry".into()));
-        }
-        oid.copy_from_slice(e.id.as_slice());
-        entries.push(Entry {
-            gitlink: e.mode == Mode::COMMIT,
-            oid,
-            path,
-        });
-    }
+    let ((copied, gone), ignored) = (checked?, ignored?);
+    let entries = entries_of(&copied)?;
     // What the store never snapshots but the user's index holds: ignored
     // by the store's rules, secrets, deny-read paths. The workspace's
     // `.gitignore` files and the per-user excludes file: git's answer
@@ -495,11 +512,23 @@ fn seed_inner(
     }
     // The copy runs after the snapshot is committed: every blob must be
     // there to copy, or the files are taken the long way (see `present`).
-    all_present(&objects, kept.iter().map(|e| e.oid).collect())?;
+    let lost: Vec<&Entry> = kept
+        .iter()
+        .copied()
+        .filter(|e| gone.binary_search(&e.oid).is_ok())
+        .collect();
+    if let Some(first) = lost.first() {
+        return Err(NoSeed::Copy(format!(
+            "{} blob(s) your index names are not in {} (the first: {})",
+            lost.len(),
+            objects.display(),
+            hex::encode(first.oid)
+        )));
+    }
     // Only a shortcut: without it, `write-tree` writes the trees itself.
     let tree_pack = copied
         .tree()
-        .and_then(|tree| copy_index_trees(git, &objects, tree, &dropped));
+        .and_then(|tree| copy_index_trees(git, &objects, tree, &dropped, &gone));
     Ok(Prepared {
         objects,
         list,
@@ -555,7 +584,8 @@ fn index_trees(tree: &gix_index::extension::Tree, left_out: &[&[u8]]) -> Vec<sup
 }
 
 /// Copy the copied index's clean cache-tree trees (see [`index_trees`])
-/// that the user's store holds into a pack of the side store: its name,
+/// that the user's store holds (`gone`: the ids it lacks, sorted, from
+/// [`lacking`]) into a pack of the side store: its name,
 /// or `None` when there are none or anything fails (the seed then works
 /// without it). A tree the user's store lacks (a cache-tree git filled
 /// without writing its objects) is left for `write-tree` to write.
@@ -564,10 +594,9 @@ fn copy_index_trees(
     objects: &Path,
     tree: &gix_index::extension::Tree,
     left_out: &[&[u8]],
+    gone: &[super::present::Oid],
 ) -> Option<String> {
-    let mut ids = index_trees(tree, left_out);
-    super::present::sort_ids(&mut ids);
-    let gone = super::present::missing(objects, &ids)?;
+    let ids = index_trees(tree, left_out);
     let mut list = Vec::with_capacity(ids.len() * 41);
     for id in ids.iter().filter(|id| gone.binary_search(id).is_err()) {
         list.extend_from_slice(hex::encode(id).as_bytes());

@@ -651,6 +651,33 @@ fn the_users_excludes_and_attributes_come_from_the_given_home() {
     );
 }
 
+/// A blob the user's store lost turns the seed down only when the
+/// snapshot would keep its file: a tracked `.env` (never snapshotted)
+/// whose blob is gone still seeds, and nothing of it is copied.
+#[test]
+fn a_lost_blob_of_an_entry_the_store_drops_still_seeds() {
+    let f = Fixture::new();
+    f.write("a.txt", "KEPT-61\n");
+    f.write("conf/.env", "SECRET-WHOSE-BLOB-IS-GONE\n");
+    age_files(&f.ws);
+    f.user_repo();
+    let out = f.user_git(&["rev-parse", "HEAD:conf/.env"]);
+    let blob = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    std::fs::remove_file(f.ws.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+    let mut store = f.open();
+    let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert_eq!(
+        store.seeded_from_user_index(),
+        Some(true),
+        "{:?}",
+        store.seed_refusal()
+    );
+    assert_eq!(tree_paths(&store, id), ["a.txt"]);
+    let objects = f.side_objects(&store);
+    assert!(contains(&objects, "KEPT-61"), "control");
+    assert!(!contains(&objects, "SECRET-WHOSE-BLOB-IS-GONE"));
+}
+
 /// A seed abandoned after the user's trees were copied ahead (a blob the
 /// user's store lost: the copy fails) drops that tree pack *before* the
 /// full look that follows, so the full look writes every tree itself: the
