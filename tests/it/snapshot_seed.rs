@@ -651,6 +651,14 @@ fn the_users_excludes_and_attributes_come_from_the_given_home() {
     );
 }
 
+/// Delete the loose object of `path`'s committed blob from the user's
+/// store (a repository damaged by hand).
+fn lose_committed_blob(f: &Fixture, path: &str) {
+    let out = f.user_git(&["rev-parse", &format!("HEAD:{path}")]);
+    let blob = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    std::fs::remove_file(f.ws.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+}
+
 /// A blob the user's store lost turns the seed down only when the
 /// snapshot would keep its file: a tracked `.env` (never snapshotted)
 /// whose blob is gone still seeds, and nothing of it is copied.
@@ -661,9 +669,7 @@ fn a_lost_blob_of_an_entry_the_store_drops_still_seeds() {
     f.write("conf/.env", "SECRET-WHOSE-BLOB-IS-GONE\n");
     age_files(&f.ws);
     f.user_repo();
-    let out = f.user_git(&["rev-parse", "HEAD:conf/.env"]);
-    let blob = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    std::fs::remove_file(f.ws.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+    lose_committed_blob(&f, "conf/.env");
     let mut store = f.open();
     let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
     assert_eq!(
@@ -692,9 +698,7 @@ fn a_seed_abandoned_after_its_trees_were_copied_leaves_a_whole_snapshot() {
     // racy entry would be, and its blob would be in the side store anyway).
     age_files(&f.ws);
     f.user_repo();
-    let out = f.user_git(&["rev-parse", "HEAD:a.txt"]);
-    let blob = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    std::fs::remove_file(f.ws.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+    lose_committed_blob(&f, "a.txt");
     let mut store = f.open();
     let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
     assert!(
