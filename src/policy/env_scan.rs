@@ -187,31 +187,49 @@ fn skipped(name: &std::ffi::OsStr) -> bool {
 /// `lstat` every path, on two threads when there are many (a one-shot
 /// command at 100,000 files spends most of its scan in ~1,100 of these
 /// path lookups, one core idle; for a handful the thread costs more than
-/// it saves). In the order given.
+/// it saves). In the order given. The threads take the paths in chunks
+/// from one counter, not half each: the spawned one starts late, and a
+/// fixed half left this thread waiting for it.
 fn lstat_all(root: &Path, paths: &[&Path]) -> Vec<std::io::Result<DirLook>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const CHUNK: usize = 32;
     if paths.len() < LOOK_AHEAD_MIN_DIRS {
         return paths.iter().map(|p| look_at(p)).collect();
     }
     let from_root = FromRoot::open(root);
-    let stat = |part: &[&Path]| -> Vec<std::io::Result<DirLook>> {
-        part.iter()
-            .map(|p| match &from_root {
-                Some(r) => r.look(p),
-                None => look_at(p),
-            })
-            .collect()
+    let look = |p: &Path| match &from_root {
+        Some(r) => r.look(p),
+        None => look_at(p),
     };
-    let (first, second) = paths.split_at(paths.len() / 2);
-    let all = std::thread::scope(|s| {
-        let other = std::thread::Builder::new().spawn_scoped(s, || stat(second));
-        let mut all = stat(first);
-        // No thread, or one that could not finish: those are taken here.
-        match other.ok().and_then(|t| t.join().ok()) {
-            Some(theirs) => all.extend(theirs),
-            None => all.extend(stat(second)),
+    let next = AtomicUsize::new(0);
+    let take = || -> Vec<(usize, std::io::Result<DirLook>)> {
+        let mut out = Vec::new();
+        loop {
+            let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+            if start >= paths.len() {
+                return out;
+            }
+            let end = (start + CHUNK).min(paths.len());
+            out.extend((start..end).map(|i| (i, look(paths[i]))));
         }
-        all
+    };
+    let mut all: Vec<Option<std::io::Result<DirLook>>> =
+        std::iter::repeat_with(|| None).take(paths.len()).collect();
+    std::thread::scope(|s| {
+        let other = std::thread::Builder::new().spawn_scoped(s, take);
+        let mine = take();
+        // A thread that could not start or finish: its chunks are taken
+        // below.
+        let theirs = other.ok().and_then(|t| t.join().ok()).unwrap_or_default();
+        for (i, r) in mine.into_iter().chain(theirs) {
+            all[i] = Some(r);
+        }
     });
+    let all: Vec<std::io::Result<DirLook>> = all
+        .into_iter()
+        .zip(paths)
+        .map(|(r, p)| r.unwrap_or_else(|| look(p)))
+        .collect();
     match from_root {
         Some(r) if !r.still_there() => paths.iter().map(|p| look_at(p)).collect(),
         _ => all,
