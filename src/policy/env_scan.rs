@@ -10,8 +10,9 @@
 //! Cost: a one-shot call walks the tree once (`readdir` per directory,
 //! entry types from `d_type`, no `stat` per file), like `find` pruned the
 //! same way; a first call, with nothing saved to reuse, reads the
-//! directories ahead on two threads ([`list_ahead`]). A long-lived process (the agent loop) keeps an
-//! [`EnvScanCache`] per workspace: on the next call each directory is
+//! directories ahead on two threads ([`list_ahead`]). A long-lived
+//! process (the agent loop) keeps an [`EnvScanCache`] per workspace: on
+//! the next call each directory is
 //! `lstat`ed and, when its identity and mtime are unchanged, its listing
 //! is reused without reading it. A directory's mtime changes whenever an
 //! entry is created, removed or renamed in it — exactly the events that

@@ -9,7 +9,7 @@ use crate::common;
 
 use codewhale::snapshot::seed::NoSeed;
 use codewhale::snapshot::{Label, Opened, SnapshotStore};
-use common::snapshots::{contains, files, manifest, meta, Fixture};
+use common::snapshots::{contains, files, git_at, manifest, meta, Fixture};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -570,11 +570,8 @@ fn a_version_4_index_seeds_and_skip_worktree_or_split_indexes_do_not() {
     let kinds: Vec<String> = loose
         .iter()
         .map(|id| {
-            let o = Command::new("git")
-                .arg(format!("--git-dir={}", store.git_dir().display()))
-                .args(["cat-file", "-t", id])
-                .output()
-                .unwrap();
+            let git_dir = format!("--git-dir={}", store.git_dir().display());
+            let o = git_at(&f.ws, &f.user_home, &[&git_dir, "cat-file", "-t", id]);
             String::from_utf8(o.stdout).unwrap().trim().to_string()
         })
         .collect();
