@@ -12,6 +12,9 @@ use super::layout::BUILTIN_EXCLUDES;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+mod walk;
+use walk::walk_size;
+
 /// System directories refused as workspaces (on top of `/`, homes and
 /// their ancestors).
 const SYSTEM_DIRS: &[&str] = &[
@@ -604,302 +607,6 @@ fn os_str(b: &[u8]) -> Option<&std::ffi::OsStr> {
     std::str::from_utf8(b).ok().map(std::ffi::OsStr::new)
 }
 
-/// The walk itself: totals, and the stamps of what it depended on.
-fn walk_size(
-    workspace: &Path,
-    max_entries: u64,
-    max_bytes: u64,
-    tracked: Option<&TrackedSizes>,
-) -> Result<SizeSeen, Disabled> {
-    let started = now_secs();
-    let walker = ignore::WalkBuilder::new(workspace)
-        .hidden(false)
-        .parents(false)
-        .ignore(false)
-        .git_ignore(true)
-        .git_global(false)
-        .git_exclude(false)
-        .require_git(false)
-        .follow_links(false)
-        .filter_entry(|e| {
-            !(e.file_type().is_some_and(|t| t.is_dir())
-                && e.file_name().to_str().is_some_and(skipped_dir))
-        })
-        .build_parallel();
-    // One thread per core: a 100k-file walk is ~2× `git status` on one.
-    let shared = WalkShared::default();
-    // Every thread has ended (and handed in its part) when `run` returns.
-    walker.run(|| {
-        let mut part = PartGuard {
-            part: WalkPart::default(),
-            shared: &shared,
-        };
-        Box::new(move |entry| {
-            part.visit(entry, workspace, tracked, started, max_entries, max_bytes)
-        })
-    });
-    if let Some(d) = shared.over.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        return Err(d);
-    }
-    // The threads check the limits every few entries; the exact totals
-    // are checked here.
-    limits(
-        workspace,
-        shared.entries.load(std::sync::atomic::Ordering::Relaxed),
-        shared.bytes.load(std::sync::atomic::Ordering::Relaxed),
-        max_entries,
-        max_bytes,
-    )?;
-    let parts = shared.parts.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut seen = SizeSeen {
-        entries: shared.entries.into_inner(),
-        bytes: shared.bytes.into_inner(),
-        dirs: BTreeMap::new(),
-        ignores: Vec::new(),
-        racy: false,
-    };
-    let mut counts: Vec<HashMap<PathBuf, (u64, u64)>> = Vec::new();
-    for p in parts {
-        seen.dirs.extend(p.dirs);
-        seen.ignores.extend(p.ignores);
-        seen.racy |= p.racy;
-        counts.push(p.counts);
-    }
-    for (dir, (entries, bytes)) in counts.into_iter().flatten() {
-        match seen.dirs.get_mut(&dir) {
-            Some(d) => {
-                d.entries += entries;
-                d.bytes += bytes;
-            }
-            // Its directory's stamp could not be read: nothing to keep.
-            None => seen.racy = true,
-        }
-    }
-    seen.ignores.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(seen)
-}
-
-/// What the walk's threads share: the running totals (for the limits),
-/// the first limit crossed, and each thread's part when it ends.
-#[derive(Default)]
-struct WalkShared {
-    entries: std::sync::atomic::AtomicU64,
-    bytes: std::sync::atomic::AtomicU64,
-    over: std::sync::Mutex<Option<Disabled>>,
-    parts: std::sync::Mutex<Vec<WalkPart>>,
-}
-
-/// What one thread of the walk saw.
-#[derive(Default)]
-struct WalkPart {
-    dirs: BTreeMap<PathBuf, DirSeen>,
-    /// Direct entries and file bytes per parent directory.
-    counts: HashMap<PathBuf, (u64, u64)>,
-    ignores: Vec<(PathBuf, Stamp)>,
-    racy: bool,
-    /// The directory whose entries this thread is counting now: the
-    /// walker hands a directory's entries to one thread mostly in a row,
-    /// so they are counted here and added to `counts` once (not a path
-    /// copied and hashed per file), and its files are `stat`ed relative
-    /// to it (not their whole path resolved again per file).
-    here: Option<Here>,
-    /// Entries and bytes counted but not yet added to the shared totals
-    /// (two threads adding to one cache line per file cost more than
-    /// the limit check needs: it is done every [`FLUSH_EVERY`] entries,
-    /// and on the exact totals once the walk ended).
-    pending: (u64, u64),
-}
-
-/// How many entries a walk thread counts before it adds them to the
-/// shared totals and checks the limits.
-const FLUSH_EVERY: u64 = 64;
-
-/// One directory being counted by one walk thread.
-struct Here {
-    dir: PathBuf,
-    /// Its tracked files, when the walk has the index's sizes.
-    tracked: Option<TrackedDir>,
-    /// The directory, opened to `stat` its files relative to it (`None`
-    /// when it could not be opened: each file is then `stat`ed by path).
-    #[cfg(unix)]
-    fd: Option<std::fs::File>,
-    entries: u64,
-    bytes: u64,
-}
-
-impl WalkPart {
-    /// Count the next entries towards `dir` (see [`WalkPart::here`]).
-    /// (The walker joins every entry's path the same way: the bytes are
-    /// compared, not the components, once per file.)
-    fn enter(&mut self, dir: &Path, workspace: &Path, tracked: Option<&TrackedSizes>) -> &mut Here {
-        if self
-            .here
-            .as_ref()
-            .is_some_and(|h| h.dir.as_os_str() != dir.as_os_str())
-        {
-            self.leave();
-        }
-        self.here.get_or_insert_with(|| Here {
-            dir: dir.to_path_buf(),
-            tracked: tracked.and_then(|t| Some(t.dir(relative(workspace, dir)?))),
-            #[cfg(unix)]
-            fd: {
-                use std::os::unix::fs::OpenOptionsExt;
-                std::fs::OpenOptions::new()
-                    .read(true)
-                    .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-                    .open(dir)
-                    .ok()
-            },
-            entries: 0,
-            bytes: 0,
-        })
-    }
-
-    /// Add the current directory's counts to `counts`.
-    fn leave(&mut self) {
-        if let Some(h) = self.here.take() {
-            let c = self.counts.entry(h.dir).or_default();
-            c.0 += h.entries;
-            c.1 += h.bytes;
-        }
-    }
-}
-
-impl Here {
-    /// The size of the file `entry` (an entry of this directory).
-    fn file_len(&self, entry: &ignore::DirEntry) -> std::io::Result<u64> {
-        #[cfg(unix)]
-        if let Some(fd) = &self.fd {
-            use nix::sys::stat::fstatat;
-            use std::os::fd::AsRawFd;
-            return fstatat(
-                Some(fd.as_raw_fd()),
-                entry.file_name(),
-                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-            )
-            .map(|st| u64::try_from(st.st_size).unwrap_or(0))
-            .map_err(std::io::Error::from);
-        }
-        entry
-            .metadata()
-            .map(|m| m.len())
-            .map_err(std::io::Error::other)
-    }
-}
-
-/// A thread's part, handed to [`WalkShared`] when the thread's visitor is
-/// dropped (the walk ends).
-struct PartGuard<'a> {
-    part: WalkPart,
-    shared: &'a WalkShared,
-}
-
-impl Drop for PartGuard<'_> {
-    fn drop(&mut self) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.part.leave();
-        let (entries, bytes) = std::mem::take(&mut self.part.pending);
-        self.shared.entries.fetch_add(entries, Relaxed);
-        self.shared.bytes.fetch_add(bytes, Relaxed);
-        let part = std::mem::take(&mut self.part);
-        self.shared
-            .parts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(part);
-    }
-}
-
-impl PartGuard<'_> {
-    fn visit(
-        &mut self,
-        entry: Result<ignore::DirEntry, ignore::Error>,
-        workspace: &Path,
-        tracked: Option<&TrackedSizes>,
-        started: i64,
-        max_entries: u64,
-        max_bytes: u64,
-    ) -> ignore::WalkState {
-        use std::sync::atomic::Ordering::Relaxed;
-        let Ok(entry) = entry else {
-            return ignore::WalkState::Continue;
-        };
-        let part = &mut self.part;
-        if entry.file_type().is_some_and(|t| t.is_dir()) {
-            match entry.metadata() {
-                Ok(m) => {
-                    let s = stamp(&m);
-                    part.dirs.insert(
-                        entry.path().to_path_buf(),
-                        DirSeen {
-                            stamp: s,
-                            entries: 0,
-                            bytes: 0,
-                            racy: is_racy(&s, started),
-                        },
-                    );
-                }
-                Err(_) => part.racy = true,
-            }
-        }
-        if entry.depth() == 0 {
-            return ignore::WalkState::Continue;
-        }
-        let Some(parent) = entry.path().parent() else {
-            part.racy = true;
-            return ignore::WalkState::Continue;
-        };
-        let here = part.enter(parent, workspace, tracked);
-        // A `.gitignore` is `stat`ed whole: its stamp is kept.
-        let (mut unread, mut ignore_file) = (false, None);
-        let bytes = if !entry.file_type().is_some_and(|t| t.is_file()) {
-            0
-        } else if entry.file_name() == ".gitignore" {
-            match entry.metadata() {
-                Ok(m) => {
-                    ignore_file = Some(stamp(&m));
-                    m.len()
-                }
-                Err(_) => {
-                    unread = true;
-                    0
-                }
-            }
-        } else if let Some(size) = tracked.and_then(|t| {
-            let name = os_bytes(entry.file_name())?;
-            t.size_in(here.tracked.as_ref()?, name)
-        }) {
-            size
-        } else {
-            here.file_len(&entry).unwrap_or_else(|_| {
-                unread = true;
-                0
-            })
-        };
-        here.entries += 1;
-        here.bytes += bytes;
-        part.racy |= unread;
-        if let Some(s) = ignore_file {
-            part.racy |= is_racy(&s, started);
-            part.ignores.push((entry.path().to_path_buf(), s));
-        }
-        part.pending.0 += 1;
-        part.pending.1 += bytes;
-        if part.pending.0 >= FLUSH_EVERY {
-            let (e, b) = std::mem::take(&mut part.pending);
-            let entries = self.shared.entries.fetch_add(e, Relaxed) + e;
-            let total = self.shared.bytes.fetch_add(b, Relaxed) + b;
-            if let Err(d) = limits(workspace, entries, total, max_entries, max_bytes) {
-                let mut over = self.shared.over.lock().unwrap_or_else(|e| e.into_inner());
-                over.get_or_insert(d);
-                return ignore::WalkState::Quit;
-            }
-        }
-        ignore::WalkState::Continue
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -1163,6 +870,90 @@ mod tests {
             walk_size(&ws, 1_000_000, bytes - 1, None),
             Err(Disabled::TooLarge { .. })
         ));
+    }
+
+    /// The walk's ignore rules against git's own: the files it counts are
+    /// exactly those `git ls-files -o --exclude-per-directory=.gitignore`
+    /// lists in a fresh repository (plus the directories holding them);
+    /// the nearest `.gitignore` with an opinion decides, a directory
+    /// ignored is not entered, and a `.gitignore` its own rules ignore
+    /// still rules and is kept, so a look again finds nothing changed.
+    #[test]
+    fn the_walk_counts_what_git_would_add() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().join("ws");
+        let home = t.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        for d in ["sub/deep", "build/out", "node_modules/p"] {
+            std::fs::create_dir_all(ws.join(d)).unwrap();
+        }
+        let files: &[(&str, &str)] = &[
+            (".gitignore", "*.log\n!keep.log\nbuild/\n"),
+            ("a.log", "a"),
+            ("keep.log", "keep"),
+            ("x.txt", "xx"),
+            ("sub/.gitignore", ".gitignore\nkeep.log\n"),
+            ("sub/keep.log", "no"),
+            ("sub/b.log", "no"),
+            ("sub/y.txt", "yyy"),
+            ("sub/deep/z.txt", "zzzz"),
+            ("sub/deep/z.log", "no"),
+            ("build/out/o", "no"),
+            ("node_modules/p/i", "no"),
+        ];
+        for (p, body) in files {
+            std::fs::write(ws.join(p), body).unwrap();
+        }
+        git(&ws, &home, &["init", "-q"]);
+        let out = std::process::Command::new("git")
+            .args(["ls-files", "-z", "-o", "--exclude-per-directory=.gitignore"])
+            .current_dir(&ws)
+            .env("HOME", &home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        let mut listed: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .split('\0')
+            .filter(|p| !p.is_empty() && !p.starts_with("node_modules/"))
+            .map(str::to_string)
+            .collect();
+        listed.sort();
+        assert_eq!(
+            listed,
+            [
+                ".gitignore",
+                "keep.log",
+                "sub/deep/z.txt",
+                "sub/y.txt",
+                "x.txt"
+            ]
+        );
+        let bytes: u64 = listed
+            .iter()
+            .map(|p| std::fs::metadata(ws.join(p)).unwrap().len())
+            .sum();
+        let seen = walk_size(&ws, 100, 10_000, None).unwrap();
+        // Git's files and the two directories holding some of them.
+        assert_eq!((seen.entries, seen.bytes), (listed.len() as u64 + 2, bytes));
+        let per_dir: Vec<(String, u64)> = seen
+            .dirs
+            .iter()
+            .map(|(d, s)| {
+                let rel = d.strip_prefix(&ws).unwrap().to_string_lossy().into_owned();
+                (rel, s.entries)
+            })
+            .collect();
+        assert_eq!(
+            per_dir,
+            [("".into(), 4), ("sub".into(), 2), ("sub/deep".into(), 1)]
+        );
+        let kept: Vec<&Path> = seen.ignores.iter().map(|(p, _)| p.as_path()).collect();
+        assert_eq!(kept, [ws.join(".gitignore"), ws.join("sub/.gitignore")]);
+        match refresh(&ws, seen) {
+            Refreshed::Same(again) => assert_eq!(again.entries, listed.len() as u64 + 2),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
