@@ -380,6 +380,25 @@ fn list_ahead(root: &Path, now: SystemTime, window: Duration) -> HashMap<PathBuf
         /// Directories being read now (their subdirectories not pushed yet).
         busy: usize,
     }
+    /// A directory taken from the stack, handed back when its reading
+    /// ends however it ends (its subdirectories pushed, one fewer busy
+    /// reader): a reader that panicked then leaves the other to finish
+    /// the stack instead of waiting for it, and the walk reads what it
+    /// did not hand in.
+    struct Reading<'q> {
+        queue: &'q Mutex<Queue>,
+        more: &'q std::sync::Condvar,
+        found: Vec<PathBuf>,
+    }
+    impl Drop for Reading<'_> {
+        fn drop(&mut self) {
+            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            q.stack.append(&mut self.found);
+            q.busy -= 1;
+            drop(q);
+            self.more.notify_all();
+        }
+    }
     let queue = Mutex::new(Queue {
         stack: vec![root.to_path_buf()],
         busy: 0,
@@ -405,21 +424,20 @@ fn list_ahead(root: &Path, now: SystemTime, window: Duration) -> HashMap<PathBuf
                 more.notify_all();
                 return out;
             };
+            let mut reading = Reading {
+                queue: &queue,
+                more: &more,
+                found: Vec::new(),
+            };
             let look = look_at(&dir);
             let listing = match &look {
                 Ok(l) if l.is_dir => Some(list(&dir, l.stamp, is_racy(&l.stamp, now, window))),
                 _ => None,
             };
-            let subdirs: Vec<PathBuf> = match &listing {
-                Some(Ok(l)) => l.subdirs.iter().map(|n| dir.join(n)).collect(),
-                _ => Vec::new(),
-            };
-            {
-                let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
-                q.stack.extend(subdirs);
-                q.busy -= 1;
+            if let Some(Ok(l)) = &listing {
+                reading.found = l.subdirs.iter().map(|n| dir.join(n)).collect();
             }
-            more.notify_all();
+            drop(reading);
             out.insert(dir, (look, listing));
         }
     };
