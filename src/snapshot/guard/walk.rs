@@ -231,9 +231,7 @@ struct Entry {
 fn count_dir(shared: &Shared<'_>, part: &mut Part, job: Job, found: &mut Vec<Job>) {
     let Job { dir, rules } = job;
     let Some(opened) = Opened::open(&dir) else {
-        // Gone or unreadable since its parent listed it: nothing to vouch
-        // for next time.
-        part.racy = true;
+        unreadable(shared, part, dir);
         return;
     };
     let st = opened.stamp;
@@ -255,7 +253,7 @@ fn count_dir(shared: &Shared<'_>, part: &mut Part, job: Job, found: &mut Vec<Job
             v
         }
         Err(_) => {
-            part.racy = true;
+            unreadable(shared, part, dir);
             return;
         }
     };
@@ -339,6 +337,32 @@ fn count_dir(shared: &Shared<'_>, part: &mut Part, job: Job, found: &mut Vec<Job
             racy: is_racy(&st, shared.started),
         },
     );
+}
+
+/// A directory that could not be opened or listed (another user's, say,
+/// like a container's data directory): counted empty, as git cannot add
+/// from it either, and kept with its stamp, so a later look lists it
+/// again only when that moves (then a whole walk decides); one gone since
+/// its parent listed it leaves nothing to vouch for.
+fn unreadable(shared: &Shared<'_>, part: &mut Part, dir: PathBuf) {
+    match empty_seen(std::fs::symlink_metadata(&dir), shared.started) {
+        Some(seen) => {
+            part.dirs.insert(dir, seen);
+        }
+        None => part.racy = true,
+    }
+}
+
+/// What an unreadable directory counts for, from its `lstat`.
+fn empty_seen(meta: std::io::Result<std::fs::Metadata>, started: i64) -> Option<DirSeen> {
+    let m = meta.ok().filter(std::fs::Metadata::is_dir)?;
+    let stamp = stamp(&m);
+    Some(DirSeen {
+        stamp,
+        entries: 0,
+        bytes: 0,
+        racy: is_racy(&stamp, started),
+    })
 }
 
 /// Add a thread's pending counts to the totals; `false` (and the walk
@@ -432,5 +456,28 @@ impl Opened {
         std::fs::symlink_metadata(self.dir.join(name))
             .ok()
             .map(|m| m.len())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// An unreadable directory is kept, empty, with its own stamp; a path
+    /// that is no directory (or gone) gives nothing to keep.
+    #[test]
+    fn an_unreadable_directory_counts_empty_with_its_stamp() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("d");
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(t.path().join("f"), "x").unwrap();
+        let now = super::super::now_secs();
+        let seen = empty_seen(std::fs::symlink_metadata(&d), now).unwrap();
+        assert_eq!((seen.entries, seen.bytes), (0, 0));
+        assert_eq!(seen.stamp, stamp(&std::fs::symlink_metadata(&d).unwrap()));
+        assert!(seen.racy, "made just now");
+        assert!(empty_seen(std::fs::symlink_metadata(t.path().join("f")), now).is_none());
+        assert!(empty_seen(std::fs::symlink_metadata(t.path().join("gone")), now).is_none());
     }
 }
