@@ -456,15 +456,10 @@ impl Rules {
     }
 
     fn ignored(&self, path: &Path, is_dir: bool) -> bool {
-        use ignore::Match;
         let mut dir = path.parent();
         while let Some(d) = dir {
-            if let Some(gi) = self.by_dir.get(d) {
-                match gi.matched(path, is_dir) {
-                    Match::Ignore(_) => return true,
-                    Match::Whitelist(_) => return false,
-                    Match::None => {}
-                }
+            if let Some(verdict) = self.by_dir.get(d).and_then(|gi| opinion(gi, path, is_dir)) {
+                return verdict;
             }
             if d == self.root {
                 break;
@@ -472,6 +467,17 @@ impl Rules {
             dir = d.parent();
         }
         false
+    }
+}
+
+/// One `.gitignore`'s opinion on `path`: `Some(true)` ignored,
+/// `Some(false)` re-included (`!pattern`), `None` none — the nearest file
+/// with one decides, in the walk ([`walk`]) and the re-count ([`Rules`]).
+fn opinion(gi: &ignore::gitignore::Gitignore, path: &Path, is_dir: bool) -> Option<bool> {
+    match gi.matched(path, is_dir) {
+        ignore::Match::Ignore(_) => Some(true),
+        ignore::Match::Whitelist(_) => Some(false),
+        ignore::Match::None => None,
     }
 }
 

@@ -38,12 +38,9 @@ struct Chain {
 
 /// Whether the nearest `.gitignore` with an opinion on `path` ignores it.
 fn ignored(mut chain: Option<&Chain>, path: &Path, is_dir: bool) -> bool {
-    use ignore::Match;
     while let Some(c) = chain {
-        match c.rules.matched(path, is_dir) {
-            Match::Ignore(_) => return true,
-            Match::Whitelist(_) => return false,
-            Match::None => {}
+        if let Some(verdict) = super::opinion(&c.rules, path, is_dir) {
+            return verdict;
         }
         chain = c.up.as_deref();
     }
