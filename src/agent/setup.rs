@@ -79,8 +79,10 @@ pub fn prepare_run(
     snap_opts.seed_at_open = true;
     // And it keeps a journal (`RunSnapshots` enables it).
     snap_opts.journal_at_open = true;
-    let snaps = RunSnapshots::from_open(
-        SnapshotStore::open(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
+    // Refusals are decided here; the store is built on a thread while the
+    // run goes on (`SnapshotStore::open_ahead`).
+    let snaps = RunSnapshots::from_open_ahead(
+        SnapshotStore::open_ahead(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
     );
     let authorizer = PipelineAuthorizer::new(settings, posture, sandbox.mode()).with_grants(grants);
     let ctx = ToolContext {

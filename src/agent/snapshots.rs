@@ -17,7 +17,9 @@
 
 use super::output::Emitter;
 use crate::session::{ChangedFile, Event, SessionError, SessionLog, SNAPSHOT_EVENTS_VERSION};
-use crate::snapshot::{Label, Opened, SnapshotId, SnapshotMeta, SnapshotStore};
+use crate::snapshot::{
+    Label, Opened, OpenedAhead, Opening, SnapshotId, SnapshotMeta, SnapshotStore,
+};
 use serde_json::{json, Value};
 
 /// The request number of an `exec` run: one prompt is one request.
@@ -37,12 +39,15 @@ pub fn changes_files(tool: &str) -> bool {
 /// The store of this run, or why there is none.
 enum State {
     Ready(Box<SnapshotStore>),
-    /// Taking the run's first full look on a thread
-    /// ([`SnapshotStore::look_ahead`]) while the model answers; the store
-    /// comes back when the thread is joined, before its first use.
+    /// Being built on a thread ([`SnapshotStore::open_ahead`]).
+    Opening(Opening),
+    /// Being built (when it was not yet) and taking the run's first full
+    /// look ([`SnapshotStore::look_ahead`]), on a thread while the model
+    /// answers; the store comes back when the thread is joined, before
+    /// its first use — or why it could not be built.
     LookingAhead {
         dir: std::path::PathBuf,
-        thread: std::thread::JoinHandle<Box<SnapshotStore>>,
+        thread: std::thread::JoinHandle<Result<Box<SnapshotStore>, String>>,
     },
     Off(String),
 }
@@ -55,6 +60,9 @@ pub struct RunSnapshots {
     /// The latest `tool:` snapshot of the open turn, whose changes are
     /// known when the next snapshot is taken.
     pending_call: Option<(String, SnapshotId)>,
+    /// Why snapshots turned off when a store built ahead could not be
+    /// built (the run announced them on): said at the next snapshot.
+    turned_off: Option<String>,
     /// Workspace-relative paths the calls' diffs changed, since the loop
     /// last took them ([`Self::take_call_changes`]): what commands,
     /// children and MCP calls changed, which no tool result lists.
@@ -77,6 +85,24 @@ impl RunSnapshots {
         };
         RunSnapshots {
             state,
+            turned_off: None,
+            pre: None,
+            pending_call: None,
+            call_changes: Vec::new(),
+        }
+    }
+
+    /// From the result of [`SnapshotStore::open_ahead`]: the store is
+    /// built on its thread while the run goes on.
+    pub fn from_open_ahead(opened: Result<OpenedAhead, String>) -> Self {
+        let state = match opened {
+            Ok(OpenedAhead::Opening(o)) => State::Opening(o),
+            Ok(OpenedAhead::Disabled(d)) => State::Off(d.to_string()),
+            Err(e) => State::Off(format!("snapshots are off: {e}")),
+        };
+        RunSnapshots {
+            state,
+            turned_off: None,
             pre: None,
             pending_call: None,
             call_changes: Vec::new(),
@@ -92,22 +118,28 @@ impl RunSnapshots {
     /// why.
     pub fn look_ahead(&mut self) {
         let state = std::mem::replace(&mut self.state, State::Off(String::new()));
-        self.state = match state {
-            State::Ready(mut store) => {
-                let dir = store.dir().to_path_buf();
-                let thread = std::thread::Builder::new()
-                    .name("snapshot-look-ahead".into())
-                    .spawn(move || {
-                        let _ = store.look_ahead();
-                        store
-                    });
-                match thread {
-                    Ok(thread) => State::LookingAhead { dir, thread },
-                    // The store went with the closure: off, and said why.
-                    Err(e) => State::Off(format!("snapshots are off: no thread to look with: {e}")),
-                }
+        let (dir, store) = match state {
+            State::Ready(store) => (store.dir().to_path_buf(), ToLook::Built(store)),
+            State::Opening(o) => (o.dir().to_path_buf(), ToLook::Building(o)),
+            other => {
+                self.state = other;
+                return;
             }
-            other => other,
+        };
+        let thread = std::thread::Builder::new()
+            .name("snapshot-look-ahead".into())
+            .spawn(move || {
+                let mut store = match store {
+                    ToLook::Built(s) => s,
+                    ToLook::Building(o) => built(o)?,
+                };
+                let _ = store.look_ahead();
+                Ok(store)
+            });
+        self.state = match thread {
+            Ok(thread) => State::LookingAhead { dir, thread },
+            // The store went with the closure: off, and said why.
+            Err(e) => State::Off(format!("snapshots are off: no thread to look with: {e}")),
         };
     }
 
@@ -119,7 +151,7 @@ impl RunSnapshots {
     /// Why snapshots are off, if they are.
     pub fn disabled_reason(&self) -> Option<&str> {
         match &self.state {
-            State::Ready(_) | State::LookingAhead { .. } => None,
+            State::Ready(_) | State::Opening(_) | State::LookingAhead { .. } => None,
             State::Off(r) => Some(r),
         }
     }
@@ -129,23 +161,31 @@ impl RunSnapshots {
     fn dir(&self) -> Option<&std::path::Path> {
         match &self.state {
             State::Ready(s) => Some(s.dir()),
+            State::Opening(o) => Some(o.dir()),
             State::LookingAhead { dir, .. } => Some(dir),
             State::Off(_) => None,
         }
     }
 
-    /// The store, once its look ahead (if any) is over.
+    /// The store, once it is built and its look ahead (if any) is over.
+    /// A store that could not be built turns snapshots off, and the next
+    /// snapshot says why ([`Self::turned_off`]).
     fn store(&mut self) -> Option<&mut SnapshotStore> {
-        if matches!(self.state, State::LookingAhead { .. }) {
+        if matches!(self.state, State::Opening(_) | State::LookingAhead { .. }) {
             let state = std::mem::replace(&mut self.state, State::Off(String::new()));
-            self.state = match state {
-                State::LookingAhead { thread, .. } => match thread.join() {
-                    Ok(s) => State::Ready(s),
-                    Err(_) => State::Off(
-                        "snapshots are off: the first look at the workspace panicked".into(),
-                    ),
-                },
-                other => other,
+            let joined = match state {
+                State::Opening(o) => built(o),
+                State::LookingAhead { thread, .. } => thread.join().unwrap_or_else(|_| {
+                    Err("snapshots are off: the first look at the workspace panicked".into())
+                }),
+                _ => Err(String::new()),
+            };
+            self.state = match joined {
+                Ok(s) => State::Ready(s),
+                Err(why) => {
+                    self.turned_off = Some(why.clone());
+                    State::Off(why)
+                }
             };
         }
         match &mut self.state {
@@ -165,7 +205,7 @@ impl RunSnapshots {
     /// Announce the state: a session record always, a stderr note when off.
     pub fn announce(&self, log: &mut SessionLog, out: &mut Emitter) -> Result<(), SessionError> {
         let (enabled, reason, store) = match &self.state {
-            State::Ready(_) | State::LookingAhead { .. } => {
+            State::Ready(_) | State::Opening(_) | State::LookingAhead { .. } => {
                 (true, None, self.dir().map(std::path::Path::to_path_buf))
             }
             State::Off(r) => {
@@ -325,6 +365,22 @@ impl RunSnapshots {
         call_id: Option<&str>,
         same_as: Option<SnapshotId>,
     ) -> Result<Option<SnapshotId>, SessionError> {
+        if self.store().is_none() {
+            if let Some(why) = self.turned_off.take() {
+                // Announced on at the start: off from here, said once.
+                out.note(&why);
+                log.append(
+                    turn,
+                    Event::Snapshots {
+                        event_v: SNAPSHOT_EVENTS_VERSION,
+                        enabled: false,
+                        reason: Some(why),
+                        store: None,
+                    },
+                )?;
+            }
+            return Ok(None);
+        }
         let Some(store) = self.store() else {
             return Ok(None);
         };
@@ -362,10 +418,118 @@ impl RunSnapshots {
     }
 }
 
+/// The store a look ahead takes its look with.
+enum ToLook {
+    Built(Box<SnapshotStore>),
+    /// Built first, on the look's thread.
+    Building(Opening),
+}
+
+/// A store built ahead, with its journal on (as [`RunSnapshots::from_open`]
+/// turns it on), or why snapshots are off.
+fn built(o: Opening) -> Result<Box<SnapshotStore>, String> {
+    let mut s = o.wait().map_err(|e| format!("snapshots are off: {e}"))?;
+    s.enable_journal();
+    Ok(s)
+}
+
 impl Drop for RunSnapshots {
     /// A run never exits while its look ahead is still writing the store:
     /// the process would end with the thread, mid-look.
     fn drop(&mut self) {
         let _ = self.store();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::agent::output::OutputFormat;
+    use crate::snapshot::SnapshotOptions;
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn snapshots_events(log: &SessionLog) -> Vec<(bool, Option<String>)> {
+        crate::session::read_records(log.path())
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| match r.event {
+                Event::Snapshots {
+                    enabled, reason, ..
+                } => Some((enabled, reason)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Announced on (the refusals passed), the store then fails to build:
+    /// the first snapshot says so once — a note and a `Snapshots` record
+    /// turning them off, which the receipt takes as the last word — and
+    /// the run goes on without snapshots. Control: with the way clear the
+    /// same run takes its snapshot.
+    #[test]
+    fn a_store_that_fails_to_build_ahead_turns_snapshots_off_and_says_so_once() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join("a.txt"), "a\n").unwrap();
+        let ws = std::fs::canonicalize(&ws).unwrap();
+        for blocked in [true, false] {
+            let home = t.path().join(format!("home-{blocked}"));
+            let opts = SnapshotOptions::new(&home);
+            let dir = crate::snapshot::layout::store_dir(&home, &ws);
+            std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+            if blocked {
+                std::fs::write(&dir, "in the way\n").unwrap();
+            }
+            let mut snaps = RunSnapshots::from_open_ahead(
+                SnapshotStore::open_ahead(&ws, opts).map_err(|e| e.to_string()),
+            );
+            let mut log = SessionLog::create(&t.path().join(format!("s-{blocked}"))).unwrap();
+            let err = Buf::default();
+            let mut out = Emitter::new(
+                OutputFormat::Text,
+                Box::new(Buf::default()),
+                Box::new(err.clone()),
+            );
+            snaps.announce(&mut log, &mut out).unwrap();
+            snaps.look_ahead();
+            snaps.before_call(&mut log, &mut out, 1, "t", "c1").unwrap();
+            snaps.before_call(&mut log, &mut out, 1, "t", "c2").unwrap();
+            snaps.end_turn(&mut log, &mut out, 1, "t").unwrap();
+            let said = String::from_utf8(err.0.lock().unwrap().clone()).unwrap();
+            let events = snapshots_events(&log);
+            if blocked {
+                assert_eq!(events.len(), 2, "{events:?}");
+                assert!(events[0].0, "announced on: {events:?}");
+                let (enabled, reason) = &events[1];
+                assert!(!enabled);
+                let reason = reason.as_deref().unwrap();
+                assert!(reason.contains("cannot create snapshot store"), "{reason}");
+                assert_eq!(
+                    said.matches("cannot create snapshot store").count(),
+                    1,
+                    "{said}"
+                );
+                assert!(snaps.disabled_reason().is_some());
+            } else {
+                assert_eq!(events, vec![(true, None)]);
+                assert!(snaps.disabled_reason().is_none(), "{said}");
+                assert!(dir.join(".git").is_dir(), "the store was built");
+            }
+        }
     }
 }

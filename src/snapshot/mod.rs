@@ -47,7 +47,9 @@ pub mod undo;
 
 pub use error::{Disabled, SnapshotError};
 pub use options::{SnapshotOptions, UserDirs};
-pub use store::{Opened, RestoreOutcome, SnapshotStore, SnapshotWay, UndoOutcome};
+pub use store::{
+    Opened, OpenedAhead, Opening, RestoreOutcome, SnapshotStore, SnapshotWay, UndoOutcome,
+};
 pub use types::{
     ChangeKind, FileChange, Label, RequestKey, SnapshotId, SnapshotMeta, SnapshotRecord,
 };

@@ -23,6 +23,9 @@ use super::undo::{plan_undo, UndoPlan, UndoScope};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+mod ahead;
+pub use ahead::{OpenedAhead, Opening};
+
 /// Above this many paths changed since the last snapshot, a snapshot is a
 /// full `git add -A` (it costs one `git status`; git matches each of its
 /// index entries against each pathspec named).
@@ -130,13 +133,31 @@ pub enum SnapshotWay {
     Journal { paths: usize, index: Option<String> },
 }
 
-impl SnapshotStore {
-    /// Open (creating if needed) the store for `workspace`.
-    ///
-    /// Returns [`Opened::Disabled`] with the reason when the workspace is
-    /// refused (a root, a home, a system directory, over a size limit) or
-    /// git is missing; errors only when something that should work failed.
-    pub fn open(workspace: &Path, opts: SnapshotOptions) -> Result<Opened, SnapshotError> {
+/// What every way of opening a store decides first, before anything is
+/// written: git's presence and version, the workspace's path checks, and
+/// where its store lives. The size limits are checked with
+/// [`Prelude::size_check`].
+struct Prelude {
+    workspace: PathBuf,
+    bin: PathBuf,
+    skip_hash: bool,
+    dir: PathBuf,
+    /// Whether the store directory was there before this open (a refusal
+    /// removes one it made).
+    existed: bool,
+    size_cache: PathBuf,
+    /// A seed to prepare: the store has no side index yet.
+    seed_now: bool,
+    /// The user's index: a whole size walk takes tracked sizes from it.
+    user_index: Option<PathBuf>,
+}
+
+impl Prelude {
+    /// `Ok(Err(_))`: snapshots are refused for this workspace.
+    fn take(
+        workspace: &Path,
+        opts: &SnapshotOptions,
+    ) -> Result<Result<Prelude, Disabled>, SnapshotError> {
         let workspace = std::fs::canonicalize(workspace)
             .map_err(|e| SnapshotError::io("cannot open workspace", workspace, e))?;
         if !workspace.is_dir() {
@@ -154,52 +175,101 @@ impl SnapshotStore {
         {
             Ok(b) => b,
             Err(e) => {
-                return Ok(Opened::Disabled(Disabled::GitMissing {
+                return Ok(Err(Disabled::GitMissing {
                     detail: e.to_string(),
                 }))
             }
         };
         let skip_hash = match git::probe(&bin) {
             Ok(version) => git::supports_skip_hash(&version),
-            Err(detail) => return Ok(Opened::Disabled(Disabled::GitMissing { detail })),
+            Err(detail) => return Ok(Err(Disabled::GitMissing { detail })),
         };
         if let Err(d) = guard::check_path(&workspace, &opts.homes, &opts.codewhale_home) {
-            return Ok(Opened::Disabled(d));
+            return Ok(Err(d));
         }
         let dir = layout::store_dir(&opts.codewhale_home, &workspace);
         let existed = dir.exists();
         let size_cache = dir.join("size-check");
         let seed_now = opts.seed_at_open && !dir.join("index").exists();
-        // A whole walk takes the tracked files' sizes from the user's index.
         let user_index = seed::UserRepo::find(&workspace).map(|r| r.index());
-        let size_check = || {
-            guard::check_size_cached(
-                &workspace,
-                opts.max_workspace_entries,
-                opts.max_workspace_bytes,
-                &size_cache,
-                user_index.as_deref(),
-            )
+        Ok(Ok(Prelude {
+            workspace,
+            bin,
+            skip_hash,
+            dir,
+            existed,
+            size_cache,
+            seed_now,
+            user_index,
+        }))
+    }
+
+    /// The size limits, from the cached walk where it still holds.
+    fn size_check(&self, opts: &SnapshotOptions) -> Result<Option<Vec<u8>>, Disabled> {
+        guard::check_size_cached(
+            &self.workspace,
+            opts.max_workspace_entries,
+            opts.max_workspace_bytes,
+            &self.size_cache,
+            self.user_index.as_deref(),
+        )
+    }
+
+    /// The keeper's program, when this open starts one: a seed now and a
+    /// journal wanted from the start.
+    fn keeper_wanted<'a>(&self, opts: &'a SnapshotOptions) -> Option<&'a Path> {
+        opts.keeper
+            .as_deref()
+            .filter(|_| self.seed_now && opts.journal_at_open)
+    }
+
+    /// The store's keeper: the one already there, or one started now.
+    fn keeper(&self, exe: &Path, opts: &SnapshotOptions) -> Option<Keeper> {
+        std::fs::create_dir_all(&self.dir).ok()?;
+        Keeper::find(&self.dir)
+            .or_else(|| Keeper::start(exe, &self.dir, &self.workspace, &opts.codewhale_home).ok())
+    }
+
+    /// Keep new size totals, whole or not at all (a torn file would not
+    /// parse: the next open walks again).
+    fn keep_size(&self, fresh: Option<Vec<u8>>) {
+        if let Some(bytes) = fresh {
+            let tmp = self.size_cache.with_extension("tmp");
+            if std::fs::write(&tmp, bytes).is_ok() {
+                let _ = std::fs::rename(&tmp, &self.size_cache);
+            }
+        }
+    }
+}
+
+impl SnapshotStore {
+    /// Open (creating if needed) the store for `workspace`.
+    ///
+    /// Returns [`Opened::Disabled`] with the reason when the workspace is
+    /// refused (a root, a home, a system directory, over a size limit) or
+    /// git is missing; errors only when something that should work failed.
+    pub fn open(workspace: &Path, opts: SnapshotOptions) -> Result<Opened, SnapshotError> {
+        let pre = match Prelude::take(workspace, &opts)? {
+            Ok(pre) => pre,
+            Err(d) => return Ok(Opened::Disabled(d)),
         };
+        let dir = &pre.dir;
         // With a seed to prepare, the size walk runs beside it: nothing the
         // seed writes outlives a refusal, and it copies no blob (see
         // `seed::Prepared`). The keeper, when wanted, starts beside both.
-        let keeper_exe = opts
-            .keeper
-            .clone()
-            .filter(|_| seed_now && opts.journal_at_open);
-        let (size, store, keeper) = if seed_now {
+        let (size, store, keeper) = if pre.seed_now {
             std::thread::scope(|s| {
-                let size = s.spawn(size_check);
-                let keeper = keeper_exe.as_ref().map(|exe| {
-                    s.spawn(|| {
-                        std::fs::create_dir_all(&dir).ok()?;
-                        Keeper::find(&dir).or_else(|| {
-                            Keeper::start(exe, &dir, &workspace, &opts.codewhale_home).ok()
-                        })
-                    })
-                });
-                let store = Self::build(&workspace, &dir, bin.clone(), skip_hash, opts.clone());
+                let size = s.spawn(|| pre.size_check(&opts));
+                let keeper = pre
+                    .keeper_wanted(&opts)
+                    .map(|exe| s.spawn(|| pre.keeper(exe, &opts)));
+                let store = Self::build(
+                    &pre.workspace,
+                    dir,
+                    pre.bin.clone(),
+                    pre.skip_hash,
+                    opts.clone(),
+                );
                 let size = size.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
                 // A keeper that did not start is started again at the
                 // first look (which says why, if it fails there too).
@@ -207,7 +277,7 @@ impl SnapshotStore {
                 (size, Some(store), keeper)
             })
         } else {
-            (size_check(), None, None)
+            (pre.size_check(&opts), None, None)
         };
         let fresh_size = match size {
             Ok(fresh) => fresh,
@@ -215,28 +285,27 @@ impl SnapshotStore {
                 if let Some(Ok(mut store)) = store {
                     store.drop_pending_seed();
                 }
-                if !existed {
-                    let _ = std::fs::remove_dir_all(&dir);
+                if !pre.existed {
+                    let _ = std::fs::remove_dir_all(dir);
                 }
                 return Ok(Opened::Disabled(d));
             }
         };
         let mut store = match store {
             Some(s) => s?,
-            None => Self::build(&workspace, &dir, bin, skip_hash, opts)?,
+            None => Self::build(&pre.workspace, dir, pre.bin.clone(), pre.skip_hash, opts)?,
         };
-        if let Some(k) = keeper {
-            // The first look resets it (its watches are in place already).
-            store.journal = Some(JournalSource::Keeper(k));
-        }
-        if let Some(bytes) = fresh_size {
-            // Whole or not at all: a torn file would not parse (walk again).
-            let tmp = size_cache.with_extension("tmp");
-            if std::fs::write(&tmp, bytes).is_ok() {
-                let _ = std::fs::rename(&tmp, &size_cache);
-            }
-        }
+        store.attach_keeper(keeper);
+        pre.keep_size(fresh_size);
         Ok(Opened::Ready(Box::new(store)))
+    }
+
+    /// A keeper that answered at open: the first look resets it (its
+    /// watches are in place already).
+    fn attach_keeper(&mut self, keeper: Option<Keeper>) {
+        if let Some(k) = keeper {
+            self.journal = Some(JournalSource::Keeper(k));
+        }
     }
 
     /// The store in `dir` for `workspace` (created if needed), and its

@@ -837,3 +837,78 @@ fn a_refused_workspace_keeps_nothing_a_seed_at_open_made() {
     let store = f.open_with(opts);
     assert!(store.git_dir().parent().unwrap().join("index").exists());
 }
+
+/// `open_ahead` (the agent's way): refusals decided on the calling thread,
+/// nothing left behind; the store built on a thread is the store `open`
+/// builds — its seeded first snapshot has the same tree.
+#[test]
+fn a_store_opened_ahead_refuses_at_once_and_builds_what_open_builds() {
+    use codewhale::snapshot::OpenedAhead;
+    let f = Fixture::new();
+    repo_with_everything(&f);
+    let mut opts = f.opts();
+    opts.seed_at_open = true;
+    opts.deny_read = vec![f.ws.join("creds")];
+
+    let mut refused = opts.clone();
+    refused.max_workspace_entries = 2;
+    match SnapshotStore::open_ahead(&f.ws, refused).unwrap() {
+        OpenedAhead::Disabled(d) => assert!(d.to_string().contains('2'), "{d}"),
+        OpenedAhead::Opening(_) => panic!("over the entry limit, yet opening"),
+    }
+    assert!(
+        !f.home.join("snapshots").exists(),
+        "a refusal writes nothing"
+    );
+
+    let mut late = f.open_with(opts.clone());
+    let lid = late.snapshot(Label::PreTurn(1), meta()).unwrap();
+
+    let g = Fixture::new();
+    let mut ahead_opts = opts.clone();
+    ahead_opts.codewhale_home = g.home.clone();
+    let opening = match SnapshotStore::open_ahead(&f.ws, ahead_opts).unwrap() {
+        OpenedAhead::Opening(o) => o,
+        OpenedAhead::Disabled(d) => panic!("refused: {d}"),
+    };
+    let dir = opening.dir().to_path_buf();
+    let mut early = opening.wait().unwrap();
+    assert_eq!(early.git_dir().parent().unwrap(), dir);
+    let eid = early.snapshot(Label::PreTurn(1), meta()).unwrap();
+    assert_eq!(
+        early.seeded_from_user_index(),
+        Some(true),
+        "{:?}",
+        early.seed_refusal()
+    );
+    assert_eq!(early.get(eid).unwrap().tree, late.get(lid).unwrap().tree);
+    stands_alone(&early, eid, 3);
+}
+
+/// A store that cannot be built (here a file where its directory goes)
+/// is an error when joined, not a refusal at open, and not a panic.
+#[test]
+fn a_store_opened_ahead_that_cannot_be_built_says_why_when_joined() {
+    use codewhale::snapshot::OpenedAhead;
+    let f = Fixture::new();
+    f.write("a.txt", "a\n");
+    f.user_repo();
+    let mut opts = f.opts();
+    opts.seed_at_open = true;
+    let ws = std::fs::canonicalize(&f.ws).unwrap();
+    let dir = codewhale::snapshot::layout::store_dir(&opts.codewhale_home, &ws);
+    std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+    std::fs::write(&dir, "in the way\n").unwrap();
+    let opening = match SnapshotStore::open_ahead(&f.ws, opts.clone()).unwrap() {
+        OpenedAhead::Opening(o) => o,
+        OpenedAhead::Disabled(d) => panic!("refused: {d}"),
+    };
+    let err = opening.wait().unwrap_err().to_string();
+    assert!(err.contains("cannot create snapshot store"), "{err}");
+    // Control: with the way clear the same options build a store.
+    std::fs::remove_file(&dir).unwrap();
+    match SnapshotStore::open_ahead(&f.ws, opts).unwrap() {
+        OpenedAhead::Opening(o) => assert!(o.wait().is_ok()),
+        OpenedAhead::Disabled(d) => panic!("refused: {d}"),
+    }
+}
