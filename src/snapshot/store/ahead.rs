@@ -5,15 +5,14 @@
 //! workspace's first run, building is most of it: `git init`, the seed's
 //! chain of git commands over the user's index, the journal keeper's
 //! start (its watches on every directory) — ~0.1–0.2 s at 100,000 files,
-//! before the model was even asked. [`SnapshotStore::open_ahead`] starts
-//! the building on a thread and returns once every decision a run
-//! announces at its start is made on the calling thread (git there, the
-//! workspace's path checks, the size limits): a refusal is the same
-//! [`Disabled`], at the same moment, and — as with `open`, whose size
-//! walk also runs beside the build — nothing the build wrote outlives it.
-//! The run joins the thread before its first snapshot, while the model
-//! answers its first request; a build that fails says so then, as a
-//! snapshot that fails does.
+//! before the model was even asked. [`SnapshotStore::open_ahead`] makes
+//! every decision a run announces at its start on the calling thread (git
+//! there, the workspace's path checks, the size limits: a refusal is the
+//! same [`Disabled`], at the same moment) and leaves the building to a
+//! thread, which the run joins before its first snapshot — while the
+//! model answers its first request. Nothing is written before the
+//! decisions but the size walk's cache; a build that fails says so when
+//! joined, as a snapshot that fails does.
 
 use super::{Prelude, SnapshotStore};
 use crate::snapshot::error::{Disabled, SnapshotError};
@@ -57,9 +56,9 @@ impl Opening {
 
 impl SnapshotStore {
     /// [`Self::open`], with the store built on a thread (see the module
-    /// docs): the refusals are decided here, the size walk included (beside
-    /// the build); the keeper, when wanted, starts beside the build on that
-    /// thread and is in place before the store is handed over.
+    /// docs): the refusals are decided here, the size walk included; the
+    /// keeper, when wanted, starts beside the build on that thread and is
+    /// in place before the store is handed over.
     pub fn open_ahead(
         workspace: &Path,
         opts: SnapshotOptions,
@@ -68,14 +67,14 @@ impl SnapshotStore {
             Ok(pre) => pre,
             Err(d) => return Ok(OpenedAhead::Disabled(d)),
         };
-        let size_opts = opts.clone();
+        let fresh_size = match pre.size_check(&opts) {
+            Ok(fresh) => fresh,
+            Err(d) => return Ok(OpenedAhead::Disabled(d)),
+        };
         let dir = pre.dir.clone();
-        let pre = std::sync::Arc::new(pre);
-        let building = std::sync::Arc::clone(&pre);
         let thread = std::thread::Builder::new()
             .name("snapshot-open".into())
             .spawn(move || {
-                let pre = building;
                 let (store, keeper) = std::thread::scope(|s| {
                     let keeper = pre
                         .keeper_wanted(&opts)
@@ -91,28 +90,11 @@ impl SnapshotStore {
                 });
                 let mut store = store?;
                 store.attach_keeper(keeper);
+                // Written once the directory exists (the build made it).
+                pre.keep_size(fresh_size);
                 Ok(Box::new(store))
             })
             .map_err(|e| SnapshotError::io("cannot start a thread to build the store", &dir, e))?;
-        // The size walk beside the build, as `open` has it: at a first run
-        // both are CPU-bound and neither waits for the other.
-        match pre.size_check(&size_opts) {
-            Ok(fresh) => {
-                if std::fs::create_dir_all(&pre.dir).is_ok() {
-                    pre.keep_size(fresh);
-                }
-            }
-            Err(d) => {
-                // Refused: nothing the build wrote outlives it (as `open`).
-                if let Ok(Ok(mut store)) = thread.join() {
-                    store.drop_pending_seed();
-                }
-                if !pre.existed {
-                    let _ = std::fs::remove_dir_all(&pre.dir);
-                }
-                return Ok(OpenedAhead::Disabled(d));
-            }
-        }
         Ok(OpenedAhead::Opening(Opening { dir, thread }))
     }
 }
