@@ -445,22 +445,9 @@ impl Drop for RunSnapshots {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::agent::output::tests::Buf;
     use crate::agent::output::OutputFormat;
     use crate::snapshot::SnapshotOptions;
-    use std::io::Write;
-    use std::sync::{Arc, Mutex};
-
-    #[derive(Clone, Default)]
-    struct Buf(Arc<Mutex<Vec<u8>>>);
-    impl Write for Buf {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     fn snapshots_events(log: &SessionLog) -> Vec<(bool, Option<String>)> {
         crate::session::read_records(log.path())
@@ -510,7 +497,7 @@ mod tests {
             snaps.before_call(&mut log, &mut out, 1, "t", "c1").unwrap();
             snaps.before_call(&mut log, &mut out, 1, "t", "c2").unwrap();
             snaps.end_turn(&mut log, &mut out, 1, "t").unwrap();
-            let said = String::from_utf8(err.0.lock().unwrap().clone()).unwrap();
+            let said = err.text();
             let events = snapshots_events(&log);
             if blocked {
                 assert_eq!(events.len(), 2, "{events:?}");
