@@ -30,3 +30,4 @@ pub mod skills;
 pub mod snapshot;
 pub mod toml_file;
 pub mod tui;
+pub mod work_stack;

@@ -81,9 +81,8 @@ pub fn prepare_run(
     snap_opts.journal_at_open = true;
     // Refusals are decided here; the store is built on a thread while the
     // run goes on (`SnapshotStore::open_ahead`).
-    let snaps = RunSnapshots::from_open_ahead(
-        SnapshotStore::open_ahead(&settings.workspace, snap_opts).map_err(|e| e.to_string()),
-    );
+    let snaps =
+        RunSnapshots::from_open_ahead(SnapshotStore::open_ahead(&settings.workspace, snap_opts));
     let authorizer = PipelineAuthorizer::new(settings, posture, sandbox.mode()).with_grants(grants);
     let ctx = ToolContext {
         guard: FsGuard::new(&resolved),

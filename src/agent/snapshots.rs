@@ -18,7 +18,7 @@
 use super::output::Emitter;
 use crate::session::{ChangedFile, Event, SessionError, SessionLog, SNAPSHOT_EVENTS_VERSION};
 use crate::snapshot::{
-    Label, Opened, OpenedAhead, Opening, SnapshotId, SnapshotMeta, SnapshotStore,
+    Label, OpenedAhead, Opening, SnapshotError, SnapshotId, SnapshotMeta, SnapshotStore,
 };
 use serde_json::{json, Value};
 
@@ -70,36 +70,17 @@ pub struct RunSnapshots {
 }
 
 impl RunSnapshots {
-    /// From the result of [`SnapshotStore::open`] (or the reason it could
-    /// not even be attempted).
-    pub fn from_open(opened: Result<Opened, String>) -> Self {
-        let state = match opened {
-            Ok(Opened::Ready(mut s)) => {
-                // A run takes several snapshots: after its first (full)
-                // one, the rest add only what changed.
-                s.enable_journal();
-                State::Ready(s)
-            }
-            Ok(Opened::Disabled(d)) => State::Off(d.to_string()),
-            Err(e) => State::Off(format!("snapshots are off: {e}")),
-        };
-        RunSnapshots {
-            state,
-            turned_off: None,
-            pre: None,
-            pending_call: None,
-            call_changes: Vec::new(),
-        }
-    }
-
     /// From the result of [`SnapshotStore::open_ahead`]: the store is
     /// built on its thread while the run goes on.
-    pub fn from_open_ahead(opened: Result<OpenedAhead, String>) -> Self {
-        let state = match opened {
+    pub fn from_open_ahead(opened: Result<OpenedAhead, SnapshotError>) -> Self {
+        Self::with_state(match opened {
             Ok(OpenedAhead::Opening(o)) => State::Opening(o),
             Ok(OpenedAhead::Disabled(d)) => State::Off(d.to_string()),
             Err(e) => State::Off(format!("snapshots are off: {e}")),
-        };
+        })
+    }
+
+    fn with_state(state: State) -> Self {
         RunSnapshots {
             state,
             turned_off: None,
@@ -145,7 +126,7 @@ impl RunSnapshots {
 
     /// Snapshots switched off for a stated reason.
     pub fn off(reason: impl Into<String>) -> Self {
-        Self::from_open(Err(reason.into()))
+        Self::with_state(State::Off(format!("snapshots are off: {}", reason.into())))
     }
 
     /// Why snapshots are off, if they are.
@@ -171,23 +152,21 @@ impl RunSnapshots {
     /// A store that could not be built turns snapshots off, and the next
     /// snapshot says why ([`Self::turned_off`]).
     fn store(&mut self) -> Option<&mut SnapshotStore> {
-        if matches!(self.state, State::Opening(_) | State::LookingAhead { .. }) {
-            let state = std::mem::replace(&mut self.state, State::Off(String::new()));
-            let joined = match state {
-                State::Opening(o) => built(o),
-                State::LookingAhead { thread, .. } => thread.join().unwrap_or_else(|_| {
-                    Err("snapshots are off: the first look at the workspace panicked".into())
-                }),
-                _ => Err(String::new()),
-            };
-            self.state = match joined {
-                Ok(s) => State::Ready(s),
-                Err(why) => {
-                    self.turned_off = Some(why.clone());
-                    State::Off(why)
-                }
-            };
-        }
+        let joined = match std::mem::replace(&mut self.state, State::Off(String::new())) {
+            State::Opening(o) => built(o).map(State::Ready),
+            State::LookingAhead { thread, .. } => match thread.join() {
+                Ok(r) => r.map(State::Ready),
+                Err(_) => Err("snapshots are off: the first look at the workspace panicked".into()),
+            },
+            other => Ok(other),
+        };
+        self.state = match joined {
+            Ok(state) => state,
+            Err(why) => {
+                self.turned_off = Some(why.clone());
+                State::Off(why)
+            }
+        };
         match &mut self.state {
             State::Ready(s) => Some(s),
             _ => None,
@@ -425,8 +404,9 @@ enum ToLook {
     Building(Opening),
 }
 
-/// A store built ahead, with its journal on (as [`RunSnapshots::from_open`]
-/// turns it on), or why snapshots are off.
+/// A store built ahead, with its journal on (a run takes several
+/// snapshots: after its first, full one, the rest add only what changed),
+/// or why snapshots are off.
 fn built(o: Opening) -> Result<Box<SnapshotStore>, String> {
     let mut s = o.wait().map_err(|e| format!("snapshots are off: {e}"))?;
     s.enable_journal();
@@ -482,9 +462,7 @@ mod tests {
             if blocked {
                 std::fs::write(&dir, "in the way\n").unwrap();
             }
-            let mut snaps = RunSnapshots::from_open_ahead(
-                SnapshotStore::open_ahead(&ws, opts).map_err(|e| e.to_string()),
-            );
+            let mut snaps = RunSnapshots::from_open_ahead(SnapshotStore::open_ahead(&ws, opts));
             let mut log = SessionLog::create(&t.path().join(format!("s-{blocked}"))).unwrap();
             let err = Buf::default();
             let mut out = Emitter::new(

@@ -375,60 +375,14 @@ type Ahead = (
 /// read, as the walk would; what a thread could not hand in is read by
 /// the walk itself.
 fn list_ahead(root: &Path, now: SystemTime, window: Duration) -> HashMap<PathBuf, Ahead> {
-    struct Queue {
-        stack: Vec<PathBuf>,
-        /// Directories being read now (their subdirectories not pushed yet).
-        busy: usize,
-    }
-    /// A directory taken from the stack, handed back when its reading
-    /// ends however it ends (its subdirectories pushed, one fewer busy
-    /// reader): a reader that panicked then leaves the other to finish
-    /// the stack instead of waiting for it, and the walk reads what it
-    /// did not hand in.
-    struct Reading<'q> {
-        queue: &'q Mutex<Queue>,
-        more: &'q std::sync::Condvar,
-        found: Vec<PathBuf>,
-    }
-    impl Drop for Reading<'_> {
-        fn drop(&mut self) {
-            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-            q.stack.append(&mut self.found);
-            q.busy -= 1;
-            drop(q);
-            self.more.notify_all();
-        }
-    }
-    let queue = Mutex::new(Queue {
-        stack: vec![root.to_path_buf()],
-        busy: 0,
-    });
-    let more = std::sync::Condvar::new();
+    // A reader that panicked hands its directory back (`Taken`): the other
+    // finishes the stack instead of waiting for it, and the walk reads
+    // what it did not hand in.
+    let stack = crate::work_stack::WorkStack::new(vec![root.to_path_buf()]);
     let work = || -> HashMap<PathBuf, Ahead> {
         let mut out = HashMap::new();
-        loop {
-            let next = {
-                let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
-                loop {
-                    if let Some(d) = q.stack.pop() {
-                        q.busy += 1;
-                        break Some(d);
-                    }
-                    if q.busy == 0 {
-                        break None;
-                    }
-                    q = more.wait(q).unwrap_or_else(|e| e.into_inner());
-                }
-            };
-            let Some(dir) = next else {
-                more.notify_all();
-                return out;
-            };
-            let mut reading = Reading {
-                queue: &queue,
-                more: &more,
-                found: Vec::new(),
-            };
+        while let Some(mut reading) = stack.take() {
+            let Some(dir) = reading.item() else { continue };
             let look = look_at(&dir);
             let listing = match &look {
                 Ok(l) if l.is_dir => Some(list(&dir, l.stamp, is_racy(&l.stamp, now, window))),
@@ -440,6 +394,7 @@ fn list_ahead(root: &Path, now: SystemTime, window: Duration) -> HashMap<PathBuf
             drop(reading);
             out.insert(dir, (look, listing));
         }
+        out
     };
     std::thread::scope(|s| {
         let other = std::thread::Builder::new().spawn_scoped(s, work);

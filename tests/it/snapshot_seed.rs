@@ -117,12 +117,7 @@ fn a_seeded_snapshot_holds_what_the_long_way_holds() {
     opts.deny_read = vec![f.ws.join("creds")];
     let mut store = f.open_with(opts.clone());
     let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
-    assert_eq!(
-        store.seeded_from_user_index(),
-        Some(true),
-        "{:?}",
-        store.seed_refusal()
-    );
+    assert_seeded(&store);
     let seeded = tree_paths(&store, id);
     // Also once the background blob copy, which reads the user's objects,
     // has ended.
@@ -548,12 +543,7 @@ fn a_version_4_index_seeds_and_skip_worktree_or_split_indexes_do_not() {
     let head = String::from_utf8(f.user_git(&["rev-parse", "HEAD^{tree}"]).stdout).unwrap();
     let mut store = f.open();
     let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
-    assert_eq!(
-        store.seeded_from_user_index(),
-        Some(true),
-        "{:?}",
-        store.seed_refusal()
-    );
+    assert_seeded(&store);
     assert_eq!(store.get(id).unwrap().tree, head.trim());
     stands_alone(&store, id, 60);
     // `write-tree` wrote no tree: each came in the seed's pack.
@@ -669,12 +659,7 @@ fn a_lost_blob_of_an_entry_the_store_drops_still_seeds() {
     lose_committed_blob(&f, "conf/.env");
     let mut store = f.open();
     let id = store.snapshot(Label::PreTurn(1), meta()).unwrap();
-    assert_eq!(
-        store.seeded_from_user_index(),
-        Some(true),
-        "{:?}",
-        store.seed_refusal()
-    );
+    assert_seeded(&store);
     assert_eq!(tree_paths(&store, id), ["a.txt"]);
     let objects = f.side_objects(&store);
     assert!(contains(&objects, "KEPT-61"), "control");
@@ -770,12 +755,7 @@ fn a_seed_prepared_at_open_is_the_seed_taken_at_the_snapshot() {
     assert!(store_dir.join("index").exists(), "seeded by open");
     assert!(store_dir.join("seed-pending").exists());
     let eid = early.snapshot(Label::PreTurn(1), meta()).unwrap();
-    assert_eq!(
-        early.seeded_from_user_index(),
-        Some(true),
-        "{:?}",
-        early.seed_refusal()
-    );
+    assert_seeded(&early);
     assert!(!store_dir.join("seed-pending").exists(), "used");
     assert_eq!(early.get(eid).unwrap().tree, late.get(lid).unwrap().tree);
     stands_alone(&early, eid, 3);
@@ -867,20 +847,12 @@ fn a_store_opened_ahead_refuses_at_once_and_builds_what_open_builds() {
     let g = Fixture::new();
     let mut ahead_opts = opts.clone();
     ahead_opts.codewhale_home = g.home.clone();
-    let opening = match SnapshotStore::open_ahead(&f.ws, ahead_opts).unwrap() {
-        OpenedAhead::Opening(o) => o,
-        OpenedAhead::Disabled(d) => panic!("refused: {d}"),
-    };
+    let opening = open_ahead_ok(&f.ws, ahead_opts);
     let dir = opening.dir().to_path_buf();
     let mut early = opening.wait().unwrap();
     assert_eq!(early.git_dir().parent().unwrap(), dir);
     let eid = early.snapshot(Label::PreTurn(1), meta()).unwrap();
-    assert_eq!(
-        early.seeded_from_user_index(),
-        Some(true),
-        "{:?}",
-        early.seed_refusal()
-    );
+    assert_seeded(&early);
     assert_eq!(early.get(eid).unwrap().tree, late.get(lid).unwrap().tree);
     stands_alone(&early, eid, 3);
 }
@@ -889,7 +861,6 @@ fn a_store_opened_ahead_refuses_at_once_and_builds_what_open_builds() {
 /// is an error when joined, not a refusal at open, and not a panic.
 #[test]
 fn a_store_opened_ahead_that_cannot_be_built_says_why_when_joined() {
-    use codewhale::snapshot::OpenedAhead;
     let f = Fixture::new();
     f.write("a.txt", "a\n");
     f.user_repo();
@@ -899,16 +870,31 @@ fn a_store_opened_ahead_that_cannot_be_built_says_why_when_joined() {
     let dir = codewhale::snapshot::layout::store_dir(&opts.codewhale_home, &ws);
     std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
     std::fs::write(&dir, "in the way\n").unwrap();
-    let opening = match SnapshotStore::open_ahead(&f.ws, opts.clone()).unwrap() {
-        OpenedAhead::Opening(o) => o,
-        OpenedAhead::Disabled(d) => panic!("refused: {d}"),
-    };
+    let opening = open_ahead_ok(&f.ws, opts.clone());
     let err = opening.wait().unwrap_err().to_string();
     assert!(err.contains("cannot create snapshot store"), "{err}");
     // Control: with the way clear the same options build a store.
     std::fs::remove_file(&dir).unwrap();
-    match SnapshotStore::open_ahead(&f.ws, opts).unwrap() {
-        OpenedAhead::Opening(o) => assert!(o.wait().is_ok()),
-        OpenedAhead::Disabled(d) => panic!("refused: {d}"),
+    assert!(open_ahead_ok(&f.ws, opts).wait().is_ok());
+}
+
+/// A first snapshot seeded from the user's index (else why not).
+fn assert_seeded(store: &SnapshotStore) {
+    assert_eq!(
+        store.seeded_from_user_index(),
+        Some(true),
+        "{:?}",
+        store.seed_refusal()
+    );
+}
+
+/// `open_ahead` for a workspace it must not refuse: the store being built.
+fn open_ahead_ok(
+    ws: &Path,
+    opts: codewhale::snapshot::SnapshotOptions,
+) -> codewhale::snapshot::Opening {
+    match SnapshotStore::open_ahead(ws, opts).unwrap() {
+        codewhale::snapshot::OpenedAhead::Opening(o) => o,
+        codewhale::snapshot::OpenedAhead::Disabled(d) => panic!("refused: {d}"),
     }
 }

@@ -19,11 +19,12 @@ use super::{
     is_racy, limits, relative, skipped_dir, stamp, DirSeen, Disabled, SizeSeen, Stamp, TrackedDir,
     TrackedSizes,
 };
+use crate::work_stack::WorkStack;
 use ignore::gitignore::Gitignore;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// How many entries a thread counts before it adds them to the shared
 /// totals and checks the limits (two threads adding to one cache line
@@ -53,20 +54,12 @@ struct Job {
     rules: Option<Arc<Chain>>,
 }
 
-/// The stack the threads share: directories found and not yet taken, and
-/// how many threads are counting one (the walk is over when none is left
-/// and none is being counted: nobody can find more).
-struct Queue {
-    jobs: Vec<Job>,
-    busy: usize,
-    done: bool,
-}
-
 /// What the threads share.
 struct Shared<'a> {
-    queue: Mutex<Queue>,
-    more: Condvar,
-    /// A limit was crossed (or a thread panicked): every thread stops.
+    /// Directories found and not yet counted ([`WorkStack`]).
+    jobs: WorkStack<Job>,
+    /// A limit was crossed (or a thread panicked): every thread stops
+    /// (checked per entry; the stack is stopped too).
     stop: AtomicBool,
     entries: AtomicU64,
     bytes: AtomicU64,
@@ -88,31 +81,23 @@ struct Part {
     pending: (u64, u64),
 }
 
-fn lock<'q>(m: &'q Mutex<Queue>) -> MutexGuard<'q, Queue> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+impl Shared<'_> {
+    /// Stop every thread: a limit was crossed, or one panicked.
+    fn stop(&self) {
+        self.stop.store(true, Relaxed);
+        self.jobs.stop();
+    }
 }
 
-/// Hands a taken directory back (one fewer busy thread) when its count
-/// ends, however it ends: a thread that panicked stops the walk instead of
-/// leaving the others waiting for directories it would have found.
-struct Taken<'s, 'a> {
-    shared: &'s Shared<'a>,
-    found: Vec<Job>,
-}
+/// Stops the walk when the thread counting a directory panics: its totals
+/// would be short, so no answer is better than a wrong one.
+struct StopOnPanic<'s, 'a>(&'s Shared<'a>);
 
-impl Drop for Taken<'_, '_> {
+impl Drop for StopOnPanic<'_, '_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.shared.stop.store(true, Relaxed);
+            self.0.stop();
         }
-        let mut q = lock(&self.shared.queue);
-        q.jobs.append(&mut self.found);
-        q.busy -= 1;
-        if self.shared.stop.load(Relaxed) || (q.jobs.is_empty() && q.busy == 0) {
-            q.done = true;
-        }
-        drop(q);
-        self.shared.more.notify_all();
     }
 }
 
@@ -124,15 +109,10 @@ pub(super) fn walk_size(
     tracked: Option<&TrackedSizes>,
 ) -> Result<SizeSeen, Disabled> {
     let shared = Shared {
-        queue: Mutex::new(Queue {
-            jobs: vec![Job {
-                dir: workspace.to_path_buf(),
-                rules: None,
-            }],
-            busy: 0,
-            done: false,
-        }),
-        more: Condvar::new(),
+        jobs: WorkStack::new(vec![Job {
+            dir: workspace.to_path_buf(),
+            rules: None,
+        }]),
         stop: AtomicBool::new(false),
         entries: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
@@ -190,27 +170,11 @@ pub(super) fn walk_size(
 /// One thread: take directories until none is left.
 fn work(shared: &Shared<'_>) -> Part {
     let mut part = Part::default();
-    loop {
-        let job = {
-            let mut q = lock(&shared.queue);
-            loop {
-                if q.done {
-                    break None;
-                }
-                if let Some(j) = q.jobs.pop() {
-                    q.busy += 1;
-                    break Some(j);
-                }
-                q = shared.more.wait(q).unwrap_or_else(|e| e.into_inner());
-            }
-        };
-        let Some(job) = job else { break };
-        let mut taken = Taken {
-            shared,
-            found: Vec::new(),
-        };
+    while let Some(mut taken) = shared.jobs.take() {
+        let Some(job) = taken.item() else { continue };
+        let guard = StopOnPanic(shared);
         count_dir(shared, &mut part, job, &mut taken.found);
-        drop(taken);
+        drop(guard);
     }
     let (e, b) = std::mem::take(&mut part.pending);
     shared.entries.fetch_add(e, Relaxed);
@@ -382,7 +346,7 @@ fn flush(shared: &Shared<'_>, part: &mut Part) -> bool {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .get_or_insert(d);
-            shared.stop.store(true, Relaxed);
+            shared.stop();
             false
         }
     }
