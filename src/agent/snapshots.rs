@@ -456,7 +456,9 @@ mod tests {
         let ws = std::fs::canonicalize(&ws).unwrap();
         for blocked in [true, false] {
             let home = t.path().join(format!("home-{blocked}"));
-            let opts = SnapshotOptions::new(&home);
+            let mut opts = SnapshotOptions::new(&home);
+            // Git's user files from a home of the test's own.
+            opts.user_dirs = crate::snapshot::UserDirs::at_home(t.path().join("user"));
             let dir = crate::snapshot::layout::store_dir(&home, &ws);
             std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
             if blocked {
