@@ -348,26 +348,36 @@ fn exec_scenario(env: &Env, small: &Path, big: &Path) {
         "\n2. `codewhale exec --auto`, fix-and-run (7 tool calls) (load {})",
         load()
     );
+    // With two binaries, each iteration runs both (the machine's state
+    // drifts over minutes: one binary's runs all before the other's would
+    // compare two machines).
+    let bins = bins();
     for tier in ["bwrap", "landlock"] {
-        for (name, bin) in bins() {
-            let (mut fs, mut fb, mut ws_, mut wb) =
-                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for i in 0..runs(EXEC_RUNS) {
+        let mut seen: Vec<[Vec<Duration>; 4]> = bins.iter().map(|_| Default::default()).collect();
+        let mut tails: Vec<Vec<Duration>> = bins.iter().map(|_| Vec::new()).collect();
+        for i in 0..runs(EXEC_RUNS) {
+            for (k, (name, bin)) in bins.iter().enumerate() {
                 let hs = env.root.join(format!("cw-exec-{tier}-{name}-s{i}"));
                 let hb = env.root.join(format!("cw-exec-{tier}-{name}-b{i}"));
-                fs.push(exec_once(env, &bin, &hs, small, tier));
-                fb.push(exec_once(env, &bin, &hb, big, tier));
-                ws_.push(exec_once(env, &bin, &hs, small, tier));
-                wb.push(exec_once(env, &bin, &hb, big, tier));
+                let [fs, fb, ws_, wb] = &mut seen[k];
+                fs.push(exec_once(env, bin, &hs, small, tier));
+                fb.push(exec_once(env, bin, &hb, big, tier));
+                ws_.push(exec_once(env, bin, &hs, small, tier));
+                wb.push(exec_once(env, bin, &hb, big, tier));
                 retire_keeper(&hs, small);
                 retire_keeper(&hb, big);
+                tails[k].append(&mut COPY_TAILS.lock().unwrap());
                 std::thread::sleep(Duration::from_secs(3));
             }
+        }
+        for (k, (name, _)) in bins.iter().enumerate() {
             println!(" {tier}, {name}:");
-            let a = show("10 files, first", &fs);
-            let b = show("100k files, first", &fb);
-            let c = show("10 files, warm", &ws_);
-            let d = show("100k files, warm", &wb);
+            let [fs, fb, ws_, wb] = &seen[k];
+            let a = show("10 files, first", fs);
+            let b = show("100k files, first", fb);
+            let c = show("10 files, warm", ws_);
+            let d = show("100k files, warm", wb);
+            *COPY_TAILS.lock().unwrap() = std::mem::take(&mut tails[k]);
             show_copy_tails();
             println!(
                 "  ratio 100k/10: warm {:.2}x (goal <= 1.5), first {:.2}x (goal <= 3; vs warm 10-file {:.2}x)",

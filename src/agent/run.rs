@@ -1280,8 +1280,24 @@ impl Loop<'_> {
         }
         if changes_files(&call.name) {
             let thread = self.log.thread().to_string();
-            self.snaps
-                .before_call(self.log, self.out, turn, &thread, &call.id)?;
+            // A first snapshot waits for its look at the workspace, which
+            // leaves a core idle at times: the command's `.env` scan is
+            // brought up to date meanwhile (its watch set up); the host's
+            // own scan right before the command still decides.
+            let warm = self.snaps.will_wait().then(|| self.ctx.policy.clone());
+            let warming = warm.and_then(|policy| {
+                std::thread::Builder::new()
+                    .name("env-scan-warm".into())
+                    .spawn(move || crate::policy::resolve::warm_env_scan(&policy))
+                    .ok()
+            });
+            let taken = self
+                .snaps
+                .before_call(self.log, self.out, turn, &thread, &call.id);
+            if let Some(h) = warming {
+                let _ = h.join();
+            }
+            taken?;
         }
         let started = Instant::now();
         let output = {

@@ -137,6 +137,12 @@ impl RunSnapshots {
         }
     }
 
+    /// Whether the next snapshot waits for the store's build or its look
+    /// ahead (a run's first): time the caller can use beside it.
+    pub fn will_wait(&self) -> bool {
+        matches!(self.state, State::Opening(_) | State::LookingAhead { .. })
+    }
+
     /// The store directory, while snapshots are on (known without waiting
     /// for a look ahead).
     fn dir(&self) -> Option<&std::path::Path> {

@@ -154,6 +154,26 @@ fn cache_roots(policy: &SandboxPolicy, facts: &HostFacts) -> Vec<(PathBuf, &'sta
     out
 }
 
+/// Bring this process's `.env` scan of `policy`'s workspace up to date
+/// ahead of the next [`resolve`], which then finds it current: the same
+/// scan `resolve` makes (same root, same cache), with nothing decided
+/// from it here. For a caller with a core to spare before its next
+/// command — the agent while its first snapshot's look runs: the first
+/// scan after the process's opening one sets up the scan's inotify watch
+/// (one per directory, ~25 ms at 1,100 directories), and the command's
+/// own `resolve` right before it runs still scans (then one `read` of the
+/// watch) and decides what is masked.
+pub fn warm_env_scan(policy: &SandboxPolicy) {
+    if policy.mode == SandboxMode::DangerFullAccess {
+        return;
+    }
+    if let Ok(workspace) = std::fs::canonicalize(&policy.workspace) {
+        if workspace.is_dir() {
+            super::env_scan::scan_cached(&workspace);
+        }
+    }
+}
+
 /// Resolve `policy` against the filesystem and `facts`.
 pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPolicy, ResolveError> {
     let workspace =
@@ -642,6 +662,30 @@ mod tests {
         assert!(deny.contains(&ws.join(".env")));
         assert!(deny.contains(&ws.join("app/.env.local")));
         assert!(!deny.contains(&ws.join(".env.example")));
+    }
+
+    /// The agent warms the scan beside its first snapshot (its watch set
+    /// up there); a `.env` made after that, deep down, is still masked by
+    /// the command's own `resolve`.
+    #[test]
+    fn a_env_made_after_the_scan_was_warmed_is_still_masked() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let ws = t.path().join("ws");
+        fs::create_dir_all(ws.join("a/b/c/d")).unwrap();
+        let p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ws);
+        let opening = resolve(&p, &facts(&home)).unwrap();
+        let canon = fs::canonicalize(&ws).unwrap();
+        let secret = canon.join("a/b/c/d/.env");
+        assert!(!opening.deny_read.iter().any(|e| e.path == secret));
+        warm_env_scan(&p);
+        fs::write(ws.join("a/b/c/d/.env"), "S=1").unwrap();
+        let r = resolve(&p, &facts(&home)).unwrap();
+        assert!(
+            r.deny_read.iter().any(|e| e.path == secret),
+            "{:?}",
+            r.deny_read
+        );
     }
 
     #[test]

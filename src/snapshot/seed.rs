@@ -15,9 +15,12 @@
 //! side store: without it, it would write all ~1,100 trees of a 100k-file
 //! tree as loose objects (0.7 s here, more than `git status`). So those
 //! trees (the copy's cache-tree, read with `gix-index` as its entries are)
-//! are copied in first, as one pack — the trees only, those the user's
-//! store holds, and none that contains (at any depth) an entry the store
-//! leaves out (`.env`, deny-read, ignored). That pack stays: it is where
+//! are copied in, as one pack, while the look runs (`add -u` and
+//! `ls-files -o` read no tree; `write-tree` waits for the pack) — the
+//! trees only, those the user's store holds, and none that contains (at
+//! any depth) an entry the store leaves out (`.env`, deny-read, ignored).
+//! The pack is made only once the seed is used, so an unused seed never
+//! leaves one (a run that dies during the look may). That pack stays: it is where
 //! the snapshot's reused trees live; the few `write-tree` writes
 //! (directories changed since the user's git wrote its cache-tree) are
 //! loose objects, as every later snapshot's are. (A tree of that pack the
@@ -312,16 +315,24 @@ pub struct Prepared {
     objects: PathBuf,
     /// The blob ids to copy, one a line.
     list: Vec<u8>,
-    /// The pack of the copy's clean cache-tree trees, if one was made.
-    tree_pack: Option<String>,
+    /// The copy's clean cache-tree trees the user's store holds, one id a
+    /// line ([`Prepared::copy_trees`]).
+    trees: Vec<u8>,
 }
 
 impl Prepared {
-    /// The pack of the copy's clean cache-tree trees, if one was made: it
-    /// stays, as the home of the trees the snapshot's `write-tree`
-    /// reuses; [`drop_pack`] it only when the seed is abandoned.
-    pub fn tree_pack(&self) -> Option<&str> {
-        self.tree_pack.as_deref()
+    /// Copy the seeded index's clean cache-tree trees into one pack of the
+    /// side store, beside the look (`add -u` and `ls-files -o` read no
+    /// tree; only `write-tree` needs them, and waits): the pack's name, or
+    /// `None` when there was none to copy or the copy failed — only a
+    /// shortcut, `write-tree` then writes those trees itself. The pack
+    /// stays, as the home of the trees the snapshot's `write-tree` reuses;
+    /// [`drop_pack`] it only when the seed is abandoned.
+    pub fn copy_trees(&self, git: &Git) -> Option<String> {
+        if self.trees.is_empty() {
+            return None;
+        }
+        pack_into_store(&git.with_alternate(&self.objects), &self.trees).ok()
     }
 
     /// Copy the seeded entries' blobs into the store at `store_dir`, once
@@ -338,12 +349,10 @@ impl Prepared {
         copy_blobs(git, &self.objects, &self.list)
     }
 
-    /// Not used after all: the side index and the tree pack go.
+    /// Not used after all: the side index goes (its trees are copied only
+    /// once it is used).
     pub fn abandon(self, git: &Git) {
         let _ = std::fs::remove_file(git.index());
-        if let Some(name) = &self.tree_pack {
-            drop_pack(git, name);
-        }
     }
 }
 
@@ -409,7 +418,9 @@ fn seed_inner(
         let ignored = s.spawn(|| git.run(&ignored_args));
         let checked = read_index(index).and_then(|copied| {
             let gone = lacking(&objects, &copied)?;
-            Ok((copied, gone))
+            // Still beside `ls-files -i`: what is dropped by name.
+            let by_name = dropped_by_name(&entries_of(&copied)?, excludes);
+            Ok((copied, gone, by_name))
         });
         let ignored = match ignored.join() {
             Ok(r) => r.map_err(index_err),
@@ -417,46 +428,20 @@ fn seed_inner(
         };
         (checked, ignored)
     });
-    let ((copied, gone), ignored) = (checked?, ignored?);
+    let ((copied, gone, by_name), ignored) = (checked?, ignored?);
     let entries = entries_of(&copied)?;
     // What the store never snapshots but the user's index holds: ignored
-    // by the store's rules, secrets, deny-read paths. The workspace's
-    // `.gitignore` files and the per-user excludes file: git's answer
-    // (0.03 s at 100k files). The side repository's built-in excludes
-    // (`info/exclude`): matched by name over the listing, because git's
-    // `ls-files -i` spends ~0.2 s at 100k files on one directory pattern
-    // (`layout::builtin_excluded`, never less than git's answer; more only
-    // where a `.gitignore` negation re-includes, and the seeded look's
-    // `ls-files -o` then finds that file untracked and not ignored). Secrets
-    // and deny-read paths: by name too when every exclusion is a literal
-    // path (`layout::is_secret_path` is the `.env` pathspecs' rule, as in
-    // the journal's index way), else git's answer to the pathspecs.
-    // The listing is sorted, so a directory's files come in a row: its
-    // path is judged once, each file's own name every time.
+    // by the store's rules (git's answer for the workspace's `.gitignore`
+    // files and the per-user excludes file: 0.03 s at 100k files; by name
+    // for the built-in ones), secrets, deny-read paths
+    // ([`dropped_by_name`]; git's answer to the pathspecs when an
+    // exclusion is not a literal path).
     let mut dropped: Vec<&[u8]> = Vec::new();
-    let mut dir_judged: (&[u8], bool) = (b"", false);
-    for e in &entries {
-        let (dir, name) = match e.path.iter().rposition(|b| *b == b'/') {
-            Some(i) => (&e.path[..i], &e.path[i + 1..]),
-            None => (&b""[..], e.path),
-        };
-        if dir != dir_judged.0 {
-            dir_judged = (dir, super::layout::builtin_excluded(dir));
-        }
-        if dir_judged.1 || super::layout::builtin_excluded(name) {
-            dropped.push(e.path);
-        }
-    }
     dropped.extend(ignored.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()));
     let secrets_by_git;
-    match super::treebuild::LeftOut::new(excludes) {
-        Ok(left) => dropped.extend(
-            entries
-                .iter()
-                .map(|e| e.path)
-                .filter(|p| left.contains_git(p)),
-        ),
-        Err(_) => {
+    match &by_name {
+        Some(paths) => dropped.extend(paths.iter().map(Vec::as_slice)),
+        None => {
             let mut args: Vec<String> = ["ls-files", "-z", "-c", "--"]
                 .iter()
                 .map(|s| s.to_string())
@@ -469,6 +454,7 @@ fn seed_inner(
                     .split(|b| *b == 0)
                     .filter(|r| !r.is_empty()),
             );
+            dropped.extend(builtin_dropped(&entries));
         }
     }
     dropped.sort_unstable();
@@ -525,15 +511,65 @@ fn seed_inner(
             hex::encode(first.oid)
         )));
     }
-    // Only a shortcut: without it, `write-tree` writes the trees itself.
-    let tree_pack = copied
+    // Copied beside the look ([`Prepared::copy_trees`]).
+    let trees = copied
         .tree()
-        .and_then(|tree| copy_index_trees(git, &objects, tree, &dropped, &gone));
+        .map(|tree| index_tree_list(tree, &dropped, &gone))
+        .unwrap_or_default();
     Ok(Prepared {
         objects,
         list,
-        tree_pack,
+        trees,
     })
+}
+
+/// The entries the side repository's built-in excludes (`info/exclude`)
+/// leave out, matched by name over the listing, because git's `ls-files
+/// -i` spends ~0.2 s at 100k files on one directory pattern
+/// (`layout::builtin_excluded`, never less than git's answer; more only
+/// where a `.gitignore` negation re-includes, and the seeded look's
+/// `ls-files -o` then finds that file untracked and not ignored). The
+/// listing is sorted, so a directory's files come in a row: its path is
+/// judged once, each file's own name every time.
+fn builtin_dropped<'a>(entries: &[Entry<'a>]) -> Vec<&'a [u8]> {
+    let mut dropped = Vec::new();
+    let mut dir_judged: (&[u8], bool) = (b"", false);
+    for e in entries {
+        let (dir, name) = match e.path.iter().rposition(|b| *b == b'/') {
+            Some(i) => (&e.path[..i], &e.path[i + 1..]),
+            None => (&b""[..], e.path),
+        };
+        if dir != dir_judged.0 {
+            dir_judged = (dir, super::layout::builtin_excluded(dir));
+        }
+        if dir_judged.1 || super::layout::builtin_excluded(name) {
+            dropped.push(e.path);
+        }
+    }
+    dropped
+}
+
+/// What the store leaves out of the user's index by name: the built-in
+/// excludes ([`builtin_dropped`]) and, when every exclusion is a literal
+/// path, secrets and deny-read paths (`layout::is_secret_path` is the
+/// `.env` pathspecs' rule, as in the journal's index way). `None` when an
+/// exclusion is not a literal path: git answers for those (and the
+/// built-in ones are matched then). Owned, and few: it is computed beside
+/// `ls-files -i`, before the index it borrows from is handed on.
+fn dropped_by_name(entries: &[Entry<'_>], excludes: &[String]) -> Option<Vec<Vec<u8>>> {
+    let left = super::treebuild::LeftOut::new(excludes).ok()?;
+    let mut dropped: Vec<Vec<u8>> = builtin_dropped(entries)
+        .into_iter()
+        .map(<[u8]>::to_vec)
+        .collect();
+    dropped.extend(
+        entries
+            .iter()
+            .map(|e| e.path)
+            .filter(|p| left.contains_git(p))
+            .map(<[u8]>::to_vec),
+    );
+    Some(dropped)
 }
 
 /// One entry of the copied index.
@@ -583,29 +619,23 @@ fn index_trees(tree: &gix_index::extension::Tree, left_out: &[&[u8]]) -> Vec<sup
     ids
 }
 
-/// Copy the copied index's clean cache-tree trees (see [`index_trees`])
-/// that the user's store holds (`gone`: the ids it lacks, sorted, from
-/// [`lacking`]) into a pack of the side store: its name,
-/// or `None` when there are none or anything fails (the seed then works
-/// without it). A tree the user's store lacks (a cache-tree git filled
-/// without writing its objects) is left for `write-tree` to write.
-fn copy_index_trees(
-    git: &Git,
-    objects: &Path,
+/// The copied index's clean cache-tree trees (see [`index_trees`]) that
+/// the user's store holds (`gone`: the ids it lacks, sorted, from
+/// [`lacking`]), one id a line: what [`Prepared::copy_trees`] packs. A
+/// tree the user's store lacks (a cache-tree git filled without writing
+/// its objects) is left for `write-tree` to write.
+fn index_tree_list(
     tree: &gix_index::extension::Tree,
     left_out: &[&[u8]],
     gone: &[super::present::Oid],
-) -> Option<String> {
+) -> Vec<u8> {
     let ids = index_trees(tree, left_out);
     let mut list = Vec::with_capacity(ids.len() * 41);
     for id in ids.iter().filter(|id| gone.binary_search(id).is_err()) {
         list.extend_from_slice(hex::encode(id).as_bytes());
         list.push(b'\n');
     }
-    if list.is_empty() {
-        return None;
-    }
-    pack_into_store(&git.with_alternate(objects), &list).ok()
+    list
 }
 
 /// Delete the side store's pack `name` (its `.pack`, `.idx` and any

@@ -242,6 +242,29 @@ impl Prelude {
     }
 }
 
+/// The seed's pack of the user's trees, made beside the first look
+/// ([`seed::Prepared::copy_trees`]).
+enum Trees<'s> {
+    Copying(std::thread::ScopedJoinHandle<'s, Option<String>>),
+    Copied(Option<String>),
+}
+
+impl Trees<'_> {
+    /// The pack's name once it is made (`None`: no pack; `write-tree`
+    /// writes those trees itself).
+    fn wait(&mut self) -> Option<&str> {
+        if let Trees::Copying(_) = self {
+            if let Trees::Copying(h) = std::mem::replace(self, Trees::Copied(None)) {
+                *self = Trees::Copied(h.join().ok().flatten());
+            }
+        }
+        match self {
+            Trees::Copied(name) => name.as_deref(),
+            Trees::Copying(_) => None,
+        }
+    }
+}
+
 impl SnapshotStore {
     /// Open (creating if needed) the store for `workspace`.
     ///
@@ -383,15 +406,6 @@ impl SnapshotStore {
                     &store.workspace,
                     &store.excludes,
                 );
-                // With the user's trees copied ahead, named for whoever
-                // clears this seed.
-                let trees = prepared
-                    .as_ref()
-                    .ok()
-                    .and_then(|p| p.tree_pack().map(str::to_string));
-                if let Some(name) = trees {
-                    write_if_changed(&mark, &format!("{token}\n{name}\n"))?;
-                }
                 store.pending_seed = Some((token, prepared));
             }
         }
@@ -422,6 +436,8 @@ impl SnapshotStore {
             return;
         };
         let _ = std::fs::remove_file(self.git.index());
+        // A mark an earlier codewhale wrote may name the user's trees it
+        // copied ahead (now they are copied only when the seed is used).
         if let Some(name) = text.lines().nth(1) {
             seed::drop_pack(&self.git, name);
         }
@@ -766,21 +782,35 @@ impl SnapshotStore {
     /// copy started after the look brings in ([`blobcopy`]; settled before
     /// anything reads them), and trees that are either in the seed's pack
     /// of the index's cache-tree trees (those `write-tree` reused) or written
-    /// by it. The copy starts only once the look is taken: beside `add -u`
-    /// and `ls-files -o` it took a third process's share of two cores. When
-    /// the seed is abandoned its tree pack goes first: the full look that
-    /// follows must write every tree it needs rather than find one in a
-    /// pack about to be deleted.
+    /// by it. That pack is made beside the look (on two cores the look
+    /// leaves the other idle at times; the pack's `pack-objects` is
+    /// single-threaded) and waited for before the first `write-tree`. The
+    /// blob copy starts only once the look is taken: beside `add -u` and
+    /// `ls-files -o` it took a third process's share of two cores. When
+    /// the seed is abandoned its tree pack goes: the full look that follows
+    /// must write every tree it needs rather than find one in a pack about
+    /// to be deleted (its `write-tree` comes after).
     fn seeded_add(&self, seeded: seed::Prepared) -> Result<(Vec<String>, String), seed::NoSeed> {
-        let looked = self
-            .seeded_look()
-            .map_err(|e| seed::NoSeed::Index(e.to_string()));
+        let (looked, pack) = std::thread::scope(|s| {
+            let mut trees = match std::thread::Builder::new()
+                .name("seed-trees".into())
+                .spawn_scoped(s, || seeded.copy_trees(&self.git))
+            {
+                Ok(h) => Trees::Copying(h),
+                Err(_) => Trees::Copied(seeded.copy_trees(&self.git)),
+            };
+            let looked = self
+                .seeded_look(&mut trees)
+                .map_err(|e| seed::NoSeed::Index(e.to_string()));
+            let pack = trees.wait().map(str::to_string);
+            (looked, pack)
+        });
         let copied = match &looked {
             Ok(_) => seeded.copy(&self.git, &self.dir),
             Err(_) => Ok(()),
         };
         if looked.is_err() || copied.is_err() {
-            if let Some(name) = seeded.tree_pack() {
+            if let Some(name) = &pack {
                 seed::drop_pack(&self.git, name);
             }
         }
@@ -797,9 +827,11 @@ impl SnapshotStore {
     /// (`tests/it/snapshot_seed.rs`) in less time: git matches the `.env`
     /// globs against every one of 100,000 paths (~0.1 s), and the two
     /// halves run on two cores. When an exclusion cannot be judged by name
-    /// or too many files are new, `add -A` decides.
-    fn seeded_look(&self) -> Result<(Vec<String>, String), SnapshotError> {
+    /// or too many files are new, `add -A` decides. Every `write-tree`
+    /// here waits for `trees` first.
+    fn seeded_look(&self, trees: &mut Trees<'_>) -> Result<(Vec<String>, String), SnapshotError> {
         let Ok(left) = treebuild::LeftOut::new(&self.excludes) else {
+            trees.wait();
             return self.add_and_write_tree(false, None);
         };
         let git = &self.git;
@@ -809,6 +841,7 @@ impl SnapshotStore {
             (updated, others.join())
         });
         let (updated, Ok(others)) = (updated?, others) else {
+            trees.wait();
             return self.add_and_write_tree(false, None);
         };
         let others = others?;
@@ -825,6 +858,7 @@ impl SnapshotStore {
             .map(treebuild::from_git)
             .collect();
         if new.len() > MAX_JOURNAL_PATHSPECS {
+            trees.wait();
             return self.add_and_write_tree(false, None);
         }
         let mut warnings = warning_lines(&updated.stderr);
@@ -833,6 +867,7 @@ impl SnapshotStore {
             format!("warning: nested repository not snapshotted: {name}")
         }));
         warnings.extend(self.add_by_name(&new)?);
+        trees.wait();
         let tree = git.run(&["write-tree", "--missing-ok"])?.line();
         check_hash("write-tree", &tree)?;
         Ok((warnings, tree))

@@ -188,7 +188,7 @@ fn a_seeded_snapshot_holds_what_the_long_way_holds() {
     assert!(!store.git_dir().join("objects/info/alternates").exists());
     store.finish_copy().unwrap();
     // Two packs: the snapshot's blobs copied from the user's store, and the
-    // user's clean `HEAD` trees copied ahead for `write-tree` (kept: the
+    // user's clean `HEAD` trees copied beside the look for `write-tree` (kept: the
     // trees it reused live there), which hold the clean tree the snapshot
     // reaches (a control) and no tree that names a left-out entry.
     let packs: Vec<_> = std::fs::read_dir(store.git_dir().join("objects/pack"))
@@ -724,6 +724,17 @@ fn a_later_store_for_the_same_workspace_keeps_its_index() {
     let _ = manifest(&f.ws, &[".git"]);
 }
 
+/// The packs of `store`'s side repository.
+fn pack_count(store: &SnapshotStore) -> usize {
+    std::fs::read_dir(store.git_dir().join("objects/pack"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 /// Every object snapshot `id`'s commit reaches is in the side store alone
 /// (more than `at_least` of them: a control that the walk saw the tree).
 fn stands_alone(store: &SnapshotStore, id: u64, at_least: usize) {
@@ -754,9 +765,14 @@ fn a_seed_prepared_at_open_is_the_seed_taken_at_the_snapshot() {
     let store_dir = early.git_dir().parent().unwrap().to_path_buf();
     assert!(store_dir.join("index").exists(), "seeded by open");
     assert!(store_dir.join("seed-pending").exists());
+    // The user's trees are copied only once the seed is used (beside its
+    // look): an unused seed leaves no pack behind.
+    assert_eq!(pack_count(&early), 0, "nothing copied at open");
     let eid = early.snapshot(Label::PreTurn(1), meta()).unwrap();
     assert_seeded(&early);
     assert!(!store_dir.join("seed-pending").exists(), "used");
+    early.finish_copy().unwrap();
+    assert_eq!(pack_count(&early), 2, "the trees' pack and the blobs'");
     assert_eq!(early.get(eid).unwrap().tree, late.get(lid).unwrap().tree);
     stands_alone(&early, eid, 3);
 }
