@@ -410,13 +410,22 @@ impl EnvScanCache {
     /// Scan `root`, reusing every listing whose directory did not change
     /// since the previous call on this cache.
     pub fn scan(&mut self, root: &Path) -> (EnvScan, ScanStats) {
+        self.scan_as(root, true)
+    }
+
+    /// [`Self::scan`]; `may_watch`: this call may set the watch up (not
+    /// for a caller that only wants the directories: the undo journal
+    /// watches them itself, and a second watch of every directory would
+    /// cost as much again and count twice against the user's inotify
+    /// limit).
+    fn scan_as(&mut self, root: &Path, may_watch: bool) -> (EnvScan, ScanStats) {
         self.calls += 1;
         #[cfg(target_os = "linux")]
         {
             if let Some(r) = self.scan_watched(root) {
                 return r;
             }
-            if self.calls >= 2 && self.watch.is_none() && !self.watch_failed {
+            if may_watch && self.calls >= 2 && self.watch.is_none() && !self.watch_failed {
                 match watch::Watch::new() {
                     Ok(w) => self.watch = Some(w),
                     Err(_) => self.watch_failed = true,
@@ -439,7 +448,8 @@ impl EnvScanCache {
 
     /// [`Self::scan_with_file`]; `quick`: a first call may be answered
     /// from the saved scan without building its listings
-    /// ([`Self::quick_from_file`]) — not for a caller that reads them.
+    /// ([`Self::quick_from_file`]) — not for a caller that reads them,
+    /// which also never sets the watch up ([`Self::scan_as`]).
     fn scan_with_file_as(
         &mut self,
         root: &Path,
@@ -464,7 +474,7 @@ impl EnvScanCache {
             }
         }
         let before = self.dirs.len();
-        let r = self.scan(root);
+        let r = self.scan_as(root, quick);
         if let Some(f) = file {
             if r.1.listed > 0 || self.dirs.len() != before {
                 super::env_scan_disk::save(f, &self.dirs, &disk_rules());
@@ -1125,6 +1135,28 @@ mod tests {
         assert_eq!(s.unmasked.len(), 1, "{:?}", s.unmasked);
         assert!(s.unmasked[0].contains("locked"), "{:?}", s.unmasked);
         assert!(s.unmasked[0].contains("not masked"), "{:?}", s.unmasked);
+    }
+
+    /// The undo journal's way in (`known_dirs`): it watches the
+    /// directories itself, so its calls never set the scan's own watch up
+    /// (a second inotify watch on every directory); a scan then still does.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_caller_that_only_reads_the_listings_never_sets_the_watch_up() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        write(&root.join("a/b/.env"));
+        let mut c = EnvScanCache::default();
+        for _ in 0..3 {
+            let (s, _) = c.scan_with_file_as(&root, None, false);
+            assert_eq!(s.files, vec![root.join("a/b/.env")]);
+        }
+        assert!(
+            c.watch.is_none(),
+            "set up for a caller that never scans again"
+        );
+        c.scan_with_file(&root, None);
+        assert!(c.watch.is_some(), "control: a scan sets it up");
     }
 
     #[cfg(target_os = "linux")]
