@@ -138,9 +138,15 @@ impl RunSnapshots {
     }
 
     /// Whether the next snapshot waits for the store's build or its look
-    /// ahead (a run's first): time the caller can use beside it.
+    /// ahead (a run's first) still running: time the caller can use
+    /// beside it. (With a model slower than the look, it is over by the
+    /// first call: nothing to overlap.)
     pub fn will_wait(&self) -> bool {
-        matches!(self.state, State::Opening(_) | State::LookingAhead { .. })
+        match &self.state {
+            State::Opening(o) => !o.is_finished(),
+            State::LookingAhead { thread, .. } => !thread.is_finished(),
+            State::Ready(_) | State::Off(_) => false,
+        }
     }
 
     /// The store directory, while snapshots are on (known without waiting

@@ -42,6 +42,11 @@ impl Opening {
         &self.dir
     }
 
+    /// Whether the build is over (joining would not wait).
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
     /// The store, once built; or why it could not be.
     pub fn wait(self) -> Result<Box<SnapshotStore>, SnapshotError> {
         self.thread.join().unwrap_or_else(|_| {
