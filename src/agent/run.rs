@@ -1284,20 +1284,23 @@ impl Loop<'_> {
             // leaves a core idle at times: the command's `.env` scan is
             // brought up to date meanwhile (its watch set up); the host's
             // own scan right before the command still decides.
-            let warm = self.snaps.will_wait().then(|| self.ctx.policy.clone());
-            let warming = warm.and_then(|policy| {
-                std::thread::Builder::new()
-                    .name("env-scan-warm".into())
-                    .spawn(move || crate::policy::resolve::warm_env_scan(&policy))
-                    .ok()
-            });
-            let taken = self
-                .snaps
-                .before_call(self.log, self.out, turn, &thread, &call.id);
-            if let Some(h) = warming {
-                let _ = h.join();
-            }
-            taken?;
+            let policy = &self.ctx.policy;
+            let snaps = &mut self.snaps;
+            let (log, out) = (&mut *self.log, &mut *self.out);
+            std::thread::scope(|s| {
+                let warming = snaps.will_wait().then(|| {
+                    std::thread::Builder::new()
+                        .name("env-scan-warm".into())
+                        .spawn_scoped(s, || crate::policy::resolve::warm_env_scan(policy))
+                });
+                let taken = snaps.before_call(log, out, turn, &thread, &call.id);
+                // A warm-up that failed or panicked leaves the work to
+                // the command's own scan.
+                if let Some(Ok(h)) = warming {
+                    let _ = h.join();
+                }
+                taken
+            })?;
         }
         let started = Instant::now();
         let output = {

@@ -91,6 +91,19 @@ impl Listing {
     }
 }
 
+/// What a caller of [`EnvScanCache::scan_with_file`]'s ways wants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Want {
+    /// The scan: a first call may be answered from the saved scan without
+    /// building its listings ([`EnvScanCache::quick_from_file`]), and the
+    /// second sets the inotify watch up.
+    Scan,
+    /// The directories (the undo journal, which watches them itself): the
+    /// listings are built, and no watch is set up for a caller that never
+    /// scans again (a second watch on every directory).
+    Dirs,
+}
+
 /// Listings of one workspace's directories, keyed by path.
 #[derive(Debug, Default)]
 pub struct EnvScanCache {
@@ -443,25 +456,22 @@ impl EnvScanCache {
     /// serves the calls: a long-lived process writes once, then the next
     /// process's first call brings the file up to date itself).
     pub fn scan_with_file(&mut self, root: &Path, file: Option<&Path>) -> (EnvScan, ScanStats) {
-        self.scan_with_file_as(root, file, true)
+        self.scan_with_file_as(root, file, Want::Scan)
     }
 
-    /// [`Self::scan_with_file`]; `quick`: a first call may be answered
-    /// from the saved scan without building its listings
-    /// ([`Self::quick_from_file`]) — not for a caller that reads them,
-    /// which also never sets the watch up ([`Self::scan_as`]).
+    /// [`Self::scan_with_file`] for what `want` needs.
     fn scan_with_file_as(
         &mut self,
         root: &Path,
         file: Option<&Path>,
-        quick: bool,
+        want: Want,
     ) -> (EnvScan, ScanStats) {
         if self.calls == 0 || self.unloaded {
             self.unloaded = false;
             if let Some(f) = file {
                 match std::fs::read(f) {
                     Ok(data) => {
-                        if quick && self.calls == 0 {
+                        if want == Want::Scan && self.calls == 0 {
                             if let Some(r) = self.quick_from_file(root, &data) {
                                 return r;
                             }
@@ -474,7 +484,7 @@ impl EnvScanCache {
             }
         }
         let before = self.dirs.len();
-        let r = self.scan_as(root, quick);
+        let r = self.scan_as(root, want == Want::Scan);
         if let Some(f) = file {
             if r.1.listed > 0 || self.dirs.len() != before {
                 super::env_scan_disk::save(f, &self.dirs, &disk_rules());
@@ -957,7 +967,7 @@ pub fn known_dirs(root: &Path) -> Option<Vec<PathBuf>> {
     let mut guard = CACHES.lock().unwrap_or_else(|p| p.into_inner());
     let caches = guard.get_or_insert_with(HashMap::new);
     let cache = caches.entry(root.to_path_buf()).or_default();
-    let (scan, _) = cache.scan_with_file_as(root, file.as_deref(), false);
+    let (scan, _) = cache.scan_with_file_as(root, file.as_deref(), Want::Dirs);
     let whole = scan.unmasked.is_empty()
         && cache
             .dirs
@@ -1148,7 +1158,7 @@ mod tests {
         write(&root.join("a/b/.env"));
         let mut c = EnvScanCache::default();
         for _ in 0..3 {
-            let (s, _) = c.scan_with_file_as(&root, None, false);
+            let (s, _) = c.scan_with_file_as(&root, None, Want::Dirs);
             assert_eq!(s.files, vec![root.join("a/b/.env")]);
         }
         assert!(
@@ -1324,7 +1334,7 @@ mod tests {
         assert_eq!((st.listed, st.reused), (0, all), "the next call reads them");
         assert_eq!(quick.dirs.len(), all);
         let mut needs = stamps_only();
-        needs.scan_with_file_as(&root, Some(&file), false);
+        needs.scan_with_file_as(&root, Some(&file), Want::Dirs);
         assert_eq!(needs.dirs.len(), all, "a caller that reads the listings");
 
         write(&deep.join(".env"));

@@ -154,6 +154,13 @@ fn cache_roots(policy: &SandboxPolicy, facts: &HostFacts) -> Vec<(PathBuf, &'sta
     out
 }
 
+/// Whether `policy` denies any read (the `.env` scan, the deny-read
+/// tables): every mode but full access. [`resolve`] and
+/// [`warm_env_scan`] ask here.
+fn denies_reads(policy: &SandboxPolicy) -> bool {
+    policy.mode != SandboxMode::DangerFullAccess
+}
+
 /// Bring this process's `.env` scan of `policy`'s workspace up to date
 /// ahead of the next [`resolve`], which then finds it current: the same
 /// scan `resolve` makes (same root, same cache), with nothing decided
@@ -164,7 +171,7 @@ fn cache_roots(policy: &SandboxPolicy, facts: &HostFacts) -> Vec<(PathBuf, &'sta
 /// own `resolve` right before it runs still scans (then one `read` of the
 /// watch) and decides what is masked.
 pub fn warm_env_scan(policy: &SandboxPolicy) {
-    if policy.mode == SandboxMode::DangerFullAccess {
+    if !denies_reads(policy) {
         return;
     }
     if let Ok(workspace) = std::fs::canonicalize(&policy.workspace) {
@@ -363,7 +370,7 @@ pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPoli
     let mut seen_deny = BTreeSet::new();
     let mut unmasked = Vec::new();
     let mut git = GitView::default();
-    if policy.mode != SandboxMode::DangerFullAccess {
+    if denies_reads(policy) {
         let mut canon = Canon::default();
         for t in tables::DENY_READ {
             if t.anchor == Anchor::Home && t.path == tables::CODEWHALE_HOME {

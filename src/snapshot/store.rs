@@ -242,29 +242,6 @@ impl Prelude {
     }
 }
 
-/// The seed's pack of the user's trees, made beside the first look
-/// ([`seed::Prepared::copy_trees`]).
-enum Trees<'s> {
-    Copying(std::thread::ScopedJoinHandle<'s, Option<String>>),
-    Copied(Option<String>),
-}
-
-impl Trees<'_> {
-    /// The pack's name once it is made (`None`: no pack; `write-tree`
-    /// writes those trees itself).
-    fn wait(&mut self) -> Option<&str> {
-        if let Trees::Copying(_) = self {
-            if let Trees::Copying(h) = std::mem::replace(self, Trees::Copied(None)) {
-                *self = Trees::Copied(h.join().ok().flatten());
-            }
-        }
-        match self {
-            Trees::Copied(name) => name.as_deref(),
-            Trees::Copying(_) => None,
-        }
-    }
-}
-
 impl SnapshotStore {
     /// Open (creating if needed) the store for `workspace`.
     ///
@@ -792,18 +769,21 @@ impl SnapshotStore {
     /// to be deleted (its `write-tree` comes after).
     fn seeded_add(&self, seeded: seed::Prepared) -> Result<(Vec<String>, String), seed::NoSeed> {
         let (looked, pack) = std::thread::scope(|s| {
-            let mut trees = match std::thread::Builder::new()
+            let copying = std::thread::Builder::new()
                 .name("seed-trees".into())
-                .spawn_scoped(s, || seeded.copy_trees(&self.git))
-            {
-                Ok(h) => Trees::Copying(h),
-                Err(_) => Trees::Copied(seeded.copy_trees(&self.git)),
+                .spawn_scoped(s, || seeded.copy_trees(&self.git));
+            let index = self.seeded_index();
+            // Every `write-tree` below reuses the pack's trees: it waits.
+            let pack = match copying {
+                Ok(h) => h.join().ok().flatten(),
+                Err(_) => seeded.copy_trees(&self.git),
             };
-            let looked = self
-                .seeded_look(&mut trees)
-                .map_err(|e| seed::NoSeed::Index(e.to_string()));
-            let pack = trees.wait().map(str::to_string);
-            (looked, pack)
+            let looked = match index {
+                Ok(Some(warnings)) => self.write_seeded_tree(warnings),
+                Ok(None) => self.add_and_write_tree(false, None),
+                Err(e) => Err(e),
+            };
+            (looked.map_err(|e| seed::NoSeed::Index(e.to_string())), pack)
         });
         let copied = match &looked {
             Ok(_) => seeded.copy(&self.git, &self.dir),
@@ -826,13 +806,12 @@ impl SnapshotStore {
     /// index way does. The same tree as `add -A` with the exclusions
     /// (`tests/it/snapshot_seed.rs`) in less time: git matches the `.env`
     /// globs against every one of 100,000 paths (~0.1 s), and the two
-    /// halves run on two cores. When an exclusion cannot be judged by name
-    /// or too many files are new, `add -A` decides. Every `write-tree`
-    /// here waits for `trees` first.
-    fn seeded_look(&self, trees: &mut Trees<'_>) -> Result<(Vec<String>, String), SnapshotError> {
+    /// halves run on two cores. Its warnings, or `Ok(None)` when an
+    /// exclusion cannot be judged by name or too many files are new:
+    /// `add -A` decides then.
+    fn seeded_index(&self) -> Result<Option<Vec<String>>, SnapshotError> {
         let Ok(left) = treebuild::LeftOut::new(&self.excludes) else {
-            trees.wait();
-            return self.add_and_write_tree(false, None);
+            return Ok(None);
         };
         let git = &self.git;
         let (updated, others) = std::thread::scope(|s| {
@@ -841,8 +820,7 @@ impl SnapshotStore {
             (updated, others.join())
         });
         let (updated, Ok(others)) = (updated?, others) else {
-            trees.wait();
-            return self.add_and_write_tree(false, None);
+            return Ok(None);
         };
         let others = others?;
         let (nested, new): (Vec<&[u8]>, Vec<&[u8]>) = others
@@ -858,8 +836,7 @@ impl SnapshotStore {
             .map(treebuild::from_git)
             .collect();
         if new.len() > MAX_JOURNAL_PATHSPECS {
-            trees.wait();
-            return self.add_and_write_tree(false, None);
+            return Ok(None);
         }
         let mut warnings = warning_lines(&updated.stderr);
         warnings.extend(nested.iter().map(|r| {
@@ -867,8 +844,15 @@ impl SnapshotStore {
             format!("warning: nested repository not snapshotted: {name}")
         }));
         warnings.extend(self.add_by_name(&new)?);
-        trees.wait();
-        let tree = git.run(&["write-tree", "--missing-ok"])?.line();
+        Ok(Some(warnings))
+    }
+
+    /// The seeded index's tree (`--missing-ok`: its blobs are being copied).
+    fn write_seeded_tree(
+        &self,
+        warnings: Vec<String>,
+    ) -> Result<(Vec<String>, String), SnapshotError> {
+        let tree = self.git.run(&["write-tree", "--missing-ok"])?.line();
         check_hash("write-tree", &tree)?;
         Ok((warnings, tree))
     }
