@@ -18,7 +18,9 @@
 //!    (`tests/common/scripted_model`, real HTTP on loopback), 100k vs 10
 //!    files, bwrap and landlock (`[sandbox] backend`). "first": a fresh
 //!    `CODEWHALE_HOME` (no snapshot store, no scan cache); "warm": the same
-//!    home again. Goals: warm ≤ 1.5×, first ≤ 3×.
+//!    home again. Goals: warm ≤ 1.5×, first ≤ 3×. Beside the runs, per
+//!    tier, the floor of a first run at 100k files ([`floor`]) against
+//!    what 3× the 10-file first run leaves.
 //! 3. Undo snapshots through the library on the 100k repository: the first
 //!    snapshot (empty store) and a no-change snapshot, against `git status`
 //!    in the user's repository and `git add -A` (no change) in a side
@@ -355,7 +357,11 @@ fn exec_scenario(env: &Env, small: &Path, big: &Path) {
     for tier in ["bwrap", "landlock"] {
         let mut seen: Vec<[Vec<Duration>; 4]> = bins.iter().map(|_| Default::default()).collect();
         let mut tails: Vec<Vec<Duration>> = bins.iter().map(|_| Vec::new()).collect();
+        let mut floors: [Vec<Duration>; 2] = Default::default();
         for i in 0..runs(EXEC_RUNS) {
+            let (cold, add_u) = floor(env, &bins[0].1, tier, small, big, i);
+            floors[0].push(cold);
+            floors[1].push(add_u);
             for (k, (name, bin)) in bins.iter().enumerate() {
                 let hs = env.root.join(format!("cw-exec-{tier}-{name}-s{i}"));
                 let hb = env.root.join(format!("cw-exec-{tier}-{name}-b{i}"));
@@ -385,8 +391,61 @@ fn exec_scenario(env: &Env, small: &Path, big: &Path) {
                 b / a,
                 b / c
             );
+            if k == 0 {
+                let cold = show("floor: what 100k files add to a cold command", &floors[0]);
+                let add_u = show(
+                    "floor: `git add -u` on a copy of the user's index",
+                    &floors[1],
+                );
+                println!(
+                    "  floor {:.0} ms of the {:.0} ms that 3x the 10-file first run leaves for 100k files ({:.0} %)",
+                    cold + add_u,
+                    2.0 * a,
+                    100.0 * (cold + add_u) / (2.0 * a)
+                );
+            }
         }
     }
+}
+
+/// Part 2's floor, per tier: the least a first run at 100k files
+/// must add before its first command, measured beside the runs. A cold
+/// `sandbox run -- true` (fresh home: the `.env` scan reads every
+/// directory, the ruleset is built) at 100k files minus the same at 10;
+/// and `git add -u` on a copy of the user's own index (the one `stat` of
+/// every tracked file that finds what changed since git last looked —
+/// what a snapshot cannot skip, and what `git status` does too). Neither
+/// counts the untracked listing, the tree write or any process start.
+fn floor(
+    env: &Env,
+    bin: &str,
+    tier: &str,
+    small: &Path,
+    big: &Path,
+    i: usize,
+) -> (Duration, Duration) {
+    let args = ["sandbox", "run", "--backend", tier, "--", "true"];
+    let hs = env.root.join(format!("cw-floor-{tier}-s{i}"));
+    let hb = env.root.join(format!("cw-floor-{tier}-b{i}"));
+    settle();
+    let s = time_ok(env.cmd(bin, &hs, small, &args));
+    let b = time_ok(env.cmd(bin, &hb, big, &args));
+    let index = env.root.join(format!("floor-index-{i}"));
+    std::fs::copy(big.join(".git/index"), &index).unwrap();
+    settle();
+    let t = Instant::now();
+    let out = Command::new("git")
+        .args(["add", "-u"])
+        .current_dir(big)
+        .env("GIT_INDEX_FILE", &index)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git add -u");
+    let add_u = t.elapsed();
+    assert!(out.status.success());
+    let _ = std::fs::remove_file(&index);
+    (b.saturating_sub(s), add_u)
 }
 
 /// Part 4: the first run again, with a model that takes `MONOREPO_MODEL_MS`

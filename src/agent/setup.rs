@@ -68,6 +68,9 @@ pub fn prepare_run(
     let env = |n: &str| std::env::var(n).ok();
     let models = models::resolve(want.provider, want.model, &cfg, &store, &env, rt, note)?;
     // The one policy every call of this run uses (gate 9 is handed its mode).
+    // Its `.env` scan, when it reads the whole workspace, keeps what it
+    // read for the snapshot store's first size walk below.
+    crate::policy::resolve::keep_workspace_listing(&sandbox.policy);
     let resolved = resolve(&sandbox.policy, &HostFacts::detect())?;
     // Undo snapshots: same store lookup as `codewhale undo`; a refusal or a
     // failure to open switches them off for this run (every surface says

@@ -125,6 +125,11 @@ pub struct EnvScanCache {
     unloaded: bool,
     /// Stamps the quick check took, for the walk that follows it.
     looked: Option<HashMap<PathBuf, std::io::Result<DirLook>>>,
+    /// The next scan that reads every directory keeps each whole
+    /// ([`keep_listing`]).
+    keep_listing: bool,
+    /// What that scan kept, until taken ([`take_listing`]).
+    listing: Option<WorkspaceListing>,
     /// Tests shorten [`RACY_WINDOW`] (they cannot move a ctime back).
     #[cfg(test)]
     racy_window: Option<Duration>,
@@ -178,6 +183,9 @@ fn is_racy(st: &Stamp, now: SystemTime, window: Duration) -> bool {
 struct DirLook {
     stamp: Stamp,
     is_dir: bool,
+    /// Its size (kept with a whole listing: the snapshot size walk's
+    /// stamps include it).
+    size: u64,
 }
 
 /// A directory's `lstat`, by its whole path.
@@ -185,7 +193,55 @@ fn look_at(path: &Path) -> std::io::Result<DirLook> {
     std::fs::symlink_metadata(path).map(|m| DirLook {
         stamp: stamp(&m),
         is_dir: m.is_dir(),
+        size: m.len(),
     })
+}
+
+/// One directory as a workspace's first scan read it, every entry kept
+/// (not only the subdirectories and `.env` names the scan itself keeps):
+/// what the undo snapshot's size walk counts instead of reading the
+/// directory a second time ([`take_listing`]).
+#[derive(Debug)]
+pub struct ListedDir {
+    /// The `lstat` taken before the directory was read.
+    pub stamp: Stamp,
+    /// The directory's own size from that `lstat`.
+    pub size: u64,
+    /// Every entry, with its type from `d_type` (`None`: not learnt).
+    pub entries: Vec<ListedEntry>,
+    /// Reading stopped at an error: `entries` may be short.
+    pub short: bool,
+}
+
+/// An entry of a [`ListedDir`].
+#[derive(Debug)]
+pub struct ListedEntry {
+    pub name: std::ffi::OsString,
+    pub kind: Option<std::fs::FileType>,
+}
+
+/// Every directory a workspace's first `.env` scan read, whole (the
+/// directories the scan skips, [`ENV_SCAN_SKIP`], are not in it), keyed by
+/// path. Kept only when asked for ([`keep_listing`]) and handed over once.
+#[derive(Debug, Default)]
+pub struct WorkspaceListing {
+    dirs: HashMap<PathBuf, ListedDir>,
+}
+
+impl WorkspaceListing {
+    /// The listing of `dir`, when the scan read it.
+    pub fn get(&self, dir: &Path) -> Option<&ListedDir> {
+        self.dirs.get(dir)
+    }
+
+    /// How many directories it holds.
+    pub fn len(&self) -> usize {
+        self.dirs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
 }
 
 /// What a saved listing depends on besides its directory: a file written
@@ -295,6 +351,7 @@ impl<'a> FromRoot<'a> {
                 ctime: (st.st_ctime, st.st_ctime_nsec),
             },
             is_dir: SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFDIR,
+            size: u64::try_from(st.st_size).unwrap_or(0),
         })
     }
 
@@ -327,8 +384,14 @@ impl FromRoot {
     }
 }
 
-/// Read one directory's listing.
-fn list(dir: &Path, stamp: Stamp, racy: bool) -> Result<Listing, std::io::Error> {
+/// Read one directory's listing; with `whole`, every entry is kept there
+/// too (see [`WorkspaceListing`]).
+fn list(
+    dir: &Path,
+    stamp: Stamp,
+    racy: bool,
+    mut whole: Option<&mut ListedDir>,
+) -> Result<Listing, std::io::Error> {
     let mut l = Listing {
         stamp,
         racy,
@@ -345,10 +408,19 @@ fn list(dir: &Path, stamp: Stamp, racy: bool) -> Result<Listing, std::io::Error>
                     "could not finish listing {} for .env files ({e}); a .env file there may not be masked",
                     dir.display()
                 ));
+                if let Some(w) = whole.as_deref_mut() {
+                    w.short = true;
+                }
                 break;
             }
         };
         let name = entry.file_name();
+        if let Some(w) = whole.as_deref_mut() {
+            w.entries.push(ListedEntry {
+                name: name.clone(),
+                kind: entry.file_type().ok(),
+            });
+        }
         // `d_type`: no `stat` per entry on Linux.
         let ft = match entry.file_type() {
             Ok(ft) => ft,
@@ -374,10 +446,12 @@ fn list(dir: &Path, stamp: Stamp, racy: bool) -> Result<Listing, std::io::Error>
 }
 
 /// A directory's stamp and, when it is a directory, its listing: what the
-/// walk would take of it, taken ahead ([`list_ahead`]).
+/// walk would take of it, taken ahead ([`list_ahead`]); and, when asked
+/// for, the whole listing.
 type Ahead = (
     std::io::Result<DirLook>,
     Option<Result<Listing, std::io::Error>>,
+    Option<ListedDir>,
 );
 
 /// A first scan's stamps and listings (nothing saved to reuse: every
@@ -387,7 +461,12 @@ type Ahead = (
 /// one core, with the other idle. Each directory is `lstat`ed before it is
 /// read, as the walk would; what a thread could not hand in is read by
 /// the walk itself.
-fn list_ahead(root: &Path, now: SystemTime, window: Duration) -> HashMap<PathBuf, Ahead> {
+fn list_ahead(
+    root: &Path,
+    now: SystemTime,
+    window: Duration,
+    whole: bool,
+) -> HashMap<PathBuf, Ahead> {
     // A reader that panicked hands its directory back (`Taken`): the other
     // finishes the stack instead of waiting for it, and the walk reads
     // what it did not hand in.
@@ -397,15 +476,27 @@ fn list_ahead(root: &Path, now: SystemTime, window: Duration) -> HashMap<PathBuf
         while let Some(mut reading) = stack.take() {
             let Some(dir) = reading.item() else { continue };
             let look = look_at(&dir);
+            let mut kept = None;
             let listing = match &look {
-                Ok(l) if l.is_dir => Some(list(&dir, l.stamp, is_racy(&l.stamp, now, window))),
+                Ok(l) if l.is_dir => {
+                    kept = whole.then(|| ListedDir {
+                        stamp: l.stamp,
+                        size: l.size,
+                        entries: Vec::new(),
+                        short: false,
+                    });
+                    let racy = is_racy(&l.stamp, now, window);
+                    Some(list(&dir, l.stamp, racy, kept.as_mut()))
+                }
                 _ => None,
             };
             if let Some(Ok(l)) = &listing {
                 reading.found = l.subdirs.iter().map(|n| dir.join(n)).collect();
+            } else {
+                kept = None;
             }
             drop(reading);
-            out.insert(dir, (look, listing));
+            out.insert(dir, (look, listing, kept));
         }
         out
     };
@@ -558,17 +649,23 @@ impl EnvScanCache {
         #[cfg(not(target_os = "linux"))]
         let ahead_ok = true;
         let mut ahead = if self.dirs.is_empty() && looked.is_empty() && ahead_ok {
-            list_ahead(root, now, self.racy_window())
+            list_ahead(root, now, self.racy_window(), self.keep_listing)
         } else {
             HashMap::new()
         };
+        let mut whole = WorkspaceListing::default();
         let mut stack = vec![root.to_path_buf()];
         while let Some(dir) = stack.pop() {
             // Watch first, then look: a change after this point is reported.
             #[cfg(target_os = "linux")]
             self.watch_dir(&dir);
             let (look, read) = match ahead.remove(dir.as_path()) {
-                Some((look, read)) => (look, read),
+                Some((look, read, kept)) => {
+                    if let Some(k) = kept {
+                        whole.dirs.insert(dir.clone(), k);
+                    }
+                    (look, read)
+                }
                 None => (
                     looked
                         .remove(dir.as_path())
@@ -598,7 +695,7 @@ impl EnvScanCache {
                     old
                 }
                 _ => match read
-                    .unwrap_or_else(|| list(&dir, st, is_racy(&st, now, self.racy_window())))
+                    .unwrap_or_else(|| list(&dir, st, is_racy(&st, now, self.racy_window()), None))
                 {
                     Ok(l) => {
                         stats.listed += 1;
@@ -624,6 +721,10 @@ impl EnvScanCache {
             next.insert(dir, listing);
         }
         self.dirs = next;
+        if self.keep_listing && !whole.is_empty() {
+            self.keep_listing = false;
+            self.listing = Some(whole);
+        }
         out.files.sort();
         (out, stats)
     }
@@ -727,7 +828,7 @@ impl EnvScanCache {
             self.watch_dir(&d);
             stats.listed += 1;
             let listing = match std::fs::symlink_metadata(&d) {
-                Ok(m) if m.is_dir() => match list(&d, stamp(&m), true) {
+                Ok(m) if m.is_dir() => match list(&d, stamp(&m), true, None) {
                     Ok(l) => l,
                     Err(e) => Listing::failed(&d, stamp(&m), e),
                 },
@@ -976,6 +1077,29 @@ pub fn known_dirs(root: &Path) -> Option<Vec<PathBuf>> {
     whole.then(|| cache.dirs.keys().cloned().collect())
 }
 
+/// Ask the next scan of `root` that reads every directory (a process's
+/// first, with no saved listings to start from) to keep each directory's
+/// whole listing for [`take_listing`]: the undo snapshot's first size
+/// walk then counts from it instead of reading ~1,100 directories of a
+/// 100,000-file workspace a second time. Asked for only where a snapshot
+/// store is opened next (the listing is ~40 bytes an entry, and is
+/// dropped at [`take_listing`]).
+pub fn keep_listing(root: &Path) {
+    let mut guard = CACHES.lock().unwrap_or_else(|p| p.into_inner());
+    let caches = guard.get_or_insert_with(HashMap::new);
+    caches.entry(root.to_path_buf()).or_default().keep_listing = true;
+}
+
+/// The whole listing [`keep_listing`] asked for, once: `None` when no
+/// scan read every directory since (the saved listings were reused).
+/// Stops the keeping either way.
+pub fn take_listing(root: &Path) -> Option<WorkspaceListing> {
+    let mut guard = CACHES.lock().unwrap_or_else(|p| p.into_inner());
+    let cache = guard.as_mut()?.get_mut(root)?;
+    cache.keep_listing = false;
+    cache.listing.take()
+}
+
 /// The saved listings are trusted only where a sandboxed command of this
 /// workspace cannot write them: `~/.codewhale` is deny-read for every
 /// command, but a `$CODEWHALE_HOME` inside the workspace would let a
@@ -1169,6 +1293,85 @@ mod tests {
         assert!(c.watch.is_some(), "control: a scan sets it up");
     }
 
+    /// Asked for, a scan that reads every directory keeps each whole —
+    /// every entry, `.env` or not, with the directory's `lstat` — and
+    /// hands it over once; a scan that reuses what it had keeps nothing,
+    /// and nothing is kept unasked.
+    #[cfg(unix)]
+    #[test]
+    fn a_whole_listing_is_kept_when_asked_and_handed_over_once() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        write(&root.join("a/b/.env"));
+        write(&root.join("a/b/main.rs"));
+        write(&root.join("a/notes.txt"));
+        write(&root.join("node_modules/p/.env"));
+        std::os::unix::fs::symlink("a", root.join("link")).unwrap();
+
+        scan_cached(&root);
+        assert!(take_listing(&root).is_none(), "kept unasked");
+
+        let fresh = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(fresh.path()).unwrap();
+        write(&root.join("a/b/.env"));
+        write(&root.join("a/b/main.rs"));
+        write(&root.join("a/notes.txt"));
+        write(&root.join("node_modules/p/.env"));
+        std::os::unix::fs::symlink("a", root.join("link")).unwrap();
+        keep_listing(&root);
+        let scan = scan_cached(&root);
+        assert_eq!(scan.files, vec![root.join("a/b/.env")]);
+        let listing = take_listing(&root).expect("kept");
+        let mut dirs: Vec<&Path> = listing.dirs.keys().map(PathBuf::as_path).collect();
+        dirs.sort();
+        assert_eq!(dirs, [root.as_path(), &root.join("a"), &root.join("a/b")]);
+        let names = |d: &Path| {
+            let mut v: Vec<(String, bool, bool)> = listing
+                .get(d)
+                .unwrap()
+                .entries
+                .iter()
+                .map(|e| {
+                    let k = e.kind.unwrap();
+                    (
+                        e.name.to_string_lossy().into_owned(),
+                        k.is_dir(),
+                        k.is_symlink(),
+                    )
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            names(&root),
+            [
+                ("a".to_string(), true, false),
+                ("link".to_string(), false, true),
+                ("node_modules".to_string(), true, false)
+            ]
+        );
+        assert_eq!(
+            names(&root.join("a/b")),
+            [
+                (".env".to_string(), false, false),
+                ("main.rs".to_string(), false, false)
+            ]
+        );
+        let meta = fs::symlink_metadata(root.join("a")).unwrap();
+        let a = listing.get(&root.join("a")).unwrap();
+        assert_eq!(
+            (a.stamp, a.size, a.short),
+            (stamp(&meta), meta.len(), false)
+        );
+        assert!(take_listing(&root).is_none(), "handed over once");
+
+        // The same process again: the listings are reused, none kept.
+        keep_listing(&root);
+        scan_cached(&root);
+        assert!(take_listing(&root).is_none());
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn the_watch_serves_unchanged_calls_and_follows_every_change() {
@@ -1259,13 +1462,13 @@ mod tests {
         write(&root.join("pkg7/src/.env.local"));
         write(&root.join("node_modules/x/.env"));
         std::os::unix::fs::symlink(root.join("pkg3"), root.join("link")).unwrap();
-        let ahead = list_ahead(&root, SystemTime::now(), WINDOW);
+        let ahead = list_ahead(&root, SystemTime::now(), WINDOW, false);
         assert!(ahead.len() > 250, "control: {}", ahead.len());
-        for (dir, (look, read)) in &ahead {
+        for (dir, (look, read, _)) in &ahead {
             let look = look.as_ref().unwrap();
             assert!(look.is_dir, "{}", dir.display());
             let read = read.as_ref().unwrap().as_ref().unwrap();
-            let again = list(dir, look.stamp, false).unwrap();
+            let again = list(dir, look.stamp, false, None).unwrap();
             assert_eq!(read.subdirs, again.subdirs, "{}", dir.display());
             assert_eq!(read.env_files, again.env_files, "{}", dir.display());
         }

@@ -181,6 +181,21 @@ pub fn warm_env_scan(policy: &SandboxPolicy) {
     }
 }
 
+/// Ask the next `resolve` of `policy` to keep its workspace `.env` scan's
+/// listings whole when it reads every directory (a process's first look
+/// at a workspace with no saved listings): an undo snapshot store opened
+/// next counts its first size walk from them
+/// ([`super::env_scan::keep_listing`]). Keyed as `resolve` scans: the
+/// canonical workspace.
+pub fn keep_workspace_listing(policy: &SandboxPolicy) {
+    if !denies_reads(policy) {
+        return;
+    }
+    if let Ok(workspace) = std::fs::canonicalize(&policy.workspace) {
+        super::env_scan::keep_listing(&workspace);
+    }
+}
+
 /// Resolve `policy` against the filesystem and `facts`.
 pub fn resolve(policy: &SandboxPolicy, facts: &HostFacts) -> Result<ResolvedPolicy, ResolveError> {
     let workspace =

@@ -9,6 +9,7 @@
 
 use super::error::Disabled;
 use super::layout::BUILTIN_EXCLUDES;
+use crate::policy::env_scan::{ListedDir, WorkspaceListing};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -96,7 +97,7 @@ pub fn skipped_dir(name: &str) -> bool {
 /// Count entries and bytes under `workspace` (respecting `.gitignore` and
 /// the built-in excludes) and refuse when either limit is crossed.
 pub fn check_size(workspace: &Path, max_entries: u64, max_bytes: u64) -> Result<(), Disabled> {
-    walk_size(workspace, max_entries, max_bytes, None).map(drop)
+    walk_size(workspace, max_entries, max_bytes, None, None).map(drop)
 }
 
 /// The sizes of the tracked files as the user's git last saw them: the
@@ -240,6 +241,18 @@ fn stamp(m: &std::fs::Metadata) -> Stamp {
     }
 }
 
+/// The stamp of a directory the `.env` scan read: its `lstat`, taken
+/// before that read, as [`stamp`] would make it.
+fn listed_stamp(l: &ListedDir) -> Stamp {
+    Stamp {
+        dev: l.stamp.dev,
+        ino: l.stamp.ino,
+        mtime: l.stamp.mtime,
+        ctime: l.stamp.ctime,
+        size: l.size,
+    }
+}
+
 #[cfg(not(unix))]
 fn stamp(m: &std::fs::Metadata) -> Stamp {
     let mtime = m
@@ -284,12 +297,16 @@ const RACY_SECS: i64 = 2;
 ///
 /// `index`: the user's index, whose sizes a whole walk takes for tracked
 /// files (see [`TrackedSizes`]); read only when a whole walk is needed.
+/// `listed`: the directories this process's `.env` scan just read whole
+/// ([`crate::policy::env_scan::take_listing`]): a whole walk counts those
+/// from there instead of reading them again.
 pub fn check_size_cached(
     workspace: &Path,
     max_entries: u64,
     max_bytes: u64,
     cache: &Path,
     index: Option<&Path>,
+    listed: Option<&WorkspaceListing>,
 ) -> Result<Option<Vec<u8>>, Disabled> {
     if let Some(old) = read_cache(cache) {
         match refresh(workspace, old) {
@@ -306,7 +323,7 @@ pub fn check_size_cached(
         }
     }
     let sizes = index.and_then(TrackedSizes::read);
-    let seen = walk_size(workspace, max_entries, max_bytes, sizes.as_ref())?;
+    let seen = walk_size(workspace, max_entries, max_bytes, sizes.as_ref(), listed)?;
     Ok((!seen.racy).then(|| encode(&seen)))
 }
 
@@ -658,7 +675,7 @@ mod tests {
             2100 + 1000 * RACY_SECS as u64,
         ));
         let cache = t.path().join("size-check");
-        let fresh = check_size_cached(&ws, 100, 10_000, &cache, None)
+        let fresh = check_size_cached(&ws, 100, 10_000, &cache, None, None)
             .unwrap()
             .unwrap();
         std::fs::write(&cache, fresh).unwrap();
@@ -666,16 +683,16 @@ mod tests {
         assert_eq!((cached.entries, cached.bytes), (4, 109));
         assert!(matches!(refresh(&ws, cached), Refreshed::Same(_)));
         assert_eq!(
-            check_size_cached(&ws, 100, 10_000, &cache, None).unwrap(),
+            check_size_cached(&ws, 100, 10_000, &cache, None, None).unwrap(),
             None
         );
         // The cached totals against other limits: the same refusals.
         assert!(matches!(
-            check_size_cached(&ws, 3, 10_000, &cache, None),
+            check_size_cached(&ws, 3, 10_000, &cache, None, None),
             Err(Disabled::TooManyEntries { limit: 3, .. })
         ));
         assert!(matches!(
-            check_size_cached(&ws, 100, 50, &cache, None),
+            check_size_cached(&ws, 100, 50, &cache, None, None),
             Err(Disabled::TooLarge { .. })
         ));
         // An entry added deep down: that directory is counted again.
@@ -687,7 +704,7 @@ mod tests {
         // Over a limit after a re-count: the whole walk decides (and
         // refuses with the same error).
         assert!(matches!(
-            check_size_cached(&ws, 4, 10_000, &cache, None),
+            check_size_cached(&ws, 4, 10_000, &cache, None, None),
             Err(Disabled::TooManyEntries { limit: 4, .. })
         ));
         // The ignore file changed: a whole walk.
@@ -732,26 +749,79 @@ mod tests {
         assert_eq!(sizes.size(b"sub/b.txt"), Some(50));
         assert_eq!(sizes.size(b"u.txt"), None);
         assert_eq!(sizes.size(b"sub"), None);
-        let with = walk_size(&ws, 100, 10_000, Some(&sizes)).unwrap();
-        let without = walk_size(&ws, 100, 10_000, None).unwrap();
+        let with = walk_size(&ws, 100, 10_000, Some(&sizes), None).unwrap();
+        let without = walk_size(&ws, 100, 10_000, None, None).unwrap();
         assert_eq!((with.entries, with.bytes), (without.entries, without.bytes));
         assert_eq!(with.bytes, 100 + 50 + 9);
 
         std::fs::write(ws.join("a.txt"), vec![b'a'; 1000]).unwrap();
-        let with = walk_size(&ws, 100, 10_000, Some(&sizes)).unwrap();
+        let with = walk_size(&ws, 100, 10_000, Some(&sizes), None).unwrap();
         assert_eq!(with.bytes, 100 + 50 + 9, "git's record, not a stat");
         assert!(matches!(
-            walk_size(&ws, 100, 500, None),
+            walk_size(&ws, 100, 500, None, None),
             Err(Disabled::TooLarge { .. })
         ));
         git(&ws, t.path(), &["add", "a.txt"]);
         let sizes = TrackedSizes::read(&ws.join(".git/index")).unwrap();
         assert!(matches!(
-            walk_size(&ws, 100, 500, Some(&sizes)),
+            walk_size(&ws, 100, 500, Some(&sizes), None),
             Err(Disabled::TooLarge { .. })
         ));
         // No index: no sizes, and the walk `stat`s everything.
         assert!(TrackedSizes::read(&t.path().join("nowhere/index")).is_none());
+    }
+
+    /// A whole walk given the `.env` scan's whole listing counts from it
+    /// what it would count reading every directory itself — same totals,
+    /// same stamps, same ignore files — and a file added after the scan,
+    /// which it does not count, is counted at the next look (the
+    /// directory's stamp is the scan's, taken before the file came).
+    #[test]
+    fn a_whole_walk_counts_from_the_env_scans_listing() {
+        use crate::policy::env_scan;
+        let t = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(t.path()).unwrap().join("ws");
+        let write = |p: &str, n: usize| {
+            let p = ws.join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, vec![b'x'; n]).unwrap();
+        };
+        write("a/b/f", 100);
+        write("a/c.tmp", 10);
+        write("logs/x", 1000);
+        write("src/m.rs", 3);
+        write("src/deep/er/k.rs", 4);
+        write("sub/.env", 6);
+        write("node_modules/p/i.js", 50);
+        write("dist/out.js", 70);
+        std::fs::write(ws.join(".gitignore"), "logs/\n*.tmp\n").unwrap();
+        git(&ws, t.path(), &["init", "-q"]);
+        git(&ws, t.path(), &["add", "a/b/f", "src/m.rs"]);
+        let sizes = TrackedSizes::read(&ws.join(".git/index")).unwrap();
+
+        env_scan::keep_listing(&ws);
+        env_scan::scan_cached(&ws);
+        let listing = env_scan::take_listing(&ws).expect("kept");
+        let with = walk_size(&ws, 1000, 1_000_000, Some(&sizes), Some(&listing)).unwrap();
+        let without = walk_size(&ws, 1000, 1_000_000, Some(&sizes), None).unwrap();
+        assert_eq!(with, without);
+        // a, a/b, b/f, src, m.rs, deep, er, k.rs, sub, .env, .gitignore
+        assert_eq!((with.entries, with.bytes), (11, 100 + 3 + 4 + 6 + 12));
+
+        write("src/deep/er/new.rs", 1000);
+        let with = walk_size(&ws, 1000, 1_000_000, Some(&sizes), Some(&listing)).unwrap();
+        assert_eq!(
+            (with.entries, with.bytes),
+            (11, 125),
+            "control: counted from the listing, not from the disk"
+        );
+        let cache = t.path().join("size-check");
+        std::fs::write(&cache, encode(&with)).unwrap();
+        let next = match refresh(&ws, read_cache(&cache).unwrap()) {
+            Refreshed::Updated(r) => r,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!((next.entries, next.bytes), (12, 1125));
     }
 
     /// A directory changed just before the walk is kept with no stamp:
@@ -762,7 +832,7 @@ mod tests {
         let ws = t.path().join("ws");
         std::fs::create_dir_all(ws.join("a/b")).unwrap();
         std::fs::write(ws.join("a/b/f"), "12345").unwrap();
-        let seen = walk_size(&ws, 100, 10_000, None).unwrap();
+        let seen = walk_size(&ws, 100, 10_000, None, None).unwrap();
         assert!(!seen.racy, "only directories are too new here");
         assert!(seen.dirs.values().all(|d| d.racy));
         let cache = t.path().join("size-check");
@@ -797,7 +867,7 @@ mod tests {
         std::fs::write(ws.join("src/.gitignore"), "*.tmp\n!keep.tmp\n").unwrap();
         write("src/m.rs", 3);
         std::fs::write(ws.join(".gitignore"), "logs/\n").unwrap();
-        let mut seen = walk_size(&ws, 1000, 1_000_000, None).unwrap();
+        let mut seen = walk_size(&ws, 1000, 1_000_000, None, None).unwrap();
         let steps: Vec<Box<dyn Fn()>> = vec![
             Box::new(|| write("a/b/new", 5)),
             Box::new(|| std::fs::remove_file(ws.join("a/c/g")).unwrap()),
@@ -812,7 +882,7 @@ mod tests {
         ];
         for (i, step) in steps.iter().enumerate() {
             step();
-            let walked = walk_size(&ws, 1000, 1_000_000, None).unwrap();
+            let walked = walk_size(&ws, 1000, 1_000_000, None, None).unwrap();
             match refresh(&ws, seen) {
                 // (Same: only what the walk never enters changed.)
                 Refreshed::Updated(r) | Refreshed::Same(r) => {
@@ -855,7 +925,7 @@ mod tests {
                 bytes += n as u64;
             }
         }
-        let seen = walk_size(&ws, 1_000_000, 1 << 40, None).unwrap();
+        let seen = walk_size(&ws, 1_000_000, 1 << 40, None, None).unwrap();
         assert_eq!((seen.entries, seen.bytes), (entries, bytes));
         for (dir, d) in &seen.dirs {
             let (mut e, mut b) = (0u64, 0u64);
@@ -869,11 +939,11 @@ mod tests {
             assert_eq!((d.entries, d.bytes), (e, b), "{}", dir.display());
         }
         assert!(matches!(
-            walk_size(&ws, entries - 1, 1 << 40, None),
+            walk_size(&ws, entries - 1, 1 << 40, None, None),
             Err(Disabled::TooManyEntries { .. })
         ));
         assert!(matches!(
-            walk_size(&ws, 1_000_000, bytes - 1, None),
+            walk_size(&ws, 1_000_000, bytes - 1, None, None),
             Err(Disabled::TooLarge { .. })
         ));
     }
@@ -939,7 +1009,7 @@ mod tests {
             .iter()
             .map(|p| std::fs::metadata(ws.join(p)).unwrap().len())
             .sum();
-        let seen = walk_size(&ws, 100, 10_000, None).unwrap();
+        let seen = walk_size(&ws, 100, 10_000, None, None).unwrap();
         // Git's files and the two directories holding some of them.
         assert_eq!((seen.entries, seen.bytes), (listed.len() as u64 + 2, bytes));
         let per_dir: Vec<(String, u64)> = seen

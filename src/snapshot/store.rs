@@ -20,6 +20,7 @@ use super::seed;
 use super::treebuild::{self, LastLook};
 use super::types::{ChangeKind, FileChange, Label, SnapshotId, SnapshotMeta, SnapshotRecord};
 use super::undo::{plan_undo, UndoPlan, UndoScope};
+use crate::policy::env_scan::WorkspaceListing;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -150,6 +151,9 @@ struct Prelude {
     seed_now: bool,
     /// The user's index: a whole size walk takes tracked sizes from it.
     user_index: Option<PathBuf>,
+    /// The directories this process's `.env` scan just read whole, taken
+    /// (and so let go) at every open: a whole size walk counts from them.
+    listing: Option<WorkspaceListing>,
 }
 
 impl Prelude {
@@ -160,6 +164,7 @@ impl Prelude {
     ) -> Result<Result<Prelude, Disabled>, SnapshotError> {
         let workspace = std::fs::canonicalize(workspace)
             .map_err(|e| SnapshotError::io("cannot open workspace", workspace, e))?;
+        let listing = crate::policy::env_scan::take_listing(&workspace);
         if !workspace.is_dir() {
             return Err(SnapshotError::io(
                 "workspace is not a directory:",
@@ -201,6 +206,7 @@ impl Prelude {
             size_cache,
             seed_now,
             user_index,
+            listing,
         }))
     }
 
@@ -212,6 +218,7 @@ impl Prelude {
             opts.max_workspace_bytes,
             &self.size_cache,
             self.user_index.as_deref(),
+            self.listing.as_ref(),
         )
     }
 

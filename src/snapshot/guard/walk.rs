@@ -19,6 +19,7 @@ use super::{
     is_racy, limits, relative, skipped_dir, stamp, DirSeen, Disabled, SizeSeen, Stamp, TrackedDir,
     TrackedSizes,
 };
+use crate::policy::env_scan::{ListedDir, WorkspaceListing};
 use crate::work_stack::WorkStack;
 use ignore::gitignore::Gitignore;
 use std::collections::BTreeMap;
@@ -66,6 +67,9 @@ struct Shared<'a> {
     over: Mutex<Option<Disabled>>,
     workspace: &'a Path,
     tracked: Option<&'a TrackedSizes>,
+    /// The directories the `.env` scan already read whole: counted from
+    /// there, not read again.
+    listed: Option<&'a WorkspaceListing>,
     started: i64,
     max_entries: u64,
     max_bytes: u64,
@@ -107,6 +111,7 @@ pub(super) fn walk_size(
     max_entries: u64,
     max_bytes: u64,
     tracked: Option<&TrackedSizes>,
+    listed: Option<&WorkspaceListing>,
 ) -> Result<SizeSeen, Disabled> {
     let shared = Shared {
         jobs: WorkStack::new(vec![Job {
@@ -119,6 +124,7 @@ pub(super) fn walk_size(
         over: Mutex::new(None),
         workspace,
         tracked,
+        listed,
         started: super::now_secs(),
         max_entries,
         max_bytes,
@@ -188,44 +194,58 @@ struct Entry {
     kind: Option<std::fs::FileType>,
 }
 
+/// Where a directory's entries and stamp come from.
+enum Source<'l> {
+    /// Opened and read here.
+    Read(Opened, Vec<Entry>),
+    /// Read whole by the `.env` scan moments before (its `lstat`, taken
+    /// before that read, is the stamp).
+    Listed(&'l ListedDir),
+}
+
 /// Count one directory's entries; its subdirectories go to `found`.
 fn count_dir(shared: &Shared<'_>, part: &mut Part, job: Job, found: &mut Vec<Job>) {
-    let Job { dir, rules } = job;
-    let Some(opened) = Opened::open(&dir) else {
-        unreadable(shared, part, dir);
-        return;
-    };
-    let st = opened.stamp;
-    let listing: Vec<Entry> = match std::fs::read_dir(&dir) {
-        Ok(l) => {
-            let mut v = Vec::new();
-            for e in l {
-                match e {
-                    Ok(e) => v.push(Entry {
-                        name: e.file_name(),
-                        kind: e.file_type().ok(),
-                    }),
-                    Err(_) => {
-                        part.racy = true;
-                        break;
-                    }
-                }
+    let source = match shared.listed.and_then(|l| l.get(&job.dir)) {
+        Some(listed) => Source::Listed(listed),
+        None => match read_dir(&job.dir) {
+            Some((opened, listing, whole)) => {
+                part.racy |= !whole;
+                Source::Read(opened, listing)
             }
-            v
-        }
-        Err(_) => {
-            unreadable(shared, part, dir);
-            return;
+            None => {
+                unreadable(shared, part, job.dir);
+                return;
+            }
+        },
+    };
+    let (st, entries): (Stamp, Vec<(&std::ffi::OsStr, Option<std::fs::FileType>)>) = match &source {
+        Source::Read(opened, listing) => (
+            opened.stamp,
+            listing
+                .iter()
+                .map(|e| (e.name.as_os_str(), e.kind))
+                .collect(),
+        ),
+        Source::Listed(l) => {
+            part.racy |= l.short;
+            (
+                super::listed_stamp(l),
+                l.entries
+                    .iter()
+                    .map(|e| (e.name.as_os_str(), e.kind))
+                    .collect(),
+            )
         }
     };
+    let Job { dir, rules } = job;
     // Its own `.gitignore` first: it judges its siblings. Its stamp is
     // kept whether or not it is counted (a `.gitignore` its own rules
     // ignore still rules), so a later look knows every file that ruled.
     let mut here_rules = rules;
     let mut gitignore_len = None;
-    if listing
+    if entries
         .iter()
-        .any(|e| e.name == ".gitignore" && e.kind.is_some_and(|k| !k.is_dir()))
+        .any(|(name, kind)| *name == ".gitignore" && kind.is_some_and(|k| !k.is_dir()))
     {
         let path = dir.join(".gitignore");
         match std::fs::symlink_metadata(&path) {
@@ -246,34 +266,34 @@ fn count_dir(shared: &Shared<'_>, part: &mut Part, job: Job, found: &mut Vec<Job
     let tracked = shared
         .tracked
         .and_then(|t| Some((t, t.dir(relative(shared.workspace, &dir)?))));
-    let (mut entries, mut bytes) = (0u64, 0u64);
-    for e in &listing {
+    let (mut counted, mut bytes) = (0u64, 0u64);
+    for (name, kind) in &entries {
         if shared.stop.load(Relaxed) {
             return;
         }
-        let is_dir = e.kind.is_some_and(|k| k.is_dir());
-        if is_dir && e.name.to_str().is_some_and(skipped_dir) {
+        let is_dir = kind.is_some_and(|k| k.is_dir());
+        if is_dir && name.to_str().is_some_and(skipped_dir) {
             continue;
         }
-        let path = (here_rules.is_some() || is_dir).then(|| dir.join(&e.name));
+        let path = (here_rules.is_some() || is_dir).then(|| dir.join(name));
         if let Some(p) = &path {
             if ignored(here_rules.as_deref(), p, is_dir) {
                 continue;
             }
         }
-        let size = match e.kind {
+        let size = match kind {
             None => {
                 part.racy = true;
                 0
             }
             Some(k) if !k.is_file() => 0,
-            Some(_) if e.name == ".gitignore" => gitignore_len.unwrap_or(0),
-            Some(_) => file_len(&opened, tracked.as_ref(), &e.name).unwrap_or_else(|| {
+            Some(_) if *name == ".gitignore" => gitignore_len.unwrap_or(0),
+            Some(_) => file_len(&source, &dir, tracked.as_ref(), name).unwrap_or_else(|| {
                 part.racy = true;
                 0
             }),
         };
-        entries += 1;
+        counted += 1;
         bytes += size;
         part.pending.0 += 1;
         part.pending.1 += size;
@@ -293,11 +313,29 @@ fn count_dir(shared: &Shared<'_>, part: &mut Part, job: Job, found: &mut Vec<Job
         dir,
         DirSeen {
             stamp: st,
-            entries,
+            entries: counted,
             bytes,
             racy: is_racy(&st, shared.started),
         },
     );
+}
+
+/// Open and read `dir`: its stamp (taken before the listing), its
+/// entries, and whether the listing is whole (`false`: reading stopped at
+/// an error). `None` when it cannot be opened or read.
+fn read_dir(dir: &Path) -> Option<(Opened, Vec<Entry>, bool)> {
+    let opened = Opened::open(dir)?;
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).ok()? {
+        match e {
+            Ok(e) => v.push(Entry {
+                name: e.file_name(),
+                kind: e.file_type().ok(),
+            }),
+            Err(_) => return Some((opened, v, false)),
+        }
+    }
+    Some((opened, v, true))
 }
 
 /// A directory that could not be opened or listed (another user's, say,
@@ -352,10 +390,12 @@ fn flush(shared: &Shared<'_>, part: &mut Part) -> bool {
     }
 }
 
-/// The size of the regular file `name` of the directory: the index's
-/// record when it tracks it, else `stat`ed; `None` when it cannot be.
+/// The size of the regular file `name` of `dir`: the index's record when
+/// it tracks it, else `stat`ed (through the directory's descriptor when
+/// it was opened here); `None` when it cannot be.
 fn file_len(
-    opened: &Opened,
+    source: &Source<'_>,
+    dir: &Path,
     tracked: Option<&(&TrackedSizes, TrackedDir)>,
     name: &std::ffi::OsStr,
 ) -> Option<u64> {
@@ -364,7 +404,12 @@ fn file_len(
             return Some(size);
         }
     }
-    opened.len_of(name)
+    match source {
+        Source::Read(opened, _) => opened.len_of(name),
+        Source::Listed(_) => std::fs::symlink_metadata(dir.join(name))
+            .ok()
+            .map(|m| m.len()),
+    }
 }
 
 /// A directory opened to be counted: its stamp, taken before it is
