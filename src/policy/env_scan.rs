@@ -1300,24 +1300,22 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_whole_listing_is_kept_when_asked_and_handed_over_once() {
+        let tree = |t: &tempfile::TempDir| {
+            let root = fs::canonicalize(t.path()).unwrap();
+            write(&root.join("a/b/.env"));
+            write(&root.join("a/b/main.rs"));
+            write(&root.join("a/notes.txt"));
+            write(&root.join("node_modules/p/.env"));
+            std::os::unix::fs::symlink("a", root.join("link")).unwrap();
+            root
+        };
         let t = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(t.path()).unwrap();
-        write(&root.join("a/b/.env"));
-        write(&root.join("a/b/main.rs"));
-        write(&root.join("a/notes.txt"));
-        write(&root.join("node_modules/p/.env"));
-        std::os::unix::fs::symlink("a", root.join("link")).unwrap();
-
+        let root = tree(&t);
         scan_cached(&root);
         assert!(take_listing(&root).is_none(), "kept unasked");
 
         let fresh = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(fresh.path()).unwrap();
-        write(&root.join("a/b/.env"));
-        write(&root.join("a/b/main.rs"));
-        write(&root.join("a/notes.txt"));
-        write(&root.join("node_modules/p/.env"));
-        std::os::unix::fs::symlink("a", root.join("link")).unwrap();
+        let root = tree(&fresh);
         keep_listing(&root);
         let scan = scan_cached(&root);
         assert_eq!(scan.files, vec![root.join("a/b/.env")]);
