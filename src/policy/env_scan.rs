@@ -211,6 +211,10 @@ pub struct ListedDir {
     pub entries: Vec<ListedEntry>,
     /// Reading stopped at an error: `entries` may be short.
     pub short: bool,
+    /// The directory changed too close to the read to be vouched for by
+    /// its stamp later (the scan's own racy rule, [`RACY_WINDOW`], judged
+    /// at the time of the read).
+    pub racy: bool,
 }
 
 /// An entry of a [`ListedDir`].
@@ -232,11 +236,6 @@ impl WorkspaceListing {
     /// The listing of `dir`, when the scan read it.
     pub fn get(&self, dir: &Path) -> Option<&ListedDir> {
         self.dirs.get(dir)
-    }
-
-    /// How many directories it holds.
-    pub fn len(&self) -> usize {
-        self.dirs.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -479,13 +478,14 @@ fn list_ahead(
             let mut kept = None;
             let listing = match &look {
                 Ok(l) if l.is_dir => {
+                    let racy = is_racy(&l.stamp, now, window);
                     kept = whole.then(|| ListedDir {
                         stamp: l.stamp,
                         size: l.size,
                         entries: Vec::new(),
                         short: false,
+                        racy,
                     });
-                    let racy = is_racy(&l.stamp, now, window);
                     Some(list(&dir, l.stamp, racy, kept.as_mut()))
                 }
                 _ => None,
@@ -1358,9 +1358,10 @@ mod tests {
         );
         let meta = fs::symlink_metadata(root.join("a")).unwrap();
         let a = listing.get(&root.join("a")).unwrap();
+        // Made a moment ago: too new for its stamp to vouch for it later.
         assert_eq!(
-            (a.stamp, a.size, a.short),
-            (stamp(&meta), meta.len(), false)
+            (a.stamp, a.size, a.short, a.racy),
+            (stamp(&meta), meta.len(), false, true)
         );
         assert!(take_listing(&root).is_none(), "handed over once");
 

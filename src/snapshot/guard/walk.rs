@@ -309,13 +309,15 @@ fn count_dir(shared: &Shared<'_>, part: &mut Part, job: Job, found: &mut Vec<Job
             }
         }
     }
+    // A listing the scan read earlier is judged at its own read as well.
+    let listed_racy = matches!(source, Source::Listed(l) if l.racy);
     part.dirs.insert(
         dir,
         DirSeen {
             stamp: st,
             entries: counted,
             bytes,
-            racy: is_racy(&st, shared.started),
+            racy: listed_racy || is_racy(&st, shared.started),
         },
     );
 }
