@@ -97,6 +97,11 @@ pub struct Driver {
     approval_timeout: Duration,
     /// Turns running in this process.
     active: Arc<Mutex<HashMap<String, Active>>>,
+    /// Turns whose loop has ended, taken out of `active` (no steer is
+    /// accepted any more) but not yet recorded as closed: still running
+    /// for [`Driver::running`], so a caller waiting for none (the TUI on
+    /// SIGTERM) does not leave before the turn's record is written.
+    closing: Arc<std::sync::atomic::AtomicUsize>,
     /// Serializes starts (the busy check and the session file).
     starting: Arc<Mutex<()>>,
     /// The MCP servers of `mcp.json`, one set per workspace (docs/MCP.md).
@@ -152,6 +157,7 @@ impl Driver {
             home: home.to_path_buf(),
             approval_timeout,
             active: Arc::new(Mutex::new(HashMap::new())),
+            closing: Arc::default(),
             starting: Arc::new(Mutex::new(())),
             mcp: Arc::default(),
             thread_mcp: Arc::default(),
@@ -466,6 +472,7 @@ impl Driver {
     }
 
     /// Stop tracking a turn; steered input it never read is marked so.
+    /// (A turn's own close counts it in `closing` first: [`Closing`].)
     fn forget(&self, turn: &str) -> Option<Vec<String>> {
         lock(&self.active).remove(turn).map(|a| a.steer_items)
     }
@@ -560,6 +567,9 @@ impl Driver {
                 Some("could not start the async runtime".into()),
             ),
         };
+        // Counted as running until the turn is recorded closed and its
+        // thread released (the guard ends with this function).
+        let _closing = Closing::enter(&self.closing);
         // No steer is accepted after this: what the loop did not read is
         // said on its item before the turn closes.
         let undelivered = self.forget(&turn.id).unwrap_or_default();
@@ -774,9 +784,12 @@ impl Driver {
         self.rt.release(&turn.thread_id);
     }
 
-    /// Whether any turn is still running (shutdown waits for none).
+    /// How many turns are still running (shutdown waits for none): a turn
+    /// counts until its close is recorded, not only until its loop ends.
     pub fn running(&self) -> usize {
-        lock(&self.active).len()
+        // `closing` is raised before a turn leaves `active`: a turn is
+        // never in neither (it may briefly count twice).
+        lock(&self.active).len() + self.closing.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Earlier turns as the model sees them ([`super::history`]): from each
@@ -1096,4 +1109,22 @@ fn mcp_lines(s: &[crate::mcp::client::ServerStatus]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// A turn being closed ([`Driver::running`] counts it): entered before the
+/// turn leaves `active`, left when dropped — after its record is written,
+/// or on a panic on the way.
+struct Closing<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Closing<'a> {
+    fn enter(n: &'a std::sync::atomic::AtomicUsize) -> Closing<'a> {
+        n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Closing(n)
+    }
+}
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
