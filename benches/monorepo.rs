@@ -433,17 +433,7 @@ fn floor(
     let index = env.root.join(format!("floor-index-{i}"));
     std::fs::copy(big.join(".git/index"), &index).unwrap();
     settle();
-    let t = Instant::now();
-    let out = Command::new("git")
-        .args(["add", "-u"])
-        .current_dir(big)
-        .env("GIT_INDEX_FILE", &index)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .expect("git add -u");
-    let add_u = t.elapsed();
-    assert!(out.status.success());
+    let add_u = time_git(big, &["add", "-u"], Some(&index));
     let _ = std::fs::remove_file(&index);
     (b.saturating_sub(s), add_u)
 }
@@ -521,16 +511,24 @@ fn hand_write_tree(side: &Path, ws: &Path) {
 }
 
 fn git_status(ws: &Path) -> Duration {
-    let t = Instant::now();
-    let out = Command::new("git")
-        .args(["status", "--porcelain"])
-        .current_dir(ws)
+    time_git(ws, &["status", "--porcelain"], None)
+}
+
+/// How long the user's own git takes for `args` in `dir` (no user or
+/// system configuration; `index`: another index file to work on).
+fn time_git(dir: &Path, args: &[&str], index: Option<&Path>) -> Duration {
+    let mut c = Command::new("git");
+    c.args(args)
+        .current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .expect("git status");
+        .env("GIT_CONFIG_GLOBAL", "/dev/null");
+    if let Some(i) = index {
+        c.env("GIT_INDEX_FILE", i);
+    }
+    let t = Instant::now();
+    let out = c.output().expect("git");
     let d = t.elapsed();
-    assert!(out.status.success());
+    assert!(out.status.success(), "git {args:?}: {out:?}");
     d
 }
 

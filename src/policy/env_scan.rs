@@ -414,14 +414,15 @@ fn list(
             }
         };
         let name = entry.file_name();
+        // `d_type`: no `stat` per entry on Linux.
+        let kind = entry.file_type();
         if let Some(w) = whole.as_deref_mut() {
             w.entries.push(ListedEntry {
                 name: name.clone(),
-                kind: entry.file_type().ok(),
+                kind: kind.as_ref().ok().copied(),
             });
         }
-        // `d_type`: no `stat` per entry on Linux.
-        let ft = match entry.file_type() {
+        let ft = match kind {
             Ok(ft) => ft,
             Err(e) => {
                 l.problems.push(format!(
@@ -1051,10 +1052,15 @@ static CACHES: Mutex<Option<HashMap<PathBuf, EnvScanCache>>> = Mutex::new(None);
 /// left on disk ([`super::env_scan_disk`]) and leaves its own there.
 pub fn scan_cached(root: &Path) -> EnvScan {
     let file = trusted_cache(super::env_scan_disk::cache_file(root), root);
+    with_cache(root, |cache| cache.scan_with_file(root, file.as_deref()).0)
+}
+
+/// `f` on this process's cache for `root` (made empty if there is none),
+/// under the one lock every caller takes.
+fn with_cache<R>(root: &Path, f: impl FnOnce(&mut EnvScanCache) -> R) -> R {
     let mut guard = CACHES.lock().unwrap_or_else(|p| p.into_inner());
     let caches = guard.get_or_insert_with(HashMap::new);
-    let cache = caches.entry(root.to_path_buf()).or_default();
-    cache.scan_with_file(root, file.as_deref()).0
+    f(caches.entry(root.to_path_buf()).or_default())
 }
 
 /// Every directory the `.env` scan of `root` walks (all but the
@@ -1065,16 +1071,15 @@ pub fn scan_cached(root: &Path) -> EnvScan {
 /// type could not be read (the set would not be the whole tree).
 pub fn known_dirs(root: &Path) -> Option<Vec<PathBuf>> {
     let file = trusted_cache(super::env_scan_disk::cache_file(root), root);
-    let mut guard = CACHES.lock().unwrap_or_else(|p| p.into_inner());
-    let caches = guard.get_or_insert_with(HashMap::new);
-    let cache = caches.entry(root.to_path_buf()).or_default();
-    let (scan, _) = cache.scan_with_file_as(root, file.as_deref(), Want::Dirs);
-    let whole = scan.unmasked.is_empty()
-        && cache
-            .dirs
-            .values()
-            .all(|l| l.failed.is_none() && l.problems.is_empty());
-    whole.then(|| cache.dirs.keys().cloned().collect())
+    with_cache(root, |cache| {
+        let (scan, _) = cache.scan_with_file_as(root, file.as_deref(), Want::Dirs);
+        let whole = scan.unmasked.is_empty()
+            && cache
+                .dirs
+                .values()
+                .all(|l| l.failed.is_none() && l.problems.is_empty());
+        whole.then(|| cache.dirs.keys().cloned().collect())
+    })
 }
 
 /// Ask the next scan of `root` that reads every directory (a process's
@@ -1085,19 +1090,17 @@ pub fn known_dirs(root: &Path) -> Option<Vec<PathBuf>> {
 /// store is opened next (the listing is ~40 bytes an entry, and is
 /// dropped at [`take_listing`]).
 pub fn keep_listing(root: &Path) {
-    let mut guard = CACHES.lock().unwrap_or_else(|p| p.into_inner());
-    let caches = guard.get_or_insert_with(HashMap::new);
-    caches.entry(root.to_path_buf()).or_default().keep_listing = true;
+    with_cache(root, |cache| cache.keep_listing = true);
 }
 
 /// The whole listing [`keep_listing`] asked for, once: `None` when no
 /// scan read every directory since (the saved listings were reused).
 /// Stops the keeping either way.
 pub fn take_listing(root: &Path) -> Option<WorkspaceListing> {
-    let mut guard = CACHES.lock().unwrap_or_else(|p| p.into_inner());
-    let cache = guard.as_mut()?.get_mut(root)?;
-    cache.keep_listing = false;
-    cache.listing.take()
+    with_cache(root, |cache| {
+        cache.keep_listing = false;
+        cache.listing.take()
+    })
 }
 
 /// The saved listings are trusted only where a sandboxed command of this

@@ -171,13 +171,8 @@ fn denies_reads(policy: &SandboxPolicy) -> bool {
 /// own `resolve` right before it runs still scans (then one `read` of the
 /// watch) and decides what is masked.
 pub fn warm_env_scan(policy: &SandboxPolicy) {
-    if !denies_reads(policy) {
-        return;
-    }
-    if let Ok(workspace) = std::fs::canonicalize(&policy.workspace) {
-        if workspace.is_dir() {
-            super::env_scan::scan_cached(&workspace);
-        }
+    if let Some(root) = env_scan_root(policy) {
+        super::env_scan::scan_cached(&root);
     }
 }
 
@@ -188,12 +183,22 @@ pub fn warm_env_scan(policy: &SandboxPolicy) {
 /// ([`super::env_scan::keep_listing`]). Keyed as `resolve` scans: the
 /// canonical workspace.
 pub fn keep_workspace_listing(policy: &SandboxPolicy) {
+    if let Some(root) = env_scan_root(policy) {
+        super::env_scan::keep_listing(&root);
+    }
+}
+
+/// The root [`resolve`] scans for `.env` files under `policy` — its
+/// canonical workspace, when the policy denies reads and the workspace is
+/// a directory — for the callers that prepare that scan
+/// ([`warm_env_scan`], [`keep_workspace_listing`]).
+fn env_scan_root(policy: &SandboxPolicy) -> Option<PathBuf> {
     if !denies_reads(policy) {
-        return;
+        return None;
     }
-    if let Ok(workspace) = std::fs::canonicalize(&policy.workspace) {
-        super::env_scan::keep_listing(&workspace);
-    }
+    std::fs::canonicalize(&policy.workspace)
+        .ok()
+        .filter(|w| w.is_dir())
 }
 
 /// Resolve `policy` against the filesystem and `facts`.

@@ -715,6 +715,13 @@ mod tests {
         ));
     }
 
+    /// `n` bytes at `rel` under `ws`, its directories made.
+    fn write_bytes(ws: &Path, rel: &str, n: usize) {
+        let p = ws.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, vec![b'x'; n]).unwrap();
+    }
+
     /// `git` in `ws`, with no configuration but the repository's.
     fn git(ws: &Path, home: &Path, args: &[&str]) {
         let out = std::process::Command::new("git")
@@ -781,11 +788,7 @@ mod tests {
         use crate::policy::env_scan;
         let t = tempfile::tempdir().unwrap();
         let ws = std::fs::canonicalize(t.path()).unwrap().join("ws");
-        let write = |p: &str, n: usize| {
-            let p = ws.join(p);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, vec![b'x'; n]).unwrap();
-        };
+        let write = |p: &str, n: usize| write_bytes(&ws, p, n);
         write("a/b/f", 100);
         write("a/c.tmp", 10);
         write("logs/x", 1000);
@@ -854,11 +857,7 @@ mod tests {
     fn a_recount_gives_the_walks_totals() {
         let t = tempfile::tempdir().unwrap();
         let ws = t.path().join("ws");
-        let write = |p: &str, n: usize| {
-            let p = ws.join(p);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, vec![b'x'; n]).unwrap();
-        };
+        let write = |p: &str, n: usize| write_bytes(&ws, p, n);
         write("a/b/f", 100);
         write("a/c/g", 10);
         write("d/e/h", 7);
